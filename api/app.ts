@@ -1,0 +1,41 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { Knex } from 'knex';
+import type { Logger } from '../logging/logger';
+import { authenticate } from './middleware/auth';
+import { jsonBody } from './middleware/body';
+import { errorHandler } from './middleware/errorHandler';
+import { rateLimit } from './middleware/rateLimit';
+import { requestId } from './middleware/requestId';
+import { contactRoutes } from './routes/contacts';
+import { healthRoutes } from './routes/health';
+
+export interface AppDeps {
+  knex: Knex;
+  log: Logger;
+  apiRateLimitPerMinute: number;
+}
+
+/**
+ * The Koa app. Order matters: request id → error envelope (and request log) → routes. Each router authenticates,
+ * rate-limits and then parses the body, so unauthenticated or throttled requests cost no body parsing.
+ */
+export function createApp(deps: AppDeps): Koa {
+  const app = new Koa({ proxy: false });
+  app.silent = true; // errors are logged once, by errorHandler
+
+  const open = new Router();
+  healthRoutes(open, deps.knex);
+
+  const dashboard = new Router();
+  dashboard.use(authenticate(deps.knex, ['secret']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody());
+  contactRoutes(dashboard, deps.knex);
+
+  app.use(requestId());
+  app.use(errorHandler(deps.log));
+  for (const router of [open, dashboard]) {
+    app.use(router.routes());
+    app.use(router.allowedMethods()); // sets 405/501 + Allow; errorHandler renders the envelope
+  }
+  return app;
+}

@@ -1,0 +1,36 @@
+/** One field-level problem of a request (spec section 7: `errors[]`). */
+export interface FieldError {
+  field: string;
+  message: string;
+  code: string;
+}
+
+/**
+ * An error the client caused or may act on. The error middleware renders it into the spec's envelope;
+ * anything that is not an ApiError (or an HTTP error from Koa's stack) is a 500 with nothing internal shown.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: { errors?: FieldError[]; suggestion?: string; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export const badRequest = (message: string, errors?: FieldError[], suggestion?: string) =>
+  new ApiError(400, 'BAD_REQUEST', message, { errors, suggestion });
+
+export const unauthorized = (message: string, suggestion?: string) => new ApiError(401, 'UNAUTHORIZED', message, { suggestion });
+
+export const forbidden = (message: string, suggestion?: string) => new ApiError(403, 'FORBIDDEN', message, { suggestion });
+
+export const notFound = (what: string) => new ApiError(404, 'NOT_FOUND', `${what} not found`);
+
+export const conflict = (message: string, suggestion?: string) => new ApiError(409, 'CONFLICT', message, { suggestion });
+
+export const validationFailed = (errors: FieldError[], suggestion?: string) =>
+  new ApiError(422, 'VALIDATION_ERROR', errors.length === 1 ? errors[0]!.message : `${errors.length} fields are invalid`, { errors, suggestion });

@@ -1,0 +1,82 @@
+import type { Middleware } from 'koa';
+import type { Logger } from '../../logging/logger';
+import { ApiError, type FieldError } from '../errors';
+
+/** Codes for the HTTP errors that Koa, the router and the body parser raise themselves. */
+const HTTP_CODES: Record<number, { code: string; message?: string; suggestion?: string }> = {
+  400: { code: 'BAD_REQUEST' },
+  401: { code: 'UNAUTHORIZED' },
+  403: { code: 'FORBIDDEN' },
+  404: { code: 'NOT_FOUND' },
+  405: { code: 'METHOD_NOT_ALLOWED' },
+  413: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body is too large', suggestion: 'Send a smaller body.' },
+  415: { code: 'UNSUPPORTED_MEDIA_TYPE' },
+  429: { code: 'RATE_LIMITED' },
+};
+
+export interface ErrorBody {
+  success: false;
+  error: { code: string; message: string; statusCode: number; requestId: string; errors?: FieldError[]; suggestion?: string };
+  timestamp: string;
+}
+
+function render(ctx: Parameters<Middleware>[0], status: number, code: string, message: string, extra: { errors?: FieldError[]; suggestion?: string } = {}) {
+  const body: ErrorBody = {
+    success: false,
+    error: {
+      code,
+      message,
+      statusCode: status,
+      requestId: ctx.state.requestId as string,
+      ...(extra.errors ? { errors: extra.errors } : {}),
+      ...(extra.suggestion ? { suggestion: extra.suggestion } : {}),
+    },
+    timestamp: new Date().toISOString(),
+  };
+  ctx.status = status;
+  ctx.body = body;
+}
+
+/**
+ * The one place where failures become responses, always in the spec's envelope. Also turns "no route
+ * matched" into a 404 in the same envelope, and logs each request once (never its body or headers).
+ */
+export function errorHandler(log: Logger): Middleware {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+      // The router answers "no route" with a bare status; give it the envelope like every other error.
+      if (ctx.body === undefined || ctx.body === null) {
+        if (ctx.status === 404) {
+          render(ctx, 404, 'NOT_FOUND', `No route for ${ctx.method} ${ctx.path}`, { suggestion: 'Check the method and path against the API reference.' });
+        } else if (ctx.status === 405 || ctx.status === 501) {
+          const allow = ctx.response.get('Allow');
+          render(ctx, 405, 'METHOD_NOT_ALLOWED', `Method ${ctx.method} is not allowed on ${ctx.path}`, { suggestion: allow ? `Allowed methods: ${allow}.` : undefined });
+        }
+      }
+    } catch (err) {
+      if (err instanceof ApiError) {
+        for (const [k, v] of Object.entries(err.details.headers ?? {})) ctx.set(k, v);
+        render(ctx, err.status, err.code, err.message, err.details);
+      } else {
+        const e = err as { status?: number; statusCode?: number; expose?: boolean; message?: string; headers?: Record<string, string>; type?: string };
+        const status = e.status ?? e.statusCode;
+        if (status && status >= 400 && status < 500 && HTTP_CODES[status]) {
+          const known = HTTP_CODES[status]!;
+          for (const [k, v] of Object.entries(e.headers ?? {})) ctx.set(k, v);
+          const message = e.type === 'entity.parse.failed' ? 'Malformed JSON in request body' : (known.message ?? (e.expose && e.message ? e.message : known.code));
+          render(ctx, status, known.code, message, { suggestion: known.suggestion });
+        } else {
+          log.error({ err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'unhandled error');
+          render(ctx, 500, 'INTERNAL_ERROR', 'An unexpected error occurred', {
+            suggestion: 'Retry later; if it persists, report the requestId to the operator.',
+          });
+        }
+      }
+    } finally {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      log.info({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, projectId: ctx.state.auth?.projectId }, 'request');
+    }
+  };
+}

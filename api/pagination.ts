@@ -1,0 +1,44 @@
+import Joi from 'joi';
+import { badRequest } from './errors';
+
+/**
+ * Keyset pagination. Lists are ordered newest first by their time-ordered (UUIDv7) id; a cursor is the last id
+ * of the page, wrapped so that clients treat it as opaque and we can change what it holds.
+ */
+export const limitSchema = Joi.number().integer().min(1).max(100).default(20);
+export const cursorSchema = Joi.string().max(200);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export function encodeCursor(id: string): string {
+  return Buffer.from(`v1:${id}`).toString('base64url');
+}
+
+/** The id the cursor points after; a cursor we did not make is a 400. */
+export function decodeCursor(cursor: string | undefined): string | undefined {
+  if (cursor === undefined) return undefined;
+  const raw = Buffer.from(cursor, 'base64url').toString('utf8');
+  const id = raw.startsWith('v1:') ? raw.slice(3) : '';
+  if (!UUID.test(id)) throw badRequest('Invalid cursor', [{ field: 'cursor', message: 'cursor is not one this API returned', code: 'invalid_cursor' }]);
+  return id;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+  hasMore: boolean;
+  total: number;
+}
+
+/** Builds a page from `limit + 1` fetched rows: the extra row only tells that there is more. */
+export function toPage<R extends { id: string }, T>(rows: R[], limit: number, total: number, map: (row: R) => T): Page<T> {
+  const hasMore = rows.length > limit;
+  const pageRows = hasMore ? rows.slice(0, limit) : rows;
+  const last = pageRows[pageRows.length - 1];
+  return { items: pageRows.map(map), nextCursor: hasMore && last ? encodeCursor(last.id) : null, hasMore, total };
+}
+
+/** Route ids are UUIDs; anything else cannot exist, so it is a 404 rather than a database error. */
+export function isUuid(s: string): boolean {
+  return UUID.test(s);
+}

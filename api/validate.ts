@@ -1,0 +1,45 @@
+import type Joi from 'joi';
+import type { Context } from 'koa';
+import { badRequest, type FieldError, validationFailed } from './errors';
+
+// Joi's error types mapped to the short, stable codes of the spec's error items (`invalid_string`, …).
+function codeFor(type: string): string {
+  if (type === 'any.required') return 'required';
+  if (type === 'object.unknown') return 'unrecognized_key';
+  if (type === 'any.only') return 'invalid_enum_value';
+  if (type === 'string.email' || type === 'string.uri' || type === 'string.pattern.base' || type === 'string.guid' || type === 'string.isoDate') return 'invalid_string';
+  if (type.endsWith('.base')) return 'invalid_type';
+  if (type.endsWith('.min') || type.endsWith('.empty') || type.endsWith('.greater') || type === 'array.includesRequiredUnknowns') return 'too_small';
+  if (type.endsWith('.max') || type.endsWith('.less')) return 'too_big';
+  if (type === 'any.invalid' || type === 'any.custom') return 'invalid';
+  return type.replace(/\./g, '_');
+}
+
+export function fieldErrors(error: Joi.ValidationError): FieldError[] {
+  return error.details.map((d) => ({
+    field: d.path.join('.'),
+    message: d.message.replace(/"/g, ''),
+    code: codeFor(d.type),
+  }));
+}
+
+const OPTIONS: Joi.ValidationOptions = { abortEarly: false, convert: true, stripUnknown: false, errors: { wrap: { label: false } } };
+
+/** Validates a JSON body: not an object → 400; rule failures → 422 with every offending field. */
+export function validateBody<T>(ctx: Context, schema: Joi.ObjectSchema<T>): T {
+  const body: unknown = ctx.request.body;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
+  const { value, error } = schema.validate(body, OPTIONS);
+  if (error) throw validationFailed(fieldErrors(error));
+  return value as T;
+}
+
+/** Validates query parameters: unknown parameters or wrong types → 400 naming each parameter. */
+export function validateQuery<T>(ctx: Context, schema: Joi.ObjectSchema<T>): T {
+  const { value, error } = schema.validate(ctx.query, OPTIONS);
+  if (error) {
+    const errors = fieldErrors(error);
+    throw badRequest(errors.length === 1 ? `Invalid query parameter: ${errors[0]!.message}` : 'Invalid query parameters', errors);
+  }
+  return value as T;
+}

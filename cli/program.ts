@@ -1,0 +1,105 @@
+import { Command, CommanderError, Option } from 'commander';
+import Joi from 'joi';
+import { isUuid } from '../api/pagination';
+import { ConfigError, loadConfig } from '../config';
+import { openDatabase, type Database } from '../db/database';
+import { createLogger } from '../logging/logger';
+import {
+  addDomain, createKey, createProject, listProjects, revokeKey, setProjectDisabled,
+} from '../projects/service';
+
+/** A failure the operator caused: printed as one line on stderr, exit code 1. */
+class CliError extends Error {}
+
+const domainName = Joi.string().trim().lowercase().domain({ tlds: { allow: false } }).max(253);
+
+function requireUuid(id: string, what: string): string {
+  if (!isUuid(id)) throw new CliError(`${what} ${JSON.stringify(id)} is not an id (expected a UUID)`);
+  return id;
+}
+
+function print(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/**
+ * The operator CLI. Every command opens the configured database the same way the server does: DATABASE_URL,
+ * or the embedded cluster under DATA_DIR — attached if a Herald server already runs it, started (and stopped
+ * again) otherwise. Output is JSON on stdout; diagnostics go to stderr.
+ */
+export async function runCli(argv: string[]): Promise<number> {
+  let db: Database | undefined;
+  const withDb = <A extends unknown[]>(fn: (...args: A) => Promise<void>) => async (...args: A) => {
+    const config = loadConfig();
+    // Logs go to stderr so that stdout carries only the command's JSON.
+    const log = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'warn', 'herald-cli', 2);
+    db = await openDatabase(config, log);
+    await fn(...args);
+  };
+
+  const program = new Command('herald')
+    .description('Herald operator CLI')
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+  const project = program.command('project').description('manage projects');
+  project.command('create').description('create a project with a secret and a public key (printed once)')
+    .requiredOption('--name <name>', 'project name')
+    .action(withDb(async (opts: { name: string }) => {
+      const name = opts.name.trim();
+      if (!name || name.length > 200) throw new CliError('--name must be 1 to 200 characters');
+      print(await createProject(name));
+    }));
+  project.command('list').description('list projects and their keys (hints only)')
+    .action(withDb(async () => print(await listProjects())));
+  for (const [cmd, disabled] of [['disable', true], ['enable', false]] as const) {
+    project.command(`${cmd} <id>`).description(`${cmd} a project (a disabled project's keys get 403 PROJECT_DISABLED)`)
+      .action(withDb(async (id: string) => {
+        if (!(await setProjectDisabled(requireUuid(id, 'project'), disabled))) throw new CliError(`no project ${id}`);
+        print({ id, disabled });
+      }));
+  }
+
+  const key = program.command('key').description('manage API keys');
+  key.command('create').description('create an API key for a project (printed once)')
+    .requiredOption('--project <id>', 'project id')
+    .addOption(new Option('--type <type>', 'key type').choices(['secret', 'public']).makeOptionMandatory())
+    .action(withDb(async (opts: { project: string; type: 'secret' | 'public' }) => {
+      const created = await createKey(requireUuid(opts.project, 'project'), opts.type);
+      if (!created) throw new CliError(`no project ${opts.project}`);
+      print(created);
+    }));
+  key.command('revoke <keyId>').description('revoke an API key by its id')
+    .action(withDb(async (keyId: string) => {
+      if (!(await revokeKey(requireUuid(keyId, 'key')))) throw new CliError(`no active key ${keyId}`);
+      print({ id: keyId, revoked: true });
+    }));
+
+  const domain = program.command('domain').description('manage sending domains');
+  domain.command('add').description('add a sending domain to a project')
+    .requiredOption('--project <id>', 'project id')
+    .requiredOption('--domain <name>', 'domain name, e.g. mail.example.com')
+    .option('--verified', 'record it as verified by the operator, without a DNS check')
+    .action(withDb(async (opts: { project: string; domain: string; verified?: boolean }) => {
+      const { value: name, error } = domainName.validate(opts.domain);
+      if (error) throw new CliError(`--domain ${JSON.stringify(opts.domain)} is not a valid domain name`);
+      const row = await addDomain(requireUuid(opts.project, 'project'), name, opts.verified === true);
+      if (!row) throw new CliError(`no project ${opts.project}`);
+      print({ id: row.id, projectId: row.projectId, domain: row.domain, status: row.status, verifiedAt: row.verifiedAt?.toISOString() ?? null });
+    }));
+
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2; // commander already printed the message
+    if (err instanceof CliError || err instanceof ConfigError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      return 1;
+    }
+    process.stderr.write(`error: ${(err as Error).message}\n`);
+    return 1;
+  } finally {
+    await db?.close();
+  }
+}

@@ -1,0 +1,70 @@
+import path from 'node:path';
+import Joi from 'joi';
+
+/** Herald's configuration, read once from environment variables and validated at start-up. */
+export interface Config {
+  port: number;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  smtpUrl: string | undefined;
+  engine: 'embedded' | 'temporal';
+  temporalAddress: string | undefined;
+  temporalNamespace: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  apiRateLimitPerMinute: number;
+  sendRatePerSecond: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const urlWithScheme = (schemes: string[]) => Joi.string().uri({ scheme: schemes });
+
+// Keys are the environment variable names, so a Joi error path names the offending variable.
+const envSchema = Joi.object({
+  PORT: Joi.number().integer().min(0).max(65535).default(3000),
+  DATA_DIR: Joi.string().trim().min(1).default('./.data'),
+  DATABASE_URL: urlWithScheme(['postgres', 'postgresql']).empty(''),
+  SMTP_URL: urlWithScheme(['smtp', 'smtps']).empty(''),
+  ENGINE: Joi.string().valid('embedded', 'temporal').default('embedded'),
+  TEMPORAL_ADDRESS: Joi.string()
+    .pattern(/^[A-Za-z0-9.-]+:\d{1,5}$/, 'host:port')
+    .empty('')
+    .when('ENGINE', { is: 'temporal', then: Joi.required() }),
+  TEMPORAL_NAMESPACE: Joi.string().trim().min(1).default('default'),
+  LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
+  API_RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).default(1000),
+  SEND_RATE_PER_SECOND: Joi.number().positive().max(100000).default(14),
+})
+  // Every other variable of the environment (PATH, HOME, …) is none of our business.
+  .unknown(true)
+  .prefs({ convert: true, abortEarly: true });
+
+/** Reads and validates the configuration; throws a ConfigError naming the first bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const { value, error } = envSchema.validate(env);
+  if (error) {
+    const detail = error.details[0]!;
+    const variable = String(detail.path[0] ?? 'environment');
+    const given = env[variable];
+    const shown = variable === 'DATABASE_URL' || variable === 'SMTP_URL' ? '(value hidden: it may hold a password)' : JSON.stringify(given);
+    const reason = detail.message.replace(/^"[^"]+" /, '');
+    throw new ConfigError(variable, `Invalid configuration: ${variable} ${reason}; got ${given === undefined ? 'nothing' : shown}.`);
+  }
+  return {
+    port: value.PORT,
+    dataDir: path.resolve(value.DATA_DIR),
+    databaseUrl: value.DATABASE_URL,
+    smtpUrl: value.SMTP_URL,
+    engine: value.ENGINE,
+    temporalAddress: value.TEMPORAL_ADDRESS,
+    temporalNamespace: value.TEMPORAL_NAMESPACE,
+    logLevel: value.LOG_LEVEL,
+    apiRateLimitPerMinute: value.API_RATE_LIMIT_PER_MINUTE,
+    sendRatePerSecond: value.SEND_RATE_PER_SECOND,
+  };
+}

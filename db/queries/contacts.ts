@@ -1,0 +1,144 @@
+import type { Knex } from 'knex';
+import { Contact, type ContactData } from '../models/Contact';
+
+/** A contact write: `data` keys merge into the stored data, and a `null` value deletes its key. */
+export interface ContactInput {
+  email: string;
+  /** Omitted: new contacts get the default, existing ones keep theirs. */
+  subscribed?: boolean;
+  data?: ContactData;
+}
+
+export interface UpsertedContact {
+  contact: Contact;
+  isNew: boolean;
+}
+
+/** Splits a data patch into the keys to set and the keys to delete. */
+function splitData(data: ContactData | undefined): { set: ContactData; unset: string[] } {
+  const set: ContactData = {};
+  const unset: string[] = [];
+  for (const [k, v] of Object.entries(data ?? {})) {
+    if (v === null) unset.push(k);
+    else set[k] = v;
+  }
+  return { set, unset };
+}
+
+const MERGED_DATA = '(c.data || v.set) - v.unset';
+const CHANGED = `(coalesce(v.subscribed, c.subscribed), ${MERGED_DATA}) IS DISTINCT FROM (c.subscribed, c.data)`;
+
+/**
+ * Creates or updates contacts by email, in bulk, safely under concurrency: the INSERT … ON CONFLICT DO NOTHING
+ * waits for a concurrent insert of the same email and then skips it, and the UPDATE applies this call's changes
+ * to whatever row exists. So concurrent upserts of one email end in one contact, never a unique-violation 500.
+ * Runs both statements in the given transaction (or its own). Emails must already be normalised; duplicates
+ * in `inputs` are merged in order.
+ */
+export async function upsertContacts(
+  db: Knex | Knex.Transaction,
+  projectId: string,
+  inputs: ContactInput[],
+  defaultSubscribed: boolean,
+): Promise<UpsertedContact[]> {
+  const merged = new Map<string, { subscribed: boolean | null; set: ContactData; unset: string[] }>();
+  for (const input of inputs) {
+    const prev = merged.get(input.email);
+    const { set, unset } = splitData(input.data);
+    if (!prev) {
+      merged.set(input.email, { subscribed: input.subscribed ?? null, set, unset });
+    } else {
+      for (const k of unset) delete prev.set[k];
+      prev.unset = [...prev.unset.filter((k) => !(k in set)), ...unset];
+      Object.assign(prev.set, set);
+      if (input.subscribed !== undefined) prev.subscribed = input.subscribed;
+    }
+  }
+  const rows = [...merged].map(([email, v]) => ({ email, subscribed: v.subscribed, set: v.set, unset: v.unset }));
+  if (rows.length === 0) return [];
+  const payload = JSON.stringify(rows);
+
+  const work = async (trx: Knex.Transaction) => {
+    const inserted = await trx.raw<{ rows: { id: string }[] }>(
+      `INSERT INTO contacts (project_id, email, subscribed, data)
+       SELECT ?::uuid, v.email, coalesce(v.subscribed, ?::boolean), v.set
+       FROM jsonb_to_recordset(?::jsonb) AS v(email text, subscribed boolean, set jsonb, unset text[])
+       ON CONFLICT (project_id, email) DO NOTHING
+       RETURNING id`,
+      [projectId, defaultSubscribed, payload],
+    );
+    const newIds = new Set(inserted.rows.map((r) => r.id));
+    // Existing contacts (those not inserted just now): apply the changes; updated_at moves only on a real change.
+    const updated = await trx.raw(
+      `UPDATE contacts c SET
+         subscribed = coalesce(v.subscribed, c.subscribed),
+         data = ${MERGED_DATA},
+         updated_at = CASE WHEN ${CHANGED} THEN now() ELSE c.updated_at END
+       FROM jsonb_to_recordset(?::jsonb) AS v(email text, subscribed boolean, set jsonb, unset text[])
+       WHERE c.project_id = ?::uuid AND c.email = v.email AND NOT (c.id = ANY(?::uuid[]))
+       RETURNING c.*`,
+      [payload, projectId, [...newIds]],
+    );
+    const fresh = newIds.size ? await Contact.query(trx).whereIn('id', [...newIds]) : [];
+    const byEmail = new Map<string, UpsertedContact>();
+    for (const c of fresh) byEmail.set(c.email, { contact: c, isNew: true });
+    for (const r of updated.rows as Record<string, unknown>[]) {
+      byEmail.set(r.email as string, { contact: Contact.fromDatabaseJson(r), isNew: false });
+    }
+    return rows.map((r) => byEmail.get(r.email)!);
+  };
+  // Both statements must see one consistent outcome: a transaction of their own, or a savepoint in the caller's.
+  return db.transaction(work);
+}
+
+/** Applies a PATCH to one contact of the project; undefined when it does not exist there. */
+export async function patchContact(db: Knex, projectId: string, id: string, patch: { subscribed?: boolean; data?: ContactData }): Promise<Contact | undefined> {
+  const { set, unset } = splitData(patch.data);
+  const res = await db.raw(
+    `UPDATE contacts c SET
+       subscribed = coalesce(v.subscribed, c.subscribed),
+       data = ${MERGED_DATA},
+       updated_at = CASE WHEN ${CHANGED} THEN now() ELSE c.updated_at END
+     FROM (SELECT ?::boolean AS subscribed, ?::jsonb AS set, ?::text[] AS unset) v
+     WHERE c.project_id = ?::uuid AND c.id = ?::uuid
+     RETURNING c.*`,
+    [patch.subscribed ?? null, JSON.stringify(set), unset, projectId, id],
+  );
+  const row = res.rows[0] as Record<string, unknown> | undefined;
+  return row ? Contact.fromDatabaseJson(row) : undefined;
+}
+
+export interface ContactFilter {
+  subscribed?: boolean;
+  /** Lower-case substring of the email. */
+  search?: string;
+}
+
+/** LIKE pattern for a literal substring (the user's % and _ are not wildcards). */
+function containsPattern(s: string): string {
+  return `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+function filtered(db: Knex, projectId: string, filter: ContactFilter) {
+  const q = Contact.query(db).where('project_id', projectId);
+  if (filter.subscribed !== undefined) q.where('subscribed', filter.subscribed);
+  if (filter.search) q.where('email', 'like', containsPattern(filter.search));
+  return q;
+}
+
+/** One page of contacts, newest first, after `afterId` (keyset), plus the total matching the filter. */
+export async function listContacts(db: Knex, projectId: string, filter: ContactFilter, limit: number, afterId?: string): Promise<{ rows: Contact[]; total: number }> {
+  const page = filtered(db, projectId, filter).orderBy('id', 'desc').limit(limit + 1);
+  if (afterId) page.where('id', '<', afterId);
+  const [rows, count] = await Promise.all([page, filtered(db, projectId, filter).resultSize()]);
+  return { rows, total: count };
+}
+
+export async function getContact(db: Knex, projectId: string, id: string): Promise<Contact | undefined> {
+  return Contact.query(db).findOne({ project_id: projectId, id });
+}
+
+/** Deletes one contact of the project; false when it does not exist there. */
+export async function deleteContact(db: Knex, projectId: string, id: string): Promise<boolean> {
+  return (await Contact.query(db).delete().where({ project_id: projectId, id })) > 0;
+}

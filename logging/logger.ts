@@ -1,0 +1,23 @@
+import pino from 'pino';
+
+export type Logger = pino.Logger;
+
+/**
+ * One structured JSON logger for the whole process. Redaction is a second line of defence: request
+ * logs never include bodies or headers in the first place, but a stray `log.info({ req })` must not
+ * leak an API key or an SMTP password either.
+ */
+export function createLogger(level: string, name = 'herald', fd: 1 | 2 = 1): Logger {
+  return pino({
+    name,
+    level,
+    redact: {
+      paths: [
+        'authorization', '*.authorization', 'headers.authorization', '*.headers.authorization',
+        'password', '*.password', 'secretKey', '*.secretKey', 'apiKey', '*.apiKey',
+        'databaseUrl', '*.databaseUrl', 'smtpUrl', '*.smtpUrl',
+      ],
+      censor: '[redacted]',
+    },
+  }, pino.destination({ fd, sync: fd === 2 }));
+}

@@ -1,0 +1,111 @@
+import type { Knex } from 'knex';
+import { ApiKey, type ApiKeyType } from '../db/models/ApiKey';
+import { Domain } from '../db/models/Domain';
+import { Project } from '../db/models/Project';
+import { generateKey } from './keys';
+
+/** Operator-level operations on projects, keys and domains (used by the CLI and the first start). */
+
+export interface CreatedProject {
+  id: string;
+  name: string;
+  secretKey: string;
+  publicKey: string;
+}
+
+export interface CreatedKey {
+  id: string;
+  projectId: string;
+  type: ApiKeyType;
+  key: string;
+}
+
+async function insertKey(projectId: string, type: ApiKeyType, trx?: Knex.Transaction): Promise<CreatedKey> {
+  const generated = generateKey(type);
+  const row = await ApiKey.query(trx).insert({
+    projectId, type, lookup: generated.lookup, hash: generated.hash, hint: generated.hint,
+  }).returning('id');
+  return { id: row.id, projectId, type, key: generated.key };
+}
+
+/** Creates a project with one secret and one public key, in one transaction. The keys are shown only here. */
+export async function createProject(name: string): Promise<CreatedProject> {
+  return Project.transaction(async (trx) => {
+    const project = await Project.query(trx).insert({ name }).returning('*');
+    const secret = await insertKey(project.id, 'secret', trx);
+    const pub = await insertKey(project.id, 'public', trx);
+    return { id: project.id, name: project.name, secretKey: secret.key, publicKey: pub.key };
+  });
+}
+
+/**
+ * On the first start with an empty database, creates the project "Default" and returns it (with its keys,
+ * shown once); returns null when any project exists. An advisory lock keeps two first starts from both creating it.
+ */
+export async function ensureDefaultProject(knex: Knex): Promise<CreatedProject | null> {
+  return knex.transaction(async (trx) => {
+    await trx.raw("SELECT pg_advisory_xact_lock(hashtext('herald:default-project'))");
+    const any = await Project.query(trx).select('id').first();
+    if (any) return null;
+    const project = await Project.query(trx).insert({ name: 'Default' }).returning('*');
+    const secret = await insertKey(project.id, 'secret', trx);
+    const pub = await insertKey(project.id, 'public', trx);
+    return { id: project.id, name: project.name, secretKey: secret.key, publicKey: pub.key };
+  });
+}
+
+export interface ProjectSummary {
+  id: string;
+  name: string;
+  disabled: boolean;
+  createdAt: string;
+  keys: { id: string; type: ApiKeyType; hint: string; revoked: boolean }[];
+}
+
+export async function listProjects(): Promise<ProjectSummary[]> {
+  const projects = await Project.query().orderBy('id');
+  const keys = await ApiKey.query().whereIn('project_id', projects.map((p) => p.id)).orderBy('id');
+  return projects.map((p) => ({
+    id: p.id,
+    name: p.name,
+    disabled: p.disabled,
+    createdAt: p.createdAt.toISOString(),
+    keys: keys.filter((k) => k.projectId === p.id).map((k) => ({ id: k.id, type: k.type, hint: `…${k.hint}`, revoked: k.revokedAt !== null })),
+  }));
+}
+
+/** Sets the disabled flag; returns false when no such project exists. */
+export async function setProjectDisabled(id: string, disabled: boolean): Promise<boolean> {
+  const n = await Project.query().findById(id).patch({ disabled, updatedAt: new Date() });
+  return n > 0;
+}
+
+/** Creates an extra key for a project; null when the project does not exist. */
+export async function createKey(projectId: string, type: ApiKeyType): Promise<CreatedKey | null> {
+  const project = await Project.query().findById(projectId);
+  if (!project) return null;
+  return insertKey(projectId, type);
+}
+
+/** Revokes a key by id; returns false when no such (unrevoked) key exists. */
+export async function revokeKey(keyId: string): Promise<boolean> {
+  const n = await ApiKey.query().findById(keyId).whereNull('revoked_at').patch({ revokedAt: new Date() });
+  return n > 0;
+}
+
+/**
+ * Adds a sending domain to a project. `verified` records it as verified by the operator, without a DNS check
+ * (DNS verification is the API's job); otherwise it waits as PENDING. Adding an existing domain again with
+ * `verified` marks it verified; without, it is left as it is. Returns null when the project does not exist.
+ */
+export async function addDomain(projectId: string, domain: string, verified: boolean): Promise<Domain | null> {
+  const project = await Project.query().findById(projectId);
+  if (!project) return null;
+  const now = new Date();
+  const insert = Domain.query().insert({ projectId, domain, status: verified ? 'VERIFIED' : 'PENDING', verifiedAt: verified ? now : null })
+    .onConflict(['project_id', 'domain']);
+  const row = verified
+    ? await insert.merge({ status: 'VERIFIED', verified_at: now, updated_at: now } as never).returning('*')
+    : await insert.ignore().returning('*');
+  return (row as unknown as Domain | undefined) ?? (await Domain.query().findOne({ project_id: projectId, domain }))!;
+}
