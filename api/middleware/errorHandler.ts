@@ -65,7 +65,8 @@ export function errorHandler(log: Logger): Middleware {
         if (status && status >= 400 && status < 500 && HTTP_CODES[status]) {
           const known = HTTP_CODES[status]!;
           for (const [k, v] of Object.entries(e.headers ?? {})) ctx.set(k, v);
-          const message = e.type === 'entity.parse.failed' ? 'Malformed JSON in request body' : (known.message ?? (e.expose && e.message ? e.message : known.code));
+          const malformed = e.type === 'entity.parse.failed' || (err instanceof SyntaxError && status === 400);
+          const message = malformed ? 'Malformed JSON in request body' : (known.message ?? (e.expose && e.message ? e.message : known.code));
           render(ctx, status, known.code, message, { suggestion: known.suggestion });
         } else {
           log.error({ err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'unhandled error');

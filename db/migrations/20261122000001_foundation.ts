@@ -50,8 +50,13 @@ export async function up(knex: Knex): Promise<void> {
   });
 
   await knex.schema.createTable('contacts', (t) => {
-    t.uuid('id').primary().defaultTo(knex.raw('herald_uuidv7()'));
+    t.uuid('id').notNullable().defaultTo(knex.raw('herald_uuidv7()'));
     t.uuid('project_id').notNullable().references('projects.id').onDelete('CASCADE');
+    // The key leads with the tenant. Every query names the project, and an id-only index would tempt the planner
+    // to walk all tenants' newest rows filtering for one project — fine on average, a full scan for a small or
+    // quiet tenant in a big table. Serves GET/PATCH/DELETE /contacts/:id and GET /contacts (keyset on id, both
+    // directions) and its count(*). Tables that reference contacts do so by (project_id, contact_id).
+    t.primary(['project_id', 'id'], { constraintName: 'contacts_pkey' });
     t.text('email').notNullable();
     t.boolean('subscribed').notNullable().defaultTo(true);
     t.jsonb('data').notNullable().defaultTo('{}');
@@ -60,8 +65,6 @@ export async function up(knex: Knex): Promise<void> {
     // Serves upsert (INSERT … ON CONFLICT (project_id, email)) and lookups by email.
     t.unique(['project_id', 'email'], { indexName: 'contacts_project_email_key' });
   });
-  // Serves GET /contacts: WHERE project_id = ? [AND id < cursor] ORDER BY id DESC LIMIT n, and its count(*).
-  await knex.raw('CREATE INDEX contacts_project_id_idx ON contacts (project_id, id DESC)');
   // Serves GET /contacts?subscribed=…: WHERE project_id = ? AND subscribed = ? [AND id < cursor] ORDER BY id DESC.
   await knex.raw('CREATE INDEX contacts_project_subscribed_id_idx ON contacts (project_id, subscribed, id DESC)');
   // Serves GET /contacts?search=…: WHERE project_id = ? AND email ILIKE '%…%'.

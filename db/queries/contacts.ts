@@ -126,12 +126,19 @@ function filtered(db: Knex, projectId: string, filter: ContactFilter) {
   return q;
 }
 
-/** One page of contacts, newest first, after `afterId` (keyset), plus the total matching the filter. */
-export async function listContacts(db: Knex, projectId: string, filter: ContactFilter, limit: number, afterId?: string): Promise<{ rows: Contact[]; total: number }> {
+/** The two queries of a list page: `limit + 1` rows newest first after `afterId` (keyset), and the filter's count. */
+export function contactListQueries(db: Knex, projectId: string, filter: ContactFilter, limit: number, afterId?: string) {
   const page = filtered(db, projectId, filter).orderBy('id', 'desc').limit(limit + 1);
   if (afterId) page.where('id', '<', afterId);
-  const [rows, count] = await Promise.all([page, filtered(db, projectId, filter).resultSize()]);
-  return { rows, total: count };
+  const count = filtered(db, projectId, filter).count('* as n').first() as unknown as Promise<{ n: number }>;
+  return { page, count };
+}
+
+/** One page of contacts plus the total matching the filter (two queries, run side by side). */
+export async function listContacts(db: Knex, projectId: string, filter: ContactFilter, limit: number, afterId?: string): Promise<{ rows: Contact[]; total: number }> {
+  const { page, count } = contactListQueries(db, projectId, filter, limit, afterId);
+  const [rows, c] = await Promise.all([page, count]);
+  return { rows, total: c.n };
 }
 
 export async function getContact(db: Knex, projectId: string, id: string): Promise<Contact | undefined> {

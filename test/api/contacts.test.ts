@@ -1,0 +1,235 @@
+import type { Response } from 'supertest';
+import { bearer, createTestContext, type TestContext } from '../support/app';
+
+let t: TestContext;
+let auth: { Authorization: string };
+beforeAll(async () => {
+  t = await createTestContext();
+  auth = bearer(t.project.secretKey);
+});
+afterAll(async () => { await t.close(); });
+
+const upsert = (body: object, key = auth) => t.http().post('/contacts').set(key).send(body);
+
+describe('POST /contacts (upsert by email)', () => {
+  test('creates with 201, trims and lower-cases the email, subscribed by default', async () => {
+    const res = await upsert({ email: '  Grace.Hopper@Example.COM ', data: { firstName: 'Grace' } });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      success: true,
+      data: {
+        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        email: 'grace.hopper@example.com',
+        subscribed: true,
+        data: { firstName: 'Grace' },
+        createdAt: expect.any(String),
+        updatedAt: expect.any(String),
+        _meta: { isNew: true, isUpdate: false },
+      },
+    });
+  });
+
+  test('existing email answers 200, merges data key by key, null deletes a key, keeps subscribed unless sent', async () => {
+    const first = await upsert({ email: 'merge@example.com', subscribed: false, data: { a: 1, b: 2, nested: { x: 1 } } });
+    const second = await upsert({ email: 'MERGE@example.com', data: { b: null, c: 3, nested: { y: 2 } } });
+    expect(second.status).toBe(200);
+    expect(second.body.data.id).toBe(first.body.data.id);
+    expect(second.body.data._meta).toEqual({ isNew: false, isUpdate: true });
+    expect(second.body.data.subscribed).toBe(false);
+    // Top-level keys merge; a nested object is a value and is replaced whole.
+    expect(second.body.data.data).toEqual({ a: 1, c: 3, nested: { y: 2 } });
+    const third = await upsert({ email: 'merge@example.com', subscribed: true });
+    expect(third.body.data.subscribed).toBe(true);
+    expect(third.body.data.data).toEqual({ a: 1, c: 3, nested: { y: 2 } });
+  });
+
+  test('updatedAt moves only when something changed', async () => {
+    const a = await upsert({ email: 'stable@example.com', data: { k: 1 } });
+    const b = await upsert({ email: 'stable@example.com', data: { k: 1 } });
+    expect(b.body.data.updatedAt).toBe(a.body.data.updatedAt);
+    const c = await upsert({ email: 'stable@example.com', data: { k: 2 } });
+    expect(new Date(c.body.data.updatedAt).getTime()).toBeGreaterThan(new Date(a.body.data.updatedAt).getTime());
+  });
+
+  test('null for a key of a new contact stores nothing for it', async () => {
+    const res = await upsert({ email: 'nulls@example.com', data: { gone: null, kept: 0 } });
+    expect(res.body.data.data).toEqual({ kept: 0 });
+  });
+
+  test('concurrent upserts of one email end in one contact and no 500', async () => {
+    const results = await Promise.all(Array.from({ length: 25 }, (_, i) => upsert({ email: 'race@example.com', data: { [`k${i}`]: i } })));
+    for (const r of results) expect([200, 201]).toContain(r.status);
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.body.data.id)).size).toBe(1);
+    const rows = await t.db.knex('contacts').where({ project_id: t.project.id, email: 'race@example.com' });
+    expect(rows).toHaveLength(1);
+    // Every concurrent merge landed: no lost update.
+    expect(Object.keys(rows[0].data)).toHaveLength(25);
+  });
+});
+
+describe('GET / PATCH / DELETE /contacts/:id', () => {
+  test('get, patch (merge + subscribed), delete 204, then 404', async () => {
+    const created = await upsert({ email: 'crud@example.com', data: { plan: 'free', seats: 1 } });
+    const id = created.body.data.id;
+    const got = await t.http().get(`/contacts/${id}`).set(auth);
+    expect(got.status).toBe(200);
+    expect(got.body.data).toEqual({ ...created.body.data, _meta: undefined });
+    expect(got.body.data._meta).toBeUndefined();
+
+    const patched = await t.http().patch(`/contacts/${id}`).set(auth).send({ subscribed: false, data: { plan: 'pro', seats: null } });
+    expect(patched.status).toBe(200);
+    expect(patched.body.data).toMatchObject({ id, subscribed: false, data: { plan: 'pro' } });
+
+    const del = await t.http().delete(`/contacts/${id}`).set(auth);
+    expect(del.status).toBe(204);
+    expect(del.text).toBe('');
+    expect((await t.http().get(`/contacts/${id}`).set(auth)).status).toBe(404);
+    expect((await t.http().delete(`/contacts/${id}`).set(auth)).status).toBe(404);
+    expect((await t.http().patch(`/contacts/${id}`).set(auth).send({ subscribed: true })).status).toBe(404);
+  });
+
+  test('patch validation: empty body and email changes are 422', async () => {
+    const { body } = await upsert({ email: 'patchval@example.com' });
+    const empty = await t.http().patch(`/contacts/${body.data.id}`).set(auth).send({});
+    expect(empty.status).toBe(422);
+    const email = await t.http().patch(`/contacts/${body.data.id}`).set(auth).send({ email: 'x@example.com' });
+    expect(email.status).toBe(422);
+    expect(email.body.error.errors[0].field).toBe('email');
+  });
+
+  test('ids that are not UUIDs are 404, never 500', async () => {
+    for (const method of ['get', 'patch', 'delete'] as const) {
+      const res = await t.http()[method]('/contacts/not-a-uuid').set(auth).send({ subscribed: true });
+      expect(res.status).toBe(404);
+      expect(res.body.error.code).toBe('NOT_FOUND');
+    }
+  });
+});
+
+describe('tenancy', () => {
+  test("another project's contact is 404 on every route, and lists never leak", async () => {
+    const other = await t.newProject('tenant B');
+    const mine = await upsert({ email: 'tenant@example.com', data: { owner: 'A' } });
+    const theirs = await upsert({ email: 'tenant@example.com', data: { owner: 'B' } }, bearer(other.secretKey));
+    expect(theirs.status).toBe(201); // same email, different project: a different contact
+    expect(theirs.body.data.id).not.toBe(mine.body.data.id);
+
+    const otherAuth = bearer(other.secretKey);
+    const id = mine.body.data.id;
+    expect((await t.http().get(`/contacts/${id}`).set(otherAuth)).status).toBe(404);
+    expect((await t.http().patch(`/contacts/${id}`).set(otherAuth).send({ subscribed: false })).status).toBe(404);
+    expect((await t.http().delete(`/contacts/${id}`).set(otherAuth)).status).toBe(404);
+
+    const list = await t.http().get('/contacts?limit=100').set(otherAuth);
+    expect(list.body.data.items.map((c: { id: string }) => c.id)).toEqual([theirs.body.data.id]);
+    expect(list.body.data.total).toBe(1);
+    const search = await t.http().get('/contacts?search=tenant').set(otherAuth);
+    expect(search.body.data.total).toBe(1);
+
+    // Mine is untouched by their attempts.
+    const still = await t.http().get(`/contacts/${id}`).set(auth);
+    expect(still.body.data).toMatchObject({ subscribed: true, data: { owner: 'A' } });
+  });
+});
+
+describe('GET /contacts (list)', () => {
+  let p: { secretKey: string };
+  let key: { Authorization: string };
+  beforeAll(async () => {
+    p = await t.newProject('lists');
+    key = bearer(p.secretKey);
+    // 45 contacts in one request each, alternating subscription.
+    for (let i = 0; i < 45; i++) {
+      await upsert({ email: `user${String(i).padStart(2, '0')}@${i % 3 === 0 ? 'acme.io' : 'example.com'}`, subscribed: i % 2 === 0 }, key);
+    }
+  });
+
+  async function walk(query: string, limit: number): Promise<{ ids: string[]; totals: Set<number>; pages: number }> {
+    const ids: string[] = [];
+    const totals = new Set<number>();
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const res: Response = await t.http().get(`/contacts?limit=${limit}${query}${cursor ? `&cursor=${cursor}` : ''}`).set(key);
+      expect(res.status).toBe(200);
+      const d = res.body.data as { items: { id: string }[]; contacts: unknown; cursor: unknown; nextCursor: string | null; hasMore: boolean; total: number };
+      expect(d.contacts).toEqual(d.items);
+      expect(d.cursor).toBe(d.nextCursor);
+      expect(d.hasMore).toBe(d.nextCursor !== null);
+      expect(d.items.length).toBeLessThanOrEqual(limit);
+      ids.push(...d.items.map((c: { id: string }) => c.id));
+      totals.add(d.total);
+      cursor = d.nextCursor;
+      pages++;
+    } while (cursor);
+    return { ids, totals, pages };
+  }
+
+  test('default limit is 20, newest first', async () => {
+    const res = await t.http().get('/contacts').set(key);
+    expect(res.body.data.items).toHaveLength(20);
+    expect(res.body.data.total).toBe(45);
+    expect(res.body.data.hasMore).toBe(true);
+    expect(res.body.data.items[0].email).toBe('user44@example.com');
+  });
+
+  test('a walk visits every contact exactly once', async () => {
+    const { ids, totals, pages } = await walk('', 7);
+    expect(ids).toHaveLength(45);
+    expect(new Set(ids).size).toBe(45);
+    expect([...totals]).toEqual([45]);
+    expect(pages).toBe(7);
+  });
+
+  test('inserts between pages neither repeat nor skip the contacts that existed', async () => {
+    const before = new Set((await walk('', 100)).ids);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let n = 0;
+    do {
+      const res: Response = await t.http().get(`/contacts?limit=10${cursor ? `&cursor=${cursor}` : ''}`).set(key);
+      seen.push(...res.body.data.items.map((c: { id: string }) => c.id));
+      cursor = res.body.data.nextCursor;
+      await upsert({ email: `late${n++}@example.com` }, key); // lands before the cursor: not part of this walk
+    } while (cursor);
+    expect(new Set(seen).size).toBe(seen.length);
+    for (const id of before) expect(seen).toContain(id);
+    await t.db.knex('contacts').where('email', 'like', 'late%').delete();
+  });
+
+  test('limit bounds: 1 and 100 accepted, 0 and 101 refused with 400', async () => {
+    expect((await t.http().get('/contacts?limit=1').set(key)).body.data.items).toHaveLength(1);
+    expect((await t.http().get('/contacts?limit=100').set(key)).body.data.items).toHaveLength(45);
+    for (const bad of ['0', '101', '2.5', '-1']) {
+      const res = await t.http().get(`/contacts?limit=${bad}`).set(key);
+      expect(res.status).toBe(400);
+      expect(res.body.error.errors[0].field).toBe('limit');
+    }
+  });
+
+  test('subscribed filter, alone and walked', async () => {
+    const subs = await walk('&subscribed=true', 5);
+    expect(subs.ids).toHaveLength(23);
+    expect([...subs.totals]).toEqual([23]);
+    const unsubs = await t.http().get('/contacts?subscribed=false&limit=100').set(key);
+    expect(unsubs.body.data.total).toBe(22);
+    expect(unsubs.body.data.items.every((c: { subscribed: boolean }) => !c.subscribed)).toBe(true);
+  });
+
+  test('search matches a case-insensitive substring of the email, combined with other filters', async () => {
+    const acme = await t.http().get('/contacts?search=ACME.IO&limit=100').set(key);
+    expect(acme.body.data.total).toBe(15);
+    expect(acme.body.data.items.every((c: { email: string }) => c.email.endsWith('@acme.io'))).toBe(true);
+    const both = await t.http().get('/contacts?search=acme&subscribed=true&limit=100').set(key);
+    expect(both.body.data.items.every((c: { email: string; subscribed: boolean }) => c.subscribed && c.email.includes('acme'))).toBe(true);
+    expect(both.body.data.total).toBe(8);
+    const one = await t.http().get('/contacts?search=user07').set(key);
+    expect(one.body.data.items.map((c: { email: string }) => c.email)).toEqual(['user07@example.com']);
+  });
+
+  test('search treats % and _ literally', async () => {
+    expect((await t.http().get('/contacts?search=%25').set(key)).body.data.total).toBe(0);
+    expect((await t.http().get('/contacts?search=user_7').set(key)).body.data.total).toBe(0);
+  });
+});

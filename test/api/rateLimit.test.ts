@@ -1,0 +1,47 @@
+import request from 'supertest';
+import { createApp } from '../../api/app';
+import { createLogger } from '../../logging/logger';
+import { bearer, createTestContext, type TestContext } from '../support/app';
+
+let t: TestContext;
+beforeAll(async () => { t = await createTestContext({ apiRateLimitPerMinute: 5 }); });
+afterAll(async () => { await t.close(); });
+
+test('requests carry RateLimit headers; past the limit answers 429 with Retry-After', async () => {
+  const statuses: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const res = await t.http().get('/contacts').set(bearer(t.project.secretKey));
+    statuses.push(res.status);
+    expect(res.headers['ratelimit-limit']).toBe('5');
+    expect(res.headers['ratelimit-remaining']).toBe(String(4 - i));
+    expect(Number(res.headers['ratelimit-reset'])).toBeGreaterThan(0);
+    expect(Number(res.headers['ratelimit-reset'])).toBeLessThanOrEqual(60);
+  }
+  expect(statuses).toEqual([200, 200, 200, 200, 200]);
+  const limited = await t.http().get('/contacts').set(bearer(t.project.secretKey));
+  expect(limited.status).toBe(429);
+  expect(limited.body.error.code).toBe('RATE_LIMITED');
+  expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+  expect(limited.headers['ratelimit-remaining']).toBe('0');
+});
+
+test('the budget is per project', async () => {
+  const other = await t.newProject();
+  expect((await t.http().get('/contacts').set(bearer(other.secretKey))).status).toBe(200);
+});
+
+test('the count lives in PostgreSQL, so a second API process shares it', async () => {
+  const p = await t.newProject('shared');
+  // A second app instance on the same database stands in for a second API process.
+  const second = createApp({ knex: t.db.knex, log: createLogger('silent'), apiRateLimitPerMinute: 5 });
+  for (let i = 0; i < 3; i++) expect((await t.http().get('/contacts').set(bearer(p.secretKey))).status).toBe(200);
+  for (let i = 0; i < 2; i++) expect((await request(second.callback()).get('/contacts').set(bearer(p.secretKey))).status).toBe(200);
+  expect((await request(second.callback()).get('/contacts').set(bearer(p.secretKey))).status).toBe(429);
+  expect((await t.http().get('/contacts').set(bearer(p.secretKey))).status).toBe(429);
+});
+
+test('unauthenticated requests do not spend a project budget', async () => {
+  const p = await t.newProject('unauth');
+  for (let i = 0; i < 10; i++) expect((await t.http().get('/contacts')).status).toBe(401);
+  expect((await t.http().get('/contacts').set(bearer(p.secretKey))).headers['ratelimit-remaining']).toBe('4');
+});
