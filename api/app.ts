@@ -8,7 +8,9 @@ import { errorHandler } from './middleware/errorHandler';
 import { rateLimit } from './middleware/rateLimit';
 import { requestId } from './middleware/requestId';
 import { contactRoutes } from './routes/contacts';
+import { eventRoutes } from './routes/events';
 import { healthRoutes } from './routes/health';
+import { trackRoutes } from './routes/track';
 
 export interface AppDeps {
   knex: Knex;
@@ -27,13 +29,19 @@ export function createApp(deps: AppDeps): Koa {
   const open = new Router();
   healthRoutes(open, deps.knex);
 
+  // Public API routes that also take public keys (client-side tracking).
+  const tracking = new Router();
+  tracking.use(authenticate(deps.knex, ['secret', 'public']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody());
+  trackRoutes(tracking, deps.knex);
+
   const dashboard = new Router();
   dashboard.use(authenticate(deps.knex, ['secret']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody());
   contactRoutes(dashboard, deps.knex);
+  eventRoutes(dashboard, deps.knex);
 
   app.use(requestId());
   app.use(errorHandler(deps.log));
-  for (const router of [open, dashboard]) {
+  for (const router of [open, tracking, dashboard]) {
     app.use(router.routes());
     app.use(router.allowedMethods()); // sets 405/501 + Allow; errorHandler renders the envelope
   }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import * as foundation from './20261122000001_foundation';
+import * as messaging from './20261122000002_messaging';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -8,6 +9,7 @@ import * as foundation from './20261122000001_foundation';
  */
 const migrations: Record<string, Knex.Migration> = {
   '20261122000001_foundation': foundation,
+  '20261122000002_messaging': messaging,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,41 @@
+import Joi from 'joi';
+import { cursorSchema, limitSchema } from '../pagination';
+import { contactDataSchema, emailSchema } from './common';
+
+/** Event names: printable, 1 to 100 characters. Names under email. and contact. belong to the service. */
+export const eventNameSchema = Joi.string().trim().min(1).max(100).pattern(/^[^\p{Cc}]+$/u, 'printable characters');
+export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.'];
+
+export interface TrackBody {
+  email: string;
+  event: string;
+  subscribed?: boolean;
+  data?: Record<string, unknown>;
+}
+
+export const trackSchema = Joi.object<TrackBody, true>({
+  email: emailSchema.required(),
+  event: eventNameSchema.required().custom((value: string, helpers) => (
+    RESERVED_EVENT_PREFIXES.some((p) => value.toLowerCase().startsWith(p)) ? helpers.error('event.reserved') : value
+  )).messages({ 'event.reserved': 'event names beginning with "email." or "contact." are reserved for the service' }),
+  subscribed: Joi.boolean(),
+  data: contactDataSchema,
+});
+
+export interface ListEventsQuery {
+  limit: number;
+  cursor?: string;
+  name?: string;
+  contactId?: string;
+  since?: Date;
+  until?: Date;
+}
+
+export const listEventsQuerySchema = Joi.object<ListEventsQuery, true>({
+  limit: limitSchema,
+  cursor: cursorSchema,
+  name: eventNameSchema,
+  contactId: Joi.string().guid({ version: ['uuidv7', 'uuidv4'] }),
+  since: Joi.date().iso(),
+  until: Joi.date().iso(),
+});
