@@ -14,4 +14,6 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
+  // Plain CommonJS scripts (tooling, Jest reporter) use require().
+  { files: ['**/*.js'], rules: { '@typescript-eslint/no-require-imports': 'off' } },
 );

@@ -1,0 +1,94 @@
+import type { Knex } from 'knex';
+import { Email } from '../db/models/Email';
+import { recordEvents } from '../db/queries/events';
+import type { Logger } from '../logging/logger';
+import { buildMessage, type StoredAttachment } from '../mail/message';
+import { failureReason, isPermanentFailure, type Mailer } from '../mail/transport';
+import type { DeliveryOutcome, EmailRef } from '../workflows/types';
+
+export interface DeliveryDeps {
+  knex: Knex;
+  mailer: Mailer;
+  log: Logger;
+}
+
+/** A transient failure: thrown so that the engine retries the delivery with backoff. */
+export class TransientDeliveryError extends Error {
+  override name = 'TransientDeliveryError';
+}
+
+async function finish(knex: Knex, email: Email, outcome: { status: 'SENT'; messageId: string } | { status: 'FAILED'; error: string }): Promise<boolean> {
+  return knex.transaction(async (trx) => {
+    const changed = await trx('emails')
+      .where({ project_id: email.projectId, id: email.id })
+      .whereIn('status', ['QUEUED', 'SENDING'])
+      .update(outcome.status === 'SENT'
+        ? { status: 'SENT', message_id: outcome.messageId, sent_at: trx.fn.now(), error: null, updated_at: trx.fn.now() }
+        : { status: 'FAILED', error: outcome.error, updated_at: trx.fn.now() });
+    if (!changed) return false;
+    // The event id was announced by the send API when the email was queued.
+    await recordEvents(trx, email.projectId, [{
+      id: email.eventId,
+      name: outcome.status === 'SENT' ? 'email.sent' : 'email.failed',
+      contactId: email.contactId,
+      emailId: email.id,
+      data: outcome.status === 'SENT' ? { messageId: outcome.messageId } : { error: outcome.error },
+    }]);
+    return true;
+  });
+}
+
+/**
+ * The delivery activities. `deliverEmail` is idempotent: it claims the email (QUEUED or SENDING → SENDING) and
+ * does nothing for an email already SENT, FAILED or CANCELLED, so a repeated workflow or a retried API call never
+ * sends it twice. An email left SENDING by a crash is sent again (at-least-once for the deliveries in flight at the
+ * crash), with the same Message-ID.
+ */
+export function deliveryActivities({ knex, mailer, log }: DeliveryDeps) {
+  return {
+    async deliverEmail(ref: EmailRef): Promise<DeliveryOutcome> {
+      const [row] = await knex('emails')
+        .where({ project_id: ref.projectId, id: ref.emailId })
+        .whereIn('status', ['QUEUED', 'SENDING'])
+        .update({ status: 'SENDING', attempts: knex.raw('attempts + 1'), updated_at: knex.fn.now() })
+        .returning('*');
+      if (!row) {
+        const current = await knex('emails').where({ project_id: ref.projectId, id: ref.emailId }).first('status');
+        return { status: 'SKIPPED', reason: current ? `email is ${current.status}` : 'email no longer exists' };
+      }
+      const email = Email.fromDatabaseJson(row);
+      const attachments: StoredAttachment[] = email.attachmentIds.length
+        ? (await knex('attachments').where('project_id', ref.projectId).whereIn('id', email.attachmentIds)
+          .select('id', 'filename', 'content_type as contentType', 'content_id as contentId', 'disposition', 'content'))
+          .sort((a: StoredAttachment, b: StoredAttachment) => email.attachmentIds.indexOf(a.id) - email.attachmentIds.indexOf(b.id))
+        : [];
+
+      let messageId: string;
+      try {
+        ({ messageId } = await mailer.send(buildMessage(email, attachments)));
+      } catch (err) {
+        const error = failureReason(err);
+        if (isPermanentFailure(err)) {
+          await finish(knex, email, { status: 'FAILED', error });
+          log.warn({ emailId: email.id, projectId: email.projectId, error }, 'delivery failed permanently');
+          return { status: 'FAILED', error };
+        }
+        // Back to QUEUED (with the reason) while the engine waits to retry.
+        await knex('emails').where({ project_id: ref.projectId, id: ref.emailId, status: 'SENDING' })
+          .update({ status: 'QUEUED', error, updated_at: knex.fn.now() });
+        log.info({ emailId: email.id, attempt: email.attempts, error }, 'transient delivery failure; will retry');
+        throw new TransientDeliveryError(error);
+      }
+      await finish(knex, email, { status: 'SENT', messageId });
+      return { status: 'SENT', messageId };
+    },
+
+    async failEmail(ref: EmailRef & { error: string }): Promise<DeliveryOutcome> {
+      const row = await knex('emails').where({ project_id: ref.projectId, id: ref.emailId }).first();
+      if (!row) return { status: 'SKIPPED', reason: 'email no longer exists' };
+      const email = Email.fromDatabaseJson(row);
+      const changed = await finish(knex, email, { status: 'FAILED', error: ref.error });
+      return changed ? { status: 'FAILED', error: ref.error } : { status: 'SKIPPED', reason: `email is ${email.status}` };
+    },
+  };
+}

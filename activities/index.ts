@@ -1,0 +1,9 @@
+import type { Activities } from '../workflows/types';
+import { deliveryActivities, type DeliveryDeps } from './delivery';
+
+export type ActivityDeps = DeliveryDeps;
+
+/** All activities, as plain async functions: Temporal workers register them, the embedded engine runs them as DBOS steps. */
+export function createActivities(deps: ActivityDeps): Activities {
+  return { ...deliveryActivities(deps) };
+}

@@ -1,0 +1,39 @@
+import type { SendMailOptions } from 'nodemailer';
+import type { Email } from '../db/models/Email';
+
+export interface StoredAttachment {
+  id: string;
+  filename: string;
+  contentType: string;
+  contentId: string | null;
+  disposition: 'attachment' | 'inline';
+  content: Buffer;
+}
+
+export function domainOf(address: string): string {
+  return address.slice(address.lastIndexOf('@') + 1).toLowerCase();
+}
+
+/**
+ * The MIME message of a stored email. The Message-ID is derived from the email's id, so a retried delivery
+ * (after a crash between the SMTP answer and our database write) carries the same Message-ID and receivers can
+ * drop the duplicate.
+ */
+export function buildMessage(email: Email, attachments: StoredAttachment[]): SendMailOptions {
+  return {
+    messageId: `<${email.id}@${domainOf(email.fromEmail)}>`,
+    from: email.fromName ? { name: email.fromName, address: email.fromEmail } : email.fromEmail,
+    to: email.toName ? { name: email.toName, address: email.toEmail } : email.toEmail,
+    ...(email.replyTo ? { replyTo: email.replyTo } : {}),
+    subject: email.subject,
+    html: email.html,
+    headers: email.headers,
+    attachments: attachments.map((a) => ({
+      filename: a.filename,
+      content: a.content,
+      contentType: a.contentType,
+      ...(a.contentId ? { cid: a.contentId } : {}),
+      contentDisposition: a.disposition,
+    })),
+  };
+}

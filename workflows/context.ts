@@ -1,0 +1,16 @@
+import type { DeliveryActivities, OtherActivities } from './types';
+
+/**
+ * The small durable context that workflow logic is written against, once, for both engines.
+ * Everything here is durable: a step's result is recorded and replayed, a sleep survives restarts.
+ */
+export interface WorkflowContext {
+  /** Ordinary activities (database work), each a durable step retried on failure. */
+  activities: OtherActivities;
+  /** Delivery through the rate-limited queue, retried on transient failures with backoff. */
+  delivery: DeliveryActivities;
+  /** Durable sleep. */
+  sleep(ms: number): Promise<void>;
+  /** The workflow's notion of now (recorded/deterministic), in epoch milliseconds. */
+  now(): Promise<number>;
+}

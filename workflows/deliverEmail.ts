@@ -1,0 +1,18 @@
+import type { WorkflowContext } from './context';
+import type { DeliveryOutcome, EmailRef } from './types';
+
+/**
+ * Delivers one stored email. The delivery activity is idempotent (it skips emails no longer QUEUED/SENDING)
+ * and retried by the engine on transient SMTP failures; when those outlast the retry budget, the email is
+ * marked FAILED here, so no email is left in limbo.
+ */
+export async function deliverEmail(ctx: WorkflowContext, ref: EmailRef): Promise<DeliveryOutcome> {
+  try {
+    return await ctx.delivery.deliverEmail(ref);
+  } catch (err) {
+    // Temporal wraps the activity's error (ActivityFailure → cause); DBOS rethrows the last one.
+    const cause = (err as { cause?: { message?: string } }).cause?.message;
+    const reason = cause ?? (err instanceof Error ? err.message : String(err));
+    return ctx.activities.failEmail({ ...ref, error: `gave up after repeated transient failures: ${reason}` });
+  }
+}

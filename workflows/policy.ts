@@ -1,0 +1,29 @@
+/**
+ * Names and retry policies shared by both engines. Pure constants: imported by the Temporal workflow bundle.
+ */
+
+/** Temporal task queue of workflows and ordinary activities. */
+export const WORKFLOW_TASK_QUEUE = 'herald';
+/** The rate-limited queue: Temporal task queue of the delivery activity, DBOS queue of delivery workflows. */
+export const DELIVERY_QUEUE = 'email-delivery';
+
+/**
+ * Retries of one delivery after a transient failure (SMTP 4xx, connection errors): 1 s, 2 s, 4 s … capped at
+ * 5 minutes, 12 attempts in all (about 25 minutes). Permanent failures (5xx) are never retried.
+ */
+export const DELIVERY_RETRY = {
+  initialIntervalMs: 1000,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 5 * 60 * 1000,
+  maximumAttempts: 12,
+} as const;
+
+/** Retries of database activities (a failover, a dropped connection). */
+export const ACTIVITY_RETRY = {
+  initialIntervalMs: 500,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 30 * 1000,
+  maximumAttempts: 10,
+} as const;
+
+export type RetryPolicy = typeof DELIVERY_RETRY | typeof ACTIVITY_RETRY;

@@ -1,0 +1,33 @@
+/**
+ * The Temporal workflow bundle entry (`workflowsPath`). Each exported function is a Temporal workflow type that
+ * runs the engine-neutral logic of workflows/ over a context built from Temporal's own primitives.
+ * Deterministic only: no Node APIs, no database, no clock but the workflow's.
+ */
+import { proxyActivities, sleep } from '@temporalio/workflow';
+import type { RetryPolicy as TemporalRetryPolicy } from '@temporalio/common';
+import type { WorkflowContext } from './context';
+import { deliverEmail as deliverEmailLogic } from './deliverEmail';
+import { ACTIVITY_RETRY, DELIVERY_QUEUE, DELIVERY_RETRY, type RetryPolicy } from './policy';
+import type { DeliveryActivities, EmailRef, OtherActivities } from './types';
+
+function retry(p: RetryPolicy): TemporalRetryPolicy {
+  return {
+    initialInterval: p.initialIntervalMs,
+    backoffCoefficient: p.backoffCoefficient,
+    maximumInterval: p.maximumIntervalMs,
+    maximumAttempts: p.maximumAttempts,
+    // Permanent SMTP failures are not thrown (the activity records them and returns), so every thrown error is transient.
+  };
+}
+
+const context: WorkflowContext = {
+  // The rate-limited task queue: its activities-only workers set maxTaskQueueActivitiesPerSecond.
+  delivery: proxyActivities<DeliveryActivities>({ taskQueue: DELIVERY_QUEUE, startToCloseTimeout: '2 minutes', retry: retry(DELIVERY_RETRY) }),
+  activities: proxyActivities<OtherActivities>({ startToCloseTimeout: '1 minute', retry: retry(ACTIVITY_RETRY) }),
+  sleep: (ms) => sleep(ms),
+  now: async () => Date.now(), // deterministic inside a workflow: the time of the current workflow task
+};
+
+export async function deliverEmail(ref: EmailRef) {
+  return deliverEmailLogic(context, ref);
+}
