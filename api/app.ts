@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Knex } from 'knex';
+import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import { authenticate } from './middleware/auth';
 import { jsonBody } from './middleware/body';
@@ -10,13 +11,24 @@ import { requestId } from './middleware/requestId';
 import { contactRoutes } from './routes/contacts';
 import { eventRoutes } from './routes/events';
 import { healthRoutes } from './routes/health';
+import { sendRoutes } from './routes/send';
+import { templateRoutes } from './routes/templates';
+import { unsubscribeRoutes } from './routes/unsubscribe';
 import { trackRoutes } from './routes/track';
 
 export interface AppDeps {
   knex: Knex;
   log: Logger;
   apiRateLimitPerMinute: number;
+  engine: Engine;
+  /** Installation secret (unsubscribe-link signatures). */
+  secret: Buffer;
+  /** Base URL of this API as recipients reach it. */
+  publicUrl: string;
 }
+
+/** Sending bodies carry base64 attachments (10 MB decoded at most); every other body stays small. */
+const SEND_BODY_LIMIT = '15mb';
 
 /**
  * The Koa app. Order matters: request id → error envelope (and request log) → routes. Each router authenticates,
@@ -28,6 +40,12 @@ export function createApp(deps: AppDeps): Koa {
 
   const open = new Router();
   healthRoutes(open, deps.knex);
+  // Recipients' unsubscribe links: the signed token authorises; RFC 8058 one-click POSTs have no JSON body.
+  unsubscribeRoutes(open, deps.knex, deps.secret);
+
+  const sending = new Router();
+  sending.use(authenticate(deps.knex, ['secret']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody(SEND_BODY_LIMIT));
+  sendRoutes(sending, deps);
 
   // Public API routes that also take public keys (client-side tracking).
   const tracking = new Router();
@@ -37,11 +55,12 @@ export function createApp(deps: AppDeps): Koa {
   const dashboard = new Router();
   dashboard.use(authenticate(deps.knex, ['secret']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody());
   contactRoutes(dashboard, deps.knex);
+  templateRoutes(dashboard, deps.knex);
   eventRoutes(dashboard, deps.knex);
 
   app.use(requestId());
   app.use(errorHandler(deps.log));
-  for (const router of [open, tracking, dashboard]) {
+  for (const router of [open, sending, tracking, dashboard]) {
     app.use(router.routes());
     app.use(router.allowedMethods()); // sets 405/501 + Allow; errorHandler renders the envelope
   }

@@ -1,8 +1,16 @@
 import type { Server } from 'node:http';
+import os from 'node:os';
+import { createActivities } from '../activities';
 import { createApp } from '../api/app';
 import { ConfigError, loadConfig, type Config } from '../config';
+import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
+import { startDispatcher } from '../engine/dispatch';
+import { createEmbeddedEngine, startEmbeddedWorker } from '../engine/embedded';
+import { createTemporalEngine, startTemporalWorker } from '../engine/temporal';
+import type { Engine, WorkerHandle } from '../engine/types';
 import { createLogger, type Logger } from '../logging/logger';
+import { createMailer, type Mailer } from '../mail/transport';
 import { ensureDefaultProject, type CreatedProject } from '../projects/service';
 
 /** Reads the configuration or exits with the message that names the bad variable. */
@@ -32,38 +40,77 @@ Try it:
 `);
 }
 
+export interface Roles {
+  /** Serve the HTTP API. */
+  api: boolean;
+  /** Run workflows and deliveries. */
+  worker: boolean;
+}
+
 export interface Running {
   config: Config;
   log: Logger;
   db: Database;
-  server: Server;
+  engine: Engine;
+  server?: Server;
   stop(): Promise<void>;
 }
 
-/** Starts the HTTP API on the configured database; returns once it listens. */
-export async function startApi(config: Config, log: Logger = createLogger(config.logLevel)): Promise<Running> {
+/**
+ * Starts Herald's parts for the given roles on the configured database and engine:
+ * `npm start` = API + worker (embedded default), `npm run api` and `npm run worker` = one each.
+ */
+export async function startHerald(config: Config, roles: Roles, log: Logger = createLogger(config.logLevel)): Promise<Running> {
   const db = await openDatabase(config, log);
-  const created = await ensureDefaultProject(db.knex);
-  const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute });
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, () => resolve(s));
-    s.once('error', reject);
-  });
-  const port = (server.address() as { port: number }).port;
-  if (created) printDefaultProject(created, port);
-  log.info({ port, engine: config.engine, database: config.databaseUrl ? 'external' : 'embedded', dataDir: config.dataDir }, 'Herald API listening');
+  const secret = loadSecret(config);
+  const temporal = { address: config.temporalAddress!, namespace: config.temporalNamespace, log };
+
+  let mailer: Mailer | undefined;
+  let worker: WorkerHandle | undefined;
+  if (roles.worker) {
+    mailer = createMailer(config);
+    const activities = createActivities({ knex: db.knex, mailer, log });
+    worker = config.engine === 'temporal'
+      ? await startTemporalWorker({ ...temporal, activities, sendRatePerSecond: config.sendRatePerSecond })
+      : await startEmbeddedWorker({
+        databaseUrl: db.url, log, activities, sendRatePerSecond: config.sendRatePerSecond,
+        // Stable across restarts of this process, so that DBOS recovers what it had in flight.
+        executorId: config.executorId ?? `herald-${os.hostname()}-${roles.api ? 'all' : 'worker'}`,
+      });
+    log.info({ mail: mailer.describe }, 'delivering mail');
+  }
+  const engine = config.engine === 'temporal' ? await createTemporalEngine(temporal) : await createEmbeddedEngine({ databaseUrl: db.url, log });
+  const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log) : undefined;
+
+  let server: Server | undefined;
+  if (roles.api) {
+    const created = await ensureDefaultProject(db.knex);
+    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, engine, secret, publicUrl: config.publicUrl });
+    server = await new Promise<Server>((resolve, reject) => {
+      const s = app.listen(config.port, () => resolve(s));
+      s.once('error', reject);
+    });
+    const port = (server.address() as { port: number }).port;
+    if (created) printDefaultProject(created, port);
+    log.info({ port, engine: config.engine, database: config.databaseUrl ? 'external' : 'embedded', dataDir: config.dataDir }, 'Herald API listening');
+  }
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
       log.info('shutting down');
-      // Stop accepting connections and let in-flight requests finish before the pool goes away.
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // New requests stop first; in-flight requests finish; then the worker stops taking work and hands back
+      // (DBOS: resumes on restart; Temporal: the server reassigns) what it cannot finish.
+      if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+      await dispatcher?.stop();
+      await worker?.stop();
+      await engine.close();
+      mailer?.close();
       await db.close();
     })();
     return stopping;
   };
-  return { config, log, db, server, stop };
+  return { config, log, db, engine, server, stop };
 }
 
 /** Runs until SIGTERM/SIGINT, then shuts down gracefully. */
@@ -77,4 +124,13 @@ export function stopOnSignals(running: Pick<Running, 'stop' | 'log'>): void {
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
+}
+
+/** Entry point helper of bin/start.ts, bin/api.ts and bin/worker.ts. */
+export function main(roles: Roles): void {
+  const config = configOrExit();
+  startHerald(config, roles).then(stopOnSignals, (err: Error) => {
+    console.error(`Herald failed to start: ${err.message}`);
+    process.exit(1);
+  });
 }

@@ -13,6 +13,12 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   apiRateLimitPerMinute: number;
   sendRatePerSecond: number;
+  /** Base URL under which recipients reach Herald (unsubscribe links). */
+  publicUrl: string;
+  /** Signing/encryption secret; when unset, one is generated into DATA_DIR (see config/secret.ts). */
+  secretKey: string | undefined;
+  /** Stable id of this worker process for the embedded engine's crash recovery. */
+  executorId: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -40,6 +46,9 @@ const envSchema = Joi.object({
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').empty('').default('info'),
   API_RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).empty('').default(1000),
   SEND_RATE_PER_SECOND: Joi.number().positive().max(100000).empty('').default(14),
+  PUBLIC_URL: urlWithScheme(['http', 'https']).empty(''),
+  SECRET_KEY: Joi.string().min(32).empty('').messages({ 'string.min': 'must be at least 32 characters (e.g. openssl rand -hex 32)' }),
+  EXECUTOR_ID: Joi.string().pattern(/^[A-Za-z0-9._-]{1,100}$/, 'letters, digits, dot, dash, underscore').empty(''),
 })
   // Every other variable of the environment (PATH, HOME, …) is none of our business.
   .unknown(true)
@@ -52,7 +61,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const detail = error.details[0]!;
     const variable = String(detail.path[0] ?? 'environment');
     const given = env[variable];
-    const shown = variable === 'DATABASE_URL' || variable === 'SMTP_URL' ? '(value hidden: it may hold a password)' : JSON.stringify(given);
+    const shown = ['DATABASE_URL', 'SMTP_URL', 'SECRET_KEY'].includes(variable) ? '(value hidden: it may hold a secret)' : JSON.stringify(given);
     const reason = detail.message.replace(/^"[^"]+" /, '');
     throw new ConfigError(variable, `Invalid configuration: ${variable} ${reason}; got ${given === undefined ? 'nothing' : shown}.`);
   }
@@ -67,5 +76,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: value.LOG_LEVEL,
     apiRateLimitPerMinute: value.API_RATE_LIMIT_PER_MINUTE,
     sendRatePerSecond: value.SEND_RATE_PER_SECOND,
+    publicUrl: (value.PUBLIC_URL ?? `http://localhost:${value.PORT}`).replace(/\/+$/, ''),
+    secretKey: value.SECRET_KEY,
+    executorId: value.EXECUTOR_ID,
   };
 }

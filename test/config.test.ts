@@ -30,6 +30,9 @@ describe('defaults', () => {
       logLevel: 'info',
       apiRateLimitPerMinute: 1000,
       sendRatePerSecond: 14,
+      publicUrl: 'http://localhost:3000',
+      secretKey: undefined,
+      executorId: undefined,
     });
   });
 
@@ -61,6 +64,9 @@ describe('valid values are read and converted', () => {
       LOG_LEVEL: 'debug',
       API_RATE_LIMIT_PER_MINUTE: '60',
       SEND_RATE_PER_SECOND: '2.5',
+      PUBLIC_URL: 'https://mail.example.com/',
+      SECRET_KEY: 'k'.repeat(40),
+      EXECUTOR_ID: 'worker-3',
     })).toEqual({
       port: 8080,
       dataDir: '/var/lib/herald',
@@ -72,6 +78,9 @@ describe('valid values are read and converted', () => {
       logLevel: 'debug',
       apiRateLimitPerMinute: 60,
       sendRatePerSecond: 2.5,
+      publicUrl: 'https://mail.example.com',
+      secretKey: 'k'.repeat(40),
+      executorId: 'worker-3',
     });
   });
 
@@ -102,6 +111,9 @@ describe('a bad value raises a ConfigError naming the variable', () => {
     ['SEND_RATE_PER_SECOND', { SEND_RATE_PER_SECOND: '-1' }],
     ['SEND_RATE_PER_SECOND', { SEND_RATE_PER_SECOND: '0' }],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['PUBLIC_URL', { PUBLIC_URL: 'ftp://x' }],
+    ['SECRET_KEY', { SECRET_KEY: 'short' }],
+    ['EXECUTOR_ID', { EXECUTOR_ID: 'has spaces' }],
     ['TEMPORAL_ADDRESS', { ENGINE: 'temporal' }],
     ['TEMPORAL_ADDRESS', { ENGINE: 'temporal', TEMPORAL_ADDRESS: 'no-port' }],
   ])('%s in %j', (variable, env) => {

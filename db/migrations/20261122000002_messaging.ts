@@ -57,7 +57,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('message_id');
     t.text('error');
     // Id of the email.sent / email.failed event this email will record: the send API answers with it up front.
-    t.uuid('event_id').notNullable();
+    t.uuid('event_id').notNullable().defaultTo(knex.raw('herald_uuidv7()'));
     // Set once the engine has accepted the email's delivery workflow; until then the dispatcher may (re)start it.
     t.timestamp('dispatched_at', { useTz: true });
     t.timestamp('sent_at', { useTz: true });

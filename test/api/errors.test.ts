@@ -1,9 +1,8 @@
 import { createApp } from '../../api/app';
-import { createLogger } from '../../logging/logger';
 import { Model } from 'objection';
 import { createProject, setProjectDisabled } from '../../projects/service';
 import { createTestDatabase } from '../support/db';
-import { bearer, createTestContext, type TestContext } from '../support/app';
+import { bearer, createTestContext, testAppDeps, type TestContext } from '../support/app';
 import request from 'supertest';
 
 let t: TestContext;
@@ -179,7 +178,7 @@ describe('500', () => {
     try {
       const p = await createProject('broken');
       await broken.knex.raw('ALTER TABLE contacts RENAME TO contacts_gone');
-      const app = createApp({ knex: broken.knex, log: createLogger('silent'), apiRateLimitPerMinute: 1000 });
+      const app = createApp(testAppDeps(broken.knex, { apiRateLimitPerMinute: 1000 }));
       const res = await request(app.callback()).get('/contacts').set(bearer(p.secretKey));
       expectEnvelope(res, 500, 'INTERNAL_ERROR');
       expect(res.body.error.message).toBe('An unexpected error occurred');

@@ -1,8 +1,7 @@
 import request from 'supertest';
 import { createApp } from '../../api/app';
 import { createKnex } from '../../db/database';
-import { createLogger } from '../../logging/logger';
-import { createTestContext, type TestContext } from '../support/app';
+import { createTestContext, testAppDeps, type TestContext } from '../support/app';
 
 let t: TestContext;
 beforeAll(async () => { t = await createTestContext(); });
@@ -18,7 +17,7 @@ test('GET /health answers 503 when the database does not answer', async () => {
   // Port 1 on loopback: nothing listens there, so every connection is refused.
   const dead = createKnex('postgres://nobody:nothing@127.0.0.1:1/none');
   try {
-    const app = createApp({ knex: dead, log: createLogger('silent'), apiRateLimitPerMinute: 10 });
+    const app = createApp(testAppDeps(dead, { apiRateLimitPerMinute: 10 }));
     const res = await request(app.callback()).get('/health');
     expect(res.status).toBe(503);
     expect(res.body.status).toBe('unavailable');

@@ -1,7 +1,6 @@
 import request from 'supertest';
 import { createApp } from '../../api/app';
-import { createLogger } from '../../logging/logger';
-import { bearer, createTestContext, type TestContext } from '../support/app';
+import { bearer, createTestContext, testAppDeps, type TestContext } from '../support/app';
 
 let t: TestContext;
 beforeAll(async () => { t = await createTestContext({ apiRateLimitPerMinute: 5 }); });
@@ -33,7 +32,7 @@ test('the budget is per project', async () => {
 test('the count lives in PostgreSQL, so a second API process shares it', async () => {
   const p = await t.newProject('shared');
   // A second app instance on the same database stands in for a second API process.
-  const second = createApp({ knex: t.db.knex, log: createLogger('silent'), apiRateLimitPerMinute: 5 });
+  const second = createApp(testAppDeps(t.db.knex, { apiRateLimitPerMinute: 5 }));
   for (let i = 0; i < 3; i++) expect((await t.http().get('/contacts').set(bearer(p.secretKey))).status).toBe(200);
   for (let i = 0; i < 2; i++) expect((await request(second.callback()).get('/contacts').set(bearer(p.secretKey))).status).toBe(200);
   expect((await request(second.callback()).get('/contacts').set(bearer(p.secretKey))).status).toBe(429);

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import request from 'supertest';
-import { createApp } from '../../api/app';
+import { createApp, type AppDeps } from '../../api/app';
+import type { Engine } from '../../engine/types';
 import { createLogger } from '../../logging/logger';
 import { createProject, type CreatedProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from './db';
@@ -18,12 +19,29 @@ export interface TestContext {
 
 export interface TestAppOptions {
   apiRateLimitPerMinute?: number;
+  /** The engine sends go to; tests that do not send get one that refuses (nothing is started). */
+  engine?: Engine;
+}
+
+export const TEST_SECRET = Buffer.from('test-secret-test-secret-test-secret!');
+
+/** For tests that never start a workflow: any start is refused loudly (and the send stays queued). */
+export const noEngine: Engine = {
+  kind: 'embedded',
+  start: async () => { throw new Error('this test context has no workflow engine'); },
+  cancel: async () => { throw new Error('this test context has no workflow engine'); },
+  signal: async () => { throw new Error('this test context has no workflow engine'); },
+  close: async () => undefined,
+};
+
+export function testAppDeps(knex: TestDatabase['knex'], overrides: Partial<AppDeps> = {}): AppDeps {
+  return { knex, log: createLogger('silent'), apiRateLimitPerMinute: 100_000, engine: noEngine, secret: TEST_SECRET, publicUrl: 'http://herald.test', ...overrides };
 }
 
 /** A real app on a real (per-file) PostgreSQL database, listening on an ephemeral loopback port. */
 export async function createTestContext(opts: TestAppOptions = {}): Promise<TestContext> {
   const db = await createTestDatabase();
-  const app = createApp({ knex: db.knex, log: createLogger('silent'), apiRateLimitPerMinute: opts.apiRateLimitPerMinute ?? 100_000 });
+  const app = createApp(testAppDeps(db.knex, { apiRateLimitPerMinute: opts.apiRateLimitPerMinute ?? 100_000, ...(opts.engine ? { engine: opts.engine } : {}) }));
   const server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   const project = await createProject('Test project');

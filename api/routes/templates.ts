@@ -1,0 +1,111 @@
+import type Router from '@koa/router';
+import type { Knex } from 'knex';
+import { Template } from '../../db/models/Template';
+import { getTemplate, templateListQueries } from '../../db/queries/templates';
+import { compileMessage, TemplateError } from '../../mail/render';
+import { notFound, validationFailed } from '../errors';
+import type { AuthState } from '../middleware/auth';
+import { decodeCursor, isUuid, toPage } from '../pagination';
+import {
+  createTemplateSchema, listTemplatesQuerySchema, patchTemplateSchema,
+  type ListTemplatesQuery, type PatchTemplateBody, type TemplateBody,
+} from '../schemas/templates';
+import { validateBody, validateQuery } from '../validate';
+
+export interface TemplateJson {
+  id: string;
+  name: string;
+  description: string | null;
+  subject: string;
+  body: string;
+  from: string | null;
+  fromName: string | null;
+  replyTo: string | null;
+  type: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export function templateJson(t: Template): TemplateJson {
+  return {
+    id: t.id, name: t.name, description: t.description, subject: t.subject, body: t.body,
+    from: t.fromEmail, fromName: t.fromName, replyTo: t.replyTo, type: t.type,
+    createdAt: t.createdAt.toISOString(), updatedAt: t.updatedAt.toISOString(),
+  };
+}
+
+/** A template whose syntax does not parse is refused at write time, not discovered at send time. */
+function checkSyntax(subject: string, body: string): void {
+  try {
+    compileMessage(subject, body);
+  } catch (err) {
+    if (err instanceof TemplateError) throw validationFailed([{ field: err.part, message: err.message, code: 'invalid_template' }]);
+    throw err;
+  }
+}
+
+function columns(b: PatchTemplateBody) {
+  return {
+    ...(b.name !== undefined ? { name: b.name } : {}),
+    ...(b.description !== undefined ? { description: b.description || null } : {}),
+    ...(b.subject !== undefined ? { subject: b.subject } : {}),
+    ...(b.body !== undefined ? { body: b.body } : {}),
+    ...(b.from !== undefined ? { fromEmail: b.from } : {}),
+    ...(b.fromName !== undefined ? { fromName: b.fromName || null } : {}),
+    ...(b.replyTo !== undefined ? { replyTo: b.replyTo } : {}),
+    ...(b.type !== undefined ? { type: b.type } : {}),
+  };
+}
+
+export function templateRoutes(router: Router, knex: Knex): void {
+  router.get('/templates', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    const q = validateQuery<ListTemplatesQuery>(ctx, listTemplatesQuerySchema);
+    const { page, count } = templateListQueries(knex, projectId, q, q.limit, decodeCursor(q.cursor));
+    const [rows, total] = await Promise.all([page, count]);
+    ctx.body = { success: true, data: toPage(rows, q.limit, total, templateJson) };
+  });
+
+  router.post('/templates', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    const body = validateBody<TemplateBody>(ctx, createTemplateSchema);
+    checkSyntax(body.subject, body.body);
+    const row = await Template.query(knex).insert({ projectId, type: 'TRANSACTIONAL', ...columns(body) }).returning('*');
+    ctx.status = 201;
+    ctx.body = { success: true, data: templateJson(row as unknown as Template) };
+  });
+
+  router.get('/templates/:id', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    const id = ctx.params.id!;
+    const t = isUuid(id) ? await getTemplate(knex, projectId, id) : undefined;
+    if (!t) throw notFound('Template');
+    ctx.body = { success: true, data: templateJson(t) };
+  });
+
+  router.patch('/templates/:id', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    const id = ctx.params.id!;
+    if (!isUuid(id)) throw notFound('Template');
+    const body = validateBody<PatchTemplateBody>(ctx, patchTemplateSchema);
+    const updated = await knex.transaction(async (trx) => {
+      const current = await Template.query(trx).findOne({ project_id: projectId, id }).forUpdate();
+      if (!current) return undefined;
+      checkSyntax(body.subject ?? current.subject, body.body ?? current.body);
+      const [row] = await trx('templates').where({ project_id: projectId, id })
+        .update(Template.fromJson({ ...columns(body), updatedAt: new Date() }, { patch: true, skipValidation: true }).$toDatabaseJson())
+        .returning('*');
+      return Template.fromDatabaseJson(row);
+    });
+    if (!updated) throw notFound('Template');
+    ctx.body = { success: true, data: templateJson(updated) };
+  });
+
+  router.delete('/templates/:id', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    const id = ctx.params.id!;
+    const deleted = isUuid(id) ? await Template.query(knex).delete().where({ project_id: projectId, id }) : 0;
+    if (!deleted) throw notFound('Template');
+    ctx.status = 204;
+  });
+}

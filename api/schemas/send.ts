@@ -1,0 +1,111 @@
+import Joi from 'joi';
+import addressparser from 'nodemailer/lib/addressparser';
+import { contactDataSchema, emailSchema, headerTextSchema } from './common';
+
+/** A mailbox: `{ email, name? }`, or a string `ada@example.com` / `Ada Lovelace <ada@example.com>`. */
+export interface Mailbox {
+  email: string;
+  name?: string;
+}
+
+export interface AttachmentInput {
+  filename: string;
+  content: string;
+  contentType?: string;
+  contentId?: string;
+  disposition?: 'attachment' | 'inline';
+}
+
+/** The validated body: strings in `to`/`from` have been parsed into mailboxes by the schema. */
+export interface SendBody {
+  to: Mailbox | Mailbox[];
+  subject?: string;
+  body?: string;
+  template?: string;
+  from?: Mailbox;
+  name?: string;
+  reply?: string;
+  headers?: Record<string, string>;
+  attachments?: AttachmentInput[];
+  subscribed?: boolean;
+  data?: Record<string, unknown>;
+}
+
+export const MAX_RECIPIENTS = 50;
+export const MAX_ATTACHMENTS = 10;
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+
+const nameSchema = headerTextSchema.trim().max(200);
+
+const mailboxObject = Joi.object<Mailbox, true>({ email: emailSchema.required(), name: nameSchema.allow('') });
+
+/** Parses `Name <address>` strings with nodemailer's RFC 5322 address parser into a mailbox. */
+const mailboxString = Joi.string().trim().max(500).custom((value: string, helpers) => {
+  const parsed = value.includes('<') ? addressparser(value, { flatten: true }) : [{ name: '', address: value }];
+  if (parsed.length !== 1) return helpers.error('mailbox.one');
+  const { error, value: email } = emailSchema.validate(parsed[0]!.address);
+  if (error) return helpers.error('string.email');
+  const name = parsed[0]!.name.trim();
+  if (/[\r\n]/.test(name)) return helpers.error('string.pattern.name');
+  return name ? { email, name } : { email };
+}).messages({
+  'mailbox.one': '{{#label}} must be exactly one address',
+  'string.email': '{{#label}} must be a valid email',
+  'string.pattern.name': '{{#label}} must not contain line breaks (CR or LF)',
+});
+
+const mailbox = Joi.alternatives().conditional(Joi.string(), { then: mailboxString, otherwise: mailboxObject });
+
+// Header names are RFC 5322 field names; the headers Herald writes itself may not be set or overridden.
+export const RESERVED_HEADERS = new Set([
+  'from', 'to', 'cc', 'bcc', 'subject', 'reply-to', 'sender', 'message-id', 'date', 'mime-version', 'content-type',
+  'content-transfer-encoding', 'content-disposition', 'dkim-signature', 'return-path', 'received', 'list-unsubscribe',
+  'list-unsubscribe-post',
+]);
+
+const headersSchema = Joi.object()
+  .pattern(Joi.string().pattern(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/, 'a header name'), headerTextSchema.max(2000).required())
+  .max(50)
+  .custom((value: Record<string, string>, helpers) => {
+    const reserved = Object.keys(value).find((k) => RESERVED_HEADERS.has(k.toLowerCase()));
+    return reserved ? helpers.error('headers.reserved', { header: reserved }) : value;
+  })
+  .messages({ 'headers.reserved': 'header {{#header}} is set by Herald and cannot be given' });
+
+// Executable and script types that mail providers block outright.
+const BLOCKED_EXTENSIONS = /\.(exe|com|bat|cmd|scr|pif|msi|msp|cpl|jar|js|jse|vbs|vbe|wsf|wsh|ps1|psm1|hta|lnk|reg|dll|app|apk|gadget|sct)$/i;
+
+const attachmentSchema = Joi.object<AttachmentInput, true>({
+  filename: Joi.string().min(1).max(255).pattern(/^[^/\\\r\n\0]+$/, 'a file name without path separators or line breaks').required()
+    .custom((value: string, helpers) => (BLOCKED_EXTENSIONS.test(value) ? helpers.error('filename.blocked') : value))
+    .messages({ 'filename.blocked': '{{#label}} has an executable file type, which mail providers block' }),
+  content: Joi.string().base64({ paddingRequired: false }).min(1).required(),
+  contentType: Joi.string().max(200).pattern(/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/, 'type/subtype'),
+  contentId: Joi.string().max(200).pattern(/^[^<>\s]+$/, 'an id without spaces or angle brackets'),
+  disposition: Joi.string().valid('attachment', 'inline'),
+});
+
+// Not a strict key map: Joi's typings cannot express that `to`/`from` alternatives convert to Mailbox.
+export const sendSchema = Joi.object<SendBody>({
+  to: Joi.alternatives().conditional(Joi.array(), {
+    then: Joi.array().items(mailbox).min(1).max(MAX_RECIPIENTS),
+    otherwise: mailbox,
+  }).required(),
+  template: Joi.string().guid(),
+  subject: headerTextSchema.min(1).max(998).when('template', { not: Joi.exist(), then: Joi.required() }),
+  body: Joi.string().min(1).max(2 * 1024 * 1024).when('template', { not: Joi.exist(), then: Joi.required() }),
+  from: mailbox,
+  name: nameSchema,
+  reply: emailSchema,
+  headers: headersSchema,
+  attachments: Joi.array().items(attachmentSchema).max(MAX_ATTACHMENTS),
+  subscribed: Joi.boolean(),
+  data: contactDataSchema,
+});
+
+/** `to` arrives in three forms; after validation it is always a list of mailboxes (first occurrence of an address wins). */
+export function recipientsOf(to: SendBody['to']): Mailbox[] {
+  const list = Array.isArray(to) ? to : [to];
+  const seen = new Set<string>();
+  return list.filter((m) => !seen.has(m.email) && seen.add(m.email));
+}

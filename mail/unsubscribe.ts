@@ -1,0 +1,34 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/**
+ * Unsubscribe tokens: `<base64url(projectId:contactId)>.<HMAC-SHA256 tag>`, signed with SECRET_KEY. A token names
+ * exactly one contact of one project; it cannot be forged or altered to name another without the key.
+ */
+export interface UnsubscribeTarget {
+  projectId: string;
+  contactId: string;
+}
+
+function tag(secret: Buffer, payload: string): Buffer {
+  return createHmac('sha256', secret).update(`unsubscribe:${payload}`).digest().subarray(0, 20);
+}
+
+export function unsubscribeToken(secret: Buffer, target: UnsubscribeTarget): string {
+  const payload = Buffer.from(`${target.projectId}:${target.contactId}`).toString('base64url');
+  return `${payload}.${tag(secret, payload).toString('base64url')}`;
+}
+
+export function verifyUnsubscribeToken(secret: Buffer, token: string): UnsubscribeTarget | null {
+  const [payload, sig, extra] = token.split('.');
+  if (!payload || !sig || extra !== undefined) return null;
+  const given = Buffer.from(sig, 'base64url');
+  const expected = tag(secret, payload);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+  const [projectId, contactId, more] = Buffer.from(payload, 'base64url').toString('utf8').split(':');
+  if (!projectId || !contactId || more !== undefined) return null;
+  return { projectId, contactId };
+}
+
+export function unsubscribeUrl(publicUrl: string, secret: Buffer, target: UnsubscribeTarget): string {
+  return `${publicUrl.replace(/\/+$/, '')}/unsubscribe/${unsubscribeToken(secret, target)}`;
+}
