@@ -83,6 +83,14 @@ export function deliveryActivities({ knex, mailer, log }: DeliveryDeps) {
       return { status: 'SENT', messageId };
     },
 
+    async cancelEmail(ref: EmailRef): Promise<DeliveryOutcome> {
+      const changed = await knex('emails').where({ project_id: ref.projectId, id: ref.emailId }).whereIn('status', ['QUEUED', 'SENDING'])
+        .update({ status: 'CANCELLED', updated_at: knex.fn.now() });
+      if (changed) return { status: 'CANCELLED' };
+      const current = await knex('emails').where({ project_id: ref.projectId, id: ref.emailId }).first('status');
+      return { status: 'SKIPPED', reason: current ? `email is ${current.status}` : 'email no longer exists' };
+    },
+
     async failEmail(ref: EmailRef & { error: string }): Promise<DeliveryOutcome> {
       const row = await knex('emails').where({ project_id: ref.projectId, id: ref.emailId }).first();
       if (!row) return { status: 'SKIPPED', reason: 'email no longer exists' };

@@ -97,9 +97,16 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
 
   const context: WorkflowContext = {
     delivery: { deliverEmail: step('deliverEmail', activities.deliverEmail, DELIVERY_RETRY) },
-    activities: { failEmail: step('failEmail', activities.failEmail, ACTIVITY_RETRY) },
+    activities: {
+      failEmail: step('failEmail', activities.failEmail, ACTIVITY_RETRY),
+      cancelEmail: step('cancelEmail', activities.cancelEmail, ACTIVITY_RETRY),
+    },
     sleep: (ms) => DBOS.sleep(ms),
     now: () => DBOS.now(),
+    // DBOS stops a cancelled workflow at its next DBOS call rather than raising inside it, so there is no
+    // cancellation to catch here: whoever cancels through Herald updates the database itself.
+    isCancellation: () => false,
+    nonCancellable: (fn) => fn(),
   };
   for (const [name, def] of Object.entries(workflows)) {
     const run = def.run as (ctx: WorkflowContext, input: unknown) => Promise<unknown>;

@@ -13,4 +13,8 @@ export interface WorkflowContext {
   sleep(ms: number): Promise<void>;
   /** The workflow's notion of now (recorded/deterministic), in epoch milliseconds. */
   now(): Promise<number>;
+  /** True when `err` is the engine telling the workflow it was cancelled (e.g. from the Temporal UI). */
+  isCancellation(err: unknown): boolean;
+  /** Runs cleanup that a cancellation must not interrupt, so the database ends in the same state as after an API cancel. */
+  nonCancellable<T>(fn: () => Promise<T>): Promise<T>;
 }

@@ -8,14 +8,14 @@ export const WORKFLOW_TASK_QUEUE = 'herald';
 export const DELIVERY_QUEUE = 'email-delivery';
 
 /**
- * Retries of one delivery after a transient failure (SMTP 4xx, connection errors): 1 s, 2 s, 4 s … capped at
- * 5 minutes, 12 attempts in all (about 25 minutes). Permanent failures (5xx) are never retried.
+ * Retries of one delivery after a transient failure (SMTP 4xx, connection errors): 1 s, 2 s, 4 s … 256 s,
+ * 10 attempts over about 8.5 minutes, then the email is FAILED. Permanent failures (5xx) are never retried.
  */
 export const DELIVERY_RETRY = {
   initialIntervalMs: 1000,
   backoffCoefficient: 2,
   maximumIntervalMs: 5 * 60 * 1000,
-  maximumAttempts: 12,
+  maximumAttempts: 10,
 } as const;
 
 /** Retries of database activities (a failover, a dropped connection). */

@@ -3,7 +3,7 @@
  * runs the engine-neutral logic of workflows/ over a context built from Temporal's own primitives.
  * Deterministic only: no Node APIs, no database, no clock but the workflow's.
  */
-import { proxyActivities, sleep } from '@temporalio/workflow';
+import { ActivityCancellationType, CancellationScope, isCancellation, proxyActivities, sleep } from '@temporalio/workflow';
 import type { RetryPolicy as TemporalRetryPolicy } from '@temporalio/common';
 import type { WorkflowContext } from './context';
 import { deliverEmail as deliverEmailLogic } from './deliverEmail';
@@ -22,10 +22,16 @@ function retry(p: RetryPolicy): TemporalRetryPolicy {
 
 const context: WorkflowContext = {
   // The rate-limited task queue: its activities-only workers set maxTaskQueueActivitiesPerSecond.
-  delivery: proxyActivities<DeliveryActivities>({ taskQueue: DELIVERY_QUEUE, startToCloseTimeout: '2 minutes', retry: retry(DELIVERY_RETRY) }),
+  // On cancel, wait for an attempt in progress to end, so the cleanup sees its outcome (a sent email stays SENT).
+  delivery: proxyActivities<DeliveryActivities>({
+    taskQueue: DELIVERY_QUEUE, startToCloseTimeout: '2 minutes', retry: retry(DELIVERY_RETRY),
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  }),
   activities: proxyActivities<OtherActivities>({ startToCloseTimeout: '1 minute', retry: retry(ACTIVITY_RETRY) }),
   sleep: (ms) => sleep(ms),
   now: async () => Date.now(), // deterministic inside a workflow: the time of the current workflow task
+  isCancellation: (err) => isCancellation(err),
+  nonCancellable: (fn) => CancellationScope.nonCancellable(fn),
 };
 
 export async function deliverEmail(ref: EmailRef) {

@@ -10,6 +10,7 @@ export interface EmailRef {
 export type DeliveryOutcome =
   | { status: 'SENT'; messageId: string }
   | { status: 'FAILED'; error: string }
+  | { status: 'CANCELLED' }
   /** Nothing to do: already sent, failed or cancelled (a repeated delivery), or the email was deleted with its contact. */
   | { status: 'SKIPPED'; reason: string };
 
@@ -19,6 +20,8 @@ export interface Activities {
   deliverEmail(ref: EmailRef): Promise<DeliveryOutcome>;
   /** Marks an email FAILED after its transient failures outlasted the retries. */
   failEmail(ref: EmailRef & { error: string }): Promise<DeliveryOutcome>;
+  /** Marks a still-queued email CANCELLED (its delivery workflow was cancelled); a sent one stays SENT. */
+  cancelEmail(ref: EmailRef): Promise<DeliveryOutcome>;
 }
 
 /** Delivery is the activity that runs on the rate-limited queue. */

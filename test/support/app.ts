@@ -21,6 +21,8 @@ export interface TestAppOptions {
   apiRateLimitPerMinute?: number;
   /** The engine sends go to; tests that do not send get one that refuses (nothing is started). */
   engine?: Engine;
+  /** A database the caller already made (e.g. for the engine); otherwise a new one. */
+  db?: TestDatabase;
 }
 
 export const TEST_SECRET = Buffer.from('test-secret-test-secret-test-secret!');
@@ -40,7 +42,7 @@ export function testAppDeps(knex: TestDatabase['knex'], overrides: Partial<AppDe
 
 /** A real app on a real (per-file) PostgreSQL database, listening on an ephemeral loopback port. */
 export async function createTestContext(opts: TestAppOptions = {}): Promise<TestContext> {
-  const db = await createTestDatabase();
+  const db = opts.db ?? (await createTestDatabase());
   const app = createApp(testAppDeps(db.knex, { apiRateLimitPerMinute: opts.apiRateLimitPerMinute ?? 100_000, ...(opts.engine ? { engine: opts.engine } : {}) }));
   const server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));

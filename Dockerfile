@@ -1,0 +1,22 @@
+# The Herald image for cluster mode (docker-compose.yml): the same image runs the API (`npm run api`, the default)
+# and the workers (`npm run worker`). Like `npm start`, its processes run the TypeScript sources with tsx: there is
+# no build step.
+FROM node:20-bookworm-slim
+
+ENV NODE_ENV=production
+WORKDIR /app
+
+# Dependencies first, so that a source change does not reinstall them. Production dependencies only: tsx (the
+# runtime), and the Temporal worker's own bundler for the workflow code, are among them.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+COPY . .
+
+# Run as the image's unprivileged `node` user. DATA_DIR (./.data) is only used when SECRET_KEY, DATABASE_URL or
+# SMTP_URL are unset; it must be writable then.
+RUN mkdir -p /app/.data && chown node:node /app/.data
+USER node
+
+EXPOSE 3000
+CMD ["npm", "run", "api"]

@@ -1,0 +1,261 @@
+import { addDomain } from '../projects/service';
+import { bearer, createTestContext, type TestContext } from './support/app';
+import { createTestDatabase } from './support/db';
+import { startTestEngine, waitForEmails, type TestEngine } from './support/engine';
+import { startSmtpServer, type TestSmtpServer } from './support/smtp';
+
+/** End to end in the embedded engine: API → PostgreSQL → DBOS queue → delivery → a real SMTP server. */
+let smtp: TestSmtpServer;
+let eng: TestEngine;
+let t: TestContext;
+let key: { Authorization: string };
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  const db = await createTestDatabase();
+  eng = await startTestEngine(db, smtp.url);
+  t = await createTestContext({ engine: eng.engine, db });
+  key = bearer(t.project.secretKey);
+  await addDomain(t.project.id, 'example.com', true);
+});
+afterAll(async () => {
+  await eng.stop();
+  await t.close();
+  await smtp.close();
+});
+
+const send = (body: object, k = key) => t.http().post('/v1/send').set(k).send(body);
+
+/** Sends, waits for every email to be delivered, returns the answer and the messages received for it. */
+async function sendAndReceive(body: object) {
+  const before = smtp.received.length;
+  const res = await send(body);
+  expect(res.status).toBe(200);
+  const ids = res.body.data.emails.map((e: { email: string }) => e.email);
+  const rows = await waitForEmails(t.db, ids);
+  await smtp.waitFor(before + ids.length);
+  const mails = smtp.received.slice(before);
+  return { res, rows, mails };
+}
+
+describe('delivered mail', () => {
+  test('rendered subject and body, From with name, Reply-To, custom headers, Message-ID', async () => {
+    const { res, rows, mails } = await sendAndReceive({
+      to: 'Ada Lovelace <Ada@Example.org>',
+      from: { name: 'Herald Team', email: 'team@example.com' },
+      reply: 'support@example.com',
+      subject: 'Welcome, {{ firstName }}!',
+      body: '<h1>Hello {{ firstName }}</h1><p>{{ note }}</p><p>{{ missing }}|{{ email }}</p>',
+      headers: { 'X-Campaign': 'spring', 'X-Entity-Ref-ID': 'abc-123' },
+      data: { firstName: 'Ada', note: '<script>alert(1)</script>' },
+    });
+    const mail = mails[0]!.parsed;
+    expect(mail.subject).toBe('Welcome, Ada!');
+    expect(mail.from?.value).toEqual([{ name: 'Herald Team', address: 'team@example.com' }]);
+    expect(mail.to && !Array.isArray(mail.to) && mail.to.value).toEqual([{ name: 'Ada Lovelace', address: 'ada@example.org' }]);
+    expect(mail.replyTo?.value[0]?.address).toBe('support@example.com');
+    expect(mail.headers.get('x-campaign')).toBe('spring');
+    expect(mail.headers.get('x-entity-ref-id')).toBe('abc-123');
+    // Variables are HTML-escaped; a missing one renders as nothing; contact fields are available.
+    expect(mail.html).toContain('<h1>Hello Ada</h1>');
+    expect(mail.html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(mail.html).toContain('<p>|ada@example.org</p>');
+    expect(mails[0]!.envelopeTo).toEqual(['ada@example.org']);
+    // The answer: one recipient carries the overview shape too.
+    const data = res.body.data;
+    expect(data.emails).toHaveLength(1);
+    expect(data.emails[0].contact.email).toBe('ada@example.org');
+    expect(data.contact).toBe(data.emails[0].contact.id);
+    const row = rows[data.emails[0].email]!;
+    expect(row.status).toBe('SENT');
+    expect(mail.messageId).toBe(row.message_id);
+    expect(row.message_id).toBe(`<${data.emails[0].email}@example.com>`);
+    // The announced event is the email.sent event recorded at delivery.
+    const event = await t.db.knex('events').where({ project_id: t.project.id, id: data.event }).first();
+    expect(event).toMatchObject({ name: 'email.sent', email_id: data.emails[0].email, contact_id: data.contact });
+  });
+
+  test('multiple recipients in all three forms: one email and one contact each, new ones not subscribed', async () => {
+    await t.http().post('/contacts').set(key).send({ email: 'existing@example.net', subscribed: true });
+    const { res, mails } = await sendAndReceive({
+      to: ['one@example.net', { email: 'two@example.net', name: 'Two' }, 'Three <three@example.net>', 'existing@example.net', 'ONE@example.net'],
+      from: 'hi@example.com',
+      subject: 'Hi {{ email }}',
+      body: '<p>Hi</p>',
+    });
+    expect(res.body.data.emails.map((e: { contact: { email: string } }) => e.contact.email))
+      .toEqual(['one@example.net', 'two@example.net', 'three@example.net', 'existing@example.net']);
+    expect(res.body.data.contact).toBeUndefined(); // the overview shape is for a single recipient
+    expect(mails.map((m) => m.envelopeTo[0]).sort()).toEqual(['existing@example.net', 'one@example.net', 'three@example.net', 'two@example.net']);
+    expect(mails.find((m) => m.envelopeTo[0] === 'two@example.net')!.parsed.subject).toBe('Hi two@example.net');
+    const contacts = await t.db.knex('contacts').where({ project_id: t.project.id }).whereIn('email', ['one@example.net', 'two@example.net', 'existing@example.net']);
+    expect(Object.fromEntries(contacts.map((c) => [c.email, c.subscribed]))).toEqual({ 'one@example.net': false, 'two@example.net': false, 'existing@example.net': true });
+  });
+
+  test('subscribed: true subscribes new recipients and changes existing ones only when sent', async () => {
+    await t.http().post('/contacts').set(key).send({ email: 'sub-old@example.net', subscribed: false });
+    await sendAndReceive({ to: ['sub-new@example.net', 'sub-old@example.net'], from: 'hi@example.com', subject: 's', body: 'b', subscribed: true });
+    const rows = await t.db.knex('contacts').where({ project_id: t.project.id }).whereIn('email', ['sub-new@example.net', 'sub-old@example.net']);
+    expect(rows.every((r) => r.subscribed)).toBe(true);
+  });
+
+  test('attachments arrive with their names, types and bytes; inline ones with their content id', async () => {
+    const pdf = Buffer.from('%PDF-1.4 fake pdf bytes');
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
+    const { mails } = await sendAndReceive({
+      to: 'files@example.org', from: 'hi@example.com', subject: 'Files', body: '<img src="cid:logo@herald">',
+      attachments: [
+        { filename: 'invoice.pdf', content: pdf.toString('base64'), contentType: 'application/pdf' },
+        { filename: 'logo.png', content: png.toString('base64'), contentType: 'image/png', contentId: 'logo@herald', disposition: 'inline' },
+      ],
+    });
+    // MIME puts inline parts (multipart/related) before attachments: compare by name.
+    const atts = Object.fromEntries(mails[0]!.parsed.attachments.map((a) => [a.filename, a]));
+    expect(Object.keys(atts).sort()).toEqual(['invoice.pdf', 'logo.png']);
+    expect(atts['invoice.pdf']!.contentType).toBe('application/pdf');
+    expect(atts['invoice.pdf']!.content.equals(pdf)).toBe(true);
+    expect(atts['logo.png']!.contentType).toBe('image/png');
+    expect(atts['logo.png']!.content.equals(png)).toBe(true);
+    expect(atts['logo.png']!.contentId).toBe('<logo@herald>');
+  });
+
+  test('template sends, with per-field overrides and the template sender', async () => {
+    const tpl = await t.http().post('/templates').set(key).send({
+      name: 'Receipt', subject: 'Receipt #{{ order }}', body: '<p>Thanks {{ data.firstName | default: "friend" }}, order {{ order }}</p>',
+      from: 'billing@example.com', fromName: 'Billing', replyTo: 'billing-help@example.com',
+    });
+    expect(tpl.status).toBe(201);
+    await t.http().post('/contacts').set(key).send({ email: 'tpl@example.org', data: { firstName: 'Grace' } });
+
+    const plain = await sendAndReceive({ to: 'tpl@example.org', template: tpl.body.data.id, data: { order: 42 } });
+    const m1 = plain.mails[0]!.parsed;
+    expect(m1.subject).toBe('Receipt #42');
+    expect(m1.html).toContain('Thanks Grace, order 42');
+    expect(m1.from?.value).toEqual([{ name: 'Billing', address: 'billing@example.com' }]);
+    expect(m1.replyTo?.value[0]?.address).toBe('billing-help@example.com');
+
+    const overridden = await sendAndReceive({
+      to: 'tpl@example.org', template: tpl.body.data.id, data: { order: 7 },
+      subject: 'Your order {{ order }}', from: 'orders@example.com', name: 'Orders', reply: 'orders-help@example.com',
+    });
+    const m2 = overridden.mails[0]!.parsed;
+    expect(m2.subject).toBe('Your order 7');
+    expect(m2.html).toContain('order 7'); // body still from the template
+    expect(m2.from?.value).toEqual([{ name: 'Orders', address: 'orders@example.com' }]);
+    expect(m2.replyTo?.value[0]?.address).toBe('orders-help@example.com');
+  });
+
+  test('a sender at a subdomain of a verified domain is accepted', async () => {
+    const { mails } = await sendAndReceive({ to: 'x@example.org', from: 'news@mail.example.com', subject: 's', body: 'b' });
+    expect(mails[0]!.envelopeFrom).toBe('news@mail.example.com');
+  });
+});
+
+describe('idempotency', () => {
+  test('a retried call with the same Idempotency-Key sends once and answers the same', async () => {
+    const body = { to: 'idem@example.org', from: 'hi@example.com', subject: 'Once', body: '<p>once</p>' };
+    const before = smtp.received.length;
+    const first = await send(body).set('Idempotency-Key', 'order-1001');
+    const again = await send(body).set('Idempotency-Key', 'order-1001');
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    await waitForEmails(t.db, [first.body.data.emails[0].email]);
+    await smtp.waitFor(before + 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(smtp.received.slice(before).filter((m) => m.envelopeTo[0] === 'idem@example.org')).toHaveLength(1);
+    expect(await t.db.knex('emails').where({ project_id: t.project.id, to_email: 'idem@example.org' })).toHaveLength(1);
+    const conflict = await send({ ...body, subject: 'Different' }).set('Idempotency-Key', 'order-1001');
+    expect(conflict.status).toBe(409);
+  });
+
+  test('a repeated start of a delivery workflow never sends twice', async () => {
+    const { res } = await sendAndReceive({ to: 'twice@example.org', from: 'hi@example.com', subject: 's', body: 'b' });
+    const emailId = res.body.data.emails[0].email;
+    const before = smtp.received.length;
+    await eng.engine.start('deliverEmail', { projectId: t.project.id, emailId }, { id: `email-${emailId}` });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(smtp.received.length).toBe(before);
+  });
+});
+
+describe('validation (nothing stored, nothing sent)', () => {
+  const valid = { to: 'v@example.org', from: 'hi@example.com', subject: 's', body: 'b' };
+  const cases: [string, object, string, string?][] = [
+    ['missing to', { ...valid, to: undefined }, 'to', 'required'],
+    ['bad address string', { ...valid, to: 'not-an-email' }, 'to'],
+    ['bad address in a list', { ...valid, to: ['ok@example.org', { email: 'nope' }] }, 'to.1.email'],
+    ['empty list', { ...valid, to: [] }, 'to'],
+    ['more than 50 recipients', { ...valid, to: Array.from({ length: 51 }, (_, i) => `r${i}@example.org`) }, 'to'],
+    ['no subject without a template', { ...valid, subject: undefined }, 'subject', 'required'],
+    ['no body without a template', { ...valid, body: undefined }, 'body', 'required'],
+    ['CR/LF in the subject', { ...valid, subject: 'Hi\r\nBcc: victim@example.org' }, 'subject'],
+    ['CR/LF in the sender name', { ...valid, from: { email: 'hi@example.com', name: 'x\nBcc: y@z.com' } }, 'from.name'],
+    ['CR/LF in a header value', { ...valid, headers: { 'X-A': 'a\r\nBcc: y@z.com' } }, 'headers.X-A'],
+    ['a reserved header', { ...valid, headers: { Bcc: 'y@z.com' } }, 'headers'],
+    ['a bad header name', { ...valid, headers: { 'Bad Name': 'x' } }, 'headers.Bad Name'],
+    ['reply not an email', { ...valid, reply: 'nope' }, 'reply'],
+    ['unknown field', { ...valid, cc: 'x@example.org' }, 'cc', 'unrecognized_key'],
+    ['template id not a uuid', { ...valid, template: 'abc' }, 'template'],
+    ['more than 10 attachments', { ...valid, attachments: Array.from({ length: 11 }, (_, i) => ({ filename: `f${i}.txt`, content: 'aGk=' })) }, 'attachments'],
+    ['attachment not base64', { ...valid, attachments: [{ filename: 'a.txt', content: '***' }] }, 'attachments.0.content'],
+    ['attachment with a path', { ...valid, attachments: [{ filename: '../etc/passwd', content: 'aGk=' }] }, 'attachments.0.filename'],
+    ['executable attachment', { ...valid, attachments: [{ filename: 'setup.exe', content: 'aGk=' }] }, 'attachments.0.filename'],
+    ['bad content type', { ...valid, attachments: [{ filename: 'a.txt', content: 'aGk=', contentType: 'text' }] }, 'attachments.0.contentType'],
+    ['broken template syntax', { ...valid, body: '{% if %}' }, 'body', 'invalid_template'],
+    ['unknown filter', { ...valid, subject: '{{ name | explode }}' }, 'subject', 'invalid_template'],
+  ];
+  test.each(cases.map(([name, body, field, code]) => ({ name, body, field, code })))('$name → 422 naming $field', async ({ body, field, code }) => {
+    const before = await t.db.knex('emails').count('* as n').first();
+    const res = await send(body);
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('VALIDATION_ERROR');
+    expect(res.body.error.errors.map((e: { field: string }) => e.field)).toContain(field);
+    if (code) expect(res.body.error.errors.find((e: { field: string }) => e.field === field).code).toBe(code);
+    expect(await t.db.knex('emails').count('* as n').first()).toEqual(before);
+  });
+
+  test('attachments over 10 MB decoded in total → 422', async () => {
+    // 2 × 5.5 MB = 11 MB decoded, ~14.7 MB of base64: under the 15 MB body limit, over the attachment limit.
+    const big = Buffer.alloc(5.5 * 1024 * 1024, 1).toString('base64');
+    const res = await send({ ...valid, attachments: [{ filename: 'a.bin', content: big }, { filename: 'b.bin', content: big }] });
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors[0]).toMatchObject({ field: 'attachments', code: 'too_big' });
+  });
+
+  test('from at an unverified domain → 422 on from with a suggestion; nothing half-written', async () => {
+    const contactsBefore = await t.db.knex('contacts').where({ project_id: t.project.id }).count('* as n').first();
+    const res = await send({ ...valid, to: 'never@example.org', from: 'hi@not-verified.org' });
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors[0]).toMatchObject({ field: 'from', code: 'unverified_domain' });
+    expect(res.body.error.suggestion).toMatch(/verify/i);
+    expect(await t.db.knex('contacts').where({ project_id: t.project.id }).count('* as n').first()).toEqual(contactsBefore);
+  });
+
+  test('a domain of another project does not count, and a pending one neither', async () => {
+    const other = await t.newProject('other sender');
+    await addDomain(other.id, 'other-verified.org', true);
+    await addDomain(t.project.id, 'pending.org', false);
+    for (const from of ['hi@other-verified.org', 'hi@pending.org']) {
+      expect((await send({ ...valid, from })).status).toBe(422);
+    }
+  });
+
+  test('no from and a template without a sender → 422 on from; unknown template → 422 on template', async () => {
+    const tpl = await t.http().post('/templates').set(key).send({ name: 'No sender', subject: 's', body: 'b' });
+    expect((await send({ to: 'x@example.org', template: tpl.body.data.id })).body.error.errors[0].field).toBe('from');
+    const missing = await send({ to: 'x@example.org', template: '01a20131-8b45-7f86-b95f-b853d0755758', from: 'hi@example.com' });
+    expect(missing.body.error.errors[0]).toMatchObject({ field: 'template', code: 'not_found' });
+  });
+
+  test('another project cannot use my template', async () => {
+    const tpl = await t.http().post('/templates').set(key).send({ name: 'Mine', subject: 's', body: 'b', from: 'hi@example.com' });
+    const other = await t.newProject('thief');
+    const res = await send({ to: 'x@example.org', template: tpl.body.data.id }, bearer(other.secretKey));
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors[0].field).toBe('template');
+  });
+
+  test('public keys cannot send', async () => {
+    expect((await send(valid, bearer(t.project.publicKey))).status).toBe(403);
+  });
+});

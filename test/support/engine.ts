@@ -1,0 +1,53 @@
+import { createActivities } from '../../activities';
+import { createEmbeddedEngine, startEmbeddedWorker } from '../../engine/embedded';
+import type { Engine, WorkerHandle } from '../../engine/types';
+import { createLogger } from '../../logging/logger';
+import { createMailer, type Mailer } from '../../mail/transport';
+import type { TestDatabase } from './db';
+
+export interface TestEngine {
+  engine: Engine;
+  worker: WorkerHandle;
+  mailer: Mailer;
+  stop(): Promise<void>;
+}
+
+/**
+ * The real embedded engine (DBOS) on a test database, with an in-process worker delivering through `smtpUrl`.
+ * DBOS is one per process; Jest gives each test file its own module registry, so one per test file.
+ */
+export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: { sendRatePerSecond?: number } = {}): Promise<TestEngine> {
+  const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  const mailer = createMailer({ smtpUrl, dataDir: '/nonexistent' });
+  const activities = createActivities({ knex: db.knex, mailer, log });
+  const worker = await startEmbeddedWorker({
+    databaseUrl: db.url, log, activities,
+    sendRatePerSecond: opts.sendRatePerSecond ?? 1000,
+    executorId: `test-${db.name}`,
+    pollingIntervalMs: 50,
+  });
+  const engine = await createEmbeddedEngine({ databaseUrl: db.url, log });
+  return {
+    engine,
+    worker,
+    mailer,
+    async stop() {
+      await worker.stop();
+      await engine.close();
+      mailer.close();
+    },
+  };
+}
+
+/** Waits until every listed email has left QUEUED/SENDING; returns their rows (status, error, message_id …). */
+export async function waitForEmails(db: TestDatabase, emailIds: string[], timeoutMs = 30_000): Promise<Record<string, { status: string; error: string | null; message_id: string | null; attempts: number }>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const rows = await db.knex('emails').whereIn('id', emailIds).select('id', 'status', 'error', 'message_id', 'attempts');
+    if (rows.length === emailIds.length && rows.every((r) => r.status !== 'QUEUED' && r.status !== 'SENDING')) {
+      return Object.fromEntries(rows.map((r) => [r.id, r]));
+    }
+    if (Date.now() > deadline) throw new Error(`emails still pending after ${timeoutMs} ms: ${JSON.stringify(rows.map((r) => r.status))}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

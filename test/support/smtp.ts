@@ -1,0 +1,94 @@
+import type { AddressInfo } from 'node:net';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
+
+export interface Received {
+  envelopeFrom: string;
+  envelopeTo: string[];
+  raw: Buffer;
+  parsed: ParsedMail;
+}
+
+/** What the server answers to the next DATA commands: accept, or an SMTP error code with text. */
+export type Verdict = 'accept' | { code: number; message: string };
+
+export interface TestSmtpServer {
+  port: number;
+  url: string;
+  received: Received[];
+  /** Answers for the next messages, in order; once used up, messages are accepted. */
+  script(verdicts: Verdict[]): void;
+  /** Waits until `n` messages were accepted (or throws after `timeoutMs`). */
+  waitFor(n: number, timeoutMs?: number): Promise<Received[]>;
+  /** Stops listening (clients get connection errors) until `resume()`. */
+  pause(): Promise<void>;
+  resume(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A real SMTP server (smtp-server) on a loopback port that keeps and parses every message it accepts.
+ * Failure injection: `script([{ code: 451, … }])` answers the next DATA with that error; `pause()` closes the port.
+ */
+export async function startSmtpServer(): Promise<TestSmtpServer> {
+  const received: Received[] = [];
+  let verdicts: Verdict[] = [];
+  let waiters: { n: number; resolve: () => void }[] = [];
+
+  const make = () => new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    size: 30 * 1024 * 1024,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', async () => {
+        const verdict = verdicts.shift() ?? 'accept';
+        if (verdict !== 'accept') {
+          const err = Object.assign(new Error(verdict.message), { responseCode: verdict.code });
+          callback(err);
+          return;
+        }
+        const raw = Buffer.concat(chunks);
+        received.push({
+          envelopeFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          envelopeTo: session.envelope.rcptTo.map((r) => r.address),
+          raw,
+          parsed: await simpleParser(raw),
+        });
+        callback(null, 'Message queued');
+        waiters = waiters.filter((w) => (received.length >= w.n ? (w.resolve(), false) : true));
+      });
+    },
+  });
+
+  let server = make();
+  const listen = (port: number) => new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve((server.server.address() as AddressInfo).port));
+  });
+  const port = await listen(0);
+
+  return {
+    port,
+    url: `smtp://127.0.0.1:${port}`,
+    received,
+    script(v) { verdicts = [...v]; },
+    waitFor(n, timeoutMs = 30_000) {
+      if (received.length >= n) return Promise.resolve(received);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`SMTP server received ${received.length} of ${n} messages within ${timeoutMs} ms`)), timeoutMs);
+        waiters.push({ n, resolve: () => { clearTimeout(timer); resolve(received); } });
+      });
+    },
+    async pause() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+    async resume() {
+      server = make();
+      await listen(port);
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
