@@ -19,7 +19,8 @@ export function unsubscribeRoutes(router: Router, knex: Knex, secret: Buffer): v
     const target = verifyUnsubscribeToken(secret, ctx.params.token!);
     ctx.type = 'html';
     ctx.set('Cache-Control', 'no-store');
-    if (!target) {
+    const exists = target && (await knex('contacts').where({ project_id: target.projectId, id: target.contactId }).first('id'));
+    if (!exists) {
       ctx.status = 404;
       ctx.body = page('Link not valid', 'This unsubscribe link is not valid. It may have been copied incompletely.');
       return;

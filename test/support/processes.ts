@@ -21,7 +21,7 @@ export interface RunResult {
 export function childEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { ...process.env };
   for (const name of ['PORT', 'DATA_DIR', 'DATABASE_URL', 'SMTP_URL', 'ENGINE', 'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE',
-    'LOG_LEVEL', 'API_RATE_LIMIT_PER_MINUTE', 'SEND_RATE_PER_SECOND']) delete base[name];
+    'LOG_LEVEL', 'API_RATE_LIMIT_PER_MINUTE', 'SEND_RATE_PER_SECOND', 'PUBLIC_URL', 'SECRET_KEY', 'EXECUTOR_ID']) delete base[name];
   for (const [k, v] of Object.entries(env)) {
     if (v === undefined) delete base[k];
     else base[k] = v;

@@ -1,0 +1,85 @@
+import type { ChildProcess } from 'node:child_process';
+import { createEmbeddedEngine } from '../engine/embedded';
+import type { Engine } from '../engine/types';
+import { createLogger } from '../logging/logger';
+import { addDomain } from '../projects/service';
+import { bearer, createTestContext, type TestContext } from './support/app';
+import { createTestDatabase } from './support/db';
+import { childEnv, killGroup, spawnTsx, waitFor } from './support/processes';
+import { startSmtpServer, type TestSmtpServer } from './support/smtp';
+
+/**
+ * A worker process is killed (SIGKILL: no shutdown at all) in the middle of 200 queued sends and started again
+ * with the same executor id. Every email must be delivered; the only duplicates allowed are the deliveries that
+ * were in flight at the kill (sent by SMTP, not yet recorded), which are resent with the same Message-ID.
+ */
+const TOTAL = 200;
+let smtp: TestSmtpServer;
+let engine: Engine;
+let t: TestContext;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  const db = await createTestDatabase();
+  // The API side only: it enqueues; no workflow runs in this process.
+  engine = await createEmbeddedEngine({ databaseUrl: db.url, log: createLogger('silent') });
+  t = await createTestContext({ engine, db });
+  await addDomain(t.project.id, 'example.com', true);
+});
+afterAll(async () => {
+  for (const c of children) killGroup(c);
+  await engine.close();
+  await t.close();
+  await smtp.close();
+});
+
+function startWorker(): ChildProcess {
+  const child = spawnTsx('bin/worker.ts', [], childEnv({
+    DATABASE_URL: t.db.url, SMTP_URL: smtp.url, EXECUTOR_ID: 'durability-worker', SEND_RATE_PER_SECOND: '40', LOG_LEVEL: 'warn',
+  }));
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });
+  child.on('exit', (code, signal) => { if (code && code !== 0) console.error(`worker exited ${code} ${signal}: ${stderr}`); });
+  children.push(child);
+  return child;
+}
+
+const statusCounts = async () => Object.fromEntries(
+  (await t.db.knex('emails').where({ project_id: t.project.id }).groupBy('status').select('status').count('* as n')).map((r) => [r.status, Number(r.n)]),
+);
+
+test(`${TOTAL} queued sends survive a SIGKILLed worker: all delivered, duplicates only from deliveries in flight`, async () => {
+  for (let batch = 0; batch < TOTAL / 50; batch++) {
+    const to = Array.from({ length: 50 }, (_, i) => `r${batch * 50 + i}@example.org`);
+    const res = await t.http().post('/v1/send').set(bearer(t.project.secretKey)).send({ to, from: 'hi@example.com', subject: 'Durable', body: '<p>x</p>' });
+    expect(res.status).toBe(200);
+  }
+  expect(await statusCounts()).toEqual({ QUEUED: TOTAL });
+
+  const first = startWorker();
+  await waitFor('a third of the mail delivered', () => (smtp.received.length >= TOTAL / 3 ? true : undefined), 60_000);
+  killGroup(first, 'SIGKILL');
+  await new Promise((r) => first.once('exit', r));
+  const deliveredAtKill = smtp.received.length;
+  const atKill = await statusCounts();
+  const inFlight = atKill.SENDING ?? 0;
+  expect(deliveredAtKill).toBeLessThan(TOTAL);
+
+  const second = startWorker();
+  await waitFor('every email SENT', async () => ((await statusCounts()).SENT === TOTAL ? true : undefined), 90_000, 200);
+  const byRecipient = new Map<string, number>();
+  for (const m of smtp.received) byRecipient.set(m.envelopeTo[0]!, (byRecipient.get(m.envelopeTo[0]!) ?? 0) + 1);
+  const duplicates = smtp.received.length - byRecipient.size;
+  console.log(`durability: killed after ${deliveredAtKill}/${TOTAL} delivered with ${inFlight} in flight; after restart ${byRecipient.size} distinct recipients, ${duplicates} duplicate(s)`);
+
+  expect(byRecipient.size).toBe(TOTAL);
+  expect(duplicates).toBeLessThanOrEqual(inFlight);
+  // A resent duplicate carries the same Message-ID, so the receiver can drop it.
+  const ids = new Set(smtp.received.map((m) => m.parsed.messageId));
+  expect(ids.size).toBe(TOTAL);
+
+  killGroup(second, 'SIGTERM');
+  const code = await new Promise((r) => second.once('exit', (c) => r(c)));
+  expect([0, null]).toContain(code);
+});
