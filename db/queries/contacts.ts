@@ -14,6 +14,10 @@ export interface UpsertedContact {
   isNew: boolean;
 }
 
+function isTransaction(db: Knex | Knex.Transaction): db is Knex.Transaction {
+  return (db as Knex.Transaction).isTransaction === true;
+}
+
 /** Splits a data patch into the keys to set and the keys to delete. */
 function splitData(data: ContactData | undefined): { set: ContactData; unset: string[] } {
   const set: ContactData = {};
@@ -59,36 +63,36 @@ export async function upsertContacts(
   const payload = JSON.stringify(rows);
 
   const work = async (trx: Knex.Transaction) => {
-    const inserted = await trx.raw<{ rows: { id: string }[] }>(
+    const inserted = await trx.raw(
       `INSERT INTO contacts (project_id, email, subscribed, data)
        SELECT ?::uuid, v.email, coalesce(v.subscribed, ?::boolean), v.set
        FROM jsonb_to_recordset(?::jsonb) AS v(email text, subscribed boolean, set jsonb, unset text[])
        ON CONFLICT (project_id, email) DO NOTHING
-       RETURNING id`,
+       RETURNING *`,
       [projectId, defaultSubscribed, payload],
     );
-    const newIds = new Set(inserted.rows.map((r) => r.id));
-    // Existing contacts (those not inserted just now): apply the changes; updated_at moves only on a real change.
-    const updated = await trx.raw(
-      `UPDATE contacts c SET
-         subscribed = coalesce(v.subscribed, c.subscribed),
-         data = ${MERGED_DATA},
-         updated_at = CASE WHEN ${CHANGED} THEN now() ELSE c.updated_at END
-       FROM jsonb_to_recordset(?::jsonb) AS v(email text, subscribed boolean, set jsonb, unset text[])
-       WHERE c.project_id = ?::uuid AND c.email = v.email AND NOT (c.id = ANY(?::uuid[]))
-       RETURNING c.*`,
-      [payload, projectId, [...newIds]],
-    );
-    const fresh = newIds.size ? await Contact.query(trx).whereIn('id', [...newIds]) : [];
     const byEmail = new Map<string, UpsertedContact>();
-    for (const c of fresh) byEmail.set(c.email, { contact: c, isNew: true });
-    for (const r of updated.rows as Record<string, unknown>[]) {
-      byEmail.set(r.email as string, { contact: Contact.fromDatabaseJson(r), isNew: false });
+    for (const r of inserted.rows as Record<string, unknown>[]) byEmail.set(r.email as string, { contact: Contact.fromDatabaseJson(r), isNew: true });
+    if (byEmail.size < rows.length) {
+      // Existing contacts (those not inserted just now): apply the changes; updated_at moves only on a real change.
+      // A separate statement on purpose: it takes a new snapshot, so it sees a row that a concurrent upsert committed
+      // while our INSERT waited on it (one statement with both would not, and would lose that contact).
+      const updated = await trx.raw(
+        `UPDATE contacts c SET
+           subscribed = coalesce(v.subscribed, c.subscribed),
+           data = ${MERGED_DATA},
+           updated_at = CASE WHEN ${CHANGED} THEN now() ELSE c.updated_at END
+         FROM jsonb_to_recordset(?::jsonb) AS v(email text, subscribed boolean, set jsonb, unset text[])
+         WHERE c.project_id = ?::uuid AND c.email = v.email AND NOT (c.email = ANY(?::text[]))
+         RETURNING c.*`,
+        [payload, projectId, [...byEmail.keys()]],
+      );
+      for (const r of updated.rows as Record<string, unknown>[]) byEmail.set(r.email as string, { contact: Contact.fromDatabaseJson(r), isNew: false });
     }
     return rows.map((r) => byEmail.get(r.email)!);
   };
-  // Both statements must see one consistent outcome: a transaction of their own, or a savepoint in the caller's.
-  return db.transaction(work);
+  // Both statements must see one consistent outcome: in the caller's transaction, or in one of their own.
+  return isTransaction(db) ? work(db) : db.transaction(work);
 }
 
 /** Applies a PATCH to one contact of the project; undefined when it does not exist there. */
