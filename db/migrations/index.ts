@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import * as foundation from './20261122000001_foundation';
 import * as messaging from './20261122000002_messaging';
+import * as audiences from './20261122000003_audiences';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -10,6 +11,7 @@ import * as messaging from './20261122000002_messaging';
 const migrations: Record<string, Knex.Migration> = {
   '20261122000001_foundation': foundation,
   '20261122000002_messaging': messaging,
+  '20261122000003_audiences': audiences,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,155 @@
+import type { Knex } from 'knex';
+import type { FieldError } from '../api/errors';
+import { classify, referencedSegments, type FieldRef } from './check';
+import type { AudienceCondition, FilterRule, TimeUnit } from './condition';
+
+/**
+ * Compiles an audience condition into WHERE clauses on `contacts AS c`: one parameterised query, evaluated by
+ * PostgreSQL. Every value is a binding; the only SQL text chosen from input comes from fixed tables below.
+ */
+export interface SegmentDef {
+  id: string;
+  type: 'DYNAMIC' | 'STATIC';
+  condition: AudienceCondition | null;
+}
+export type SegmentMap = Map<string, SegmentDef>;
+
+const INTERVAL: Record<TimeUnit, string> = { minutes: 'mins', hours: 'hours', days: 'days' };
+const ORDER_SQL = { greaterThan: '>', lessThan: '<', greaterThanOrEqual: '>=', lessThanOrEqual: '<=' } as const;
+
+/** `%`, `_` and `\` in user text are literal in LIKE patterns. */
+const literal = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+const ago = (unit: TimeUnit) => `now() - make_interval(${INTERVAL[unit]} => ?)`;
+
+type Where = Knex.QueryBuilder;
+
+function textRule(q: Where, expr: string, pathBindings: unknown[], rule: FilterRule, caseInsensitive: boolean): void {
+  const v = String(rule.value);
+  const like = caseInsensitive ? 'ILIKE' : 'LIKE';
+  switch (rule.operator) {
+    case 'contains': q.whereRaw(`${expr} ${like} ?`, [...pathBindings, `%${literal(v)}%`]); break;
+    case 'notContains': q.whereRaw(`coalesce(${expr}, '') NOT ${like} ?`, [...pathBindings, `%${literal(v)}%`]); break;
+    case 'startsWith': q.whereRaw(`${expr} ${like} ?`, [...pathBindings, `${literal(v)}%`]); break;
+    case 'endsWith': q.whereRaw(`${expr} ${like} ?`, [...pathBindings, `%${literal(v)}`]); break;
+    default: throw new Error(`not a text operator: ${rule.operator}`);
+  }
+}
+
+function compileRule(q: Where, rule: FilterRule, segments: SegmentMap, depth: number): void {
+  const ref = classify(rule.field) as FieldRef; // checked before compiling
+  const op = rule.operator;
+  switch (ref.kind) {
+    case 'email': {
+      const v = typeof rule.value === 'string' ? rule.value.trim().toLowerCase() : '';
+      if (op === 'equals') q.whereRaw('c.email = ?', [v]);
+      else if (op === 'notEquals') q.whereRaw('c.email <> ?', [v]);
+      else if (op === 'exists') q.whereRaw('true');
+      else if (op === 'notExists') q.whereRaw('false');
+      else textRule(q, 'c.email', [], { ...rule, value: v }, false);
+      return;
+    }
+    case 'subscribed':
+      q.whereRaw(op === 'equals' ? 'c.subscribed = ?' : 'c.subscribed <> ?', [rule.value]);
+      return;
+    case 'timestamp': {
+      const col = `c.${ref.column}`;
+      if (op === 'within') q.whereRaw(`${col} >= ${ago(rule.unit!)}`, [rule.value]);
+      else if (op === 'olderThan') q.whereRaw(`${col} < ${ago(rule.unit!)}`, [rule.value]);
+      else q.whereRaw(`${col} ${ORDER_SQL[op as keyof typeof ORDER_SQL]} ?::timestamptz`, [rule.value]);
+      return;
+    }
+    case 'data': {
+      const path = [ref.path];
+      const json = 'c.data #> ?::text[]';
+      const text = 'c.data #>> ?::text[]';
+      if (op === 'equals') q.whereRaw(`${json} = ?::jsonb`, [...path, JSON.stringify(rule.value)]);
+      else if (op === 'notEquals') q.whereRaw(`${json} IS DISTINCT FROM ?::jsonb`, [...path, JSON.stringify(rule.value)]);
+      else if (op === 'exists') q.whereRaw(`coalesce(jsonb_typeof(${json}), 'null') <> 'null'`, path);
+      else if (op === 'notExists') q.whereRaw(`coalesce(jsonb_typeof(${json}), 'null') = 'null'`, path);
+      else if (op === 'within') q.whereRaw(`herald_try_timestamptz(${text}) >= ${ago(rule.unit!)}`, [...path, rule.value]);
+      else if (op === 'olderThan') q.whereRaw(`herald_try_timestamptz(${text}) < ${ago(rule.unit!)}`, [...path, rule.value]);
+      else if (op in ORDER_SQL) {
+        const cmp = ORDER_SQL[op as keyof typeof ORDER_SQL];
+        // Numbers compare as numbers (only where the stored value is a JSON number); dates as timestamps.
+        if (typeof rule.value === 'number') {
+          q.whereRaw(`(CASE WHEN jsonb_typeof(${json}) = 'number' THEN (${text})::numeric END) ${cmp} ?`, [...path, ...path, rule.value]);
+        } else {
+          q.whereRaw(`herald_try_timestamptz(${text}) ${cmp} ?::timestamptz`, [...path, rule.value]);
+        }
+      } else textRule(q, text, path, rule, true);
+      return;
+    }
+    case 'event': {
+      const within = op === 'triggeredWithin' || op === 'notTriggeredWithin';
+      const sql = `EXISTS (SELECT 1 FROM events e WHERE e.project_id = c.project_id AND e.contact_id = c.id AND e.name = ?${within ? ` AND e.created_at >= ${ago(rule.unit!)}` : ''})`;
+      const bindings = within ? [ref.name, rule.value] : [ref.name];
+      q.whereRaw(op === 'triggered' || op === 'triggeredWithin' ? sql : `NOT ${sql}`, bindings);
+      return;
+    }
+    case 'segment': {
+      const segment = segments.get(ref.id)!; // resolved before compiling
+      const member = (w: Where) => {
+        if (segment.type === 'STATIC') {
+          w.whereRaw('EXISTS (SELECT 1 FROM segment_members m WHERE m.project_id = c.project_id AND m.segment_id = ? AND m.contact_id = c.id)', [segment.id]);
+        } else {
+          w.where((inner) => { compileCondition(inner, segment.condition!, segments, depth + 1); });
+        }
+      };
+      if (op === 'memberOf') q.where(member);
+      else q.whereNot(member);
+      return;
+    }
+  }
+}
+
+/** Adds the condition to a query over `contacts AS c`. Segments it names must be resolved (resolveSegments). */
+export function compileCondition(q: Where, condition: AudienceCondition, segments: SegmentMap, depth = 0): void {
+  if (depth > 10) throw new Error('segments nested too deeply');
+  q.where((all) => {
+    for (const group of condition.groups) {
+      const add = (g: Where) => { for (const rule of group.filters) compileRule(g, rule, segments, depth); };
+      if (condition.logic === 'OR') all.orWhere(add);
+      else all.where(add);
+    }
+  });
+}
+
+/**
+ * Loads every segment reachable from the condition (one query per nesting level) and finds the problems: a segment
+ * that does not exist in the project, or a chain that leads back to `selfId` or around a loop.
+ */
+export async function resolveSegments(db: Knex, projectId: string, condition: AudienceCondition, prefix: string, selfId?: string): Promise<{ segments: SegmentMap; errors: FieldError[] }> {
+  const segments: SegmentMap = new Map();
+  let frontier = referencedSegments(condition).filter((id) => id !== selfId);
+  while (frontier.length) {
+    const rows: { id: string; type: 'DYNAMIC' | 'STATIC'; condition: AudienceCondition | null }[] =
+      await db('segments').where('project_id', projectId).whereIn('id', frontier).select('id', 'type', 'condition');
+    for (const r of rows) segments.set(r.id, r);
+    frontier = [...new Set(rows.flatMap((r) => (r.condition ? referencedSegments(r.condition) : [])))].filter((id) => !segments.has(id) && id !== selfId);
+  }
+
+  const errors: FieldError[] = [];
+  // Depth-first from each top-level rule: unknown ids, and any way back to a segment already on the path.
+  const visit = (id: string, onPath: string[]): string | null => {
+    if (id === selfId || onPath.includes(id)) return [...onPath, id].join(' → ');
+    const s = segments.get(id);
+    if (!s) return null;
+    for (const next of s.condition ? referencedSegments(s.condition) : []) {
+      const loop = visit(next, [...onPath, id]);
+      if (loop) return loop;
+    }
+    return null;
+  };
+  condition.groups.forEach((g, gi) => g.filters.forEach((f, fi) => {
+    const ref = classify(f.field);
+    if (ref?.kind !== 'segment') return;
+    const path = `${prefix}.groups.${gi}.filters.${fi}.field`;
+    if (ref.id !== selfId && !segments.has(ref.id)) {
+      errors.push({ field: path, message: `segment ${ref.id} does not exist`, code: 'not_found' });
+      return;
+    }
+    const loop = visit(ref.id, selfId ? [selfId] : []);
+    if (loop) errors.push({ field: path, message: `segments may not refer to themselves: ${loop}`, code: 'cycle' });
+  }));
+  return { segments, errors };
+}
