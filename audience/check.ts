@@ -36,7 +36,7 @@ export function classify(field: string): FieldRef | null {
   return null;
 }
 
-const ops = <T extends readonly Operator[]>(...lists: T[]) => new Set<Operator>(lists.flat());
+const ops = (...lists: (readonly Operator[])[]) => new Set<Operator>(lists.flat());
 const ALLOWED: Record<FieldRef['kind'], Set<Operator>> = {
   email: ops(STRING_OPERATORS, PRESENCE_OPERATORS),
   subscribed: new Set<Operator>(['equals', 'notEquals']),
