@@ -22,15 +22,21 @@ const literal = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 const ago = (unit: TimeUnit) => `now() - make_interval(${INTERVAL[unit]} => ?)`;
 
 type Where = Knex.QueryBuilder;
+type Bindings = readonly unknown[];
 
-function textRule(q: Where, expr: string, pathBindings: unknown[], rule: FilterRule, caseInsensitive: boolean): void {
+/** whereRaw with loosely typed bindings (knex's typings want one binding type per call). */
+function raw(q: Where, sql: string, bindings: Bindings = []): void {
+  q.whereRaw(sql, bindings as Knex.RawBinding[]);
+}
+
+function textRule(q: Where, expr: string, pathBindings: Bindings, rule: FilterRule, caseInsensitive: boolean): void {
   const v = String(rule.value);
   const like = caseInsensitive ? 'ILIKE' : 'LIKE';
   switch (rule.operator) {
-    case 'contains': q.whereRaw(`${expr} ${like} ?`, [...pathBindings, `%${literal(v)}%`]); break;
-    case 'notContains': q.whereRaw(`coalesce(${expr}, '') NOT ${like} ?`, [...pathBindings, `%${literal(v)}%`]); break;
-    case 'startsWith': q.whereRaw(`${expr} ${like} ?`, [...pathBindings, `${literal(v)}%`]); break;
-    case 'endsWith': q.whereRaw(`${expr} ${like} ?`, [...pathBindings, `%${literal(v)}`]); break;
+    case 'contains': raw(q, `${expr} ${like} ?`, [...pathBindings, `%${literal(v)}%`]); break;
+    case 'notContains': raw(q, `coalesce(${expr}, '') NOT ${like} ?`, [...pathBindings, `%${literal(v)}%`]); break;
+    case 'startsWith': raw(q, `${expr} ${like} ?`, [...pathBindings, `${literal(v)}%`]); break;
+    case 'endsWith': raw(q, `${expr} ${like} ?`, [...pathBindings, `%${literal(v)}`]); break;
     default: throw new Error(`not a text operator: ${rule.operator}`);
   }
 }
@@ -41,40 +47,40 @@ function compileRule(q: Where, rule: FilterRule, segments: SegmentMap, depth: nu
   switch (ref.kind) {
     case 'email': {
       const v = typeof rule.value === 'string' ? rule.value.trim().toLowerCase() : '';
-      if (op === 'equals') q.whereRaw('c.email = ?', [v]);
-      else if (op === 'notEquals') q.whereRaw('c.email <> ?', [v]);
-      else if (op === 'exists') q.whereRaw('true');
-      else if (op === 'notExists') q.whereRaw('false');
+      if (op === 'equals') raw(q, 'c.email = ?', [v]);
+      else if (op === 'notEquals') raw(q, 'c.email <> ?', [v]);
+      else if (op === 'exists') raw(q, 'true');
+      else if (op === 'notExists') raw(q, 'false');
       else textRule(q, 'c.email', [], { ...rule, value: v }, false);
       return;
     }
     case 'subscribed':
-      q.whereRaw(op === 'equals' ? 'c.subscribed = ?' : 'c.subscribed <> ?', [rule.value]);
+      raw(q, op === 'equals' ? 'c.subscribed = ?' : 'c.subscribed <> ?', [rule.value]);
       return;
     case 'timestamp': {
       const col = `c.${ref.column}`;
-      if (op === 'within') q.whereRaw(`${col} >= ${ago(rule.unit!)}`, [rule.value]);
-      else if (op === 'olderThan') q.whereRaw(`${col} < ${ago(rule.unit!)}`, [rule.value]);
-      else q.whereRaw(`${col} ${ORDER_SQL[op as keyof typeof ORDER_SQL]} ?::timestamptz`, [rule.value]);
+      if (op === 'within') raw(q, `${col} >= ${ago(rule.unit!)}`, [rule.value]);
+      else if (op === 'olderThan') raw(q, `${col} < ${ago(rule.unit!)}`, [rule.value]);
+      else raw(q, `${col} ${ORDER_SQL[op as keyof typeof ORDER_SQL]} ?::timestamptz`, [rule.value]);
       return;
     }
     case 'data': {
       const path = [ref.path];
       const json = 'c.data #> ?::text[]';
       const text = 'c.data #>> ?::text[]';
-      if (op === 'equals') q.whereRaw(`${json} = ?::jsonb`, [...path, JSON.stringify(rule.value)]);
-      else if (op === 'notEquals') q.whereRaw(`${json} IS DISTINCT FROM ?::jsonb`, [...path, JSON.stringify(rule.value)]);
-      else if (op === 'exists') q.whereRaw(`coalesce(jsonb_typeof(${json}), 'null') <> 'null'`, path);
-      else if (op === 'notExists') q.whereRaw(`coalesce(jsonb_typeof(${json}), 'null') = 'null'`, path);
-      else if (op === 'within') q.whereRaw(`herald_try_timestamptz(${text}) >= ${ago(rule.unit!)}`, [...path, rule.value]);
-      else if (op === 'olderThan') q.whereRaw(`herald_try_timestamptz(${text}) < ${ago(rule.unit!)}`, [...path, rule.value]);
+      if (op === 'equals') raw(q, `${json} = ?::jsonb`, [...path, JSON.stringify(rule.value)]);
+      else if (op === 'notEquals') raw(q, `${json} IS DISTINCT FROM ?::jsonb`, [...path, JSON.stringify(rule.value)]);
+      else if (op === 'exists') raw(q, `coalesce(jsonb_typeof(${json}), 'null') <> 'null'`, path);
+      else if (op === 'notExists') raw(q, `coalesce(jsonb_typeof(${json}), 'null') = 'null'`, path);
+      else if (op === 'within') raw(q, `herald_try_timestamptz(${text}) >= ${ago(rule.unit!)}`, [...path, rule.value]);
+      else if (op === 'olderThan') raw(q, `herald_try_timestamptz(${text}) < ${ago(rule.unit!)}`, [...path, rule.value]);
       else if (op in ORDER_SQL) {
         const cmp = ORDER_SQL[op as keyof typeof ORDER_SQL];
         // Numbers compare as numbers (only where the stored value is a JSON number); dates as timestamps.
         if (typeof rule.value === 'number') {
-          q.whereRaw(`(CASE WHEN jsonb_typeof(${json}) = 'number' THEN (${text})::numeric END) ${cmp} ?`, [...path, ...path, rule.value]);
+          raw(q, `(CASE WHEN jsonb_typeof(${json}) = 'number' THEN (${text})::numeric END) ${cmp} ?`, [...path, ...path, rule.value]);
         } else {
-          q.whereRaw(`herald_try_timestamptz(${text}) ${cmp} ?::timestamptz`, [...path, rule.value]);
+          raw(q, `herald_try_timestamptz(${text}) ${cmp} ?::timestamptz`, [...path, rule.value]);
         }
       } else textRule(q, text, path, rule, true);
       return;
@@ -83,14 +89,14 @@ function compileRule(q: Where, rule: FilterRule, segments: SegmentMap, depth: nu
       const within = op === 'triggeredWithin' || op === 'notTriggeredWithin';
       const sql = `EXISTS (SELECT 1 FROM events e WHERE e.project_id = c.project_id AND e.contact_id = c.id AND e.name = ?${within ? ` AND e.created_at >= ${ago(rule.unit!)}` : ''})`;
       const bindings = within ? [ref.name, rule.value] : [ref.name];
-      q.whereRaw(op === 'triggered' || op === 'triggeredWithin' ? sql : `NOT ${sql}`, bindings);
+      raw(q, op === 'triggered' || op === 'triggeredWithin' ? sql : `NOT ${sql}`, bindings);
       return;
     }
     case 'segment': {
       const segment = segments.get(ref.id)!; // resolved before compiling
       const member = (w: Where) => {
         if (segment.type === 'STATIC') {
-          w.whereRaw('EXISTS (SELECT 1 FROM segment_members m WHERE m.project_id = c.project_id AND m.segment_id = ? AND m.contact_id = c.id)', [segment.id]);
+          raw(w, 'EXISTS (SELECT 1 FROM segment_members m WHERE m.project_id = c.project_id AND m.segment_id = ? AND m.contact_id = c.id)', [segment.id]);
         } else {
           w.where((inner) => { compileCondition(inner, segment.condition!, segments, depth + 1); });
         }

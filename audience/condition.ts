@@ -40,10 +40,11 @@ const ALL_OPERATORS = [...STRING_OPERATORS, ...ORDER_OPERATORS, ...PRESENCE_OPER
 export const conditionSchema = Joi.object<AudienceCondition, true>({
   logic: Joi.string().valid('AND', 'OR').default('AND'),
   groups: Joi.array().items(Joi.object<FilterGroup, true>({
-    filters: Joi.array().items(Joi.object<FilterRule, true>({
+    // Not a strict key map: Joi's typings cannot express an `unknown` value.
+    filters: Joi.array().items(Joi.object<FilterRule>({
       field: Joi.string().min(1).max(200).required(),
       operator: Joi.string().valid(...ALL_OPERATORS).required(),
-      value: Joi.any(),
+      value: Joi.any(), // any JSON value; checked per field by checkCondition
       unit: Joi.string().valid('minutes', 'hours', 'days'),
     })).min(1).max(50).required(),
   })).min(1).max(20).required(),
