@@ -11,6 +11,7 @@ import { requestId } from './middleware/requestId';
 import { contactRoutes } from './routes/contacts';
 import { eventRoutes } from './routes/events';
 import { healthRoutes } from './routes/health';
+import { segmentRoutes } from './routes/segments';
 import { sendRoutes } from './routes/send';
 import { templateRoutes } from './routes/templates';
 import { unsubscribeRoutes } from './routes/unsubscribe';
@@ -56,6 +57,7 @@ export function createApp(deps: AppDeps): Koa {
   dashboard.use(authenticate(deps.knex, ['secret']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody());
   contactRoutes(dashboard, deps.knex);
   templateRoutes(dashboard, deps.knex);
+  segmentRoutes(dashboard, deps.knex);
   eventRoutes(dashboard, deps.knex);
 
   app.use(requestId());

@@ -120,20 +120,19 @@ export function compileCondition(q: Where, condition: AudienceCondition, segment
   });
 }
 
+/** The project's segments, for resolving nested segment.<id> filters (one query; a project has few segments). */
+export async function loadSegments(db: Knex, projectId: string): Promise<SegmentMap> {
+  const rows: SegmentDef[] = await db('segments').where('project_id', projectId).select('id', 'type', 'condition');
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
 /**
- * Loads every segment reachable from the condition (one query per nesting level) and finds the problems: a segment
- * that does not exist in the project, or a chain that leads back to `selfId` or around a loop.
+ * Loads the project's segments and finds the problems of the condition's segment references: a segment that
+ * does not exist in the project, or a chain that leads back to `selfId` (the segment being saved) or around a loop.
  */
 export async function resolveSegments(db: Knex, projectId: string, condition: AudienceCondition, prefix: string, selfId?: string): Promise<{ segments: SegmentMap; errors: FieldError[] }> {
-  const segments: SegmentMap = new Map();
-  let frontier = referencedSegments(condition).filter((id) => id !== selfId);
-  while (frontier.length) {
-    const rows: { id: string; type: 'DYNAMIC' | 'STATIC'; condition: AudienceCondition | null }[] =
-      await db('segments').where('project_id', projectId).whereIn('id', frontier).select('id', 'type', 'condition');
-    for (const r of rows) segments.set(r.id, r);
-    frontier = [...new Set(rows.flatMap((r) => (r.condition ? referencedSegments(r.condition) : [])))].filter((id) => !segments.has(id) && id !== selfId);
-  }
-
+  const segments = await loadSegments(db, projectId);
+  if (selfId) segments.delete(selfId); // its stored condition is being replaced
   const errors: FieldError[] = [];
   // Depth-first from each top-level rule: unknown ids, and any way back to a segment already on the path.
   const visit = (id: string, onPath: string[]): string | null => {

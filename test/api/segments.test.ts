@@ -1,0 +1,108 @@
+import type { Response } from 'supertest';
+import { bearer, createTestContext, type TestContext } from '../support/app';
+
+let t: TestContext;
+let key: { Authorization: string };
+beforeAll(async () => {
+  t = await createTestContext();
+  key = bearer(t.project.secretKey);
+  for (const [email, plan] of [['a@acme.io', 'pro'], ['b@acme.io', 'free'], ['c@example.com', 'pro'], ['d@example.com', 'free']] as const) {
+    await t.http().post('/contacts').set(key).send({ email, data: { plan } });
+  }
+});
+afterAll(async () => { await t.close(); });
+
+const pro = { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] }] };
+
+test('dynamic segment: create with memberCount, members list, patch the condition, delete', async () => {
+  const created = await t.http().post('/segments').set(key).send({ name: 'Pro', type: 'DYNAMIC', condition: pro });
+  expect(created.status).toBe(201);
+  expect(created.body.data).toMatchObject({ name: 'Pro', type: 'DYNAMIC', condition: pro, memberCount: 2, description: null });
+  const id = created.body.data.id;
+  const members = await t.http().get(`/segments/${id}/contacts`).set(key);
+  expect(members.body.data.items.map((c: { email: string }) => c.email).sort()).toEqual(['a@acme.io', 'c@example.com']);
+  expect(members.body.data.total).toBe(2);
+
+  const patched = await t.http().patch(`/segments/${id}`).set(key).send({ condition: { logic: 'AND', groups: [{ filters: [{ field: 'email', operator: 'endsWith', value: '@acme.io' }] }] } });
+  expect(patched.body.data.memberCount).toBe(2);
+  expect((await t.http().get(`/segments/${id}/contacts?limit=1`).set(key)).body.data).toMatchObject({ hasMore: true, total: 2 });
+
+  expect((await t.http().post(`/segments/${id}/members`).set(key).send({ emails: ['x@y.z'] })).status).toBe(409);
+  expect((await t.http().delete(`/segments/${id}`).set(key)).status).toBe(204);
+  expect((await t.http().get(`/segments/${id}`).set(key)).status).toBe(404);
+});
+
+test('static segment: add by email (unknown emails become subscribed contacts), remove, counts', async () => {
+  const { body } = await t.http().post('/segments').set(key).send({ name: 'VIP', type: 'STATIC' });
+  const id = body.data.id;
+  expect(body.data.memberCount).toBe(0);
+  const add = await t.http().post(`/segments/${id}/members`).set(key).send({ emails: ['a@acme.io', 'New@Example.com', 'a@acme.io'] });
+  expect(add.body.data).toEqual({ added: 2, created: 1, memberCount: 2 });
+  const again = await t.http().post(`/segments/${id}/members`).set(key).send({ emails: ['a@acme.io'] });
+  expect(again.body.data).toMatchObject({ added: 0, memberCount: 2 });
+  const created = await t.db.knex('contacts').where({ project_id: t.project.id, email: 'new@example.com' }).first();
+  expect(created.subscribed).toBe(true);
+  const removed = await t.http().delete(`/segments/${id}/members`).set(key).send({ emails: ['new@example.com', 'unknown@nowhere.io'] });
+  expect(removed.body.data).toEqual({ removed: 1, memberCount: 1 });
+  expect((await t.http().patch(`/segments/${id}`).set(key).send({ condition: pro })).status).toBe(422);
+  const tooMany = await t.http().post(`/segments/${id}/members`).set(key).send({ emails: Array.from({ length: 1001 }, (_, i) => `m${i}@x.io`) });
+  expect(tooMany.status).toBe(422);
+});
+
+test('nested segments, cycles refused, in-use segments cannot be deleted', async () => {
+  const base = await t.http().post('/segments').set(key).send({ name: 'Base', type: 'DYNAMIC', condition: pro });
+  const ref = (id: string) => ({ logic: 'AND', groups: [{ filters: [{ field: `segment.${id.toUpperCase()}`, operator: 'memberOf' }, { field: 'email', operator: 'contains', value: 'acme' }] }] });
+  const nested = await t.http().post('/segments').set(key).send({ name: 'Nested', type: 'DYNAMIC', condition: ref(base.body.data.id) });
+  expect(nested.status).toBe(201);
+  expect(nested.body.data.memberCount).toBe(1);
+  const cycle = await t.http().patch(`/segments/${base.body.data.id}`).set(key).send({ condition: ref(nested.body.data.id) });
+  expect(cycle.status).toBe(422);
+  expect(cycle.body.error.errors[0]).toMatchObject({ field: 'condition.groups.0.filters.0.field', code: 'cycle' });
+  const self = await t.http().patch(`/segments/${base.body.data.id}`).set(key).send({ condition: ref(base.body.data.id) });
+  expect(self.body.error.errors[0].code).toBe('cycle');
+  const inUse = await t.http().delete(`/segments/${base.body.data.id}`).set(key);
+  expect(inUse.status).toBe(409);
+  expect(inUse.body.error.message).toContain('Nested');
+});
+
+test('invalid conditions are 422 naming the path', async () => {
+  const bad = await t.http().post('/segments').set(key).send({ name: 'x', type: 'DYNAMIC', condition: { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'within', value: 3 }] }] } });
+  expect(bad.status).toBe(422);
+  expect(bad.body.error.errors[0].field).toBe('condition.groups.0.filters.0.unit');
+  const missing = await t.http().post('/segments').set(key).send({ name: 'x', type: 'DYNAMIC' });
+  expect(missing.body.error.errors[0]).toMatchObject({ field: 'condition', code: 'required' });
+  const staticWithCondition = await t.http().post('/segments').set(key).send({ name: 'x', type: 'STATIC', condition: pro });
+  expect(staticWithCondition.body.error.errors[0].field).toBe('condition');
+  const unknownSegment = await t.http().post('/segments').set(key).send({ name: 'x', type: 'DYNAMIC', condition: { logic: 'OR', groups: [{ filters: [{ field: 'segment.01a20131-0000-7000-8000-000000000000', operator: 'memberOf' }] }] } });
+  expect(unknownSegment.body.error.errors[0]).toMatchObject({ code: 'not_found' });
+});
+
+test('preview: count and first contacts without saving', async () => {
+  const res = await t.http().post('/segments/preview').set(key).send({ condition: pro });
+  expect(res.status).toBe(200);
+  expect(res.body.data.count).toBe(2);
+  expect(res.body.data.contacts.map((c: { email: string }) => c.email).sort()).toEqual(['a@acme.io', 'c@example.com']);
+});
+
+test('list with memberCount in one go; tenancy', async () => {
+  const p = await t.newProject('segments list');
+  const k = bearer(p.secretKey);
+  await t.http().post('/contacts').set(k).send({ email: 'z@acme.io', data: { plan: 'pro' } });
+  for (let i = 0; i < 3; i++) await t.http().post('/segments').set(k).send({ name: `S${i}`, type: 'DYNAMIC', condition: pro });
+  await t.http().post('/segments').set(k).send({ name: 'Static', type: 'STATIC' });
+  const seen: { name: string; memberCount: number }[] = [];
+  let cursor: string | null = null;
+  do {
+    const res: Response = await t.http().get(`/segments?limit=3${cursor ? `&cursor=${cursor}` : ''}`).set(k);
+    expect(res.body.data.total).toBe(4);
+    seen.push(...res.body.data.items);
+    cursor = res.body.data.nextCursor;
+  } while (cursor);
+  expect(seen.map((s) => [s.name, s.memberCount])).toEqual([['Static', 0], ['S2', 1], ['S1', 1], ['S0', 1]]);
+  const mine = await t.http().get('/segments?limit=100').set(key);
+  for (const s of seen) expect(mine.body.data.items.map((x: { id: string }) => x.id)).not.toContain((s as unknown as { id: string }).id);
+  const theirs = (seen[0] as unknown as { id: string }).id;
+  expect((await t.http().get(`/segments/${theirs}`).set(key)).status).toBe(404);
+  expect((await t.http().get(`/segments/${theirs}/contacts`).set(key)).status).toBe(404);
+  expect((await t.http().post(`/segments/${theirs}/members`).set(key).send({ emails: ['a@acme.io'] })).status).toBe(404);
+});
