@@ -8,6 +8,7 @@ import { jsonBody } from './middleware/body';
 import { errorHandler } from './middleware/errorHandler';
 import { rateLimit } from './middleware/rateLimit';
 import { requestId } from './middleware/requestId';
+import { campaignRoutes } from './routes/campaigns';
 import { contactRoutes } from './routes/contacts';
 import { eventRoutes } from './routes/events';
 import { healthRoutes } from './routes/health';
@@ -58,6 +59,7 @@ export function createApp(deps: AppDeps): Koa {
   contactRoutes(dashboard, deps.knex);
   templateRoutes(dashboard, deps.knex);
   segmentRoutes(dashboard, deps.knex);
+  campaignRoutes(dashboard, deps.knex);
   eventRoutes(dashboard, deps.knex);
 
   app.use(requestId());

@@ -30,7 +30,7 @@ export const forbidden = (message: string, suggestion?: string) => new ApiError(
 
 export const notFound = (what: string) => new ApiError(404, 'NOT_FOUND', `${what} not found`);
 
-export const conflict = (message: string, suggestion?: string) => new ApiError(409, 'CONFLICT', message, { suggestion });
+export const conflict = (message: string, suggestion?: string): ApiError => new ApiError(409, 'CONFLICT', message, { suggestion });
 
 export const validationFailed = (errors: FieldError[], suggestion?: string) =>
   new ApiError(422, 'VALIDATION_ERROR', errors.length === 1 ? errors[0]!.message : `${errors.length} fields are invalid`, { errors, suggestion });

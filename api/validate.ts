@@ -5,9 +5,9 @@ import { badRequest, type FieldError, validationFailed } from './errors';
 // Joi's error types mapped to the short, stable codes of the spec's error items (`invalid_string`, …).
 function codeFor(type: string): string {
   if (type === 'any.required') return 'required';
-  if (type === 'object.unknown') return 'unrecognized_key';
+  if (type === 'object.unknown' || type === 'any.unknown') return 'unrecognized_key';
   if (type === 'any.only') return 'invalid_enum_value';
-  if (type === 'string.email' || type === 'string.uri' || type === 'string.pattern.base' || type === 'string.guid' || type === 'string.isoDate') return 'invalid_string';
+  if (type === 'string.email' || type === 'string.uri' || type.startsWith('string.pattern') || type === 'string.guid' || type === 'string.isoDate' || type === 'string.domain' || type === 'string.base64') return 'invalid_string';
   if (type.endsWith('.base')) return 'invalid_type';
   if (type.endsWith('.min') || type.endsWith('.empty') || type.endsWith('.greater') || type === 'array.includesRequiredUnknowns') return 'too_small';
   if (type.endsWith('.max') || type.endsWith('.less')) return 'too_big';

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import * as foundation from './20261122000001_foundation';
 import * as messaging from './20261122000002_messaging';
 import * as audiences from './20261122000003_audiences';
+import * as campaigns from './20261122000004_campaigns';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -12,6 +13,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261122000001_foundation': foundation,
   '20261122000002_messaging': messaging,
   '20261122000003_audiences': audiences,
+  '20261122000004_campaigns': campaigns,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,167 @@
+import type Router from '@koa/router';
+import type { Knex } from 'knex';
+import { checkCondition } from '../../audience/check';
+import { resolveSegments } from '../../audience/compile';
+import type { AudienceCondition } from '../../audience/condition';
+import { isVerifiedSender } from '../../db/queries/domains';
+import { compileMessage, TemplateError } from '../../mail/render';
+import { conflict, notFound, validationFailed, type FieldError } from '../errors';
+import type { AuthState } from '../middleware/auth';
+import { decodeCursor, isUuid, toPage } from '../pagination';
+import {
+  createCampaignSchema, listCampaignsQuerySchema, patchCampaignSchema,
+  type AudienceType, type CampaignBody, type CampaignStatus, type ListCampaignsQuery, type PatchCampaignBody,
+} from '../schemas/campaigns';
+import { validateBody, validateQuery } from '../validate';
+
+export interface CampaignRow {
+  id: string;
+  project_id: string;
+  name: string;
+  description: string | null;
+  subject: string;
+  body: string;
+  from_email: string;
+  from_name: string | null;
+  reply_to: string | null;
+  audience_type: AudienceType;
+  segment_id: string | null;
+  audience_filter: AudienceCondition | null;
+  status: CampaignStatus;
+  scheduled_at: Date | null;
+  started_at: Date | null;
+  completed_at: Date | null;
+  cancelled_at: Date | null;
+  total_recipients: number | null;
+  error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function campaignJson(c: CampaignRow) {
+  return {
+    id: c.id, name: c.name, description: c.description, subject: c.subject, body: c.body,
+    from: c.from_email, fromName: c.from_name, replyTo: c.reply_to, type: 'MARKETING' as const, status: c.status,
+    audienceType: c.audience_type, segmentId: c.segment_id, audienceFilter: c.audience_filter,
+    scheduledAt: iso(c.scheduled_at), startedAt: iso(c.started_at), completedAt: iso(c.completed_at), cancelledAt: iso(c.cancelled_at),
+    totalRecipients: c.total_recipients, error: c.error,
+    createdAt: c.created_at.toISOString(), updatedAt: c.updated_at.toISOString(),
+  };
+}
+
+export async function findCampaign(db: Knex, projectId: string, id: string): Promise<CampaignRow> {
+  const row = isUuid(id) ? await db('campaigns').where({ project_id: projectId, id }).first() : undefined;
+  if (!row) throw notFound('Campaign');
+  return row;
+}
+
+/** Everything about a campaign's content that the schema cannot see: sender domain, template syntax, audience. */
+async function checkContent(db: Knex, projectId: string, c: Pick<CampaignBody, 'subject' | 'body' | 'from' | 'audienceType' | 'segmentId' | 'audienceFilter'>): Promise<AudienceCondition | null> {
+  const errors: FieldError[] = [];
+  try {
+    compileMessage(c.subject, c.body);
+  } catch (err) {
+    if (!(err instanceof TemplateError)) throw err;
+    errors.push({ field: err.part, message: err.message, code: 'invalid_template' });
+  }
+  if (!(await isVerifiedSender(db, projectId, c.from))) {
+    errors.push({ field: 'from', message: `${c.from} is not at a verified domain of this project`, code: 'unverified_domain' });
+  }
+  if (c.audienceType === 'SEGMENT') {
+    if (!c.segmentId) errors.push({ field: 'segmentId', message: 'segmentId is required for a SEGMENT audience', code: 'required' });
+    else if (!(await db('segments').where({ project_id: projectId, id: c.segmentId.toLowerCase() }).first('id'))) {
+      errors.push({ field: 'segmentId', message: 'segment not found', code: 'not_found' });
+    }
+  }
+  let filter: AudienceCondition | null = null;
+  if (c.audienceType === 'FILTERED') {
+    if (!c.audienceFilter) errors.push({ field: 'audienceFilter', message: 'audienceFilter is required for a FILTERED audience', code: 'required' });
+    else {
+      const problems = checkCondition(c.audienceFilter, 'audienceFilter');
+      if (!problems.length) problems.push(...(await resolveSegments(db, projectId, c.audienceFilter, 'audienceFilter')).errors);
+      errors.push(...problems);
+      filter = c.audienceFilter;
+    }
+  }
+  if (errors.length) throw validationFailed(errors, errors.some((e) => e.code === 'unverified_domain') ? 'Verify the sender domain first (POST /domains).' : undefined);
+  return filter;
+}
+
+export function campaignRoutes(router: Router, knex: Knex): void {
+  router.get('/campaigns', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    const q = validateQuery<ListCampaignsQuery>(ctx, listCampaignsQuerySchema);
+    const filtered = () => {
+      const b = knex('campaigns').where('project_id', projectId);
+      if (q.status) b.where('status', q.status);
+      return b;
+    };
+    const afterId = decodeCursor(q.cursor);
+    const page = filtered().orderBy('id', 'desc').limit(q.limit + 1);
+    if (afterId) page.where('id', '<', afterId);
+    const [rows, total] = await Promise.all([page as Promise<CampaignRow[]>, filtered().count('* as n').first()]);
+    ctx.body = { success: true, data: toPage(rows, q.limit, Number(total?.n ?? 0), campaignJson) };
+  });
+
+  router.post('/campaigns', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    const body = validateBody<CampaignBody>(ctx, createCampaignSchema);
+    const filter = await checkContent(knex, projectId, body);
+    const [row] = await knex('campaigns').insert({
+      project_id: projectId, name: body.name, description: body.description || null, subject: body.subject, body: body.body,
+      from_email: body.from, from_name: body.fromName || null, reply_to: body.replyTo ?? null, audience_type: body.audienceType,
+      segment_id: body.segmentId?.toLowerCase() ?? null, audience_filter: filter ? JSON.stringify(filter) : null,
+    }).returning('*');
+    ctx.status = 201;
+    ctx.body = { success: true, data: campaignJson(row) };
+  });
+
+  router.get('/campaigns/:id', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    ctx.body = { success: true, data: campaignJson(await findCampaign(knex, projectId, ctx.params.id!)) };
+  });
+
+  router.patch('/campaigns/:id', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    const current = await findCampaign(knex, projectId, ctx.params.id!);
+    const body = validateBody<PatchCampaignBody>(ctx, patchCampaignSchema);
+    const updated = await knex.transaction(async (trx) => {
+      const locked: CampaignRow = await trx('campaigns').where({ project_id: projectId, id: current.id }).forUpdate().first();
+      if (locked.status !== 'DRAFT') throw conflict(`Only DRAFT campaigns can be edited; this one is ${locked.status}`);
+      const audienceType = body.audienceType ?? locked.audience_type;
+      const merged = {
+        subject: body.subject ?? locked.subject,
+        body: body.body ?? locked.body,
+        from: body.from ?? locked.from_email,
+        audienceType,
+        // Changing the audience type drops what belonged to the old one.
+        segmentId: audienceType === 'SEGMENT' ? (body.segmentId ?? locked.segment_id ?? undefined) : undefined,
+        audienceFilter: audienceType === 'FILTERED' ? (body.audienceFilter ?? locked.audience_filter ?? undefined) : undefined,
+      };
+      if (audienceType !== 'SEGMENT' && body.segmentId) throw validationFailed([{ field: 'segmentId', message: 'segmentId applies only to a SEGMENT audience', code: 'unrecognized_key' }]);
+      if (audienceType !== 'FILTERED' && body.audienceFilter) throw validationFailed([{ field: 'audienceFilter', message: 'audienceFilter applies only to a FILTERED audience', code: 'unrecognized_key' }]);
+      const filter = await checkContent(trx, projectId, merged);
+      const [row] = await trx('campaigns').where({ project_id: projectId, id: current.id }).update({
+        ...(body.name !== undefined ? { name: body.name } : {}),
+        ...(body.description !== undefined ? { description: body.description || null } : {}),
+        ...(body.fromName !== undefined ? { from_name: body.fromName || null } : {}),
+        ...(body.replyTo !== undefined ? { reply_to: body.replyTo } : {}),
+        subject: merged.subject, body: merged.body, from_email: merged.from, audience_type: audienceType,
+        segment_id: merged.segmentId?.toLowerCase() ?? null, audience_filter: filter ? JSON.stringify(filter) : null,
+        updated_at: trx.fn.now(),
+      }).returning('*');
+      return row as CampaignRow;
+    });
+    ctx.body = { success: true, data: campaignJson(updated) };
+  });
+
+  router.delete('/campaigns/:id', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    const current = await findCampaign(knex, projectId, ctx.params.id!);
+    const deleted = await knex('campaigns').where({ project_id: projectId, id: current.id }).whereIn('status', ['DRAFT', 'CANCELLED']).delete();
+    if (!deleted) throw conflict(`Only DRAFT or CANCELLED campaigns can be deleted; this one is ${current.status}`, 'Cancel it first.');
+    ctx.status = 204;
+  });
+}
