@@ -2,14 +2,19 @@ import type { Knex } from 'knex';
 import { Email } from '../db/models/Email';
 import { recordEvents } from '../db/queries/events';
 import type { Logger } from '../logging/logger';
-import { buildMessage, type StoredAttachment } from '../mail/message';
+import { renderCampaignEmail } from '../mail/campaign';
+import { buildMessage, type MessageContent, type StoredAttachment } from '../mail/message';
 import { failureReason, isPermanentFailure, type Mailer } from '../mail/transport';
+import { unsubscribeUrl } from '../mail/unsubscribe';
 import type { DeliveryOutcome, EmailRef } from '../workflows/types';
 
 export interface DeliveryDeps {
   knex: Knex;
   mailer: Mailer;
   log: Logger;
+  /** For the unsubscribe links of campaign mail. */
+  secret: Buffer;
+  publicUrl: string;
 }
 
 /** A transient failure: thrown so that the engine retries the delivery with backoff. */
@@ -44,7 +49,29 @@ async function finish(knex: Knex, email: Email, outcome: { status: 'SENT'; messa
  * sends it twice. An email left SENDING by a crash is sent again (at-least-once for the deliveries in flight at the
  * crash), with the same Message-ID.
  */
-export function deliveryActivities({ knex, mailer, log }: DeliveryDeps) {
+export function deliveryActivities({ knex, mailer, log, secret, publicUrl }: DeliveryDeps) {
+  /**
+   * What to send: transactional emails were rendered when queued; campaign emails are rendered now, from the
+   * campaign (frozen once scheduled) and the contact as it is. Null when a campaign email's contact has
+   * unsubscribed (or gone) since the audience was resolved: unsubscribed contacts are never mailed.
+   */
+  async function contentOf(email: Email): Promise<MessageContent | null> {
+    if (email.subject !== null && email.html !== null) return { subject: email.subject, html: email.html };
+    const [campaign, contact] = await Promise.all([
+      knex('campaigns').where({ project_id: email.projectId, id: email.campaignId }).first('id', 'subject', 'body', 'updated_at'),
+      email.contactId ? knex('contacts').where({ project_id: email.projectId, id: email.contactId }).first('id', 'email', 'subscribed', 'data') : undefined,
+    ]);
+    if (!campaign) return null;
+    if (!email.isTest && (!contact || !contact.subscribed)) return null;
+    const url = contact ? unsubscribeUrl(publicUrl, secret, { projectId: email.projectId, contactId: contact.id, emailId: email.id }) : null;
+    return renderCampaignEmail(
+      { id: campaign.id, subject: campaign.subject, body: campaign.body, updatedAt: campaign.updated_at },
+      contact ? { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data } : { id: null, email: email.toEmail, subscribed: false, data: {} },
+      url,
+      email.isTest,
+    );
+  }
+
   return {
     async deliverEmail(ref: EmailRef): Promise<DeliveryOutcome> {
       const [row] = await knex('emails')
@@ -63,9 +90,15 @@ export function deliveryActivities({ knex, mailer, log }: DeliveryDeps) {
           .sort((a: StoredAttachment, b: StoredAttachment) => email.attachmentIds.indexOf(a.id) - email.attachmentIds.indexOf(b.id))
         : [];
 
+      const content = await contentOf(email);
+      if (!content) {
+        await knex('emails').where({ project_id: ref.projectId, id: ref.emailId, status: 'SENDING' })
+          .update({ status: 'CANCELLED', error: 'the contact unsubscribed before delivery', updated_at: knex.fn.now() });
+        return { status: 'SKIPPED', reason: 'contact unsubscribed' };
+      }
       let messageId: string;
       try {
-        ({ messageId } = await mailer.send(buildMessage(email, attachments)));
+        ({ messageId } = await mailer.send(buildMessage(email, content, attachments)));
       } catch (err) {
         const error = failureReason(err);
         if (isPermanentFailure(err)) {

@@ -59,7 +59,7 @@ export function createApp(deps: AppDeps): Koa {
   contactRoutes(dashboard, deps.knex);
   templateRoutes(dashboard, deps.knex);
   segmentRoutes(dashboard, deps.knex);
-  campaignRoutes(dashboard, deps.knex);
+  campaignRoutes(dashboard, deps);
   eventRoutes(dashboard, deps.knex);
 
   app.use(requestId());

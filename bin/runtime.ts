@@ -65,11 +65,14 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   const secret = loadSecret(config);
   const temporal = { address: config.temporalAddress!, namespace: config.temporalNamespace, log };
 
+  // The engine first: the API starts workflows with it, and so do activities (a campaign batch starts its deliveries).
+  const engine = config.engine === 'temporal' ? await createTemporalEngine(temporal) : await createEmbeddedEngine({ databaseUrl: db.url, log });
+
   let mailer: Mailer | undefined;
   let worker: WorkerHandle | undefined;
   if (roles.worker) {
     mailer = createMailer(config);
-    const activities = createActivities({ knex: db.knex, mailer, log });
+    const activities = createActivities({ knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine });
     worker = config.engine === 'temporal'
       ? await startTemporalWorker({ ...temporal, activities, sendRatePerSecond: config.sendRatePerSecond })
       : await startEmbeddedWorker({
@@ -79,7 +82,6 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       });
     log.info({ mail: mailer.describe }, 'delivering mail');
   }
-  const engine = config.engine === 'temporal' ? await createTemporalEngine(temporal) : await createEmbeddedEngine({ databaseUrl: db.url, log });
   const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log) : undefined;
 
   let server: Server | undefined;

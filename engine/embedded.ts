@@ -4,8 +4,8 @@ import type { Logger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
 import { ACTIVITY_RETRY, DELIVERY_QUEUE, DELIVERY_RETRY, type RetryPolicy } from '../workflows/policy';
 import { workflows, type WorkflowInputs, type WorkflowName } from '../workflows/registry';
-import type { Activities } from '../workflows/types';
-import { WORKFLOWS_VERSION, type Engine, type StartOptions, type WorkerHandle } from './types';
+import type { Activities, OtherActivities } from '../workflows/types';
+import { WORKFLOWS_VERSION, type Engine, type Priority, type StartOptions, type WorkerHandle } from './types';
 
 /**
  * The embedded engine: DBOS Transact inside Herald's own PostgreSQL (schema `dbos`). Workflows run in-process
@@ -19,6 +19,8 @@ const APP_NAME = 'herald';
 const SCHEMA = 'dbos';
 /** Queue of the workflows that are not deliveries (campaigns, automations): no rate limit. */
 const DEFAULT_QUEUE = 'herald-workflows';
+/** DBOS dequeues lower numbers first. */
+const PRIORITY: Record<Priority, number> = { transactional: 1, campaign: 5 };
 
 export interface EmbeddedOptions {
   databaseUrl: string;
@@ -48,6 +50,7 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
           workflowName: workflow,
           workflowID: opts.id,
           appVersion: WORKFLOWS_VERSION,
+          priority: PRIORITY[opts.priority ?? 'transactional'],
           ...(delayMs > 0 ? { delaySeconds: delayMs / 1000 } : {}),
         },
         input,
@@ -97,16 +100,17 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
 
   const context: WorkflowContext = {
     delivery: { deliverEmail: step('deliverEmail', activities.deliverEmail, DELIVERY_RETRY) },
-    activities: {
-      failEmail: step('failEmail', activities.failEmail, ACTIVITY_RETRY),
-      cancelEmail: step('cancelEmail', activities.cancelEmail, ACTIVITY_RETRY),
-    },
+    // Every other activity becomes a DBOS step of the same name, retried per ACTIVITY_RETRY.
+    activities: Object.fromEntries(Object.entries(activities)
+      .filter(([name]) => name !== 'deliverEmail')
+      .map(([name, fn]) => [name, step(name, fn as (...a: unknown[]) => Promise<unknown>, ACTIVITY_RETRY)])) as unknown as OtherActivities,
     sleep: (ms) => DBOS.sleep(ms),
     now: () => DBOS.now(),
     // DBOS stops a cancelled workflow at its next DBOS call rather than raising inside it, so there is no
     // cancellation to catch here: whoever cancels through Herald updates the database itself.
     isCancellation: () => false,
     nonCancellable: (fn) => fn(),
+    continueAsNew: (workflow, input) => (workflows[workflow].run as (c: WorkflowContext, i: unknown) => Promise<unknown>)(context, input) as Promise<never>,
   };
   for (const [name, def] of Object.entries(workflows)) {
     const run = def.run as (ctx: WorkflowContext, input: unknown) => Promise<unknown>;

@@ -38,6 +38,8 @@ export async function createTemporalEngine(opts: TemporalOptions): Promise<Engin
           // A start while the workflow runs joins it; a start after it finished is refused: it never runs twice.
           workflowIdConflictPolicy: 'USE_EXISTING',
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          // Inherited by the workflow's activities: the delivery task queue serves transactional mail first.
+          priority: { priorityKey: o.priority === 'campaign' ? 5 : 1 },
           ...(delay > 0 ? { startDelay: delay } : {}),
         });
       } catch (err) {

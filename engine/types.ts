@@ -5,7 +5,11 @@ export interface StartOptions {
   id: string;
   /** Run at this time instead of now (durable: survives restarts of every process). */
   startAt?: Date;
+  /** Transactional mail goes ahead of campaign mail when both wait for the same rate budget. */
+  priority?: Priority;
 }
+
+export type Priority = 'transactional' | 'campaign';
 
 /**
  * The port between Herald and its workflow engine. The API and the domain code use only this; the embedded

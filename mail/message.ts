@@ -19,15 +19,22 @@ export function domainOf(address: string): string {
  * (after a crash between the SMTP answer and our database write) carries the same Message-ID and receivers can
  * drop the duplicate.
  */
-export function buildMessage(email: Email, attachments: StoredAttachment[]): SendMailOptions {
+export interface MessageContent {
+  subject: string;
+  html: string;
+  /** Headers Herald adds itself (List-Unsubscribe …), after the sender's own. */
+  extraHeaders?: Record<string, string>;
+}
+
+export function buildMessage(email: Email, content: MessageContent, attachments: StoredAttachment[]): SendMailOptions {
   return {
     messageId: `<${email.id}@${domainOf(email.fromEmail)}>`,
     from: email.fromName ? { name: email.fromName, address: email.fromEmail } : email.fromEmail,
     to: email.toName ? { name: email.toName, address: email.toEmail } : email.toEmail,
     ...(email.replyTo ? { replyTo: email.replyTo } : {}),
-    subject: email.subject,
-    html: email.html,
-    headers: email.headers,
+    subject: content.subject,
+    html: content.html,
+    headers: { ...email.headers, ...content.extraHeaders },
     attachments: attachments.map((a) => ({
       filename: a.filename,
       content: a.content,

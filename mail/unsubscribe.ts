@@ -7,6 +7,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 export interface UnsubscribeTarget {
   projectId: string;
   contactId: string;
+  /** The email the link was in, when known: the unsubscribe is then attributed to it (campaign stats). */
+  emailId?: string;
 }
 
 function tag(secret: Buffer, payload: string): Buffer {
@@ -14,7 +16,7 @@ function tag(secret: Buffer, payload: string): Buffer {
 }
 
 export function unsubscribeToken(secret: Buffer, target: UnsubscribeTarget): string {
-  const payload = Buffer.from(`${target.projectId}:${target.contactId}`).toString('base64url');
+  const payload = Buffer.from([target.projectId, target.contactId, ...(target.emailId ? [target.emailId] : [])].join(':')).toString('base64url');
   return `${payload}.${tag(secret, payload).toString('base64url')}`;
 }
 
@@ -24,9 +26,9 @@ export function verifyUnsubscribeToken(secret: Buffer, token: string): Unsubscri
   const given = Buffer.from(sig, 'base64url');
   const expected = tag(secret, payload);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
-  const [projectId, contactId, more] = Buffer.from(payload, 'base64url').toString('utf8').split(':');
+  const [projectId, contactId, emailId, more] = Buffer.from(payload, 'base64url').toString('utf8').split(':');
   if (!projectId || !contactId || more !== undefined) return null;
-  return { projectId, contactId };
+  return emailId ? { projectId, contactId, emailId } : { projectId, contactId };
 }
 
 export function unsubscribeUrl(publicUrl: string, secret: Buffer, target: UnsubscribeTarget): string {

@@ -1,3 +1,4 @@
+import type { WorkflowInputs, WorkflowName } from './registry';
 import type { DeliveryActivities, OtherActivities } from './types';
 
 /**
@@ -17,4 +18,10 @@ export interface WorkflowContext {
   isCancellation(err: unknown): boolean;
   /** Runs cleanup that a cancellation must not interrupt, so the database ends in the same state as after an API cancel. */
   nonCancellable<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * Continues as a fresh run with this input (Temporal: continue-as-new, a new history; DBOS, which keeps no
+   * history to bound: runs on in the same execution). Resolves with the continued run's result where the engine
+   * can give it; Temporal ends the current run instead.
+   */
+  continueAsNew<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N]): Promise<never>;
 }

@@ -1,5 +1,6 @@
 import type { WorkflowContext } from './context';
 import { deliverEmail } from './deliverEmail';
+import { sendCampaign, type CampaignInput } from './sendCampaign';
 import type { EmailRef } from './types';
 
 /**
@@ -9,15 +10,18 @@ import type { EmailRef } from './types';
  */
 export const workflows = {
   deliverEmail: { run: deliverEmail, queue: 'delivery' },
+  sendCampaign: { run: sendCampaign, queue: 'default' },
 } as const satisfies Record<string, { run: (ctx: WorkflowContext, input: never) => Promise<unknown>; queue: 'delivery' | 'default' }>;
 
 export type WorkflowName = keyof typeof workflows;
 
 export interface WorkflowInputs {
   deliverEmail: EmailRef;
+  sendCampaign: CampaignInput;
 }
 
 /** Business ids of workflows: a repeated start with the same id is harmless in both engines. */
 export const workflowId = {
   deliverEmail: (ref: EmailRef) => `email-${ref.emailId}`,
+  sendCampaign: (ref: { campaignId: string }) => `campaign-${ref.campaignId}`,
 };

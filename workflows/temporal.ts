@@ -3,10 +3,11 @@
  * runs the engine-neutral logic of workflows/ over a context built from Temporal's own primitives.
  * Deterministic only: no Node APIs, no database, no clock but the workflow's.
  */
-import { ActivityCancellationType, CancellationScope, isCancellation, proxyActivities, sleep } from '@temporalio/workflow';
+import { ActivityCancellationType, CancellationScope, isCancellation, makeContinueAsNewFunc, proxyActivities, sleep } from '@temporalio/workflow';
 import type { RetryPolicy as TemporalRetryPolicy } from '@temporalio/common';
 import type { WorkflowContext } from './context';
 import { deliverEmail as deliverEmailLogic } from './deliverEmail';
+import { sendCampaign as sendCampaignLogic, type CampaignInput } from './sendCampaign';
 import { ACTIVITY_RETRY, DELIVERY_QUEUE, DELIVERY_RETRY, type RetryPolicy } from './policy';
 import type { DeliveryActivities, EmailRef, OtherActivities } from './types';
 
@@ -32,8 +33,13 @@ const context: WorkflowContext = {
   now: async () => Date.now(), // deterministic inside a workflow: the time of the current workflow task
   isCancellation: (err) => isCancellation(err),
   nonCancellable: (fn) => CancellationScope.nonCancellable(fn),
+  continueAsNew: (workflow, input) => makeContinueAsNewFunc({ workflowType: workflow })(input),
 };
 
 export async function deliverEmail(ref: EmailRef) {
   return deliverEmailLogic(context, ref);
+}
+
+export async function sendCampaign(input: CampaignInput) {
+  return sendCampaignLogic(context, input);
 }

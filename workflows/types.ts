@@ -14,6 +14,23 @@ export type DeliveryOutcome =
   /** Nothing to do: already sent, failed or cancelled (a repeated delivery), or the email was deleted with its contact. */
   | { status: 'SKIPPED'; reason: string };
 
+export interface CampaignRef {
+  projectId: string;
+  campaignId: string;
+}
+
+export type CampaignPhase = 'DRAFT' | 'SCHEDULED' | 'SENDING' | 'SENT' | 'CANCELLED' | 'FAILED';
+
+export interface BatchResult {
+  /** The campaign is no longer SENDING (cancelled): stop. */
+  cancelled: boolean;
+  inserted: number;
+  /** Keyset position: the last contact id of this batch. */
+  last: string | null;
+  /** The audience is exhausted. */
+  done: boolean;
+}
+
 /** The activities every engine runs for the workflows, as plain async functions (activities/). */
 export interface Activities {
   /** Delivers one stored email. Throws on transient failures (the engine retries); returns FAILED on permanent ones. */
@@ -22,6 +39,11 @@ export interface Activities {
   failEmail(ref: EmailRef & { error: string }): Promise<DeliveryOutcome>;
   /** Marks a still-queued email CANCELLED (its delivery workflow was cancelled); a sent one stays SENT. */
   cancelEmail(ref: EmailRef): Promise<DeliveryOutcome>;
+  beginCampaign(ref: CampaignRef): Promise<CampaignPhase>;
+  campaignBatch(ref: CampaignRef & { after: string | null; size: number }): Promise<BatchResult>;
+  campaignProgress(ref: CampaignRef): Promise<{ pending: number; cancelled: boolean }>;
+  finishCampaign(ref: CampaignRef): Promise<CampaignPhase>;
+  cancelCampaign(ref: CampaignRef): Promise<CampaignPhase>;
 }
 
 /** Delivery is the activity that runs on the rate-limited queue. */

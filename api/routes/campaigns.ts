@@ -3,14 +3,21 @@ import type { Knex } from 'knex';
 import { checkCondition } from '../../audience/check';
 import { resolveSegments } from '../../audience/compile';
 import type { AudienceCondition } from '../../audience/condition';
+import { cancelCampaignRows } from '../../activities/campaigns';
+import { campaignStats } from '../../db/queries/campaigns';
 import { isVerifiedSender } from '../../db/queries/domains';
+import { dispatchCampaign, dispatchEmails } from '../../engine/dispatch';
+import type { Engine } from '../../engine/types';
+import type { Logger } from '../../logging/logger';
+import { workflowId } from '../../workflows/registry';
 import { compileMessage, TemplateError } from '../../mail/render';
 import { conflict, notFound, validationFailed, type FieldError } from '../errors';
 import type { AuthState } from '../middleware/auth';
 import { decodeCursor, isUuid, toPage } from '../pagination';
 import {
-  createCampaignSchema, listCampaignsQuerySchema, patchCampaignSchema,
+  createCampaignSchema, listCampaignsQuerySchema, patchCampaignSchema, sendCampaignSchema, testCampaignSchema,
   type AudienceType, type CampaignBody, type CampaignStatus, type ListCampaignsQuery, type PatchCampaignBody,
+  type SendCampaignBody, type TestCampaignBody,
 } from '../schemas/campaigns';
 import { validateBody, validateQuery } from '../validate';
 
@@ -89,7 +96,13 @@ async function checkContent(db: Knex, projectId: string, c: Pick<CampaignBody, '
   return filter;
 }
 
-export function campaignRoutes(router: Router, knex: Knex): void {
+export interface CampaignRouteDeps {
+  knex: Knex;
+  engine: Engine;
+  log: Logger;
+}
+
+export function campaignRoutes(router: Router, { knex, engine, log }: CampaignRouteDeps): void {
   router.get('/campaigns', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
     const q = validateQuery<ListCampaignsQuery>(ctx, listCampaignsQuerySchema);
@@ -163,5 +176,59 @@ export function campaignRoutes(router: Router, knex: Knex): void {
     const deleted = await knex('campaigns').where({ project_id: projectId, id: current.id }).whereIn('status', ['DRAFT', 'CANCELLED']).delete();
     if (!deleted) throw conflict(`Only DRAFT or CANCELLED campaigns can be deleted; this one is ${current.status}`, 'Cancel it first.');
     ctx.status = 204;
+  });
+
+  /** `{}` sends now; `{ scheduledAt }` schedules. Only a DRAFT can be sent; its content is checked again first. */
+  router.post('/campaigns/:id/send', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    const current = await findCampaign(knex, projectId, ctx.params.id!);
+    const body = validateBody<SendCampaignBody>(ctx, sendCampaignSchema);
+    const row = await knex.transaction(async (trx) => {
+      const locked: CampaignRow = await trx('campaigns').where({ project_id: projectId, id: current.id }).forUpdate().first();
+      if (locked.status !== 'DRAFT') throw conflict(`Campaign is ${locked.status}; only a DRAFT campaign can be sent or scheduled`);
+      await checkContent(trx, projectId, {
+        subject: locked.subject, body: locked.body, from: locked.from_email, audienceType: locked.audience_type,
+        segmentId: locked.segment_id ?? undefined, audienceFilter: locked.audience_filter ?? undefined,
+      });
+      const [updated] = await trx('campaigns').where({ project_id: projectId, id: current.id })
+        .update({ status: 'SCHEDULED', scheduled_at: body.scheduledAt ?? trx.fn.now(), updated_at: trx.fn.now() }).returning('*');
+      return updated as CampaignRow;
+    });
+    await dispatchCampaign(engine, knex, row, log);
+    ctx.body = { success: true, data: campaignJson((await knex('campaigns').where({ project_id: projectId, id: row.id }).first()) ?? row) };
+  });
+
+  /** A SCHEDULED campaign never sends; a SENDING one stops before its next batch and its unsent emails are cancelled. */
+  router.post('/campaigns/:id/cancel', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    const current = await findCampaign(knex, projectId, ctx.params.id!);
+    const result = await cancelCampaignRows(knex, { projectId, campaignId: current.id });
+    if (!result.changed) throw conflict(`Campaign is ${result.status}; only DRAFT, SCHEDULED or SENDING campaigns can be cancelled`);
+    // The database is already final; the engine cancel releases a pending schedule at once (it is also safe to lose).
+    await engine.cancel(workflowId.sendCampaign({ campaignId: current.id })).catch((err) => log.warn({ err, campaignId: current.id }, 'engine cancel failed; the workflow will see the CANCELLED status'));
+    ctx.body = { success: true, data: campaignJson(await findCampaign(knex, projectId, current.id)) };
+  });
+
+  /** `[TEST]` copies to up to 10 addresses, through the same rendering and delivery; nothing else changes. */
+  router.post('/campaigns/:id/test', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    const campaign = await findCampaign(knex, projectId, ctx.params.id!);
+    const { emails } = validateBody<TestCampaignBody>(ctx, testCampaignSchema);
+    const unique = [...new Set(emails)];
+    const rows: { id: string; to_email: string }[] = await knex.raw(
+      `INSERT INTO emails (project_id, contact_id, campaign_id, is_test, from_email, from_name, reply_to, to_email, subject, html)
+       SELECT ?::uuid, c.id, ?::uuid, true, ?, ?, ?, t.email, NULL, NULL
+       FROM unnest(?::text[]) AS t(email) LEFT JOIN contacts c ON c.project_id = ?::uuid AND c.email = t.email
+       RETURNING id, to_email`,
+      [projectId, campaign.id, campaign.from_email, campaign.from_name, campaign.reply_to, unique, projectId],
+    ).then((r) => r.rows);
+    await dispatchEmails(engine, knex, rows.map((r) => ({ projectId, emailId: r.id })), log);
+    ctx.body = { success: true, data: { emails: rows.map((r) => ({ email: r.to_email, id: r.id })) } };
+  });
+
+  router.get('/campaigns/:id/stats', async (ctx) => {
+    const { projectId } = ctx.state.auth as AuthState;
+    const campaign = await findCampaign(knex, projectId, ctx.params.id!);
+    ctx.body = { success: true, data: await campaignStats(knex, projectId, campaign.id) };
   });
 }

@@ -44,7 +44,7 @@ export function unsubscribeRoutes(router: Router, knex: Knex, secret: Buffer): v
         .update({ subscribed: false, updated_at: trx.fn.now() })
         .returning('id');
       if (changed) {
-        await recordEvents(trx, target.projectId, [{ name: 'contact.unsubscribed', contactId: target.contactId, data: { source: 'link' } }]);
+        await recordEvents(trx, target.projectId, [{ name: 'contact.unsubscribed', contactId: target.contactId, emailId: target.emailId ?? null, data: { source: 'link' } }]);
         return true;
       }
       return (await trx('contacts').where({ project_id: target.projectId, id: target.contactId }).first('id')) !== undefined;

@@ -30,16 +30,37 @@ export async function up(knex: Knex): Promise<void> {
   // Serves "is this segment used by a scheduled or sending campaign?" (segment deletes).
   await knex.raw("CREATE INDEX campaigns_segment_idx ON campaigns (project_id, segment_id) WHERE segment_id IS NOT NULL");
 
+  // Set once the engine accepted the campaign's workflow start; until then the dispatcher may (re)start it.
+  await knex.schema.alterTable('campaigns', (t) => {
+    t.timestamp('dispatched_at', { useTz: true });
+  });
+  // Serves the dispatcher: scheduled campaigns whose workflow start was never confirmed.
+  await knex.raw("CREATE INDEX campaigns_undispatched_idx ON campaigns (updated_at) WHERE status = 'SCHEDULED' AND dispatched_at IS NULL");
+
   await knex.schema.alterTable('emails', (t) => {
     t.uuid('campaign_id');
+    // Test sends of a campaign ([TEST] copies): delivered like the others, never counted in its stats.
+    t.boolean('is_test').notNullable().defaultTo(false);
+    // Campaign emails are rendered when they are delivered (from the campaign, which cannot change once it is
+    // scheduled, and the contact), so the audience materialises as one INSERT … SELECT per batch.
+    t.text('subject').nullable().alter();
+    t.text('html').nullable().alter();
+    // A test copy may go to an address that is not a contact (a test send changes nothing else).
+    t.uuid('contact_id').nullable().alter();
   });
   // Each contact at most once per campaign: a retried batch inserts nothing twice (ON CONFLICT DO NOTHING).
   // Also serves the campaign's stats and its cancel (WHERE project_id = ? AND campaign_id = ? [AND status …]).
-  await knex.raw('CREATE UNIQUE INDEX emails_campaign_contact_key ON emails (project_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL');
+  await knex.raw('CREATE UNIQUE INDEX emails_campaign_contact_key ON emails (project_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL AND NOT is_test');
+  // Serves the campaign's unsubscribe count in its stats (events of its emails).
+  await knex.raw('CREATE INDEX events_email_idx ON events (project_id, email_id) WHERE email_id IS NOT NULL');
 }
 
 export async function down(knex: Knex): Promise<void> {
+  await knex.raw('DROP INDEX IF EXISTS events_email_idx');
   await knex.raw('DROP INDEX IF EXISTS emails_campaign_contact_key');
-  await knex.schema.alterTable('emails', (t) => t.dropColumn('campaign_id'));
+  await knex.schema.alterTable('emails', (t) => {
+    t.dropColumn('campaign_id');
+    t.dropColumn('is_test');
+  });
   await knex.schema.dropTableIfExists('campaigns');
 }

@@ -8,15 +8,18 @@ export class Email extends BaseModel {
 
   id!: string;
   projectId!: string;
-  contactId!: string;
+  contactId!: string | null;
+  campaignId!: string | null;
+  isTest!: boolean;
   templateId!: string | null;
   fromEmail!: string;
   fromName!: string | null;
   replyTo!: string | null;
   toEmail!: string;
   toName!: string | null;
-  subject!: string;
-  html!: string;
+  /** Null for campaign emails: they are rendered at delivery. */
+  subject!: string | null;
+  html!: string | null;
   headers!: Record<string, string>;
   attachmentIds!: string[];
   status!: EmailStatus;

@@ -1,3 +1,4 @@
+import { TEST_SECRET } from './app';
 import { createActivities } from '../../activities';
 import { createEmbeddedEngine, startEmbeddedWorker } from '../../engine/embedded';
 import type { Engine, WorkerHandle } from '../../engine/types';
@@ -19,14 +20,14 @@ export interface TestEngine {
 export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: { sendRatePerSecond?: number } = {}): Promise<TestEngine> {
   const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const mailer = createMailer({ smtpUrl, dataDir: '/nonexistent' });
-  const activities = createActivities({ knex: db.knex, mailer, log });
+  const engine = await createEmbeddedEngine({ databaseUrl: db.url, log });
+  const activities = createActivities({ knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine });
   const worker = await startEmbeddedWorker({
     databaseUrl: db.url, log, activities,
     sendRatePerSecond: opts.sendRatePerSecond ?? 1000,
     executorId: `test-${db.name}`,
     pollingIntervalMs: 50,
   });
-  const engine = await createEmbeddedEngine({ databaseUrl: db.url, log });
   return {
     engine,
     worker,

@@ -1,3 +1,4 @@
+import { noEngine, TEST_SECRET } from '../support/app';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { createActivities } from '../../activities';
@@ -27,7 +28,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   smtp = await startSmtpServer();
   mailer = createMailer({ smtpUrl: smtp.url, dataDir: '/nonexistent' });
-  activities = createActivities({ knex: db.knex, mailer, log: createLogger('silent') });
+  activities = createActivities({ knex: db.knex, mailer, log: createLogger('silent'), secret: TEST_SECRET, publicUrl: 'http://herald.test', engine: noEngine });
   project = await createProject('Temporal activities');
 });
 afterAll(async () => {

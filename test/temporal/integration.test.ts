@@ -1,3 +1,4 @@
+import { TEST_SECRET } from '../support/app';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
@@ -48,9 +49,9 @@ if (!address) {
       smtp = await startSmtpServer();
       db = await createTestDatabase();
       mailer = createMailer({ smtpUrl: smtp.url, dataDir: '/nonexistent' });
-      const activities = createActivities({ knex: db.knex, mailer, log });
-      worker = await startTemporalWorker({ address, namespace, log, activities, sendRatePerSecond: 100 });
       engine = await createTemporalEngine({ address, namespace, log, connectTimeoutMs: 5000 });
+      const activities = createActivities({ knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine });
+      worker = await startTemporalWorker({ address, namespace, log, activities, sendRatePerSecond: 100 });
       t = await createTestContext({ engine, db });
       await addDomain(t.project.id, 'example.com', true);
       // A client of our own, only to look at the workflow executions the engine started (same TLS/API key settings).

@@ -15,6 +15,7 @@ function scripted(delivery: () => Promise<DeliveryOutcome>) {
   const ctx: WorkflowContext = {
     delivery: { deliverEmail: async () => { calls.push('deliverEmail'); return delivery(); } },
     activities: {
+      ...({} as WorkflowContext['activities']), // only the delivery activities take part here
       failEmail: async (r) => { calls.push(`failEmail:${r.error}`); return { status: 'FAILED', error: r.error }; },
       cancelEmail: async () => { calls.push(`cancelEmail:${shielded ? 'non-cancellable' : 'cancellable'}`); return { status: 'CANCELLED' }; },
     },
@@ -22,6 +23,7 @@ function scripted(delivery: () => Promise<DeliveryOutcome>) {
     now: async () => 0,
     isCancellation: (err) => err instanceof Cancelled,
     nonCancellable: async (fn) => { shielded = true; try { return await fn(); } finally { shielded = false; } },
+    continueAsNew: async () => { throw new Error('not used by deliverEmail'); },
   };
   return { ctx, calls };
 }

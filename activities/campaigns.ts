@@ -1,0 +1,122 @@
+import type { Knex } from 'knex';
+import { compileCondition, loadSegments } from '../audience/compile';
+import type { AudienceCondition } from '../audience/condition';
+import { dispatchEmails } from '../engine/dispatch';
+import type { Engine } from '../engine/types';
+import type { Logger } from '../logging/logger';
+import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types';
+
+export interface CampaignDeps {
+  knex: Knex;
+  engine: Engine;
+  log: Logger;
+}
+
+/**
+ * The contacts a campaign goes to, as a query over `contacts AS c`: its audience (all, a segment, a filter),
+ * subscribed contacts only. A query over contacts returns each contact once, however the filter is built.
+ */
+async function audience(db: Knex, projectId: string, c: { audience_type: string; segment_id: string | null; audience_filter: AudienceCondition | null }): Promise<{ query: Knex.QueryBuilder }> {
+  // Wrapped: a query builder is thenable, and returning it bare from an async function would run it.
+  const query = db('contacts as c').where('c.project_id', projectId).where('c.subscribed', true);
+  if (c.audience_type === 'ALL') return { query };
+  const segments = await loadSegments(db, projectId);
+  if (c.audience_type === 'SEGMENT') {
+    const segment = segments.get(c.segment_id!);
+    if (!segment) return { query: query.whereRaw('false') }; // deleted since: nobody
+    compileCondition(query, { logic: 'AND', groups: [{ filters: [{ field: `segment.${segment.id}`, operator: 'memberOf' }] }] }, segments);
+    return { query };
+  }
+  compileCondition(query, c.audience_filter!, segments);
+  return { query };
+}
+
+export function campaignActivities({ knex, engine, log }: CampaignDeps) {
+  return {
+    /** SCHEDULED → SENDING (or resume a SENDING one); any other state is the answer and the workflow stops. */
+    async beginCampaign(ref: CampaignRef): Promise<CampaignPhase> {
+      const [row] = await knex('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).whereIn('status', ['SCHEDULED', 'SENDING'])
+        .update({ status: 'SENDING', started_at: knex.raw('coalesce(started_at, now())'), updated_at: knex.fn.now() }).returning('status');
+      if (row) return 'SENDING';
+      const current = await knex('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).first('status');
+      return (current?.status ?? 'CANCELLED') as CampaignPhase;
+    },
+
+    /**
+     * One batch: the next `size` contacts of the audience after `after` (keyset on the contact id), inserted as
+     * QUEUED email rows by one INSERT … SELECT (each contact once per campaign: ON CONFLICT DO NOTHING makes a
+     * retried batch harmless), then their deliveries started on the rate-limited queue at campaign priority.
+     * The campaign's status is re-checked under a row lock first, so a cancel is never outrun.
+     */
+    async campaignBatch(ref: CampaignRef & { after: string | null; size: number }): Promise<BatchResult> {
+      const result = await knex.transaction(async (trx) => {
+        const campaign = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).forShare().first();
+        if (!campaign || campaign.status !== 'SENDING') return null;
+        const batch = (await audience(trx, ref.projectId, campaign)).query.select('c.id', 'c.email').orderBy('c.id').limit(ref.size);
+        if (ref.after) batch.where('c.id', '>', ref.after);
+        const { sql, bindings } = batch.toSQL();
+        const res = await trx.raw(
+          `WITH batch AS (${sql}),
+           inserted AS (
+             INSERT INTO emails (project_id, contact_id, campaign_id, from_email, from_name, reply_to, to_email, subject, html)
+             SELECT ?::uuid, b.id, ?::uuid, ?, ?, ?, b.email, NULL, NULL FROM batch b
+             ON CONFLICT (project_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL AND NOT is_test DO NOTHING
+             RETURNING id)
+           SELECT (SELECT count(*) FROM batch)::int AS n,
+                  (SELECT b.id FROM batch b ORDER BY b.id DESC LIMIT 1) AS last,
+                  coalesce((SELECT array_agg(id) FROM inserted), '{}') AS ids`,
+          [...bindings, ref.projectId, ref.campaignId, campaign.from_email, campaign.from_name, campaign.reply_to],
+        );
+        return res.rows[0] as { n: number; last: string | null; ids: string[] };
+      });
+      if (!result) return { cancelled: true, inserted: 0, last: ref.after, done: true };
+      await dispatchEmails(engine, knex, result.ids.map((emailId) => ({ projectId: ref.projectId, emailId })), log, 'campaign');
+      return { cancelled: false, inserted: result.ids.length, last: result.last ?? ref.after, done: result.n < ref.size };
+    },
+
+    /** How many of the campaign's emails are still on their way (and whether it was cancelled meanwhile). */
+    async campaignProgress(ref: CampaignRef): Promise<{ pending: number; cancelled: boolean }> {
+      const row = await knex('campaigns as k').where({ 'k.project_id': ref.projectId, 'k.id': ref.campaignId }).first(
+        'k.status',
+        knex.raw(`(SELECT count(*)::int FROM emails e WHERE e.project_id = k.project_id AND e.campaign_id = k.id AND NOT e.is_test AND e.status IN ('QUEUED', 'SENDING')) AS pending`),
+      );
+      return { pending: row?.pending ?? 0, cancelled: !row || row.status !== 'SENDING' };
+    },
+
+    /** SENDING → SENT, with the number of recipients. */
+    async finishCampaign(ref: CampaignRef): Promise<CampaignPhase> {
+      const [row] = await knex('campaigns as k').where({ 'k.project_id': ref.projectId, 'k.id': ref.campaignId, 'k.status': 'SENDING' }).update({
+        status: 'SENT', completed_at: knex.fn.now(), updated_at: knex.fn.now(),
+        total_recipients: knex.raw('(SELECT count(*) FROM emails e WHERE e.project_id = k.project_id AND e.campaign_id = k.id AND NOT e.is_test)'),
+      }).returning('status');
+      return (row?.status ?? 'CANCELLED') as CampaignPhase;
+    },
+
+    /**
+     * Cancels the campaign and its unsent emails in one transaction: the same database state whether the cancel
+     * came from the API or from the engine (Temporal UI).
+     */
+    async cancelCampaign(ref: CampaignRef): Promise<CampaignPhase> {
+      return (await cancelCampaignRows(knex, ref)).status;
+    },
+  };
+}
+
+/**
+ * DRAFT, SCHEDULED or SENDING → CANCELLED, and every still-queued email of the campaign with it, in one
+ * transaction (a batch in progress holds the campaign row, so this waits for it and then cancels its emails too).
+ * `changed` is false when the campaign was already final; `status` is its status after the call.
+ */
+export async function cancelCampaignRows(knex: Knex, ref: CampaignRef): Promise<{ changed: boolean; status: CampaignPhase }> {
+  return knex.transaction(async (trx) => {
+    const [row] = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).whereIn('status', ['DRAFT', 'SCHEDULED', 'SENDING'])
+      .update({ status: 'CANCELLED', cancelled_at: trx.fn.now(), updated_at: trx.fn.now() }).returning('status');
+    if (!row) {
+      const current = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).first('status');
+      return { changed: false, status: (current?.status ?? 'CANCELLED') as CampaignPhase };
+    }
+    await trx('emails').where({ project_id: ref.projectId, campaign_id: ref.campaignId, status: 'QUEUED', is_test: false })
+      .update({ status: 'CANCELLED', updated_at: trx.fn.now() });
+    return { changed: true, status: 'CANCELLED' };
+  });
+}
