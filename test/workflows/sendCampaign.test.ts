@@ -70,7 +70,7 @@ test(`a 100,000-recipient campaign: ${100_000 / CAMPAIGN_BATCH_SIZE} batches, co
       if (!(err instanceof ContinuedAsNew)) throw err;
       runs.push(commands);
       input = err.input;
-      if (runs.length > 10) throw new Error('too many runs');
+      if (runs.length > 10) throw new Error('too many runs', { cause: err });
     }
   }
   expect(runs.length).toBeGreaterThan(1);
