@@ -122,9 +122,15 @@ export function segmentRoutes(router: Router, knex: Knex): void {
   router.delete('/segments/:id', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
     const current = await findSegment(knex, projectId, ctx.params.id!);
-    const users = await segmentsReferencing(knex, projectId, current.id);
+    const [users, campaigns] = await Promise.all([
+      segmentsReferencing(knex, projectId, current.id),
+      knex('campaigns').where({ project_id: projectId, segment_id: current.id }).whereIn('status', ['DRAFT', 'SCHEDULED', 'SENDING']).select('name'),
+    ]);
     if (users.length) {
       throw conflict(`Segment is used by other segments: ${users.map((u) => u.name).join(', ')}`, 'Remove the segment from their conditions first.');
+    }
+    if (campaigns.length) {
+      throw conflict(`Segment is the audience of campaigns not yet sent: ${campaigns.map((c: { name: string }) => c.name).join(', ')}`, 'Change their audience or cancel them first.');
     }
     await knex('segments').where({ project_id: projectId, id: current.id }).delete();
     ctx.status = 204;
