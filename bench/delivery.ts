@@ -1,0 +1,129 @@
+/**
+ * Delivery throughput with the rate limit lifted, side by side with raw nodemailer, in one run.
+ *
+ *   npx tsx bench/delivery.ts      (npm run bench:delivery)
+ *
+ * Starts its own embedded PostgreSQL (temporary directory) and a loopback SMTP sink (smtp-server, accepts at once),
+ * queues N emails the way POST /v1/send leaves them (contact + QUEUED email row, delivery workflow started through the
+ * engine port), then:
+ * 1. raw: a child process builds the same N messages and hands them all at once to the same pooled nodemailer transport
+ *    (createMailer: 10 connections) — the ceiling for this sink on this machine;
+ * 2. herald: a Herald worker process exactly as `npm run worker` starts it (startHerald, embedded engine,
+ *    SEND_RATE_PER_SECOND=100000) drains the queue: per email a DBOS workflow, the delivery step (claim row, send,
+ *    mark SENT + email.sent event).
+ * Throughput is counted at the sink, from the first to the last accepted message.
+ *
+ * Environment: BENCH_EMAILS (default 5000), BENCH_WORKERS (worker processes, default 1), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info, to /dev/null),
+ * BENCH_DURABLE=1 (fsync on), BENCH_PG_STAT=1 (statements per email), BENCH_CPU_PROF=1 (V8 profile of the worker).
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { startCluster } from './lib/cluster';
+import { benchProject, prepareEngineSchema, queueEmails, startHeraldChild } from './lib/herald';
+import { cpuMs, machine, machineBusyMs, runBench, spawnChild, type Child } from './lib/proc';
+import { startSink, type Sink } from './lib/sink';
+
+const N = Number(process.env.BENCH_EMAILS ?? 5000);
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
+const TIMEOUT_MS = 240_000;
+
+interface Run {
+  name: string;
+  count: number;
+  seconds: number;
+  perSecond: number;
+  firstAfterMs: number;
+  cpu: { sender: number; postgres: number; sink: number; machine: number };
+}
+
+function rate(sink: Sink, name: string, startedAt: number, cpu: Run['cpu']): Run {
+  const t = sink.times;
+  const seconds = (t[t.length - 1]! - t[0]!) / 1000;
+  return { name, count: t.length, seconds, perSecond: (t.length - 1) / seconds, firstAfterMs: t[0]! - startedAt, cpu };
+}
+
+runBench('bench:delivery', 10 * 60_000, async () => {
+  const cluster = await startCluster('delivery');
+  const sink = await startSink();
+  const children: Child[] = [];
+  try {
+    console.log(`machine: ${machine(cluster.version)}`);
+    console.log(`PostgreSQL settings: ${JSON.stringify(cluster.settings)}`);
+    const project = await benchProject();
+    await prepareEngineSchema(cluster, sink.url);
+    const { ids, enqueueMs } = await queueEmails(cluster, project.id, N, 'delivery');
+    await cluster.knex.raw('ANALYZE');
+    console.log(`queued ${ids.length} emails (delivery workflows started through the engine port in ${(enqueueMs / 1000).toFixed(1)} s)\n`);
+    const pgPid = cluster.postmasterPid();
+    const snap = (pid: number) => ({ sender: cpuMs(pid), postgres: cpuMs(pgPid, true), sink: cpuMs(process.pid), machine: machineBusyMs() });
+    const perEmail = (a: ReturnType<typeof snap>, b: ReturnType<typeof snap>, n: number): Run['cpu'] => ({
+      sender: (b.sender - a.sender) / n, postgres: (b.postgres - a.postgres) / n, sink: (b.sink - a.sink) / n, machine: (b.machine - a.machine) / n,
+    });
+
+    // 1. Raw nodemailer, same messages, same pool.
+    const raw = spawnChild('raw nodemailer', 'bench/lib/raw-sender-child.ts', { DATABASE_URL: cluster.url, SMTP_URL: sink.url, BENCH_COUNT: String(N) });
+    children.push(raw);
+    await raw.ready;
+    sink.reset();
+    const rawBefore = snap(raw.pid);
+    const rawStart = performance.timeOrigin + performance.now();
+    process.stdout.write(`raw nodemailer: sending ${N} … `);
+    raw.send({ type: 'go' });
+    await sink.waitFor(N, TIMEOUT_MS);
+    const rawRun = rate(sink, 'raw nodemailer', rawStart, perEmail(rawBefore, snap(raw.pid), N));
+    const rawDone = await raw.next('done');
+    await raw.stop();
+    console.log(`${Math.round(rawRun.perSecond)} emails/s${rawDone.failed ? ` (${String(rawDone.failed)} failed)` : ''}`);
+
+    // 2. The Herald worker drains the queue.
+    sink.reset();
+    if (cluster.pgStat) await cluster.knex.raw('SELECT pg_stat_statements_reset()');
+    const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
+    const workers = Array.from({ length: WORKERS }, (_, i) => startHeraldChild(`herald worker ${i + 1}`, cluster, 'worker', {
+      SMTP_URL: sink.url,
+      SEND_RATE_PER_SECOND: '100000',
+      EXECUTOR_ID: `bench-worker-${i + 1}`,
+    }, process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []));
+    children.push(...workers);
+    const workerStart = performance.timeOrigin + performance.now();
+    process.stdout.write(`herald worker${WORKERS > 1 ? `s (${WORKERS} processes)` : ''}: delivering ${N} … `);
+    await Promise.all(workers.map((w) => w.ready));
+    const readyCount = sink.times.length;
+    const workerCpu = () => workers.reduce((sum, w) => sum + cpuMs(w.pid), 0);
+    const before = { ...snap(process.pid), sender: workerCpu() };
+    await sink.waitFor(N, TIMEOUT_MS);
+    const heraldRun = rate(sink, WORKERS > 1 ? `herald, ${WORKERS} workers` : 'herald worker', workerStart, perEmail(before, { ...snap(process.pid), sender: workerCpu() }, N - readyCount));
+    console.log(`${Math.round(heraldRun.perSecond)} emails/s`);
+    // Let the last deliveries record their outcome before counting.
+    let sent = 0;
+    for (let i = 0; i < 50; i++) {
+      sent = ((await cluster.knex('emails').where('status', 'SENT').count('* as n').first()) as { n: number }).n;
+      if (sent >= N) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const events = ((await cluster.knex('events').where('name', 'email.sent').count('* as n').first()) as { n: number }).n;
+    const distinct = new Set(sink.recipients).size;
+    let statements: { calls: number; query: string }[] = [];
+    if (cluster.pgStat) {
+      statements = (await cluster.knex.raw('SELECT calls, query FROM pg_stat_statements WHERE calls >= ? ORDER BY calls DESC LIMIT 40', [Math.floor(N / 2)])).rows;
+    }
+    await Promise.all(workers.map((w) => w.stop()));
+
+    const f = (n: number, d = 0) => n.toFixed(d);
+    console.log('\n| sender | emails | first → last accepted | emails/s | CPU ms/email: sender | postgres | sink | machine busy |');
+    console.log('|---|---|---|---|---|---|---|---|');
+    for (const r of [rawRun, heraldRun]) {
+      console.log(`| ${r.name} | ${r.count} | ${f(r.seconds, 2)} s | ${f(r.perSecond)} | ${f(r.cpu.sender, 2)} | ${f(r.cpu.postgres, 2)} | ${f(r.cpu.sink, 2)} | ${f(r.cpu.machine, 2)} |`);
+    }
+    if (statements.length) {
+      console.log(`\nherald worker: statements per email (pg_stat_statements, ${N} emails):`);
+      for (const s of statements) console.log(`  ${(s.calls / N).toFixed(2)}  ${s.query.replace(/\s+/g, ' ').slice(0, 150)}`);
+    }
+    console.log(`\nchecks: ${sent} of ${N} emails SENT, ${events} email.sent events, ${distinct} distinct recipients among ${sink.recipients.length} messages at the sink (duplicates: ${sink.recipients.length - distinct}); worker ready after ${f((sink.times[0]! - workerStart) / 1000, 1)} s to first accept`);
+    console.log(`targets: ${Math.round(heraldRun.perSecond)} emails/s ≥ 1,000: ${heraldRun.perSecond >= 1000 ? 'met' : 'MISSED'}; ${(heraldRun.perSecond / rawRun.perSecond).toFixed(2)} × raw nodemailer (${Math.round(rawRun.perSecond)}/s) ≥ 0.5: ${heraldRun.perSecond >= 0.5 * rawRun.perSecond ? 'met' : 'MISSED'}`);
+  } finally {
+    await Promise.all(children.map((c) => c.stop()));
+    await sink.close();
+    await cluster.stop();
+  }
+});

