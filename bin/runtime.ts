@@ -6,7 +6,7 @@ import { ConfigError, loadConfig, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
 import { startDispatcher } from '../engine/dispatch';
-import { createEmbeddedEngine, startEmbeddedWorker } from '../engine/embedded';
+import { createEmbeddedEngine, queueRateLimit, startEmbeddedWorker } from '../engine/embedded';
 import { createTemporalEngine, startTemporalWorker } from '../engine/temporal';
 import type { Engine, WorkerHandle } from '../engine/types';
 import { createLogger, type Logger } from '../logging/logger';
@@ -71,7 +71,9 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   let mailer: Mailer | undefined;
   let worker: WorkerHandle | undefined;
   if (roles.worker) {
-    mailer = createMailer(config);
+    const { limitPerPeriod, periodSec } = queueRateLimit(config.sendRatePerSecond);
+    // The queue limits how fast deliveries start; the gate holds the same limit where the SMTP server counts.
+    mailer = createMailer(config, { rateLimit: { limit: limitPerPeriod, windowMs: periodSec * 1000 } });
     const activities = createActivities({ knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine });
     worker = config.engine === 'temporal'
       ? await startTemporalWorker({ ...temporal, activities, sendRatePerSecond: config.sendRatePerSecond })

@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { DBOS, DBOSClient } from '@dbos-inc/dbos-sdk';
+import { migrateSystemDatabase } from '@dbos-inc/dbos-sdk/internal/system_database';
 import type { Logger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
 import { ACTIVITY_RETRY, DELIVERY_QUEUE, DELIVERY_RETRY, type RetryPolicy } from '../workflows/policy';
@@ -39,12 +40,32 @@ function dbosLogger(log: Logger) {
 }
 
 export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions): Promise<Engine> {
+  // DBOS creates its schema when a worker launches; an API process may start first (or alone, as in the cluster of
+  // processes), and its enqueues need the tables. Creating or migrating them is idempotent and takes a lock.
+  await migrateSystemDatabase(databaseUrl, dbosLogger(log) as unknown as Parameters<typeof migrateSystemDatabase>[1], SCHEMA);
   const client = await DBOSClient.create({ systemDatabaseUrl: databaseUrl, systemDatabaseSchemaName: SCHEMA, applicationName: APP_NAME, logger: dbosLogger(log) });
   return {
     kind: 'embedded',
     async start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions) {
       const delayMs = opts.startAt ? opts.startAt.getTime() - Date.now() : 0;
       await client.enqueue(
+        {
+          queueName: workflows[workflow].queue === 'delivery' ? DELIVERY_QUEUE : DEFAULT_QUEUE,
+          workflowName: workflow,
+          workflowID: opts.id,
+          appVersion: WORKFLOWS_VERSION,
+          priority: PRIORITY[opts.priority ?? 'transactional'],
+          ...(delayMs > 0 ? { delaySeconds: delayMs / 1000 } : {}),
+        },
+        input,
+      );
+    },
+    async startInTransaction(trx, workflow, input, opts) {
+      const delayMs = opts.startAt ? opts.startAt.getTime() - Date.now() : 0;
+      // knex hands out the transaction's own pg client; DBOS's tables live in the same database (schema dbos).
+      const pgClient = await (trx as unknown as { client: { acquireConnection(): Promise<Parameters<DBOSClient['enqueueInTransaction']>[0]> } }).client.acquireConnection();
+      await client.enqueueInTransaction(
+        pgClient,
         {
           queueName: workflows[workflow].queue === 'delivery' ? DELIVERY_QUEUE : DEFAULT_QUEUE,
           workflowName: workflow,
@@ -99,7 +120,23 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
     (...args: A) => DBOS.runStep(() => fn(...args), { name, ...stepOptions(policy) });
 
   const context: WorkflowContext = {
-    delivery: { deliverEmail: step('deliverEmail', activities.deliverEmail, DELIVERY_RETRY) },
+    // Not a DBOS step: a step costs ~7 statements (status checks, owner lock, output record) per email, and the
+    // delivery activity is idempotent by itself (it claims QUEUED/SENDING rows and skips the rest), so a re-run after a
+    // crash is as safe as a step's re-run. Retries back off with durable sleeps, which cost nothing on success.
+    delivery: {
+      deliverEmail: async (ref) => {
+        let delay: number = DELIVERY_RETRY.initialIntervalMs;
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await activities.deliverEmail(ref);
+          } catch (err) {
+            if (attempt >= DELIVERY_RETRY.maximumAttempts) throw err;
+            await DBOS.sleep(delay);
+            delay = Math.min(delay * DELIVERY_RETRY.backoffCoefficient, DELIVERY_RETRY.maximumIntervalMs);
+          }
+        }
+      },
+    },
     // Every other activity becomes a DBOS step of the same name, retried per ACTIVITY_RETRY.
     activities: Object.fromEntries(Object.entries(activities)
       .filter(([name]) => name !== 'deliverEmail')
@@ -130,7 +167,7 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
   const polling = opts.pollingIntervalMs ?? 100;
   await DBOS.registerQueue(DELIVERY_QUEUE, {
     rateLimit: queueRateLimit(opts.sendRatePerSecond),
-    workerConcurrency: opts.deliveryConcurrency ?? 50,
+    workerConcurrency: opts.deliveryConcurrency ?? 200,
     minPollingIntervalMs: polling,
     onConflict: 'always_update',
   });

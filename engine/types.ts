@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { WorkflowInputs, WorkflowName } from '../workflows/registry';
 
 export interface StartOptions {
@@ -19,6 +20,11 @@ export interface Engine {
   readonly kind: 'embedded' | 'temporal';
   /** Starts a workflow; idempotent on `opts.id`. Resolves once the engine has durably accepted it. */
   start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions): Promise<void>;
+  /**
+   * Starts a workflow inside the caller's database transaction (it exists once, and only if, the transaction commits).
+   * Only engines that keep their state in Herald's database offer it (embedded/DBOS).
+   */
+  startInTransaction?<N extends WorkflowName>(trx: Knex.Transaction, workflow: N, input: WorkflowInputs[N], opts: StartOptions): Promise<void>;
   /** Cancels a workflow by id; a no-op for one that has finished or does not exist. */
   cancel(id: string): Promise<void>;
   /** Delivers a named message to a running workflow. */

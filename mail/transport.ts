@@ -14,6 +14,42 @@ export interface Mailer {
 export interface MailerOptions {
   /** Concurrent SMTP connections of the pool. */
   maxConnections?: number;
+  /**
+   * At most `limit` messages handed to the server in any `windowMs` (sliding), counted at this process's sends.
+   * The engine's queue limits how fast deliveries *start*; SMTP latency varies, so their arrivals at the server can
+   * bunch up (a slow batch followed by a fast one). This gate holds the line where the provider counts.
+   */
+  rateLimit?: { limit: number; windowMs: number };
+}
+
+/**
+ * A sliding-window gate: a send may begin only while (sends completed within the last window) + (sends in flight)
+ * < limit. Each message reaches the server after its send began and before it completed, so any window of arrival
+ * times holds at most `limit` messages. Hand-written because the limiters at hand (rate-limiter-flexible's among
+ * them) count fixed windows, which allow twice the limit across a window boundary. Per process: with several
+ * workers the queue's shared limit still holds on average, and each worker's arrivals stay under the limit.
+ */
+export class SlidingWindowGate {
+  private done: number[] = [];
+  private head = 0;
+  private inflight = 0;
+  constructor(private readonly limit: number, private readonly windowMs: number) {}
+
+  async acquire(): Promise<void> {
+    for (;;) {
+      const now = performance.now();
+      while (this.head < this.done.length && this.done[this.head]! <= now - this.windowMs) this.head++;
+      if (this.head > 1024 && this.head * 2 > this.done.length) { this.done = this.done.slice(this.head); this.head = 0; }
+      if (this.done.length - this.head + this.inflight < this.limit) { this.inflight++; return; }
+      const wait = this.head < this.done.length ? this.done[this.head]! + this.windowMs - now + 1 : 5;
+      await new Promise((r) => setTimeout(r, Math.max(1, wait)));
+    }
+  }
+
+  release(): void {
+    this.inflight--;
+    this.done.push(performance.now());
+  }
 }
 
 /**
@@ -33,10 +69,16 @@ export function createMailer(config: Pick<Config, 'smtpUrl' | 'dataDir'>, opts: 
       greetingTimeout: 15_000,
       socketTimeout: 60_000,
     });
+    const gate = opts.rateLimit ? new SlidingWindowGate(opts.rateLimit.limit, opts.rateLimit.windowMs) : undefined;
     return {
       send: async (message) => {
-        const info = await transport.sendMail(message);
-        return { messageId: info.messageId, response: info.response };
+        if (gate) await gate.acquire();
+        try {
+          const info = await transport.sendMail(message);
+          return { messageId: info.messageId, response: info.response };
+        } finally {
+          gate?.release();
+        }
       },
       close: () => transport.close(),
       describe: `smtp://${url.hostname}:${url.port || (url.protocol === 'smtps:' ? 465 : 587)}`,

@@ -5,6 +5,7 @@ import { isVerifiedSender } from '../../db/queries/domains';
 import { getTemplate } from '../../db/queries/templates';
 import { dispatchEmails } from '../../engine/dispatch';
 import type { Engine } from '../../engine/types';
+import { workflowId } from '../../workflows/registry';
 import type { Logger } from '../../logging/logger';
 import { compileMessage, messageScope, renderMessage, TemplateError } from '../../mail/render';
 import { unsubscribeUrl } from '../../mail/unsubscribe';
@@ -100,6 +101,8 @@ export function sendRoutes(router: Router, deps: SendDeps): void {
           html: rendered.html,
           headers: JSON.stringify(body.headers ?? {}),
           attachment_ids: attachmentIds,
+          // Started in this transaction below: dispatched when (and only if) it commits.
+          ...(engine.startInTransaction ? { dispatched_at: trx.fn.now() } : {}),
         };
       });
       const emails: { id: string; event_id: string; contact_id: string; to_email: string }[] =
@@ -111,6 +114,10 @@ export function sendRoutes(router: Router, deps: SendDeps): void {
       };
       if (emails.length === 1) Object.assign(data, { contact: emails[0]!.contact_id, event: emails[0]!.event_id });
       const refs = emails.map((e) => ({ projectId, emailId: e.id }));
+      if (engine.startInTransaction) {
+        for (const ref of refs) await engine.startInTransaction(trx, 'deliverEmail', ref, { id: workflowId.deliverEmail(ref) });
+        return { status: 200, body: { success: true, data } };
+      }
       return { status: 200, body: { success: true, data }, afterCommit: async () => { await dispatchEmails(engine, knex, refs, log); } };
     });
   });
