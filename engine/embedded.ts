@@ -39,6 +39,19 @@ function dbosLogger(log: Logger) {
   };
 }
 
+/** Where and how a workflow is enqueued: delivery workflows on the rate-limited queue, a start time as a delay. */
+function enqueueOptions(workflow: WorkflowName, opts: StartOptions) {
+  const delayMs = opts.startAt ? opts.startAt.getTime() - Date.now() : 0;
+  return {
+    queueName: workflows[workflow].queue === 'delivery' ? DELIVERY_QUEUE : DEFAULT_QUEUE,
+    workflowName: workflow,
+    workflowID: opts.id,
+    appVersion: WORKFLOWS_VERSION,
+    priority: PRIORITY[opts.priority ?? 'transactional'],
+    ...(delayMs > 0 ? { delaySeconds: delayMs / 1000 } : {}),
+  };
+}
+
 export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions): Promise<Engine> {
   // DBOS creates its schema when a worker launches; an API process may start first (or alone, as in the cluster of
   // processes), and its enqueues need the tables. Creating or migrating them is idempotent and takes a lock.
@@ -47,35 +60,12 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
   return {
     kind: 'embedded',
     async start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions) {
-      const delayMs = opts.startAt ? opts.startAt.getTime() - Date.now() : 0;
-      await client.enqueue(
-        {
-          queueName: workflows[workflow].queue === 'delivery' ? DELIVERY_QUEUE : DEFAULT_QUEUE,
-          workflowName: workflow,
-          workflowID: opts.id,
-          appVersion: WORKFLOWS_VERSION,
-          priority: PRIORITY[opts.priority ?? 'transactional'],
-          ...(delayMs > 0 ? { delaySeconds: delayMs / 1000 } : {}),
-        },
-        input,
-      );
+      await client.enqueue(enqueueOptions(workflow, opts), input);
     },
     async startInTransaction(trx, workflow, input, opts) {
-      const delayMs = opts.startAt ? opts.startAt.getTime() - Date.now() : 0;
       // knex hands out the transaction's own pg client; DBOS's tables live in the same database (schema dbos).
       const pgClient = await (trx as unknown as { client: { acquireConnection(): Promise<Parameters<DBOSClient['enqueueInTransaction']>[0]> } }).client.acquireConnection();
-      await client.enqueueInTransaction(
-        pgClient,
-        {
-          queueName: workflows[workflow].queue === 'delivery' ? DELIVERY_QUEUE : DEFAULT_QUEUE,
-          workflowName: workflow,
-          workflowID: opts.id,
-          appVersion: WORKFLOWS_VERSION,
-          priority: PRIORITY[opts.priority ?? 'transactional'],
-          ...(delayMs > 0 ? { delaySeconds: delayMs / 1000 } : {}),
-        },
-        input,
-      );
+      await client.enqueueInTransaction(pgClient, enqueueOptions(workflow, opts), input);
     },
     cancel: (id) => client.cancelWorkflow(id),
     signal: (id, name, payload) => client.send(id, payload, name),
