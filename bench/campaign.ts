@@ -7,7 +7,7 @@
  * Starts its own embedded PostgreSQL (temporary directory), seeds N subscribed contacts in one project
  * (INSERT … SELECT generate_series) with a verified example.com, then:
  *
- * 1. Materialisation (no worker, no engine). Herald: the campaign workflow itself (workflows/sendCampaign.ts) runs
+ * 1. Materialisation (no worker runs). Herald: the campaign workflow itself (workflows/sendCampaign.ts) runs
  *    in this process with a plain context whose activities are Herald's campaign activities (campaignActivities:
  *    beginCampaign, then campaignBatch with size 500 and `after` = the previous batch's last contact, continue-as-new
  *    every 100 batches), but with an engine whose `start` does nothing, so that only the email rows are timed; the
@@ -24,6 +24,8 @@
  *    sink has accepted all N messages, and until the campaign reads SENT (GET /campaigns/:id every 500 ms). The
  *    worker's resident memory is read from /proc/<pid>/status every 200 ms (VmRSS; VmHWM is the kernel's own peak).
  *    The pid is the worker's node process itself (children run as `node --import tsx`, no launcher in between).
+ *    The worker starts first and the API once it is ready: two processes that create DBOS's schema at the same time
+ *    on a fresh database collide (see BENCHMARKS.md, section 4).
  *
  * Environment: BENCH_CONTACTS (default 100000), BENCH_REPS (materialisation runs of each side, default 3),
  * BENCH_ONLY=materialise|send, BENCH_TIMEOUT_MIN (watchdog, default 15), BENCH_LOG_LEVEL (Herald's LOG_LEVEL,
@@ -42,8 +44,7 @@ import { createEmbeddedEngine } from '../engine/embedded';
 import type { Engine } from '../engine/types';
 import { createLogger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
-import { CAMPAIGN_BATCH_SIZE, sendCampaign } from '../workflows/sendCampaign';
-import type { CampaignInput } from '../workflows/sendCampaign';
+import { CAMPAIGN_BATCH_SIZE, sendCampaign, type CampaignInput } from '../workflows/sendCampaign';
 import { startCluster, type BenchCluster } from './lib/cluster';
 import { benchProject, EMAIL_HTML, startHeraldChild } from './lib/herald';
 import { cpuMs, machine, machineBusyMs, runBench, sleep, type Child } from './lib/proc';
