@@ -1,15 +1,17 @@
 import type { Knex } from 'knex';
 import { compileCondition, loadSegments } from '../audience/compile';
 import type { AudienceCondition } from '../audience/condition';
-import { dispatchEmails } from '../engine/dispatch';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
+import { workflowId } from '../workflows/registry';
 import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types';
 
 export interface CampaignDeps {
   knex: Knex;
   engine: Engine;
   log: Logger;
+  /** The delivery rate (SEND_RATE_PER_SECOND): how long the campaign workflow waits between progress checks. */
+  sendRatePerSecond?: number;
 }
 
 /**
@@ -31,7 +33,7 @@ async function audience(db: Knex, projectId: string, c: { audience_type: string;
   return { query };
 }
 
-export function campaignActivities({ knex, engine, log }: CampaignDeps) {
+export function campaignActivities({ knex, engine, sendRatePerSecond }: CampaignDeps) {
   return {
     /** SCHEDULED → SENDING (or resume a SENDING one); any other state is the answer and the workflow stops. */
     async beginCampaign(ref: CampaignRef): Promise<CampaignPhase> {
@@ -55,11 +57,12 @@ export function campaignActivities({ knex, engine, log }: CampaignDeps) {
         const batch = (await audience(trx, ref.projectId, campaign)).query.select('c.id', 'c.email').orderBy('c.id').limit(ref.size);
         if (ref.after) batch.where('c.id', '>', ref.after);
         const { sql, bindings } = batch.toSQL();
+        // dispatched_at is set at once: this step, not the dispatcher, makes sure that the deliveries start.
         const res = await trx.raw(
           `WITH batch AS (${sql}),
            inserted AS (
-             INSERT INTO emails (project_id, contact_id, campaign_id, from_email, from_name, reply_to, to_email, subject, html)
-             SELECT ?::uuid, b.id, ?::uuid, ?, ?, ?, b.email, NULL, NULL FROM batch b
+             INSERT INTO emails (project_id, contact_id, campaign_id, from_email, from_name, reply_to, to_email, subject, html, dispatched_at)
+             SELECT ?::uuid, b.id, ?::uuid, ?, ?, ?, b.email, NULL, NULL, now() FROM batch b
              ON CONFLICT (project_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL AND NOT is_test DO NOTHING
              RETURNING id)
            SELECT (SELECT count(*) FROM batch)::int AS n,
@@ -67,20 +70,29 @@ export function campaignActivities({ knex, engine, log }: CampaignDeps) {
                   coalesce((SELECT array_agg(id) FROM inserted), '{}') AS ids`,
           [...bindings, ref.projectId, ref.campaignId, campaign.from_email, campaign.from_name, campaign.reply_to],
         );
-        return res.rows[0] as { n: number; last: string | null; ids: string[] };
+        const row = res.rows[0] as { n: number; last: string | null; ids: string[] };
+        if (row.ids.length < row.n && row.last) {
+          // A retried batch: an earlier attempt inserted some of these rows, and may not have started their deliveries.
+          const earlier = trx('emails').where({ project_id: ref.projectId, campaign_id: ref.campaignId, is_test: false, status: 'QUEUED' })
+            .where('contact_id', '<=', row.last).pluck('id');
+          if (ref.after) earlier.where('contact_id', '>', ref.after);
+          row.ids = [...new Set([...row.ids, ...(await earlier)])];
+        }
+        return row;
       });
       if (!result) return { cancelled: true, inserted: 0, last: ref.after, done: true };
-      await dispatchEmails(engine, knex, result.ids.map((emailId) => ({ projectId: ref.projectId, emailId })), log, 'campaign');
+      // Any failed start fails the step, which is retried (and finds these rows again as `earlier`).
+      await Promise.all(result.ids.map((emailId) => engine.start('deliverEmail', { projectId: ref.projectId, emailId }, { id: workflowId.deliverEmail({ projectId: ref.projectId, emailId }), priority: 'campaign' })));
       return { cancelled: false, inserted: result.ids.length, last: result.last ?? ref.after, done: result.n < ref.size };
     },
 
     /** How many of the campaign's emails are still on their way (and whether it was cancelled meanwhile). */
-    async campaignProgress(ref: CampaignRef): Promise<{ pending: number; cancelled: boolean }> {
+    async campaignProgress(ref: CampaignRef): Promise<{ pending: number; cancelled: boolean; ratePerSecond?: number }> {
       const row = await knex('campaigns as k').where({ 'k.project_id': ref.projectId, 'k.id': ref.campaignId }).first(
         'k.status',
         knex.raw(`(SELECT count(*)::int FROM emails e WHERE e.project_id = k.project_id AND e.campaign_id = k.id AND NOT e.is_test AND e.status IN ('QUEUED', 'SENDING')) AS pending`),
       );
-      return { pending: row?.pending ?? 0, cancelled: !row || row.status !== 'SENDING' };
+      return { pending: row?.pending ?? 0, cancelled: !row || row.status !== 'SENDING', ...(sendRatePerSecond ? { ratePerSecond: sendRatePerSecond } : {}) };
     },
 
     /** SENDING → SENT, with the number of recipients. */

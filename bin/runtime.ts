@@ -74,7 +74,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     const { limitPerPeriod, periodSec } = queueRateLimit(config.sendRatePerSecond);
     // The queue limits how fast deliveries start; the gate holds the same limit where the SMTP server counts.
     mailer = createMailer(config, { rateLimit: { limit: limitPerPeriod, windowMs: periodSec * 1000 } });
-    const activities = createActivities({ knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine });
+    const activities = createActivities({ knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine, sendRatePerSecond: config.sendRatePerSecond });
     worker = config.engine === 'temporal'
       ? await startTemporalWorker({ ...temporal, activities, sendRatePerSecond: config.sendRatePerSecond })
       : await startEmbeddedWorker({

@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { DBOS, DBOSClient } from '@dbos-inc/dbos-sdk';
+import pg from 'pg';
 import { migrateSystemDatabase } from '@dbos-inc/dbos-sdk/internal/system_database';
 import type { Logger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
@@ -54,8 +55,20 @@ function enqueueOptions(workflow: WorkflowName, opts: StartOptions) {
 
 export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions): Promise<Engine> {
   // DBOS creates its schema when a worker launches; an API process may start first (or alone, as in the cluster of
-  // processes), and its enqueues need the tables. Creating or migrating them is idempotent and takes a lock.
-  await migrateSystemDatabase(databaseUrl, dbosLogger(log) as unknown as Parameters<typeof migrateSystemDatabase>[1], SCHEMA);
+  // processes), and its enqueues need the tables. Creating or migrating them is idempotent but takes no lock: two
+  // processes starting together on a fresh database collide (duplicate key, deadlock), so Herald serialises them.
+  // The lock is polled, not awaited: a session blocked in pg_advisory_lock() would hold a snapshot that the
+  // migration's CREATE INDEX CONCURRENTLY waits for (observed: both processes hang).
+  const lockClient = new pg.Client({ connectionString: databaseUrl });
+  await lockClient.connect();
+  try {
+    while (!(await lockClient.query("SELECT pg_try_advisory_lock(hashtext('herald:dbos-schema')) AS ok")).rows[0].ok) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await migrateSystemDatabase(databaseUrl, dbosLogger(log) as unknown as Parameters<typeof migrateSystemDatabase>[1], SCHEMA);
+  } finally {
+    await lockClient.end(); // releases the session lock
+  }
   const client = await DBOSClient.create({ systemDatabaseUrl: databaseUrl, systemDatabaseSchemaName: SCHEMA, applicationName: APP_NAME, logger: dbosLogger(log) });
   return {
     kind: 'embedded',

@@ -17,9 +17,9 @@ export interface CampaignInput extends CampaignRef {
   after?: string | null;
 }
 
-/** How long to wait before looking at the deliveries again: about half the time they need at 14/s, 2 s to 60 s. */
-export function drainPollMs(pending: number): number {
-  return Math.min(60_000, Math.max(2_000, Math.round((pending / 14) * 500)));
+/** How long to wait before looking at the deliveries again: about half the time they need at the send rate, 2 s to 60 s. */
+export function drainPollMs(pending: number, ratePerSecond = 14): number {
+  return Math.min(60_000, Math.max(2_000, Math.round((pending / ratePerSecond) * 500)));
 }
 
 /**
@@ -44,7 +44,7 @@ export async function sendCampaign(ctx: WorkflowContext, input: CampaignInput): 
       const progress = await ctx.activities.campaignProgress(ref);
       if (progress.cancelled) return 'CANCELLED';
       if (progress.pending === 0) break;
-      await ctx.sleep(drainPollMs(progress.pending));
+      await ctx.sleep(drainPollMs(progress.pending, progress.ratePerSecond));
     }
     return await ctx.activities.finishCampaign(ref);
   } catch (err) {

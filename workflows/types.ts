@@ -41,7 +41,7 @@ export interface Activities {
   cancelEmail(ref: EmailRef): Promise<DeliveryOutcome>;
   beginCampaign(ref: CampaignRef): Promise<CampaignPhase>;
   campaignBatch(ref: CampaignRef & { after: string | null; size: number }): Promise<BatchResult>;
-  campaignProgress(ref: CampaignRef): Promise<{ pending: number; cancelled: boolean }>;
+  campaignProgress(ref: CampaignRef): Promise<{ pending: number; cancelled: boolean; ratePerSecond?: number }>;
   finishCampaign(ref: CampaignRef): Promise<CampaignPhase>;
   cancelCampaign(ref: CampaignRef): Promise<CampaignPhase>;
 }
