@@ -3,7 +3,7 @@ import { compileCondition, loadSegments } from '../audience/compile';
 import type { AudienceCondition } from '../audience/condition';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
-import { workflowId } from '../workflows/registry';
+import { dispatchEmails, dispatchedOnInsert } from '../engine/dispatch';
 import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types';
 
 export interface CampaignDeps {
@@ -33,7 +33,7 @@ async function audience(db: Knex, projectId: string, c: { audience_type: string;
   return { query };
 }
 
-export function campaignActivities({ knex, engine, sendRatePerSecond }: CampaignDeps) {
+export function campaignActivities({ knex, engine, log, sendRatePerSecond }: CampaignDeps) {
   return {
     /** SCHEDULED → SENDING (or resume a SENDING one); any other state is the answer and the workflow stops. */
     async beginCampaign(ref: CampaignRef): Promise<CampaignPhase> {
@@ -58,11 +58,12 @@ export function campaignActivities({ knex, engine, sendRatePerSecond }: Campaign
         if (ref.after) batch.where('c.id', '>', ref.after);
         const { sql, bindings } = batch.toSQL();
         // dispatched_at is set at once: this step, not the dispatcher, makes sure that the deliveries start.
+        // Priority 1: the delivery queue serves transactional mail (0) first.
         const res = await trx.raw(
           `WITH batch AS (${sql}),
            inserted AS (
-             INSERT INTO emails (project_id, contact_id, campaign_id, from_email, from_name, reply_to, to_email, subject, html, dispatched_at)
-             SELECT ?::uuid, b.id, ?::uuid, ?, ?, ?, b.email, NULL, NULL, now() FROM batch b
+             INSERT INTO emails (project_id, contact_id, campaign_id, from_email, from_name, reply_to, to_email, subject, html, dispatched_at, priority)
+             SELECT ?::uuid, b.id, ?::uuid, ?, ?, ?, b.email, NULL, NULL, now(), 1 FROM batch b
              ON CONFLICT (project_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL AND NOT is_test DO NOTHING
              RETURNING id)
            SELECT (SELECT count(*) FROM batch)::int AS n,
@@ -71,7 +72,7 @@ export function campaignActivities({ knex, engine, sendRatePerSecond }: Campaign
           [...bindings, ref.projectId, ref.campaignId, campaign.from_email, campaign.from_name, campaign.reply_to],
         );
         const row = res.rows[0] as { n: number; last: string | null; ids: string[] };
-        if (row.ids.length < row.n && row.last) {
+        if (row.ids.length < row.n && row.last && !dispatchedOnInsert(engine)) {
           // A retried batch: an earlier attempt inserted some of these rows, and may not have started their deliveries.
           const earlier = trx('emails').where({ project_id: ref.projectId, campaign_id: ref.campaignId, is_test: false, status: 'QUEUED' })
             .where('contact_id', '<=', row.last).pluck('id');
@@ -82,7 +83,8 @@ export function campaignActivities({ knex, engine, sendRatePerSecond }: Campaign
       });
       if (!result) return { cancelled: true, inserted: 0, last: ref.after, done: true };
       // Any failed start fails the step, which is retried (and finds these rows again as `earlier`).
-      await Promise.all(result.ids.map((emailId) => engine.start('deliverEmail', { projectId: ref.projectId, emailId }, { id: workflowId.deliverEmail({ projectId: ref.projectId, emailId }), priority: 'campaign' })));
+      const started = await dispatchEmails(engine, knex, result.ids.map((emailId) => ({ projectId: ref.projectId, emailId })), log, 'campaign');
+      if (started < result.ids.length) throw new Error(`started ${started} of ${result.ids.length} deliveries; the batch is retried`);
       return { cancelled: false, inserted: result.ids.length, last: result.last ?? ref.after, done: result.n < ref.size };
     },
 

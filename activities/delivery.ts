@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { Email } from '../db/models/Email';
-import { recordEvents } from '../db/queries/events';
+import { recordEvents, type NewEvent } from '../db/queries/events';
 import type { Logger } from '../logging/logger';
 import { renderCampaignEmail } from '../mail/campaign';
 import { buildMessage, type MessageContent, type StoredAttachment } from '../mail/message';
@@ -22,55 +22,148 @@ export class TransientDeliveryError extends Error {
   override name = 'TransientDeliveryError';
 }
 
-async function finish(knex: Knex, email: Email, outcome: { status: 'SENT'; messageId: string } | { status: 'FAILED'; error: string }): Promise<boolean> {
-  return knex.transaction(async (trx) => {
-    const changed = await trx('emails')
-      .where({ project_id: email.projectId, id: email.id })
-      .whereIn('status', ['QUEUED', 'SENDING'])
-      .update(outcome.status === 'SENT'
-        ? { status: 'SENT', message_id: outcome.messageId, sent_at: trx.fn.now(), error: null, updated_at: trx.fn.now() }
-        : { status: 'FAILED', error: outcome.error, updated_at: trx.fn.now() });
-    if (!changed) return false;
-    // The event id was announced by the send API when the email was queued.
-    await recordEvents(trx, email.projectId, [{
-      id: email.eventId,
-      name: outcome.status === 'SENT' ? 'email.sent' : 'email.failed',
-      contactId: email.contactId,
-      emailId: email.id,
-      data: outcome.status === 'SENT' ? { messageId: outcome.messageId } : { error: outcome.error },
-    }]);
-    return true;
-  });
-}
+/** What one SMTP attempt came to. TRANSIENT (4xx, connection errors) may pass later; FAILED (5xx) never will. */
+export type AttemptResult =
+  | { status: 'SENT'; messageId: string }
+  | { status: 'FAILED'; error: string }
+  | { status: 'TRANSIENT'; error: string }
+  /** Not sent: a campaign email's contact unsubscribed (or was deleted) after the audience was resolved. */
+  | { status: 'SKIPPED'; error: string };
+
+/** What to write for a claimed (SENDING) email: its final state, or back to QUEUED for another attempt later. */
+export type Outcome =
+  | { email: Email; status: 'SENT'; messageId: string }
+  | { email: Email; status: 'FAILED'; error: string }
+  | { email: Email; status: 'CANCELLED'; error: string }
+  | { email: Email; status: 'QUEUED'; error: string; retryInMs: number };
 
 /**
- * The delivery activities. `deliverEmail` is idempotent: it claims the email (QUEUED or SENDING → SENDING) and
- * does nothing for an email already SENT, FAILED or CANCELLED, so a repeated workflow or a retried API call never
- * sends it twice. An email left SENDING by a crash is sent again (at-least-once for the deliveries in flight at the
- * crash), with the same Message-ID.
+ * Delivery in three parts, shared by both engines: `contents` (what to send, a few queries for any number of
+ * emails), `attempt` (one SMTP send) and `record` (any number of outcomes and their events in one transaction).
+ * Temporal's activity runs them for one email; the embedded delivery queue (engine/deliveryQueue.ts) for batches.
  */
-export function deliveryActivities({ knex, mailer, log, secret, publicUrl }: DeliveryDeps) {
+export function createDeliverer({ knex, mailer, log, secret, publicUrl }: DeliveryDeps) {
   /**
-   * What to send: transactional emails were rendered when queued; campaign emails are rendered now, from the
-   * campaign (frozen once scheduled) and the contact as it is. Null when a campaign email's contact has
+   * What to send, by email id: transactional emails were rendered when queued; campaign emails are rendered now,
+   * from the campaign (frozen once scheduled) and the contact as it is. Null when a campaign email's contact has
    * unsubscribed (or gone) since the audience was resolved: unsubscribed contacts are never mailed.
    */
-  async function contentOf(email: Email): Promise<MessageContent | null> {
-    if (email.subject !== null && email.html !== null) return { subject: email.subject, html: email.html };
-    const [campaign, contact] = await Promise.all([
-      knex('campaigns').where({ project_id: email.projectId, id: email.campaignId }).first('id', 'subject', 'body', 'updated_at'),
-      email.contactId ? knex('contacts').where({ project_id: email.projectId, id: email.contactId }).first('id', 'email', 'subscribed', 'data') : undefined,
+  async function contents(emails: Email[]): Promise<Map<string, MessageContent | null>> {
+    const result = new Map<string, MessageContent | null>();
+    const campaignMail = emails.filter((e) => e.subject === null || e.html === null);
+    for (const e of emails) if (e.subject !== null && e.html !== null) result.set(e.id, { subject: e.subject, html: e.html });
+    if (campaignMail.length === 0) return result;
+    const pairs = (ids: [string, string | null][]) => [...new Map(ids.filter(([, id]) => id).map(([p, id]) => [`${p}/${id}`, [p, id!]])).values()];
+    const [campaigns, contacts] = await Promise.all([
+      knex('campaigns').whereIn(['project_id', 'id'], pairs(campaignMail.map((e) => [e.projectId, e.campaignId]))).select('project_id', 'id', 'subject', 'body', 'updated_at'),
+      knex('contacts').whereIn(['project_id', 'id'], pairs(campaignMail.map((e) => [e.projectId, e.contactId]))).select('project_id', 'id', 'email', 'subscribed', 'data'),
     ]);
-    if (!campaign) return null;
-    if (!email.isTest && (!contact || !contact.subscribed)) return null;
-    const url = contact ? unsubscribeUrl(publicUrl, secret, { projectId: email.projectId, contactId: contact.id, emailId: email.id }) : null;
-    return renderCampaignEmail(
-      { id: campaign.id, subject: campaign.subject, body: campaign.body, updatedAt: campaign.updated_at },
-      contact ? { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data } : { id: null, email: email.toEmail, subscribed: false, data: {} },
-      url,
-      email.isTest,
-    );
+    const campaignOf = new Map(campaigns.map((c) => [`${c.project_id}/${c.id}`, c]));
+    const contactOf = new Map(contacts.map((c) => [`${c.project_id}/${c.id}`, c]));
+    for (const email of campaignMail) {
+      const campaign = campaignOf.get(`${email.projectId}/${email.campaignId}`);
+      const contact = email.contactId ? contactOf.get(`${email.projectId}/${email.contactId}`) : undefined;
+      if (!campaign || (!email.isTest && (!contact || !contact.subscribed))) {
+        result.set(email.id, null);
+        continue;
+      }
+      const url = contact ? unsubscribeUrl(publicUrl, secret, { projectId: email.projectId, contactId: contact.id, emailId: email.id }) : null;
+      result.set(email.id, renderCampaignEmail(
+        { id: campaign.id, subject: campaign.subject, body: campaign.body, updatedAt: campaign.updated_at },
+        contact ? { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data } : { id: null, email: email.toEmail, subscribed: false, data: {} },
+        url,
+        email.isTest,
+      ));
+    }
+    return result;
   }
+
+  /** One SMTP attempt. Attachments are read here, per email, so memory holds only those of the sends in flight. */
+  async function attempt(email: Email, content: MessageContent | null): Promise<AttemptResult> {
+    if (!content) return { status: 'SKIPPED', error: 'the contact unsubscribed before delivery' };
+    const attachments: StoredAttachment[] = email.attachmentIds.length
+      ? (await knex('attachments').where('project_id', email.projectId).whereIn('id', email.attachmentIds)
+        .select('id', 'filename', 'content_type as contentType', 'content_id as contentId', 'disposition', 'content'))
+        .sort((a: StoredAttachment, b: StoredAttachment) => email.attachmentIds.indexOf(a.id) - email.attachmentIds.indexOf(b.id))
+      : [];
+    try {
+      const { messageId } = await mailer.send(buildMessage(email, content, attachments));
+      return { status: 'SENT', messageId };
+    } catch (err) {
+      const error = failureReason(err);
+      if (isPermanentFailure(err)) {
+        log.warn({ emailId: email.id, projectId: email.projectId, error }, 'delivery failed permanently');
+        return { status: 'FAILED', error };
+      }
+      log.info({ emailId: email.id, attempt: email.attempts, error }, 'transient delivery failure; will retry');
+      return { status: 'TRANSIENT', error };
+    }
+  }
+
+  /**
+   * Writes outcomes in one transaction: one UPDATE for all the emails, then their email.sent / email.failed
+   * events through recordEvents (the one way events are written). Only emails still QUEUED or SENDING change
+   * (a final state is never overwritten), and only those that changed record an event. Returns their ids.
+   */
+  async function record(outcomes: Outcome[]): Promise<Set<string>> {
+    if (outcomes.length === 0) return new Set();
+    return knex.transaction(async (trx) => {
+      const { rows } = await trx.raw(
+        `UPDATE emails e SET
+           status = o.status,
+           message_id = coalesce(o.message_id, e.message_id),
+           error = o.error,
+           sent_at = CASE WHEN o.status = 'SENT' THEN now() ELSE e.sent_at END,
+           available_at = CASE WHEN o.status = 'QUEUED' THEN now() + o.retry_ms * interval '1 millisecond' ELSE e.available_at END,
+           claimed_by = NULL, claimed_at = NULL, updated_at = now()
+         FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::int[]) AS o(project_id, id, status, message_id, error, retry_ms)
+         WHERE e.project_id = o.project_id AND e.id = o.id
+           AND (e.status = 'SENDING' OR (e.status = 'QUEUED' AND o.status IN ('SENT', 'FAILED')))
+         RETURNING e.id`,
+        [
+          outcomes.map((o) => o.email.projectId), outcomes.map((o) => o.email.id), outcomes.map((o) => o.status),
+          outcomes.map((o) => (o.status === 'SENT' ? o.messageId : null)), outcomes.map((o) => (o.status === 'SENT' ? null : o.error)),
+          outcomes.map((o) => (o.status === 'QUEUED' ? Math.round(o.retryInMs) : 0)),
+        ] as Knex.RawBinding[],
+      );
+      const changed = new Set<string>(rows.map((r: { id: string }) => r.id));
+      const events = new Map<string, NewEvent[]>();
+      for (const o of outcomes) {
+        if (!changed.has(o.email.id) || (o.status !== 'SENT' && o.status !== 'FAILED')) continue;
+        const list = events.get(o.email.projectId) ?? [];
+        // The event id was announced by the send API when the email was queued.
+        list.push({
+          id: o.email.eventId,
+          name: o.status === 'SENT' ? 'email.sent' : 'email.failed',
+          contactId: o.email.contactId,
+          emailId: o.email.id,
+          data: o.status === 'SENT' ? { messageId: o.messageId } : { error: o.error },
+        });
+        events.set(o.email.projectId, list);
+      }
+      for (const [projectId, list] of events) await recordEvents(trx, projectId, list);
+      return changed;
+    });
+  }
+
+  return { contents, attempt, record };
+}
+
+export type Deliverer = ReturnType<typeof createDeliverer>;
+
+/**
+ * The per-email delivery activities (Temporal runs `deliverEmail` on its rate-limited task queue). `deliverEmail`
+ * is idempotent: it claims the email (QUEUED or SENDING → SENDING) and does nothing for an email already SENT,
+ * FAILED or CANCELLED, so a repeated workflow or a retried API call never sends it twice. An email left SENDING by
+ * a crash is sent again (at-least-once for the deliveries in flight at the crash), with the same Message-ID.
+ */
+export function deliveryActivities(deps: DeliveryDeps) {
+  const { knex } = deps;
+  const deliverer = createDeliverer(deps);
+  const skipped = async (ref: EmailRef): Promise<DeliveryOutcome> => {
+    const current = await knex('emails').where({ project_id: ref.projectId, id: ref.emailId }).first('status');
+    return { status: 'SKIPPED', reason: current ? `email is ${current.status}` : 'email no longer exists' };
+  };
 
   return {
     async deliverEmail(ref: EmailRef): Promise<DeliveryOutcome> {
@@ -79,57 +172,38 @@ export function deliveryActivities({ knex, mailer, log, secret, publicUrl }: Del
         .whereIn('status', ['QUEUED', 'SENDING'])
         .update({ status: 'SENDING', attempts: knex.raw('attempts + 1'), updated_at: knex.fn.now() })
         .returning('*');
-      if (!row) {
-        const current = await knex('emails').where({ project_id: ref.projectId, id: ref.emailId }).first('status');
-        return { status: 'SKIPPED', reason: current ? `email is ${current.status}` : 'email no longer exists' };
-      }
+      if (!row) return skipped(ref);
       const email = Email.fromDatabaseJson(row);
-      const attachments: StoredAttachment[] = email.attachmentIds.length
-        ? (await knex('attachments').where('project_id', ref.projectId).whereIn('id', email.attachmentIds)
-          .select('id', 'filename', 'content_type as contentType', 'content_id as contentId', 'disposition', 'content'))
-          .sort((a: StoredAttachment, b: StoredAttachment) => email.attachmentIds.indexOf(a.id) - email.attachmentIds.indexOf(b.id))
-        : [];
-
-      const content = await contentOf(email);
-      if (!content) {
-        await knex('emails').where({ project_id: ref.projectId, id: ref.emailId, status: 'SENDING' })
-          .update({ status: 'CANCELLED', error: 'the contact unsubscribed before delivery', updated_at: knex.fn.now() });
-        return { status: 'SKIPPED', reason: 'contact unsubscribed' };
+      const result = await deliverer.attempt(email, (await deliverer.contents([email])).get(email.id) ?? null);
+      switch (result.status) {
+        case 'SENT':
+          await deliverer.record([{ email, ...result }]);
+          return result;
+        case 'FAILED':
+          await deliverer.record([{ email, ...result }]);
+          return result;
+        case 'SKIPPED':
+          await deliverer.record([{ email, status: 'CANCELLED', error: result.error }]);
+          return { status: 'SKIPPED', reason: 'contact unsubscribed' };
+        case 'TRANSIENT':
+          // Back to QUEUED (with the reason) while the engine waits to retry.
+          await deliverer.record([{ email, status: 'QUEUED', error: result.error, retryInMs: 0 }]);
+          throw new TransientDeliveryError(result.error);
       }
-      let messageId: string;
-      try {
-        ({ messageId } = await mailer.send(buildMessage(email, content, attachments)));
-      } catch (err) {
-        const error = failureReason(err);
-        if (isPermanentFailure(err)) {
-          await finish(knex, email, { status: 'FAILED', error });
-          log.warn({ emailId: email.id, projectId: email.projectId, error }, 'delivery failed permanently');
-          return { status: 'FAILED', error };
-        }
-        // Back to QUEUED (with the reason) while the engine waits to retry.
-        await knex('emails').where({ project_id: ref.projectId, id: ref.emailId, status: 'SENDING' })
-          .update({ status: 'QUEUED', error, updated_at: knex.fn.now() });
-        log.info({ emailId: email.id, attempt: email.attempts, error }, 'transient delivery failure; will retry');
-        throw new TransientDeliveryError(error);
-      }
-      await finish(knex, email, { status: 'SENT', messageId });
-      return { status: 'SENT', messageId };
     },
 
     async cancelEmail(ref: EmailRef): Promise<DeliveryOutcome> {
       const changed = await knex('emails').where({ project_id: ref.projectId, id: ref.emailId }).whereIn('status', ['QUEUED', 'SENDING'])
         .update({ status: 'CANCELLED', updated_at: knex.fn.now() });
-      if (changed) return { status: 'CANCELLED' };
-      const current = await knex('emails').where({ project_id: ref.projectId, id: ref.emailId }).first('status');
-      return { status: 'SKIPPED', reason: current ? `email is ${current.status}` : 'email no longer exists' };
+      return changed ? { status: 'CANCELLED' } : skipped(ref);
     },
 
     async failEmail(ref: EmailRef & { error: string }): Promise<DeliveryOutcome> {
       const row = await knex('emails').where({ project_id: ref.projectId, id: ref.emailId }).first();
       if (!row) return { status: 'SKIPPED', reason: 'email no longer exists' };
       const email = Email.fromDatabaseJson(row);
-      const changed = await finish(knex, email, { status: 'FAILED', error: ref.error });
-      return changed ? { status: 'FAILED', error: ref.error } : { status: 'SKIPPED', reason: `email is ${email.status}` };
+      const changed = await deliverer.record([{ email, status: 'FAILED', error: ref.error }]);
+      return changed.size ? { status: 'FAILED', error: ref.error } : { status: 'SKIPPED', reason: `email is ${email.status}` };
     },
   };
 }

@@ -10,14 +10,12 @@
  * 1. Materialisation (no worker runs). Herald: the campaign workflow itself (workflows/sendCampaign.ts) runs
  *    in this process with a plain context whose activities are Herald's campaign activities (campaignActivities:
  *    beginCampaign, then campaignBatch with size 500 and `after` = the previous batch's last contact, continue-as-new
- *    every 100 batches), but with an engine whose `start` does nothing, so that only the email rows are timed; the
- *    clock stops when the workflow first asks for the campaign's progress (every batch done). What remains of a batch
- *    is what it really does: the campaign row lock, the INSERT … SELECT of 500 rows, and the `dispatched_at` UPDATE
- *    of dispatchEmails. What is left out: the 500 workflow enqueues per batch and the DBOS step bookkeeping (those
- *    are in part 2). The floor: one raw INSERT INTO emails (the same columns Herald sets) SELECT … FROM contacts
+ *    every 100 batches), with an engine that, like the embedded one, delivers the committed rows (nothing to start);
+ *    the clock stops when the workflow first asks for the campaign's progress (every batch done). A batch is what it
+ *    really is: the campaign row lock and the INSERT … SELECT of 500 rows. Left out: the DBOS step bookkeeping (in
+ *    part 2). The floor: one raw INSERT INTO emails (the same columns Herald sets) SELECT … FROM contacts
  *    WHERE project_id = ? AND subscribed, into a fresh campaign. BENCH_REPS runs of each, alternating which goes
- *    first; the rows are deleted and the table vacuumed after each run. Then, once, the same workflow loop with the
- *    real embedded engine (DBOSClient; no worker runs), which adds the 500 enqueues per batch (BENCH_ENQUEUE=0 skips it).
+ *    first; the rows are deleted and the table vacuumed after each run.
  * 2. Send. The Herald API (child process, as `npm run api`) and a worker (child process, as `npm run worker`:
  *    startHerald worker role, DATABASE_URL, SMTP_URL, EXECUTOR_ID; SEND_RATE_PER_SECOND=100000) run on the cluster.
  *    POST /campaigns (ALL contacts) and POST /campaigns/:id/send; the clock runs from the send request until the
@@ -40,7 +38,6 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import { campaignActivities } from '../activities/campaigns';
-import { createEmbeddedEngine } from '../engine/embedded';
 import type { Engine } from '../engine/types';
 import { createLogger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
@@ -120,7 +117,7 @@ interface HeraldRun { ms: number; batches: number; runs: number; rows: number; s
 async function heraldMaterialise(cluster: BenchCluster, projectId: string, rep: number, engine?: Engine): Promise<HeraldRun> {
   const { knex } = cluster;
   const campaignId = await newCampaign(knex, projectId, `herald-${rep}`, 'SCHEDULED');
-  const noEngine: Engine = { kind: 'embedded', start: async () => undefined, cancel: async () => undefined, signal: async () => undefined, close: async () => undefined };
+  const noEngine: Engine = { kind: 'embedded', delivery: 'rows', start: async () => undefined, cancel: async () => undefined, signal: async () => undefined, close: async () => undefined };
   const acts = campaignActivities({ knex, engine: engine ?? noEngine, log: createLogger('warn') });
   let batches = 0;
   let runs = 0;
@@ -210,26 +207,7 @@ async function materialisation(cluster: BenchCluster, projectId: string) {
   console.log(`  ${f(mid.ms - stmtTotal).padStart(7)} ms  ${f((100 * (mid.ms - stmtTotal)) / mid.ms, 1).padStart(5)} %  between statements (JS: query building, pool, event loop)`);
   console.log(`target: Herald ${f(hMs)} ms = ${ratio.toFixed(2)} × the floor (${f(fMs)} ms) ≤ 3: ${ratio <= 3 ? 'met' : 'MISSED'}`);
 
-  // For comparison: the same workflow loop with the real embedded engine (DBOSClient), so each batch also enqueues its
-  // 500 delivery workflows, as it does in a send, but with no worker running (nothing competes for the CPU).
-  let withEnqueue: HeraldRun | undefined;
-  if (process.env.BENCH_ENQUEUE !== '0') {
-    const engine = await createEmbeddedEngine({ databaseUrl: cluster.url, log: createLogger('warn') });
-    try {
-      withEnqueue = await heraldMaterialise(cluster, projectId, 0, engine);
-    } finally {
-      await engine.close();
-    }
-    const queued = Number((await cluster.knex.raw(`SELECT count(*)::int AS n FROM dbos.workflow_status WHERE queue_name = 'email-delivery'`)).rows[0].n);
-    // Their emails are gone (cleanEmails); the workflows go too, so that the send starts from an empty queue.
-    await cluster.knex.raw(`DELETE FROM dbos.workflow_status WHERE queue_name = 'email-delivery'`);
-    await cluster.knex.raw('VACUUM ANALYZE');
-    const stmt = [...withEnqueue.statements.values()].reduce((a, t) => a + t.ms, 0);
-    console.log(`
-with the real engine (each batch also enqueues its ${CAMPAIGN_BATCH_SIZE} delivery workflows through the DBOSClient; no worker): ${f(withEnqueue.ms)} ms for ${f(withEnqueue.rows)} rows and ${f(queued)} workflows = ${(withEnqueue.ms / fMs).toFixed(1)} × the floor; knex statements ${f(stmt)} ms, enqueues and JS ${f(withEnqueue.ms - stmt)} ms; PostgreSQL CPU ${f(withEnqueue.pgCpuMs)} ms, this process ${f(withEnqueue.selfCpuMs)} ms`);
-  }
   return {
-    withEnqueue: withEnqueue && { ms: withEnqueue.ms, pgCpuMs: withEnqueue.pgCpuMs, selfCpuMs: withEnqueue.selfCpuMs, statements: Object.fromEntries(withEnqueue.statements) },
     heraldMs: herald.map((r) => r.ms), floorMs: floor.map((r) => r.ms), ratio,
     statements: Object.fromEntries(mid.statements), heraldPgCpuMs: herald.map((r) => r.pgCpuMs), floorPgCpuMs: floor.map((r) => r.pgCpuMs),
   };

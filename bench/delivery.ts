@@ -4,13 +4,12 @@
  *   npx tsx bench/delivery.ts      (npm run bench:delivery)
  *
  * Starts its own embedded PostgreSQL (temporary directory) and a loopback SMTP sink (smtp-server, accepts at once),
- * queues N emails the way POST /v1/send leaves them (contact + QUEUED email row, delivery workflow started through the
- * engine port), then:
+ * queues N emails the way POST /v1/send leaves them (contact + QUEUED email row), then:
  * 1. raw: a child process builds the same N messages and hands them all at once to the same pooled nodemailer transport
  *    (createMailer: 10 connections) — the ceiling for this sink on this machine;
  * 2. herald: a Herald worker process exactly as `npm run worker` starts it (startHerald, embedded engine,
- *    SEND_RATE_PER_SECOND=100000) drains the queue: per email a DBOS workflow, the delivery step (claim row, send,
- *    mark SENT + email.sent event).
+ *    SEND_RATE_PER_SECOND=100000) drains its delivery queue (engine/deliveryQueue.ts): claims of up to 200 rows, a
+ *    send per email through the pool, outcomes (SENT + email.sent events) written in batches.
  * Throughput is counted at the sink, from the first to the last accepted message.
  *
  * Environment: BENCH_EMAILS (default 5000), BENCH_WORKERS (worker processes, default 1), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info, to /dev/null),
@@ -53,7 +52,7 @@ runBench('bench:delivery', 10 * 60_000, async () => {
     await prepareEngineSchema(cluster, sink.url);
     const { ids, enqueueMs } = await queueEmails(cluster, project.id, N, 'delivery');
     await cluster.knex.raw('ANALYZE');
-    console.log(`queued ${ids.length} emails (delivery workflows started through the engine port in ${(enqueueMs / 1000).toFixed(1)} s)\n`);
+    console.log(`queued ${ids.length} emails in ${(enqueueMs / 1000).toFixed(1)} s\n`);
     const pgPid = cluster.postmasterPid();
     const snap = (pid: number) => ({ sender: cpuMs(pid), postgres: cpuMs(pgPid, true), sink: cpuMs(process.pid), machine: machineBusyMs() });
     const perEmail = (a: ReturnType<typeof snap>, b: ReturnType<typeof snap>, n: number): Run['cpu'] => ({

@@ -4,12 +4,10 @@
  *   npx tsx bench/rate.ts          (npm run bench:rate)
  *
  * Starts its own embedded PostgreSQL (temporary directory) and a loopback SMTP sink, queues more emails than 60 s can
- * drain (1,000; contact + QUEUED email row + delivery workflow started through the engine port, as POST /v1/send leaves
- * them), then runs a Herald worker process exactly as `npm run worker` starts it with SEND_RATE_PER_SECOND=14.
+ * drain (1,000; contact + QUEUED email row, as POST /v1/send leaves them), then runs a Herald worker process exactly as `npm run worker` starts it with SEND_RATE_PER_SECOND=14.
  * The sink records when it accepts each message; from the first acceptance on, 60 s are observed.
  * Reported: the most messages accepted in any one-second sliding window (every window [t, t + 1 s) that starts at an
- * acceptance, which is where the maximum of a sliding count is found), and the mean rate over the 60 s. The same
- * sliding maximum is computed over the times DBOS dequeued the workflows (what its rate limiter counts).
+ * acceptance, which is where the maximum of a sliding count is found), and the mean rate over the 60 s.
  *
  * Environment: BENCH_RATE (default 14), BENCH_SECONDS (default 60), BENCH_EMAILS (default 1000), BENCH_DURABLE=1.
  */
@@ -61,20 +59,10 @@ runBench('bench:rate', 5 * 60_000, async () => {
     // Fixed one-second buckets, for the shape of the flow.
     const buckets = Array.from({ length: SECONDS }, () => 0);
     for (const t of times) buckets[Math.floor((t - t0) / 1000)]!++;
-    // What DBOS's limiter counts: the times the workflows left the queue (dequeued), in the same 60 s.
-    const dq = (await cluster.knex.raw(
-      `SELECT started_at_epoch_ms::float8 AS t FROM dbos.workflow_status WHERE queue_name = 'email-delivery' AND started_at_epoch_ms IS NOT NULL ORDER BY 1`,
-    )).rows.map((r: { t: number }) => r.t).filter((t: number) => t >= t0 - 1000 && t < end);
-    const dqWin = slidingMax(dq, 1000);
-    if (process.env.BENCH_VERBOSE === '1') {
-      const rel = (xs: number[]) => xs.slice(0, 45).map((t) => ((t - t0) / 1000).toFixed(3)).join(' ');
-      console.log(`first dequeues (s from first acceptance): ${rel(dq)}`);
-      console.log(`first acceptances:                       ${rel(times)}`);
-    }
     const gaps = times.slice(1).map((t, i) => t - times[i]!).sort((a, b) => a - b);
 
     console.log(`\naccepted in ${SECONDS} s: ${times.length}; mean ${mean.toFixed(2)}/s`);
-    console.log(`most in any 1-s sliding window: ${win.count} (at +${((win.at - t0) / 1000).toFixed(2)} s); of dequeues (DBOS): ${dqWin.count}`);
+    console.log(`most in any 1-s sliding window: ${win.count} (at +${((win.at - t0) / 1000).toFixed(2)} s)`);
     console.log(`per fixed second: min ${Math.min(...buckets)}, max ${Math.max(...buckets)}; ${buckets.join(' ')}`);
     console.log(`gaps between acceptances (ms): p50 ${gaps[Math.floor(gaps.length / 2)]?.toFixed(0)}, p90 ${gaps[Math.floor(gaps.length * 0.9)]?.toFixed(0)}, max ${gaps[gaps.length - 1]?.toFixed(0)}`);
     console.log(`targets: window max ${win.count} ≤ ${RATE}: ${win.count <= RATE ? 'met' : 'MISSED'}; mean ${mean.toFixed(2)} ≥ ${RATE === 14 ? '13.5' : (RATE * 13.5 / 14).toFixed(2)}: ${mean >= (RATE * 13.5) / 14 ? 'met' : 'MISSED'}`);

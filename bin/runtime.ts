@@ -1,16 +1,17 @@
 import type { Server } from 'node:http';
 import os from 'node:os';
 import { createActivities } from '../activities';
+import { createDeliverer } from '../activities/delivery';
 import { createApp } from '../api/app';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
 import { startDispatcher } from '../engine/dispatch';
-import { createEmbeddedEngine, queueRateLimit, startEmbeddedWorker } from '../engine/embedded';
+import { createEmbeddedEngine, startEmbeddedWorker } from '../engine/embedded';
 import { createTemporalEngine, startTemporalWorker } from '../engine/temporal';
 import type { Engine, WorkerHandle } from '../engine/types';
 import { createLogger, type Logger } from '../logging/logger';
-import { createMailer, type Mailer } from '../mail/transport';
+import { createMailer, rateWindow, type Mailer } from '../mail/transport';
 import { ensureDefaultProject, type CreatedProject } from '../projects/service';
 
 /** Reads the configuration or exits with the message that names the bad variable. */
@@ -71,14 +72,14 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   let mailer: Mailer | undefined;
   let worker: WorkerHandle | undefined;
   if (roles.worker) {
-    const { limitPerPeriod, periodSec } = queueRateLimit(config.sendRatePerSecond);
     // The queue limits how fast deliveries start; the gate holds the same limit where the SMTP server counts.
-    mailer = createMailer(config, { rateLimit: { limit: limitPerPeriod, windowMs: periodSec * 1000 } });
-    const activities = createActivities({ knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine, sendRatePerSecond: config.sendRatePerSecond });
+    mailer = createMailer(config, { rateLimit: rateWindow(config.sendRatePerSecond) });
+    const deps = { knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine, sendRatePerSecond: config.sendRatePerSecond };
+    const activities = createActivities(deps);
     worker = config.engine === 'temporal'
       ? await startTemporalWorker({ ...temporal, activities, sendRatePerSecond: config.sendRatePerSecond })
       : await startEmbeddedWorker({
-        databaseUrl: db.url, log, activities, sendRatePerSecond: config.sendRatePerSecond,
+        databaseUrl: db.url, knex: db.knex, log, activities, deliverer: createDeliverer(deps), sendRatePerSecond: config.sendRatePerSecond,
         // Stable across restarts of this process, so that DBOS recovers what it had in flight.
         executorId: config.executorId ?? `herald-${os.hostname()}-${roles.api ? 'all' : 'worker'}`,
       });

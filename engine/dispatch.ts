@@ -5,11 +5,21 @@ import type { EmailRef } from '../workflows/types';
 import type { Engine, Priority } from './types';
 
 /**
- * Emails are committed QUEUED first and their delivery workflows started after the commit, so a crash in
- * between could strand them. `dispatched_at` records that the engine accepted the start; the dispatcher
- * (re)starts whatever stayed undispatched. Starts are idempotent on the email's id, so a double start is harmless.
+ * True when inserting a QUEUED email row is all its dispatch takes (the embedded engine: the emails table is the
+ * delivery queue); such rows are inserted with `dispatched_at = now()`.
+ */
+export function dispatchedOnInsert(engine: Engine): boolean {
+  return engine.delivery === 'rows';
+}
+
+/**
+ * Starts the deliveries of committed QUEUED emails, where the engine needs a workflow per email (Temporal).
+ * Emails are committed first and their delivery workflows started after the commit, so a crash in between could
+ * strand them. `dispatched_at` records that the engine accepted the start; the dispatcher (re)starts whatever
+ * stayed undispatched. Starts are idempotent on the email's id, so a double start is harmless.
  */
 export async function dispatchEmails(engine: Engine, knex: Knex, refs: EmailRef[], log: Logger, priority: Priority = 'transactional'): Promise<number> {
+  if (dispatchedOnInsert(engine)) return refs.length;
   const started: EmailRef[] = [];
   await Promise.all(refs.map(async (ref) => {
     try {
@@ -49,6 +59,7 @@ export async function dispatchPending(engine: Engine, knex: Knex, log: Logger, g
     .where('status', 'SCHEDULED').whereNull('dispatched_at').where('updated_at', '<', new Date(Date.now() - graceMs))
     .limit(100).select('project_id', 'id', 'scheduled_at');
   for (const c of campaigns) await dispatchCampaign(engine, knex, c, log);
+  if (dispatchedOnInsert(engine)) return 0; // the rows are the queue: nothing to restart
   const rows: { project_id: string; id: string }[] = await knex('emails')
     .where('status', 'QUEUED').whereNull('dispatched_at')
     .where('created_at', '<', new Date(Date.now() - graceMs))

@@ -1,17 +1,21 @@
 import os from 'node:os';
 import { DBOS, DBOSClient } from '@dbos-inc/dbos-sdk';
+import type { Knex } from 'knex';
 import pg from 'pg';
 import { migrateSystemDatabase } from '@dbos-inc/dbos-sdk/internal/system_database';
+import type { Deliverer } from '../activities/delivery';
 import type { Logger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
-import { ACTIVITY_RETRY, DELIVERY_QUEUE, DELIVERY_RETRY, type RetryPolicy } from '../workflows/policy';
+import { ACTIVITY_RETRY, type RetryPolicy } from '../workflows/policy';
 import { workflows, type WorkflowInputs, type WorkflowName } from '../workflows/registry';
 import type { Activities, OtherActivities } from '../workflows/types';
+import { startDeliveryQueue } from './deliveryQueue';
 import { WORKFLOWS_VERSION, type Engine, type Priority, type StartOptions, type WorkerHandle } from './types';
 
 /**
  * The embedded engine: DBOS Transact inside Herald's own PostgreSQL (schema `dbos`). Workflows run in-process
- * in every worker; queues live in the database, so several processes share them (and their rate limits).
+ * in every worker; queues live in the database, so several processes share them. Deliveries do not go through DBOS:
+ * the emails table is their rate-limited queue (engine/deliveryQueue.ts, started by the worker below).
  *
  * Starting a workflow always goes through a DBOSClient (an enqueue, i.e. one INSERT), so API-only processes run
  * no workflows at all, and `npm start` (API + worker) uses the very same path.
@@ -40,11 +44,11 @@ function dbosLogger(log: Logger) {
   };
 }
 
-/** Where and how a workflow is enqueued: delivery workflows on the rate-limited queue, a start time as a delay. */
+/** How a workflow is enqueued: a start time becomes a delay. */
 function enqueueOptions(workflow: WorkflowName, opts: StartOptions) {
   const delayMs = opts.startAt ? opts.startAt.getTime() - Date.now() : 0;
   return {
-    queueName: workflows[workflow].queue === 'delivery' ? DELIVERY_QUEUE : DEFAULT_QUEUE,
+    queueName: DEFAULT_QUEUE,
     workflowName: workflow,
     workflowID: opts.id,
     appVersion: WORKFLOWS_VERSION,
@@ -72,13 +76,11 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
   const client = await DBOSClient.create({ systemDatabaseUrl: databaseUrl, systemDatabaseSchemaName: SCHEMA, applicationName: APP_NAME, logger: dbosLogger(log) });
   return {
     kind: 'embedded',
+    delivery: 'rows',
     async start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions) {
+      // A delivery needs no workflow here: a QUEUED email row is already in the delivery queue (engine/deliveryQueue.ts).
+      if (workflows[workflow].queue === 'delivery') return;
       await client.enqueue(enqueueOptions(workflow, opts), input);
-    },
-    async startInTransaction(trx, workflow, input, opts) {
-      // knex hands out the transaction's own pg client; DBOS's tables live in the same database (schema dbos).
-      const pgClient = await (trx as unknown as { client: { acquireConnection(): Promise<Parameters<DBOSClient['enqueueInTransaction']>[0]> } }).client.acquireConnection();
-      await client.enqueueInTransaction(pgClient, enqueueOptions(workflow, opts), input);
     },
     cancel: (id) => client.cancelWorkflow(id),
     signal: (id, name, payload) => client.send(id, payload, name),
@@ -90,21 +92,18 @@ function stepOptions(p: RetryPolicy) {
   return { retriesAllowed: true, maxAttempts: p.maximumAttempts, intervalSeconds: p.initialIntervalMs / 1000, backoffRate: p.backoffCoefficient };
 }
 
-/** DBOS rate limits are whole workflows per period: 14/s → 14 per 1 s, 2.5/s → 5 per 2 s, 0.2/s → 1 per 5 s. */
-export function queueRateLimit(perSecond: number): { limitPerPeriod: number; periodSec: number } {
-  for (let period = 1; period <= 10; period++) {
-    const limit = perSecond * period;
-    if (Math.abs(limit - Math.round(limit)) < 1e-9 && Math.round(limit) >= 1) return { limitPerPeriod: Math.round(limit), periodSec: period };
-  }
-  return perSecond >= 1 ? { limitPerPeriod: Math.floor(perSecond), periodSec: 1 } : { limitPerPeriod: 1, periodSec: 1 / perSecond };
-}
-
 export interface EmbeddedWorkerOptions {
   databaseUrl: string;
+  knex: Knex;
   log: Logger;
   activities: Activities;
+  /** Sends the emails of the delivery queue. */
+  deliverer: Deliverer;
   sendRatePerSecond: number;
-  /** Stable per process: DBOS recovers a crashed process's workflows when a process with the same id starts. */
+  /**
+   * Stable per process: DBOS recovers a crashed process's workflows, and the delivery queue requeues its claims,
+   * when a process with the same id starts.
+   */
   executorId?: string;
   /** How many deliveries run at once in this process. */
   deliveryConcurrency?: number;
@@ -113,32 +112,20 @@ export interface EmbeddedWorkerOptions {
 }
 
 /**
- * Runs the workflows of workflows/ on DBOS in this process: each workflow is registered once with a context whose
- * activities are DBOS steps (retried per policy). Delivery workflows run on the rate-limited queue, so their
- * delivery step runs inline.
+ * Runs Herald's work in this process: the workflows of workflows/ on DBOS, each registered once with a context whose
+ * activities are DBOS steps (retried per policy), and the delivery queue (engine/deliveryQueue.ts), which delivers
+ * QUEUED email rows at the shared rate.
  */
 export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<WorkerHandle> {
   const { activities } = opts;
+  const executorId = opts.executorId ?? `herald-${os.hostname()}`;
   const step = <A extends unknown[], R>(name: string, fn: (...a: A) => Promise<R>, policy: RetryPolicy) =>
     (...args: A) => DBOS.runStep(() => fn(...args), { name, ...stepOptions(policy) });
 
   const context: WorkflowContext = {
-    // Not a DBOS step: a step costs ~7 statements (status checks, owner lock, output record) per email, and the
-    // delivery activity is idempotent by itself (it claims QUEUED/SENDING rows and skips the rest), so a re-run after a
-    // crash is as safe as a step's re-run. Retries back off with durable sleeps, which cost nothing on success.
     delivery: {
-      deliverEmail: async (ref) => {
-        let delay: number = DELIVERY_RETRY.initialIntervalMs;
-        for (let attempt = 1; ; attempt++) {
-          try {
-            return await activities.deliverEmail(ref);
-          } catch (err) {
-            if (attempt >= DELIVERY_RETRY.maximumAttempts) throw err;
-            await DBOS.sleep(delay);
-            delay = Math.min(delay * DELIVERY_RETRY.backoffCoefficient, DELIVERY_RETRY.maximumIntervalMs);
-          }
-        }
-      },
+      // Never called: the embedded engine starts no delivery workflows (Engine.start skips them).
+      deliverEmail: () => Promise.reject(new Error('the embedded engine delivers through its delivery queue, not a workflow')),
     },
     // Every other activity becomes a DBOS step of the same name, retried per ACTIVITY_RETRY.
     activities: Object.fromEntries(Object.entries(activities)
@@ -153,6 +140,7 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
     continueAsNew: (workflow, input) => (workflows[workflow].run as (c: WorkflowContext, i: unknown) => Promise<unknown>)(context, input) as Promise<never>,
   };
   for (const [name, def] of Object.entries(workflows)) {
+    if (def.queue === 'delivery') continue;
     const run = def.run as (ctx: WorkflowContext, input: unknown) => Promise<unknown>;
     DBOS.registerWorkflow(async (input: unknown) => run(context, input), { name });
   }
@@ -162,22 +150,22 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
     systemDatabaseUrl: opts.databaseUrl,
     systemDatabaseSchemaName: SCHEMA,
     applicationVersion: WORKFLOWS_VERSION,
-    executorID: opts.executorId ?? `herald-${os.hostname()}`,
+    executorID: executorId,
     runAdminServer: false,
     logger: dbosLogger(opts.log),
   });
   await DBOS.launch();
   const polling = opts.pollingIntervalMs ?? 100;
-  await DBOS.registerQueue(DELIVERY_QUEUE, {
-    rateLimit: queueRateLimit(opts.sendRatePerSecond),
-    workerConcurrency: opts.deliveryConcurrency ?? 200,
-    minPollingIntervalMs: polling,
-    onConflict: 'always_update',
-  });
   await DBOS.registerQueue(DEFAULT_QUEUE, { workerConcurrency: 20, minPollingIntervalMs: polling, onConflict: 'always_update' });
-  opts.log.info({ executorId: opts.executorId, rate: opts.sendRatePerSecond }, 'embedded worker running');
+  const deliveries = startDeliveryQueue({
+    knex: opts.knex, log: opts.log, deliverer: opts.deliverer, ratePerSecond: opts.sendRatePerSecond, executorId,
+    concurrency: opts.deliveryConcurrency ?? 100, pollMs: polling,
+  });
+  opts.log.info({ executorId, rate: opts.sendRatePerSecond }, 'embedded worker running');
   return {
-    // DBOS stops dequeuing and ends; workflows in flight resume on the next start with this executor id.
-    stop: () => DBOS.shutdown(),
+    // Both stop taking work; deliveries in flight finish; workflows in flight resume on the next start with this executor id.
+    stop: async () => {
+      await Promise.all([deliveries.stop(), DBOS.shutdown()]);
+    },
   };
 }

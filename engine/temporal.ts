@@ -28,6 +28,7 @@ export async function createTemporalEngine(opts: TemporalOptions): Promise<Engin
   const client = new Client({ connection, namespace });
   return {
     kind: 'temporal',
+    delivery: 'workflows',
     async start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], o: StartOptions) {
       const delay = o.startAt ? Math.max(0, o.startAt.getTime() - Date.now()) : 0;
       try {

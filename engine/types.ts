@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import type { WorkflowInputs, WorkflowName } from '../workflows/registry';
 
 export interface StartOptions {
@@ -18,13 +17,14 @@ export type Priority = 'transactional' | 'campaign';
  */
 export interface Engine {
   readonly kind: 'embedded' | 'temporal';
+  /**
+   * How a committed QUEUED email reaches the rate-limited delivery queue:
+   * - 'rows': the emails table is the queue (embedded: engine/deliveryQueue.ts); the row is all it takes.
+   * - 'workflows': one deliverEmail workflow per email, started after the commit (Temporal); see engine/dispatch.ts.
+   */
+  readonly delivery: 'rows' | 'workflows';
   /** Starts a workflow; idempotent on `opts.id`. Resolves once the engine has durably accepted it. */
   start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions): Promise<void>;
-  /**
-   * Starts a workflow inside the caller's database transaction (it exists once, and only if, the transaction commits).
-   * Only engines that keep their state in Herald's database offer it (embedded/DBOS).
-   */
-  startInTransaction?<N extends WorkflowName>(trx: Knex.Transaction, workflow: N, input: WorkflowInputs[N], opts: StartOptions): Promise<void>;
   /** Cancels a workflow by id; a no-op for one that has finished or does not exist. */
   cancel(id: string): Promise<void>;
   /** Delivers a named message to a running workflow. */

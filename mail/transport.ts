@@ -23,6 +23,17 @@ export interface MailerOptions {
 }
 
 /**
+ * A rate as a whole number of sends per window, for the gate: 14/s → 14 per 1 s, 2.5/s → 5 per 2 s, 0.2/s → 1 per 5 s.
+ */
+export function rateWindow(perSecond: number): { limit: number; windowMs: number } {
+  for (let period = 1; period <= 10; period++) {
+    const limit = perSecond * period;
+    if (Math.abs(limit - Math.round(limit)) < 1e-9 && Math.round(limit) >= 1) return { limit: Math.round(limit), windowMs: period * 1000 };
+  }
+  return perSecond >= 1 ? { limit: Math.floor(perSecond), windowMs: 1000 } : { limit: 1, windowMs: 1000 / perSecond };
+}
+
+/**
  * A sliding-window gate: a send may begin only while (sends completed within the last window) + (sends in flight)
  * < limit. Each message reaches the server after its send began and before it completed, so any window of arrival
  * times holds at most `limit` messages. Hand-written because the limiters at hand (rate-limiter-flexible's among

@@ -1,5 +1,7 @@
 import { addDomain } from '../projects/service';
-import { bearer, createTestContext, type TestContext } from './support/app';
+import { deliveryActivities } from '../activities/delivery';
+import { createLogger } from '../logging/logger';
+import { bearer, createTestContext, TEST_SECRET, type TestContext } from './support/app';
 import { createTestDatabase } from './support/db';
 import { startTestEngine, waitForEmails, type TestEngine } from './support/engine';
 import { startSmtpServer, type TestSmtpServer } from './support/smtp';
@@ -168,12 +170,14 @@ describe('idempotency', () => {
     expect(conflict.status).toBe(409);
   });
 
-  test('a repeated start of a delivery workflow never sends twice', async () => {
+  test('a repeated delivery of a sent email never sends it twice', async () => {
     const { res } = await sendAndReceive({ to: 'twice@example.org', from: 'hi@example.com', subject: 's', body: 'b' });
     const emailId = res.body.data.emails[0].email;
     const before = smtp.received.length;
-    await eng.engine.start('deliverEmail', { projectId: t.project.id, emailId }, { id: `email-${emailId}` });
-    await new Promise((r) => setTimeout(r, 500));
+    const again = await deliveryActivities({ knex: t.db.knex, mailer: eng.mailer, log: createLogger('silent'), secret: TEST_SECRET, publicUrl: 'http://herald.test' })
+      .deliverEmail({ projectId: t.project.id, emailId });
+    expect(again).toEqual({ status: 'SKIPPED', reason: 'email is SENT' });
+    await new Promise((r) => setTimeout(r, 300));
     expect(smtp.received.length).toBe(before);
   });
 });

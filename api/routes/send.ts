@@ -3,9 +3,8 @@ import type { Knex } from 'knex';
 import { upsertContacts } from '../../db/queries/contacts';
 import { isVerifiedSender } from '../../db/queries/domains';
 import { getTemplate } from '../../db/queries/templates';
-import { dispatchEmails } from '../../engine/dispatch';
+import { dispatchEmails, dispatchedOnInsert } from '../../engine/dispatch';
 import type { Engine } from '../../engine/types';
-import { workflowId } from '../../workflows/registry';
 import type { Logger } from '../../logging/logger';
 import { compileMessage, messageScope, renderMessage, TemplateError } from '../../mail/render';
 import { unsubscribeUrl } from '../../mail/unsubscribe';
@@ -25,8 +24,9 @@ export interface SendDeps {
 
 /**
  * POST /v1/send. In one transaction: resolve the template, check the sender's domain, store the attachments once,
- * upsert the recipients' contacts, render and store one QUEUED email per recipient. After the commit, one
- * delivery workflow per email is started; the answer never waits for SMTP.
+ * upsert the recipients' contacts, render and store one QUEUED email per recipient: on the embedded engine the rows
+ * are the delivery queue; on Temporal one delivery workflow per email starts after the commit. The answer never
+ * waits for SMTP.
  */
 export function sendRoutes(router: Router, deps: SendDeps): void {
   const { knex, engine, log } = deps;
@@ -101,8 +101,8 @@ export function sendRoutes(router: Router, deps: SendDeps): void {
           html: rendered.html,
           headers: JSON.stringify(body.headers ?? {}),
           attachment_ids: attachmentIds,
-          // Started in this transaction below: dispatched when (and only if) it commits.
-          ...(engine.startInTransaction ? { dispatched_at: trx.fn.now() } : {}),
+          // Embedded: the committed row is the delivery queue's entry. Temporal: its workflow starts after the commit.
+          ...(dispatchedOnInsert(engine) ? { dispatched_at: trx.fn.now() } : {}),
         };
       });
       const emails: { id: string; event_id: string; contact_id: string; to_email: string }[] =
@@ -114,10 +114,6 @@ export function sendRoutes(router: Router, deps: SendDeps): void {
       };
       if (emails.length === 1) Object.assign(data, { contact: emails[0]!.contact_id, event: emails[0]!.event_id });
       const refs = emails.map((e) => ({ projectId, emailId: e.id }));
-      if (engine.startInTransaction) {
-        for (const ref of refs) await engine.startInTransaction(trx, 'deliverEmail', ref, { id: workflowId.deliverEmail(ref) });
-        return { status: 200, body: { success: true, data } };
-      }
       return { status: 200, body: { success: true, data }, afterCommit: async () => { await dispatchEmails(engine, knex, refs, log); } };
     });
   });

@@ -1,7 +1,4 @@
 import path from 'node:path';
-import { dispatchEmails } from '../../engine/dispatch';
-import { createEmbeddedEngine } from '../../engine/embedded';
-import { createLogger } from '../../logging/logger';
 import { addDomain, createProject, type CreatedProject } from '../../projects/service';
 import type { BenchCluster } from './cluster';
 import { spawnChild, type Child } from './proc';
@@ -44,28 +41,14 @@ export const EMAIL_HTML = `<html><body><h1>Hello Ada</h1><p>Your order <b>#10004
 <p>You can follow it at any time from your account page. If anything is wrong with it, reply to this email and we will sort it out.</p>
 <p>Thank you for shopping with us.</p></body></html>`;
 
-/**
- * Queues `n` emails as POST /v1/send leaves them (a contact and a QUEUED email row each, distinct recipients), then
- * starts their delivery workflows through the engine port (engine/dispatch.ts dispatchEmails, as the API does).
- */
+/** Queues `n` emails as POST /v1/send leaves them on the embedded engine: a contact and a QUEUED email row each, distinct recipients. */
 export async function queueEmails(cluster: BenchCluster, projectId: string, n: number, tag: string): Promise<{ ids: string[]; enqueueMs: number }> {
   const { knex } = cluster;
+  const started = performance.now();
   await knex.raw(`INSERT INTO contacts (project_id, email, subscribed, data)
     SELECT ?::uuid, ? || '-' || g || '@example.org', false, '{}'::jsonb FROM generate_series(1, ?::int) g`, [projectId, tag, n]);
-  const rows: { id: string }[] = (await knex.raw(`INSERT INTO emails (project_id, contact_id, from_email, from_name, to_email, subject, html)
-    SELECT c.project_id, c.id, 'orders@example.com', 'Bench Shop', c.email, 'Your order #100042 has shipped', ?
+  const rows: { id: string }[] = (await knex.raw(`INSERT INTO emails (project_id, contact_id, from_email, from_name, to_email, subject, html, dispatched_at)
+    SELECT c.project_id, c.id, 'orders@example.com', 'Bench Shop', c.email, 'Your order #100042 has shipped', ?, now()
     FROM contacts c WHERE c.project_id = ?::uuid AND c.email LIKE ? ORDER BY c.id RETURNING id`, [EMAIL_HTML, projectId, `${tag}-%`])).rows;
-  const log = createLogger('warn');
-  const engine = await createEmbeddedEngine({ databaseUrl: cluster.url, log });
-  const started = performance.now();
-  try {
-    for (let i = 0; i < rows.length; i += 200) {
-      const refs = rows.slice(i, i + 200).map((r) => ({ projectId, emailId: r.id }));
-      const started = await dispatchEmails(engine, knex, refs, log);
-      if (started !== refs.length) throw new Error(`only ${started} of ${refs.length} deliveries could be started`);
-    }
-  } finally {
-    await engine.close();
-  }
   return { ids: rows.map((r) => r.id), enqueueMs: performance.now() - started };
 }

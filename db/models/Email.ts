@@ -28,6 +28,11 @@ export class Email extends BaseModel {
   error!: string | null;
   eventId!: string;
   dispatchedAt!: Date | null;
+  /** 0 transactional, 1 campaign (claimed after transactional mail). */
+  priority!: number;
+  availableAt!: Date;
+  claimedBy!: string | null;
+  claimedAt!: Date | null;
   sentAt!: Date | null;
   createdAt!: Date;
   updatedAt!: Date;

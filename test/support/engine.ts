@@ -1,5 +1,6 @@
 import { TEST_SECRET } from './app';
 import { createActivities } from '../../activities';
+import { createDeliverer } from '../../activities/delivery';
 import { createEmbeddedEngine, startEmbeddedWorker } from '../../engine/embedded';
 import type { Engine, WorkerHandle } from '../../engine/types';
 import { createLogger } from '../../logging/logger';
@@ -21,9 +22,9 @@ export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: {
   const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const mailer = createMailer({ smtpUrl, dataDir: '/nonexistent' });
   const engine = await createEmbeddedEngine({ databaseUrl: db.url, log });
-  const activities = createActivities({ knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine });
+  const deps = { knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine };
   const worker = await startEmbeddedWorker({
-    databaseUrl: db.url, log, activities,
+    databaseUrl: db.url, knex: db.knex, log, activities: createActivities(deps), deliverer: createDeliverer(deps),
     sendRatePerSecond: opts.sendRatePerSecond ?? 1000,
     executorId: `test-${db.name}`,
     pollingIntervalMs: 50,

@@ -7,6 +7,8 @@ export interface Received {
   envelopeTo: string[];
   raw: Buffer;
   parsed: ParsedMail;
+  /** When the server accepted it (performance.now() of this process). */
+  at: number;
 }
 
 /** What the server answers to the next DATA commands: accept, or an SMTP error code with text. */
@@ -54,6 +56,7 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
         }
         const raw = Buffer.concat(chunks);
         received.push({
+          at: performance.now(),
           envelopeFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           envelopeTo: session.envelope.rcptTo.map((r) => r.address),
           raw,
