@@ -263,3 +263,36 @@ describe('validation (nothing stored, nothing sent)', () => {
     expect((await send(valid, bearer(t.project.publicKey))).status).toBe(403);
   });
 });
+
+describe('group commit (concurrent sends share one transaction)', () => {
+  test('concurrent good and bad requests: each gets its own answer, only the good ones are stored', async () => {
+    const good = Array.from({ length: 12 }, (_, i) => ({ to: `together-${i}@example.org`, from: 'hi@example.com', subject: 'Hi {{ n }}', body: '<p>{{ n }}</p>', data: { n: i } }));
+    const bad = [
+      { to: 'unverified@example.org', from: 'hi@not-verified.example', subject: 's', body: 'b' },
+      { to: 'notemplate@example.org', template: '00000000-0000-7000-8000-000000000000' },
+    ];
+    const answers = await Promise.all([...good, ...bad].map((b) => send(b)));
+    expect(answers.slice(0, 12).map((r) => r.status)).toEqual(Array(12).fill(200));
+    expect(answers[12]!.body.error.errors[0]).toMatchObject({ field: 'from', code: 'unverified_domain' });
+    expect(answers[13]!.body.error.errors[0]).toMatchObject({ field: 'template', code: 'not_found' });
+    const ids = answers.slice(0, 12).map((r) => r.body.data.emails[0].email);
+    const rows = await t.db.knex('emails').whereIn('id', ids).select('id', 'subject', 'to_email');
+    expect(rows).toHaveLength(12);
+    for (const [i, r] of answers.slice(0, 12).entries()) {
+      expect(rows.find((row) => row.id === r.body.data.emails[0].email)).toMatchObject({ subject: `Hi ${i}`, to_email: `together-${i}@example.org` });
+    }
+    expect(await t.db.knex('contacts').whereIn('email', ['unverified@example.org', 'notemplate@example.org'])).toHaveLength(0);
+    await waitForEmails(t.db, ids);
+  });
+
+  test('concurrent sends to the same recipients in any order: all stored, one contact per address', async () => {
+    const lists = Array.from({ length: 16 }, (_, i) => (i % 2 ? ['shared-a@example.org', 'shared-b@example.org'] : ['shared-b@example.org', 'shared-a@example.org']));
+    const answers = await Promise.all(lists.map((to) => send({ to, from: 'hi@example.com', subject: 's', body: 'b' })));
+    expect(answers.map((r) => r.status)).toEqual(Array(16).fill(200));
+    const contacts = await t.db.knex('contacts').where('project_id', t.project.id).whereIn('email', ['shared-a@example.org', 'shared-b@example.org']);
+    expect(contacts).toHaveLength(2);
+    const ids = answers.flatMap((r) => r.body.data.emails.map((e: { email: string }) => e.email));
+    expect(new Set(ids).size).toBe(32);
+    await waitForEmails(t.db, ids);
+  });
+});

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Middleware } from 'koa';
+import { batched } from '../../db/batch';
 import type { ApiKeyType } from '../../db/models/ApiKey';
 import { keyMatches, parseKey } from '../../projects/keys';
 import { ApiError, forbidden, unauthorized } from '../errors';
@@ -22,10 +23,27 @@ interface KeyRow {
 const SUGGEST_HEADER = 'Send the header "Authorization: Bearer <API key>" with a key from `npm run cli -- project create` or the one printed at first start.';
 
 /**
+ * Key lookups of concurrent requests in one indexed query (db/batch.ts). Never cached: a revoked key or a disabled
+ * project is refused from the next request on.
+ */
+function keyLoader(knex: Knex) {
+  return batched<string, KeyRow | undefined>(async (lookups) => {
+    const rows: (KeyRow & { lookup: string })[] = await knex('api_keys as k')
+      .join('projects as p', 'p.id', 'k.project_id')
+      .whereIn('k.lookup', lookups as string[])
+      .whereNull('k.revoked_at')
+      .select('k.lookup', 'k.id', 'k.project_id as projectId', 'k.type', 'k.hash', 'p.disabled');
+    const byLookup = new Map(rows.map((r) => [r.lookup, r]));
+    return lookups.map((l) => byLookup.get(l));
+  });
+}
+
+/**
  * Bearer authentication. `accepts` lists the key types allowed on the route: secret keys everywhere,
- * public keys only where the route says so (/v1/track). One indexed query per request.
+ * public keys only where the route says so (/v1/track).
  */
 export function authenticate(knex: Knex, accepts: ApiKeyType[] = ['secret']): Middleware {
+  const keys = keyLoader(knex);
   return async (ctx, next) => {
     const header = ctx.get('authorization');
     if (!header) throw unauthorized('Missing API key', SUGGEST_HEADER);
@@ -35,11 +53,7 @@ export function authenticate(knex: Knex, accepts: ApiKeyType[] = ['secret']): Mi
     const parsed = parseKey(key);
     if (!parsed) throw unauthorized('Malformed API key: keys look like sk_… or pk_… followed by 40 letters and digits');
 
-    const row: KeyRow | undefined = await knex('api_keys as k')
-      .join('projects as p', 'p.id', 'k.project_id')
-      .where('k.lookup', parsed.lookup)
-      .whereNull('k.revoked_at')
-      .first('k.id', 'k.project_id as projectId', 'k.type', 'k.hash', 'p.disabled');
+    const row = await keys.load(parsed.lookup);
     if (!row || row.type !== parsed.type || !keyMatches(key, row.hash)) throw unauthorized('Invalid API key');
 
     if (!accepts.includes(row.type)) {
