@@ -26,7 +26,12 @@ export interface MessageContent {
   extraHeaders?: Record<string, string>;
 }
 
-export function buildMessage(email: Email, content: MessageContent, attachments: StoredAttachment[]): SendMailOptions {
+export interface BuildOptions {
+  /** DKIM signing (mail/dkim.ts dkimFor): nodemailer signs the message with the sending domain's key. */
+  dkim?: SendMailOptions['dkim'];
+}
+
+export function buildMessage(email: Email, content: MessageContent, attachments: StoredAttachment[], opts: BuildOptions = {}): SendMailOptions {
   return {
     messageId: `<${email.id}@${domainOf(email.fromEmail)}>`,
     from: email.fromName ? { name: email.fromName, address: email.fromEmail } : email.fromEmail,
@@ -42,5 +47,6 @@ export function buildMessage(email: Email, content: MessageContent, attachments:
       ...(a.contentId ? { cid: a.contentId } : {}),
       contentDisposition: a.disposition,
     })),
+    ...(opts.dkim ? { dkim: opts.dkim } : {}),
   };
 }

@@ -3,6 +3,7 @@ import * as foundation from './20261122000001_foundation';
 import * as messaging from './20261122000002_messaging';
 import * as audiences from './20261122000003_audiences';
 import * as campaigns from './20261122000004_campaigns';
+import * as domainsDkim from './20261122000006_domains_dkim';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -14,6 +15,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261122000002_messaging': messaging,
   '20261122000003_audiences': audiences,
   '20261122000004_campaigns': campaigns,
+  '20261122000006_domains_dkim': domainsDkim,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
