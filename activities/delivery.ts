@@ -3,7 +3,8 @@ import { Email } from '../db/models/Email';
 import { recordEvents, type NewEvent } from '../db/queries/events';
 import type { Logger } from '../logging/logger';
 import { renderCampaignEmail } from '../mail/campaign';
-import { buildMessage, type MessageContent, type StoredAttachment } from '../mail/message';
+import { dkimFor, loadSigningKeys, type DkimOptions, type SigningKey } from '../mail/dkim';
+import { buildMessage, domainOf, type MessageContent, type StoredAttachment } from '../mail/message';
 import { failureReason, isPermanentFailure, type Mailer } from '../mail/transport';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import type { DeliveryOutcome, EmailRef } from '../workflows/types';
@@ -37,9 +38,15 @@ export type Outcome =
   | { email: Email; status: 'CANCELLED'; error: string }
   | { email: Email; status: 'QUEUED'; error: string; retryInMs: number };
 
+/** What one email needs for its send: its content (null: do not send) and the DKIM signing options of its domain. */
+export interface Prepared {
+  content: MessageContent | null;
+  dkim?: DkimOptions;
+}
+
 /**
- * Delivery in three parts, shared by both engines: `contents` (what to send, a few queries for any number of
- * emails), `attempt` (one SMTP send) and `record` (any number of outcomes and their events in one transaction).
+ * Delivery in three parts, shared by both engines: `prepare` (what to send and how to sign it, a few queries for any
+ * number of emails), `attempt` (one SMTP send) and `record` (any number of outcomes and their events in one transaction).
  * Temporal's activity runs them for one email; the embedded delivery queue (engine/deliveryQueue.ts) for batches.
  */
 export function createDeliverer({ knex, mailer, log, secret, publicUrl }: DeliveryDeps) {
@@ -78,8 +85,28 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
     return result;
   }
 
+  /** The DKIM keys of the emails' From domains: one query per project (usually one). */
+  async function signingKeys(emails: Email[]): Promise<Map<string, Map<string, SigningKey>>> {
+    const domains = new Map<string, Set<string>>();
+    for (const e of emails) domains.set(e.projectId, (domains.get(e.projectId) ?? new Set()).add(domainOf(e.fromEmail)));
+    const keys = new Map<string, Map<string, SigningKey>>();
+    await Promise.all([...domains].map(async ([projectId, names]) => {
+      keys.set(projectId, await loadSigningKeys(knex, secret, projectId, names, (err) => log.error({ projectId, error: err.message }, 'DKIM key unusable; sending unsigned')));
+    }));
+    return keys;
+  }
+
+  /** Everything the sends of these emails need, by email id. */
+  async function prepare(emails: Email[]): Promise<Map<string, Prepared>> {
+    const [content, keys] = await Promise.all([contents(emails), signingKeys(emails)]);
+    return new Map(emails.map((e) => {
+      const dkim = dkimFor(keys.get(e.projectId)!, e.fromEmail);
+      return [e.id, { content: content.get(e.id) ?? null, ...(dkim ? { dkim } : {}) }];
+    }));
+  }
+
   /** One SMTP attempt. Attachments are read here, per email, so memory holds only those of the sends in flight. */
-  async function attempt(email: Email, content: MessageContent | null): Promise<AttemptResult> {
+  async function attempt(email: Email, { content, dkim }: Prepared): Promise<AttemptResult> {
     if (!content) return { status: 'SKIPPED', error: 'the contact unsubscribed before delivery' };
     const attachments: StoredAttachment[] = email.attachmentIds.length
       ? (await knex('attachments').where('project_id', email.projectId).whereIn('id', email.attachmentIds)
@@ -87,7 +114,7 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
         .sort((a: StoredAttachment, b: StoredAttachment) => email.attachmentIds.indexOf(a.id) - email.attachmentIds.indexOf(b.id))
       : [];
     try {
-      const { messageId } = await mailer.send(buildMessage(email, content, attachments));
+      const { messageId } = await mailer.send(buildMessage(email, content, attachments, dkim ? { dkim } : {}));
       return { status: 'SENT', messageId };
     } catch (err) {
       const error = failureReason(err);
@@ -146,7 +173,7 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
     });
   }
 
-  return { contents, attempt, record };
+  return { prepare, attempt, record };
 }
 
 export type Deliverer = ReturnType<typeof createDeliverer>;
@@ -174,7 +201,7 @@ export function deliveryActivities(deps: DeliveryDeps) {
         .returning('*');
       if (!row) return skipped(ref);
       const email = Email.fromDatabaseJson(row);
-      const result = await deliverer.attempt(email, (await deliverer.contents([email])).get(email.id) ?? null);
+      const result = await deliverer.attempt(email, (await deliverer.prepare([email])).get(email.id)!);
       switch (result.status) {
         case 'SENT':
           await deliverer.record([{ email, ...result }]);

@@ -1,10 +1,11 @@
 import type { Activities } from '../workflows/types';
 import { campaignActivities, type CampaignDeps } from './campaigns';
 import { deliveryActivities, type DeliveryDeps } from './delivery';
+import { domainActivities, type DomainDeps } from './domains';
 
-export type ActivityDeps = DeliveryDeps & CampaignDeps;
+export type ActivityDeps = DeliveryDeps & CampaignDeps & DomainDeps;
 
 /** All activities, as plain async functions: Temporal workers register them, the embedded engine runs them as DBOS steps. */
 export function createActivities(deps: ActivityDeps): Activities {
-  return { ...deliveryActivities(deps), ...campaignActivities(deps) };
+  return { ...deliveryActivities(deps), ...campaignActivities(deps), ...domainActivities(deps) };
 }

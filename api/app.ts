@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Knex } from 'knex';
+import { loadDnsConfig, type DnsConfig } from '../config';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import { authenticate } from './middleware/auth';
@@ -10,6 +11,7 @@ import { rateLimit } from './middleware/rateLimit';
 import { requestId } from './middleware/requestId';
 import { campaignRoutes } from './routes/campaigns';
 import { contactRoutes } from './routes/contacts';
+import { domainRoutes } from './routes/domains';
 import { eventRoutes } from './routes/events';
 import { healthRoutes } from './routes/health';
 import { segmentRoutes } from './routes/segments';
@@ -17,6 +19,7 @@ import { sendRoutes } from './routes/send';
 import { templateRoutes } from './routes/templates';
 import { unsubscribeRoutes } from './routes/unsubscribe';
 import { trackRoutes } from './routes/track';
+import { verifyRoutes } from './routes/verify';
 
 export interface AppDeps {
   knex: Knex;
@@ -27,6 +30,8 @@ export interface AppDeps {
   secret: Buffer;
   /** Base URL of this API as recipients reach it. */
   publicUrl: string;
+  /** DNS resolvers and timeouts (domain checks, /v1/verify); read from the environment when not given. */
+  dns?: DnsConfig;
 }
 
 /** Sending bodies carry base64 attachments (10 MB decoded at most); every other body stays small. */
@@ -61,6 +66,10 @@ export function createApp(deps: AppDeps): Koa {
   segmentRoutes(dashboard, deps.knex);
   campaignRoutes(dashboard, deps);
   eventRoutes(dashboard, deps.knex);
+  const dns = deps.dns ?? loadDnsConfig();
+  domainRoutes(dashboard, { ...deps, dns });
+  // A public API route, secret keys only: it shares the dashboard's middleware (and small JSON bodies).
+  verifyRoutes(dashboard, dns);
 
   app.use(requestId());
   app.use(errorHandler(deps.log));

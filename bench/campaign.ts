@@ -127,6 +127,8 @@ async function heraldMaterialise(cluster: BenchCluster, projectId: string, rep: 
       ...acts,
       failEmail: () => Promise.reject(new Error('not in a materialisation')),
       cancelEmail: () => Promise.reject(new Error('not in a materialisation')),
+      checkDomainBatch: () => Promise.reject(new Error('not in a materialisation')),
+      scheduleDomainChecks: () => Promise.reject(new Error('not in a materialisation')),
       beginCampaign: (ref) => { runs++; return acts.beginCampaign(ref); },
       campaignBatch: (ref) => { batches++; return acts.campaignBatch(ref); },
       campaignProgress: async () => { doneAt ||= performance.now(); return { pending: 0, cancelled: false }; },

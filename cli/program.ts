@@ -2,8 +2,11 @@ import { Command, CommanderError, Option } from 'commander';
 import Joi from 'joi';
 import { isUuid } from '../api/pagination';
 import { ConfigError, loadConfig } from '../config';
+import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
+import { ensureDomainKey, markOperatorVerified } from '../db/queries/domains';
 import { createLogger } from '../logging/logger';
+import { domainRecords } from '../verify/domainRecords';
 import {
   addDomain, createKey, createProject, listProjects, revokeKey, setProjectDisabled,
 } from '../projects/service';
@@ -29,8 +32,10 @@ function print(value: unknown): void {
  */
 export async function runCli(argv: string[]): Promise<number> {
   let db: Database | undefined;
+  let secret: Buffer | undefined;
   const withDb = <A extends unknown[]>(fn: (...args: A) => Promise<void>) => async (...args: A) => {
     const config = loadConfig();
+    secret = loadSecret(config);
     // Logs go to stderr so that stdout carries only the command's JSON.
     const log = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'warn', 'herald-cli', 2);
     db = await openDatabase(config, log);
@@ -76,16 +81,21 @@ export async function runCli(argv: string[]): Promise<number> {
     }));
 
   const domain = program.command('domain').description('manage sending domains');
-  domain.command('add').description('add a sending domain to a project')
+  domain.command('add').description('add a sending domain to a project (with its DKIM key; prints the DNS records to publish)')
     .requiredOption('--project <id>', 'project id')
     .requiredOption('--domain <name>', 'domain name, e.g. mail.example.com')
     .option('--verified', 'record it as verified by the operator, without a DNS check')
     .action(withDb(async (opts: { project: string; domain: string; verified?: boolean }) => {
       const { value: name, error } = domainName.validate(opts.domain);
       if (error) throw new CliError(`--domain ${JSON.stringify(opts.domain)} is not a valid domain name`);
-      const row = await addDomain(requireUuid(opts.project, 'project'), name, opts.verified === true);
-      if (!row) throw new CliError(`no project ${opts.project}`);
-      print({ id: row.id, projectId: row.projectId, domain: row.domain, status: row.status, verifiedAt: row.verifiedAt?.toISOString() ?? null });
+      const added = await addDomain(requireUuid(opts.project, 'project'), name, opts.verified === true);
+      if (!added) throw new CliError(`no project ${opts.project}`);
+      let row = await ensureDomainKey(db!.knex, secret!, added);
+      if (opts.verified) row = await markOperatorVerified(db!.knex, row);
+      print({
+        id: row.id, projectId: row.projectId, domain: row.domain, status: row.status, verifiedAt: row.verifiedAt?.toISOString() ?? null,
+        records: domainRecords(row.domain, row.dkimSelector!, row.dkimPublicKey!, row.records ?? {}),
+      });
     }));
 
   try {

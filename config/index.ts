@@ -54,17 +54,20 @@ const envSchema = Joi.object({
   .unknown(true)
   .prefs({ convert: true, abortEarly: true });
 
+function configError(error: Joi.ValidationError, env: NodeJS.ProcessEnv): ConfigError {
+  const detail = error.details[0]!;
+  const variable = String(detail.path[0] ?? 'environment');
+  const given = env[variable];
+  const shown = ['DATABASE_URL', 'SMTP_URL', 'SECRET_KEY'].includes(variable) ? '(value hidden: it may hold a secret)' : JSON.stringify(given);
+  const reason = detail.message.replace(/^"[^"]+" /, '');
+  return new ConfigError(variable, `Invalid configuration: ${variable} ${reason}; got ${given === undefined ? 'nothing' : shown}.`);
+}
+
 /** Reads and validates the configuration; throws a ConfigError naming the first bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const { value, error } = envSchema.validate(env);
-  if (error) {
-    const detail = error.details[0]!;
-    const variable = String(detail.path[0] ?? 'environment');
-    const given = env[variable];
-    const shown = ['DATABASE_URL', 'SMTP_URL', 'SECRET_KEY'].includes(variable) ? '(value hidden: it may hold a secret)' : JSON.stringify(given);
-    const reason = detail.message.replace(/^"[^"]+" /, '');
-    throw new ConfigError(variable, `Invalid configuration: ${variable} ${reason}; got ${given === undefined ? 'nothing' : shown}.`);
-  }
+  if (error) throw configError(error, env);
+  loadDnsConfig(env); // validated here too, so that a bad DNS setting also stops Herald at start-up
   return {
     port: value.PORT,
     dataDir: path.resolve(value.DATA_DIR),
@@ -79,5 +82,47 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: (value.PUBLIC_URL ?? `http://localhost:${value.PORT}`).replace(/\/+$/, ''),
     secretKey: value.SECRET_KEY,
     executorId: value.EXECUTOR_ID,
+  };
+}
+
+/** DNS lookups: sending-domain verification and POST /v1/verify. */
+export interface DnsConfig {
+  /** Resolvers as `host:port` (`[v6]:port`); empty: the system's resolvers (/etc/resolv.conf). */
+  servers: string[];
+  /** Time one query waits for an answer before it is tried again (c-ares `timeout`). */
+  timeoutMs: number;
+  /** Tries per query (c-ares `tries`). */
+  tries: number;
+  /** Total time POST /v1/verify may spend on DNS for one address; what has not answered by then counts as unknown. */
+  verifyBudgetMs: number;
+  /** How often the scheduled workflow re-checks the DNS records of every sending domain. */
+  domainCheckIntervalMinutes: number;
+}
+
+// host:port, [v6]:port or a bare host/IP (port 53): what node:dns setServers() accepts.
+const dnsServer = /^(?:\[[0-9A-Fa-f:.]+\](?::\d{1,5})?|[0-9A-Fa-f]*:[0-9A-Fa-f:.]*|[A-Za-z0-9.-]+(?::\d{1,5})?)$/;
+
+const dnsSchema = Joi.object({
+  DNS_SERVERS: Joi.string().trim().empty('').custom((v: string, helpers) => {
+    const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+    if (list.length === 0 || !list.every((s) => dnsServer.test(s))) return helpers.error('any.invalid');
+    return list;
+  }).messages({ 'any.invalid': 'must be a comma-separated list of host:port (e.g. 1.1.1.1:53,[2606:4700:4700::1111]:53)' }),
+  DNS_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).empty('').default(2000),
+  DNS_TRIES: Joi.number().integer().min(1).max(10).empty('').default(2),
+  VERIFY_DNS_BUDGET_MS: Joi.number().integer().min(50).max(60_000).empty('').default(3000),
+  DOMAIN_CHECK_INTERVAL_MINUTES: Joi.number().integer().min(1).max(7 * 24 * 60).empty('').default(60),
+}).unknown(true).prefs({ convert: true, abortEarly: true });
+
+/** Reads and validates the DNS settings (part of loadConfig's validation; read on their own by the domain and verify code). */
+export function loadDnsConfig(env: NodeJS.ProcessEnv = process.env): DnsConfig {
+  const { value, error } = dnsSchema.validate(env);
+  if (error) throw configError(error, env);
+  return {
+    servers: value.DNS_SERVERS ?? [],
+    timeoutMs: value.DNS_TIMEOUT_MS,
+    tries: value.DNS_TRIES,
+    verifyBudgetMs: value.VERIFY_DNS_BUDGET_MS,
+    domainCheckIntervalMinutes: value.DOMAIN_CHECK_INTERVAL_MINUTES,
   };
 }

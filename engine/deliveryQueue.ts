@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Deliverer, Outcome } from '../activities/delivery';
+import type { Deliverer, Outcome, Prepared } from '../activities/delivery';
 import { Email } from '../db/models/Email';
 import type { Logger } from '../logging/logger';
 import { DELIVERY_RETRY } from '../workflows/policy';
@@ -109,8 +109,8 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     else flushTimer ??= setTimeout(() => void flush(), FLUSH_MS);
   };
 
-  const outcomeOf = async (email: Email, content: Parameters<Deliverer['attempt']>[1]): Promise<Outcome> => {
-    const result = await deliverer.attempt(email, content);
+  const outcomeOf = async (email: Email, prepared: Prepared): Promise<Outcome> => {
+    const result = await deliverer.attempt(email, prepared);
     switch (result.status) {
       case 'SENT': return { email, status: 'SENT', messageId: result.messageId };
       case 'FAILED': return { email, status: 'FAILED', error: result.error };
@@ -160,9 +160,9 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
 
   /** Sends each email at its slot (`firstSlotAt`: performance.now() time of the first). */
   async function deliverBatch(emails: Email[], firstSlotAt: number): Promise<void> {
-    let contents: Awaited<ReturnType<Deliverer['contents']>>;
+    let prepared: Map<string, Prepared>;
     try {
-      contents = await deliverer.contents(emails);
+      prepared = await deliverer.prepare(emails);
     } catch (err) {
       log.error({ err }, 'could not load what to send; the emails go back to the queue');
       for (const email of emails) settle({ email, status: 'QUEUED', error: 'could not load the email', retryInMs: retryDelayMs(1) });
@@ -174,7 +174,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
         const at = firstSlotAt + i * intervalMs;
         const wait = at - performance.now();
         if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-        settle(await outcomeOf(email, contents.get(email.id) ?? null));
+        settle(await outcomeOf(email, prepared.get(email.id)!));
       })().catch((err) => {
         log.error({ err, emailId: email.id }, 'delivery crashed; the email goes back to the queue');
         settle({ email, status: 'QUEUED', error: 'delivery crashed', retryInMs: retryDelayMs(email.attempts) });

@@ -14,6 +14,12 @@ export function domainOf(address: string): string {
   return address.slice(address.lastIndexOf('@') + 1).toLowerCase();
 }
 
+/** A domain and its parents: mail.eu.example.com → [mail.eu.example.com, eu.example.com, example.com, com]. */
+export function domainSuffixes(domain: string): string[] {
+  const labels = domain.split('.');
+  return labels.map((_, i) => labels.slice(i).join('.'));
+}
+
 /**
  * The MIME message of a stored email. The Message-ID is derived from the email's id, so a retried delivery
  * (after a crash between the SMTP answer and our database write) carries the same Message-ID and receivers can
@@ -26,7 +32,12 @@ export interface MessageContent {
   extraHeaders?: Record<string, string>;
 }
 
-export function buildMessage(email: Email, content: MessageContent, attachments: StoredAttachment[]): SendMailOptions {
+export interface BuildOptions {
+  /** DKIM signing (mail/dkim.ts dkimFor): nodemailer signs the message with the sending domain's key. */
+  dkim?: SendMailOptions['dkim'];
+}
+
+export function buildMessage(email: Email, content: MessageContent, attachments: StoredAttachment[], opts: BuildOptions = {}): SendMailOptions {
   return {
     messageId: `<${email.id}@${domainOf(email.fromEmail)}>`,
     from: email.fromName ? { name: email.fromName, address: email.fromEmail } : email.fromEmail,
@@ -42,5 +53,6 @@ export function buildMessage(email: Email, content: MessageContent, attachments:
       ...(a.contentId ? { cid: a.contentId } : {}),
       contentDisposition: a.disposition,
     })),
+    ...(opts.dkim ? { dkim: opts.dkim } : {}),
   };
 }

@@ -37,7 +37,7 @@ async function cliFails(code: number | 'non-zero', stderrPattern: RegExp, ...arg
 interface Created { id: string; name: string; secretKey: string; publicKey: string }
 interface Listed { id: string; name: string; disabled: boolean; createdAt: string; keys: { id: string; type: string; hint: string; revoked: boolean }[] }
 interface CreatedKey { id: string; projectId: string; type: string; key: string }
-interface AddedDomain { id: string; projectId: string; domain: string; status: string; verifiedAt: string | null }
+interface AddedDomain { id: string; projectId: string; domain: string; status: string; verifiedAt: string | null; records: { purpose: string; type: string; name: string; value: string }[] }
 
 beforeAll(async () => { t = await createTestContext(); });
 afterAll(async () => { await t?.close(); });
@@ -259,8 +259,12 @@ describe('domain add', () => {
     expect(d.id).toMatch(UUID);
     expect(new Date(d.verifiedAt!).toISOString()).toBe(d.verifiedAt);
     const row = await domainRow('mail.example.com');
-    expect(row).toMatchObject({ id: d.id, status: 'VERIFIED' });
+    expect(row).toMatchObject({ id: d.id, status: 'VERIFIED', verified_by: 'OPERATOR' });
     expect(row.verified_at).toBeInstanceOf(Date);
+    // It also gets its DKIM key (stored encrypted), and the records to publish are printed.
+    expect(Buffer.isBuffer(row.dkim_private_key)).toBe(true);
+    expect(d.records.map((r) => r.purpose)).toEqual(['DKIM', 'SPF', 'DMARC']);
+    expect(d.records[0]).toMatchObject({ type: 'TXT', name: `${row.dkim_selector}._domainkey.mail.example.com`, value: `v=DKIM1; k=rsa; p=${row.dkim_public_key}` });
   });
 
   test('without --verified it waits as PENDING', async () => {
@@ -300,6 +304,7 @@ describe('domain add', () => {
     const again = await cliJson<AddedDomain>('domain', 'add', '--project', p.id, '--domain', 'mail.example.com');
     expect(again).toEqual({
       id: stored.id, projectId: p.id, domain: 'mail.example.com', status: 'VERIFIED', verifiedAt: (stored.verified_at as Date).toISOString(),
+      records: expect.any(Array),
     });
   });
 

@@ -1,7 +1,8 @@
+import { checkDomains } from './checkDomains';
 import type { WorkflowContext } from './context';
 import { deliverEmail } from './deliverEmail';
 import { sendCampaign, type CampaignInput } from './sendCampaign';
-import type { EmailRef } from './types';
+import type { DomainChecksInput, EmailRef } from './types';
 
 /**
  * Every workflow, with its input type and where it runs. `queue: 'delivery'` marks workflows whose whole job is
@@ -11,6 +12,7 @@ import type { EmailRef } from './types';
 export const workflows = {
   deliverEmail: { run: deliverEmail, queue: 'delivery' },
   sendCampaign: { run: sendCampaign, queue: 'default' },
+  checkDomains: { run: checkDomains, queue: 'default' },
 } as const satisfies Record<string, { run: (ctx: WorkflowContext, input: never) => Promise<unknown>; queue: 'delivery' | 'default' }>;
 
 export type WorkflowName = keyof typeof workflows;
@@ -18,10 +20,13 @@ export type WorkflowName = keyof typeof workflows;
 export interface WorkflowInputs {
   deliverEmail: EmailRef;
   sendCampaign: CampaignInput;
+  checkDomains: DomainChecksInput;
 }
 
 /** Business ids of workflows: a repeated start with the same id is harmless in both engines. */
 export const workflowId = {
   deliverEmail: (ref: EmailRef) => `email-${ref.emailId}`,
   sendCampaign: (ref: { campaignId: string }) => `campaign-${ref.campaignId}`,
+  /** One run per slot of the re-check schedule. */
+  checkDomains: (ref: { slot: number }) => `domain-checks-${new Date(ref.slot).toISOString()}`,
 };

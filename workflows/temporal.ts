@@ -5,11 +5,12 @@
  */
 import { ActivityCancellationType, CancellationScope, isCancellation, makeContinueAsNewFunc, proxyActivities, sleep } from '@temporalio/workflow';
 import type { RetryPolicy as TemporalRetryPolicy } from '@temporalio/common';
+import { checkDomains as checkDomainsLogic } from './checkDomains';
 import type { WorkflowContext } from './context';
 import { deliverEmail as deliverEmailLogic } from './deliverEmail';
 import { sendCampaign as sendCampaignLogic, type CampaignInput } from './sendCampaign';
 import { ACTIVITY_RETRY, DELIVERY_QUEUE, DELIVERY_RETRY, type RetryPolicy } from './policy';
-import type { DeliveryActivities, EmailRef, OtherActivities } from './types';
+import type { DeliveryActivities, DomainChecksInput, EmailRef, OtherActivities } from './types';
 
 function retry(p: RetryPolicy): TemporalRetryPolicy {
   return {
@@ -42,4 +43,8 @@ export async function deliverEmail(ref: EmailRef) {
 
 export async function sendCampaign(input: CampaignInput) {
   return sendCampaignLogic(context, input);
+}
+
+export async function checkDomains(input: DomainChecksInput) {
+  return checkDomainsLogic(context, input);
 }

@@ -31,6 +31,22 @@ export interface BatchResult {
   done: boolean;
 }
 
+/** Input of a run of the periodic domain re-check: its slot (epoch ms), and the keyset position after continue-as-new. */
+export interface DomainChecksInput {
+  slot: number;
+  after?: string | null;
+}
+
+export interface DomainBatchResult {
+  checked: number;
+  verified: number;
+  failed: number;
+  /** Keyset position: the last domain id of this batch. */
+  last: string | null;
+  /** Every domain has been checked. */
+  done: boolean;
+}
+
 /** The activities every engine runs for the workflows, as plain async functions (activities/). */
 export interface Activities {
   /** Delivers one stored email. Throws on transient failures (the engine retries); returns FAILED on permanent ones. */
@@ -44,6 +60,10 @@ export interface Activities {
   campaignProgress(ref: CampaignRef): Promise<{ pending: number; cancelled: boolean; ratePerSecond?: number }>;
   finishCampaign(ref: CampaignRef): Promise<CampaignPhase>;
   cancelCampaign(ref: CampaignRef): Promise<CampaignPhase>;
+  /** Checks the next batch of sending domains (all projects, id order) against DNS and stores the outcomes. */
+  checkDomainBatch(ref: { after: string | null; size: number }): Promise<DomainBatchResult>;
+  /** Schedules the re-check run of the slot after `after`; returns that slot. */
+  scheduleDomainChecks(ref: { after: number }): Promise<number>;
 }
 
 /** Delivery is the activity that runs on the rate-limited queue. */

@@ -4,6 +4,7 @@ import * as messaging from './20261122000002_messaging';
 import * as audiences from './20261122000003_audiences';
 import * as campaigns from './20261122000004_campaigns';
 import * as deliveryQueue from './20261122000005_delivery_queue';
+import * as domainsDkim from './20261122000006_domains_dkim';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -16,6 +17,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261122000003_audiences': audiences,
   '20261122000004_campaigns': campaigns,
   '20261122000005_delivery_queue': deliveryQueue,
+  '20261122000006_domains_dkim': domainsDkim,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

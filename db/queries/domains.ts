@@ -1,10 +1,8 @@
+import { domainOf, domainSuffixes } from '../../mail/message';
 import type { Knex } from 'knex';
-
-/** mail.eu.example.com → [mail.eu.example.com, eu.example.com, example.com, com]. */
-function suffixes(domain: string): string[] {
-  const labels = domain.split('.');
-  return labels.map((_, i) => labels.slice(i).join('.'));
-}
+import { encryptPrivateKey, generateDkimKey } from '../../mail/dkim';
+import { afterCheck, type RecordStatuses } from '../../verify/domainRecords';
+import { Domain } from '../models/Domain';
 
 /** True when the address is at a verified domain of the project, or at a subdomain of one. One indexed query. */
 export async function isVerifiedSender(db: Knex, projectId: string, email: string): Promise<boolean> {
@@ -19,11 +17,84 @@ export async function verifiedSenders(db: Knex, senders: { projectId: string; em
   if (senders.length === 0) return new Set();
   const pairs = new Map<string, [string, string]>();
   for (const s of senders) {
-    for (const d of suffixes(s.email.slice(s.email.lastIndexOf('@') + 1).toLowerCase())) pairs.set(`${s.projectId}/${d}`, [s.projectId, d]);
+    for (const d of domainSuffixes(domainOf(s.email))) pairs.set(`${s.projectId}/${d}`, [s.projectId, d]);
   }
   const rows: { project_id: string; domain: string }[] = await db('domains').where('status', 'VERIFIED').whereIn(['project_id', 'domain'], [...pairs.values()]).select('project_id', 'domain');
   const found = new Set(rows.map((r) => `${r.project_id}/${r.domain}`));
   return new Set(senders
-    .filter((s) => suffixes(s.email.slice(s.email.lastIndexOf('@') + 1).toLowerCase()).some((d) => found.has(`${s.projectId}/${d}`)))
+    .filter((s) => domainSuffixes(domainOf(s.email)).some((d) => found.has(`${s.projectId}/${d}`)))
     .map((s) => `${s.projectId}/${s.email}`));
+}
+
+/** The DKIM columns of a freshly generated key pair, its private key encrypted for this project and domain. */
+async function newKeyColumns(secret: Buffer, projectId: string, domain: string) {
+  const key = await generateDkimKey();
+  return { dkimSelector: key.selector, dkimPublicKey: key.publicKey, dkimPrivateKey: encryptPrivateKey(secret, projectId, domain, key.privateKey) };
+}
+
+/** Adds a PENDING domain with a new DKIM key; undefined when the project already has it (409). */
+export async function createDomain(db: Knex, secret: Buffer, projectId: string, domain: string): Promise<Domain | undefined> {
+  const columns = Domain.fromJson({ projectId, domain, status: 'PENDING', ...(await newKeyColumns(secret, projectId, domain)) }, { skipValidation: true }).$toDatabaseJson();
+  const [row] = await db('domains').insert(columns).onConflict(['project_id', 'domain']).ignore().returning('*');
+  return row ? Domain.fromDatabaseJson(row) : undefined;
+}
+
+/**
+ * Gives a domain without a DKIM key (a row from before keys, or one added by projects/service addDomain) its key;
+ * returns the row as stored. A concurrent caller may win: then its key is the one kept.
+ */
+export async function ensureDomainKey(db: Knex, secret: Buffer, domain: Domain): Promise<Domain> {
+  if (domain.dkimPrivateKey) return domain;
+  const columns = Domain.fromJson(await newKeyColumns(secret, domain.projectId, domain.domain), { patch: true, skipValidation: true }).$toDatabaseJson();
+  await db('domains').where({ project_id: domain.projectId, id: domain.id }).whereNull('dkim_private_key').update(columns);
+  return (await getDomain(db, domain.projectId, domain.id))!;
+}
+
+/** Records that the operator vouches for the domain (CLI `domain add --verified`): an override of failing DNS checks. */
+export async function markOperatorVerified(db: Knex, domain: Domain): Promise<Domain> {
+  if (domain.status !== 'VERIFIED' || domain.verifiedBy === 'OPERATOR') return domain;
+  await db('domains').where({ project_id: domain.projectId, id: domain.id }).update({ verified_by: 'OPERATOR', updated_at: db.fn.now() });
+  return (await getDomain(db, domain.projectId, domain.id))!;
+}
+
+export async function getDomain(db: Knex, projectId: string, id: string): Promise<Domain | undefined> {
+  return Domain.query(db).findOne({ project_id: projectId, id });
+}
+
+export async function deleteDomain(db: Knex, projectId: string, id: string): Promise<boolean> {
+  return (await db('domains').where({ project_id: projectId, id }).delete()) > 0;
+}
+
+export function domainListQueries(db: Knex, projectId: string, filter: { status?: string }, limit: number, afterId?: string) {
+  const filtered = () => {
+    const q = Domain.query(db).where('project_id', projectId);
+    if (filter.status) q.where('status', filter.status);
+    return q;
+  };
+  const page = filtered().orderBy('id', 'desc').limit(limit + 1);
+  if (afterId) page.where('id', '<', afterId);
+  return { page, count: filtered().resultSize() };
+}
+
+/**
+ * Stores the outcome of a DNS check of one domain (verify/domainRecords.ts afterCheck decides the status), under a row
+ * lock so that two checks (the schedule and an API call) do not interleave. Undefined when the domain is gone.
+ */
+export async function saveCheck(db: Knex, projectId: string, id: string, found: RecordStatuses, now = new Date()): Promise<Domain | undefined> {
+  return db.transaction(async (trx) => {
+    const current = await Domain.query(trx).findOne({ project_id: projectId, id }).forUpdate();
+    if (!current) return undefined;
+    const next = afterCheck({ status: current.status, verifiedBy: current.verifiedBy, verifiedAt: current.verifiedAt, records: current.records ?? {} }, found, now);
+    const [row] = await trx('domains').where({ project_id: projectId, id }).update({
+      status: next.status, verified_by: next.verifiedBy, verified_at: next.verifiedAt, records: JSON.stringify(next.records), checked_at: now, updated_at: now,
+    }).returning('*');
+    return Domain.fromDatabaseJson(row);
+  });
+}
+
+/** One page of every project's domains in id order (the scheduled re-check walks them all). */
+export async function domainsAfter(db: Knex, afterId: string | null, size: number): Promise<Domain[]> {
+  const q = Domain.query(db).orderBy('id').limit(size);
+  if (afterId) q.where('id', '>', afterId);
+  return q;
 }

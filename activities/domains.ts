@@ -1,0 +1,81 @@
+import type { Knex } from 'knex';
+import { loadDnsConfig, type DnsConfig } from '../config';
+import type { Domain } from '../db/models/Domain';
+import { domainsAfter, ensureDomainKey, saveCheck } from '../db/queries/domains';
+import type { Engine } from '../engine/types';
+import type { Logger } from '../logging/logger';
+import { DnsClient } from '../verify/dns';
+import { checkDomainRecords } from '../verify/domainRecords';
+import { workflowId } from '../workflows/registry';
+import type { DomainBatchResult } from '../workflows/types';
+
+export interface DomainDeps {
+  knex: Knex;
+  engine: Engine;
+  log: Logger;
+  /** Encrypts the DKIM keys that rows from before DKIM keys get on their first check. */
+  secret: Buffer;
+  /** DNS_SERVERS, timeouts and the re-check interval; read from the environment when not given. */
+  dns?: DnsConfig;
+}
+
+/** Domain checks ask DNS every time (no cache): a record that was just published or just removed counts at once. */
+export function domainDnsClient(config: DnsConfig): DnsClient {
+  return new DnsClient({ servers: config.servers, timeoutMs: config.timeoutMs, tries: config.tries, cache: false });
+}
+
+/** Looks one domain's records up in DNS and stores the outcome; undefined when the domain was deleted meanwhile. */
+export async function checkDomain(db: Knex, dns: DnsClient, secret: Buffer, domain: Domain, now = new Date()): Promise<Domain | undefined> {
+  const keyed = await ensureDomainKey(db, secret, domain);
+  const found = await checkDomainRecords(dns, keyed.domain, keyed.dkimSelector!, keyed.dkimPublicKey!);
+  return saveCheck(db, keyed.projectId, keyed.id, found, now);
+}
+
+/** The start of the next slot of the re-check schedule after `afterMs`: slots are whole multiples of the interval since the epoch. */
+export function nextCheckSlot(afterMs: number, intervalMs: number): number {
+  return (Math.floor(afterMs / intervalMs) + 1) * intervalMs;
+}
+
+/**
+ * Makes sure that a re-check run is scheduled for the next slot (after now, and after `after` when given).
+ * Each run schedules its successor; the run's id is its slot (`domain-checks-<ISO time>`), so every caller — the
+ * previous run, any number of API processes — asks for the same one and the engines start it once.
+ */
+export async function scheduleDomainChecks(engine: Engine, intervalMs: number, after?: number, now = Date.now()): Promise<number> {
+  const slot = nextCheckSlot(Math.max(now, after ?? 0), intervalMs);
+  await engine.start('checkDomains', { slot }, { id: workflowId.checkDomains({ slot }), startAt: new Date(slot) });
+  return slot;
+}
+
+/** Concurrent DNS checks within one batch. */
+const CHECK_CONCURRENCY = 10;
+
+export function domainActivities(deps: DomainDeps) {
+  const config = () => deps.dns ?? loadDnsConfig();
+  let dns: DnsClient | undefined;
+  return {
+    /** Re-checks the next `size` domains (all projects, in id order) against DNS. */
+    async checkDomainBatch(ref: { after: string | null; size: number }): Promise<DomainBatchResult> {
+      dns ??= domainDnsClient(config());
+      const client = dns;
+      const domains = await domainsAfter(deps.knex, ref.after, ref.size);
+      let verified = 0;
+      let failed = 0;
+      for (let i = 0; i < domains.length; i += CHECK_CONCURRENCY) {
+        const results = await Promise.all(domains.slice(i, i + CHECK_CONCURRENCY).map(async (d) => {
+          const after = await checkDomain(deps.knex, client, deps.secret, d);
+          if (after && after.status !== d.status) deps.log.info({ projectId: d.projectId, domainId: d.id, domain: d.domain, from: d.status, to: after.status }, 'sending domain status changed');
+          return after;
+        }));
+        verified += results.filter((r) => r?.status === 'VERIFIED').length;
+        failed += results.filter((r) => r?.status === 'FAILED').length;
+      }
+      return { checked: domains.length, verified, failed, last: domains.at(-1)?.id ?? ref.after, done: domains.length < ref.size };
+    },
+
+    /** Schedules the run after the slot `after` (the current run's own slot). */
+    async scheduleDomainChecks(ref: { after: number }): Promise<number> {
+      return scheduleDomainChecks(deps.engine, config().domainCheckIntervalMinutes * 60_000, ref.after);
+    },
+  };
+}

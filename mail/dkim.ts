@@ -1,0 +1,127 @@
+import { createCipheriv, createDecipheriv, generateKeyPair, hkdfSync, randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import type { Knex } from 'knex';
+import type { SendMailOptions } from 'nodemailer';
+import { domainOf, domainSuffixes } from './message';
+
+/**
+ * DKIM keys of sending domains: an RSA-2048 key pair per domain, the private key encrypted at rest with AES-256-GCM
+ * under a key derived (HKDF-SHA256) from the installation secret (SECRET_KEY, or DATA_DIR/secret.key), and the
+ * signing options nodemailer puts on a message (`dkim: { domainName, keySelector, privateKey }`).
+ * Keys never reach a log: nothing here logs, and errors name the domain only.
+ */
+
+const generateKeyPairAsync = promisify(generateKeyPair);
+
+/** Format of the stored blob: version byte, 12-byte IV, 16-byte GCM tag, ciphertext of the PKCS#8 PEM. */
+const BLOB_VERSION = 1;
+
+export interface DkimKeyPair {
+  /** The DNS selector: the key is published at `<selector>._domainkey.<domain>`. */
+  selector: string;
+  /** base64 of the SubjectPublicKeyInfo DER: the `p=` of the DKIM record. */
+  publicKey: string;
+  /** PKCS#8 PEM. Only ever held in memory; stored encrypted (encryptPrivateKey). */
+  privateKey: string;
+}
+
+/** Selectors name the month the key was made (`herald202611`), so that a future rotation can publish a second one beside it. */
+export function newSelector(now = new Date()): string {
+  return `herald${now.getUTCFullYear()}${String(now.getUTCMonth() + 1).padStart(2, '0')}`;
+}
+
+/** Generates an RSA-2048 key pair off the event loop (libuv thread pool). */
+export async function generateDkimKey(now = new Date()): Promise<DkimKeyPair> {
+  const { publicKey, privateKey } = await generateKeyPairAsync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'der' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  return { selector: newSelector(now), publicKey: (publicKey as Buffer).toString('base64'), privateKey: privateKey as string };
+}
+
+function encryptionKey(secret: Buffer): Buffer {
+  return Buffer.from(hkdfSync('sha256', secret, 'herald', 'dkim-private-key/v1', 32));
+}
+
+/** The associated data binds a ciphertext to its domain row: a blob copied onto another domain does not decrypt. */
+const aad = (projectId: string, domain: string) => Buffer.from(`${projectId}/${domain}`, 'utf8');
+
+export function encryptPrivateKey(secret: Buffer, projectId: string, domain: string, privateKeyPem: string): Buffer {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', encryptionKey(secret), iv);
+  cipher.setAAD(aad(projectId, domain));
+  const ciphertext = Buffer.concat([cipher.update(privateKeyPem, 'utf8'), cipher.final()]);
+  return Buffer.concat([Buffer.from([BLOB_VERSION]), iv, cipher.getAuthTag(), ciphertext]);
+}
+
+export class DkimKeyError extends Error {
+  override name = 'DkimKeyError';
+}
+
+/** Decrypts a stored key; throws DkimKeyError (naming the domain, never the key) when the secret changed or the blob was altered. */
+export function decryptPrivateKey(secret: Buffer, projectId: string, domain: string, blob: Buffer): string {
+  try {
+    if (blob[0] !== BLOB_VERSION) throw new Error('unknown format');
+    const decipher = createDecipheriv('aes-256-gcm', encryptionKey(secret), blob.subarray(1, 13));
+    decipher.setAAD(aad(projectId, domain));
+    decipher.setAuthTag(blob.subarray(13, 29));
+    return Buffer.concat([decipher.update(blob.subarray(29)), decipher.final()]).toString('utf8');
+  } catch {
+    throw new DkimKeyError(`the DKIM key of ${domain} cannot be decrypted (was SECRET_KEY or DATA_DIR/secret.key changed?)`);
+  }
+}
+
+/** nodemailer's per-message DKIM options. */
+export type DkimOptions = NonNullable<SendMailOptions['dkim']> & { domainName: string; keySelector: string; privateKey: string };
+
+export interface SigningKey {
+  /** The sending domain that holds the key (the From domain itself or a parent of it): the signature's `d=`. */
+  domain: string;
+  selector: string;
+  privateKey: string;
+}
+
+
+/**
+ * The signing keys for a project's From domains, in ONE query: for each From domain, the key of the most specific
+ * domain of the project that is it or a parent of it (the same matching as isVerifiedSender). Domains without a key
+ * are absent from the map. A key that cannot be decrypted is reported through `onError` and left out, so that the
+ * mail goes out unsigned rather than not at all.
+ */
+export async function loadSigningKeys(
+  db: Knex, secret: Buffer, projectId: string, fromDomains: Iterable<string>, onError?: (err: DkimKeyError) => void,
+): Promise<Map<string, SigningKey>> {
+  const wanted = [...new Set([...fromDomains].map((d) => d.toLowerCase()))];
+  const out = new Map<string, SigningKey>();
+  if (wanted.length === 0) return out;
+  const candidates = [...new Set(wanted.flatMap(domainSuffixes))];
+  const rows: { domain: string; dkim_selector: string; dkim_private_key: Buffer }[] = await db('domains')
+    .where('project_id', projectId).whereIn('domain', candidates).whereNotNull('dkim_private_key')
+    .select('domain', 'dkim_selector', 'dkim_private_key');
+  const keys = new Map<string, SigningKey>();
+  for (const row of rows) {
+    try {
+      keys.set(row.domain, { domain: row.domain, selector: row.dkim_selector, privateKey: decryptPrivateKey(secret, projectId, row.domain, row.dkim_private_key) });
+    } catch (err) {
+      if (!(err instanceof DkimKeyError)) throw err;
+      onError?.(err);
+    }
+  }
+  for (const from of wanted) {
+    const key = domainSuffixes(from).map((d) => keys.get(d)).find((k) => k !== undefined);
+    if (key) out.set(from, key);
+  }
+  return out;
+}
+
+/** The `dkim` option of a message from `fromAddress`, or undefined when its domain has no key. */
+export function dkimFor(keys: Map<string, SigningKey>, fromAddress: string): DkimOptions | undefined {
+  const key = keys.get(domainOf(fromAddress));
+  return key ? { domainName: key.domain, keySelector: key.selector, privateKey: key.privateKey } : undefined;
+}
+
+/** One step for one message: its signing options, or undefined. */
+export async function signingOptionsFor(db: Knex, secret: Buffer, projectId: string, fromAddress: string, onError?: (err: DkimKeyError) => void): Promise<DkimOptions | undefined> {
+  return dkimFor(await loadSigningKeys(db, secret, projectId, [domainOf(fromAddress)], onError), fromAddress);
+}
