@@ -2,8 +2,9 @@ import type { Server } from 'node:http';
 import os from 'node:os';
 import { createActivities } from '../activities';
 import { createDeliverer } from '../activities/delivery';
+import { scheduleDomainChecks } from '../activities/domains';
 import { createApp } from '../api/app';
-import { ConfigError, loadConfig, type Config } from '../config';
+import { ConfigError, loadConfig, loadDnsConfig, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
 import { startDispatcher } from '../engine/dispatch';
@@ -86,6 +87,11 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     log.info({ mail: mailer.describe }, 'delivering mail');
   }
   const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log) : undefined;
+  if (roles.worker) {
+    // The periodic DNS re-check of sending domains: idempotent per time slot, so every worker may ask for it.
+    await scheduleDomainChecks(engine, loadDnsConfig().domainCheckIntervalMinutes * 60_000)
+      .catch((err: Error) => log.warn({ err }, 'could not schedule the domain re-check; adding or verifying a domain schedules it'));
+  }
 
   let server: Server | undefined;
   if (roles.api) {
