@@ -3,7 +3,8 @@ import { compileCondition, loadSegments } from '../audience/compile';
 import type { AudienceCondition } from '../audience/condition';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
-import { dispatchEmails, dispatchedOnInsert } from '../engine/dispatch';
+import { dispatchedOnInsert } from '../engine/dispatch';
+import { workflowId } from '../workflows/registry';
 import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types';
 
 export interface CampaignDeps {
@@ -33,7 +34,7 @@ async function audience(db: Knex, projectId: string, c: { audience_type: string;
   return { query };
 }
 
-export function campaignActivities({ knex, engine, log, sendRatePerSecond }: CampaignDeps) {
+export function campaignActivities({ knex, engine, sendRatePerSecond }: CampaignDeps) {
   return {
     /** SCHEDULED → SENDING (or resume a SENDING one); any other state is the answer and the workflow stops. */
     async beginCampaign(ref: CampaignRef): Promise<CampaignPhase> {
@@ -82,9 +83,10 @@ export function campaignActivities({ knex, engine, log, sendRatePerSecond }: Cam
         return row;
       });
       if (!result) return { cancelled: true, inserted: 0, last: ref.after, done: true };
-      // Any failed start fails the step, which is retried (and finds these rows again as `earlier`).
-      const started = await dispatchEmails(engine, knex, result.ids.map((emailId) => ({ projectId: ref.projectId, emailId })), log, 'campaign');
-      if (started < result.ids.length) throw new Error(`started ${started} of ${result.ids.length} deliveries; the batch is retried`);
+      // Workflow engines: any failed start fails the step, which is retried (and finds these rows again as `earlier`).
+      if (!dispatchedOnInsert(engine)) {
+        await Promise.all(result.ids.map((emailId) => engine.start('deliverEmail', { projectId: ref.projectId, emailId }, { id: workflowId.deliverEmail({ projectId: ref.projectId, emailId }), priority: 'campaign' })));
+      }
       return { cancelled: false, inserted: result.ids.length, last: result.last ?? ref.after, done: result.n < ref.size };
     },
 

@@ -44,6 +44,16 @@ export interface Prepared {
   dkim?: DkimOptions;
 }
 
+/** The outcome to record for an attempt; a transient failure goes back to the queue after `retryInMs`. */
+export function outcomeOf(email: Email, result: AttemptResult, retryInMs: number): Outcome {
+  switch (result.status) {
+    case 'SENT': return { email, status: 'SENT', messageId: result.messageId };
+    case 'FAILED': return { email, status: 'FAILED', error: result.error };
+    case 'SKIPPED': return { email, status: 'CANCELLED', error: result.error };
+    case 'TRANSIENT': return { email, status: 'QUEUED', error: result.error, retryInMs };
+  }
+}
+
 /**
  * Delivery in three parts, shared by both engines: `prepare` (what to send and how to sign it, a few queries for any
  * number of emails), `attempt` (one SMTP send) and `record` (any number of outcomes and their events in one transaction).
@@ -202,20 +212,12 @@ export function deliveryActivities(deps: DeliveryDeps) {
       if (!row) return skipped(ref);
       const email = Email.fromDatabaseJson(row);
       const result = await deliverer.attempt(email, (await deliverer.prepare([email])).get(email.id)!);
+      // A transient failure goes back to QUEUED (with the reason) while the engine waits to retry.
+      await deliverer.record([outcomeOf(email, result, 0)]);
       switch (result.status) {
-        case 'SENT':
-          await deliverer.record([{ email, ...result }]);
-          return result;
-        case 'FAILED':
-          await deliverer.record([{ email, ...result }]);
-          return result;
-        case 'SKIPPED':
-          await deliverer.record([{ email, status: 'CANCELLED', error: result.error }]);
-          return { status: 'SKIPPED', reason: 'contact unsubscribed' };
-        case 'TRANSIENT':
-          // Back to QUEUED (with the reason) while the engine waits to retry.
-          await deliverer.record([{ email, status: 'QUEUED', error: result.error, retryInMs: 0 }]);
-          throw new TransientDeliveryError(result.error);
+        case 'TRANSIENT': throw new TransientDeliveryError(result.error);
+        case 'SKIPPED': return { status: 'SKIPPED', reason: 'contact unsubscribed' };
+        default: return result;
       }
     },
 

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { LRUCache } from 'lru-cache';
 import { v7 as uuidv7 } from 'uuid';
 import { upsertContacts, type UpsertedContact } from '../db/queries/contacts';
 import { verifiedSenders } from '../db/queries/domains';
@@ -30,16 +31,12 @@ export interface SendStoreDeps {
   dispatchedOnInsert: boolean;
 }
 
-/** Parsed templates by source text: the same subject and body are sent again and again. Bounded, oldest out first. */
-const compiled = new Map<string, CompiledMessage>();
+/** Parsed templates by source text: the same subject and body are sent again and again. */
+const compiled = new LRUCache<string, CompiledMessage>({ max: 500 });
 function compileCached(subject: string, body: string): CompiledMessage {
   const key = `${subject}\u0000${body}`;
   let hit = compiled.get(key);
-  if (!hit) {
-    hit = compileMessage(subject, body);
-    if (compiled.size >= 500) compiled.delete(compiled.keys().next().value!);
-    compiled.set(key, hit);
-  }
+  if (!hit) compiled.set(key, (hit = compileMessage(subject, body)));
   return hit;
 }
 

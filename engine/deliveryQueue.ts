@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Deliverer, Outcome, Prepared } from '../activities/delivery';
+import { outcomeOf, type Deliverer, type Outcome, type Prepared } from '../activities/delivery';
 import { Email } from '../db/models/Email';
 import type { Logger } from '../logging/logger';
 import { DELIVERY_RETRY } from '../workflows/policy';
@@ -59,16 +59,16 @@ const FLUSH_MS = 10;
 
 export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
   const { knex, log, deliverer, executorId } = opts;
-  const concurrency = opts.concurrency ?? 200;
+  const concurrency = opts.concurrency ?? 100;
   const pollMs = opts.pollMs ?? 100;
   const leaseMs = opts.leaseMs ?? 5 * 60_000;
   // Slots 1% further apart than 1/rate: each worker times its sends with its own timers, and a timer that fires a few
   // milliseconds late would otherwise let one send too many into some one-second window.
   const intervalMs = (1000 / opts.ratePerSecond) * 1.01;
-  // Claim in batches: at a finite rate, at most what the horizon allows; otherwise whatever is free.
   // The first slot of a claim is at least this far ahead, so that loading the batch's content does not make its first
   // sends late (a late send bunches up with the next worker's punctual ones). Zero when the rate is effectively lifted.
   const leadMs = Math.min(50, intervalMs);
+  // Claim in batches: at a finite rate, at most what the horizon allows; otherwise whatever is free.
   const maxClaim = Math.max(1, Math.min(MAX_CLAIM, Math.floor(opts.ratePerSecond * HORIZON_MS / 1000)));
 
   let stopping = false;
@@ -109,17 +109,13 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     else flushTimer ??= setTimeout(() => void flush(), FLUSH_MS);
   };
 
-  const outcomeOf = async (email: Email, prepared: Prepared): Promise<Outcome> => {
+  /** Sends one email; a transient failure after the last attempt of the retry budget is final. */
+  const attempt = async (email: Email, prepared: Prepared): Promise<Outcome> => {
     const result = await deliverer.attempt(email, prepared);
-    switch (result.status) {
-      case 'SENT': return { email, status: 'SENT', messageId: result.messageId };
-      case 'FAILED': return { email, status: 'FAILED', error: result.error };
-      case 'SKIPPED': return { email, status: 'CANCELLED', error: result.error };
-      case 'TRANSIENT':
-        return email.attempts >= DELIVERY_RETRY.maximumAttempts
-          ? { email, status: 'FAILED', error: `gave up after repeated transient failures: ${result.error}` }
-          : { email, status: 'QUEUED', error: result.error, retryInMs: retryDelayMs(email.attempts) };
+    if (result.status === 'TRANSIENT' && email.attempts >= DELIVERY_RETRY.maximumAttempts) {
+      return { email, status: 'FAILED', error: `gave up after repeated transient failures: ${result.error}` };
     }
+    return outcomeOf(email, result, retryDelayMs(email.attempts));
   };
 
   /**
@@ -145,17 +141,17 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
          WHERE name = 'email' AND EXISTS (SELECT 1 FROM claimed)
        )
        SELECT c.*,
-              extract(epoch FROM ((SELECT next_at FROM pace) - now())) * 1000 AS slot_ms,
-              extract(epoch FROM ((SELECT next_at FROM pace) - now())) * 1000 - ?::int AS wait_ms
+              extract(epoch FROM ((SELECT next_at FROM pace) - now())) * 1000 AS slot_ms
        FROM (SELECT 1) one LEFT JOIN claimed c ON true
        ORDER BY c.priority, c.id`,
-      [leadMs, want, HORIZON_MS, intervalMs, executorId, intervalMs, HORIZON_MS],
+      [leadMs, want, HORIZON_MS, intervalMs, executorId, intervalMs],
     );
     // Offsets count from the statement's now(); counting them from the answer's arrival can only make slots later.
     const answeredAt = performance.now();
-    const first = rows[0] as { slot_ms: number; wait_ms: number };
+    const slotMs = Number((rows[0] as { slot_ms: number }).slot_ms);
     const emails = rows.filter((r: { id: string | null }) => r.id !== null).map((r: Record<string, unknown>) => Email.fromDatabaseJson(r));
-    return { emails, firstSlotAt: answeredAt + Number(first.slot_ms), waitMs: Number(first.wait_ms) };
+    // Nothing claimed: the next slot frees up once the pace's next slot is within the horizon.
+    return { emails, firstSlotAt: answeredAt + slotMs, waitMs: slotMs - HORIZON_MS };
   }
 
   /** Sends each email at its slot (`firstSlotAt`: performance.now() time of the first). */
@@ -174,7 +170,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
         const at = firstSlotAt + i * intervalMs;
         const wait = at - performance.now();
         if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-        settle(await outcomeOf(email, prepared.get(email.id)!));
+        settle(await attempt(email, prepared.get(email.id)!));
       })().catch((err) => {
         log.error({ err, emailId: email.id }, 'delivery crashed; the email goes back to the queue');
         settle({ email, status: 'QUEUED', error: 'delivery crashed', retryInMs: retryDelayMs(email.attempts) });

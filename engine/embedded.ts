@@ -10,7 +10,7 @@ import { ACTIVITY_RETRY, type RetryPolicy } from '../workflows/policy';
 import { workflows, type WorkflowInputs, type WorkflowName } from '../workflows/registry';
 import type { Activities, OtherActivities } from '../workflows/types';
 import { startDeliveryQueue } from './deliveryQueue';
-import { WORKFLOWS_VERSION, type Engine, type Priority, type StartOptions, type WorkerHandle } from './types';
+import { WORKFLOWS_VERSION, type Engine, type StartOptions, type WorkerHandle } from './types';
 
 /**
  * The embedded engine: DBOS Transact inside Herald's own PostgreSQL (schema `dbos`). Workflows run in-process
@@ -25,8 +25,6 @@ const APP_NAME = 'herald';
 const SCHEMA = 'dbos';
 /** Queue of the workflows that are not deliveries (campaigns, automations): no rate limit. */
 const DEFAULT_QUEUE = 'herald-workflows';
-/** DBOS dequeues lower numbers first. */
-const PRIORITY: Record<Priority, number> = { transactional: 1, campaign: 5 };
 
 export interface EmbeddedOptions {
   databaseUrl: string;
@@ -52,7 +50,6 @@ function enqueueOptions(workflow: WorkflowName, opts: StartOptions) {
     workflowName: workflow,
     workflowID: opts.id,
     appVersion: WORKFLOWS_VERSION,
-    priority: PRIORITY[opts.priority ?? 'transactional'],
     ...(delayMs > 0 ? { delaySeconds: delayMs / 1000 } : {}),
   };
 }
@@ -78,8 +75,8 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
     kind: 'embedded',
     delivery: 'rows',
     async start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions) {
-      // A delivery needs no workflow here: a QUEUED email row is already in the delivery queue (engine/deliveryQueue.ts).
-      if (workflows[workflow].queue === 'delivery') return;
+      // Callers check Engine.delivery first (engine/dispatch.ts): here a QUEUED row is already in the delivery queue.
+      if (workflows[workflow].queue === 'delivery') throw new Error(`the embedded engine starts no ${workflow} workflows: its delivery queue is the emails table`);
       await client.enqueue(enqueueOptions(workflow, opts), input);
     },
     cancel: (id) => client.cancelWorkflow(id),
@@ -159,7 +156,7 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
   await DBOS.registerQueue(DEFAULT_QUEUE, { workerConcurrency: 20, minPollingIntervalMs: polling, onConflict: 'always_update' });
   const deliveries = startDeliveryQueue({
     knex: opts.knex, log: opts.log, deliverer: opts.deliverer, ratePerSecond: opts.sendRatePerSecond, executorId,
-    concurrency: opts.deliveryConcurrency ?? 100, pollMs: polling,
+    concurrency: opts.deliveryConcurrency, pollMs: polling,
   });
   opts.log.info({ executorId, rate: opts.sendRatePerSecond }, 'embedded worker running');
   return {

@@ -120,8 +120,3 @@ export function dkimFor(keys: Map<string, SigningKey>, fromAddress: string): Dki
   const key = keys.get(domainOf(fromAddress));
   return key ? { domainName: key.domain, keySelector: key.selector, privateKey: key.privateKey } : undefined;
 }
-
-/** One step for one message: its signing options, or undefined. */
-export async function signingOptionsFor(db: Knex, secret: Buffer, projectId: string, fromAddress: string, onError?: (err: DkimKeyError) => void): Promise<DkimOptions | undefined> {
-  return dkimFor(await loadSigningKeys(db, secret, projectId, [domainOf(fromAddress)], onError), fromAddress);
-}

@@ -31,11 +31,12 @@ export interface SendDeps {
 export function sendRoutes(router: Router, deps: SendDeps): void {
   const { knex, engine, log } = deps;
   const store = { publicUrl: deps.publicUrl, secret: deps.secret, dispatchedOnInsert: dispatchedOnInsert(engine) };
-  const alone = (command: SendCommand) => knex.transaction(async (trx) => {
+  const storeOne = async (trx: Knex.Transaction, command: SendCommand): Promise<StoredSend> => {
     const [result] = await storeSends(trx, [command], store);
     if (result instanceof Error) throw result; // nothing was written
     return result!;
-  });
+  };
+  const alone = (command: SendCommand) => knex.transaction((trx) => storeOne(trx, command));
   const together = batched<SendCommand, StoredSend>(async (commands) => {
     if (commands.length === 1) return [await alone(commands[0]!).catch((err: Error) => err)];
     try {
@@ -57,9 +58,8 @@ export function sendRoutes(router: Router, deps: SendDeps): void {
 
     if (ctx.get('idempotency-key')) {
       await idempotent(ctx, knex, 'send', body, async (trx) => {
-        const [result] = await storeSends(trx, [command], store);
-        if (result instanceof Error) throw result;
-        return { status: 200, body: { success: true, data: result!.data }, afterCommit: () => dispatchEmails(engine, knex, result!.refs, log).then(() => undefined) };
+        const result = await storeOne(trx, command);
+        return { status: 200, body: { success: true, data: result.data }, afterCommit: () => dispatchEmails(engine, knex, result.refs, log).then(() => undefined) };
       });
       return;
     }

@@ -15,15 +15,11 @@ export async function isVerifiedSender(db: Knex, projectId: string, email: strin
  */
 export async function verifiedSenders(db: Knex, senders: { projectId: string; email: string }[]): Promise<Set<string>> {
   if (senders.length === 0) return new Set();
-  const pairs = new Map<string, [string, string]>();
-  for (const s of senders) {
-    for (const d of domainSuffixes(domainOf(s.email))) pairs.set(`${s.projectId}/${d}`, [s.projectId, d]);
-  }
-  const rows: { project_id: string; domain: string }[] = await db('domains').where('status', 'VERIFIED').whereIn(['project_id', 'domain'], [...pairs.values()]).select('project_id', 'domain');
+  const candidates = senders.map((s) => domainSuffixes(domainOf(s.email)).map((d) => `${s.projectId}/${d}`));
+  const pairs = [...new Set(candidates.flat())].map((k) => k.split('/') as [string, string]);
+  const rows: { project_id: string; domain: string }[] = await db('domains').where('status', 'VERIFIED').whereIn(['project_id', 'domain'], pairs).select('project_id', 'domain');
   const found = new Set(rows.map((r) => `${r.project_id}/${r.domain}`));
-  return new Set(senders
-    .filter((s) => domainSuffixes(domainOf(s.email)).some((d) => found.has(`${s.projectId}/${d}`)))
-    .map((s) => `${s.projectId}/${s.email}`));
+  return new Set(senders.filter((_, i) => candidates[i]!.some((k) => found.has(k))).map((s) => `${s.projectId}/${s.email}`));
 }
 
 /** The DKIM columns of a freshly generated key pair, its private key encrypted for this project and domain. */
