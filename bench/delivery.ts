@@ -12,7 +12,7 @@
  *    send per email through the pool, outcomes (SENT + email.sent events) written in batches.
  * Throughput is counted at the sink, from the first to the last accepted message.
  *
- * Environment: BENCH_EMAILS (default 5000), BENCH_WORKERS (worker processes, default 1), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info, to /dev/null),
+ * Environment: BENCH_EMAILS (default 5000), BENCH_DKIM=1 (example.com gets a DKIM key: every message signed, raw side too), BENCH_WORKERS (worker processes, default 1), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info, to /dev/null),
  * BENCH_DURABLE=1 (fsync on), BENCH_PG_STAT=1 (statements per email), BENCH_CPU_PROF=1 (V8 profile of the worker).
  */
 import os from 'node:os';
@@ -24,6 +24,7 @@ import { startSink, type Sink } from './lib/sink';
 
 const N = Number(process.env.BENCH_EMAILS ?? 5000);
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
+const DKIM = process.env.BENCH_DKIM === '1';
 const TIMEOUT_MS = 240_000;
 
 interface Run {
@@ -48,7 +49,8 @@ runBench('bench:delivery', 10 * 60_000, async () => {
   try {
     console.log(`machine: ${machine(cluster.version)}`);
     console.log(`PostgreSQL settings: ${JSON.stringify(cluster.settings)}`);
-    const project = await benchProject();
+    const project = await benchProject(cluster, { dkim: DKIM });
+    if (DKIM) console.log(`DKIM: every message signed with example.com's RSA-2048 key (selector ${project.dkim!.selector}), on both sides`);
     await prepareEngineSchema(cluster, sink.url);
     const { ids, enqueueMs } = await queueEmails(cluster, project.id, N, 'delivery');
     await cluster.knex.raw('ANALYZE');
@@ -60,7 +62,10 @@ runBench('bench:delivery', 10 * 60_000, async () => {
     });
 
     // 1. Raw nodemailer, same messages, same pool.
-    const raw = spawnChild('raw nodemailer', 'bench/lib/raw-sender-child.ts', { DATABASE_URL: cluster.url, SMTP_URL: sink.url, BENCH_COUNT: String(N) });
+    const raw = spawnChild('raw nodemailer', 'bench/lib/raw-sender-child.ts', {
+      DATABASE_URL: cluster.url, SMTP_URL: sink.url, BENCH_COUNT: String(N),
+      ...(project.dkim ? { BENCH_DKIM_SELECTOR: project.dkim.selector, BENCH_DKIM_KEY: project.dkim.privateKey } : {}),
+    });
     children.push(raw);
     await raw.ready;
     sink.reset();

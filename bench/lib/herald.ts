@@ -1,4 +1,6 @@
 import path from 'node:path';
+import { ensureDomainKey } from '../../db/queries/domains';
+import { decryptPrivateKey } from '../../mail/dkim';
 import { addDomain, createProject, type CreatedProject } from '../../projects/service';
 import type { BenchCluster } from './cluster';
 import { spawnChild, type Child } from './proc';
@@ -9,7 +11,7 @@ export function heraldEnv(cluster: BenchCluster, extra: Record<string, string> =
     DATABASE_URL: cluster.url,
     DATA_DIR: path.join(cluster.dataDir, 'herald'),
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
-    SECRET_KEY: 'bench-secret-bench-secret-bench-secret-0123',
+    SECRET_KEY: BENCH_SECRET,
     PUBLIC_URL: 'http://127.0.0.1:3000',
     ENGINE: 'embedded',
     ...extra,
@@ -31,10 +33,19 @@ export async function prepareEngineSchema(cluster: BenchCluster, smtpUrl: string
   await w.stop();
 }
 
-export async function benchProject(): Promise<CreatedProject> {
+export const BENCH_SECRET = 'bench-secret-bench-secret-bench-secret-0123';
+
+/**
+ * A project with a verified example.com. With `dkim`, the domain also gets its DKIM key (as `domain add --verified`
+ * gives it), so that every message is signed; returns the key's PEM for the raw side of the delivery bench.
+ */
+export async function benchProject(cluster?: BenchCluster, options: { dkim?: boolean } = {}): Promise<CreatedProject & { dkim?: { selector: string; privateKey: string } }> {
   const project = await createProject('Bench');
-  await addDomain(project.id, 'example.com', true);
-  return project;
+  const added = (await addDomain(project.id, 'example.com', true))!;
+  if (!options.dkim || !cluster) return project;
+  const secret = Buffer.from(BENCH_SECRET, 'utf8');
+  const domain = await ensureDomainKey(cluster.knex, secret, added);
+  return { ...project, dkim: { selector: domain.dkimSelector!, privateKey: decryptPrivateKey(secret, project.id, 'example.com', domain.dkimPrivateKey!) } };
 }
 
 export const EMAIL_HTML = `<html><body><h1>Hello Ada</h1><p>Your order <b>#100042</b> has shipped and should arrive within three working days.</p>

@@ -10,8 +10,14 @@ import { createMailer } from '../../mail/transport';
 
 interface Row { id: string; from_email: string; from_name: string | null; to_email: string; subject: string; html: string; headers: Record<string, string> }
 
+/** BENCH_DKIM_SELECTOR + BENCH_DKIM_KEY: sign like Herald does (bench/delivery.ts with BENCH_DKIM=1). */
+const dkim: SendMailOptions['dkim'] = process.env.BENCH_DKIM_KEY
+  ? { domainName: 'example.com', keySelector: process.env.BENCH_DKIM_SELECTOR!, privateKey: process.env.BENCH_DKIM_KEY }
+  : undefined;
+
 function message(r: Row): SendMailOptions {
   return {
+    ...(dkim ? { dkim } : {}),
     messageId: `<${r.id}@${r.from_email.slice(r.from_email.lastIndexOf('@') + 1)}>`,
     from: r.from_name ? { name: r.from_name, address: r.from_email } : r.from_email,
     to: r.to_email,
