@@ -49,3 +49,13 @@ export const conditionSchema = Joi.object<AudienceCondition, true>({
     })).min(1).max(50).required(),
   })).min(1).max(20).required(),
 });
+
+/** Segment ids in fields are stored lower-case, so references can be found and compared as text. */
+export function normaliseCondition(condition: AudienceCondition): AudienceCondition {
+  return {
+    logic: condition.logic,
+    groups: condition.groups.map((g) => ({
+      filters: g.filters.map((f) => (f.field.startsWith('segment.') ? { ...f, field: f.field.toLowerCase() } : f)),
+    })),
+  };
+}

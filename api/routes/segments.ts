@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { Knex } from 'knex';
 import { checkCondition } from '../../audience/check';
 import { loadSegments, resolveSegments, type SegmentDef } from '../../audience/compile';
-import type { AudienceCondition } from '../../audience/condition';
+import { normaliseCondition, type AudienceCondition } from '../../audience/condition';
 import { Contact } from '../../db/models/Contact';
 import { upsertContacts } from '../../db/queries/contacts';
 import { memberCounts, segmentContacts, segmentsReferencing } from '../../db/queries/segments';
@@ -30,19 +30,9 @@ function segmentJson(s: SegmentRow, memberCount: number) {
   };
 }
 
-/** Segment ids in fields are stored lower-case, so references can be found and compared as text. */
-function normalise(condition: AudienceCondition): AudienceCondition {
-  return {
-    logic: condition.logic,
-    groups: condition.groups.map((g) => ({
-      filters: g.filters.map((f) => (f.field.startsWith('segment.') ? { ...f, field: f.field.toLowerCase() } : f)),
-    })),
-  };
-}
-
 /** Validates a condition fully (shape is Joi's; fields, operators, values and segment references here): 422 at the path. */
 async function checked(db: Knex, projectId: string, condition: AudienceCondition, prefix: string, selfId?: string): Promise<AudienceCondition> {
-  const normalised = normalise(condition);
+  const normalised = normaliseCondition(condition);
   const errors = checkCondition(normalised, prefix);
   if (errors.length) throw validationFailed(errors);
   const resolved = await resolveSegments(db, projectId, normalised, prefix, selfId);
