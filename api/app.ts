@@ -20,6 +20,7 @@ import { templateRoutes } from './routes/templates';
 import { unsubscribeRoutes } from './routes/unsubscribe';
 import { trackRoutes } from './routes/track';
 import { verifyRoutes } from './routes/verify';
+import { workflowRoutes } from './routes/workflows';
 
 export interface AppDeps {
   knex: Knex;
@@ -66,6 +67,7 @@ export function createApp(deps: AppDeps): Koa {
   segmentRoutes(dashboard, deps.knex);
   campaignRoutes(dashboard, deps);
   eventRoutes(dashboard, deps.knex);
+  workflowRoutes(dashboard, deps.knex, deps.engine, deps.log);
   const dns = deps.dns ?? loadDnsConfig();
   domainRoutes(dashboard, { ...deps, dns });
   // A public API route, secret keys only: it shares the dashboard's middleware (and small JSON bodies).

@@ -124,16 +124,15 @@ async function heraldMaterialise(cluster: BenchCluster, projectId: string, rep: 
   let doneAt = 0;
   const ctx: WorkflowContext = {
     activities: {
+      ...({} as WorkflowContext['activities']), // only the campaign activities take part here
       ...acts,
-      failEmail: () => Promise.reject(new Error('not in a materialisation')),
-      cancelEmail: () => Promise.reject(new Error('not in a materialisation')),
-      checkDomainBatch: () => Promise.reject(new Error('not in a materialisation')),
-      scheduleDomainChecks: () => Promise.reject(new Error('not in a materialisation')),
       beginCampaign: (ref) => { runs++; return acts.beginCampaign(ref); },
       campaignBatch: (ref) => { batches++; return acts.campaignBatch(ref); },
       campaignProgress: async () => { doneAt ||= performance.now(); return { pending: 0, cancelled: false }; },
     },
     delivery: { deliverEmail: () => Promise.reject(new Error('no delivery here')) },
+    webhooks: { callWebhook: () => Promise.reject(new Error('no webhooks here')) },
+    receive: () => Promise.reject(new Error('no messages here')),
     sleep: async (ms) => { await sleep(ms); },
     now: async () => Date.now(),
     isCancellation: () => false,

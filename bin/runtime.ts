@@ -7,7 +7,9 @@ import { createApp } from '../api/app';
 import { ConfigError, loadConfig, loadDnsConfig, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
+import { webhookConfig } from '../automations/webhook';
 import { startDispatcher } from '../engine/dispatch';
+import { startExecutionDispatcher } from '../engine/executionDispatcher';
 import { createEmbeddedEngine, startEmbeddedWorker } from '../engine/embedded';
 import { createTemporalEngine, startTemporalWorker } from '../engine/temporal';
 import type { Engine, WorkerHandle } from '../engine/types';
@@ -75,7 +77,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   if (roles.worker) {
     // The queue limits how fast deliveries start; the gate holds the same limit where the SMTP server counts.
     mailer = createMailer(config, { rateLimit: rateWindow(config.sendRatePerSecond) });
-    const deps = { knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine, sendRatePerSecond: config.sendRatePerSecond };
+    const deps = { knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine, sendRatePerSecond: config.sendRatePerSecond, webhooks: webhookConfig(process.env) };
     const activities = createActivities(deps);
     worker = config.engine === 'temporal'
       ? await startTemporalWorker({ ...temporal, activities, sendRatePerSecond: config.sendRatePerSecond })
@@ -87,6 +89,8 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     log.info({ mail: mailer.describe }, 'delivering mail');
   }
   const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log) : undefined;
+  // Starts automation executions and delivers their wake-ups from the outbox their events wrote.
+  const executions = roles.worker ? startExecutionDispatcher({ engine, knex: db.knex, log }) : undefined;
   if (roles.worker) {
     // The periodic DNS re-check of sending domains: idempotent per time slot, so every worker may ask for it.
     await scheduleDomainChecks(engine, loadDnsConfig().domainCheckIntervalMinutes * 60_000)
@@ -114,6 +118,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       // (DBOS: resumes on restart; Temporal: the server reassigns) what it cannot finish.
       if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
       await dispatcher?.stop();
+      await executions?.stop();
       await worker?.stop();
       await engine.close();
       mailer?.close();

@@ -6,7 +6,7 @@ import { migrateSystemDatabase } from '@dbos-inc/dbos-sdk/internal/system_databa
 import type { Deliverer } from '../activities/delivery';
 import type { Logger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
-import { ACTIVITY_RETRY, type RetryPolicy } from '../workflows/policy';
+import { ACTIVITY_RETRY, WEBHOOK_RETRY, type RetryPolicy } from '../workflows/policy';
 import { workflows, type WorkflowInputs, type WorkflowName } from '../workflows/registry';
 import type { Activities, OtherActivities } from '../workflows/types';
 import { startDeliveryQueue } from './deliveryQueue';
@@ -23,8 +23,19 @@ import { WORKFLOWS_VERSION, type Engine, type StartOptions, type WorkerHandle } 
 
 const APP_NAME = 'herald';
 const SCHEMA = 'dbos';
-/** Queue of the workflows that are not deliveries (campaigns, automations): no rate limit. */
+/** Queue of the workflows that are not deliveries (campaigns, domain checks): no rate limit. */
 const DEFAULT_QUEUE = 'herald-workflows';
+/**
+ * Queue of automation executions: no concurrency limit, since DBOS counts a waiting (sleeping, receiving) workflow
+ * against its queue's limit and an execution may wait for a year. Their activities are short database steps.
+ */
+const AUTOMATION_QUEUE = 'herald-automations';
+/**
+ * How often a waiting execution looks for its messages in the database besides LISTEN/NOTIFY, which wakes it at
+ * once: only a missed notification (a dropped connection) waits this long. DBOS's default (10 s) would cost one
+ * query per 10 s per waiting execution.
+ */
+const RECEIVE_POLL_MS = 60_000;
 
 export interface EmbeddedOptions {
   databaseUrl: string;
@@ -46,7 +57,7 @@ function dbosLogger(log: Logger) {
 function enqueueOptions(workflow: WorkflowName, opts: StartOptions) {
   const delayMs = opts.startAt ? opts.startAt.getTime() - Date.now() : 0;
   return {
-    queueName: DEFAULT_QUEUE,
+    queueName: workflows[workflow].queue === 'automation' ? AUTOMATION_QUEUE : DEFAULT_QUEUE,
     workflowName: workflow,
     workflowID: opts.id,
     appVersion: WORKFLOWS_VERSION,
@@ -106,6 +117,11 @@ export interface EmbeddedWorkerOptions {
   deliveryConcurrency?: number;
   /** Queue polling interval (lower: less latency, more queries). */
   pollingIntervalMs?: number;
+  /**
+   * How often a waiting workflow polls for messages besides LISTEN/NOTIFY (default RECEIVE_POLL_MS). Its timer
+   * outlives DBOS.shutdown, so an in-process test harness that stops and goes on sets it low.
+   */
+  receivePollMs?: number;
 }
 
 /**
@@ -124,11 +140,13 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
       // Never called: the embedded engine starts no delivery workflows (Engine.start skips them).
       deliverEmail: () => Promise.reject(new Error('the embedded engine delivers through its delivery queue, not a workflow')),
     },
+    webhooks: { callWebhook: step('callWebhook', activities.callWebhook, WEBHOOK_RETRY) },
     // Every other activity becomes a DBOS step of the same name, retried per ACTIVITY_RETRY.
     activities: Object.fromEntries(Object.entries(activities)
-      .filter(([name]) => name !== 'deliverEmail')
+      .filter(([name]) => name !== 'deliverEmail' && name !== 'callWebhook')
       .map(([name, fn]) => [name, step(name, fn as (...a: unknown[]) => Promise<unknown>, ACTIVITY_RETRY)])) as unknown as OtherActivities,
     sleep: (ms) => DBOS.sleep(ms),
+    receive: async (topic, timeoutMs) => (await DBOS.recv(topic, { timeoutSeconds: Math.max(timeoutMs, 1) / 1000, pollingIntervalMs: opts.receivePollMs ?? RECEIVE_POLL_MS })) !== null,
     now: () => DBOS.now(),
     // DBOS stops a cancelled workflow at its next DBOS call rather than raising inside it, so there is no
     // cancellation to catch here: whoever cancels through Herald updates the database itself.
@@ -154,6 +172,7 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
   await DBOS.launch();
   const polling = opts.pollingIntervalMs ?? 100;
   await DBOS.registerQueue(DEFAULT_QUEUE, { workerConcurrency: 20, minPollingIntervalMs: polling, onConflict: 'always_update' });
+  await DBOS.registerQueue(AUTOMATION_QUEUE, { minPollingIntervalMs: polling, onConflict: 'always_update' });
   const deliveries = startDeliveryQueue({
     knex: opts.knex, log: opts.log, deliverer: opts.deliverer, ratePerSecond: opts.sendRatePerSecond, executorId,
     concurrency: opts.deliveryConcurrency, pollMs: polling,

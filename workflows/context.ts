@@ -1,5 +1,5 @@
 import type { WorkflowInputs, WorkflowName } from './registry';
-import type { DeliveryActivities, OtherActivities } from './types';
+import type { DeliveryActivities, OtherActivities, WebhookActivities } from './types';
 
 /**
  * The small durable context that workflow logic is written against, once, for both engines.
@@ -10,8 +10,15 @@ export interface WorkflowContext {
   activities: OtherActivities;
   /** Delivery through the rate-limited queue, retried on transient failures with backoff. */
   delivery: DeliveryActivities;
+  /** Outgoing webhook calls, with their own timeout and retries. */
+  webhooks: WebhookActivities;
   /** Durable sleep. */
   sleep(ms: number): Promise<void>;
+  /**
+   * Waits until a message on `topic` arrives (Temporal: a signal; DBOS: send/recv) or `timeoutMs` passes; true when
+   * a message came. Messages sent before the wait are not lost: the next receive consumes them.
+   */
+  receive(topic: string, timeoutMs: number): Promise<boolean>;
   /** The workflow's notion of now (recorded/deterministic), in epoch milliseconds. */
   now(): Promise<number>;
   /** True when `err` is the engine telling the workflow it was cancelled (e.g. from the Temporal UI). */

@@ -26,4 +26,18 @@ export const ACTIVITY_RETRY = {
   maximumAttempts: 10,
 } as const;
 
-export type RetryPolicy = typeof DELIVERY_RETRY | typeof ACTIVITY_RETRY;
+/**
+ * Retries of a webhook call after a transient failure (5xx, 408, 429, network): 2 s, 4 s … 32 s, 6 attempts over
+ * about a minute; then the execution FAILED with the last error. Permanent failures (other 4xx) are not retried.
+ */
+export const WEBHOOK_RETRY = {
+  initialIntervalMs: 2000,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 60 * 1000,
+  maximumAttempts: 6,
+} as const;
+
+/** Topic of the nudge that wakes an automation execution from a wait (an event arrived, or its deadline moved). */
+export const WAKE_TOPIC = 'wake';
+
+export type RetryPolicy = typeof DELIVERY_RETRY | typeof ACTIVITY_RETRY | typeof WEBHOOK_RETRY;

@@ -3,14 +3,15 @@
  * runs the engine-neutral logic of workflows/ over a context built from Temporal's own primitives.
  * Deterministic only: no Node APIs, no database, no clock but the workflow's.
  */
-import { ActivityCancellationType, CancellationScope, isCancellation, makeContinueAsNewFunc, proxyActivities, sleep } from '@temporalio/workflow';
+import { ActivityCancellationType, CancellationScope, condition, defineSignal, isCancellation, makeContinueAsNewFunc, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { RetryPolicy as TemporalRetryPolicy } from '@temporalio/common';
 import { checkDomains as checkDomainsLogic } from './checkDomains';
 import type { WorkflowContext } from './context';
 import { deliverEmail as deliverEmailLogic } from './deliverEmail';
+import { runAutomation as runAutomationLogic } from './runAutomation';
 import { sendCampaign as sendCampaignLogic, type CampaignInput } from './sendCampaign';
-import { ACTIVITY_RETRY, DELIVERY_QUEUE, DELIVERY_RETRY, type RetryPolicy } from './policy';
-import type { DeliveryActivities, DomainChecksInput, EmailRef, OtherActivities } from './types';
+import { ACTIVITY_RETRY, DELIVERY_QUEUE, DELIVERY_RETRY, WAKE_TOPIC, WEBHOOK_RETRY, type RetryPolicy } from './policy';
+import type { AutomationInput, DeliveryActivities, DomainChecksInput, EmailRef, OtherActivities, WebhookActivities } from './types';
 
 function retry(p: RetryPolicy): TemporalRetryPolicy {
   return {
@@ -22,6 +23,13 @@ function retry(p: RetryPolicy): TemporalRetryPolicy {
   };
 }
 
+/**
+ * Messages received by this workflow execution, per topic, not yet consumed by a receive. Module state is per
+ * workflow execution: Temporal runs each one in its own isolated context.
+ */
+const inbox = new Map<string, number>();
+const wake = defineSignal<[unknown]>(WAKE_TOPIC);
+
 const context: WorkflowContext = {
   // The rate-limited task queue: its activities-only workers set maxTaskQueueActivitiesPerSecond.
   // On cancel, wait for an attempt in progress to end, so the cleanup sees its outcome (a sent email stays SENT).
@@ -30,6 +38,13 @@ const context: WorkflowContext = {
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   }),
   activities: proxyActivities<OtherActivities>({ startToCloseTimeout: '1 minute', retry: retry(ACTIVITY_RETRY) }),
+  // The call's own timeout (WEBHOOK_TIMEOUT_MS) is enforced inside the activity; this one only bounds a lost worker.
+  webhooks: proxyActivities<WebhookActivities>({ startToCloseTimeout: '2 minutes', retry: retry(WEBHOOK_RETRY) }),
+  receive: async (topic, timeoutMs) => {
+    const got = await condition(() => (inbox.get(topic) ?? 0) > 0, timeoutMs);
+    if (got) inbox.set(topic, 0); // every nudge so far is answered by the one look at the database that follows
+    return got;
+  },
   sleep: (ms) => sleep(ms),
   now: async () => Date.now(), // deterministic inside a workflow: the time of the current workflow task
   isCancellation: (err) => isCancellation(err),
@@ -47,4 +62,9 @@ export async function sendCampaign(input: CampaignInput) {
 
 export async function checkDomains(input: DomainChecksInput) {
   return checkDomainsLogic(context, input);
+}
+
+export async function runAutomation(input: AutomationInput) {
+  setHandler(wake, () => { inbox.set(WAKE_TOPIC, (inbox.get(WAKE_TOPIC) ?? 0) + 1); });
+  return runAutomationLogic(context, input);
 }

@@ -1,6 +1,10 @@
 /**
  * What workflows and activities exchange. Workflows carry ids, never payloads: state lives in PostgreSQL.
+ * (An automation's steps are the one exception: an execution keeps the definition it started with.)
  */
+import type { ExecutionStatus, Step } from '../api/schemas/workflows';
+
+export type { ExecutionStatus, Step };
 
 export interface EmailRef {
   projectId: string;
@@ -47,6 +51,38 @@ export interface DomainBatchResult {
   done: boolean;
 }
 
+export interface ExecutionRef {
+  projectId: string;
+  executionId: string;
+}
+
+/** Input of a run of the automation interpreter: the definition, position and step count it continues from, after continue-as-new. */
+export interface AutomationInput extends ExecutionRef {
+  steps?: Step[];
+  at?: string | null;
+  seq?: number;
+}
+
+/** What a step did: go on at `next` (null: the journey is complete), or stop. */
+export type StepOutcome =
+  | { next: string | null }
+  /** The execution is no longer active (cancelled, or its workflow or contact deleted). */
+  | { cancelled: true }
+  /** The step cannot succeed (a permanent webhook failure, an unusable template): the execution FAILED with this error. */
+  | { failed: string };
+
+/** Where a wait stands, as the database decides it (an event and a timeout racing each other are settled there). */
+export type WaitState =
+  | { state: 'WAITING'; remainingMs: number | null }
+  | { state: 'DONE'; by: 'event' | 'timeout' }
+  | { state: 'CANCELLED' };
+
+export interface StepRef extends ExecutionRef {
+  /** Which step run this is (1, 2, …, across continue-as-new): a retried activity finds its run already done. */
+  seq: number;
+  step: Step;
+}
+
 /** The activities every engine runs for the workflows, as plain async functions (activities/). */
 export interface Activities {
   /** Delivers one stored email. Throws on transient failures (the engine retries); returns FAILED on permanent ones. */
@@ -64,8 +100,24 @@ export interface Activities {
   checkDomainBatch(ref: { after: string | null; size: number }): Promise<DomainBatchResult>;
   /** Schedules the re-check run of the slot after `after`; returns that slot. */
   scheduleDomainChecks(ref: { after: number }): Promise<number>;
+  /** Marks the execution started and loads its workflow's steps (null: it was cancelled before it started). */
+  startExecution(ref: ExecutionRef): Promise<{ steps: Step[] } | null>;
+  /** Runs one SEND_EMAIL, CONDITION or UPDATE_CONTACT step, once per `seq`, and records it as the current step. */
+  runStep(ref: StepRef): Promise<StepOutcome>;
+  /** Calls a WEBHOOK step's URL (once per `seq` when it succeeded); throws on transient failures, for the engine to retry. */
+  callWebhook(ref: StepRef): Promise<StepOutcome>;
+  /** Enters a DELAY or WAIT_FOR_EVENT step: WAITING, with its deadline stored; a repeated call keeps the first deadline. */
+  beginWait(ref: StepRef): Promise<WaitState>;
+  /** After a wake-up or a timer: has the wait ended (event, deadline), and if not, how long is left. */
+  checkWait(ref: ExecutionRef & { stepId: string }): Promise<WaitState>;
+  /** Ends an active execution with this status; answers its final status (CANCELLED if it had been cancelled). */
+  finishExecution(ref: ExecutionRef & { status: 'COMPLETED' | 'EXITED' | 'FAILED'; error?: string }): Promise<ExecutionStatus>;
+  /** Cancels an active execution (its engine workflow was cancelled, e.g. in the Temporal UI). */
+  cancelExecution(ref: ExecutionRef): Promise<ExecutionStatus>;
 }
 
 /** Delivery is the activity that runs on the rate-limited queue. */
 export type DeliveryActivities = Pick<Activities, 'deliverEmail'>;
-export type OtherActivities = Omit<Activities, 'deliverEmail'>;
+/** Webhook calls have their own timeout and retry policy (WEBHOOK_RETRY). */
+export type WebhookActivities = Pick<Activities, 'callWebhook'>;
+export type OtherActivities = Omit<Activities, 'deliverEmail' | 'callWebhook'>;

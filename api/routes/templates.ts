@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import { Template } from '../../db/models/Template';
 import { getTemplate, templateListQueries } from '../../db/queries/templates';
 import { compileMessage, TemplateError } from '../../mail/render';
-import { notFound, validationFailed } from '../errors';
+import { conflict, notFound, validationFailed } from '../errors';
 import type { AuthState } from '../middleware/auth';
 import { decodeCursor, isUuid, toPage } from '../pagination';
 import {
@@ -104,7 +104,14 @@ export function templateRoutes(router: Router, knex: Knex): void {
   router.delete('/templates/:id', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
     const id = ctx.params.id!;
-    const deleted = isUuid(id) ? await Template.query(knex).delete().where({ project_id: projectId, id }) : 0;
+    if (!isUuid(id)) throw notFound('Template');
+    // A template an enabled workflow sends is in use (decisions.md: 409). Sent and queued emails keep their own copy.
+    const users: { name: string }[] = await knex('automations').where({ project_id: projectId, enabled: true })
+      .whereRaw('template_ids @> ARRAY[?]::uuid[]', [id]).select('name');
+    if (users.length) {
+      throw conflict(`Template is used by enabled workflows: ${users.map((u) => u.name).join(', ')}`, 'Disable those workflows or change their SEND_EMAIL steps first.');
+    }
+    const deleted = await Template.query(knex).delete().where({ project_id: projectId, id });
     if (!deleted) throw notFound('Template');
     ctx.status = 204;
   });

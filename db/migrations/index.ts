@@ -5,6 +5,7 @@ import * as audiences from './20261122000003_audiences';
 import * as campaigns from './20261122000004_campaigns';
 import * as deliveryQueue from './20261122000005_delivery_queue';
 import * as domainsDkim from './20261122000006_domains_dkim';
+import * as automations from './20261122000007_automations';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -18,6 +19,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261122000004_campaigns': campaigns,
   '20261122000005_delivery_queue': deliveryQueue,
   '20261122000006_domains_dkim': domainsDkim,
+  '20261122000007_automations': automations,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { Contact, type ContactData } from '../models/Contact';
+import { recordEvents } from './events';
 
 /** A contact write: `data` keys merge into the stored data, and a `null` value deletes its key. */
 export interface ContactInput {
@@ -95,21 +96,36 @@ export async function upsertContacts(
   return isTransaction(db) ? work(db) : db.transaction(work);
 }
 
-/** Applies a PATCH to one contact of the project; undefined when it does not exist there. */
-export async function patchContact(db: Knex, projectId: string, id: string, patch: { subscribed?: boolean; data?: ContactData }): Promise<Contact | undefined> {
+/**
+ * Applies a PATCH to one contact of the project (PATCH /contacts/:id, an automation's UPDATE_CONTACT step);
+ * undefined when it does not exist there. A change of subscription records `contact.subscribed` or
+ * `contact.unsubscribed` in the same transaction, so automations listening to those events hear it.
+ */
+export async function patchContact(db: Knex | Knex.Transaction, projectId: string, id: string, patch: { subscribed?: boolean; data?: ContactData }, source = 'api'): Promise<Contact | undefined> {
   const { set, unset } = splitData(patch.data);
-  const res = await db.raw(
-    `UPDATE contacts c SET
-       subscribed = coalesce(v.subscribed, c.subscribed),
-       data = ${MERGED_DATA},
-       updated_at = CASE WHEN ${CHANGED} THEN now() ELSE c.updated_at END
-     FROM (SELECT ?::boolean AS subscribed, ?::jsonb AS set, ?::text[] AS unset) v
-     WHERE c.project_id = ?::uuid AND c.id = ?::uuid
-     RETURNING c.*`,
-    [patch.subscribed ?? null, JSON.stringify(set), unset, projectId, id],
-  );
-  const row = res.rows[0] as Record<string, unknown> | undefined;
-  return row ? Contact.fromDatabaseJson(row) : undefined;
+  const work = async (trx: Knex.Transaction) => {
+    // The old subscription comes from a locked read in the same statement, so a concurrent patch cannot slip between.
+    const res = await trx.raw(
+      `UPDATE contacts c SET
+         subscribed = coalesce(v.subscribed, c.subscribed),
+         data = ${MERGED_DATA},
+         updated_at = CASE WHEN ${CHANGED} THEN now() ELSE c.updated_at END
+       FROM (SELECT ?::boolean AS subscribed, ?::jsonb AS set, ?::text[] AS unset) v,
+            (SELECT subscribed AS was FROM contacts WHERE project_id = ?::uuid AND id = ?::uuid FOR UPDATE) o
+       WHERE c.project_id = ?::uuid AND c.id = ?::uuid
+       RETURNING c.*, o.was`,
+      [patch.subscribed ?? null, JSON.stringify(set), unset, projectId, id, projectId, id],
+    );
+    const row = res.rows[0] as (Record<string, unknown> & { was: boolean }) | undefined;
+    if (!row) return undefined;
+    const { was, ...stored } = row;
+    const contact = Contact.fromDatabaseJson(stored);
+    if (was !== contact.subscribed) {
+      await recordEvents(trx, projectId, [{ name: contact.subscribed ? 'contact.subscribed' : 'contact.unsubscribed', contactId: id, data: { source } }]);
+    }
+    return contact;
+  };
+  return isTransaction(db) ? work(db) : db.transaction(work);
 }
 
 export interface ContactFilter {

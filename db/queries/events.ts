@@ -11,9 +11,14 @@ export interface NewEvent {
 }
 
 /**
- * The one way events are written, by the API and the workers alike: inserts the events and bumps the per-name
- * totals, in the caller's transaction. This is also the one place to hook automations onto (issue 6): whatever
- * listens for events must be decided here, inside the same transaction, so no trigger is lost.
+ * The one way events are written, by the API and the workers alike: inserts the events, bumps the per-name totals
+ * and hands them to the automations, in the caller's transaction, so that no trigger is lost:
+ * - every enabled workflow of the project whose trigger is one of these event names gets an execution for the
+ *   event's contact (its row is the outbox entry the execution dispatcher starts the engine workflow from); one
+ *   active execution per workflow and contact unless it allows reentry (a unique index, ON CONFLICT DO NOTHING);
+ * - every execution of the contact WAITING for one of these names records the event and is marked for a wake-up.
+ * All of that is one statement beside the insert, whose automation parts find nothing through two small partial
+ * indexes when nobody listens: tracking stays two statements.
  */
 export async function recordEvents(trx: Knex.Transaction, projectId: string, events: NewEvent[]): Promise<Event[]> {
   if (events.length === 0) return [];
@@ -25,15 +30,33 @@ export async function recordEvents(trx: Knex.Transaction, projectId: string, eve
     emailId: e.emailId ?? null,
     data: e.data ?? {},
   }))).returning('*');
-  // Totals per name in one statement; sorted so that concurrent writers lock the rows in the same order.
+  // Totals per name; sorted so that concurrent writers lock the rows in the same order.
   const counts = new Map<string, number>();
   for (const e of events) counts.set(e.name, (counts.get(e.name) ?? 0) + 1);
   const names = [...counts.keys()].sort();
+  const withContact = rows.filter((r) => r.contactId);
   await trx.raw(
-    `INSERT INTO event_names (project_id, name, count, last_seen_at)
+    `WITH ev AS (SELECT * FROM unnest(?::uuid[], ?::text[], ?::uuid[]) AS e(id, name, contact_id)),
+     started AS (
+       INSERT INTO automation_executions (project_id, automation_id, contact_id, exclusive, trigger_event_id, outbox)
+       SELECT a.project_id, a.id, ev.contact_id, NOT a.allow_reentry, ev.id, 'START'
+       FROM ev JOIN automations a ON a.project_id = ?::uuid AND a.enabled AND a.trigger_event = ev.name
+       ORDER BY ev.id, a.id
+       ON CONFLICT (automation_id, contact_id) WHERE exclusive AND status IN ('RUNNING', 'WAITING') DO NOTHING
+       RETURNING 1),
+     woken AS (
+       UPDATE automation_executions x SET woken_by_event_id = ev.id, outbox = 'WAKE', updated_at = now()
+       FROM ev
+       WHERE x.project_id = ?::uuid AND x.contact_id = ev.contact_id AND x.status = 'WAITING' AND x.wait_event = ev.name
+         AND x.woken_by_event_id IS NULL
+       RETURNING 1)
+     INSERT INTO event_names (project_id, name, count, last_seen_at)
      SELECT ?::uuid, n.name, n.count, now() FROM unnest(?::text[], ?::bigint[]) AS n(name, count)
      ON CONFLICT (project_id, name) DO UPDATE SET count = event_names.count + excluded.count, last_seen_at = excluded.last_seen_at`,
-    [projectId, names, names.map((n) => counts.get(n)!)],
+    [
+      withContact.map((r) => r.id), withContact.map((r) => r.name), withContact.map((r) => r.contactId),
+      projectId, projectId, projectId, names, names.map((n) => counts.get(n)!),
+    ] as Knex.RawBinding[],
   );
   return rows;
 }

@@ -23,6 +23,8 @@ describe('the workflow logic', () => {
     let position = 0;
     const ctx: WorkflowContext = {
       delivery: { deliverEmail: async () => { throw new Error('not used'); } },
+      webhooks: { callWebhook: async () => { throw new Error('not used'); } },
+      receive: async () => { throw new Error('not used'); },
       activities: {
         ...({} as WorkflowContext['activities']),
         checkDomainBatch: async (r) => {

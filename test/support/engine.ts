@@ -1,7 +1,8 @@
 import { TEST_SECRET } from './app';
-import { createActivities } from '../../activities';
+import { createActivities, type ActivityDeps } from '../../activities';
 import { createDeliverer } from '../../activities/delivery';
 import { createEmbeddedEngine, startEmbeddedWorker } from '../../engine/embedded';
+import { startExecutionDispatcher } from '../../engine/executionDispatcher';
 import type { Engine, WorkerHandle } from '../../engine/types';
 import { createLogger } from '../../logging/logger';
 import { createMailer, type Mailer } from '../../mail/transport';
@@ -18,22 +19,33 @@ export interface TestEngine {
  * The real embedded engine (DBOS) on a test database, with an in-process worker delivering through `smtpUrl`.
  * DBOS is one per process; Jest gives each test file its own module registry, so one per test file.
  */
-export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: { sendRatePerSecond?: number } = {}): Promise<TestEngine> {
+export interface TestEngineOptions {
+  sendRatePerSecond?: number;
+  /** Stable across a restart of the test's "process", so DBOS recovers the workflows it had in flight. */
+  executorId?: string;
+  /** WEBHOOK steps: the private addresses the test's webhook receiver is allowed on. */
+  webhooks?: ActivityDeps['webhooks'];
+}
+
+export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: TestEngineOptions = {}): Promise<TestEngine> {
   const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const mailer = createMailer({ smtpUrl, dataDir: '/nonexistent' });
   const engine = await createEmbeddedEngine({ databaseUrl: db.url, log });
-  const deps = { knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine };
+  const deps = { knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine, ...(opts.webhooks ? { webhooks: opts.webhooks } : {}) };
   const worker = await startEmbeddedWorker({
     databaseUrl: db.url, knex: db.knex, log, activities: createActivities(deps), deliverer: createDeliverer(deps),
     sendRatePerSecond: opts.sendRatePerSecond ?? 1000,
-    executorId: `test-${db.name}`,
+    executorId: opts.executorId ?? `test-${db.name}`,
     pollingIntervalMs: 50,
+    receivePollMs: 500,
   });
+  const executions = startExecutionDispatcher({ engine, knex: db.knex, log, pollMs: 50 });
   return {
     engine,
     worker,
     mailer,
     async stop() {
+      await executions.stop();
       await worker.stop();
       await engine.close();
       mailer.close();

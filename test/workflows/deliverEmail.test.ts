@@ -14,6 +14,8 @@ function scripted(delivery: () => Promise<DeliveryOutcome>) {
   let shielded = false;
   const ctx: WorkflowContext = {
     delivery: { deliverEmail: async () => { calls.push('deliverEmail'); return delivery(); } },
+    webhooks: { callWebhook: async () => { throw new Error('not used'); } },
+    receive: async () => { throw new Error('not used'); },
     activities: {
       ...({} as WorkflowContext['activities']), // only the delivery activities take part here
       failEmail: async (r) => { calls.push(`failEmail:${r.error}`); return { status: 'FAILED', error: r.error }; },

@@ -18,6 +18,8 @@ function scripted(opts: { contacts: number; pendingPolls?: number[]; cancelAtBat
   const polls = [...(opts.pendingPolls ?? [0])];
   const ctx: WorkflowContext = {
     delivery: { deliverEmail: async () => { throw new Error('not used'); } },
+    webhooks: { callWebhook: async () => { throw new Error('not used'); } },
+    receive: async () => { throw new Error('not used'); },
     activities: {
       ...({} as WorkflowContext['activities']),
       beginCampaign: async () => { commands.push('beginCampaign'); return 'SENDING' as CampaignPhase; },

@@ -1,0 +1,242 @@
+import type { Knex } from 'knex';
+import { ApiError } from '../api/errors';
+import { durationMs, type Step } from '../api/schemas/workflows';
+import { storeSends } from '../api/sends';
+import { compileCondition, loadSegments } from '../audience/compile';
+import { createWebhookClient, WebhookError, type WebhookOptions } from '../automations/webhook';
+import { patchContact } from '../db/queries/contacts';
+import { dispatchedOnInsert, dispatchEmails } from '../engine/dispatch';
+import type { Engine } from '../engine/types';
+import type { Logger } from '../logging/logger';
+import { unsubscribeUrl } from '../mail/unsubscribe';
+import type { EmailRef, ExecutionRef, ExecutionStatus, StepOutcome, StepRef, WaitState } from '../workflows/types';
+
+export interface AutomationDeps {
+  knex: Knex;
+  engine: Engine;
+  log: Logger;
+  secret: Buffer;
+  publicUrl: string;
+  /** WEBHOOK steps: timeout, response cap, and the private addresses they may reach (none by default). */
+  webhooks?: Partial<WebhookOptions>;
+}
+
+const ACTIVE = ['RUNNING', 'WAITING'];
+
+interface ExecutionRow {
+  status: ExecutionStatus;
+  automation_id: string;
+  contact_id: string;
+  current_step_id: string | null;
+  wait_until: Date | null;
+  woken_by_event_id: string | null;
+  remaining_ms: number | null;
+}
+
+/** The execution's row, locked for the rest of the transaction (a cancel or a wake-up waits for the step). */
+async function lockExecution(trx: Knex.Transaction, ref: ExecutionRef): Promise<ExecutionRow | undefined> {
+  return trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId }).forUpdate().first(
+    'status', 'automation_id', 'contact_id', 'current_step_id', 'wait_until', 'woken_by_event_id',
+    trx.raw('(extract(epoch FROM wait_until - now()) * 1000)::float8 AS remaining_ms'),
+  );
+}
+
+/** The outcome recorded for this step run by an earlier attempt of the same activity, if it committed. */
+async function recordedOutcome(db: Knex | Knex.Transaction, ref: StepRef): Promise<StepOutcome | undefined> {
+  const row = await db('automation_step_runs').where({ project_id: ref.projectId, execution_id: ref.executionId, seq: ref.seq }).first('outcome');
+  return row?.outcome as StepOutcome | undefined;
+}
+
+async function recordStep(trx: Knex.Transaction, ref: StepRef, outcome: StepOutcome | { waiting: true }, status: 'RUNNING' | 'WAITING' = 'RUNNING', wait: Record<string, unknown> = {}): Promise<void> {
+  await trx('automation_step_runs').insert({ project_id: ref.projectId, execution_id: ref.executionId, seq: ref.seq, step_id: ref.step.id, outcome: JSON.stringify(outcome) })
+    .onConflict(['project_id', 'execution_id', 'seq']).ignore();
+  await trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId })
+    .update({ status, current_step_id: ref.step.id, updated_at: trx.fn.now(), ...wait });
+}
+
+const nextOf = (step: Step): string | null => ('next' in step ? step.next ?? null : null);
+
+/** The state of a wait as the row says it (the row is locked by the caller). */
+function waitState(row: ExecutionRow): WaitState {
+  if (row.woken_by_event_id) return { state: 'DONE', by: 'event' };
+  if (row.remaining_ms !== null && row.remaining_ms <= 0) return { state: 'DONE', by: 'timeout' };
+  return { state: 'WAITING', remainingMs: row.remaining_ms === null ? null : Math.ceil(row.remaining_ms) };
+}
+
+/**
+ * The activities of the automation interpreter (workflows/runAutomation.ts). Each locks the execution's row, so a
+ * step and a cancel (disable, delete, Temporal UI) never interleave, and records its step run under the step's
+ * `seq`, so a retried activity answers what the first attempt did instead of doing it twice.
+ */
+export function automationActivities(deps: AutomationDeps) {
+  const { knex, engine, log } = deps;
+  const webhook = createWebhookClient(deps.webhooks ?? {});
+
+  /** SEND_EMAIL: the template rendered for the contact and queued like POST /v1/send queues it (same checks, same row). */
+  async function sendEmail(trx: Knex.Transaction, ref: StepRef & { step: Extract<Step, { type: 'SEND_EMAIL' }> }, contactId: string): Promise<{ outcome: StepOutcome; emails: EmailRef[] }> {
+    const next = nextOf(ref.step);
+    const [template, contact] = await Promise.all([
+      trx('templates').where({ project_id: ref.projectId, id: ref.step.config.template }).first('type'),
+      trx('contacts').where({ project_id: ref.projectId, id: contactId }).first('email', 'subscribed'),
+    ]);
+    if (!template) return { outcome: { failed: `step "${ref.step.id}": template ${ref.step.config.template} no longer exists` }, emails: [] };
+    const marketing = template.type === 'MARKETING';
+    // Marketing mail goes only to subscribed contacts, with the bulk-mail headers campaigns carry.
+    if (marketing && !contact.subscribed) return { outcome: { next }, emails: [] };
+    const url = unsubscribeUrl(deps.publicUrl, deps.secret, { projectId: ref.projectId, contactId });
+    const headers: Record<string, string> = marketing ? { 'List-Unsubscribe': `<${url}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click', Precedence: 'bulk' } : {};
+    const [stored] = await storeSends(trx, [{
+      projectId: ref.projectId,
+      body: { to: { email: contact.email }, template: ref.step.config.template, headers },
+      recipients: [{ email: contact.email }],
+      attachments: [],
+    }], { publicUrl: deps.publicUrl, secret: deps.secret, dispatchedOnInsert: dispatchedOnInsert(engine) });
+    if (stored instanceof ApiError) {
+      const detail = stored.details.errors?.[0]?.message ?? stored.message;
+      return { outcome: { failed: `step "${ref.step.id}": ${detail}` }, emails: [] };
+    }
+    return { outcome: { next }, emails: stored!.refs };
+  }
+
+  /** CONDITION: the filter compiled to SQL (the audience language of campaigns and segments) against this one contact, as it is now. */
+  async function matches(trx: Knex.Transaction, projectId: string, contactId: string, step: Extract<Step, { type: 'CONDITION' }>): Promise<boolean> {
+    const q = trx('contacts as c').where('c.project_id', projectId).where('c.id', contactId);
+    compileCondition(q, step.config.filter, await loadSegments(trx, projectId));
+    return (await q.first(trx.raw('1 AS hit'))) !== undefined;
+  }
+
+  return {
+    async startExecution(ref: ExecutionRef): Promise<{ steps: Step[] } | null> {
+      const row = await knex('automation_executions as x')
+        .join('automations as a', function on() { this.on('a.project_id', 'x.project_id').andOn('a.id', 'x.automation_id'); })
+        .where({ 'x.project_id': ref.projectId, 'x.id': ref.executionId }).first('x.status', 'a.steps');
+      if (!row || !ACTIVE.includes(row.status)) return null;
+      return { steps: row.steps as Step[] };
+    },
+
+    async runStep(ref: StepRef): Promise<StepOutcome> {
+      let emails: EmailRef[] = [];
+      const outcome = await knex.transaction(async (trx): Promise<StepOutcome> => {
+        const row = await lockExecution(trx, ref);
+        if (!row || !ACTIVE.includes(row.status)) return { cancelled: true };
+        const done = await recordedOutcome(trx, ref);
+        if (done) return done;
+        let result: StepOutcome;
+        const { step } = ref;
+        switch (step.type) {
+          case 'SEND_EMAIL': {
+            const sent = await sendEmail(trx, { ...ref, step }, row.contact_id);
+            result = sent.outcome;
+            emails = sent.emails;
+            break;
+          }
+          case 'CONDITION':
+            result = { next: (await matches(trx, ref.projectId, row.contact_id, step)) ? step.branches.yes : step.branches.no };
+            break;
+          case 'UPDATE_CONTACT':
+            await patchContact(trx, ref.projectId, row.contact_id, step.config, 'automation');
+            result = { next: step.next ?? null };
+            break;
+          default:
+            throw new Error(`runStep does not run ${step.type} steps`);
+        }
+        await recordStep(trx, ref, result);
+        return result;
+      });
+      // Temporal starts a delivery workflow per email after the commit (a failed start is retried by the dispatcher).
+      if (emails.length) await dispatchEmails(engine, knex, emails, log);
+      return outcome;
+    },
+
+    async callWebhook(ref: StepRef): Promise<StepOutcome> {
+      const { step } = ref;
+      if (step.type !== 'WEBHOOK') throw new Error(`callWebhook does not run ${step.type} steps`);
+      const done = await recordedOutcome(knex, ref);
+      if (done) return done;
+      const x = await knex('automation_executions as x')
+        .join('contacts as c', function on() { this.on('c.project_id', 'x.project_id').andOn('c.id', 'x.contact_id'); })
+        .where({ 'x.project_id': ref.projectId, 'x.id': ref.executionId })
+        .first('x.status', 'x.automation_id', 'c.id', 'c.email', 'c.subscribed', 'c.data');
+      if (!x || !ACTIVE.includes(x.status)) return { cancelled: true };
+      // Without a body of its own, the call tells the receiver who and where: enough to act on without calling back.
+      const body = step.config.body ?? {
+        type: 'workflow.webhook',
+        workflowId: x.automation_id,
+        executionId: ref.executionId,
+        stepId: step.id,
+        contact: { id: x.id, email: x.email, subscribed: x.subscribed, data: x.data },
+        timestamp: new Date().toISOString(),
+      };
+      let outcome: StepOutcome;
+      try {
+        await webhook.call({ url: step.config.url, method: step.config.method ?? 'POST', headers: step.config.headers ?? {}, body });
+        outcome = { next: step.next ?? null };
+      } catch (err: unknown) {
+        // Transient failures are thrown for the engine to retry (WEBHOOK_RETRY); permanent ones end the execution.
+        if (!(err instanceof WebhookError) || !err.permanent) throw err;
+        log.info({ executionId: ref.executionId, stepId: step.id, error: err.message }, 'webhook failed permanently');
+        outcome = { failed: `step "${step.id}": ${err.message}` };
+      }
+      return knex.transaction(async (trx) => {
+        const row = await lockExecution(trx, ref);
+        if (!row || !ACTIVE.includes(row.status)) return { cancelled: true };
+        await recordStep(trx, ref, outcome);
+        return outcome;
+      });
+    },
+
+    async beginWait(ref: StepRef): Promise<WaitState> {
+      const { step } = ref;
+      if (step.type !== 'DELAY' && step.type !== 'WAIT_FOR_EVENT') throw new Error(`beginWait does not run ${step.type} steps`);
+      return knex.transaction(async (trx) => {
+        let row = await lockExecution(trx, ref);
+        if (!row || !ACTIVE.includes(row.status)) return { state: 'CANCELLED' };
+        // A retried call keeps the deadline of the first (the row still holds it).
+        if (!(await recordedOutcome(trx, ref))) {
+          const ms = step.type === 'DELAY' ? durationMs(step.config) : step.config.timeout ? durationMs(step.config.timeout) : null;
+          await recordStep(trx, ref, { waiting: true }, 'WAITING', {
+            wait_until: ms === null ? null : trx.raw('now() + ? * interval \'1 millisecond\'', [ms]),
+            wait_event: step.type === 'WAIT_FOR_EVENT' ? step.config.event : null,
+            woken_by_event_id: null,
+          });
+          row = (await lockExecution(trx, ref))!;
+        }
+        return row.status === 'WAITING' ? waitState(row) : { state: 'DONE', by: row.woken_by_event_id ? 'event' : 'timeout' };
+      });
+    },
+
+    async checkWait(ref: ExecutionRef & { stepId: string }): Promise<WaitState> {
+      return knex.transaction(async (trx) => {
+        const row = await lockExecution(trx, ref);
+        if (!row || !ACTIVE.includes(row.status)) return { state: 'CANCELLED' };
+        // Already decided by an earlier attempt of this call.
+        if (row.status === 'RUNNING') return { state: 'DONE', by: row.woken_by_event_id ? 'event' : 'timeout' };
+        const state = waitState(row);
+        if (state.state === 'DONE') {
+          // Back to RUNNING: no further event matches this wait (the wake-up match requires WAITING).
+          await trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId })
+            .update({ status: 'RUNNING', wait_event: null, updated_at: trx.fn.now() });
+        }
+        return state;
+      });
+    },
+
+    async finishExecution(ref: ExecutionRef & { status: 'COMPLETED' | 'EXITED' | 'FAILED'; error?: string }): Promise<ExecutionStatus> {
+      return endExecution(knex, ref, ref.status, ref.error ?? null);
+    },
+
+    async cancelExecution(ref: ExecutionRef): Promise<ExecutionStatus> {
+      return endExecution(knex, ref, 'CANCELLED', null);
+    },
+  };
+}
+
+/** Ends an active execution (RUNNING or WAITING) with `status`; answers the status it has afterwards. */
+export async function endExecution(knex: Knex, ref: ExecutionRef, status: ExecutionStatus, error: string | null): Promise<ExecutionStatus> {
+  const [row] = await knex('automation_executions').where({ project_id: ref.projectId, id: ref.executionId }).whereIn('status', ACTIVE)
+    .update({ status, error, completed_at: knex.fn.now(), updated_at: knex.fn.now(), wait_event: null, wait_until: null, outbox: null })
+    .returning('status');
+  if (row) return row.status as ExecutionStatus;
+  const current = await knex('automation_executions').where({ project_id: ref.projectId, id: ref.executionId }).first('status');
+  return (current?.status ?? 'CANCELLED') as ExecutionStatus;
+}

@@ -1,0 +1,90 @@
+import type { Knex } from 'knex';
+import type { Logger } from '../logging/logger';
+import { WAKE_TOPIC } from '../workflows/policy';
+import { workflowId } from '../workflows/registry';
+import type { Engine } from './types';
+
+export interface ExecutionDispatcherOptions {
+  engine: Engine;
+  knex: Knex;
+  log: Logger;
+  /** How often an empty outbox is looked at again. */
+  pollMs?: number;
+  /** Rows per claim. */
+  batch?: number;
+}
+
+interface OutboxRow {
+  project_id: string;
+  id: string;
+  outbox: 'START' | 'WAKE';
+}
+
+/**
+ * Tells the engine what the automation outbox holds (see the automation_executions migration): START an execution's
+ * workflow, or WAKE one from its wait. The rows are claimed with FOR UPDATE SKIP LOCKED, so several workers share the
+ * work, and cleared in the same transaction once the engine has accepted them: a crash in between leaves them for
+ * the next claim, and a repeated start or nudge is harmless (starts are idempotent on the execution's id; a nudge
+ * only makes the execution look at its row again).
+ */
+export async function dispatchExecutions(engine: Engine, knex: Knex, log: Logger, batch = 200): Promise<number> {
+  return knex.transaction(async (trx) => {
+    const rows: OutboxRow[] = await trx('automation_executions').whereNotNull('outbox').orderBy('id').limit(batch)
+      .forUpdate().skipLocked().select('project_id', 'id', 'outbox');
+    if (rows.length === 0) return 0;
+    const told: OutboxRow[] = [];
+    await Promise.all(rows.map(async (r) => {
+      const ref = { projectId: r.project_id, executionId: r.id };
+      try {
+        if (r.outbox === 'START') await engine.start('runAutomation', ref, { id: workflowId.runAutomation(ref) });
+        else await engine.signal(workflowId.runAutomation(ref), WAKE_TOPIC, true);
+        told.push(r);
+      } catch (err) {
+        log.warn({ err, executionId: r.id, outbox: r.outbox }, 'could not reach the engine for an automation execution; will retry');
+      }
+    }));
+    if (told.length) {
+      await trx.raw(
+        `UPDATE automation_executions x SET outbox = NULL
+         FROM unnest(?::uuid[], ?::uuid[]) AS t(project_id, id)
+         WHERE x.project_id = t.project_id AND x.id = t.id`,
+        [told.map((r) => r.project_id), told.map((r) => r.id)],
+      );
+    }
+    return rows.length;
+  });
+}
+
+/** Runs dispatchExecutions until stopped: at once again after a full batch, after `pollMs` otherwise. */
+export function startExecutionDispatcher(opts: ExecutionDispatcherOptions): { stop(): Promise<void> } {
+  const { engine, knex, log } = opts;
+  const pollMs = opts.pollMs ?? 200;
+  const batch = opts.batch ?? 200;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let wakeSleep: (() => void) | undefined;
+  const loop = (async () => {
+    while (!stopped) {
+      let n = 0;
+      try {
+        n = await dispatchExecutions(engine, knex, log, batch);
+      } catch (err) {
+        log.error({ err }, 'execution dispatcher failed');
+      }
+      if (n < batch && !stopped) {
+        await new Promise<void>((resolve) => {
+          wakeSleep = resolve;
+          timer = setTimeout(resolve, pollMs);
+        });
+      }
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      wakeSleep?.();
+      await loop;
+    },
+  };
+}

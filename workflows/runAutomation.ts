@@ -1,0 +1,89 @@
+import type { WorkflowContext } from './context';
+import { WAKE_TOPIC } from './policy';
+import type { AutomationInput, ExecutionRef, ExecutionStatus, Step, StepOutcome, WaitState } from './types';
+
+/**
+ * Step runs per engine run before continue-as-new. A step is one or two activities (about 3 history events each)
+ * and a wait adds a timer per chunk, so 100 steps stay far below Temporal's history limits (51,200 events); a
+ * journey that loops through a DELAY for years simply continues in fresh runs. DBOS has no history to bound.
+ */
+export const STEPS_PER_RUN = 100;
+/**
+ * Longest single timer of a wait. A 365-day delay is slept in chunks, each ending in a look at the database (the
+ * deadline may have been moved), so no timer approaches the limits of setTimeout or of a history.
+ */
+export const WAIT_CHUNK_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** The message of an activity that failed all its retries. Temporal wraps it (ActivityFailure → cause); DBOS throws the last one. */
+function failureMessage(err: unknown): string {
+  const cause = (err as { cause?: { message?: string } }).cause?.message;
+  return (cause ?? (err instanceof Error ? err.message : String(err))).slice(0, 1000);
+}
+
+/**
+ * A DELAY or WAIT_FOR_EVENT step: WAITING until its deadline, or until the awaited event, whichever the database
+ * says came first. Wake-ups are only nudges (an event was recorded, a deadline moved); each is followed by a look at
+ * the execution's row, so a stale or repeated nudge just waits again for what is left.
+ */
+async function wait(ctx: WorkflowContext, ref: ExecutionRef, seq: number, step: Step): Promise<'DONE' | 'CANCELLED'> {
+  let state: WaitState = await ctx.activities.beginWait({ ...ref, seq, step });
+  while (state.state === 'WAITING') {
+    await ctx.receive(WAKE_TOPIC, state.remainingMs === null ? WAIT_CHUNK_MS : Math.min(Math.max(state.remainingMs, 0), WAIT_CHUNK_MS));
+    state = await ctx.activities.checkWait({ ...ref, stepId: step.id });
+  }
+  return state.state;
+}
+
+/**
+ * The automation interpreter: one engine workflow per execution walks its workflow's steps, loaded once by an
+ * activity when it starts, so that editing the workflow never changes the path of a running execution. Every side
+ * effect is an activity that also mirrors the execution's status and current step into its row; the row decides
+ * races (a cancel against a step, an event against a timeout), so the same logic runs on DBOS and on Temporal.
+ */
+export async function runAutomation(ctx: WorkflowContext, input: AutomationInput): Promise<ExecutionStatus> {
+  const ref: ExecutionRef = { projectId: input.projectId, executionId: input.executionId };
+  try {
+    let steps = input.steps;
+    let at = input.at ?? null;
+    let seq = input.seq ?? 0;
+    if (!steps) {
+      const started = await ctx.activities.startExecution(ref);
+      if (!started) return 'CANCELLED';
+      steps = started.steps;
+      at = steps[0]?.id ?? null;
+    }
+    const byId = new Map(steps.map((s) => [s.id, s]));
+    for (let ran = 0; at !== null; ran++) {
+      if (ran === STEPS_PER_RUN) return await ctx.continueAsNew('runAutomation', { ...ref, steps, at, seq });
+      const step = byId.get(at);
+      if (!step) return await ctx.activities.finishExecution({ ...ref, status: 'FAILED', error: `step "${at}" does not exist` });
+      seq += 1;
+      let outcome: StepOutcome;
+      switch (step.type) {
+        case 'EXIT':
+          return await ctx.activities.finishExecution({ ...ref, status: 'EXITED' });
+        case 'DELAY':
+        case 'WAIT_FOR_EVENT':
+          outcome = (await wait(ctx, ref, seq, step)) === 'CANCELLED' ? { cancelled: true } : { next: step.next ?? null };
+          break;
+        case 'WEBHOOK':
+          outcome = await ctx.webhooks.callWebhook({ ...ref, seq, step });
+          break;
+        default:
+          outcome = await ctx.activities.runStep({ ...ref, seq, step });
+      }
+      if ('cancelled' in outcome) return 'CANCELLED';
+      if ('failed' in outcome) return await ctx.activities.finishExecution({ ...ref, status: 'FAILED', error: outcome.failed });
+      at = outcome.next;
+    }
+    return await ctx.activities.finishExecution({ ...ref, status: 'COMPLETED' });
+  } catch (err) {
+    if (ctx.isCancellation(err)) {
+      // Cancelled from the engine (Temporal UI): leave the row as a cancel through the API would.
+      await ctx.nonCancellable(() => ctx.activities.cancelExecution(ref));
+      throw err;
+    }
+    // An activity that failed every retry (a webhook that kept failing, a database that stayed away).
+    return await ctx.activities.finishExecution({ ...ref, status: 'FAILED', error: failureMessage(err) });
+  }
+}
