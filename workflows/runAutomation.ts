@@ -42,6 +42,14 @@ async function wait(ctx: WorkflowContext, ref: ExecutionRef, seq: number, step: 
  */
 export async function runAutomation(ctx: WorkflowContext, input: AutomationInput): Promise<ExecutionStatus> {
   const ref: ExecutionRef = { projectId: input.projectId, executionId: input.executionId };
+  const result = await walk(ctx, ref, input);
+  // Outside walk's try: Temporal's continue-as-new is thrown, and must not be taken for a failed step.
+  if (typeof result === 'object') return ctx.continueAsNew('runAutomation', result);
+  return result;
+}
+
+/** Runs steps until the execution ends (its status) or the run has done its share (the input of the next run). */
+async function walk(ctx: WorkflowContext, ref: ExecutionRef, input: AutomationInput): Promise<ExecutionStatus | AutomationInput> {
   try {
     let steps = input.steps;
     let at = input.at ?? null;
@@ -54,7 +62,7 @@ export async function runAutomation(ctx: WorkflowContext, input: AutomationInput
     }
     const byId = new Map(steps.map((s) => [s.id, s]));
     for (let ran = 0; at !== null; ran++) {
-      if (ran === STEPS_PER_RUN) return await ctx.continueAsNew('runAutomation', { ...ref, steps, at, seq });
+      if (ran === STEPS_PER_RUN) return { ...ref, steps, at, seq };
       const step = byId.get(at);
       if (!step) return await ctx.activities.finishExecution({ ...ref, status: 'FAILED', error: `step "${at}" does not exist` });
       seq += 1;
