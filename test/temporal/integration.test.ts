@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { createActivities } from '../../activities';
+import { startExecutionDispatcher } from '../../engine/executionDispatcher';
 import { createTemporalEngine, startTemporalWorker } from '../../engine/temporal';
 import type { Engine, WorkerHandle } from '../../engine/types';
 import { createLogger } from '../../logging/logger';
@@ -10,6 +11,7 @@ import { createMailer, type Mailer } from '../../mail/transport';
 import { addDomain } from '../../projects/service';
 import { workflowId } from '../../workflows/registry';
 import { bearer, createTestContext, type TestContext } from '../support/app';
+import { DAY, stepClock, waitForExecutions } from '../support/automations';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { waitFor } from '../support/processes';
 import { startSmtpServer, type TestSmtpServer } from '../support/smtp';
@@ -44,6 +46,7 @@ if (!address) {
     let t: TestContext;
     let connection: Connection;
     let client: Client;
+    let executions: { stop(): Promise<void> };
 
     beforeAll(async () => {
       smtp = await startSmtpServer();
@@ -52,6 +55,7 @@ if (!address) {
       engine = await createTemporalEngine({ address, namespace, log, connectTimeoutMs: 5000 });
       const activities = createActivities({ knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine });
       worker = await startTemporalWorker({ address, namespace, log, activities, sendRatePerSecond: 100 });
+      executions = startExecutionDispatcher({ engine, knex: db.knex, log, pollMs: 50 });
       t = await createTestContext({ engine, db });
       await addDomain(t.project.id, 'example.com', true);
       // A client of our own, only to look at the workflow executions the engine started (same TLS/API key settings).
@@ -61,6 +65,7 @@ if (!address) {
 
     afterAll(async () => {
       // Workers first (they hand back what is in flight), then what they use.
+      await executions?.stop();
       await worker?.stop();
       await engine?.close();
       await connection?.close();
@@ -147,5 +152,41 @@ if (!address) {
       expect((await client.workflow.getHandle(id).describe()).status.name).toBe('COMPLETED');
       expect((await emailRow(emailId)).status).toBe('SENT');
     }, 120_000);
+
+    async function automation(event: string, steps: object[]): Promise<string> {
+      const res = await t.http().post('/workflows').set(bearer(t.project.secretKey)).send({ name: event, enabled: true, trigger: { type: 'EVENT', event }, steps });
+      expect(res.status).toBe(201);
+      return res.body.data.id as string;
+    }
+
+    test('automation: a tracked event starts a Temporal workflow execution-<id> that waits out a stepped 3-day delay and sends', async () => {
+      const key = bearer(t.project.secretKey);
+      const template = (await t.http().post('/templates').set(key).send({ name: 'Later', subject: 'Later', body: '<p>later</p>', from: 'hi@example.com' })).body.data.id;
+      const wf = await automation('temporal_signup', [
+        { id: 'wait', type: 'DELAY', config: { amount: 3, unit: 'days' }, next: 'mail' },
+        { id: 'mail', type: 'SEND_EMAIL', config: { template } },
+      ]);
+      const before = smtp.received.length;
+      await t.http().post('/v1/track').set(key).send({ email: 'tina@example.org', event: 'temporal_signup' });
+      const [waiting] = await waitForExecutions(t.http, key, wf, (x) => x.status === 'WAITING', 1, 60_000);
+      const handle = client.workflow.getHandle(workflowId.runAutomation({ executionId: waiting!.id }));
+      expect((await handle.describe()).type).toBe('runAutomation');
+      await stepClock(t.db.knex, 3 * DAY); // a wake signal through the outbox; the row's deadline has passed
+      await waitForExecutions(t.http, key, wf, (x) => x.status === 'COMPLETED', 1, 60_000);
+      await smtp.waitFor(before + 1, 60_000);
+      await expect(handle.result()).resolves.toBe('COMPLETED');
+    }, 180_000);
+
+    test('automation: cancelling the execution in Temporal (as the UI does) leaves the row CANCELLED, like disabling the workflow', async () => {
+      const key = bearer(t.project.secretKey);
+      const wf = await automation('temporal_cancel', [{ id: 'wait', type: 'WAIT_FOR_EVENT', config: { event: 'never' } }]);
+      await t.http().post('/v1/track').set(key).send({ email: 'carl@example.org', event: 'temporal_cancel' });
+      const [waiting] = await waitForExecutions(t.http, key, wf, (x) => x.status === 'WAITING', 1, 60_000);
+      const handle = client.workflow.getHandle(workflowId.runAutomation({ executionId: waiting!.id }));
+      await handle.cancel();
+      const [x] = await waitForExecutions(t.http, key, wf, (e) => e.status === 'CANCELLED', 1, 60_000);
+      expect(x!.completedAt).not.toBeNull();
+      expect((await handle.describe()).status.name).toBe('CANCELLED');
+    }, 180_000);
   });
 }

@@ -1,0 +1,77 @@
+import type { Knex } from 'knex';
+import { createProject } from '../../projects/service';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+
+/**
+ * Every query path of automations is served by an index (the automations migration names which), read from EXPLAIN
+ * on enough rows that a sequential scan would lose: 20 projects, 10 workflows each, 200,000 executions.
+ */
+let db: TestDatabase;
+let projectId: string;
+let automationId: string;
+let contactId: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const projects: string[] = [];
+  for (let i = 0; i < 20; i++) projects.push((await createProject(`p${i}`)).id);
+  projectId = projects[0]!;
+  const k = db.knex;
+  await k.raw(`INSERT INTO contacts (project_id, email, subscribed, data)
+    SELECT p, 'c' || g || '@example.com', true, '{}'::jsonb FROM unnest(?::uuid[]) p, generate_series(1, 1000) g`, [projects]);
+  await k.raw(`INSERT INTO automations (project_id, name, enabled, trigger_event, steps)
+    SELECT p, 'w' || g, g % 2 = 0, 'event-' || g, '[]'::jsonb FROM unnest(?::uuid[]) p, generate_series(1, 10) g`, [projects]);
+  await k.raw(`INSERT INTO automation_executions (project_id, automation_id, contact_id, status, exclusive, wait_event, wait_until)
+    SELECT a.project_id, a.id, c.id,
+           (ARRAY['RUNNING','WAITING','COMPLETED','COMPLETED','EXITED','FAILED','CANCELLED'])[1 + (row_number() OVER ()) % 7],
+           false, CASE WHEN random() < 0.2 THEN 'paid' END, now() + interval '1 day'
+    FROM automations a JOIN LATERAL (SELECT id FROM contacts c WHERE c.project_id = a.project_id ORDER BY id LIMIT 1000) c ON true`);
+  await k.raw('VACUUM ANALYZE contacts, automations, automation_executions');
+  automationId = (await k('automations').where({ project_id: projectId }).first('id')).id;
+  contactId = (await k('contacts').where({ project_id: projectId }).first('id')).id;
+}, 120_000);
+afterAll(async () => { await db.close(); });
+
+async function plan(sql: string, bindings: Knex.RawBinding[]): Promise<string> {
+  const res = await db.knex.raw(`EXPLAIN ${sql}`, bindings);
+  return res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+}
+
+test.each([
+  ['the executions list', 'automation_executions_list_idx', 'SELECT * FROM automation_executions WHERE project_id = ? AND automation_id = ? ORDER BY id DESC LIMIT 21'],
+  ['the executions list by status', 'automation_executions_status_idx', "SELECT * FROM automation_executions WHERE project_id = ? AND automation_id = ? AND status = 'FAILED' ORDER BY id DESC LIMIT 21"],
+])('%s uses %s', async (_name, index, sql) => {
+  const p = await plan(sql, [projectId, automationId]);
+  expect(p).toContain(index);
+  expect(p).not.toMatch(/Seq Scan/);
+});
+
+test('the executions list by contact reads the contact index', async () => {
+  const p = await plan('SELECT * FROM automation_executions WHERE project_id = ? AND automation_id = ? AND contact_id = ? ORDER BY id DESC LIMIT 21', [projectId, automationId, contactId]);
+  expect(p).toMatch(/automation_executions_(contact|one_active)_idx|automation_executions_list_idx/);
+  expect(p).not.toMatch(/Seq Scan/);
+});
+
+test('the trigger match inside every event write can read the partial trigger index', async () => {
+  await db.knex.raw('SET enable_seqscan = off'); // 200 workflows fit in a page or two: only ask whether the index serves it
+  const p = await plan("SELECT id FROM automations WHERE project_id = ? AND enabled AND trigger_event = 'event-2'", [projectId]);
+  await db.knex.raw('RESET enable_seqscan');
+  expect(p).toContain('automations_trigger_idx');
+});
+
+test('the wake-up match inside every event write reads the partial waiting index', async () => {
+  const p = await plan("SELECT id FROM automation_executions WHERE project_id = ? AND contact_id = ? AND status = 'WAITING' AND wait_event = 'paid' AND woken_by_event_id IS NULL", [projectId, contactId]);
+  expect(p).toContain('automation_executions_waiting_idx');
+});
+
+test('the dispatcher\'s poll of the outbox reads the partial outbox index', async () => {
+  const p = await plan('SELECT project_id, id, outbox FROM automation_executions WHERE outbox IS NOT NULL ORDER BY id LIMIT 200 FOR UPDATE SKIP LOCKED', []);
+  expect(p).toContain('automation_executions_outbox_idx');
+});
+
+test('the template-in-use check can read an index of enabled workflows', async () => {
+  await db.knex.raw('SET enable_seqscan = off');
+  const p = await plan("SELECT name FROM automations WHERE project_id = ? AND enabled AND template_ids @> ARRAY['0190a5a0-0000-7000-8000-000000000000']::uuid[]", [projectId]);
+  await db.knex.raw('RESET enable_seqscan');
+  expect(p).toMatch(/automations_templates_idx|automations_trigger_idx|automations_pkey/);
+});
