@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { DBOS, DBOSClient } from '@dbos-inc/dbos-sdk';
+import { DBOS, DBOSClient, Error as DBOSErrors } from '@dbos-inc/dbos-sdk';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { migrateSystemDatabase } from '@dbos-inc/dbos-sdk/internal/system_database';
@@ -91,7 +91,13 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
       await client.enqueue(enqueueOptions(workflow, opts), input);
     },
     cancel: (id) => client.cancelWorkflow(id),
-    signal: (id, name, payload) => client.send(id, payload, name),
+    async signal(id, name, payload) {
+      try {
+        await client.send(id, payload, name);
+      } catch (err) {
+        if (!(err instanceof DBOSErrors.DBOSNonExistentWorkflowError)) throw err; // nobody to tell
+      }
+    },
     close: () => client.destroy(),
   };
 }

@@ -55,7 +55,12 @@ export async function createTemporalEngine(opts: TemporalOptions): Promise<Engin
       }
     },
     async signal(id, name, payload) {
-      await client.workflow.getHandle(id).signal(name, payload);
+      try {
+        await client.workflow.getHandle(id).signal(name, payload);
+      } catch (err) {
+        // Finished (or terminated in the UI): nobody is waiting for the message.
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
     },
     close: () => connection.close(),
   };

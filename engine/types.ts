@@ -27,7 +27,7 @@ export interface Engine {
   start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions): Promise<void>;
   /** Cancels a workflow by id; a no-op for one that has finished or does not exist. */
   cancel(id: string): Promise<void>;
-  /** Delivers a named message to a running workflow. */
+  /** Delivers a named message to a running workflow; a no-op for one that has finished or does not exist. */
   signal(id: string, name: string, payload: unknown): Promise<void>;
   /** Releases the engine's connections (not the workers: see WorkerHandle). */
   close(): Promise<void>;

@@ -28,7 +28,7 @@ beforeAll(async () => {
     FROM automations a JOIN LATERAL (SELECT id FROM contacts c WHERE c.project_id = a.project_id ORDER BY id LIMIT 1000) c ON true`);
   // One project with many workflows, where matching by project alone would read them all.
   await k.raw(`INSERT INTO automations (project_id, name, enabled, trigger_event, steps)
-    SELECT ?::uuid, 'many' || g, g % 2 = 0, 'many-' || g, '[]'::jsonb FROM generate_series(1, 2000) g`, [projects[1]]);
+    SELECT ?::uuid, 'many' || g, g % 2 = 0, 'many-' || g, '[]'::jsonb FROM generate_series(1, 2000) g`, [projects[1]!]);
   await k.raw('VACUUM ANALYZE contacts, automations, automation_executions');
   automationId = (await k('automations').where({ project_id: projectId }).first('id')).id;
   contactId = (await k('contacts').where({ project_id: projectId }).first('id')).id;
