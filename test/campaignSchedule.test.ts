@@ -5,7 +5,7 @@ import { createLogger } from '../logging/logger';
 import { addDomain } from '../projects/service';
 import { bearer, createTestContext, type TestContext } from './support/app';
 import { createTestDatabase } from './support/db';
-import { childEnv, killGroup, spawnTsx, waitFor } from './support/processes';
+import { killGroup, spawnWorker, waitFor } from './support/processes';
 import { startSmtpServer, type TestSmtpServer } from './support/smtp';
 
 /**
@@ -33,7 +33,7 @@ afterAll(async () => {
 });
 
 function startWorker(): ChildProcess {
-  const child = spawnTsx('bin/worker.ts', [], childEnv({ DATABASE_URL: t.db.url, SMTP_URL: smtp.url, EXECUTOR_ID: 'schedule-worker', LOG_LEVEL: 'warn' }));
+  const child = spawnWorker({ DATABASE_URL: t.db.url, SMTP_URL: smtp.url, EXECUTOR_ID: 'schedule-worker' });
   children.push(child);
   return child;
 }

@@ -5,7 +5,7 @@ import { createLogger } from '../logging/logger';
 import { addDomain } from '../projects/service';
 import { bearer, createTestContext, type TestContext } from './support/app';
 import { createTestDatabase } from './support/db';
-import { childEnv, killGroup, spawnTsx, waitFor } from './support/processes';
+import { killGroup, spawnWorker, waitFor } from './support/processes';
 import { startSmtpServer, type TestSmtpServer } from './support/smtp';
 
 /**
@@ -35,12 +35,7 @@ afterAll(async () => {
 });
 
 function startWorker(): ChildProcess {
-  const child = spawnTsx('bin/worker.ts', [], childEnv({
-    DATABASE_URL: t.db.url, SMTP_URL: smtp.url, EXECUTOR_ID: 'durability-worker', SEND_RATE_PER_SECOND: '40', LOG_LEVEL: 'warn',
-  }));
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });
-  child.on('exit', (code, signal) => { if (code && code !== 0) console.error(`worker exited ${code} ${signal}: ${stderr}`); });
+  const child = spawnWorker({ DATABASE_URL: t.db.url, SMTP_URL: smtp.url, EXECUTOR_ID: 'durability-worker', SEND_RATE_PER_SECOND: '40' });
   children.push(child);
   return child;
 }

@@ -6,7 +6,7 @@ import { addDomain } from '../../projects/service';
 import { bearer, createTestContext, type TestContext } from '../support/app';
 import { DAY, stepClock, waitForExecutions } from '../support/automations';
 import { createTestDatabase } from '../support/db';
-import { childEnv, killGroup, spawnTsx } from '../support/processes';
+import { killGroup, spawnWorker } from '../support/processes';
 import { startSmtpServer, type TestSmtpServer } from '../support/smtp';
 
 /**
@@ -34,10 +34,7 @@ afterAll(async () => {
 });
 
 function startWorker(): ChildProcess {
-  const child = spawnTsx('bin/worker.ts', [], childEnv({ DATABASE_URL: t.db.url, SMTP_URL: smtp.url, EXECUTOR_ID: 'automation-restart', LOG_LEVEL: 'warn' }));
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });
-  child.on('exit', (code) => { if (code && code !== 0) console.error(`worker exited ${code}: ${stderr}`); });
+  const child = spawnWorker({ DATABASE_URL: t.db.url, SMTP_URL: smtp.url, EXECUTOR_ID: 'automation-restart' });
   children.push(child);
   return child;
 }

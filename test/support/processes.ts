@@ -47,6 +47,19 @@ export function spawnTsx(script: string, args: string[], env: NodeJS.ProcessEnv)
   return spawn(TSX, [script, ...args], { cwd: REPO_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
+/**
+ * Starts a Herald worker process as `npm run worker` does (bin/worker.ts) with these settings; an exit with an error
+ * code (not a kill by the test) is reported with what the worker wrote to stderr.
+ */
+export function spawnWorker(env: Record<string, string>): ChildProcess {
+  const child = spawnTsx('bin/worker.ts', [], childEnv({ LOG_LEVEL: 'warn', ...env }));
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });
+  // 128 + n is tsx passing on the test's own kill (SIGTERM, SIGKILL).
+  child.on('exit', (code) => { if (code && code < 128) console.error(`worker exited ${code}: ${stderr}`); });
+  return child;
+}
+
 /** Runs `tsx <script> <args>` to completion; kills it (and its children) and fails when it outlives the timeout. */
 export function runTsx(script: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<RunResult> {
   return new Promise((resolve, reject) => {
