@@ -169,7 +169,9 @@ export function automationActivities(deps: AutomationDeps) {
       };
       let outcome: StepOutcome;
       try {
-        await webhook.call({ url: step.config.url, method: step.config.method ?? 'POST', headers: step.config.headers ?? {}, body });
+        // At least once: a call whose success could not be recorded (a crash) is made again with the same key.
+        const headers = { 'Idempotency-Key': `${ref.executionId}-${ref.seq}`, ...step.config.headers };
+        await webhook.call({ url: step.config.url, method: step.config.method ?? 'POST', headers, body });
         outcome = { next: step.next ?? null };
       } catch (err: unknown) {
         // Transient failures are thrown for the engine to retry (WEBHOOK_RETRY); permanent ones end the execution.

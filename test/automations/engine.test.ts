@@ -184,6 +184,9 @@ test('WEBHOOK: method, headers and body as configured; a 500 is retried until it
   expect(calls).toHaveLength(2); // the 500, then the retry
   expect(calls[1]).toMatchObject({ method: 'PUT', body: { kind: 'paid' } });
   expect(calls[1]!.headers['x-token']).toBe('abc');
+  // The retry carries the key of the first attempt: the receiver can tell a repeat from a new call.
+  expect(calls[1]!.headers['idempotency-key']).toBe(`${x!.id}-1`);
+  expect(calls[0]!.headers['idempotency-key']).toBe(calls[1]!.headers['idempotency-key']);
 });
 
 test('WEBHOOK to a private address is refused (only 127.0.0.1 is allowed here): the execution FAILED, saying why', async () => {

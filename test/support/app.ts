@@ -38,7 +38,7 @@ export const noEngine: Engine = {
 };
 
 export function testAppDeps(knex: TestDatabase['knex'], overrides: Partial<AppDeps> = {}): AppDeps {
-  return { knex, log: createLogger('silent'), apiRateLimitPerMinute: 100_000, engine: noEngine, secret: TEST_SECRET, publicUrl: 'http://herald.test', ...overrides };
+  return { knex, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), apiRateLimitPerMinute: 100_000, engine: noEngine, secret: TEST_SECRET, publicUrl: 'http://herald.test', ...overrides };
 }
 
 /** A real app on a real (per-file) PostgreSQL database, listening on an ephemeral loopback port. */
