@@ -123,6 +123,9 @@ export function workflowRoutes(router: Router, knex: Knex, engine: Engine, log: 
     if (body.steps) {
       body.steps = normaliseSteps(body.steps);
       await checkDefinition(knex, projectId, body.steps);
+    } else if (body.enabled && !current.enabled) {
+      // While it was disabled, its templates or segments may have been deleted: enable only what can run.
+      await checkDefinition(knex, projectId, current.steps);
     }
     const { row, cancelled } = await knex.transaction(async (trx) => {
       const [updated]: AutomationRow[] = await trx('automations').where({ project_id: projectId, id: current.id }).update({

@@ -111,6 +111,10 @@ test('a template used by an enabled workflow cannot be deleted (409); once the w
   expect(res.body.error.message).toContain('Onboarding');
   await t.http().patch(`/workflows/${w.id}`).set(key).send({ enabled: false });
   expect((await t.http().delete(`/templates/${tpl}`).set(key)).status).toBe(204);
+  // Enabling it again with its template gone: 422 at the step, not a journey that fails at its first email.
+  const again = await t.http().patch(`/workflows/${w.id}`).set(key).send({ enabled: true });
+  expect(again.status).toBe(422);
+  expect(again.body.error.errors[0].field).toBe('steps.0.config.template');
   await t.http().delete(`/workflows/${w.id}`).set(key);
 });
 
