@@ -90,7 +90,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   }
   const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log) : undefined;
   // Starts automation executions and delivers their wake-ups from the outbox their events wrote.
-  const executions = roles.worker ? startExecutionDispatcher({ engine, knex: db.knex, log }) : undefined;
+  const executions = roles.worker ? startExecutionDispatcher({ engine, knex: db.knex, log, maxRunning: config.automationMaxRunning }) : undefined;
   if (roles.worker) {
     // The periodic DNS re-check of sending domains: idempotent per time slot, so every worker may ask for it.
     await scheduleDomainChecks(engine, loadDnsConfig().domainCheckIntervalMinutes * 60_000)

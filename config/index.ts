@@ -19,6 +19,8 @@ export interface Config {
   secretKey: string | undefined;
   /** Stable id of this worker process for the embedded engine's crash recovery. */
   executorId: string | undefined;
+  /** How many automation executions may be running (not waiting) at once, across all workers. */
+  automationMaxRunning: number;
 }
 
 export class ConfigError extends Error {
@@ -49,6 +51,7 @@ const envSchema = Joi.object({
   PUBLIC_URL: urlWithScheme(['http', 'https']).empty(''),
   SECRET_KEY: Joi.string().min(32).empty('').messages({ 'string.min': 'must be at least 32 characters (e.g. openssl rand -hex 32)' }),
   EXECUTOR_ID: Joi.string().pattern(/^[A-Za-z0-9._-]{1,100}$/, 'letters, digits, dot, dash, underscore').empty(''),
+  AUTOMATION_MAX_RUNNING: Joi.number().integer().min(1).max(100000).empty('').default(200),
 })
   // Every other variable of the environment (PATH, HOME, …) is none of our business.
   .unknown(true)
@@ -82,6 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: (value.PUBLIC_URL ?? `http://localhost:${value.PORT}`).replace(/\/+$/, ''),
     secretKey: value.SECRET_KEY,
     executorId: value.EXECUTOR_ID,
+    automationMaxRunning: value.AUTOMATION_MAX_RUNNING,
   };
 }
 

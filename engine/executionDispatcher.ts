@@ -12,7 +12,12 @@ export interface ExecutionDispatcherOptions {
   pollMs?: number;
   /** Rows per claim. */
   batch?: number;
+  /** Admission control: executions running at once (AUTOMATION_MAX_RUNNING), across all workers. */
+  maxRunning?: number;
 }
+
+/** Default of AUTOMATION_MAX_RUNNING. */
+export const MAX_RUNNING = 200;
 
 interface OutboxRow {
   project_id: string;
@@ -26,11 +31,20 @@ interface OutboxRow {
  * work, and cleared in the same transaction once the engine has accepted them: a crash in between leaves them for
  * the next claim, and a repeated start or nudge is harmless (starts are idempotent on the execution's id; a nudge
  * only makes the execution look at its row again).
+ *
+ * Admission control: a START is claimed only while fewer than `maxRunning` executions are running. Without it a burst
+ * (20,000 contacts imported at once) would start every workflow at once, and the embedded engine runs its workflows
+ * in the workers' memory: measured, the worker ran out of heap, and again at every restart. Wake-ups are always
+ * delivered: they let waiting executions finish. The count is read without a lock, so concurrent dispatchers may
+ * overshoot the limit by one batch each.
  */
-export async function dispatchExecutions(engine: Engine, knex: Knex, log: Logger, batch = 200): Promise<number> {
+export async function dispatchExecutions(engine: Engine, knex: Knex, log: Logger, batch = 200, maxRunning = MAX_RUNNING): Promise<number> {
   return knex.transaction(async (trx) => {
-    const rows: OutboxRow[] = await trx('automation_executions').whereNotNull('outbox').orderBy('id').limit(batch)
-      .forUpdate().skipLocked().select('project_id', 'id', 'outbox');
+    const claim = (outbox: OutboxRow['outbox'], limit: number): Promise<OutboxRow[]> => (limit <= 0 ? Promise.resolve([]) : trx('automation_executions')
+      .where('outbox', outbox).orderBy('id').limit(limit).forUpdate().skipLocked().select('project_id', 'id', 'outbox'));
+    const wakes = await claim('WAKE', batch);
+    const { n: running } = (await trx.raw("SELECT count(*)::int AS n FROM automation_executions WHERE status = 'RUNNING' AND outbox IS NULL")).rows[0] as { n: number };
+    const rows = [...wakes, ...(await claim('START', Math.min(batch - wakes.length, maxRunning - running)))];
     if (rows.length === 0) return 0;
     const told: OutboxRow[] = [];
     await Promise.all(rows.map(async (r) => {
@@ -60,6 +74,7 @@ export function startExecutionDispatcher(opts: ExecutionDispatcherOptions): { st
   const { engine, knex, log } = opts;
   const pollMs = opts.pollMs ?? 200;
   const batch = opts.batch ?? 200;
+  const maxRunning = opts.maxRunning ?? MAX_RUNNING;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let wakeSleep: (() => void) | undefined;
@@ -67,7 +82,7 @@ export function startExecutionDispatcher(opts: ExecutionDispatcherOptions): { st
     while (!stopped) {
       let n = 0;
       try {
-        n = await dispatchExecutions(engine, knex, log, batch);
+        n = await dispatchExecutions(engine, knex, log, batch, maxRunning);
       } catch (err) {
         log.error({ err }, 'execution dispatcher failed');
       }

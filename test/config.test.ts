@@ -33,6 +33,7 @@ describe('defaults', () => {
       publicUrl: 'http://localhost:3000',
       secretKey: undefined,
       executorId: undefined,
+      automationMaxRunning: 200,
     });
   });
 
@@ -67,6 +68,7 @@ describe('valid values are read and converted', () => {
       PUBLIC_URL: 'https://mail.example.com/',
       SECRET_KEY: 'k'.repeat(40),
       EXECUTOR_ID: 'worker-3',
+      AUTOMATION_MAX_RUNNING: '50',
     })).toEqual({
       port: 8080,
       dataDir: '/var/lib/herald',
@@ -81,6 +83,7 @@ describe('valid values are read and converted', () => {
       publicUrl: 'https://mail.example.com',
       secretKey: 'k'.repeat(40),
       executorId: 'worker-3',
+      automationMaxRunning: 50,
     });
   });
 

@@ -69,7 +69,9 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`CREATE INDEX automation_executions_waiting_idx ON automation_executions (project_id, contact_id, wait_event)
     WHERE status = 'WAITING' AND wait_event IS NOT NULL`);
   // Serves the dispatcher's poll: the (usually empty) outbox.
-  await knex.raw('CREATE INDEX automation_executions_outbox_idx ON automation_executions (id) WHERE outbox IS NOT NULL');
+  await knex.raw('CREATE INDEX automation_executions_outbox_idx ON automation_executions (outbox, id) WHERE outbox IS NOT NULL');
+  // Serves the dispatcher's admission control: how many executions are running now (started, not waiting).
+  await knex.raw("CREATE INDEX automation_executions_running_idx ON automation_executions (id) WHERE status = 'RUNNING' AND outbox IS NULL");
 
   // The steps an execution has run, one row per step run (`seq` counts them): a retried activity finds its step
   // already done and answers the stored outcome instead of sending the email or updating the contact again.

@@ -19,6 +19,25 @@ describe('POST /v1/track', () => {
     expect(event.created_at.toISOString()).toBe(res.body.data.timestamp);
   });
 
+  test('concurrent requests share one transaction (group commit): each gets its own event, the same address one contact, data merged in order', async () => {
+    const bodies = Array.from({ length: 60 }, (_, i) => ({ email: `burst${i % 20}@example.com`, event: i % 2 ? 'burst.odd' : 'burst_even', data: { [`k${i}`]: i } }));
+    const results = await Promise.all(bodies.map((b) => track(b)));
+    expect(results.map((r) => r.status)).toEqual(bodies.map(() => 200));
+    expect(new Set(results.map((r) => r.body.data.event)).size).toBe(60);
+    const contactOf = new Map<string, Set<string>>();
+    results.forEach((r, i) => contactOf.set(bodies[i]!.email, (contactOf.get(bodies[i]!.email) ?? new Set()).add(r.body.data.contact)));
+    expect([...contactOf.values()].every((ids) => ids.size === 1)).toBe(true);
+    const events = await t.db.knex('events').where({ project_id: t.project.id }).whereIn('id', results.map((r) => r.body.data.event)).select('id', 'name', 'contact_id', 'data');
+    const byId = new Map(events.map((e) => [e.id, e]));
+    results.forEach((r, i) => {
+      expect(byId.get(r.body.data.event)).toMatchObject({ name: bodies[i]!.event, contact_id: r.body.data.contact, data: bodies[i]!.data });
+    });
+    const c = await t.db.knex('contacts').where({ project_id: t.project.id, email: 'burst3@example.com' }).first();
+    expect(c.data).toEqual({ k3: 3, k23: 23, k43: 43 });
+    const totals = await t.db.knex('event_names').where({ project_id: t.project.id }).whereIn('name', ['burst.odd', 'burst_even']).select('name', 'count');
+    expect(Object.fromEntries(totals.map((x) => [x.name, Number(x.count)]))).toEqual({ 'burst.odd': 30, burst_even: 30 });
+  });
+
   test('accepts a secret key too; merges data (null deletes) and keeps subscription of an existing contact', async () => {
     await track({ email: 'merge@example.com', event: 'signup', subscribed: false, data: { a: 1, b: 2 } });
     const res = await track({ email: 'merge@example.com', event: 'login', subscribed: true, data: { b: null, c: 3 } }, t.project.secretKey);

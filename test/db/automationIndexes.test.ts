@@ -66,9 +66,11 @@ test('the wake-up match inside every event write reads the partial waiting index
   expect(p).toContain('automation_executions_waiting_idx');
 });
 
-test('the dispatcher\'s poll of the outbox reads the partial outbox index', async () => {
-  const p = await plan('SELECT project_id, id, outbox FROM automation_executions WHERE outbox IS NOT NULL ORDER BY id LIMIT 200 FOR UPDATE SKIP LOCKED', []);
+test('the dispatcher\'s poll of the outbox, and its count of running executions, read their partial indexes', async () => {
+  const p = await plan("SELECT project_id, id, outbox FROM automation_executions WHERE outbox = 'START' ORDER BY id LIMIT 200 FOR UPDATE SKIP LOCKED", []);
   expect(p).toContain('automation_executions_outbox_idx');
+  const c = await plan("SELECT count(*)::int AS n FROM automation_executions WHERE status = 'RUNNING' AND outbox IS NULL", []);
+  expect(c).toContain('automation_executions_running_idx');
 });
 
 test('the template-in-use check can read an index of enabled workflows', async () => {
