@@ -1,0 +1,369 @@
+/**
+ * Automation workflows: the latency a listening workflow adds to POST /v1/track, and executions started per second
+ * from tracked events, in one run.
+ *
+ *   npx tsx bench/automations.ts          (npm run bench:automations)
+ *
+ * Starts its own embedded PostgreSQL in a temporary directory, the Herald API as `npm run api` runs it, and, when a
+ * part needs them, BENCH_WORKERS worker processes as `npm run worker` runs them (startHerald, embedded engine: the
+ * execution dispatcher turns the outbox rows that recordEvents writes into `runAutomation` workflows on the DBOS
+ * queue `herald-automations`). The project starts with BENCH_CONTACTS contacts, statistics analysed.
+ *
+ * 1. POST /v1/track latency (autocannon in this process, BENCH_CONNECTIONS connections, public key, a distinct new
+ *    contact per request; warm-up, then the measure), three runs on the same API process:
+ *    A. nobody listens to the event, no worker running;
+ *    B. one enabled workflow listens (allowReentry, one UPDATE_CONTACT step), no worker running: the difference to A
+ *       is the API's own extra work (the executions insert in recordEvents' statement); the START rows pile up in the
+ *       outbox and are deleted afterwards (no workflow was ever started for them);
+ *    C. the same listener with the workers running (the full system, as `npm start`): the workers drain executions
+ *       on the same cores while the API is measured. Runs last, so that its backlog needs no draining.
+ *    The listener's step is UPDATE_CONTACT rather than DELAY: a DELAY execution stays alive as a waiting DBOS workflow
+ *    in the worker (and polls for its messages), so tens of thousands of them would measure the wait, not the start.
+ * 2. Executions started per second, with the workers running, a workflow of one UPDATE_CONTACT step (the execution
+ *    ends COMPLETED), BENCH_EXECUTIONS events, each for its own contact:
+ *    - engine side alone: all events recorded by recordEvents in one transaction (as the API records them, but
+ *      without HTTP), then the workers start, run and complete the executions;
+ *    - end to end: the same number of POST /v1/track requests (autocannon, BENCH_CONNECTIONS connections), the API
+ *      and the workers sharing the cores.
+ *    Times come from the database: the enqueue (`dbos.workflow_status.created_at`, the dispatcher emptying the
+ *    outbox), the start (`started_at_epoch_ms`, a worker dequeued the workflow), the end (`automation_executions.
+ *    completed_at`). Checks: N executions, one per event, all COMPLETED, one DBOS workflow and one step run each, N
+ *    contacts updated.
+ *
+ * Environment: BENCH_EXECUTIONS (default 5000), BENCH_WORKERS (worker processes, default 1), BENCH_DURATION (s,
+ * default 15), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS (default 32), BENCH_CONTACTS (default 50000),
+ * BENCH_ONLY=latency|executions, BENCH_WAIT_S (longest wait for all executions of a part, default 300),
+ * BENCH_WORKER_NODE_ARGS (node options of the workers, default --max-old-space-size=160 as `npm run worker` sets it;
+ * '' for none), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info, to /dev/null), BENCH_DURABLE=1 (fsync on),
+ * BENCH_PG_STAT=1 (statements per execution, engine side), BENCH_JSON=file.
+ */
+import fs from 'node:fs';
+import autocannon from 'autocannon';
+import { recordEvents } from '../db/queries/events';
+import { startCluster } from './lib/cluster';
+import { benchProject, prepareEngineSchema, startHeraldChild } from './lib/herald';
+import { cpuMs, machine, machineBusyMs, runBench, sleep, type Child } from './lib/proc';
+import { startSink, type Sink } from './lib/sink';
+
+const N = Number(process.env.BENCH_EXECUTIONS ?? 5000);
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
+const DURATION = Number(process.env.BENCH_DURATION ?? 15);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const EXISTING_CONTACTS = Number(process.env.BENCH_CONTACTS ?? 50_000);
+const ONLY = process.env.BENCH_ONLY;
+const WAIT_MS = Number(process.env.BENCH_WAIT_S ?? 300) * 1000;
+/** As `npm run worker` runs it (package.json); BENCH_WORKER_NODE_ARGS='' for none. */
+const WORKER_NODE_ARGS = (process.env.BENCH_WORKER_NODE_ARGS ?? '--max-old-space-size=160').split(' ').filter(Boolean);
+
+const f = (n: number, d = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : '–');
+
+interface Cpu { api: number; workers: number; postgres: number; loadgen: number; machine: number }
+
+interface Latency {
+  name: string;
+  rps: number;
+  mean: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  ok: number;
+  non2xx: number;
+  errors: number;
+  /** CPU ms per answered request. */
+  cpu: Cpu;
+  /** Run C: executions the workers completed during the measure, per second, and what was left at its end. */
+  drained?: { completedPerS: number; backlog: number };
+}
+
+interface Executions {
+  name: string;
+  n: number;
+  /** ms since the first event was recorded (engine side: the commit; end to end: the first request). */
+  http?: { seconds: number; rps: number; p50: number; p99: number; non2xx: number; errors: number };
+  enqueue: { first: number; last: number; perS: number };
+  start: { first: number; last: number; perS: number };
+  complete: { first: number; last: number; perS: number };
+  totalS: number;
+  /** Event (its transaction's start) → execution COMPLETED, ms. */
+  lag: { p50: number; p99: number };
+  cpu: Cpu;
+  workerHwmMb: number;
+  checks: { executions: number; distinctEvents: number; completed: number; otherStatus: number; dbosWorkflows: number; dbosSuccess: number; dbosRecovered: number; stepRuns: number; contactsUpdated: number; events: number };
+  ok: boolean;
+}
+
+let counter = 0;
+function trackBody(event: string, tag: string): () => string {
+  return () => JSON.stringify({ email: `visitor-${tag}-${counter++}@example.org`, event, data: { plan: 'pro' } });
+}
+
+function vmHwmMb(pid: number): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+runBench('bench:automations', 20 * 60_000, async () => {
+  const cluster = await startCluster('automations');
+  const children: Child[] = [];
+  let sinkRef: Sink | undefined;
+  try {
+    const { knex } = cluster;
+    console.log(`machine: ${machine(cluster.version)}`);
+    console.log(`PostgreSQL settings: ${JSON.stringify(cluster.settings)}`);
+    console.log(`track: ${CONNECTIONS} connections, warm-up ${WARMUP} s, measure ${DURATION} s, a distinct new contact per request; executions: ${N}, ${WORKERS} worker process(es) with node options "${WORKER_NODE_ARGS.join(' ')}"; ${EXISTING_CONTACTS} existing contacts`);
+    // How busy the machine is before anything of ours runs (the main session may be running tests).
+    const idle0 = machineBusyMs();
+    await sleep(2000);
+    console.log(`other processes before the run: ${f((machineBusyMs() - idle0) / 20)} % of one CPU (2 s sample)`);
+    const project = await benchProject();
+    await knex.raw(`INSERT INTO contacts (project_id, email, subscribed, data)
+      SELECT ?::uuid, 'existing-' || g || '@example.org', g % 2 = 0, jsonb_build_object('plan', 'free')
+      FROM generate_series(1, ?::int) g`, [project.id, EXISTING_CONTACTS]);
+    await knex.raw('ANALYZE');
+
+    const sink = await startSink();
+    sinkRef = sink;
+    await prepareEngineSchema(cluster, sink.url);
+    const api = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000' });
+    children.push(api);
+    const port = (await api.ready).port as number;
+    const base = `http://127.0.0.1:${port}`;
+
+    // The workflows, created and enabled through the API as a user would.
+    const createWorkflow = async (name: string, event: string, data: Record<string, unknown>): Promise<string> => {
+      const res = await fetch(`${base}/workflows`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${project.secretKey}` },
+        body: JSON.stringify({ name, enabled: true, trigger: { type: 'EVENT', event }, allowReentry: true, steps: [{ id: 'tag', type: 'UPDATE_CONTACT', config: { data } }] }),
+      });
+      const body = (await res.json()) as { data?: { id: string } };
+      if (res.status !== 201 || !body.data) throw new Error(`POST /workflows: ${res.status} ${JSON.stringify(body)}`);
+      return body.data.id;
+    };
+    const listener = await createWorkflow('bench: listener', 'bench.listened', { listened: true });
+    const journeyEngine = await createWorkflow('bench: journey (engine side)', 'journey.engine', { journey: 'engine' });
+    const journeyHttp = await createWorkflow('bench: journey (end to end)', 'journey.http', { journey: 'http' });
+
+    const pgPid = cluster.postmasterPid();
+    let workers: Child[] = [];
+    const snap = () => ({
+      api: cpuMs(api.pid), workers: workers.reduce((s, w) => s + cpuMs(w.pid), 0), postgres: cpuMs(pgPid, true),
+      loadgen: cpuMs(process.pid), machine: machineBusyMs(),
+    });
+    const perUnit = (a: ReturnType<typeof snap>, b: ReturnType<typeof snap>, n: number): Cpu => ({
+      api: (b.api - a.api) / n, workers: (b.workers - a.workers) / n, postgres: (b.postgres - a.postgres) / n,
+      loadgen: (b.loadgen - a.loadgen) / n, machine: (b.machine - a.machine) / n,
+    });
+    const trackUrl = `${base}/v1/track`;
+    const trackHeaders = { 'content-type': 'application/json', authorization: `Bearer ${project.publicKey}` };
+    const drive = (opts: Partial<autocannon.Options>, body: () => string) => autocannon({
+      url: trackUrl, method: 'POST', connections: CONNECTIONS, timeout: 30, headers: trackHeaders, ...opts,
+      requests: [{ setupRequest: (req) => ({ ...req, body: body() }) }],
+    });
+    const countOf = async (q: string, bindings: unknown[]): Promise<number> => Number((await knex.raw(q, bindings as never)).rows[0].n);
+
+    const latency: Latency[] = [];
+    const measureTrack = async (name: string, event: string, tag: string): Promise<{ m: Latency; answered: number; from: number; to: number }> => {
+      process.stdout.write(`${name}: warm-up ${WARMUP} s … `);
+      const warm = await drive({ duration: WARMUP }, trackBody(event, tag));
+      process.stdout.write(`${Math.round(warm['2xx'] / WARMUP)} req/s; measure ${DURATION} s … `);
+      const before = snap();
+      const from = Date.now();
+      const r = await drive({ duration: DURATION }, trackBody(event, tag));
+      const to = Date.now();
+      const ok = r['2xx'];
+      const m: Latency = {
+        name, rps: ok / r.duration, mean: r.latency.mean, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max,
+        ok, non2xx: r.non2xx, errors: r.errors + r.timeouts, cpu: perUnit(before, snap(), ok),
+      };
+      console.log(`${Math.round(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms`);
+      return { m, answered: warm['2xx'] + ok, from, to };
+    };
+
+    const startWorkers = async () => {
+      workers = Array.from({ length: WORKERS }, (_, i) => startHeraldChild(`herald worker ${i + 1}`, cluster, 'worker', {
+        SMTP_URL: sink.url, EXECUTOR_ID: `bench-automations-worker-${i + 1}`,
+      }, WORKER_NODE_ARGS));
+      children.push(...workers);
+      await Promise.all(workers.map((w) => w.ready));
+    };
+
+    let listenerChecks = '';
+    if (ONLY !== 'executions') {
+      // A and B: the API alone (no worker process).
+      const a = await measureTrack('A. no listener, no worker', 'bench.unheard', 'a');
+      latency.push(a.m);
+      const unheard = await countOf('SELECT count(*) AS n FROM automation_executions WHERE project_id = ?', [project.id]);
+      const b = await measureTrack('B. one listener, no worker', 'bench.listened', 'b');
+      latency.push(b.m);
+      const bRows = await countOf('SELECT count(*) AS n FROM automation_executions WHERE project_id = ? AND automation_id = ? AND outbox = \'START\'', [project.id, listener]);
+      // autocannon counts the answers within its duration; the requests in flight when it stops were recorded too.
+      const bEvents = await countOf('SELECT count(*) AS n FROM events WHERE project_id = ? AND name = ?', [project.id, 'bench.listened']);
+      listenerChecks = `A left ${unheard} executions (expected 0); B recorded ${bEvents} events (${b.answered} answered within autocannon's time) and left ${bRows} START rows in the outbox (expected one per event)`;
+      // No workflow was started for B's rows: delete them, so that C's workers start with an empty outbox.
+      await knex('automation_executions').where({ project_id: project.id, automation_id: listener }).del();
+      await knex.raw('VACUUM ANALYZE automation_executions');
+    }
+
+    const executions: Executions[] = [];
+    // Every part from here on runs with the workers.
+    await startWorkers();
+
+    /** Waits until the workflow's n executions are done, printing progress; answers false on timeout. */
+    const waitDone = async (automationId: string, n: number, from: number): Promise<boolean> => {
+      const deadline = Date.now() + WAIT_MS;
+      let lastPrint = Date.now();
+      for (;;) {
+        const row = (await knex.raw(`SELECT count(*) FILTER (WHERE status NOT IN ('RUNNING', 'WAITING'))::int AS done,
+            count(*) FILTER (WHERE outbox IS NULL)::int AS told, count(*)::int AS n
+          FROM automation_executions WHERE project_id = ? AND automation_id = ?`, [project.id, automationId])).rows[0] as { done: number; told: number; n: number };
+        // Done once DBOS has recorded the end of each workflow too (it follows the row's last step).
+        if (row.done >= n && await countOf(`SELECT count(*) AS n FROM automation_executions x JOIN dbos.workflow_status ws ON ws.workflow_uuid = 'execution-' || x.id
+          WHERE x.project_id = ? AND x.automation_id = ? AND ws.status = 'SUCCESS'`, [project.id, automationId]) >= n) return true;
+        if (Date.now() > deadline) {
+          console.log(`  timed out after ${WAIT_MS / 1000} s: ${row.done} of ${n} done`);
+          return false;
+        }
+        if (Date.now() - lastPrint >= 5000) {
+          lastPrint = Date.now();
+          console.log(`  +${f((Date.now() - from) / 1000, 1)} s: ${row.n} executions, ${row.told} out of the outbox, ${row.done} done`);
+        }
+        await sleep(200);
+      }
+    };
+
+    /** What the database says about a workflow's executions (times in ms since `from`). */
+    const measureExecutions = async (name: string, automationId: string, event: string, journey: string, n: number, from: number, cpu: Cpu, http?: Executions['http']): Promise<Executions> => {
+      const x = (await knex.raw(`SELECT count(*)::int AS executions, count(DISTINCT trigger_event_id)::int AS distinct_events,
+          count(*) FILTER (WHERE status = 'COMPLETED')::int AS completed, count(*) FILTER (WHERE status <> 'COMPLETED')::int AS other_status,
+          extract(epoch FROM min(completed_at)) * 1000 AS c0, extract(epoch FROM max(completed_at)) * 1000 AS c1
+        FROM automation_executions WHERE project_id = ? AND automation_id = ?`, [project.id, automationId])).rows[0];
+      const w = (await knex.raw(`SELECT count(*)::int AS n, count(*) FILTER (WHERE ws.status = 'SUCCESS')::int AS success,
+          count(*) FILTER (WHERE ws.recovery_attempts > 1)::int AS recovered,
+          min(ws.created_at) AS e0, max(ws.created_at) AS e1, min(ws.started_at_epoch_ms) AS s0, max(ws.started_at_epoch_ms) AS s1
+        FROM automation_executions x JOIN dbos.workflow_status ws ON ws.workflow_uuid = 'execution-' || x.id
+        WHERE x.project_id = ? AND x.automation_id = ?`, [project.id, automationId])).rows[0];
+      const lag = (await knex.raw(`SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99
+        FROM (SELECT extract(epoch FROM x.completed_at - e.created_at) * 1000 AS ms
+              FROM automation_executions x JOIN events e ON e.project_id = x.project_id AND e.id = x.trigger_event_id
+              WHERE x.project_id = ? AND x.automation_id = ?) t`, [project.id, automationId])).rows[0];
+      const stepRuns = await countOf(`SELECT count(*) AS n FROM automation_step_runs s JOIN automation_executions x ON x.project_id = s.project_id AND x.id = s.execution_id
+        WHERE x.project_id = ? AND x.automation_id = ?`, [project.id, automationId]);
+      const contactsUpdated = await countOf('SELECT count(*) AS n FROM contacts WHERE project_id = ? AND data->>\'journey\' = ?', [project.id, journey]);
+      const events = await countOf('SELECT count(*) AS n FROM events WHERE project_id = ? AND name = ?', [project.id, event]);
+      const span = (a: number, b: number) => ({ first: Number(a) - from, last: Number(b) - from, perS: (n - 1) / ((Number(b) - Number(a)) / 1000) });
+      const checks = {
+        executions: x.executions, distinctEvents: x.distinct_events, completed: x.completed, otherStatus: x.other_status,
+        dbosWorkflows: w.n, dbosSuccess: w.success, dbosRecovered: w.recovered, stepRuns, contactsUpdated, events,
+      };
+      const ok = [checks.executions, checks.distinctEvents, checks.completed, checks.dbosWorkflows, checks.dbosSuccess, checks.stepRuns, checks.contactsUpdated, checks.events].every((v) => v === n);
+      return {
+        name, n, http,
+        enqueue: span(w.e0, w.e1), start: span(w.s0, w.s1), complete: span(x.c0, x.c1),
+        totalS: (Number(x.c1) - from) / 1000,
+        lag: { p50: Number(lag.p50), p99: Number(lag.p99) },
+        cpu, workerHwmMb: Math.max(...workers.map((wk) => vmHwmMb(wk.pid))), checks, ok,
+      };
+    };
+
+    if (ONLY !== 'latency') {
+      // 2a. Engine side alone: N events recorded in one transaction, as recordEvents records them for the API.
+      const contacts: { id: string }[] = (await knex.raw(`INSERT INTO contacts (project_id, email, subscribed, data)
+        SELECT ?::uuid, 'journey-engine-' || g || '@example.org', true, '{}'::jsonb FROM generate_series(1, ?::int) g RETURNING id`, [project.id, N])).rows;
+      await knex.raw('ANALYZE contacts');
+      if (cluster.pgStat) await knex.raw('SELECT pg_stat_statements_reset()');
+      process.stdout.write(`\nengine side: recording ${N} events in one transaction … `);
+      const t = Date.now();
+      await knex.transaction(async (trx) => {
+        // Chunks: one multi-row INSERT has at most 65,535 parameters.
+        for (let i = 0; i < contacts.length; i += 2000) {
+          await recordEvents(trx, project.id, contacts.slice(i, i + 2000).map((c) => ({ name: 'journey.engine', contactId: c.id, data: { plan: 'pro' } })));
+        }
+      });
+      const from = Date.now();
+      const before = snap();
+      console.log(`committed in ${f((from - t) / 1000, 2)} s; the workers take over`);
+      const done = await waitDone(journeyEngine, N, from);
+      const cpu = perUnit(before, snap(), N);
+      executions.push(await measureExecutions('engine side (one transaction of events)', journeyEngine, 'journey.engine', 'engine', N, from, cpu));
+      if (!done) console.log('  (not all done: the figures cover what was)');
+      if (cluster.pgStat) {
+        const rows = (await knex.raw('SELECT calls, query FROM pg_stat_statements WHERE calls >= ? ORDER BY calls DESC LIMIT 40', [Math.floor(N / 4)])).rows as { calls: number; query: string }[];
+        console.log(`  statements per execution (pg_stat_statements, ${N} executions; ≥ 0.25 shown):`);
+        let total = 0;
+        for (const s of rows) {
+          total += s.calls;
+          console.log(`    ${(s.calls / N).toFixed(2)}  ${s.query.replace(/\s+/g, ' ').slice(0, 150)}`);
+        }
+        console.log(`    ${(total / N).toFixed(1)} in all (of those shown)`);
+      }
+
+      // 2b. End to end: N POST /v1/track, the API and the workers on the same cores.
+      process.stdout.write(`end to end: ${N} POST /v1/track at ${CONNECTIONS} connections … `);
+      const before2 = snap();
+      const from2 = Date.now();
+      const r = await drive({ amount: N }, trackBody('journey.http', 'journey'));
+      const answered = Date.now();
+      console.log(`answered in ${f((answered - from2) / 1000, 1)} s (${Math.round(r['2xx'] / ((answered - from2) / 1000))} req/s)`);
+      const done2 = await waitDone(journeyHttp, r['2xx'], from2);
+      const cpu2 = perUnit(before2, snap(), N);
+      const http = { seconds: (answered - from2) / 1000, rps: r['2xx'] / ((answered - from2) / 1000), p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+      executions.push(await measureExecutions('end to end (POST /v1/track)', journeyHttp, 'journey.http', 'http', N, from2, cpu2, http));
+      if (!done2) console.log('  (not all done: the figures cover what was)');
+    }
+
+    if (ONLY !== 'executions') {
+      // C. The full system: the listener, and the workers draining its executions on the same cores.
+      const c = await measureTrack(`C. one listener, ${WORKERS} worker${WORKERS > 1 ? 's' : ''} running`, 'bench.listened', 'c');
+      const completed = await countOf(`SELECT count(*) AS n FROM automation_executions WHERE project_id = ? AND automation_id = ?
+        AND completed_at >= to_timestamp(? / 1000.0) AND completed_at < to_timestamp(? / 1000.0)`, [project.id, listener, c.from, c.to]);
+      const backlog = await countOf(`SELECT count(*) AS n FROM automation_executions WHERE project_id = ? AND automation_id = ? AND status = 'RUNNING'`, [project.id, listener]);
+      c.m.drained = { completedPerS: completed / ((c.to - c.from) / 1000), backlog };
+      latency.push(c.m);
+    }
+
+    // The report.
+    if (latency.length) {
+      console.log('\n### POST /v1/track\n');
+      console.log('| run | req/s | mean ms | p50 ms | p90 ms | p99 ms | max ms | 2xx | non-2xx / errors | CPU ms/req: API | workers | postgres | autocannon | other | executions completed/s during the run | left RUNNING at its end |');
+      console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+      for (const r of latency) {
+        const other = r.cpu.machine - r.cpu.api - r.cpu.workers - r.cpu.postgres - r.cpu.loadgen;
+        console.log(`| ${r.name} | ${f(r.rps)} | ${f(r.mean, 1)} | ${r.p50} | ${r.p90} | ${r.p99} | ${r.max} | ${r.ok} | ${r.non2xx} / ${r.errors} | ${f(r.cpu.api, 2)} | ${f(r.cpu.workers, 2)} | ${f(r.cpu.postgres, 2)} | ${f(r.cpu.loadgen, 2)} | ${f(other, 2)} | ${r.drained ? f(r.drained.completedPerS) : '–'} | ${r.drained ? f(r.drained.backlog) : '–'} |`);
+      }
+      const a = latency.find((r) => r.name.startsWith('A.'));
+      for (const r of latency.filter((x) => !x.name.startsWith('A.'))) {
+        if (!a) break;
+        console.log(`${r.name} vs A: req/s ${f((r.rps / a.rps - 1) * 100, 1)} %, p50 ${r.p50 - a.p50 >= 0 ? '+' : ''}${r.p50 - a.p50} ms, p90 ${r.p90 - a.p90 >= 0 ? '+' : ''}${r.p90 - a.p90} ms, p99 ${r.p99 - a.p99 >= 0 ? '+' : ''}${r.p99 - a.p99} ms, mean ${r.mean - a.mean >= 0 ? '+' : ''}${f(r.mean - a.mean, 2)} ms; API + postgres CPU per request ${r.cpu.api + r.cpu.postgres - a.cpu.api - a.cpu.postgres >= 0 ? '+' : ''}${f(r.cpu.api + r.cpu.postgres - a.cpu.api - a.cpu.postgres, 2)} ms`);
+      }
+      if (listenerChecks) console.log(`checks: ${listenerChecks}`);
+    }
+    if (executions.length) {
+      console.log(`\n### Executions (${N} events, ${WORKERS} worker process${WORKERS > 1 ? 'es' : ''}; times from the first event)\n`);
+      console.log('| run | HTTP | enqueued (outbox → DBOS) first → last, per s | **started** first → last, **per s** | completed first → last, per s | all COMPLETED after | event → COMPLETED p50 / p99 | CPU ms/execution: API | workers | postgres | autocannon | other | worker VmHWM |');
+      console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+      const span = (s: { first: number; last: number; perS: number }) => `${f(s.first / 1000, 2)} → ${f(s.last / 1000, 2)} s, ${f(s.perS)}/s`;
+      for (const e of executions) {
+        const other = e.cpu.machine - e.cpu.api - e.cpu.workers - e.cpu.postgres - e.cpu.loadgen;
+        const http = e.http ? `${f(e.http.rps)} req/s, all answered after ${f(e.http.seconds, 1)} s, p50 ${e.http.p50} / p99 ${e.http.p99} ms, ${e.http.non2xx} / ${e.http.errors} non-2xx / errors` : '–';
+        console.log(`| ${e.name} | ${http} | ${span(e.enqueue)} | ${span(e.start)} | ${span(e.complete)} | ${f(e.totalS, 2)} s (${f(e.n / e.totalS)}/s) | ${f(e.lag.p50 / 1000, 2)} / ${f(e.lag.p99 / 1000, 2)} s | ${f(e.cpu.api, 2)} | ${f(e.cpu.workers, 2)} | ${f(e.cpu.postgres, 2)} | ${f(e.cpu.loadgen, 2)} | ${f(other, 2)} | ${f(e.workerHwmMb)} MB |`);
+      }
+      for (const e of executions) {
+        const c = e.checks;
+        console.log(`checks (${e.name}): ${c.events} events, ${c.executions} executions for ${c.distinctEvents} distinct events, ${c.completed} COMPLETED (${c.otherStatus} other), ${c.dbosWorkflows} DBOS workflows (${c.dbosSuccess} SUCCESS, ${c.dbosRecovered} started more than once), ${c.stepRuns} step runs, ${c.contactsUpdated} contacts updated: ${e.ok ? 'all as expected (one execution per event, no duplicates)' : 'NOT AS EXPECTED'}`);
+      }
+    }
+    if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), settings: cluster.settings, latency, executions }, null, 2));
+    if (executions.some((e) => !e.ok)) throw new Error('the checks of the executions failed (see above)');
+  } finally {
+    await Promise.all(children.map((c) => c.stop()));
+    await sinkRef?.close();
+    await cluster.stop();
+  }
+});
