@@ -9,20 +9,24 @@
  * execution dispatcher turns the outbox rows that recordEvents writes into `runAutomation` workflows on the DBOS
  * queue `herald-automations`). The project starts with BENCH_CONTACTS contacts, statistics analysed.
  *
- * 1. POST /v1/track latency (autocannon in this process, BENCH_CONNECTIONS connections, public key, a distinct new
- *    contact per request; warm-up, then the measure), three runs on the same API process:
- *    A. nobody listens to the event, no worker running;
- *    B. one enabled workflow listens (allowReentry, one UPDATE_CONTACT step), no worker running: the difference to A
- *       is the API's own extra work (the executions insert in recordEvents' statement); the START rows pile up in the
- *       outbox and are deleted afterwards (no workflow was ever started for them);
- *    C. the same listener with the workers running (the full system, as `npm start`): the workers drain executions
- *       on the same cores while the API is measured. Runs last, so that its backlog needs no draining.
+ * 1. The extra work of a listening workflow on the event write:
+ *    - the statement alone: recordEvents for one event per transaction, one call at a time on one connection, without
+ *      and with a listener (no HTTP, no concurrency, no lock waits): wall time and PostgreSQL CPU per call;
+ *    - POST /v1/track (autocannon in this process, BENCH_CONNECTIONS connections, public key, a distinct new contact
+ *      per request; untimed priming, then per run a warm-up and the measure), on one API process: BENCH_ROUNDS pairs
+ *      of A then B, then C:
+ *      A. nobody listens to the event, no worker running;
+ *      B. one enabled workflow listens (allowReentry, one UPDATE_CONTACT step), no worker running: the difference to
+ *         A is the API's own extra work (the executions insert in recordEvents' statement); the START rows pile up in
+ *         the outbox and are deleted afterwards (no workflow was ever started for them);
+ *      C. the same listener with the workers running (the full system, as `npm start`): the workers drain executions
+ *         on the same cores while the API is measured. Runs last, so that its backlog needs no draining.
  *    The listener's step is UPDATE_CONTACT rather than DELAY: a DELAY execution stays alive as a waiting DBOS workflow
  *    in the worker (and polls for its messages), so tens of thousands of them would measure the wait, not the start.
  * 2. Executions started per second, with the workers running, a workflow of one UPDATE_CONTACT step (the execution
  *    ends COMPLETED), BENCH_EXECUTIONS events, each for its own contact:
  *    - engine side alone: all events recorded by recordEvents in one transaction (as the API records them, but
- *      without HTTP), then the workers start, run and complete the executions;
+ *      without HTTP); the running workers' dispatcher then starts the executions, which run and complete;
  *    - end to end: the same number of POST /v1/track requests (autocannon, BENCH_CONNECTIONS connections), the API
  *      and the workers sharing the cores.
  *    Times come from the database: the enqueue (`dbos.workflow_status.created_at`, the dispatcher emptying the
@@ -32,11 +36,13 @@
  *
  * Environment: BENCH_EXECUTIONS (default 5000), BENCH_WORKERS (worker processes, default 1), BENCH_DURATION (s,
  * default 15), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS (default 32), BENCH_CONTACTS (default 50000),
- * BENCH_ONLY=latency|executions, BENCH_WAIT_S (longest wait for all executions of a part, default 300),
+ * BENCH_ROUNDS (A/B pairs, default 2), BENCH_PRIME (s of untimed load before the first measure, default 5),
+ * BENCH_MICRO_CALLS (recordEvents calls per A/B block of the statement alone, default 1000), BENCH_ONLY=latency|executions, BENCH_WAIT_S (longest wait for all executions of a part, default 300),
  * BENCH_WORKER_NODE_ARGS (node options of the workers, default --max-old-space-size=160 as `npm run worker` sets it;
  * '' for none), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info, to /dev/null), BENCH_DURABLE=1 (fsync on),
  * BENCH_PG_STAT=1 (statements per execution, engine side), BENCH_JSON=file.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import autocannon from 'autocannon';
 import { recordEvents } from '../db/queries/events';
@@ -52,9 +58,16 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const EXISTING_CONTACTS = Number(process.env.BENCH_CONTACTS ?? 50_000);
 const ONLY = process.env.BENCH_ONLY;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const PRIME = Number(process.env.BENCH_PRIME ?? 5);
+const MICRO_CALLS = Number(process.env.BENCH_MICRO_CALLS ?? 1000);
 const WAIT_MS = Number(process.env.BENCH_WAIT_S ?? 300) * 1000;
 /** As `npm run worker` runs it (package.json); BENCH_WORKER_NODE_ARGS='' for none. */
 const WORKER_NODE_ARGS = (process.env.BENCH_WORKER_NODE_ARGS ?? '--max-old-space-size=160').split(' ').filter(Boolean);
+
+const CLK_TCK = (() => {
+  try { return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100; } catch { return 100; }
+})();
 
 const f = (n: number, d = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : '–');
 
@@ -62,6 +75,7 @@ interface Cpu { api: number; workers: number; postgres: number; loadgen: number;
 
 interface Latency {
   name: string;
+  kind: 'A' | 'B' | 'C';
   rps: number;
   mean: number;
   p50: number;
@@ -75,7 +89,12 @@ interface Latency {
   cpu: Cpu;
   /** Run C: executions the workers completed during the measure, per second, and what was left at its end. */
   drained?: { completedPerS: number; backlog: number };
+  /** BENCH_PG_STAT=1: recordEvents' second statement (totals + executions insert), mean ms; statements per request. */
+  pg?: { cteExecMs: number; ctePlanMs: number; statementsPerReq: number };
 }
+
+/** recordEvents for one event, alone: per call wall time (ms) and PostgreSQL CPU (ms). */
+interface Micro { kind: 'A' | 'B'; round: number; meanMs: number; p50: number; p99: number; pgCpuMs: number }
 
 interface Executions {
   name: string;
@@ -99,13 +118,31 @@ function trackBody(event: string, tag: string): () => string {
   return () => JSON.stringify({ email: `visitor-${tag}-${counter++}@example.org`, event, data: { plan: 'pro' } });
 }
 
-function vmHwmMb(pid: number): number {
+function statusMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) / 1024 : NaN;
   } catch {
     return NaN;
   }
+}
+const vmHwmMb = (pid: number) => statusMb(pid, 'VmHWM');
+const vmRssMb = (pid: number) => statusMb(pid, 'VmRSS');
+
+/**
+ * CPU ms of PostgreSQL: the postmaster, its live backends, and the backends that have exited (the postmaster's
+ * cutime + cstime): connection pools close idle connections during a run, and a sum over the live ones only would
+ * lose their time.
+ */
+function postgresCpuMs(postmaster: number): number {
+  let reaped = 0;
+  try {
+    const text = fs.readFileSync(`/proc/${postmaster}/stat`, 'utf8');
+    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    // Fields 16 and 17 (cutime, cstime) are rest[13] and rest[14], in clock ticks.
+    reaped = ((Number(rest[13]) + Number(rest[14])) * 1000) / CLK_TCK;
+  } catch { /* gone */ }
+  return cpuMs(postmaster, true) + reaped;
 }
 
 runBench('bench:automations', 20 * 60_000, async () => {
@@ -153,7 +190,7 @@ runBench('bench:automations', 20 * 60_000, async () => {
     const pgPid = cluster.postmasterPid();
     let workers: Child[] = [];
     const snap = () => ({
-      api: cpuMs(api.pid), workers: workers.reduce((s, w) => s + cpuMs(w.pid), 0), postgres: cpuMs(pgPid, true),
+      api: cpuMs(api.pid), workers: workers.reduce((s, w) => s + cpuMs(w.pid), 0), postgres: postgresCpuMs(pgPid),
       loadgen: cpuMs(process.pid), machine: machineBusyMs(),
     });
     const perUnit = (a: ReturnType<typeof snap>, b: ReturnType<typeof snap>, n: number): Cpu => ({
@@ -169,19 +206,29 @@ runBench('bench:automations', 20 * 60_000, async () => {
     const countOf = async (q: string, bindings: unknown[]): Promise<number> => Number((await knex.raw(q, bindings as never)).rows[0].n);
 
     const latency: Latency[] = [];
-    const measureTrack = async (name: string, event: string, tag: string): Promise<{ m: Latency; answered: number; from: number; to: number }> => {
+    const measureTrack = async (name: string, kind: Latency['kind'], event: string, tag: string): Promise<{ m: Latency; answered: number; from: number; to: number }> => {
       process.stdout.write(`${name}: warm-up ${WARMUP} s … `);
       const warm = await drive({ duration: WARMUP }, trackBody(event, tag));
       process.stdout.write(`${Math.round(warm['2xx'] / WARMUP)} req/s; measure ${DURATION} s … `);
+      if (cluster.pgStat) await knex.raw('SELECT pg_stat_statements_reset()');
       const before = snap();
       const from = Date.now();
       const r = await drive({ duration: DURATION }, trackBody(event, tag));
       const to = Date.now();
+      // autocannon stops counting at its deadline; the requests then in flight still commit. Let them.
+      await sleep(1500);
       const ok = r['2xx'];
       const m: Latency = {
-        name, rps: ok / r.duration, mean: r.latency.mean, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max,
+        name, kind, rps: ok / r.duration, mean: r.latency.mean, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max,
         ok, non2xx: r.non2xx, errors: r.errors + r.timeouts, cpu: perUnit(before, snap(), ok),
       };
+      if (cluster.pgStat) {
+        const st = (await knex.raw(`SELECT sum(calls) FILTER (WHERE query LIKE 'WITH ev AS%') AS cte_calls,
+            sum(total_exec_time) FILTER (WHERE query LIKE 'WITH ev AS%') AS cte_exec, sum(total_plan_time) FILTER (WHERE query LIKE 'WITH ev AS%') AS cte_plan,
+            sum(calls) FILTER (WHERE query NOT LIKE '%pg_stat_statements%') AS calls
+          FROM pg_stat_statements`)).rows[0];
+        m.pg = { cteExecMs: Number(st.cte_exec) / Number(st.cte_calls), ctePlanMs: Number(st.cte_plan) / Number(st.cte_calls), statementsPerReq: Number(st.calls) / ok };
+      }
       console.log(`${Math.round(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms`);
       return { m, answered: warm['2xx'] + ok, from, to };
     };
@@ -194,21 +241,57 @@ runBench('bench:automations', 20 * 60_000, async () => {
       await Promise.all(workers.map((w) => w.ready));
     };
 
-    let listenerChecks = '';
+    const listenerChecks: string[] = [];
+    const micro: Micro[] = [];
     if (ONLY !== 'executions') {
-      // A and B: the API alone (no worker process).
-      const a = await measureTrack('A. no listener, no worker', 'bench.unheard', 'a');
-      latency.push(a.m);
-      const unheard = await countOf('SELECT count(*) AS n FROM automation_executions WHERE project_id = ?', [project.id]);
-      const b = await measureTrack('B. one listener, no worker', 'bench.listened', 'b');
-      latency.push(b.m);
-      const bRows = await countOf('SELECT count(*) AS n FROM automation_executions WHERE project_id = ? AND automation_id = ? AND outbox = \'START\'', [project.id, listener]);
-      // autocannon counts the answers within its duration; the requests in flight when it stops were recorded too.
-      const bEvents = await countOf('SELECT count(*) AS n FROM events WHERE project_id = ? AND name = ?', [project.id, 'bench.listened']);
-      listenerChecks = `A left ${unheard} executions (expected 0); B recorded ${bEvents} events (${b.answered} answered within autocannon's time) and left ${bRows} START rows in the outbox (expected one per event)`;
-      // No workflow was started for B's rows: delete them, so that C's workers start with an empty outbox.
+      // The statement alone: recordEvents for one event in its own transaction, one at a time on one connection (no
+      // HTTP, no concurrency, no lock waits), for existing contacts, alternating nobody listening / one listener.
+      const existing: string[] = (await knex('contacts').where('project_id', project.id).where('email', 'like', 'existing-%').orderBy('id').limit(MICRO_CALLS * 2 * ROUNDS).pluck('id'));
+      process.stdout.write(`recordEvents alone: ${MICRO_CALLS} calls × ${ROUNDS} rounds each way … `);
+      let k = 0;
+      // Untimed first (JIT, the pool's connections, caches).
+      for (let i = 0; i < 200; i++) await knex.transaction((trx) => recordEvents(trx, project.id, [{ name: 'bench.unheard', contactId: existing[k++ % existing.length]!, data: { plan: 'pro' } }]));
+      for (let round = 1; round <= ROUNDS; round++) {
+        for (const [kind, event] of [['A', 'bench.unheard'], ['B', 'bench.listened']] as const) {
+          const times: number[] = [];
+          const pg0 = postgresCpuMs(pgPid);
+          for (let i = 0; i < MICRO_CALLS; i++) {
+            const contactId = existing[k++ % existing.length]!;
+            const t0 = performance.now();
+            await knex.transaction((trx) => recordEvents(trx, project.id, [{ name: event, contactId, data: { plan: 'pro' } }]));
+            times.push(performance.now() - t0);
+          }
+          times.sort((x, y) => x - y);
+          micro.push({ kind, round, meanMs: times.reduce((x, y) => x + y, 0) / times.length, p50: times[Math.floor(times.length / 2)]!, p99: times[Math.floor(times.length * 0.99)]!, pgCpuMs: (postgresCpuMs(pgPid) - pg0) / MICRO_CALLS });
+        }
+      }
+      const microRows = await countOf('SELECT count(*) AS n FROM automation_executions WHERE project_id = ? AND automation_id = ?', [project.id, listener]);
+      console.log(`done; ${microRows} executions written for ${MICRO_CALLS * ROUNDS} listened events`);
       await knex('automation_executions').where({ project_id: project.id, automation_id: listener }).del();
-      await knex.raw('VACUUM ANALYZE automation_executions');
+      await knex('events').where('project_id', project.id).whereIn('name', ['bench.listened', 'bench.unheard']).del();
+      await knex.raw('VACUUM ANALYZE automation_executions, events');
+
+      // JIT, pools and caches of the API: untimed load before the first measure.
+      process.stdout.write(`priming the API: ${PRIME} s … `);
+      const prime = await drive({ duration: PRIME }, trackBody('bench.prime', 'prime'));
+      console.log(`${Math.round(prime['2xx'] / PRIME)} req/s`);
+      // A and B, alternated: the API alone (no worker process).
+      for (let round = 1; round <= ROUNDS; round++) {
+        const a = await measureTrack(`A${round}. no listener, no worker`, 'A', 'bench.unheard', `a${round}`);
+        latency.push(a.m);
+        const unheard = await countOf('SELECT count(*) AS n FROM automation_executions WHERE project_id = ?', [project.id]);
+        const b = await measureTrack(`B${round}. one listener, no worker`, 'B', 'bench.listened', `b${round}`);
+        latency.push(b.m);
+        const bRows = await countOf('SELECT count(*) AS n FROM automation_executions WHERE project_id = ? AND automation_id = ? AND outbox = \'START\'', [project.id, listener]);
+        // autocannon counts the answers within its duration; the requests in flight when it stops were recorded too.
+        const bEvents = await countOf('SELECT count(*) AS n FROM events WHERE project_id = ? AND name = ?', [project.id, 'bench.listened']);
+        listenerChecks.push(`A${round} left ${unheard} executions (expected 0); B${round} recorded ${bEvents} events (${b.answered} answered within autocannon's time) and left ${bRows} START rows in the outbox (expected one per event)`);
+        // No workflow was started for B's rows: delete them (and B's events, for the next round's count), so that
+        // C's workers start with an empty outbox.
+        await knex('automation_executions').where({ project_id: project.id, automation_id: listener }).del();
+        await knex('events').where({ project_id: project.id, name: 'bench.listened' }).del();
+        await knex.raw('VACUUM ANALYZE automation_executions, events');
+      }
     }
 
     const executions: Executions[] = [];
@@ -219,6 +302,7 @@ runBench('bench:automations', 20 * 60_000, async () => {
     const waitDone = async (automationId: string, n: number, from: number): Promise<boolean> => {
       const deadline = Date.now() + WAIT_MS;
       let lastPrint = Date.now();
+      let last = snap();
       for (;;) {
         const row = (await knex.raw(`SELECT count(*) FILTER (WHERE status NOT IN ('RUNNING', 'WAITING'))::int AS done,
             count(*) FILTER (WHERE outbox IS NULL)::int AS told, count(*)::int AS n
@@ -231,8 +315,12 @@ runBench('bench:automations', 20 * 60_000, async () => {
           return false;
         }
         if (Date.now() - lastPrint >= 5000) {
+          const now = snap();
+          const ms = Date.now() - lastPrint;
           lastPrint = Date.now();
-          console.log(`  +${f((Date.now() - from) / 1000, 1)} s: ${row.n} executions, ${row.told} out of the outbox, ${row.done} done`);
+          const pct = (a: number, b: number) => `${f(((b - a) / ms) * 100)} %`;
+          console.log(`  +${f((Date.now() - from) / 1000, 1)} s: ${row.n} executions, ${row.told} out of the outbox, ${row.done} done; CPU of the last interval: workers ${pct(last.workers, now.workers)}, postgres ${pct(last.postgres, now.postgres)}, API ${pct(last.api, now.api)}, machine ${pct(last.machine, now.machine)}; worker RSS ${workers.map((w) => f(vmRssMb(w.pid))).join(', ')} MB`);
+          last = now;
         }
         await sleep(200);
       }
@@ -320,7 +408,7 @@ runBench('bench:automations', 20 * 60_000, async () => {
 
     if (ONLY !== 'executions') {
       // C. The full system: the listener, and the workers draining its executions on the same cores.
-      const c = await measureTrack(`C. one listener, ${WORKERS} worker${WORKERS > 1 ? 's' : ''} running`, 'bench.listened', 'c');
+      const c = await measureTrack(`C. one listener, ${WORKERS} worker${WORKERS > 1 ? 's' : ''} running`, 'C', 'bench.listened', 'c');
       const completed = await countOf(`SELECT count(*) AS n FROM automation_executions WHERE project_id = ? AND automation_id = ?
         AND completed_at >= to_timestamp(? / 1000.0) AND completed_at < to_timestamp(? / 1000.0)`, [project.id, listener, c.from, c.to]);
       const backlog = await countOf(`SELECT count(*) AS n FROM automation_executions WHERE project_id = ? AND automation_id = ? AND status = 'RUNNING'`, [project.id, listener]);
@@ -329,6 +417,14 @@ runBench('bench:automations', 20 * 60_000, async () => {
     }
 
     // The report.
+    if (micro.length) {
+      console.log(`\n### recordEvents alone (one event per transaction, one connection, ${MICRO_CALLS} calls per row)\n`);
+      console.log('| run | mean ms | p50 ms | p99 ms | PostgreSQL CPU ms/call |');
+      console.log('|---|---|---|---|---|');
+      for (const m of micro) console.log(`| ${m.kind}${m.round}. ${m.kind === 'A' ? 'no listener' : 'one listener'} | ${f(m.meanMs, 3)} | ${f(m.p50, 3)} | ${f(m.p99, 3)} | ${f(m.pgCpuMs, 3)} |`);
+      const avg = (kind: 'A' | 'B', get: (m: Micro) => number) => { const ms = micro.filter((m) => m.kind === kind); return ms.reduce((x, m) => x + get(m), 0) / ms.length; };
+      console.log(`one listener adds ${f(avg('B', (m) => m.meanMs) - avg('A', (m) => m.meanMs), 3)} ms per call (mean; p50 ${f(avg('B', (m) => m.p50) - avg('A', (m) => m.p50), 3)} ms), ${f(avg('B', (m) => m.pgCpuMs) - avg('A', (m) => m.pgCpuMs), 3)} ms of PostgreSQL CPU`);
+    }
     if (latency.length) {
       console.log('\n### POST /v1/track\n');
       console.log('| run | req/s | mean ms | p50 ms | p90 ms | p99 ms | max ms | 2xx | non-2xx / errors | CPU ms/req: API | workers | postgres | autocannon | other | executions completed/s during the run | left RUNNING at its end |');
@@ -337,12 +433,25 @@ runBench('bench:automations', 20 * 60_000, async () => {
         const other = r.cpu.machine - r.cpu.api - r.cpu.workers - r.cpu.postgres - r.cpu.loadgen;
         console.log(`| ${r.name} | ${f(r.rps)} | ${f(r.mean, 1)} | ${r.p50} | ${r.p90} | ${r.p99} | ${r.max} | ${r.ok} | ${r.non2xx} / ${r.errors} | ${f(r.cpu.api, 2)} | ${f(r.cpu.workers, 2)} | ${f(r.cpu.postgres, 2)} | ${f(r.cpu.loadgen, 2)} | ${f(other, 2)} | ${r.drained ? f(r.drained.completedPerS) : '–'} | ${r.drained ? f(r.drained.backlog) : '–'} |`);
       }
-      const a = latency.find((r) => r.name.startsWith('A.'));
-      for (const r of latency.filter((x) => !x.name.startsWith('A.'))) {
-        if (!a) break;
-        console.log(`${r.name} vs A: req/s ${f((r.rps / a.rps - 1) * 100, 1)} %, p50 ${r.p50 - a.p50 >= 0 ? '+' : ''}${r.p50 - a.p50} ms, p90 ${r.p90 - a.p90 >= 0 ? '+' : ''}${r.p90 - a.p90} ms, p99 ${r.p99 - a.p99 >= 0 ? '+' : ''}${r.p99 - a.p99} ms, mean ${r.mean - a.mean >= 0 ? '+' : ''}${f(r.mean - a.mean, 2)} ms; API + postgres CPU per request ${r.cpu.api + r.cpu.postgres - a.cpu.api - a.cpu.postgres >= 0 ? '+' : ''}${f(r.cpu.api + r.cpu.postgres - a.cpu.api - a.cpu.postgres, 2)} ms`);
+      // The rounds' means, then B and C against A.
+      const mean = (kind: Latency['kind']) => {
+        const rs = latency.filter((r) => r.kind === kind);
+        const avg = (get: (r: Latency) => number) => rs.reduce((sum, r) => sum + get(r), 0) / rs.length;
+        return rs.length ? { n: rs.length, rps: avg((r) => r.rps), mean: avg((r) => r.mean), p50: avg((r) => r.p50), p90: avg((r) => r.p90), p99: avg((r) => r.p99), cpu: avg((r) => r.cpu.api + r.cpu.postgres) } : undefined;
+      };
+      const a = mean('A');
+      const signed = (v: number, d = 1) => `${v >= 0 ? '+' : ''}${f(v, d)}`;
+      for (const kind of ['B', 'C'] as const) {
+        const x = mean(kind);
+        if (!a || !x) continue;
+        console.log(`${kind} vs A (${x.n > 1 || a.n > 1 ? `means of ${x.n} and ${a.n} runs` : 'one run each'}): req/s ${f(a.rps)} → ${f(x.rps)} (${signed((x.rps / a.rps - 1) * 100)} %), mean ${signed(x.mean - a.mean)} ms, p50 ${signed(x.p50 - a.p50)} ms, p90 ${signed(x.p90 - a.p90)} ms, p99 ${signed(x.p99 - a.p99)} ms; API + postgres CPU per request ${f(a.cpu, 2)} → ${f(x.cpu, 2)} ms (${signed(x.cpu - a.cpu, 2)})`);
       }
-      if (listenerChecks) console.log(`checks: ${listenerChecks}`);
+      const withPg = latency.filter((r) => r.pg);
+      if (withPg.length) {
+        console.log('pg_stat_statements: recordEvents\' totals statement (with the executions insert), mean execution + planning ms; statements per request:');
+        for (const r of withPg) console.log(`  ${r.name}: ${f(r.pg!.cteExecMs, 3)} + ${f(r.pg!.ctePlanMs, 3)} ms; ${f(r.pg!.statementsPerReq, 2)} statements`);
+      }
+      if (listenerChecks.length) console.log(`checks: ${listenerChecks.join('; ')}`);
     }
     if (executions.length) {
       console.log(`\n### Executions (${N} events, ${WORKERS} worker process${WORKERS > 1 ? 'es' : ''}; times from the first event)\n`);
@@ -359,7 +468,7 @@ runBench('bench:automations', 20 * 60_000, async () => {
         console.log(`checks (${e.name}): ${c.events} events, ${c.executions} executions for ${c.distinctEvents} distinct events, ${c.completed} COMPLETED (${c.otherStatus} other), ${c.dbosWorkflows} DBOS workflows (${c.dbosSuccess} SUCCESS, ${c.dbosRecovered} started more than once), ${c.stepRuns} step runs, ${c.contactsUpdated} contacts updated: ${e.ok ? 'all as expected (one execution per event, no duplicates)' : 'NOT AS EXPECTED'}`);
       }
     }
-    if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), settings: cluster.settings, latency, executions }, null, 2));
+    if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), settings: cluster.settings, micro, latency, executions }, null, 2));
     if (executions.some((e) => !e.ok)) throw new Error('the checks of the executions failed (see above)');
   } finally {
     await Promise.all(children.map((c) => c.stop()));
