@@ -37,10 +37,12 @@
  * Environment: BENCH_EXECUTIONS (default 5000), BENCH_WORKERS (worker processes, default 1), BENCH_DURATION (s,
  * default 15), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS (default 32), BENCH_CONTACTS (default 50000),
  * BENCH_ROUNDS (A/B pairs, default 2), BENCH_PRIME (s of untimed load before the first measure, default 5),
- * BENCH_MICRO_CALLS (recordEvents calls per A/B block of the statement alone, default 1000), BENCH_ONLY=latency|executions, BENCH_WAIT_S (longest wait for all executions of a part, default 300),
- * BENCH_WORKER_NODE_ARGS (node options of the workers, default --max-old-space-size=160 as `npm run worker` sets it;
- * '' for none), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info, to /dev/null), BENCH_DURABLE=1 (fsync on),
- * BENCH_PG_STAT=1 (statements per execution, engine side), BENCH_JSON=file.
+ * BENCH_MICRO_CALLS (recordEvents calls per A/B block of the statement alone, default 1000),
+ * BENCH_ONLY=latency|executions|engine (engine: the engine side of 2 alone), BENCH_WAIT_S (longest wait for all
+ * executions of a part, default 300), BENCH_WORKER_NODE_ARGS (node options of the workers, default
+ * --max-old-space-size=160 as `npm run worker` sets it; '' for none), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default
+ * info, to /dev/null), BENCH_DURABLE=1 (fsync on), BENCH_PG_STAT=1 (statements per execution on the engine side, and
+ * recordEvents' statement per track run), BENCH_JSON=file.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -233,6 +235,7 @@ runBench('bench:automations', 20 * 60_000, async () => {
       return { m, answered: warm['2xx'] + ok, from, to };
     };
 
+    const workersDown = () => workers.some((w) => w.process.exitCode !== null || w.process.signalCode !== null);
     const startWorkers = async () => {
       workers = Array.from({ length: WORKERS }, (_, i) => startHeraldChild(`herald worker ${i + 1}`, cluster, 'worker', {
         SMTP_URL: sink.url, EXECUTOR_ID: `bench-automations-worker-${i + 1}`,
@@ -243,7 +246,7 @@ runBench('bench:automations', 20 * 60_000, async () => {
 
     const listenerChecks: string[] = [];
     const micro: Micro[] = [];
-    if (ONLY !== 'executions') {
+    if (ONLY !== 'executions' && ONLY !== 'engine') {
       // The statement alone: recordEvents for one event in its own transaction, one at a time on one connection (no
       // HTTP, no concurrency, no lock waits), for existing contacts, alternating nobody listening / one listener.
       const existing: string[] = (await knex('contacts').where('project_id', project.id).where('email', 'like', 'existing-%').orderBy('id').limit(MICRO_CALLS * 2 * ROUNDS).pluck('id'));
@@ -310,6 +313,11 @@ runBench('bench:automations', 20 * 60_000, async () => {
         // Done once DBOS has recorded the end of each workflow too (it follows the row's last step).
         if (row.done >= n && await countOf(`SELECT count(*) AS n FROM automation_executions x JOIN dbos.workflow_status ws ON ws.workflow_uuid = 'execution-' || x.id
           WHERE x.project_id = ? AND x.automation_id = ? AND ws.status = 'SUCCESS'`, [project.id, automationId]) >= n) return true;
+        const dead = workersDown() ? workers.find((w) => w.process.exitCode !== null || w.process.signalCode !== null) : undefined;
+        if (dead) {
+          console.log(`  ${dead.name} exited (code ${dead.process.exitCode}, signal ${dead.process.signalCode}) at +${f((Date.now() - from) / 1000, 1)} s with ${row.done} of ${n} done; its stderr is above`);
+          return false;
+        }
         if (Date.now() > deadline) {
           console.log(`  timed out after ${WAIT_MS / 1000} s: ${row.done} of ${n} done`);
           return false;
@@ -345,7 +353,9 @@ runBench('bench:automations', 20 * 60_000, async () => {
         WHERE x.project_id = ? AND x.automation_id = ?`, [project.id, automationId]);
       const contactsUpdated = await countOf('SELECT count(*) AS n FROM contacts WHERE project_id = ? AND data->>\'journey\' = ?', [project.id, journey]);
       const events = await countOf('SELECT count(*) AS n FROM events WHERE project_id = ? AND name = ?', [project.id, event]);
-      const span = (a: number, b: number) => ({ first: Number(a) - from, last: Number(b) - from, perS: (n - 1) / ((Number(b) - Number(a)) / 1000) });
+      // Nothing started or completed (a worker died): no figures.
+      const at = (v: number | string | null) => (v === null ? NaN : Number(v));
+      const span = (a: number | string | null, b: number | string | null) => ({ first: at(a) - from, last: at(b) - from, perS: (n - 1) / ((at(b) - at(a)) / 1000) });
       const checks = {
         executions: x.executions, distinctEvents: x.distinct_events, completed: x.completed, otherStatus: x.other_status,
         dbosWorkflows: w.n, dbosSuccess: w.success, dbosRecovered: w.recovered, stepRuns, contactsUpdated, events,
@@ -354,8 +364,8 @@ runBench('bench:automations', 20 * 60_000, async () => {
       return {
         name, n, http,
         enqueue: span(w.e0, w.e1), start: span(w.s0, w.s1), complete: span(x.c0, x.c1),
-        totalS: (Number(x.c1) - from) / 1000,
-        lag: { p50: Number(lag.p50), p99: Number(lag.p99) },
+        totalS: (at(x.c1) - from) / 1000,
+        lag: { p50: at(lag.p50), p99: at(lag.p99) },
         cpu, workerHwmMb: Math.max(...workers.map((wk) => vmHwmMb(wk.pid))), checks, ok,
       };
     };
@@ -393,20 +403,28 @@ runBench('bench:automations', 20 * 60_000, async () => {
       }
 
       // 2b. End to end: N POST /v1/track, the API and the workers on the same cores.
-      process.stdout.write(`end to end: ${N} POST /v1/track at ${CONNECTIONS} connections … `);
-      const before2 = snap();
-      const from2 = Date.now();
-      const r = await drive({ amount: N }, trackBody('journey.http', 'journey'));
-      const answered = Date.now();
-      console.log(`answered in ${f((answered - from2) / 1000, 1)} s (${Math.round(r['2xx'] / ((answered - from2) / 1000))} req/s)`);
-      const done2 = await waitDone(journeyHttp, r['2xx'], from2);
-      const cpu2 = perUnit(before2, snap(), N);
-      const http = { seconds: (answered - from2) / 1000, rps: r['2xx'] / ((answered - from2) / 1000), p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
-      executions.push(await measureExecutions('end to end (POST /v1/track)', journeyHttp, 'journey.http', 'http', N, from2, cpu2, http));
-      if (!done2) console.log('  (not all done: the figures cover what was)');
+      if (ONLY === 'engine') {
+        // BENCH_ONLY=engine: the engine side alone.
+      } else if (workersDown()) {
+        console.log('end to end: skipped, a worker has exited');
+      } else {
+        process.stdout.write(`end to end: ${N} POST /v1/track at ${CONNECTIONS} connections … `);
+        const before2 = snap();
+        const from2 = Date.now();
+        const r = await drive({ amount: N }, trackBody('journey.http', 'journey'));
+        const answered = Date.now();
+        console.log(`answered in ${f((answered - from2) / 1000, 1)} s (${Math.round(r['2xx'] / ((answered - from2) / 1000))} req/s)`);
+        const done2 = await waitDone(journeyHttp, r['2xx'], from2);
+        const cpu2 = perUnit(before2, snap(), N);
+        const http = { seconds: (answered - from2) / 1000, rps: r['2xx'] / ((answered - from2) / 1000), p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+        executions.push(await measureExecutions('end to end (POST /v1/track)', journeyHttp, 'journey.http', 'http', N, from2, cpu2, http));
+        if (!done2) console.log('  (not all done: the figures cover what was)');
+      }
     }
 
-    if (ONLY !== 'executions') {
+    const withC = ONLY !== 'executions' && ONLY !== 'engine';
+    if (withC && workersDown()) console.log('C: skipped, a worker has exited');
+    else if (withC) {
       // C. The full system: the listener, and the workers draining its executions on the same cores.
       const c = await measureTrack(`C. one listener, ${WORKERS} worker${WORKERS > 1 ? 's' : ''} running`, 'C', 'bench.listened', 'c');
       const completed = await countOf(`SELECT count(*) AS n FROM automation_executions WHERE project_id = ? AND automation_id = ?
@@ -469,7 +487,7 @@ runBench('bench:automations', 20 * 60_000, async () => {
       }
     }
     if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), settings: cluster.settings, micro, latency, executions }, null, 2));
-    if (executions.some((e) => !e.ok)) throw new Error('the checks of the executions failed (see above)');
+    if (executions.some((e) => !e.ok) || workersDown()) throw new Error(workersDown() ? 'a worker exited during the run (see above)' : 'the checks of the executions failed (see above)');
   } finally {
     await Promise.all(children.map((c) => c.stop()));
     await sinkRef?.close();
