@@ -101,8 +101,9 @@ interface Micro { kind: 'A' | 'B'; round: number; meanMs: number; p50: number; p
 interface Executions {
   name: string;
   n: number;
-  /** ms since the first event was recorded (engine side: the commit; end to end: the first request). */
+  /** End to end: the track requests (autocannon). */
   http?: { seconds: number; rps: number; p50: number; p99: number; non2xx: number; errors: number };
+  /** First and last, in ms since the first event was recorded (engine side: the commit; end to end: the first request). */
   enqueue: { first: number; last: number; perS: number };
   start: { first: number; last: number; perS: number };
   complete: { first: number; last: number; perS: number };
