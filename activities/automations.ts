@@ -9,7 +9,7 @@ import { dispatchedOnInsert, dispatchEmails } from '../engine/dispatch';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import { unsubscribeUrl } from '../mail/unsubscribe';
-import type { EmailRef, ExecutionRef, ExecutionStatus, StepOutcome, StepRef, WaitState } from '../workflows/types';
+import type { EmailRef, ExecutionRef, ExecutionStatus, ParkedState, StepOutcome, StepRef, WaitState } from '../workflows/types';
 
 export interface AutomationDeps {
   knex: Knex;
@@ -213,13 +213,21 @@ export function automationActivities(deps: AutomationDeps) {
         if (!row || !ACTIVE.includes(row.status)) return { state: 'CANCELLED' };
         // Already decided by an earlier attempt of this call.
         if (row.status === 'RUNNING') return { state: 'DONE', by: row.woken_by_event_id ? 'event' : 'timeout' };
-        const state = waitState(row);
-        if (state.state === 'DONE') {
-          // Back to RUNNING: no further event matches this wait (the wake-up match requires WAITING).
-          await trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId })
-            .update({ status: 'RUNNING', wait_event: null, updated_at: trx.fn.now() });
-        }
-        return state;
+        return settleWait(trx, ref, row);
+      });
+    },
+
+    async parkExecution(ref: ExecutionRef & ParkedState): Promise<WaitState | { state: 'PARKED' }> {
+      return knex.transaction(async (trx) => {
+        const row = await lockExecution(trx, ref);
+        if (!row || !ACTIVE.includes(row.status)) return { state: 'CANCELLED' };
+        if (row.status === 'RUNNING') return { state: 'DONE', by: row.woken_by_event_id ? 'event' : 'timeout' };
+        // An event or the deadline may have come since the last look: then go on instead of parking.
+        const state = await settleWait(trx, ref, row);
+        if (state.state !== 'WAITING') return state;
+        await trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId })
+          .update({ parked: true, resume: JSON.stringify({ steps: ref.steps, at: ref.at, seq: ref.seq }), updated_at: trx.fn.now() });
+        return { state: 'PARKED' };
       });
     },
 
@@ -233,10 +241,20 @@ export function automationActivities(deps: AutomationDeps) {
   };
 }
 
+/** The wait's state; when it has ended, the execution is RUNNING again (no further event matches it: the wake-up match requires WAITING). */
+async function settleWait(trx: Knex.Transaction, ref: ExecutionRef, row: ExecutionRow): Promise<WaitState> {
+  const state = waitState(row);
+  if (state.state === 'DONE') {
+    await trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId })
+      .update({ status: 'RUNNING', wait_event: null, parked: false, resume: null, updated_at: trx.fn.now() });
+  }
+  return state;
+}
+
 /** Ends an active execution (RUNNING or WAITING) with `status`; answers the status it has afterwards. */
 export async function endExecution(knex: Knex, ref: ExecutionRef, status: ExecutionStatus, error: string | null): Promise<ExecutionStatus> {
   const [row] = await knex('automation_executions').where({ project_id: ref.projectId, id: ref.executionId }).whereIn('status', ACTIVE)
-    .update({ status, error, completed_at: knex.fn.now(), updated_at: knex.fn.now(), wait_event: null, wait_until: null, outbox: null })
+    .update({ status, error, completed_at: knex.fn.now(), updated_at: knex.fn.now(), wait_event: null, wait_until: null, outbox: null, parked: false, resume: null })
     .returning('status');
   if (row) return row.status as ExecutionStatus;
   const current = await knex('automation_executions').where({ project_id: ref.projectId, id: ref.executionId }).first('status');

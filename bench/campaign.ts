@@ -117,7 +117,7 @@ interface HeraldRun { ms: number; batches: number; runs: number; rows: number; s
 async function heraldMaterialise(cluster: BenchCluster, projectId: string, rep: number, engine?: Engine): Promise<HeraldRun> {
   const { knex } = cluster;
   const campaignId = await newCampaign(knex, projectId, `herald-${rep}`, 'SCHEDULED');
-  const noEngine: Engine = { kind: 'embedded', delivery: 'rows', start: async () => undefined, cancel: async () => undefined, signal: async () => undefined, close: async () => undefined };
+  const noEngine: Engine = { kind: 'embedded', delivery: 'rows', waits: 'parked', start: async () => undefined, cancel: async () => undefined, signal: async () => undefined, close: async () => undefined };
   const acts = campaignActivities({ knex, engine: engine ?? noEngine, log: createLogger('warn') });
   let batches = 0;
   let runs = 0;

@@ -10,14 +10,14 @@ const CONCURRENCY = 16;
  * Best effort by design: the row is the truth, and an engine workflow that misses this stops at its next step or
  * wake-up, when its activity finds the row cancelled. The cancel makes it stop now (and shows it in the Temporal UI).
  */
-export function cancelEngineExecutions(engine: Engine, executionIds: string[], log: Logger): Promise<void> {
-  const queue = [...executionIds];
+export function cancelEngineExecutions(engine: Engine, executions: { id: string; run: number }[], log: Logger): Promise<void> {
+  const queue = [...executions];
   const worker = async () => {
-    for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+    for (let x = queue.shift(); x !== undefined; x = queue.shift()) {
       try {
-        await engine.cancel(workflowId.runAutomation({ executionId: id }));
+        await engine.cancel(workflowId.runAutomation({ executionId: x.id, run: x.run }));
       } catch (err) {
-        log.warn({ err, executionId: id }, 'could not cancel an execution in the engine; it stops at its next step');
+        log.warn({ err, executionId: x.id }, 'could not cancel an execution in the engine; it stops at its next step');
       }
     }
   };

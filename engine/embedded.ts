@@ -8,6 +8,7 @@ import type { Logger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
 import { ACTIVITY_RETRY, WEBHOOK_RETRY, type RetryPolicy } from '../workflows/policy';
 import { workflows, type WorkflowInputs, type WorkflowName } from '../workflows/registry';
+import { PARK_AFTER_MS } from '../workflows/runAutomation';
 import type { Activities, OtherActivities } from '../workflows/types';
 import { startDeliveryQueue } from './deliveryQueue';
 import { WORKFLOWS_VERSION, type Engine, type StartOptions, type WorkerHandle } from './types';
@@ -85,6 +86,7 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
   return {
     kind: 'embedded',
     delivery: 'rows',
+    waits: 'parked',
     async start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions) {
       // Callers check Engine.delivery first (engine/dispatch.ts): here a QUEUED row is already in the delivery queue.
       if (workflows[workflow].queue === 'delivery') throw new Error(`the embedded engine starts no ${workflow} workflows: its delivery queue is the emails table`);
@@ -152,6 +154,7 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
       .filter(([name]) => name !== 'deliverEmail' && name !== 'callWebhook')
       .map(([name, fn]) => [name, step(name, fn as (...a: unknown[]) => Promise<unknown>, ACTIVITY_RETRY)])) as unknown as OtherActivities,
     sleep: (ms) => DBOS.sleep(ms),
+    parkAfterMs: PARK_AFTER_MS,
     receive: async (topic, timeoutMs) => (await DBOS.recv(topic, { timeoutSeconds: Math.max(timeoutMs, 1) / 1000, pollingIntervalMs: opts.receivePollMs ?? RECEIVE_POLL_MS })) !== null,
     now: () => DBOS.now(),
     // DBOS stops a cancelled workflow at its next DBOS call rather than raising inside it, so there is no

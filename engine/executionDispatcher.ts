@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logging/logger';
 import { WAKE_TOPIC } from '../workflows/policy';
 import { workflowId } from '../workflows/registry';
+import type { ParkedState } from '../workflows/types';
 import type { Engine } from './types';
 
 export interface ExecutionDispatcherOptions {
@@ -22,7 +23,11 @@ export const MAX_RUNNING = 200;
 interface OutboxRow {
   project_id: string;
   id: string;
-  outbox: 'START' | 'WAKE';
+  /** START, WAKE, or null for a parked execution whose deadline has come. */
+  outbox: 'START' | 'WAKE' | null;
+  parked: boolean;
+  run: number;
+  resume: ParkedState | null;
 }
 
 /**
@@ -32,34 +37,56 @@ interface OutboxRow {
  * the next claim, and a repeated start or nudge is harmless (starts are idempotent on the execution's id; a nudge
  * only makes the execution look at its row again).
  *
- * Admission control: a START is claimed only while fewer than `maxRunning` executions are running. Without it a burst
- * (20,000 contacts imported at once) would start every workflow at once, and the embedded engine runs its workflows
- * in the workers' memory: measured, the worker ran out of heap, and again at every restart. Wake-ups are always
- * delivered: they let waiting executions finish. The count is read without a lock, so concurrent dispatchers may
- * overshoot the limit by one batch each.
+ * Parked executions (embedded engine: a long wait ended the run, see workflows/runAutomation.ts) get a new run when
+ * their wait ends: a WAKE (an event was recorded for them) or their deadline.
+ *
+ * Admission control: new runs start only while fewer than `maxRunning` executions are live (embedded: running or in a
+ * short wait; Temporal: running). Without it a burst (20,000 contacts imported at once) would start every workflow at
+ * once, and the embedded engine runs its workflows in the workers' memory: measured, the worker ran out of heap, and
+ * again at every restart. Wake-ups of live workflows are always delivered: they let executions finish. The count is
+ * read without a lock, so concurrent dispatchers may overshoot the limit by one batch each.
  */
 export async function dispatchExecutions(engine: Engine, knex: Knex, log: Logger, batch = 200, maxRunning = MAX_RUNNING): Promise<number> {
   return knex.transaction(async (trx) => {
-    const claim = (outbox: OutboxRow['outbox'], limit: number): Promise<OutboxRow[]> => (limit <= 0 ? Promise.resolve([]) : trx('automation_executions')
-      .where('outbox', outbox).orderBy('id').limit(limit).forUpdate().skipLocked().select('project_id', 'id', 'outbox'));
-    const wakes = await claim('WAKE', batch);
-    const { n: running } = (await trx.raw("SELECT count(*)::int AS n FROM automation_executions WHERE status = 'RUNNING' AND outbox IS NULL")).rows[0] as { n: number };
-    const rows = [...wakes, ...(await claim('START', Math.min(batch - wakes.length, maxRunning - running)))];
+    const columns = ['project_id', 'id', 'outbox', 'parked', 'run', 'resume'];
+    const claim = (q: Knex.QueryBuilder, limit: number): Promise<OutboxRow[]> => (limit <= 0 ? Promise.resolve([])
+      : q.orderBy('id').limit(limit).forUpdate().skipLocked().select(columns));
+    // Wake-ups of live workflows cost no memory and let executions finish: always delivered.
+    const wakes = await claim(trx('automation_executions').where({ outbox: 'WAKE', parked: false }), batch);
+    const { n: running } = (await trx.raw(engine.waits === 'parked'
+      // Embedded: every live workflow holds worker memory, running or in a short wait.
+      ? "SELECT count(*)::int AS n FROM automation_executions WHERE status IN ('RUNNING', 'WAITING') AND NOT parked AND outbox IS DISTINCT FROM 'START'"
+      : "SELECT count(*)::int AS n FROM automation_executions WHERE status = 'RUNNING' AND outbox IS NULL")).rows[0] as { n: number };
+    let room = Math.min(batch - wakes.length, maxRunning - running);
+    // New runs, within the room: parked executions whose wait has ended (an event, or the deadline), then new ones.
+    const woken = await claim(trx('automation_executions').where({ outbox: 'WAKE', parked: true }), room);
+    room -= woken.length;
+    const due = await claim(trx('automation_executions').where({ parked: true, status: 'WAITING' }).whereNull('outbox').where('wait_until', '<=', trx.fn.now()), room);
+    room -= due.length;
+    const starts = await claim(trx('automation_executions').where('outbox', 'START'), room);
+    const rows = [...wakes, ...woken, ...due, ...starts];
     if (rows.length === 0) return 0;
     const told: OutboxRow[] = [];
     await Promise.all(rows.map(async (r) => {
       const ref = { projectId: r.project_id, executionId: r.id };
       try {
-        if (r.outbox === 'START') await engine.start('runAutomation', ref, { id: workflowId.runAutomation(ref) });
-        else await engine.signal(workflowId.runAutomation(ref), WAKE_TOPIC, true);
+        if (r.parked) {
+          await engine.start('runAutomation', { ...ref, ...r.resume!, resume: true }, { id: workflowId.runAutomation({ ...ref, run: r.run + 1 }) });
+        } else if (r.outbox === 'START') {
+          await engine.start('runAutomation', ref, { id: workflowId.runAutomation(ref) });
+        } else {
+          await engine.signal(workflowId.runAutomation({ ...ref, run: r.run }), WAKE_TOPIC, true);
+        }
         told.push(r);
       } catch (err) {
         log.warn({ err, executionId: r.id, outbox: r.outbox }, 'could not reach the engine for an automation execution; will retry');
       }
     }));
     if (told.length) {
+      // A resumed execution is live again under its next run.
       await trx.raw(
-        `UPDATE automation_executions x SET outbox = NULL
+        `UPDATE automation_executions x SET outbox = NULL,
+           run = x.run + CASE WHEN x.parked THEN 1 ELSE 0 END, parked = false, resume = NULL
          FROM unnest(?::uuid[], ?::uuid[]) AS t(project_id, id)
          WHERE x.project_id = t.project_id AND x.id = t.id`,
         [told.map((r) => r.project_id), told.map((r) => r.id)],

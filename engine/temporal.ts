@@ -29,6 +29,7 @@ export async function createTemporalEngine(opts: TemporalOptions): Promise<Engin
   return {
     kind: 'temporal',
     delivery: 'workflows',
+    waits: 'engine',
     async start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], o: StartOptions) {
       const delay = o.startAt ? Math.max(0, o.startAt.getTime() - Date.now()) : 0;
       try {

@@ -23,6 +23,13 @@ export interface Engine {
    * - 'workflows': one deliverEmail workflow per email, started after the commit (Temporal); see engine/dispatch.ts.
    */
   readonly delivery: 'rows' | 'workflows';
+  /**
+   * Where an automation execution spends a long wait:
+   * - 'parked': the engine would hold a waiting workflow in a worker's memory (DBOS), so the run ends and the
+   *   execution dispatcher starts a new one when the wait is over (workflows/runAutomation.ts, PARK_AFTER_MS);
+   * - 'engine': in the engine, which keeps it out of worker memory (Temporal).
+   */
+  readonly waits: 'parked' | 'engine';
   /** Starts a workflow; idempotent on `opts.id`. Resolves once the engine has durably accepted it. */
   start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions): Promise<void>;
   /** Cancels a workflow by id; a no-op for one that has finished or does not exist. */

@@ -19,6 +19,11 @@ export interface WorkflowContext {
    * a message came. Messages sent before the wait are not lost: the next receive consumes them.
    */
   receive(topic: string, timeoutMs: number): Promise<boolean>;
+  /**
+   * Engines that hold a waiting workflow in a worker's memory (DBOS) park waits longer than this: the run ends and
+   * the execution dispatcher starts a new one when the wait is over. Undefined: waits stay in the engine (Temporal).
+   */
+  parkAfterMs?: number;
   /** The workflow's notion of now (recorded/deterministic), in epoch milliseconds. */
   now(): Promise<number>;
   /** True when `err` is the engine telling the workflow it was cancelled (e.g. from the Temporal UI). */

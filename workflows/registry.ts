@@ -34,6 +34,9 @@ export const workflowId = {
   sendCampaign: (ref: { campaignId: string }) => `campaign-${ref.campaignId}`,
   /** One run per slot of the re-check schedule. */
   checkDomains: (ref: { slot: number }) => `domain-checks-${new Date(ref.slot).toISOString()}`,
-  /** The execution's own id: the Temporal UI shows `execution-<id>` beside GET /workflows/:id/executions. */
-  runAutomation: (ref: { executionId: string }) => `execution-${ref.executionId}`,
+  /**
+   * The execution's own id (the Temporal UI shows `execution-<id>` beside GET /workflows/:id/executions); run n > 0
+   * of a parked execution (embedded engine) is `execution-<id>-<n>`.
+   */
+  runAutomation: (ref: { executionId: string; run?: number }) => (ref.run ? `execution-${ref.executionId}-${ref.run}` : `execution-${ref.executionId}`),
 };

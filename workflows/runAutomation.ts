@@ -13,6 +13,12 @@ export const STEPS_PER_RUN = 100;
  * deadline may have been moved), so no timer approaches the limits of setTimeout or of a history.
  */
 export const WAIT_CHUNK_MS = 7 * 24 * 60 * 60 * 1000;
+/**
+ * On engines that park waits (WorkflowContext.parkAfterMs), a wait with more than this left ends the run: a waiting
+ * DBOS workflow holds about 10 KB of worker memory, so 7,000 journeys in a 3-day delay filled a worker's heap. Shorter
+ * waits stay in the run, as a restart of the run would cost more than the wait.
+ */
+export const PARK_AFTER_MS = 60_000;
 
 /** The message of an activity that failed all its retries. Temporal wraps it (ActivityFailure → cause); DBOS throws the last one. */
 function failureMessage(err: unknown): string {
@@ -25,9 +31,15 @@ function failureMessage(err: unknown): string {
  * says came first. Wake-ups are only nudges (an event was recorded, a deadline moved); each is followed by a look at
  * the execution's row, so a stale or repeated nudge just waits again for what is left.
  */
-async function wait(ctx: WorkflowContext, ref: ExecutionRef, seq: number, step: Step): Promise<'DONE' | 'CANCELLED'> {
-  let state: WaitState = await ctx.activities.beginWait({ ...ref, seq, step });
+async function wait(ctx: WorkflowContext, ref: ExecutionRef, seq: number, step: Step, steps: Step[], resumed: boolean): Promise<'DONE' | 'CANCELLED' | 'PARKED'> {
+  let state: WaitState | { state: 'PARKED' } = resumed
+    ? await ctx.activities.checkWait({ ...ref, stepId: step.id })
+    : await ctx.activities.beginWait({ ...ref, seq, step });
   while (state.state === 'WAITING') {
+    if (ctx.parkAfterMs !== undefined && (state.remainingMs === null || state.remainingMs > ctx.parkAfterMs)) {
+      state = await ctx.activities.parkExecution({ ...ref, steps, at: step.id, seq });
+      continue; // PARKED, or what ended the wait meanwhile
+    }
     await ctx.receive(WAKE_TOPIC, state.remainingMs === null ? WAIT_CHUNK_MS : Math.min(Math.max(state.remainingMs, 0), WAIT_CHUNK_MS));
     state = await ctx.activities.checkWait({ ...ref, stepId: step.id });
   }
@@ -54,6 +66,7 @@ async function walk(ctx: WorkflowContext, ref: ExecutionRef, input: AutomationIn
     let steps = input.steps;
     let at = input.at ?? null;
     let seq = input.seq ?? 0;
+    let resumed = input.resume === true;
     if (!steps) {
       const started = await ctx.activities.startExecution(ref);
       if (!started) return 'CANCELLED';
@@ -65,21 +78,26 @@ async function walk(ctx: WorkflowContext, ref: ExecutionRef, input: AutomationIn
       if (ran === STEPS_PER_RUN) return { ...ref, steps, at, seq };
       const step = byId.get(at);
       if (!step) return await ctx.activities.finishExecution({ ...ref, status: 'FAILED', error: `step "${at}" does not exist` });
-      seq += 1;
+      // A resumed run re-enters the wait it parked in under that wait's own seq.
+      if (!resumed) seq += 1;
       let outcome: StepOutcome;
       switch (step.type) {
         case 'EXIT':
           return await ctx.activities.finishExecution({ ...ref, status: 'EXITED' });
         case 'DELAY':
-        case 'WAIT_FOR_EVENT':
-          outcome = (await wait(ctx, ref, seq, step)) === 'CANCELLED' ? { cancelled: true } : { next: step.next ?? null };
+        case 'WAIT_FOR_EVENT': {
+          const waited = await wait(ctx, ref, seq, step, steps, resumed);
+          if (waited === 'PARKED') return 'WAITING'; // this run ends; the row holds where the next one begins
+          outcome = waited === 'CANCELLED' ? { cancelled: true } : { next: step.next ?? null };
           break;
+        }
         case 'WEBHOOK':
           outcome = await ctx.webhooks.callWebhook({ ...ref, seq, step });
           break;
         default:
           outcome = await ctx.activities.runStep({ ...ref, seq, step });
       }
+      resumed = false;
       if ('cancelled' in outcome) return 'CANCELLED';
       if ('failed' in outcome) return await ctx.activities.finishExecution({ ...ref, status: 'FAILED', error: outcome.failed });
       at = outcome.next;

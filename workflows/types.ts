@@ -61,6 +61,15 @@ export interface AutomationInput extends ExecutionRef {
   steps?: Step[];
   at?: string | null;
   seq?: number;
+  /** A new run of a parked execution: the step `at` is the wait it parked in, and is not begun again. */
+  resume?: boolean;
+}
+
+/** What a parked execution's next run needs (stored in its row). */
+export interface ParkedState {
+  steps: Step[];
+  at: string;
+  seq: number;
 }
 
 /** What a step did: go on at `next` (null: the journey is complete), or stop. */
@@ -110,6 +119,8 @@ export interface Activities {
   beginWait(ref: StepRef): Promise<WaitState>;
   /** After a wake-up or a timer: has the wait ended (event, deadline), and if not, how long is left. */
   checkWait(ref: ExecutionRef & { stepId: string }): Promise<WaitState>;
+  /** Parks a waiting execution (this run ends; the dispatcher starts the next when the wait is over), unless the wait has ended meanwhile. */
+  parkExecution(ref: ExecutionRef & ParkedState): Promise<WaitState | { state: 'PARKED' }>;
   /** Ends an active execution with this status; answers its final status (CANCELLED if it had been cancelled). */
   finishExecution(ref: ExecutionRef & { status: 'COMPLETED' | 'EXITED' | 'FAILED'; error?: string }): Promise<ExecutionStatus>;
   /** Cancels an active execution (its engine workflow was cancelled, e.g. in the Temporal UI). */

@@ -74,11 +74,14 @@ async function findWorkflow(db: Knex, projectId: string, id: string): Promise<Au
  * Marks the workflow's active executions CANCELLED in the caller's transaction and answers their ids: the rows are
  * the truth (an execution's next step or wake-up finds itself cancelled and stops); the engine is told after the commit.
  */
-async function cancelActive(trx: Knex.Transaction, projectId: string, automationId: string): Promise<string[]> {
-  const rows: { id: string }[] = await trx('automation_executions').where({ project_id: projectId, automation_id: automationId }).whereIn('status', ['RUNNING', 'WAITING'])
-    .update({ status: 'CANCELLED', completed_at: trx.fn.now(), updated_at: trx.fn.now(), outbox: null, wait_event: null, wait_until: null })
-    .returning('id');
-  return rows.map((r) => r.id);
+async function cancelActive(trx: Knex.Transaction, projectId: string, automationId: string): Promise<{ id: string; run: number }[]> {
+  const active: { id: string; run: number; parked: boolean }[] = await trx('automation_executions')
+    .where({ project_id: projectId, automation_id: automationId }).whereIn('status', ['RUNNING', 'WAITING']).forUpdate().select('id', 'run', 'parked');
+  if (active.length === 0) return [];
+  await trx('automation_executions').where({ project_id: projectId }).whereIn('id', active.map((x) => x.id))
+    .update({ status: 'CANCELLED', completed_at: trx.fn.now(), updated_at: trx.fn.now(), outbox: null, wait_event: null, wait_until: null, parked: false, resume: null });
+  // A parked execution has no engine workflow to cancel: its row is all there is.
+  return active.filter((x) => !x.parked);
 }
 
 export function workflowRoutes(router: Router, knex: Knex, engine: Engine, log: Logger): void {

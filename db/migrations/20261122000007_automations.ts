@@ -48,6 +48,12 @@ export async function up(knex: Knex): Promise<void> {
     t.text('wait_event');
     t.timestamp('wait_until', { useTz: true });
     t.uuid('woken_by_event_id');
+    // Embedded engine: a long wait ends the engine run (a waiting DBOS workflow would hold worker memory for days);
+    // `resume` holds what the next run needs ({ steps, at, seq }), and the dispatcher starts it when the wait ends.
+    t.boolean('parked').notNullable().defaultTo(false);
+    t.jsonb('resume');
+    // Engine runs so far: run 0 is the workflow `execution-<id>`, run n the workflow `execution-<id>-<n>`.
+    t.integer('run').notNullable().defaultTo(0);
     t.text('error');
     t.timestamp('started_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('completed_at', { useTz: true });
@@ -70,8 +76,13 @@ export async function up(knex: Knex): Promise<void> {
     WHERE status = 'WAITING' AND wait_event IS NOT NULL`);
   // Serves the dispatcher's poll: the (usually empty) outbox.
   await knex.raw('CREATE INDEX automation_executions_outbox_idx ON automation_executions (outbox, id) WHERE outbox IS NOT NULL');
-  // Serves the dispatcher's admission control: how many executions are running now (started, not waiting).
+  // Serve the dispatcher's admission control: executions running now (Temporal), or holding a live engine
+  // workflow, running or in a short wait (embedded).
   await knex.raw("CREATE INDEX automation_executions_running_idx ON automation_executions (id) WHERE status = 'RUNNING' AND outbox IS NULL");
+  await knex.raw(`CREATE INDEX automation_executions_live_idx ON automation_executions (id)
+    WHERE status IN ('RUNNING', 'WAITING') AND NOT parked AND outbox IS DISTINCT FROM 'START'`);
+  // Serves the dispatcher's resumption of parked executions whose deadline has come.
+  await knex.raw("CREATE INDEX automation_executions_parked_idx ON automation_executions (wait_until) WHERE parked AND status = 'WAITING'");
 
   // The steps an execution has run, one row per step run (`seq` counts them): a retried activity finds its step
   // already done and answers the stored outcome instead of sending the email or updating the contact again.

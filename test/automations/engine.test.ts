@@ -102,14 +102,20 @@ test('DELAY of 3 days: WAITING with its deadline, then on when the clock is step
   expect(until - before).toBeGreaterThan(3 * DAY - 60_000);
   expect(until - before).toBeLessThan(3 * DAY + 60_000);
 
-  await stepClock(t.db.knex, 2 * DAY); // not yet: a day is left
+  // Parked: its first engine run has ended; the row holds where the next one begins.
+  expect(await t.db.knex('automation_executions').where({ id: waiting!.id }).first('parked', 'run')).toEqual({ parked: true, run: 0 });
+  await stepClock(t.db.knex, 2 * DAY); // not yet: a day is left (a new run looks, and parks again)
   await new Promise((r) => setTimeout(r, 500));
   expect((await executionsOf(t.http, key, wf))[0]!.status).toBe('WAITING');
   expect(mailsTo('bob@example.org')).toHaveLength(0);
 
+  await waitFor('parked again', async () => ((await t.db.knex('automation_executions').where({ id: waiting!.id }).first('parked', 'run')).run === 1 ? true : undefined));
   await stepClock(t.db.knex, DAY);
   const [x] = await waitForExecutions(t.http, key, wf, finished);
   expect(x!.status).toBe('COMPLETED');
+  // Three engine runs: the first, the look after two days, the one that went on after three.
+  const runs = await t.db.knex('dbos.workflow_status').where('workflow_uuid', 'like', `execution-${x!.id}%`).orderBy('workflow_uuid').pluck('workflow_uuid');
+  expect(runs).toEqual([`execution-${x!.id}`, `execution-${x!.id}-1`, `execution-${x!.id}-2`]);
   await waitFor('the nudge', () => (mailsTo('bob@example.org').length === 1 ? true : undefined));
 });
 
@@ -213,7 +219,7 @@ test('reentry: one execution at a time per contact unless allowReentry; a finish
   expect((await executionsOf(t.http, key, once, '&status=COMPLETED'))).toHaveLength(1);
 });
 
-test('disabling a workflow cancels its running executions (rows CANCELLED, engine workflows cancelled); re-enabling starts none of them again', async () => {
+test('disabling a workflow cancels its executions, parked in a long delay (no engine run left to stop); re-enabling starts none of them again', async () => {
   const wf = await workflow('browsing', [{ id: 'wait', type: 'DELAY', config: { amount: 10, unit: 'days' }, next: 'hook' }, { id: 'hook', type: 'WEBHOOK', config: { url: `${hookUrl}/never` } }]);
   for (const n of [1, 2, 3]) await track(`browser${n}@example.org`, 'browsing');
   const waiting = await waitForExecutions(t.http, key, wf, (x) => x.status === 'WAITING', 3);
@@ -223,11 +229,10 @@ test('disabling a workflow cancels its running executions (rows CANCELLED, engin
   const xs = await executionsOf(t.http, key, wf);
   expect(xs.map((x) => x.status)).toEqual(['CANCELLED', 'CANCELLED', 'CANCELLED']);
   expect(xs.every((x) => x.completedAt)).toBe(true);
-  // The engine's workflows are cancelled too.
-  await waitFor('DBOS workflows cancelled', async () => {
-    const rows = await t.db.knex('dbos.workflow_status').whereIn('workflow_uuid', waiting.map((x) => `execution-${x.id}`)).pluck('status');
-    return rows.length === 3 && rows.every((s: string) => s === 'CANCELLED') ? true : undefined;
-  });
+  // A 10-day wait is parked on this engine: the first run ended when it parked, and no run of theirs is left.
+  const runs = await t.db.knex('dbos.workflow_status').where('workflow_uuid', 'like', 'execution-%')
+    .whereIn('workflow_uuid', waiting.map((x) => `execution-${x.id}`)).pluck('status');
+  expect(runs).toEqual(['SUCCESS', 'SUCCESS', 'SUCCESS']);
   // Even if a wake-up reached them, nothing would run: the rows are the truth.
   await stepClock(t.db.knex, 10 * DAY);
   await t.http().patch(`/workflows/${wf}`).set(key).send({ enabled: true });
@@ -236,7 +241,7 @@ test('disabling a workflow cancels its running executions (rows CANCELLED, engin
   expect((await executionsOf(t.http, key, wf)).map((x) => x.status)).toEqual(['CANCELLED', 'CANCELLED', 'CANCELLED']);
 });
 
-test('an edit does not change the path of a running execution; deleting the workflow cancels and removes its executions', async () => {
+test('an edit does not change the path of a running execution; deleting the workflow cancels its live engine run and removes its executions', async () => {
   const wf = await workflow('edited', [{ id: 'wait', type: 'DELAY', config: { amount: 1, unit: 'hours' }, next: 'a' }, { id: 'a', type: 'WEBHOOK', config: { url: `${hookUrl}/old` } }]);
   await track('editme@example.org', 'edited');
   await waitForExecutions(t.http, key, wf, (x) => x.status === 'WAITING');
@@ -251,7 +256,8 @@ test('an edit does not change the path of a running execution; deleting the work
   await waitForExecutions(t.http, key, wf, finished, 2);
   await waitFor('the new webhook', () => (hooks.some((h) => h.path === '/new') ? true : undefined));
 
-  const wf2 = await workflow('doomed', [{ id: 'wait', type: 'DELAY', config: { amount: 5, unit: 'days' } }]);
+  // A one-minute wait is not parked: its run is live in the engine, and deleting the workflow cancels that run.
+  const wf2 = await workflow('doomed', [{ id: 'wait', type: 'DELAY', config: { amount: 1, unit: 'minutes' } }]);
   await track('doomed@example.org', 'doomed');
   const [x] = await waitForExecutions(t.http, key, wf2, (e) => e.status === 'WAITING');
   expect((await t.http().delete(`/workflows/${wf2}`).set(key)).status).toBe(204);

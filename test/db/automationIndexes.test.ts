@@ -71,6 +71,12 @@ test('the dispatcher\'s poll of the outbox, and its count of running executions,
   expect(p).toContain('automation_executions_outbox_idx');
   const c = await plan("SELECT count(*)::int AS n FROM automation_executions WHERE status = 'RUNNING' AND outbox IS NULL", []);
   expect(c).toContain('automation_executions_running_idx');
+  const live = await plan("SELECT count(*)::int AS n FROM automation_executions WHERE status IN ('RUNNING', 'WAITING') AND NOT parked AND outbox IS DISTINCT FROM 'START'", []);
+  expect(live).toContain('automation_executions_live_idx');
+  await db.knex('automation_executions').where({ project_id: projectId }).where('status', 'WAITING').update({ parked: true });
+  await db.knex.raw('ANALYZE automation_executions');
+  const due = await plan("SELECT id FROM automation_executions WHERE parked = true AND status = 'WAITING' AND outbox IS NULL AND wait_until <= now() ORDER BY id LIMIT 200 FOR UPDATE SKIP LOCKED", []);
+  expect(due).toContain('automation_executions_parked_idx');
 });
 
 test('the template-in-use check can read an index of enabled workflows', async () => {

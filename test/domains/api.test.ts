@@ -27,6 +27,7 @@ const starts: { workflow: string; input: unknown; opts: StartOptions }[] = [];
 const recordingEngine: Engine = {
   kind: 'embedded',
   delivery: 'rows',
+  waits: 'parked',
   start: async (workflow, input, opts) => { starts.push({ workflow, input, opts }); },
   cancel: async () => undefined,
   signal: async () => undefined,

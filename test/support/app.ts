@@ -31,6 +31,7 @@ export const TEST_SECRET = Buffer.from('test-secret-test-secret-test-secret!');
 export const noEngine: Engine = {
   kind: 'embedded',
   delivery: 'rows',
+  waits: 'parked',
   start: async () => { throw new Error('this test context has no workflow engine'); },
   cancel: async () => { throw new Error('this test context has no workflow engine'); },
   signal: async () => { throw new Error('this test context has no workflow engine'); },

@@ -17,8 +17,8 @@ interface Script {
   steps: Step[];
   /** What runStep / callWebhook answer, in order (default: go on to the step's next). */
   outcomes?: (StepOutcome | Error)[];
-  /** WaitStates of beginWait then checkWait, in order. */
-  waits?: WaitState[];
+  /** WaitStates of beginWait, checkWait and parkExecution, in order. */
+  waits?: (WaitState | { state: 'PARKED' })[];
   /** Throw the engine's cancellation at the nth activity call. */
   cancelAt?: number;
 }
@@ -47,9 +47,10 @@ function scripted(s: Script) {
       ...({} as WorkflowContext['activities']),
       startExecution: () => call('startExecution', () => ({ steps: s.steps })),
       runStep: (r) => call(`runStep:${r.step.id}#${r.seq}`, () => stepAnswer(r.step)),
-      beginWait: (r) => call(`beginWait:${r.step.id}#${r.seq}`, () => waits.shift() ?? { state: 'DONE', by: 'timeout' }),
-      checkWait: (r) => call(`checkWait:${r.stepId}`, () => waits.shift() ?? { state: 'DONE', by: 'timeout' }),
+      beginWait: (r) => call(`beginWait:${r.step.id}#${r.seq}`, () => (waits.shift() ?? { state: 'DONE', by: 'timeout' }) as WaitState),
+      checkWait: (r) => call(`checkWait:${r.stepId}`, () => (waits.shift() ?? { state: 'DONE', by: 'timeout' }) as WaitState),
       finishExecution: (r) => call(`finish:${r.status}${r.error ? `:${r.error}` : ''}`, () => r.status),
+      parkExecution: (r) => call(`park:${r.at}#${r.seq}`, () => waits.shift() ?? { state: 'PARKED' as const }),
       cancelExecution: () => call('cancelExecution', () => 'CANCELLED' as const),
     },
     sleep: async () => { throw new Error('the interpreter waits with receive, not sleep'); },
@@ -156,4 +157,31 @@ test(`a recurring journey continues as new every ${STEPS_PER_RUN} steps with its
   const err2 = await runAutomation(second.ctx, input).catch((e: unknown) => e);
   expect(second.commands[0]).toBe(`runStep:m#${STEPS_PER_RUN + 1}`); // no second startExecution: the steps came along
   expect((err2 as ContinuedAsNew).input.seq).toBe(2 * STEPS_PER_RUN);
+});
+
+test('where the engine parks waits (DBOS), a long wait ends the run WAITING; the next run re-enters the wait under the same seq', async () => {
+  const steps: Step[] = [mail('a', 'w'), { id: 'w', type: 'DELAY', config: { amount: 3, unit: 'days' }, next: 'b' }, mail('b')];
+  const first = scripted({ steps, waits: [{ state: 'WAITING', remainingMs: 3 * 86_400_000 }] });
+  first.ctx.parkAfterMs = 60_000;
+  expect(await runAutomation(first.ctx, ref)).toBe('WAITING');
+  expect(first.commands).toEqual(['startExecution', 'runStep:a#1', 'beginWait:w#2', 'park:w#2']);
+
+  // The dispatcher starts the next run with what the row holds: { steps, at, seq } and resume.
+  const next = scripted({ steps, waits: [{ state: 'DONE', by: 'timeout' }] });
+  next.ctx.parkAfterMs = 60_000;
+  expect(await runAutomation(next.ctx, { ...ref, steps, at: 'w', seq: 2, resume: true })).toBe('COMPLETED');
+  expect(next.commands).toEqual(['checkWait:w', 'runStep:b#3', 'finish:COMPLETED']);
+});
+
+test('a short wait is not parked; a wait that ended just before parking goes on instead', async () => {
+  const steps: Step[] = [{ id: 'w', type: 'WAIT_FOR_EVENT', config: { event: 'e', timeout: { amount: 1, unit: 'minutes' } } }];
+  const short = scripted({ steps, waits: [{ state: 'WAITING', remainingMs: 60_000 }, { state: 'DONE', by: 'event' }] });
+  short.ctx.parkAfterMs = 60_000;
+  expect(await runAutomation(short.ctx, ref)).toBe('COMPLETED');
+  expect(short.commands).toEqual(['startExecution', 'beginWait:w#1', 'receive:wake:60000', 'checkWait:w', 'finish:COMPLETED']);
+
+  const raced = scripted({ steps, waits: [{ state: 'WAITING', remainingMs: null }, { state: 'DONE', by: 'event' }] });
+  raced.ctx.parkAfterMs = 60_000;
+  expect(await runAutomation(raced.ctx, ref)).toBe('COMPLETED');
+  expect(raced.commands).toEqual(['startExecution', 'beginWait:w#1', 'park:w#1', 'finish:COMPLETED']);
 });
