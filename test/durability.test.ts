@@ -1,12 +1,6 @@
-import type { ChildProcess } from 'node:child_process';
-import { createEmbeddedEngine } from '../engine/embedded';
-import type { Engine } from '../engine/types';
-import { createLogger } from '../logging/logger';
-import { addDomain } from '../projects/service';
-import { bearer, createTestContext, type TestContext } from './support/app';
-import { createTestDatabase } from './support/db';
-import { killGroup, spawnWorker, waitFor } from './support/processes';
-import { startSmtpServer, type TestSmtpServer } from './support/smtp';
+import { bearer } from './support/app';
+import { killGroup, waitFor } from './support/processes';
+import { workerProcesses } from './support/workerProcesses';
 
 /**
  * A worker process is killed (SIGKILL: no shutdown at all) in the middle of 200 queued sends and started again
@@ -14,49 +8,26 @@ import { startSmtpServer, type TestSmtpServer } from './support/smtp';
  * were in flight at the kill (sent by SMTP, not yet recorded), which are resent with the same Message-ID.
  */
 const TOTAL = 200;
-let smtp: TestSmtpServer;
-let engine: Engine;
-let t: TestContext;
-const children: ChildProcess[] = [];
-
-beforeAll(async () => {
-  smtp = await startSmtpServer();
-  const db = await createTestDatabase();
-  // The API side only: it enqueues; no workflow runs in this process.
-  engine = await createEmbeddedEngine({ databaseUrl: db.url, log: createLogger('silent') });
-  t = await createTestContext({ engine, db });
-  await addDomain(t.project.id, 'example.com', true);
-});
-afterAll(async () => {
-  for (const c of children) killGroup(c);
-  await engine.close();
-  await t.close();
-  await smtp.close();
-});
-
-function startWorker(): ChildProcess {
-  const child = spawnWorker({ DATABASE_URL: t.db.url, SMTP_URL: smtp.url, EXECUTOR_ID: 'durability-worker', SEND_RATE_PER_SECOND: '40' });
-  children.push(child);
-  return child;
-}
+const harness = workerProcesses('durability-worker');
+const startWorker = () => harness.startWorker({ SEND_RATE_PER_SECOND: '40' });
 
 const statusCounts = async () => Object.fromEntries(
-  (await t.db.knex('emails').where({ project_id: t.project.id }).groupBy('status').select('status').count('* as n')).map((r) => [r.status, Number(r.n)]),
+  (await harness.t.db.knex('emails').where({ project_id: harness.t.project.id }).groupBy('status').select('status').count('* as n')).map((r) => [r.status, Number(r.n)]),
 );
 
 test(`${TOTAL} queued sends survive a SIGKILLed worker: all delivered, duplicates only from deliveries in flight`, async () => {
   for (let batch = 0; batch < TOTAL / 50; batch++) {
     const to = Array.from({ length: 50 }, (_, i) => `r${batch * 50 + i}@example.org`);
-    const res = await t.http().post('/v1/send').set(bearer(t.project.secretKey)).send({ to, from: 'hi@example.com', subject: 'Durable', body: '<p>x</p>' });
+    const res = await harness.t.http().post('/v1/send').set(bearer(harness.t.project.secretKey)).send({ to, from: 'hi@example.com', subject: 'Durable', body: '<p>x</p>' });
     expect(res.status).toBe(200);
   }
   expect(await statusCounts()).toEqual({ QUEUED: TOTAL });
 
   const first = startWorker();
-  await waitFor('a third of the mail delivered', () => (smtp.received.length >= TOTAL / 3 ? true : undefined), 60_000);
+  await waitFor('a third of the mail delivered', () => (harness.smtp.received.length >= TOTAL / 3 ? true : undefined), 60_000);
   killGroup(first, 'SIGKILL');
   await new Promise((r) => first.once('exit', r));
-  const deliveredAtKill = smtp.received.length;
+  const deliveredAtKill = harness.smtp.received.length;
   const atKill = await statusCounts();
   const inFlight = atKill.SENDING ?? 0;
   expect(deliveredAtKill).toBeLessThan(TOTAL);
@@ -64,14 +35,14 @@ test(`${TOTAL} queued sends survive a SIGKILLed worker: all delivered, duplicate
   const second = startWorker();
   await waitFor('every email SENT', async () => ((await statusCounts()).SENT === TOTAL ? true : undefined), 90_000, 200);
   const byRecipient = new Map<string, number>();
-  for (const m of smtp.received) byRecipient.set(m.envelopeTo[0]!, (byRecipient.get(m.envelopeTo[0]!) ?? 0) + 1);
-  const duplicates = smtp.received.length - byRecipient.size;
+  for (const m of harness.smtp.received) byRecipient.set(m.envelopeTo[0]!, (byRecipient.get(m.envelopeTo[0]!) ?? 0) + 1);
+  const duplicates = harness.smtp.received.length - byRecipient.size;
   console.log(`durability: killed after ${deliveredAtKill}/${TOTAL} delivered with ${inFlight} in flight; after restart ${byRecipient.size} distinct recipients, ${duplicates} duplicate(s)`);
 
   expect(byRecipient.size).toBe(TOTAL);
   expect(duplicates).toBeLessThanOrEqual(inFlight);
   // A resent duplicate carries the same Message-ID, so the receiver can drop it.
-  const ids = new Set(smtp.received.map((m) => m.parsed.messageId));
+  const ids = new Set(harness.smtp.received.map((m) => m.parsed.messageId));
   expect(ids.size).toBe(TOTAL);
 
   killGroup(second, 'SIGTERM');

@@ -1,13 +1,7 @@
-import type { ChildProcess } from 'node:child_process';
-import { createEmbeddedEngine } from '../../engine/embedded';
-import type { Engine } from '../../engine/types';
-import { createLogger } from '../../logging/logger';
-import { addDomain } from '../../projects/service';
-import { bearer, createTestContext, type TestContext } from '../support/app';
+import { bearer } from '../support/app';
 import { DAY, stepClock, waitForExecutions } from '../support/automations';
-import { createTestDatabase } from '../support/db';
-import { killGroup, spawnWorker } from '../support/processes';
-import { startSmtpServer, type TestSmtpServer } from '../support/smtp';
+import { killGroup } from '../support/processes';
+import { workerProcesses } from '../support/workerProcesses';
 
 /**
  * A worker process (bin/worker.ts, as `npm run worker` runs it) is SIGKILLed while executions wait, and started again
@@ -15,32 +9,11 @@ import { startSmtpServer, type TestSmtpServer } from '../support/smtp';
  * on restart), and a 2-day delay, which is parked (its row holds where the next run begins). Deadlines are the rows';
  * the clock is stepped past them rather than waited for. Each contact is mailed once per journey.
  */
-let smtp: TestSmtpServer;
-let engine: Engine;
-let t: TestContext;
-const children: ChildProcess[] = [];
-
-beforeAll(async () => {
-  smtp = await startSmtpServer();
-  const db = await createTestDatabase();
-  engine = await createEmbeddedEngine({ databaseUrl: db.url, log: createLogger('silent') });
-  t = await createTestContext({ engine, db });
-  await addDomain(t.project.id, 'example.com', true);
-});
-afterAll(async () => {
-  for (const c of children) killGroup(c);
-  await engine.close();
-  await t.close();
-  await smtp.close();
-});
-
-function startWorker(): ChildProcess {
-  const child = spawnWorker({ DATABASE_URL: t.db.url, SMTP_URL: smtp.url, EXECUTOR_ID: 'automation-restart' });
-  children.push(child);
-  return child;
-}
+const harness = workerProcesses('automation-restart');
+const startWorker = () => harness.startWorker();
 
 test('a worker killed in the middle of delays: after a restart with the same executor id, live and parked waits resume and complete', async () => {
+  const { t, smtp } = harness;
   const key = bearer(t.project.secretKey);
   const template = (await t.http().post('/templates').set(key).send({ name: 'Later', subject: 'Later', body: '<p>hi</p>', from: 'hi@example.com' })).body.data.id;
   const journey = async (event: string, amount: number, unit: string) => (await t.http().post('/workflows').set(key).send({
