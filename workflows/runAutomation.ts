@@ -99,7 +99,8 @@ async function walk(ctx: WorkflowContext, ref: ExecutionRef, input: AutomationIn
       }
       resumed = false;
       if ('cancelled' in outcome) return 'CANCELLED';
-      if ('failed' in outcome) return await ctx.activities.finishExecution({ ...ref, status: 'FAILED', error: outcome.failed });
+      if ('failed' in outcome) return outcome.ended ? 'FAILED' : await ctx.activities.finishExecution({ ...ref, status: 'FAILED', error: outcome.failed });
+      if (outcome.ended) return 'COMPLETED'; // the last step's activity ended the execution with its own write
       at = outcome.next;
     }
     return await ctx.activities.finishExecution({ ...ref, status: 'COMPLETED' });

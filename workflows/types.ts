@@ -74,11 +74,12 @@ export interface ParkedState {
 
 /** What a step did: go on at `next` (null: the journey is complete), or stop. */
 export type StepOutcome =
-  | { next: string | null }
+  /** `ended`: there is no next step, and the activity has already marked the execution COMPLETED. */
+  | { next: string | null; ended?: true }
   /** The execution is no longer active (cancelled, or its workflow or contact deleted). */
   | { cancelled: true }
-  /** The step cannot succeed (a permanent webhook failure, an unusable template): the execution FAILED with this error. */
-  | { failed: string };
+  /** The step cannot succeed (a permanent webhook failure, an unusable template): the execution FAILED with this error (already marked when `ended`). */
+  | { failed: string; ended?: true };
 
 /** Where a wait stands, as the database decides it (an event and a timeout racing each other are settled there). */
 export type WaitState =

@@ -185,3 +185,12 @@ test('a short wait is not parked; a wait that ended just before parking goes on 
   expect(await runAutomation(raced.ctx, ref)).toBe('COMPLETED');
   expect(raced.commands).toEqual(['startExecution', 'beginWait:w#1', 'park:w#1', 'finish:COMPLETED']);
 });
+
+test('a last step whose activity already ended the execution needs no finishExecution (one engine step fewer)', async () => {
+  const done = scripted({ steps: [mail('a', 'b'), mail('b')], outcomes: [{ next: 'b' }, { next: null, ended: true }] });
+  expect(await runAutomation(done.ctx, ref)).toBe('COMPLETED');
+  expect(done.commands).toEqual(['startExecution', 'runStep:a#1', 'runStep:b#2']);
+  const failed = scripted({ steps: [mail('a')], outcomes: [{ failed: 'template gone', ended: true }] });
+  expect(await runAutomation(failed.ctx, ref)).toBe('FAILED');
+  expect(failed.commands).toEqual(['startExecution', 'runStep:a#1']);
+});
