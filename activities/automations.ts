@@ -5,10 +5,11 @@ import { storeSends } from '../api/sends';
 import { compileCondition, loadSegments } from '../audience/compile';
 import { createWebhookClient, WebhookError, type WebhookOptions } from '../automations/webhook';
 import { patchContact } from '../db/queries/contacts';
+import { ACTIVE_STATUSES, endedColumns, endExecution } from '../db/queries/executions';
 import { dispatchedOnInsert, dispatchEmails } from '../engine/dispatch';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
-import { unsubscribeUrl } from '../mail/unsubscribe';
+import { bulkMailHeaders, unsubscribeUrl } from '../mail/unsubscribe';
 import type { EmailRef, ExecutionRef, ExecutionStatus, ParkedState, StepOutcome, StepRef, WaitState } from '../workflows/types';
 
 export interface AutomationDeps {
@@ -21,22 +22,18 @@ export interface AutomationDeps {
   webhooks?: Partial<WebhookOptions>;
 }
 
-const ACTIVE = ['RUNNING', 'WAITING'];
-
 interface ExecutionRow {
   status: ExecutionStatus;
-  automation_id: string;
   contact_id: string;
-  current_step_id: string | null;
-  wait_until: Date | null;
   woken_by_event_id: string | null;
+  /** Until the wait's deadline (negative once passed); null without one. */
   remaining_ms: number | null;
 }
 
 /** The execution's row, locked for the rest of the transaction (a cancel or a wake-up waits for the step). */
 async function lockExecution(trx: Knex.Transaction, ref: ExecutionRef): Promise<ExecutionRow | undefined> {
   return trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId }).forUpdate().first(
-    'status', 'automation_id', 'contact_id', 'current_step_id', 'wait_until', 'woken_by_event_id',
+    'status', 'contact_id', 'woken_by_event_id',
     trx.raw('(extract(epoch FROM wait_until - now()) * 1000)::float8 AS remaining_ms'),
   );
 }
@@ -64,10 +61,8 @@ async function recordOutcome(trx: Knex.Transaction, ref: StepRef, result: StepOu
   const outcome: StepOutcome = ending ? { ...result, ended: true } as StepOutcome : result;
   await recordStep(trx, ref, outcome);
   if (ending) {
-    await trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId }).update({
-      status: 'failed' in result ? 'FAILED' : 'COMPLETED', error: 'failed' in result ? result.failed : null, completed_at: trx.fn.now(),
-      wait_event: null, wait_until: null, outbox: null, parked: false, resume: null,
-    });
+    await trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId })
+      .update({ status: 'failed' in result ? 'FAILED' : 'COMPLETED', error: 'failed' in result ? result.failed : null, ...endedColumns(trx) });
   }
   return outcome;
 }
@@ -101,8 +96,7 @@ export function automationActivities(deps: AutomationDeps) {
     const marketing = template.type === 'MARKETING';
     // Marketing mail goes only to subscribed contacts, with the bulk-mail headers campaigns carry.
     if (marketing && !contact.subscribed) return { outcome: { next }, emails: [] };
-    const url = unsubscribeUrl(deps.publicUrl, deps.secret, { projectId: ref.projectId, contactId });
-    const headers: Record<string, string> = marketing ? { 'List-Unsubscribe': `<${url}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click', Precedence: 'bulk' } : {};
+    const headers = marketing ? bulkMailHeaders(unsubscribeUrl(deps.publicUrl, deps.secret, { projectId: ref.projectId, contactId })) : {};
     const [stored] = await storeSends(trx, [{
       projectId: ref.projectId,
       body: { to: { email: contact.email }, template: ref.step.config.template, headers },
@@ -128,7 +122,7 @@ export function automationActivities(deps: AutomationDeps) {
       const row = await knex('automation_executions as x')
         .join('automations as a', function on() { this.on('a.project_id', 'x.project_id').andOn('a.id', 'x.automation_id'); })
         .where({ 'x.project_id': ref.projectId, 'x.id': ref.executionId }).first('x.status', 'a.steps');
-      if (!row || !ACTIVE.includes(row.status)) return null;
+      if (!row || !ACTIVE_STATUSES.includes(row.status)) return null;
       return { steps: row.steps as Step[] };
     },
 
@@ -139,7 +133,7 @@ export function automationActivities(deps: AutomationDeps) {
         // A retry of a run that committed answers what it did (even if that ended the execution).
         const done = await recordedOutcome(trx, ref);
         if (done) return done;
-        if (!row || !ACTIVE.includes(row.status)) return { cancelled: true };
+        if (!row || !ACTIVE_STATUSES.includes(row.status)) return { cancelled: true };
         let result: StepOutcome;
         const { step } = ref;
         switch (step.type) {
@@ -154,7 +148,7 @@ export function automationActivities(deps: AutomationDeps) {
             break;
           case 'UPDATE_CONTACT':
             await patchContact(trx, ref.projectId, row.contact_id, step.config, 'automation');
-            result = { next: step.next ?? null };
+            result = { next: nextOf(step) };
             break;
           default:
             throw new Error(`runStep does not run ${step.type} steps`);
@@ -175,7 +169,7 @@ export function automationActivities(deps: AutomationDeps) {
         .join('contacts as c', function on() { this.on('c.project_id', 'x.project_id').andOn('c.id', 'x.contact_id'); })
         .where({ 'x.project_id': ref.projectId, 'x.id': ref.executionId })
         .first('x.status', 'x.automation_id', 'c.id', 'c.email', 'c.subscribed', 'c.data');
-      if (!x || !ACTIVE.includes(x.status)) return { cancelled: true };
+      if (!x || !ACTIVE_STATUSES.includes(x.status)) return { cancelled: true };
       // Without a body of its own, the call tells the receiver who and where: enough to act on without calling back.
       const body = step.config.body ?? {
         type: 'workflow.webhook',
@@ -190,7 +184,7 @@ export function automationActivities(deps: AutomationDeps) {
         // At least once: a call whose success could not be recorded (a crash) is made again with the same key.
         const headers = { 'Idempotency-Key': `${ref.executionId}-${ref.seq}`, ...step.config.headers };
         await webhook.call({ url: step.config.url, method: step.config.method ?? 'POST', headers, body });
-        outcome = { next: step.next ?? null };
+        outcome = { next: nextOf(step) };
       } catch (err: unknown) {
         // Transient failures are thrown for the engine to retry (WEBHOOK_RETRY); permanent ones end the execution.
         if (!(err instanceof WebhookError) || !err.permanent) throw err;
@@ -199,7 +193,7 @@ export function automationActivities(deps: AutomationDeps) {
       }
       return knex.transaction(async (trx) => {
         const row = await lockExecution(trx, ref);
-        if (!row || !ACTIVE.includes(row.status)) return { cancelled: true };
+        if (!row || !ACTIVE_STATUSES.includes(row.status)) return { cancelled: true };
         return recordOutcome(trx, ref, outcome);
       });
     },
@@ -209,7 +203,7 @@ export function automationActivities(deps: AutomationDeps) {
       if (step.type !== 'DELAY' && step.type !== 'WAIT_FOR_EVENT') throw new Error(`beginWait does not run ${step.type} steps`);
       return knex.transaction(async (trx) => {
         let row = await lockExecution(trx, ref);
-        if (!row || !ACTIVE.includes(row.status)) return { state: 'CANCELLED' };
+        if (!row || !ACTIVE_STATUSES.includes(row.status)) return { state: 'CANCELLED' };
         // A retried call keeps the deadline of the first (the row still holds it).
         if (!(await recordedOutcome(trx, ref))) {
           const ms = step.type === 'DELAY' ? durationMs(step.config) : step.config.timeout ? durationMs(step.config.timeout) : null;
@@ -220,16 +214,14 @@ export function automationActivities(deps: AutomationDeps) {
           });
           row = (await lockExecution(trx, ref))!;
         }
-        return row.status === 'WAITING' ? waitState(row) : { state: 'DONE', by: row.woken_by_event_id ? 'event' : 'timeout' };
+        return settleWait(trx, ref, row);
       });
     },
 
     async checkWait(ref: ExecutionRef & { stepId: string }): Promise<WaitState> {
       return knex.transaction(async (trx) => {
         const row = await lockExecution(trx, ref);
-        if (!row || !ACTIVE.includes(row.status)) return { state: 'CANCELLED' };
-        // Already decided by an earlier attempt of this call.
-        if (row.status === 'RUNNING') return { state: 'DONE', by: row.woken_by_event_id ? 'event' : 'timeout' };
+        if (!row || !ACTIVE_STATUSES.includes(row.status)) return { state: 'CANCELLED' };
         return settleWait(trx, ref, row);
       });
     },
@@ -237,8 +229,7 @@ export function automationActivities(deps: AutomationDeps) {
     async parkExecution(ref: ExecutionRef & ParkedState): Promise<WaitState | { state: 'PARKED' }> {
       return knex.transaction(async (trx) => {
         const row = await lockExecution(trx, ref);
-        if (!row || !ACTIVE.includes(row.status)) return { state: 'CANCELLED' };
-        if (row.status === 'RUNNING') return { state: 'DONE', by: row.woken_by_event_id ? 'event' : 'timeout' };
+        if (!row || !ACTIVE_STATUSES.includes(row.status)) return { state: 'CANCELLED' };
         // An event or the deadline may have come since the last look: then go on instead of parking.
         const state = await settleWait(trx, ref, row);
         if (state.state !== 'WAITING') return state;
@@ -258,22 +249,16 @@ export function automationActivities(deps: AutomationDeps) {
   };
 }
 
-/** The wait's state; when it has ended, the execution is RUNNING again (no further event matches it: the wake-up match requires WAITING). */
+/**
+ * The wait's state; when it has ended, the execution is RUNNING again (no further event matches it: the wake-up match
+ * requires WAITING). A row already RUNNING was settled by an earlier attempt of the same call.
+ */
 async function settleWait(trx: Knex.Transaction, ref: ExecutionRef, row: ExecutionRow): Promise<WaitState> {
+  if (row.status === 'RUNNING') return { state: 'DONE', by: row.woken_by_event_id ? 'event' : 'timeout' };
   const state = waitState(row);
   if (state.state === 'DONE') {
     await trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId })
       .update({ status: 'RUNNING', wait_event: null, parked: false, resume: null, updated_at: trx.fn.now() });
   }
   return state;
-}
-
-/** Ends an active execution (RUNNING or WAITING) with `status`; answers the status it has afterwards. */
-export async function endExecution(knex: Knex, ref: ExecutionRef, status: ExecutionStatus, error: string | null): Promise<ExecutionStatus> {
-  const [row] = await knex('automation_executions').where({ project_id: ref.projectId, id: ref.executionId }).whereIn('status', ACTIVE)
-    .update({ status, error, completed_at: knex.fn.now(), updated_at: knex.fn.now(), wait_event: null, wait_until: null, outbox: null, parked: false, resume: null })
-    .returning('status');
-  if (row) return row.status as ExecutionStatus;
-  const current = await knex('automation_executions').where({ project_id: ref.projectId, id: ref.executionId }).first('status');
-  return (current?.status ?? 'CANCELLED') as ExecutionStatus;
 }

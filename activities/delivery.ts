@@ -72,7 +72,7 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
     if (campaignMail.length === 0) return result;
     const pairs = (ids: [string, string | null][]) => [...new Map(ids.filter(([, id]) => id).map(([p, id]) => [`${p}/${id}`, [p, id!]])).values()];
     const [campaigns, contacts] = await Promise.all([
-      knex('campaigns').whereIn(['project_id', 'id'], pairs(campaignMail.map((e) => [e.projectId, e.campaignId]))).select('project_id', 'id', 'subject', 'body', 'updated_at'),
+      knex('campaigns').whereIn(['project_id', 'id'], pairs(campaignMail.map((e) => [e.projectId, e.campaignId]))).select('project_id', 'id', 'subject', 'body'),
       knex('contacts').whereIn(['project_id', 'id'], pairs(campaignMail.map((e) => [e.projectId, e.contactId]))).select('project_id', 'id', 'email', 'subscribed', 'data'),
     ]);
     const campaignOf = new Map(campaigns.map((c) => [`${c.project_id}/${c.id}`, c]));
@@ -86,7 +86,7 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
       }
       const url = contact ? unsubscribeUrl(publicUrl, secret, { projectId: email.projectId, contactId: contact.id, emailId: email.id }) : null;
       result.set(email.id, renderCampaignEmail(
-        { id: campaign.id, subject: campaign.subject, body: campaign.body, updatedAt: campaign.updated_at },
+        { subject: campaign.subject, body: campaign.body },
         contact ? { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data } : { id: null, email: email.toEmail, subscribed: false, data: {} },
         url,
         email.isTest,

@@ -1,9 +1,8 @@
 import type { Knex } from 'knex';
-import { LRUCache } from 'lru-cache';
 import { v7 as uuidv7 } from 'uuid';
 import { upsertContacts, type UpsertedContact } from '../db/queries/contacts';
 import { verifiedSenders } from '../db/queries/domains';
-import { compileMessage, messageScope, renderMessage, TemplateError, type CompiledMessage } from '../mail/render';
+import { compileCached, messageScope, renderMessage, TemplateError, type CompiledMessage } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import type { EmailRef } from '../workflows/types';
 import { ApiError, validationFailed } from './errors';
@@ -29,15 +28,6 @@ export interface SendStoreDeps {
   secret: Buffer;
   /** Emails are inserted as dispatched (embedded: the committed row is the delivery queue's entry). */
   dispatchedOnInsert: boolean;
-}
-
-/** Parsed templates by source text: the same subject and body are sent again and again. */
-const compiled = new LRUCache<string, CompiledMessage>({ max: 500 });
-function compileCached(subject: string, body: string): CompiledMessage {
-  const key = `${subject}\u0000${body}`;
-  let hit = compiled.get(key);
-  if (!hit) compiled.set(key, (hit = compileMessage(subject, body)));
-  return hit;
 }
 
 interface Resolved {
@@ -129,8 +119,6 @@ export async function storeSends(trx: Knex.Transaction, commands: SendCommand[],
     byProject.set(r.command.projectId, list);
   }
   for (const [projectId, inputs] of byProject) {
-    // Sorted by address: concurrent batches then lock the contacts they share in the same order (no deadlock).
-    inputs.sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0));
     const unique = [...new Set(inputs.map((c) => c.email))]; // upsertContacts answers one contact per distinct address, in order
     (await upsertContacts(trx, projectId, inputs, false)).forEach((c, k) => contacts.set(`${projectId}/${unique[k]}`, c));
   }

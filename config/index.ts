@@ -1,5 +1,6 @@
 import path from 'node:path';
 import Joi from 'joi';
+import { AUTOMATION_MAX_RUNNING } from '../workflows/policy';
 
 /** Herald's configuration, read once from environment variables and validated at start-up. */
 export interface Config {
@@ -51,7 +52,7 @@ const envSchema = Joi.object({
   PUBLIC_URL: urlWithScheme(['http', 'https']).empty(''),
   SECRET_KEY: Joi.string().min(32).empty('').messages({ 'string.min': 'must be at least 32 characters (e.g. openssl rand -hex 32)' }),
   EXECUTOR_ID: Joi.string().pattern(/^[A-Za-z0-9._-]{1,100}$/, 'letters, digits, dot, dash, underscore').empty(''),
-  AUTOMATION_MAX_RUNNING: Joi.number().integer().min(1).max(100000).empty('').default(200),
+  AUTOMATION_MAX_RUNNING: Joi.number().integer().min(1).max(100000).empty('').default(AUTOMATION_MAX_RUNNING),
 })
   // Every other variable of the environment (PATH, HOME, …) is none of our business.
   .unknown(true)

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logging/logger';
-import { WAKE_TOPIC } from '../workflows/policy';
+import { AUTOMATION_MAX_RUNNING, WAKE_TOPIC } from '../workflows/policy';
 import { workflowId } from '../workflows/registry';
 import type { ParkedState } from '../workflows/types';
 import type { Engine } from './types';
@@ -16,9 +16,6 @@ export interface ExecutionDispatcherOptions {
   /** Admission control: executions running at once (AUTOMATION_MAX_RUNNING), across all workers. */
   maxRunning?: number;
 }
-
-/** Default of AUTOMATION_MAX_RUNNING. */
-export const MAX_RUNNING = 200;
 
 interface OutboxRow {
   project_id: string;
@@ -46,7 +43,7 @@ interface OutboxRow {
  * again at every restart. Wake-ups of live workflows are always delivered: they let executions finish. The count is
  * read without a lock, so concurrent dispatchers may overshoot the limit by one batch each.
  */
-export async function dispatchExecutions(engine: Engine, knex: Knex, log: Logger, batch = 200, maxRunning = MAX_RUNNING): Promise<number> {
+export async function dispatchExecutions(engine: Engine, knex: Knex, log: Logger, batch = 200, maxRunning = AUTOMATION_MAX_RUNNING): Promise<number> {
   // An idle worker asks this several times a second: one cheap statement (two partial indexes) when there is nothing to do.
   const { rows: [work] } = await knex.raw(`SELECT EXISTS (SELECT 1 FROM automation_executions WHERE outbox IS NOT NULL)
     OR EXISTS (SELECT 1 FROM automation_executions WHERE parked AND status = 'WAITING' AND wait_until <= now()) AS any`);
@@ -105,7 +102,7 @@ export function startExecutionDispatcher(opts: ExecutionDispatcherOptions): { st
   const { engine, knex, log } = opts;
   const pollMs = opts.pollMs ?? 200;
   const batch = opts.batch ?? 200;
-  const maxRunning = opts.maxRunning ?? MAX_RUNNING;
+  const maxRunning = opts.maxRunning ?? AUTOMATION_MAX_RUNNING;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let wakeSleep: (() => void) | undefined;

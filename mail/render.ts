@@ -1,4 +1,5 @@
 import { Liquid, type Template } from 'liquidjs';
+import { LRUCache } from 'lru-cache';
 
 /**
  * Template rendering with Liquid (liquidjs): `{{ variable }}` plus conditionals, loops and filters.
@@ -34,6 +35,18 @@ export function compileMessage(subject: string, body: string): CompiledMessage {
     }
   };
   return { subject: parse(textEngine, 'subject', subject), body: parse(htmlEngine, 'body', body) };
+}
+
+/**
+ * compileMessage with a bounded cache keyed by the source text: the same template is sent again and again (sends of a
+ * template, a campaign's thousands of deliveries), and is parsed once per process. A parse error is not cached.
+ */
+const compiled = new LRUCache<string, CompiledMessage>({ max: 500 });
+export function compileCached(subject: string, body: string): CompiledMessage {
+  const key = `${subject}\u0000${body}`;
+  let hit = compiled.get(key);
+  if (!hit) compiled.set(key, (hit = compileMessage(subject, body)));
+  return hit;
 }
 
 export interface RenderScope {

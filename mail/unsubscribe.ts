@@ -34,3 +34,11 @@ export function verifyUnsubscribeToken(secret: Buffer, token: string): Unsubscri
 export function unsubscribeUrl(publicUrl: string, secret: Buffer, target: UnsubscribeTarget): string {
   return `${publicUrl.replace(/\/+$/, '')}/unsubscribe/${unsubscribeToken(secret, target)}`;
 }
+
+/** The bulk-mail headers of marketing mail: RFC 2369 List-Unsubscribe, RFC 8058 one-click, Precedence: bulk. */
+export function bulkMailHeaders(unsubscribeUrl: string | null): Record<string, string> {
+  return {
+    Precedence: 'bulk',
+    ...(unsubscribeUrl ? { 'List-Unsubscribe': `<${unsubscribeUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } : {}),
+  };
+}

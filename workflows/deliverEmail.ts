@@ -1,4 +1,5 @@
 import type { WorkflowContext } from './context';
+import { activityFailureMessage } from './failure';
 import type { DeliveryOutcome, EmailRef } from './types';
 
 /**
@@ -15,9 +16,6 @@ export async function deliverEmail(ctx: WorkflowContext, ref: EmailRef): Promise
       await ctx.nonCancellable(() => ctx.activities.cancelEmail(ref));
       throw err;
     }
-    // Temporal wraps the activity's error (ActivityFailure → cause); DBOS rethrows the last one.
-    const cause = (err as { cause?: { message?: string } }).cause?.message;
-    const reason = cause ?? (err instanceof Error ? err.message : String(err));
-    return ctx.activities.failEmail({ ...ref, error: `gave up after repeated transient failures: ${reason}` });
+    return ctx.activities.failEmail({ ...ref, error: `gave up after repeated transient failures: ${activityFailureMessage(err)}` });
   }
 }

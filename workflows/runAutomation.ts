@@ -1,4 +1,5 @@
 import type { WorkflowContext } from './context';
+import { activityFailureMessage } from './failure';
 import { WAKE_TOPIC } from './policy';
 import type { AutomationInput, ExecutionRef, ExecutionStatus, Step, StepOutcome, WaitState } from './types';
 
@@ -19,12 +20,6 @@ export const WAIT_CHUNK_MS = 7 * 24 * 60 * 60 * 1000;
  * waits stay in the run, as a restart of the run would cost more than the wait.
  */
 export const PARK_AFTER_MS = 60_000;
-
-/** The message of an activity that failed all its retries. Temporal wraps it (ActivityFailure → cause); DBOS throws the last one. */
-function failureMessage(err: unknown): string {
-  const cause = (err as { cause?: { message?: string } }).cause?.message;
-  return (cause ?? (err instanceof Error ? err.message : String(err))).slice(0, 1000);
-}
 
 /**
  * A DELAY or WAIT_FOR_EVENT step: WAITING until its deadline, or until the awaited event, whichever the database
@@ -111,6 +106,6 @@ async function walk(ctx: WorkflowContext, ref: ExecutionRef, input: AutomationIn
       throw err;
     }
     // An activity that failed every retry (a webhook that kept failing, a database that stayed away).
-    return await ctx.activities.finishExecution({ ...ref, status: 'FAILED', error: failureMessage(err) });
+    return await ctx.activities.finishExecution({ ...ref, status: 'FAILED', error: activityFailureMessage(err).slice(0, 1000) });
   }
 }

@@ -110,7 +110,7 @@ export interface Activities {
   checkDomainBatch(ref: { after: string | null; size: number }): Promise<DomainBatchResult>;
   /** Schedules the re-check run of the slot after `after`; returns that slot. */
   scheduleDomainChecks(ref: { after: number }): Promise<number>;
-  /** Marks the execution started and loads its workflow's steps (null: it was cancelled before it started). */
+  /** Loads the steps of the execution's workflow, once, at its start (null: it was cancelled before it started). */
   startExecution(ref: ExecutionRef): Promise<{ steps: Step[] } | null>;
   /** Runs one SEND_EMAIL, CONDITION or UPDATE_CONTACT step, once per `seq`, and records it as the current step. */
   runStep(ref: StepRef): Promise<StepOutcome>;

@@ -22,21 +22,15 @@ interface Tracked {
 
 /**
  * The work of POST /v1/track for any number of requests, in the caller's transaction: per project one contact upsert
- * (sorted by address, so concurrent batches lock shared contacts in one order; requests for the same address merge in
- * request order, as if one after the other) and one recordEvents call. One call means one update of each event
- * name's running total, instead of one per request on the same hot row.
+ * (requests for the same address merge in request order, as if one after the other) and one recordEvents call. One
+ * call means one update of each event name's running total, instead of one per request on the same hot row.
  */
 async function storeTracks(trx: Knex.Transaction, commands: readonly TrackCommand[]): Promise<Tracked[]> {
   const results: Tracked[] = new Array(commands.length);
   const byProject = new Map<string, number[]>();
   commands.forEach((c, i) => byProject.set(c.projectId, [...(byProject.get(c.projectId) ?? []), i]));
   for (const [projectId, indexes] of byProject) {
-    const sorted = [...indexes].sort((a, b) => {
-      const x = commands[a]!.body.email;
-      const y = commands[b]!.body.email;
-      return x < y ? -1 : x > y ? 1 : a - b;
-    });
-    const inputs = sorted.map((i) => ({ email: commands[i]!.body.email, subscribed: commands[i]!.body.subscribed, data: commands[i]!.body.data }));
+    const inputs = indexes.map((i) => ({ email: commands[i]!.body.email, subscribed: commands[i]!.body.subscribed, data: commands[i]!.body.data }));
     const unique = [...new Set(inputs.map((c) => c.email))]; // upsertContacts answers one contact per distinct address, in order
     const upserted = await upsertContacts(trx, projectId, inputs, true);
     const contactOf = new Map(unique.map((email, k) => [email, upserted[k]!.contact.id]));

@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
 import type { Knex } from 'knex';
 import { checkReferences, checkSteps, normaliseSteps } from '../../automations/definition';
+import { cancelExecutions, liveRuns } from '../../db/queries/executions';
 import { cancelEngineExecutions } from '../../engine/cancelExecutions';
 import type { Engine } from '../../engine/types';
 import type { Logger } from '../../logging/logger';
@@ -70,19 +71,6 @@ async function findWorkflow(db: Knex, projectId: string, id: string): Promise<Au
   return row;
 }
 
-/**
- * Marks the workflow's active executions CANCELLED in the caller's transaction and answers their ids: the rows are
- * the truth (an execution's next step or wake-up finds itself cancelled and stops); the engine is told after the commit.
- */
-async function cancelActive(trx: Knex.Transaction, projectId: string, automationId: string): Promise<{ id: string; run: number }[]> {
-  const active: { id: string; run: number; parked: boolean }[] = await trx('automation_executions')
-    .where({ project_id: projectId, automation_id: automationId }).whereIn('status', ['RUNNING', 'WAITING']).forUpdate().select('id', 'run', 'parked');
-  if (active.length === 0) return [];
-  await trx('automation_executions').where({ project_id: projectId }).whereIn('id', active.map((x) => x.id))
-    .update({ status: 'CANCELLED', completed_at: trx.fn.now(), updated_at: trx.fn.now(), outbox: null, wait_event: null, wait_until: null, parked: false, resume: null });
-  // A parked execution has no engine workflow to cancel: its row is all there is.
-  return active.filter((x) => !x.parked);
-}
 
 export function workflowRoutes(router: Router, knex: Knex, engine: Engine, log: Logger): void {
   router.get('/workflows', async (ctx) => {
@@ -141,7 +129,7 @@ export function workflowRoutes(router: Router, knex: Knex, engine: Engine, log: 
         updated_at: trx.fn.now(),
       }).returning('*');
       // Disabling stops the journeys under way; editing the steps does not (each execution keeps the steps it started with).
-      const ids = updated!.enabled ? [] : await cancelActive(trx, projectId, current.id);
+      const ids = updated!.enabled ? [] : await cancelExecutions(trx, projectId, current.id);
       return { row: updated!, cancelled: ids };
     });
     cancelEngineExecutions(engine, cancelled, log);
@@ -152,9 +140,9 @@ export function workflowRoutes(router: Router, knex: Knex, engine: Engine, log: 
     const { projectId } = ctx.state.auth as AuthState;
     const current = await findWorkflow(knex, projectId, ctx.params.id!);
     const cancelled = await knex.transaction(async (trx) => {
-      const ids = await cancelActive(trx, projectId, current.id);
+      const live = await liveRuns(trx, projectId, current.id);
       await trx('automations').where({ project_id: projectId, id: current.id }).delete(); // its executions with it
-      return ids;
+      return live;
     });
     cancelEngineExecutions(engine, cancelled, log);
     ctx.status = 204;

@@ -59,7 +59,9 @@ export async function upsertContacts(
       if (input.subscribed !== undefined) prev.subscribed = input.subscribed;
     }
   }
-  const rows = [...merged].map(([email, v]) => ({ email, subscribed: v.subscribed, set: v.set, unset: v.unset }));
+  // Sorted by address: concurrent upserts lock the contacts they share in the same order (no deadlock).
+  const rows = [...merged].map(([email, v]) => ({ email, subscribed: v.subscribed, set: v.set, unset: v.unset }))
+    .sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0));
   if (rows.length === 0) return [];
   const payload = JSON.stringify(rows);
 
@@ -90,7 +92,7 @@ export async function upsertContacts(
       );
       for (const r of updated.rows as Record<string, unknown>[]) byEmail.set(r.email as string, { contact: Contact.fromDatabaseJson(r), isNew: false });
     }
-    return rows.map((r) => byEmail.get(r.email)!);
+    return [...merged.keys()].map((email) => byEmail.get(email)!);
   };
   // Both statements must see one consistent outcome: in the caller's transaction, or in one of their own.
   return isTransaction(db) ? work(db) : db.transaction(work);

@@ -1,0 +1,8 @@
+/**
+ * The message of an activity that failed all its retries: Temporal wraps the activity's error (ActivityFailure →
+ * cause); DBOS rethrows the last one. Deterministic: part of the workflow bundle.
+ */
+export function activityFailureMessage(err: unknown): string {
+  const cause = (err as { cause?: { message?: string } }).cause?.message;
+  return cause ?? (err instanceof Error ? err.message : String(err));
+}
