@@ -93,7 +93,8 @@ export async function dispatchExecutions(engine: Engine, knex: Knex, log: Logger
         [told.map((r) => r.project_id), told.map((r) => r.id)],
       );
     }
-    return rows.length;
+    // What the engine accepted: while it refuses everything, the loop below waits instead of claiming again at once.
+    return told.length;
   });
 }
 
