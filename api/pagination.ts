@@ -8,7 +8,8 @@ import { badRequest } from './errors';
 export const limitSchema = Joi.number().integer().min(1).max(100).default(20);
 export const cursorSchema = Joi.string().max(200);
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** A UUID as the database writes it (lower-case, no braces). */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function encodeCursor(id: string): string {
   return Buffer.from(`v1:${id}`).toString('base64url');

@@ -5,6 +5,7 @@ import { templateIdsOf } from '../api/schemas/workflows';
 import { checkCondition, referencedSegments } from '../audience/check';
 import { resolveSegments } from '../audience/compile';
 import { normaliseCondition } from '../audience/condition';
+import { isUuid } from '../api/pagination';
 
 /**
  * What a workflow's steps must satisfy beyond their Joi shape (api/schemas/workflows.ts): the graph the step ids
@@ -164,11 +165,9 @@ export function normaliseSteps(steps: Step[]): Step[] {
   });
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 /** Templates must be templates of this project; segment references in CONDITION filters must exist in it. */
 export async function checkReferences(db: Knex, projectId: string, steps: Step[]): Promise<FieldError[]> {
-  const wanted = templateIdsOf(steps).filter((id) => UUID.test(id));
+  const wanted = templateIdsOf(steps).filter(isUuid);
   const [templates, conditions] = await Promise.all([
     wanted.length
       ? db('templates').where('project_id', projectId).whereIn('id', wanted).pluck('id') as Promise<string[]>

@@ -67,10 +67,12 @@ export interface WebhookClient {
 const DEFAULT_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 
-const METHODS: ReadonlySet<string> = new Set<WebhookMethod>(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+export const WEBHOOK_METHODS: readonly WebhookMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const METHODS: ReadonlySet<string> = new Set(WEBHOOK_METHODS);
 // Framing and routing are Herald's to set: a caller's Host would target a different virtual host than the one the
 // address check approved, and its own length/encoding/connection headers could desynchronise the request.
-const RESERVED_HEADERS: ReadonlySet<string> = new Set(['host', 'content-length', 'transfer-encoding', 'connection']);
+export const RESERVED_HEADERS: readonly string[] = ['host', 'content-length', 'transfer-encoding', 'connection'];
+const RESERVED: ReadonlySet<string> = new Set(RESERVED_HEADERS);
 const USER_AGENT = 'Herald-Webhook/1';
 const HOST_NAME = /^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$/;
 // NAT64 (RFC 6052 well-known prefix) carries the IPv4 destination in its last 32 bits: on an IPv6-only host with
@@ -198,7 +200,7 @@ function requestHeaders(req: WebhookRequest, hasBody: boolean): Record<string, s
     // Header values are never put into messages: they often carry the receiver's secrets.
     if (/[\r\n]/.test(name) || /[\r\n]/.test(String(value))) throw permanent(`webhook header "${name.replace(/[\r\n]/g, ' ')}" contains CR or LF`);
     const lower = name.toLowerCase();
-    if (RESERVED_HEADERS.has(lower)) throw permanent(`webhook header "${name}" may not be set`);
+    if (RESERVED.has(lower)) throw permanent(`webhook header "${name}" may not be set`);
     if (lower === 'content-type' || lower === 'user-agent') delete headers[lower];
     headers[name] = String(value);
   }

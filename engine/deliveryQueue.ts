@@ -118,6 +118,12 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     return outcomeOf(email, result, retryDelayMs(email.attempts));
   };
 
+  /** Whether any email is due now (the claim's own condition, without its locks). */
+  async function anyDue(): Promise<boolean> {
+    const { rows } = await knex.raw("SELECT EXISTS (SELECT 1 FROM emails WHERE status = 'QUEUED' AND available_at <= now()) AS due");
+    return (rows[0] as { due: boolean }).due;
+  }
+
   /**
    * Claims up to `want` emails, no more than the free slots of the next HORIZON_MS, and books their slots, in one
    * statement. Answers when the first slot is (performance.now() time), or (nothing claimed) how long until a slot frees up.
@@ -206,6 +212,11 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
         const free = concurrency - inflight;
         // While busy, wait for half of the slots rather than claiming a few emails at a time.
         if (free < Math.min(maxClaim, Math.ceil(concurrency / 2))) {
+          await nap(pollMs);
+          continue;
+        }
+        // Idle: one read of the (small) queue index instead of a claim, which locks and writes the shared pace row.
+        if (inflight === 0 && !(await anyDue())) {
           await nap(pollMs);
           continue;
         }

@@ -1,4 +1,5 @@
 import type { DnsClient } from './dns';
+import type { DomainStatus } from '../db/models/Domain';
 
 /**
  * The DNS records a sending domain publishes for Herald, and how a check against DNS turns into statuses.
@@ -8,7 +9,6 @@ import type { DnsClient } from './dns';
 
 export type RecordPurpose = 'DKIM' | 'SPF' | 'DMARC';
 export type RecordStatus = 'PENDING' | 'VERIFIED' | 'FAILED';
-export type DomainStatus = 'PENDING' | 'VERIFIED' | 'FAILED';
 
 export interface DomainRecord {
   purpose: RecordPurpose;

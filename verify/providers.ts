@@ -1,5 +1,6 @@
 import emailProviders from 'email-providers/all.json';
 import { blacklist } from 'mailchecker';
+import { domainSuffixes } from '../mail/message';
 
 /**
  * Which domains are disposable, personal (free webmail) or alias relays.
@@ -37,11 +38,8 @@ export const ALIAS_SERVICES: Record<string, string> = {
   'passfwd.com': 'Proton Pass',
 };
 
-/** domain, then each parent: mail.eu.example.com → mail.eu.example.com, eu.example.com, example.com. */
-function* selfAndParents(domain: string): Generator<string> {
-  const labels = domain.split('.');
-  for (let i = 0; i < labels.length - 1; i++) yield labels.slice(i).join('.');
-}
+/** domain, then each parent but the top-level one: mail.eu.example.com → mail.eu.example.com, eu.example.com, example.com. */
+const selfAndParents = (domain: string): string[] => domainSuffixes(domain).slice(0, -1);
 
 /** The relay service of an alias domain, or undefined. */
 export function aliasService(domain: string): string | undefined {

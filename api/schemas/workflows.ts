@@ -1,8 +1,10 @@
 import Joi from 'joi';
+import { RESERVED_HEADERS, WEBHOOK_METHODS, type WebhookMethod } from '../../automations/webhook';
 import { conditionSchema, type AudienceCondition, type TimeUnit } from '../../audience/condition';
-import { cursorSchema, limitSchema } from '../pagination';
+import { cursorSchema, limitSchema, UUID } from '../pagination';
 import { contactDataSchema, headerTextSchema } from './common';
 import { eventNameSchema } from './events';
+
 
 /**
  * The definition of an automation workflow (decisions.md, "Workflows (automations)"): a trigger and a list of
@@ -17,7 +19,6 @@ export interface Duration {
   unit: TimeUnit;
 }
 
-export type WebhookMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface SendEmailConfig { template: string }
 export interface WaitForEventConfig { event: string; timeout?: Duration }
@@ -95,12 +96,9 @@ export function templateIdsOf(steps: Step[]): string[] {
   return [...ids];
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const STEP_ID = /^[A-Za-z0-9_-]+$/;
 /** RFC 9110 `token`: the characters of a header name. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
-/** Headers the HTTP client sets itself; given by a user they would be wrong or smuggle a second request. */
-const RESERVED_HEADERS = ['host', 'content-length', 'transfer-encoding', 'connection'];
 
 const stepIdSchema = Joi.string().min(1).max(64).pattern(STEP_ID, 'letters, digits, _ and -')
   .messages({ 'string.pattern.name': '{{#label}} may contain only letters, digits, _ and -' });
@@ -167,7 +165,7 @@ const webhookConfigSchema = Joi.object<WebhookConfig, true>({
       return r;
     }))
     .messages({ 'string.uri': '{{#label}} must be an http or https URL' }),
-  method: Joi.string().valid('GET', 'POST', 'PUT', 'PATCH', 'DELETE').default('POST'),
+  method: Joi.string().valid(...WEBHOOK_METHODS).default('POST'),
   headers: headersSchema,
   body: webhookBodySchema.when('method', {
     is: 'GET',
