@@ -1,4 +1,5 @@
 import DataLoader from 'dataloader';
+import type { Knex } from 'knex';
 
 /**
  * Group commit for hot paths: the calls made while the event loop handles one round of I/O are answered by ONE call
@@ -8,4 +9,31 @@ import DataLoader from 'dataloader';
  */
 export function batched<K, V>(run: (keys: readonly K[]) => Promise<(V | Error)[]>, maxBatchSize = 256): DataLoader<K, V> {
   return new DataLoader<K, V>(run, { cache: false, maxBatchSize, batchScheduleFn: (callback) => setImmediate(callback) });
+}
+
+/**
+ * Group commit of a write path: the commands that arrive together are stored by `storeMany` in ONE transaction. If
+ * that transaction fails, each command is retried in a transaction of its own, so a bad command fails alone and the
+ * others are stored. `storeMany` answers every command in order (a value, or an Error for that command alone).
+ */
+export function groupCommit<C, V>(knex: Knex, storeMany: (trx: Knex.Transaction, commands: readonly C[]) => Promise<(V | Error)[]>): DataLoader<C, V> {
+  const alone = async (command: C): Promise<V | Error> => {
+    try {
+      const [result] = await knex.transaction((trx) => storeMany(trx, [command]).then((r) => {
+        if (r[0] instanceof Error) throw r[0]; // nothing of it may be kept
+        return r;
+      }));
+      return result!;
+    } catch (err) {
+      return err as Error;
+    }
+  };
+  return batched<C, V>(async (commands) => {
+    if (commands.length === 1) return [await alone(commands[0]!)];
+    try {
+      return await knex.transaction((trx) => storeMany(trx, commands));
+    } catch {
+      return Promise.all(commands.map(alone));
+    }
+  });
 }

@@ -24,9 +24,17 @@ const SUGGEST_HEADER = 'Send the header "Authorization: Bearer <API key>" with a
 
 /**
  * Key lookups of concurrent requests in one indexed query (db/batch.ts). Never cached: a revoked key or a disabled
- * project is refused from the next request on.
+ * project is refused from the next request on. One loader per database, shared by every router that authenticates,
+ * so that a send, a track and a dashboard request of the same moment share the query too.
  */
+const keyLoaders = new WeakMap<Knex, ReturnType<typeof newKeyLoader>>();
 function keyLoader(knex: Knex) {
+  let loader = keyLoaders.get(knex);
+  if (!loader) keyLoaders.set(knex, (loader = newKeyLoader(knex)));
+  return loader;
+}
+
+function newKeyLoader(knex: Knex) {
   return batched<string, KeyRow | undefined>(async (lookups) => {
     const rows: (KeyRow & { lookup: string })[] = await knex('api_keys as k')
       .join('projects as p', 'p.id', 'k.project_id')

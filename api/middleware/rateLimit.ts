@@ -19,7 +19,15 @@ interface Consumed {
  * each request then learns its own position in the window. Written here rather than with rate-limiter-flexible
  * (whose table layout this keeps) because that library spends one statement per request and has no batch call.
  */
+const counters = new WeakMap<Knex, ReturnType<typeof newCounter>>();
+/** One counter per database, shared by every router: concurrent requests of one project make one upsert of its row. */
 function counter(knex: Knex) {
+  let c = counters.get(knex);
+  if (!c) counters.set(knex, (c = newCounter(knex)));
+  return c;
+}
+
+function newCounter(knex: Knex) {
   return batched<string, Consumed>(async (keys) => {
     const counts = new Map<string, number>();
     for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);

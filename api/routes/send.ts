@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { Knex } from 'knex';
-import { batched } from '../../db/batch';
+import { groupCommit } from '../../db/batch';
 import { dispatchEmails, dispatchedOnInsert } from '../../engine/dispatch';
 import type { Engine } from '../../engine/types';
 import type { Logger } from '../../logging/logger';
@@ -36,15 +36,7 @@ export function sendRoutes(router: Router, deps: SendDeps): void {
     if (result instanceof Error) throw result; // nothing was written
     return result!;
   };
-  const alone = (command: SendCommand) => knex.transaction((trx) => storeOne(trx, command));
-  const together = batched<SendCommand, StoredSend>(async (commands) => {
-    if (commands.length === 1) return [await alone(commands[0]!).catch((err: Error) => err)];
-    try {
-      return await knex.transaction((trx) => storeSends(trx, [...commands], store));
-    } catch {
-      return Promise.all(commands.map((c) => alone(c).catch((err: Error) => err)));
-    }
-  });
+  const together = groupCommit<SendCommand, StoredSend>(knex, (trx, commands) => storeSends(trx, [...commands], store));
 
   router.post('/v1/send', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Knex } from 'knex';
 import { v7 as uuidv7 } from 'uuid';
-import { batched } from '../../db/batch';
+import { groupCommit } from '../../db/batch';
 import { upsertContacts } from '../../db/queries/contacts';
 import { recordEvents } from '../../db/queries/events';
 import type { AuthState } from '../middleware/auth';
@@ -52,15 +52,7 @@ async function storeTracks(trx: Knex.Transaction, commands: readonly TrackComman
  * Idempotency-Key takes its own transaction, which also stores its answer.
  */
 export function trackRoutes(router: Router, knex: Knex): void {
-  const alone = (command: TrackCommand) => knex.transaction(async (trx) => (await storeTracks(trx, [command]))[0]!);
-  const together = batched<TrackCommand, Tracked>(async (commands) => {
-    if (commands.length === 1) return [await alone(commands[0]!).catch((err: Error) => err)];
-    try {
-      return await knex.transaction((trx) => storeTracks(trx, commands));
-    } catch {
-      return Promise.all(commands.map((c) => alone(c).catch((err: Error) => err)));
-    }
-  });
+  const together = groupCommit<TrackCommand, Tracked>(knex, storeTracks);
 
   router.post('/v1/track', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
