@@ -2,7 +2,6 @@ import type { Knex } from 'knex';
 import { compileCondition, loadSegments } from '../audience/compile';
 import type { AudienceCondition } from '../audience/condition';
 import type { Engine } from '../engine/types';
-import type { Logger } from '../logging/logger';
 import { dispatchedOnInsert } from '../engine/dispatch';
 import { workflowId } from '../workflows/registry';
 import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types';
@@ -10,7 +9,6 @@ import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types
 export interface CampaignDeps {
   knex: Knex;
   engine: Engine;
-  log: Logger;
   /** The delivery rate (SEND_RATE_PER_SECOND): how long the campaign workflow waits between progress checks. */
   sendRatePerSecond?: number;
 }

@@ -39,7 +39,6 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import { campaignActivities } from '../activities/campaigns';
 import type { Engine } from '../engine/types';
-import { createLogger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
 import { CAMPAIGN_BATCH_SIZE, sendCampaign, type CampaignInput } from '../workflows/sendCampaign';
 import { startCluster, type BenchCluster } from './lib/cluster';
@@ -118,7 +117,7 @@ async function heraldMaterialise(cluster: BenchCluster, projectId: string, rep: 
   const { knex } = cluster;
   const campaignId = await newCampaign(knex, projectId, `herald-${rep}`, 'SCHEDULED');
   const noEngine: Engine = { kind: 'embedded', delivery: 'rows', waits: 'parked', start: async () => undefined, cancel: async () => undefined, signal: async () => undefined, close: async () => undefined };
-  const acts = campaignActivities({ knex, engine: engine ?? noEngine, log: createLogger('warn') });
+  const acts = campaignActivities({ knex, engine: engine ?? noEngine });
   let batches = 0;
   let runs = 0;
   let doneAt = 0;

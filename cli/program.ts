@@ -1,7 +1,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import Joi from 'joi';
 import { isUuid } from '../api/pagination';
-import { ConfigError, loadConfig } from '../config';
+import { ConfigError, loadConfig, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
 import { ensureDomainKey, markOperatorVerified } from '../db/queries/domains';
@@ -32,10 +32,9 @@ function print(value: unknown): void {
  */
 export async function runCli(argv: string[]): Promise<number> {
   let db: Database | undefined;
-  let secret: Buffer | undefined;
+  let config: Config | undefined;
   const withDb = <A extends unknown[]>(fn: (...args: A) => Promise<void>) => async (...args: A) => {
-    const config = loadConfig();
-    secret = loadSecret(config);
+    config = loadConfig();
     // Logs go to stderr so that stdout carries only the command's JSON.
     const log = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'warn', 'herald-cli', 2);
     db = await openDatabase(config, log);
@@ -90,7 +89,8 @@ export async function runCli(argv: string[]): Promise<number> {
       if (error) throw new CliError(`--domain ${JSON.stringify(opts.domain)} is not a valid domain name`);
       const added = await addDomain(requireUuid(opts.project, 'project'), name, opts.verified === true);
       if (!added) throw new CliError(`no project ${opts.project}`);
-      let row = await ensureDomainKey(db!.knex, secret!, added);
+      // Only this command needs the secret (it encrypts the DKIM key): others must not create DATA_DIR/secret.key.
+      let row = await ensureDomainKey(db!.knex, loadSecret(config!), added);
       if (opts.verified) row = await markOperatorVerified(db!.knex, row);
       print({
         id: row.id, projectId: row.projectId, domain: row.domain, status: row.status, verifiedAt: row.verifiedAt?.toISOString() ?? null,

@@ -4,7 +4,7 @@
 
 /** Temporal task queue of workflows and ordinary activities. */
 export const WORKFLOW_TASK_QUEUE = 'herald';
-/** The rate-limited queue: Temporal task queue of the delivery activity, DBOS queue of delivery workflows. */
+/** The rate-limited Temporal task queue of the delivery activity (the embedded engine's is the emails table). */
 export const DELIVERY_QUEUE = 'email-delivery';
 
 /**
