@@ -3,6 +3,7 @@ import { outcomeOf, type Deliverer, type Outcome, type Prepared } from '../activ
 import { Email } from '../db/models/Email';
 import type { Logger } from '../logging/logger';
 import { DELIVERY_RETRY } from '../workflows/policy';
+import { gaveUp } from '../workflows/failure';
 
 /**
  * The embedded engine's rate-limited delivery queue: the emails table itself. Every worker process claims QUEUED
@@ -113,7 +114,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
   const attempt = async (email: Email, prepared: Prepared): Promise<Outcome> => {
     const result = await deliverer.attempt(email, prepared);
     if (result.status === 'TRANSIENT' && email.attempts >= DELIVERY_RETRY.maximumAttempts) {
-      return { email, status: 'FAILED', error: `gave up after repeated transient failures: ${result.error}` };
+      return { email, status: 'FAILED', error: gaveUp(result.error) };
     }
     return outcomeOf(email, result, retryDelayMs(email.attempts));
   };

@@ -1,5 +1,5 @@
 import type { WorkflowContext } from './context';
-import { activityFailureMessage } from './failure';
+import { activityFailureMessage, gaveUp } from './failure';
 import type { DeliveryOutcome, EmailRef } from './types';
 
 /**
@@ -16,6 +16,6 @@ export async function deliverEmail(ctx: WorkflowContext, ref: EmailRef): Promise
       await ctx.nonCancellable(() => ctx.activities.cancelEmail(ref));
       throw err;
     }
-    return ctx.activities.failEmail({ ...ref, error: `gave up after repeated transient failures: ${activityFailureMessage(err)}` });
+    return ctx.activities.failEmail({ ...ref, error: gaveUp(activityFailureMessage(err)) });
   }
 }
