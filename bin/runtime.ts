@@ -138,8 +138,11 @@ export function stopOnSignals(running: Pick<Running, 'stop' | 'log'>): void {
       process.exit(1);
     });
   };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
+  // `on`, not `once`: a signal to the process group reaches this process twice (directly, and relayed by tsx or a
+  // process manager); with `once` the second would take the default action and kill the graceful shutdown under way.
+  // Repeats are harmless: stop() runs once.
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
 }
 
 /** Entry point helper of bin/start.ts, bin/api.ts and bin/worker.ts. */

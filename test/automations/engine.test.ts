@@ -103,6 +103,7 @@ test('DELAY of 3 days: WAITING with its deadline, then on when the clock is step
   expect(until - before).toBeLessThan(3 * DAY + 60_000);
 
   // Parked: its first engine run has ended; the row holds where the next one begins.
+  await waitFor('parked', async () => ((await t.db.knex('automation_executions').where({ id: waiting!.id }).first('parked')).parked ? true : undefined));
   expect(await t.db.knex('automation_executions').where({ id: waiting!.id }).first('parked', 'run')).toEqual({ parked: true, run: 0 });
   await stepClock(t.db.knex, 2 * DAY); // not yet: a day is left (a new run looks, and parks again)
   await new Promise((r) => setTimeout(r, 500));
@@ -223,6 +224,12 @@ test('disabling a workflow cancels its executions, parked in a long delay (no en
   const wf = await workflow('browsing', [{ id: 'wait', type: 'DELAY', config: { amount: 10, unit: 'days' }, next: 'hook' }, { id: 'hook', type: 'WEBHOOK', config: { url: `${hookUrl}/never` } }]);
   for (const n of [1, 2, 3]) await track(`browser${n}@example.org`, 'browsing');
   const waiting = await waitForExecutions(t.http, key, wf, (x) => x.status === 'WAITING', 3);
+  // WAITING comes first, then the run parks and ends: wait for both.
+  await waitFor('the three runs parked and ended', async () => {
+    const parked = await t.db.knex('automation_executions').whereIn('id', waiting.map((x) => x.id)).where('parked', true).count('* as n').first();
+    const ended = await t.db.knex('dbos.workflow_status').whereIn('workflow_uuid', waiting.map((x) => `execution-${x.id}`)).where('status', 'SUCCESS').count('* as n').first();
+    return Number(parked!.n) === 3 && Number(ended!.n) === 3 ? true : undefined;
+  });
   const res = await t.http().patch(`/workflows/${wf}`).set(key).send({ enabled: false });
   expect(res.status).toBe(200);
   expect(res.body.data.enabled).toBe(false);

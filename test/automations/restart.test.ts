@@ -1,6 +1,6 @@
 import { bearer } from '../support/app';
 import { DAY, stepClock, waitForExecutions } from '../support/automations';
-import { killGroup } from '../support/processes';
+import { killGroup, waitFor } from '../support/processes';
 import { workerProcesses } from '../support/workerProcesses';
 
 /**
@@ -30,6 +30,9 @@ test('a worker killed in the middle of delays: after a restart with the same exe
   const first = startWorker();
   await waitForExecutions(t.http, key, long, (x) => x.status === 'WAITING', 3, 60_000);
   await waitForExecutions(t.http, key, short, (x) => x.status === 'WAITING', 3, 60_000);
+  // WAITING comes first, then the long waits park.
+  await waitFor('the long waits parked', async () => (
+    Number((await t.db.knex('automation_executions').where({ project_id: t.project.id, parked: true }).count('* as n').first())!.n) === 3 ? true : undefined));
   const parked = await t.db.knex('automation_executions').where({ project_id: t.project.id }).select('automation_id', 'parked');
   expect(parked.filter((r) => r.parked).map((r) => r.automation_id)).toEqual([long, long, long]);
   killGroup(first, 'SIGKILL');
