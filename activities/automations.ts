@@ -6,15 +6,12 @@ import { compileCondition, loadSegments } from '../audience/compile';
 import { createWebhookClient, WebhookError, type WebhookOptions } from '../automations/webhook';
 import { patchContact } from '../db/queries/contacts';
 import { ACTIVE_STATUSES, endedColumns, endExecution } from '../db/queries/executions';
-import { dispatchedOnInsert, dispatchEmails } from '../engine/dispatch';
-import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import { bulkMailHeaders, unsubscribeUrl } from '../mail/unsubscribe';
-import type { EmailRef, ExecutionRef, ExecutionStatus, ParkedState, StepOutcome, StepRef, WaitState } from '../workflows/types';
+import type { ExecutionRef, ExecutionStatus, ParkedState, StepOutcome, StepRef, WaitState } from '../workflows/types';
 
 export interface AutomationDeps {
   knex: Knex;
-  engine: Engine;
   log: Logger;
   secret: Buffer;
   publicUrl: string;
@@ -82,32 +79,32 @@ function waitState(row: ExecutionRow): WaitState {
  * `seq`, so a retried activity answers what the first attempt did instead of doing it twice.
  */
 export function automationActivities(deps: AutomationDeps) {
-  const { knex, engine, log } = deps;
+  const { knex, log } = deps;
   const webhook = createWebhookClient(deps.webhooks ?? {});
 
   /** SEND_EMAIL: the template rendered for the contact and queued like POST /v1/send queues it (same checks, same row). */
-  async function sendEmail(trx: Knex.Transaction, ref: StepRef & { step: Extract<Step, { type: 'SEND_EMAIL' }> }, contactId: string): Promise<{ outcome: StepOutcome; emails: EmailRef[] }> {
+  async function sendEmail(trx: Knex.Transaction, ref: StepRef & { step: Extract<Step, { type: 'SEND_EMAIL' }> }, contactId: string): Promise<StepOutcome> {
     const next = nextOf(ref.step);
     const [template, contact] = await Promise.all([
       trx('templates').where({ project_id: ref.projectId, id: ref.step.config.template }).first('type'),
       trx('contacts').where({ project_id: ref.projectId, id: contactId }).first('email', 'subscribed'),
     ]);
-    if (!template) return { outcome: { failed: `step "${ref.step.id}": template ${ref.step.config.template} no longer exists` }, emails: [] };
+    if (!template) return { failed: `step "${ref.step.id}": template ${ref.step.config.template} no longer exists` };
     const marketing = template.type === 'MARKETING';
     // Marketing mail goes only to subscribed contacts, with the bulk-mail headers campaigns carry.
-    if (marketing && !contact.subscribed) return { outcome: { next }, emails: [] };
+    if (marketing && !contact.subscribed) return { next };
     const headers = marketing ? bulkMailHeaders(unsubscribeUrl(deps.publicUrl, deps.secret, { projectId: ref.projectId, contactId })) : {};
     const [stored] = await storeSends(trx, [{
       projectId: ref.projectId,
       body: { to: { email: contact.email }, template: ref.step.config.template, headers },
       recipients: [{ email: contact.email }],
       attachments: [],
-    }], { publicUrl: deps.publicUrl, secret: deps.secret, dispatchedOnInsert: dispatchedOnInsert(engine) });
+    }], { publicUrl: deps.publicUrl, secret: deps.secret });
     if (stored instanceof ApiError) {
       const detail = stored.details.errors?.[0]?.message ?? stored.message;
-      return { outcome: { failed: `step "${ref.step.id}": ${detail}` }, emails: [] };
+      return { failed: `step "${ref.step.id}": ${detail}` };
     }
-    return { outcome: { next }, emails: stored!.refs };
+    return { next }; // the committed row is in the delivery queue
   }
 
   /** CONDITION: the filter compiled to SQL (the audience language of campaigns and segments) against this one contact, as it is now. */
@@ -127,8 +124,7 @@ export function automationActivities(deps: AutomationDeps) {
     },
 
     async runStep(ref: StepRef): Promise<StepOutcome> {
-      let emails: EmailRef[] = [];
-      const outcome = await knex.transaction(async (trx): Promise<StepOutcome> => {
+      return knex.transaction(async (trx): Promise<StepOutcome> => {
         const row = await lockExecution(trx, ref);
         // A retry of a run that committed answers what it did (even if that ended the execution).
         const done = await recordedOutcome(trx, ref);
@@ -137,12 +133,9 @@ export function automationActivities(deps: AutomationDeps) {
         let result: StepOutcome;
         const { step } = ref;
         switch (step.type) {
-          case 'SEND_EMAIL': {
-            const sent = await sendEmail(trx, { ...ref, step }, row.contact_id);
-            result = sent.outcome;
-            emails = sent.emails;
+          case 'SEND_EMAIL':
+            result = await sendEmail(trx, { ...ref, step }, row.contact_id);
             break;
-          }
           case 'CONDITION':
             result = { next: (await matches(trx, ref.projectId, row.contact_id, step)) ? step.branches.yes : step.branches.no };
             break;
@@ -155,9 +148,6 @@ export function automationActivities(deps: AutomationDeps) {
         }
         return recordOutcome(trx, ref, result);
       });
-      // Temporal starts a delivery workflow per email after the commit (a failed start is retried by the dispatcher).
-      if (emails.length) await dispatchEmails(engine, knex, emails, log);
-      return outcome;
     },
 
     async callWebhook(ref: StepRef): Promise<StepOutcome> {

@@ -1,38 +1,14 @@
 import type { Knex } from 'knex';
-import { compileCondition, loadSegments } from '../audience/compile';
-import type { AudienceCondition } from '../audience/condition';
-import type { Engine } from '../engine/types';
-import { dispatchedOnInsert } from '../engine/dispatch';
-import { workflowId } from '../workflows/registry';
+import { campaignAudience } from '../audience/campaignAudience';
 import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types';
 
 export interface CampaignDeps {
   knex: Knex;
-  engine: Engine;
   /** The delivery rate (SEND_RATE_PER_SECOND): how long the campaign workflow waits between progress checks. */
   sendRatePerSecond?: number;
 }
 
-/**
- * The contacts a campaign goes to, as a query over `contacts AS c`: its audience (all, a segment, a filter),
- * subscribed contacts only. A query over contacts returns each contact once, however the filter is built.
- */
-async function audience(db: Knex, projectId: string, c: { audience_type: string; segment_id: string | null; audience_filter: AudienceCondition | null }): Promise<{ query: Knex.QueryBuilder }> {
-  // Wrapped: a query builder is thenable, and returning it bare from an async function would run it.
-  const query = db('contacts as c').where('c.project_id', projectId).where('c.subscribed', true);
-  if (c.audience_type === 'ALL') return { query };
-  const segments = await loadSegments(db, projectId);
-  if (c.audience_type === 'SEGMENT') {
-    const segment = segments.get(c.segment_id!);
-    if (!segment) return { query: query.whereRaw('false') }; // deleted since: nobody
-    compileCondition(query, { logic: 'AND', groups: [{ filters: [{ field: `segment.${segment.id}`, operator: 'memberOf' }] }] }, segments);
-    return { query };
-  }
-  compileCondition(query, c.audience_filter!, segments);
-  return { query };
-}
-
-export function campaignActivities({ knex, engine, sendRatePerSecond }: CampaignDeps) {
+export function campaignActivities({ knex, sendRatePerSecond }: CampaignDeps) {
   return {
     /** SCHEDULED → SENDING (or resume a SENDING one); any other state is the answer and the workflow stops. */
     async beginCampaign(ref: CampaignRef): Promise<CampaignPhase> {
@@ -46,46 +22,33 @@ export function campaignActivities({ knex, engine, sendRatePerSecond }: Campaign
     /**
      * One batch: the next `size` contacts of the audience after `after` (keyset on the contact id), inserted as
      * QUEUED email rows by one INSERT … SELECT (each contact once per campaign: ON CONFLICT DO NOTHING makes a
-     * retried batch harmless), then their deliveries started on the rate-limited queue at campaign priority.
+     * retried batch harmless) into the delivery queue, at campaign priority: transactional mail goes first.
      * The campaign's status is re-checked under a row lock first, so a cancel is never outrun.
      */
     async campaignBatch(ref: CampaignRef & { after: string | null; size: number }): Promise<BatchResult> {
       const result = await knex.transaction(async (trx) => {
         const campaign = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).forShare().first();
         if (!campaign || campaign.status !== 'SENDING') return null;
-        const batch = (await audience(trx, ref.projectId, campaign)).query.select('c.id', 'c.email').orderBy('c.id').limit(ref.size);
+        const batch = (await campaignAudience(trx, ref.projectId, campaign)).query.select('c.id', 'c.email').orderBy('c.id').limit(ref.size);
         if (ref.after) batch.where('c.id', '>', ref.after);
         const { sql, bindings } = batch.toSQL();
-        // dispatched_at is set at once: this step, not the dispatcher, makes sure that the deliveries start.
         // Priority 1: the delivery queue serves transactional mail (0) first.
         const res = await trx.raw(
           `WITH batch AS (${sql}),
            inserted AS (
-             INSERT INTO emails (project_id, contact_id, campaign_id, from_email, from_name, reply_to, to_email, subject, html, dispatched_at, priority)
-             SELECT ?::uuid, b.id, ?::uuid, ?, ?, ?, b.email, NULL, NULL, now(), 1 FROM batch b
+             INSERT INTO emails (project_id, contact_id, campaign_id, from_email, from_name, reply_to, to_email, subject, html, priority)
+             SELECT ?::uuid, b.id, ?::uuid, ?, ?, ?, b.email, NULL, NULL, 1 FROM batch b
              ON CONFLICT (project_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL AND NOT is_test DO NOTHING
              RETURNING id)
            SELECT (SELECT count(*) FROM batch)::int AS n,
                   (SELECT b.id FROM batch b ORDER BY b.id DESC LIMIT 1) AS last,
-                  coalesce((SELECT array_agg(id) FROM inserted), '{}') AS ids`,
+                  (SELECT count(*) FROM inserted)::int AS inserted`,
           [...bindings, ref.projectId, ref.campaignId, campaign.from_email, campaign.from_name, campaign.reply_to],
         );
-        const row = res.rows[0] as { n: number; last: string | null; ids: string[] };
-        if (row.ids.length < row.n && row.last && !dispatchedOnInsert(engine)) {
-          // A retried batch: an earlier attempt inserted some of these rows, and may not have started their deliveries.
-          const earlier = trx('emails').where({ project_id: ref.projectId, campaign_id: ref.campaignId, is_test: false, status: 'QUEUED' })
-            .where('contact_id', '<=', row.last).pluck('id');
-          if (ref.after) earlier.where('contact_id', '>', ref.after);
-          row.ids = [...new Set([...row.ids, ...(await earlier)])];
-        }
-        return row;
+        return res.rows[0] as { n: number; last: string | null; inserted: number };
       });
       if (!result) return { cancelled: true, inserted: 0, last: ref.after, done: true };
-      // Workflow engines: any failed start fails the step, which is retried (and finds these rows again as `earlier`).
-      if (!dispatchedOnInsert(engine)) {
-        await Promise.all(result.ids.map((emailId) => engine.start('deliverEmail', { projectId: ref.projectId, emailId }, { id: workflowId.deliverEmail({ projectId: ref.projectId, emailId }), priority: 'campaign' })));
-      }
-      return { cancelled: false, inserted: result.ids.length, last: result.last ?? ref.after, done: result.n < ref.size };
+      return { cancelled: false, inserted: result.inserted, last: result.last ?? ref.after, done: result.n < ref.size };
     },
 
     /** How many of the campaign's emails are still on their way (and whether it was cancelled meanwhile). */

@@ -7,7 +7,6 @@ import { dkimFor, loadSigningKeys, type DkimOptions, type SigningKey } from '../
 import { buildMessage, domainOf, type MessageContent, type StoredAttachment } from '../mail/message';
 import { failureReason, isPermanentFailure, type Mailer } from '../mail/transport';
 import { unsubscribeUrl } from '../mail/unsubscribe';
-import type { DeliveryOutcome, EmailRef } from '../workflows/types';
 
 export interface DeliveryDeps {
   knex: Knex;
@@ -16,11 +15,6 @@ export interface DeliveryDeps {
   /** For the unsubscribe links of campaign mail. */
   secret: Buffer;
   publicUrl: string;
-}
-
-/** A transient failure: thrown so that the engine retries the delivery with backoff. */
-export class TransientDeliveryError extends Error {
-  override name = 'TransientDeliveryError';
 }
 
 /** What one SMTP attempt came to. TRANSIENT (4xx, connection errors) may pass later; FAILED (5xx) never will. */
@@ -55,9 +49,9 @@ export function outcomeOf(email: Email, result: AttemptResult, retryInMs: number
 }
 
 /**
- * Delivery in three parts, shared by both engines: `prepare` (what to send and how to sign it, a few queries for any
- * number of emails), `attempt` (one SMTP send) and `record` (any number of outcomes and their events in one transaction).
- * Temporal's activity runs them for one email; the embedded delivery queue (engine/deliveryQueue.ts) for batches.
+ * Delivery in three parts: `prepare` (what to send and how to sign it, a few queries for any number of emails),
+ * `attempt` (one SMTP send) and `record` (any number of outcomes and their events in one transaction). The delivery
+ * queue (engine/deliveryQueue.ts) runs them for batches, on both engines.
  */
 export function createDeliverer({ knex, mailer, log, secret, publicUrl }: DeliveryDeps) {
   /**
@@ -141,10 +135,13 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
    * Writes outcomes in one transaction: one UPDATE for all the emails, then their email.sent / email.failed
    * events through recordEvents (the one way events are written). Only emails still QUEUED or SENDING change
    * (a final state is never overwritten), and only those that changed record an event. Returns their ids.
+   * A campaign email that goes back to the queue after a transient failure is CANCELLED instead when its campaign has
+   * been cancelled meanwhile: the cancel saw it SENDING and left it to this write.
    */
-  async function record(outcomes: Outcome[]): Promise<Set<string>> {
-    if (outcomes.length === 0) return new Set();
+  async function record(given: Outcome[]): Promise<Set<string>> {
+    if (given.length === 0) return new Set();
     return knex.transaction(async (trx) => {
+      const outcomes = await cancelledCampaignsFirst(trx, given);
       const { rows } = await trx.raw(
         `UPDATE emails e SET
            status = o.status,
@@ -186,53 +183,20 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
   return { prepare, attempt, record };
 }
 
-export type Deliverer = ReturnType<typeof createDeliverer>;
-
 /**
- * The per-email delivery activities (Temporal runs `deliverEmail` on its rate-limited task queue). `deliverEmail`
- * is idempotent: it claims the email (QUEUED or SENDING → SENDING) and does nothing for an email already SENT,
- * FAILED or CANCELLED, so a repeated workflow or a retried API call never sends it twice. An email left SENDING by
- * a crash is sent again (at-least-once for the deliveries in flight at the crash), with the same Message-ID.
+ * Retries of emails whose campaign is CANCELLED become CANCELLED. The campaigns are read FOR SHARE, whatever their
+ * status: a cancel either committed before (seen here) or waits for this transaction, and then finds the email QUEUED
+ * and cancels it.
  */
-export function deliveryActivities(deps: DeliveryDeps) {
-  const { knex } = deps;
-  const deliverer = createDeliverer(deps);
-  const skipped = async (ref: EmailRef): Promise<DeliveryOutcome> => {
-    const current = await knex('emails').where({ project_id: ref.projectId, id: ref.emailId }).first('status');
-    return { status: 'SKIPPED', reason: current ? `email is ${current.status}` : 'email no longer exists' };
-  };
-
-  return {
-    async deliverEmail(ref: EmailRef): Promise<DeliveryOutcome> {
-      const [row] = await knex('emails')
-        .where({ project_id: ref.projectId, id: ref.emailId })
-        .whereIn('status', ['QUEUED', 'SENDING'])
-        .update({ status: 'SENDING', attempts: knex.raw('attempts + 1'), updated_at: knex.fn.now() })
-        .returning('*');
-      if (!row) return skipped(ref);
-      const email = Email.fromDatabaseJson(row);
-      const result = await deliverer.attempt(email, (await deliverer.prepare([email])).get(email.id)!);
-      // A transient failure goes back to QUEUED (with the reason) while the engine waits to retry.
-      await deliverer.record([outcomeOf(email, result, 0)]);
-      switch (result.status) {
-        case 'TRANSIENT': throw new TransientDeliveryError(result.error);
-        case 'SKIPPED': return { status: 'SKIPPED', reason: 'contact unsubscribed' };
-        default: return result;
-      }
-    },
-
-    async cancelEmail(ref: EmailRef): Promise<DeliveryOutcome> {
-      const changed = await knex('emails').where({ project_id: ref.projectId, id: ref.emailId }).whereIn('status', ['QUEUED', 'SENDING'])
-        .update({ status: 'CANCELLED', updated_at: knex.fn.now() });
-      return changed ? { status: 'CANCELLED' } : skipped(ref);
-    },
-
-    async failEmail(ref: EmailRef & { error: string }): Promise<DeliveryOutcome> {
-      const row = await knex('emails').where({ project_id: ref.projectId, id: ref.emailId }).first();
-      if (!row) return { status: 'SKIPPED', reason: 'email no longer exists' };
-      const email = Email.fromDatabaseJson(row);
-      const changed = await deliverer.record([{ email, status: 'FAILED', error: ref.error }]);
-      return changed.size ? { status: 'FAILED', error: ref.error } : { status: 'SKIPPED', reason: `email is ${email.status}` };
-    },
-  };
+async function cancelledCampaignsFirst(trx: Knex.Transaction, outcomes: Outcome[]): Promise<Outcome[]> {
+  const retried = outcomes.filter((o) => o.status === 'QUEUED' && o.email.campaignId && !o.email.isTest);
+  if (retried.length === 0) return outcomes;
+  const keys = [...new Map(retried.map((o) => [`${o.email.projectId}/${o.email.campaignId}`, [o.email.projectId, o.email.campaignId!]])).values()];
+  const campaigns: { project_id: string; id: string; status: string }[] = await trx('campaigns').whereIn(['project_id', 'id'], keys).forShare().select('project_id', 'id', 'status');
+  const cancelled = new Set(campaigns.filter((c) => c.status === 'CANCELLED').map((c) => `${c.project_id}/${c.id}`));
+  if (cancelled.size === 0) return outcomes;
+  return outcomes.map((o) => (o.status === 'QUEUED' && !o.email.isTest && cancelled.has(`${o.email.projectId}/${o.email.campaignId}`)
+    ? { email: o.email, status: 'CANCELLED', error: 'the campaign was cancelled' } : o));
 }
+
+export type Deliverer = ReturnType<typeof createDeliverer>;

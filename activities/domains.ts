@@ -37,15 +37,24 @@ export function nextCheckSlot(afterMs: number, intervalMs: number): number {
 }
 
 /**
- * Makes sure that a re-check run is scheduled for the next slot (after now, and after `after` when given).
- * Each run schedules its successor; the run's id is its slot (`domain-checks-<ISO time>`), so every caller — the
- * previous run, any number of API processes — asks for the same one and the engines start it once.
+ * Makes sure that the domain re-checks run every `intervalMs`. On an engine with schedules (Temporal) that is one
+ * Schedule, `domain-checks`, created or updated here: a failed run does not stop the next. Elsewhere (DBOS) it is the
+ * run of the next slot (after now, and after `after` when given): each run schedules its successor, and the run's id is
+ * its slot (`domain-checks-<ISO time>`), so every caller — the previous run, any number of processes — asks for the same
+ * one and the engine starts it once. Answers the next slot (on Temporal: when the schedule next fires, roughly).
  */
 export async function scheduleDomainChecks(engine: Engine, intervalMs: number, after?: number, now = Date.now()): Promise<number> {
   const slot = nextCheckSlot(Math.max(now, after ?? 0), intervalMs);
+  if (engine.schedule) {
+    await engine.schedule('checkDomains', {}, { id: DOMAIN_CHECKS_SCHEDULE, everyMs: intervalMs, summary: `DNS re-check of every sending domain, every ${intervalMs / 60_000} minute(s)` });
+    return slot;
+  }
   await engine.start('checkDomains', { slot }, { id: workflowId.checkDomains({ slot }), startAt: new Date(slot) });
   return slot;
 }
+
+/** The id of the Temporal Schedule of the domain re-checks (and of the workflows it starts, with their start time appended). */
+export const DOMAIN_CHECKS_SCHEDULE = 'domain-checks';
 
 /** Concurrent DNS checks within one batch. */
 const CHECK_CONCURRENCY = 10;

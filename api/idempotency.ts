@@ -11,23 +11,18 @@ export interface Answer {
   body: unknown;
 }
 
-export interface Work extends Answer {
-  /** Runs after the transaction commits, only when this request did the work (not on a replay). */
-  afterCommit?: () => Promise<void>;
-}
-
 /**
  * Runs `work` in one transaction, honouring an optional `Idempotency-Key` header: the same key with the same
  * body within 24 hours answers the first answer again (and does nothing); the same key with another body is a
  * 409. The answer is stored in the transaction that did the work, so a replay can never see work without its answer.
  */
-export async function idempotent(ctx: Context, knex: Knex, endpoint: string, body: unknown, work: (trx: Knex.Transaction) => Promise<Work>): Promise<Answer> {
+export async function idempotent(ctx: Context, knex: Knex, endpoint: string, body: unknown, work: (trx: Knex.Transaction) => Promise<Answer>): Promise<Answer> {
   const { projectId } = ctx.state.auth as AuthState;
   const key = ctx.get('idempotency-key');
   if (key && !KEY.test(key)) {
     throw badRequest('Invalid Idempotency-Key header', [{ field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters', code: 'invalid_string' }]);
   }
-  const answer: Work = await knex.transaction(async (trx): Promise<Work> => {
+  const answer = await knex.transaction(async (trx): Promise<Answer> => {
     if (key) {
       const claim = await claimIdempotency(trx, projectId, key, endpoint, requestHash(endpoint, body));
       if (claim.kind === 'mismatch') {
@@ -44,7 +39,6 @@ export async function idempotent(ctx: Context, knex: Knex, endpoint: string, bod
     if (key) await completeIdempotency(trx, projectId, key, result.status, result.body);
     return result;
   });
-  await answer.afterCommit?.();
   ctx.status = answer.status;
   ctx.body = answer.body;
   return answer;

@@ -4,7 +4,6 @@ import { upsertContacts, type UpsertedContact } from '../db/queries/contacts';
 import { verifiedSenders } from '../db/queries/domains';
 import { compileCached, messageScope, renderMessage, TemplateError, type CompiledMessage } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
-import type { EmailRef } from '../workflows/types';
 import { ApiError, validationFailed } from './errors';
 import type { Mailbox, SendBody } from './schemas/send';
 
@@ -19,15 +18,11 @@ export interface SendCommand {
 export interface StoredSend {
   /** The answer's `data`. */
   data: Record<string, unknown>;
-  /** The stored emails, for engines that start a delivery workflow per email after the commit. */
-  refs: EmailRef[];
 }
 
 export interface SendStoreDeps {
   publicUrl: string;
   secret: Buffer;
-  /** Emails are inserted as dispatched (embedded: the committed row is the delivery queue's entry). */
-  dispatchedOnInsert: boolean;
 }
 
 interface Resolved {
@@ -150,7 +145,6 @@ export async function storeSends(trx: Knex.Transaction, commands: SendCommand[],
         html: rendered.html,
         headers: JSON.stringify(body.headers ?? {}),
         attachment_ids: attachmentIds.get(i) ?? [],
-        ...(deps.dispatchedOnInsert ? { dispatched_at: trx.fn.now() } : {}),
       };
     });
     rows.push(...emails);
@@ -159,7 +153,7 @@ export async function storeSends(trx: Knex.Transaction, commands: SendCommand[],
       timestamp: new Date().toISOString(),
     };
     if (emails.length === 1) Object.assign(data, { contact: emails[0]!.contact_id, event: emails[0]!.event_id });
-    results[i] = { data, refs: emails.map((e) => ({ projectId, emailId: e.id })) };
+    results[i] = { data };
   }
   if (rows.length) await trx('emails').insert(rows);
   return results as (StoredSend | ApiError)[];

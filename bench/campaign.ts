@@ -38,7 +38,6 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import { campaignActivities } from '../activities/campaigns';
-import type { Engine } from '../engine/types';
 import type { WorkflowContext } from '../workflows/context';
 import { CAMPAIGN_BATCH_SIZE, sendCampaign, type CampaignInput } from '../workflows/sendCampaign';
 import { startCluster, type BenchCluster } from './lib/cluster';
@@ -112,12 +111,11 @@ async function countRows(knex: Knex, campaignId: string): Promise<number> {
 
 interface HeraldRun { ms: number; batches: number; runs: number; rows: number; statements: Map<string, { ms: number; n: number }>; pgCpuMs: number; selfCpuMs: number }
 
-/** The campaign workflow with Herald's campaign activities, a no-op engine, and a clock that stops at the first progress check. */
-async function heraldMaterialise(cluster: BenchCluster, projectId: string, rep: number, engine?: Engine): Promise<HeraldRun> {
+/** The campaign workflow with Herald's campaign activities and a clock that stops at the first progress check. */
+async function heraldMaterialise(cluster: BenchCluster, projectId: string, rep: number): Promise<HeraldRun> {
   const { knex } = cluster;
   const campaignId = await newCampaign(knex, projectId, `herald-${rep}`, 'SCHEDULED');
-  const noEngine: Engine = { kind: 'embedded', delivery: 'rows', waits: 'parked', start: async () => undefined, cancel: async () => undefined, signal: async () => undefined, close: async () => undefined };
-  const acts = campaignActivities({ knex, engine: engine ?? noEngine });
+  const acts = campaignActivities({ knex });
   let batches = 0;
   let runs = 0;
   let doneAt = 0;
@@ -129,7 +127,7 @@ async function heraldMaterialise(cluster: BenchCluster, projectId: string, rep: 
       campaignBatch: (ref) => { batches++; return acts.campaignBatch(ref); },
       campaignProgress: async () => { doneAt ||= performance.now(); return { pending: 0, cancelled: false }; },
     },
-    delivery: { deliverEmail: () => Promise.reject(new Error('no delivery here')) },
+    continueAsNewSuggested: () => false,
     webhooks: { callWebhook: () => Promise.reject(new Error('no webhooks here')) },
     receive: () => Promise.reject(new Error('no messages here')),
     sleep: async (ms) => { await sleep(ms); },

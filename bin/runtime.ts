@@ -8,6 +8,7 @@ import { ConfigError, loadConfig, loadDnsConfig, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
 import { webhookConfig } from '../automations/webhook';
+import { startDeliveryQueue, type DeliveryQueue } from '../engine/deliveryQueue';
 import { startDispatcher } from '../engine/dispatch';
 import { startExecutionDispatcher } from '../engine/executionDispatcher';
 import { createEmbeddedEngine, startEmbeddedWorker } from '../engine/embedded';
@@ -69,24 +70,25 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   const secret = loadSecret(config);
   const temporal = { address: config.temporalAddress!, namespace: config.temporalNamespace, log };
 
-  // The engine first: the API starts workflows with it, and so do activities (a campaign batch starts its deliveries).
+  // The engine first: the API starts workflows with it, and so do activities (a domain check schedules the next).
   const engine = config.engine === 'temporal' ? await createTemporalEngine(temporal) : await createEmbeddedEngine({ databaseUrl: db.url, log });
 
   let mailer: Mailer | undefined;
   let worker: WorkerHandle | undefined;
+  let deliveries: DeliveryQueue | undefined;
   if (roles.worker) {
     // The queue limits how fast deliveries start; the gate holds the same limit where the SMTP server counts.
     mailer = createMailer(config, { rateLimit: rateWindow(config.sendRatePerSecond) });
     const deps = { knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine, sendRatePerSecond: config.sendRatePerSecond, webhooks: webhookConfig(process.env) };
     const activities = createActivities(deps);
+    // Stable across restarts of this process: DBOS recovers what it had in flight, the delivery queue requeues its claims.
+    const executorId = config.executorId ?? `herald-${os.hostname()}-${roles.api ? 'all' : 'worker'}`;
     worker = config.engine === 'temporal'
-      ? await startTemporalWorker({ ...temporal, activities, sendRatePerSecond: config.sendRatePerSecond })
-      : await startEmbeddedWorker({
-        databaseUrl: db.url, knex: db.knex, log, activities, deliverer: createDeliverer(deps), sendRatePerSecond: config.sendRatePerSecond,
-        // Stable across restarts of this process, so that DBOS recovers what it had in flight.
-        executorId: config.executorId ?? `herald-${os.hostname()}-${roles.api ? 'all' : 'worker'}`,
-      });
-    log.info({ mail: mailer.describe }, 'delivering mail');
+      ? await startTemporalWorker({ ...temporal, activities })
+      : await startEmbeddedWorker({ databaseUrl: db.url, log, activities, executorId });
+    // On either engine, every worker drains the emails table at the shared rate (engine/deliveryQueue.ts).
+    deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: config.sendRatePerSecond, executorId });
+    log.info({ mail: mailer.describe, executorId, rate: config.sendRatePerSecond }, 'delivering mail');
   }
   const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log) : undefined;
   // Starts automation executions and delivers their wake-ups from the outbox their events wrote.
@@ -115,11 +117,11 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     stopping ??= (async () => {
       log.info('shutting down');
       // New requests stop first; in-flight requests finish; then the worker stops taking work and hands back
-      // (DBOS: resumes on restart; Temporal: the server reassigns) what it cannot finish.
+      // (DBOS: resumes on restart; Temporal: the server reassigns) what it cannot finish; sends in flight finish.
       if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
       await dispatcher?.stop();
       await executions?.stop();
-      await worker?.stop();
+      await Promise.all([deliveries?.stop(), worker?.stop()]);
       await engine.close();
       mailer?.close();
       await db.close();

@@ -1,50 +1,45 @@
 import type { Knex } from 'knex';
+import { countCampaignAudience, type CampaignAudienceRow } from '../audience/campaignAudience';
 import type { Logger } from '../logging/logger';
 import { workflowId } from '../workflows/registry';
-import type { EmailRef } from '../workflows/types';
-import type { Engine, Priority } from './types';
+import type { Engine } from './types';
 
-/**
- * True when inserting a QUEUED email row is all its dispatch takes (the embedded engine: the emails table is the
- * delivery queue); such rows are inserted with `dispatched_at = now()`.
- */
-export function dispatchedOnInsert(engine: Engine): boolean {
-  return engine.delivery === 'rows';
+/** A campaign as the dispatcher needs it: its ids, its schedule, and what an operator sees of it in the engine. */
+export interface DispatchedCampaign extends CampaignAudienceRow {
+  project_id: string;
+  id: string;
+  scheduled_at: Date | null;
+  name: string;
 }
 
 /**
- * Starts the deliveries of committed QUEUED emails, where the engine needs a workflow per email (Temporal).
- * Emails are committed first and their delivery workflows started after the commit, so a crash in between could
- * strand them. `dispatched_at` records that the engine accepted the start; the dispatcher (re)starts whatever
- * stayed undispatched. Starts are idempotent on the email's id, so a double start is harmless.
+ * The operator's line about a campaign's workflow (Temporal UI's summary): its name, its project and how many contacts
+ * its audience has at dispatch, never its content. Best effort: a failed look-up leaves the figures out.
  */
-export async function dispatchEmails(engine: Engine, knex: Knex, refs: EmailRef[], log: Logger, priority: Priority = 'transactional'): Promise<number> {
-  if (dispatchedOnInsert(engine)) return refs.length;
-  const started: EmailRef[] = [];
-  await Promise.all(refs.map(async (ref) => {
-    try {
-      await engine.start('deliverEmail', ref, { id: workflowId.deliverEmail(ref), priority });
-      started.push(ref);
-    } catch (err) {
-      log.warn({ err, emailId: ref.emailId }, 'could not start delivery; the dispatcher will retry');
-    }
-  }));
-  if (started.length) {
-    await knex.raw(
-      `UPDATE emails SET dispatched_at = now()
-       FROM unnest(?::uuid[], ?::uuid[]) AS s(project_id, id)
-       WHERE emails.project_id = s.project_id AND emails.id = s.id`,
-      [started.map((r) => r.projectId), started.map((r) => r.emailId)],
-    );
+async function campaignSummary(knex: Knex, c: DispatchedCampaign): Promise<string> {
+  try {
+    const [project, recipients] = await Promise.all([
+      knex('projects').where('id', c.project_id).first('name'),
+      countCampaignAudience(knex, c.project_id, c),
+    ]);
+    return `Campaign "${c.name}" · project "${project?.name ?? c.project_id}" · ${recipients} recipient(s)`;
+  } catch {
+    return `Campaign "${c.name}" · project ${c.project_id}`;
   }
-  return started.length;
 }
 
-/** Starts (or schedules) a campaign's workflow and records that the engine accepted it; the dispatcher retries otherwise. */
-export async function dispatchCampaign(engine: Engine, knex: Knex, c: { project_id: string; id: string; scheduled_at: Date | null }, log: Logger): Promise<boolean> {
+/**
+ * Starts (or schedules) a campaign's workflow and records that the engine accepted it; the dispatcher retries otherwise.
+ * Emails need no dispatch: a committed QUEUED row is in the delivery queue (engine/deliveryQueue.ts).
+ */
+export async function dispatchCampaign(engine: Engine, knex: Knex, c: DispatchedCampaign, log: Logger): Promise<boolean> {
   const ref = { projectId: c.project_id, campaignId: c.id };
   try {
-    await engine.start('sendCampaign', ref, { id: workflowId.sendCampaign(ref), ...(c.scheduled_at ? { startAt: c.scheduled_at } : {}) });
+    await engine.start('sendCampaign', ref, {
+      id: workflowId.sendCampaign(ref),
+      summary: await campaignSummary(knex, c),
+      ...(c.scheduled_at ? { startAt: c.scheduled_at } : {}),
+    });
   } catch (err) {
     log.warn({ err, campaignId: c.id }, 'could not start the campaign workflow; the dispatcher will retry');
     return false;
@@ -53,20 +48,14 @@ export async function dispatchCampaign(engine: Engine, knex: Knex, c: { project_
   return true;
 }
 
-/** Starts the deliveries of queued emails, and the workflows of scheduled campaigns, that have waited `graceMs` without a confirmed start. */
-export async function dispatchPending(engine: Engine, knex: Knex, log: Logger, graceMs = 10_000, batch = 1000): Promise<number> {
-  const campaigns: { project_id: string; id: string; scheduled_at: Date | null }[] = await knex('campaigns')
+/** Starts the workflows of scheduled campaigns that have waited `graceMs` without a confirmed start. */
+export async function dispatchPending(engine: Engine, knex: Knex, log: Logger, graceMs = 10_000): Promise<number> {
+  const campaigns: DispatchedCampaign[] = await knex('campaigns')
     .where('status', 'SCHEDULED').whereNull('dispatched_at').where('updated_at', '<', new Date(Date.now() - graceMs))
-    .limit(100).select('project_id', 'id', 'scheduled_at');
-  for (const c of campaigns) await dispatchCampaign(engine, knex, c, log);
-  if (dispatchedOnInsert(engine)) return 0; // the rows are the queue: nothing to restart
-  const rows: { project_id: string; id: string }[] = await knex('emails')
-    .where('status', 'QUEUED').whereNull('dispatched_at')
-    .where('created_at', '<', new Date(Date.now() - graceMs))
-    .orderBy('created_at').limit(batch).select('project_id', 'id');
-  if (rows.length === 0) return 0;
-  log.info({ count: rows.length }, 'dispatching stranded deliveries');
-  return dispatchEmails(engine, knex, rows.map((r) => ({ projectId: r.project_id, emailId: r.id })), log);
+    .limit(100).select('project_id', 'id', 'scheduled_at', 'name', 'audience_type', 'segment_id', 'audience_filter');
+  let started = 0;
+  for (const c of campaigns) if (await dispatchCampaign(engine, knex, c, log)) started++;
+  return started;
 }
 
 /** Runs dispatchPending every `intervalMs` until stopped. */

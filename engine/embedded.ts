@@ -1,22 +1,19 @@
 import os from 'node:os';
 import { DBOS, DBOSClient, Error as DBOSErrors } from '@dbos-inc/dbos-sdk';
-import type { Knex } from 'knex';
 import pg from 'pg';
 import { migrateSystemDatabase } from '@dbos-inc/dbos-sdk/internal/system_database';
-import type { Deliverer } from '../activities/delivery';
 import type { Logger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
 import { ACTIVITY_RETRY, WEBHOOK_RETRY, type RetryPolicy } from '../workflows/policy';
 import { workflows, type WorkflowInputs, type WorkflowName } from '../workflows/registry';
 import { PARK_AFTER_MS } from '../workflows/runAutomation';
 import type { Activities, OtherActivities } from '../workflows/types';
-import { startDeliveryQueue } from './deliveryQueue';
 import { WORKFLOWS_VERSION, type Engine, type StartOptions, type WorkerHandle } from './types';
 
 /**
  * The embedded engine: DBOS Transact inside Herald's own PostgreSQL (schema `dbos`). Workflows run in-process
  * in every worker; queues live in the database, so several processes share them. Deliveries do not go through DBOS:
- * the emails table is their rate-limited queue (engine/deliveryQueue.ts, started by the worker below).
+ * the emails table is their rate-limited queue (engine/deliveryQueue.ts), on this engine as on Temporal.
  *
  * Starting a workflow always goes through a DBOSClient (an enqueue, i.e. one INSERT), so API-only processes run
  * no workflows at all, and `npm start` (API + worker) uses the very same path.
@@ -85,11 +82,8 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
   const client = await DBOSClient.create({ systemDatabaseUrl: databaseUrl, systemDatabaseSchemaName: SCHEMA, applicationName: APP_NAME, logger: dbosLogger(log) });
   return {
     kind: 'embedded',
-    delivery: 'rows',
     waits: 'parked',
     async start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions) {
-      // Callers check Engine.delivery first (engine/dispatch.ts): here a QUEUED row is already in the delivery queue.
-      if (workflows[workflow].queue === 'delivery') throw new Error(`the embedded engine starts no ${workflow} workflows: its delivery queue is the emails table`);
       await client.enqueue(enqueueOptions(workflow, opts), input);
     },
     cancel: (id) => client.cancelWorkflow(id),
@@ -110,19 +104,10 @@ function stepOptions(p: RetryPolicy) {
 
 export interface EmbeddedWorkerOptions {
   databaseUrl: string;
-  knex: Knex;
   log: Logger;
   activities: Activities;
-  /** Sends the emails of the delivery queue. */
-  deliverer: Deliverer;
-  sendRatePerSecond: number;
-  /**
-   * Stable per process: DBOS recovers a crashed process's workflows, and the delivery queue requeues its claims,
-   * when a process with the same id starts.
-   */
+  /** Stable per process: DBOS recovers a crashed process's workflows when a process with the same id starts. */
   executorId?: string;
-  /** How many deliveries run at once in this process. */
-  deliveryConcurrency?: number;
   /** Queue polling interval (lower: less latency, more queries). */
   pollingIntervalMs?: number;
   /**
@@ -133,9 +118,8 @@ export interface EmbeddedWorkerOptions {
 }
 
 /**
- * Runs Herald's work in this process: the workflows of workflows/ on DBOS, each registered once with a context whose
- * activities are DBOS steps (retried per policy), and the delivery queue (engine/deliveryQueue.ts), which delivers
- * QUEUED email rows at the shared rate.
+ * Runs the workflows of workflows/ in this process on DBOS, each registered once with a context whose activities are
+ * DBOS steps (retried per policy).
  */
 export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<WorkerHandle> {
   const { activities } = opts;
@@ -144,14 +128,10 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
     (...args: A) => DBOS.runStep(() => fn(...args), { name, ...stepOptions(policy) });
 
   const context: WorkflowContext = {
-    delivery: {
-      // Never called: the embedded engine starts no delivery workflows (Engine.start skips them).
-      deliverEmail: () => Promise.reject(new Error('the embedded engine delivers through its delivery queue, not a workflow')),
-    },
     webhooks: { callWebhook: step('callWebhook', activities.callWebhook, WEBHOOK_RETRY) },
     // Every other activity becomes a DBOS step of the same name, retried per ACTIVITY_RETRY.
     activities: Object.fromEntries(Object.entries(activities)
-      .filter(([name]) => name !== 'deliverEmail' && name !== 'callWebhook')
+      .filter(([name]) => name !== 'callWebhook')
       .map(([name, fn]) => [name, step(name, fn as (...a: unknown[]) => Promise<unknown>, ACTIVITY_RETRY)])) as unknown as OtherActivities,
     sleep: (ms) => DBOS.sleep(ms),
     parkAfterMs: PARK_AFTER_MS,
@@ -162,9 +142,9 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
     isCancellation: () => false,
     nonCancellable: (fn) => fn(),
     continueAsNew: (workflow, input) => (workflows[workflow].run as (c: WorkflowContext, i: unknown) => Promise<unknown>)(context, input) as Promise<never>,
+    continueAsNewSuggested: () => false, // DBOS keeps no history to bound
   };
   for (const [name, def] of Object.entries(workflows)) {
-    if (def.queue === 'delivery') continue;
     const run = def.run as (ctx: WorkflowContext, input: unknown) => Promise<unknown>;
     DBOS.registerWorkflow(async (input: unknown) => run(context, input), { name });
   }
@@ -182,15 +162,9 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
   const polling = opts.pollingIntervalMs ?? 100;
   await DBOS.registerQueue(DEFAULT_QUEUE, { workerConcurrency: 20, minPollingIntervalMs: polling, onConflict: 'always_update' });
   await DBOS.registerQueue(AUTOMATION_QUEUE, { minPollingIntervalMs: polling, onConflict: 'always_update' });
-  const deliveries = startDeliveryQueue({
-    knex: opts.knex, log: opts.log, deliverer: opts.deliverer, ratePerSecond: opts.sendRatePerSecond, executorId,
-    concurrency: opts.deliveryConcurrency, pollMs: polling,
-  });
-  opts.log.info({ executorId, rate: opts.sendRatePerSecond }, 'embedded worker running');
+  opts.log.info({ executorId }, 'embedded worker running');
   return {
-    // Both stop taking work; deliveries in flight finish; workflows in flight resume on the next start with this executor id.
-    stop: async () => {
-      await Promise.all([deliveries.stop(), DBOS.shutdown()]);
-    },
+    // Workflows in flight resume on the next start with this executor id.
+    stop: () => DBOS.shutdown(),
   };
 }

@@ -1,7 +1,9 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection, ScheduleAlreadyRunning, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
+import { temporal as proto } from '@temporalio/proto';
 import type { Logger } from '../logging/logger';
-import { DELIVERY_QUEUE, WORKFLOW_TASK_QUEUE } from '../workflows/policy';
+import { WORKFLOW_TASK_QUEUE } from '../workflows/policy';
 import type { WorkflowInputs, WorkflowName } from '../workflows/registry';
 import type { Activities } from '../workflows/types';
 import type { Engine, StartOptions, WorkerHandle } from './types';
@@ -9,10 +11,62 @@ import type { Engine, StartOptions, WorkerHandle } from './types';
 /**
  * The cluster engine: Temporal. Connection settings come from the standard Temporal environment variables
  * (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*), read by @temporalio/envconfig.
+ * Temporal runs campaigns, schedules, automations and the domain re-checks; emails are delivered by every worker
+ * from the emails table (engine/deliveryQueue.ts), which is faster by two orders of magnitude than a workflow per
+ * email and serves transactional mail first (README, "How delivery works").
  */
 function connectConfig(address: string, namespace: string) {
   const loaded = loadClientConnectConfig();
   return { connectionOptions: { ...loaded.connectionOptions, address }, namespace: loaded.namespace ?? namespace };
+}
+
+/**
+ * Herald's search attributes: an operator finds a campaign's workflows with `HeraldCampaignId="…"`, a project's with
+ * `HeraldProjectId="…"`, an automation's executions with `HeraldAutomationId="…"`, and one kind of work with
+ * `HeraldKind="campaign"` (or automation, domain-checks).
+ */
+export const SEARCH_ATTRIBUTES = {
+  projectId: defineSearchAttributeKey('HeraldProjectId', SearchAttributeType.KEYWORD),
+  campaignId: defineSearchAttributeKey('HeraldCampaignId', SearchAttributeType.KEYWORD),
+  automationId: defineSearchAttributeKey('HeraldAutomationId', SearchAttributeType.KEYWORD),
+  kind: defineSearchAttributeKey('HeraldKind', SearchAttributeType.KEYWORD),
+};
+
+/** The kind of work of each workflow type (HeraldKind). */
+export const KIND: Record<WorkflowName, string> = { sendCampaign: 'campaign', runAutomation: 'automation', checkDomains: 'domain-checks' };
+
+function searchAttributes(workflow: WorkflowName, input: unknown, tags: StartOptions['tags']): SearchAttributePair[] {
+  const ids = input as { projectId?: string; campaignId?: string };
+  const pairs: SearchAttributePair[] = [{ key: SEARCH_ATTRIBUTES.kind, value: KIND[workflow] }];
+  if (ids.projectId) pairs.push({ key: SEARCH_ATTRIBUTES.projectId, value: ids.projectId });
+  if (ids.campaignId) pairs.push({ key: SEARCH_ATTRIBUTES.campaignId, value: ids.campaignId });
+  if (tags?.automationId) pairs.push({ key: SEARCH_ATTRIBUTES.automationId, value: tags.automationId });
+  return pairs;
+}
+
+/**
+ * Registers Herald's search attributes in the namespace where they are missing (idempotent), through the operator
+ * service, so Herald runs on any server: a fresh dev server, compose, or one run by someone else. Answers false where
+ * the server refuses (Temporal Cloud registers them through its own API): Herald then starts workflows without them.
+ */
+export async function ensureSearchAttributes(connection: Connection, namespace: string, log: Logger): Promise<boolean> {
+  const wanted = Object.values(SEARCH_ATTRIBUTES).map((k) => k.name);
+  try {
+    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+    const missing = wanted.filter((name) => !customAttributes?.[name]);
+    if (missing.length === 0) return true;
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(missing.map((name) => [name, proto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+    });
+    log.info({ namespace, added: missing }, 'registered Herald\'s search attributes');
+    return true;
+  } catch (err) {
+    // Two processes starting together: the other one has just added them.
+    if ((err as { code?: number }).code === 6 /* ALREADY_EXISTS */) return true;
+    log.warn({ err, namespace, wanted }, 'could not register Herald\'s search attributes; workflows start without them (register them on the server to search by campaign or project)');
+    return false;
+  }
 }
 
 export interface TemporalOptions {
@@ -20,15 +74,47 @@ export interface TemporalOptions {
   namespace: string;
   log: Logger;
   connectTimeoutMs?: number;
+  /** How long to wait for the namespace to exist (compose: the server creates it on its first start). */
+  namespaceWaitMs?: number;
+}
+
+/** Connects, and waits for the namespace; a failure names the variable to look at. */
+async function connect(opts: TemporalOptions): Promise<{ connection: Connection; namespace: string }> {
+  const { connectionOptions, namespace } = connectConfig(opts.address, opts.namespace);
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ ...connectionOptions, connectTimeout: opts.connectTimeoutMs ?? 10_000 } as Parameters<typeof Connection.connect>[0]);
+  } catch (err) {
+    throw new Error(`cannot reach the Temporal server at TEMPORAL_ADDRESS=${opts.address}: ${(err as Error).message}`, { cause: err });
+  }
+  const deadline = Date.now() + (opts.namespaceWaitMs ?? 60_000);
+  for (let logged = false; ;) {
+    try {
+      await connection.workflowService.describeNamespace({ namespace });
+      return { connection, namespace };
+    } catch (err) {
+      const notFound = (err as { code?: number }).code === 5; // NOT_FOUND
+      if (!notFound || Date.now() > deadline) {
+        await connection.close();
+        throw new Error(notFound
+          ? `the Temporal namespace "${namespace}" (TEMPORAL_NAMESPACE) does not exist at TEMPORAL_ADDRESS=${opts.address}: create it (temporal operator namespace create -n ${namespace})`
+          : `cannot reach the Temporal server at TEMPORAL_ADDRESS=${opts.address}: ${(err as Error).message}`, { cause: err });
+      }
+      if (!logged) opts.log.warn({ namespace, address: opts.address }, 'waiting for the Temporal namespace to exist');
+      logged = true;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
 }
 
 export async function createTemporalEngine(opts: TemporalOptions): Promise<Engine> {
-  const { connectionOptions, namespace } = connectConfig(opts.address, opts.namespace);
-  const connection = await Connection.connect({ ...connectionOptions, connectTimeout: opts.connectTimeoutMs ?? 10_000 } as Parameters<typeof Connection.connect>[0]);
+  const { connection, namespace } = await connect(opts);
+  const searchable = await ensureSearchAttributes(connection, namespace, opts.log);
   const client = new Client({ connection, namespace });
+  const attributes = (workflow: WorkflowName, input: unknown, tags?: StartOptions['tags']) =>
+    (searchable ? { typedSearchAttributes: searchAttributes(workflow, input, tags) } : {});
   return {
     kind: 'temporal',
-    delivery: 'workflows',
     waits: 'engine',
     async start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], o: StartOptions) {
       const delay = o.startAt ? Math.max(0, o.startAt.getTime() - Date.now()) : 0;
@@ -40,12 +126,32 @@ export async function createTemporalEngine(opts: TemporalOptions): Promise<Engin
           // A start while the workflow runs joins it; a start after it finished is refused: it never runs twice.
           workflowIdConflictPolicy: 'USE_EXISTING',
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          // Inherited by the workflow's activities: the delivery task queue serves transactional mail first.
-          priority: { priorityKey: o.priority === 'campaign' ? 5 : 1 },
+          ...attributes(workflow, input, o.tags),
+          ...(o.summary ? { staticSummary: o.summary } : {}),
           ...(delay > 0 ? { startDelay: delay } : {}),
         });
       } catch (err) {
         if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      }
+    },
+    async schedule<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], o: { id: string; everyMs: number; summary?: string }) {
+      const spec = { intervals: [{ every: o.everyMs }] };
+      try {
+        await client.schedule.create({
+          scheduleId: o.id,
+          spec,
+          action: {
+            type: 'startWorkflow', workflowType: workflow, args: [input], taskQueue: WORKFLOW_TASK_QUEUE, workflowId: o.id,
+            ...attributes(workflow, input), ...(o.summary ? { staticSummary: o.summary } : {}),
+          },
+          // A run still going when the next is due: skip that one. A server that was down: no burst of missed runs.
+          policies: { overlap: 'SKIP', catchupWindow: '1 minute' },
+        });
+      } catch (err) {
+        if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+        const handle = client.schedule.getHandle(o.id);
+        const current = (await handle.describe()).spec.intervals?.[0]?.every;
+        if (current !== o.everyMs) await handle.update((prev) => ({ ...prev, spec }));
       }
     },
     async cancel(id) {
@@ -69,43 +175,29 @@ export async function createTemporalEngine(opts: TemporalOptions): Promise<Engin
 
 export interface TemporalWorkerOptions extends TemporalOptions {
   activities: Activities;
-  sendRatePerSecond: number;
-  /** Concurrent deliveries of this worker. */
-  deliveryConcurrency?: number;
 }
 
 /**
- * Two workers in one process: one runs workflows and ordinary activities on the `herald` task queue; the other
- * is activities-only on the delivery task queue, whose rate the Temporal server enforces across all workers
- * (`maxTaskQueueActivitiesPerSecond`; every worker of the queue must set the same value).
+ * Runs workflows and their activities on the `herald` task queue. Any number of workers may poll it: the server hands
+ * each task to one of them, and a stopped worker's tasks to the others.
  */
 export async function startTemporalWorker(opts: TemporalWorkerOptions): Promise<WorkerHandle> {
   const { NativeConnection, Worker } = await import('@temporalio/worker');
   const { connectionOptions, namespace } = connectConfig(opts.address, opts.namespace);
   const connection = await NativeConnection.connect(connectionOptions);
-  const { deliverEmail, ...others } = opts.activities;
-  const workflowWorker = await Worker.create({
+  const worker = await Worker.create({
     connection,
     namespace,
     taskQueue: WORKFLOW_TASK_QUEUE,
     workflowsPath: require.resolve('../workflows/temporal'),
-    activities: others,
+    activities: opts.activities,
   });
-  const deliveryWorker = await Worker.create({
-    connection,
-    namespace,
-    taskQueue: DELIVERY_QUEUE,
-    activities: { deliverEmail },
-    maxTaskQueueActivitiesPerSecond: opts.sendRatePerSecond,
-    maxConcurrentActivityTaskExecutions: opts.deliveryConcurrency ?? 50,
-  });
-  const running = Promise.all([workflowWorker.run(), deliveryWorker.run()]);
-  opts.log.info({ address: opts.address, namespace, rate: opts.sendRatePerSecond }, 'temporal worker running');
+  const running = worker.run();
+  opts.log.info({ address: opts.address, namespace, taskQueue: WORKFLOW_TASK_QUEUE }, 'temporal worker running');
   return {
     async stop() {
       // Graceful: stop polling, let in-flight tasks finish (or time out and go back to the server), then close.
-      workflowWorker.shutdown();
-      deliveryWorker.shutdown();
+      worker.shutdown();
       await running;
       await connection.close();
     },

@@ -1,28 +1,26 @@
 import type { WorkflowInputs, WorkflowName } from '../workflows/registry';
 
 export interface StartOptions {
-  /** Business id (e.g. `email-<id>`): starting again with the same id is harmless. */
+  /** Business id (e.g. `campaign-<id>`): starting again with the same id is harmless. */
   id: string;
   /** Run at this time instead of now (durable: survives restarts of every process). */
   startAt?: Date;
-  /** Transactional mail goes ahead of campaign mail when both wait for the same rate budget. */
-  priority?: Priority;
+  /**
+   * One line for an operator, shown with the execution where the engine has a UI (Temporal: the static summary):
+   * e.g. the campaign's name, project and audience. Never a secret or an email body.
+   */
+  summary?: string;
+  /** Ids to find the execution by where the engine indexes them (Temporal: search attributes), besides those of the input. */
+  tags?: { automationId?: string };
 }
-
-export type Priority = 'transactional' | 'campaign';
 
 /**
  * The port between Herald and its workflow engine. The API and the domain code use only this; the embedded
- * (DBOS) and cluster (Temporal) adapters implement it.
+ * (DBOS) and cluster (Temporal) adapters implement it. Emails are not workflows on either engine: the emails table
+ * is the rate-limited delivery queue (engine/deliveryQueue.ts) that every worker drains.
  */
 export interface Engine {
   readonly kind: 'embedded' | 'temporal';
-  /**
-   * How a committed QUEUED email reaches the rate-limited delivery queue:
-   * - 'rows': the emails table is the queue (embedded: engine/deliveryQueue.ts); the row is all it takes.
-   * - 'workflows': one deliverEmail workflow per email, started after the commit (Temporal); see engine/dispatch.ts.
-   */
-  readonly delivery: 'rows' | 'workflows';
   /**
    * Where an automation execution spends a long wait:
    * - 'parked': the engine would hold a waiting workflow in a worker's memory (DBOS), so the run ends and the
@@ -32,6 +30,12 @@ export interface Engine {
   readonly waits: 'parked' | 'engine';
   /** Starts a workflow; idempotent on `opts.id`. Resolves once the engine has durably accepted it. */
   start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions): Promise<void>;
+  /**
+   * Engines with schedules of their own (Temporal: a Schedule, in the UI's Schedules tab) run `workflow` every
+   * `everyMs` from now on; idempotent on `opts.id` (a second call sets the interval). Undefined on engines without
+   * (DBOS): there the workflow chains its next run itself (workflows/checkDomains.ts).
+   */
+  schedule?<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: { id: string; everyMs: number; summary?: string }): Promise<void>;
   /** Cancels a workflow by id; a no-op for one that has finished or does not exist. */
   cancel(id: string): Promise<void>;
   /** Delivers a named message to a running workflow; a no-op for one that has finished or does not exist. */

@@ -1,5 +1,6 @@
 import { addDomain } from '../projects/service';
-import { deliveryActivities } from '../activities/delivery';
+import { createDeliverer } from '../activities/delivery';
+import { Email } from '../db/models/Email';
 import { createLogger } from '../logging/logger';
 import { bearer, createTestContext, TEST_SECRET, type TestContext } from './support/app';
 import { createTestDatabase } from './support/db';
@@ -170,15 +171,18 @@ describe('idempotency', () => {
     expect(conflict.status).toBe(409);
   });
 
-  test('a repeated delivery of a sent email never sends it twice', async () => {
+  test('a late outcome for a sent email (a worker that came back after its claim was requeued) changes nothing: no resend, no second event', async () => {
     const { res } = await sendAndReceive({ to: 'twice@example.org', from: 'hi@example.com', subject: 's', body: 'b' });
     const emailId = res.body.data.emails[0].email;
+    const [row] = await waitForEmails(t.db, [emailId]).then(() => t.db.knex('emails').where({ project_id: t.project.id, id: emailId }));
     const before = smtp.received.length;
-    const again = await deliveryActivities({ knex: t.db.knex, mailer: eng.mailer, log: createLogger('silent'), secret: TEST_SECRET, publicUrl: 'http://herald.test' })
-      .deliverEmail({ projectId: t.project.id, emailId });
-    expect(again).toEqual({ status: 'SKIPPED', reason: 'email is SENT' });
+    const deliverer = createDeliverer({ knex: t.db.knex, mailer: eng.mailer, log: createLogger('silent'), secret: TEST_SECRET, publicUrl: 'http://herald.test' });
+    const changed = await deliverer.record([{ email: Email.fromDatabaseJson(row), status: 'QUEUED', error: '451 late', retryInMs: 0 }]);
+    expect(changed.size).toBe(0);
     await new Promise((r) => setTimeout(r, 300));
     expect(smtp.received.length).toBe(before);
+    expect((await t.db.knex('emails').where({ id: emailId }).first()).status).toBe('SENT');
+    expect(await t.db.knex('events').where({ project_id: t.project.id, email_id: emailId }).count('* as n').first()).toEqual({ n: 1 });
   });
 });
 

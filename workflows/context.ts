@@ -1,5 +1,5 @@
 import type { WorkflowInputs, WorkflowName } from './registry';
-import type { DeliveryActivities, OtherActivities, WebhookActivities } from './types';
+import type { OtherActivities, WebhookActivities } from './types';
 
 /**
  * The small durable context that workflow logic is written against, once, for both engines.
@@ -8,8 +8,6 @@ import type { DeliveryActivities, OtherActivities, WebhookActivities } from './t
 export interface WorkflowContext {
   /** Ordinary activities (database work), each a durable step retried on failure. */
   activities: OtherActivities;
-  /** Delivery through the rate-limited queue, retried on transient failures with backoff. */
-  delivery: DeliveryActivities;
   /** Outgoing webhook calls, with their own timeout and retries. */
   webhooks: WebhookActivities;
   /** Durable sleep. */
@@ -36,4 +34,10 @@ export interface WorkflowContext {
    * can give it; Temporal ends the current run instead.
    */
   continueAsNew<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N]): Promise<never>;
+  /**
+   * True when this run's history has grown long enough that it should continue as new (Temporal: the server's
+   * `continueAsNewSuggested`, from its history limits; DBOS, which keeps no history: never). Loops of unbounded length
+   * check it, so no history reaches the server's limit, whatever the server's limits are set to.
+   */
+  continueAsNewSuggested(): boolean;
 }

@@ -2,10 +2,8 @@
  * Names and retry policies shared by both engines. Pure constants: imported by the Temporal workflow bundle.
  */
 
-/** Temporal task queue of workflows and ordinary activities. */
+/** Temporal task queue of workflows and their activities. */
 export const WORKFLOW_TASK_QUEUE = 'herald';
-/** The rate-limited Temporal task queue of the delivery activity (the embedded engine's is the emails table). */
-export const DELIVERY_QUEUE = 'email-delivery';
 
 /**
  * Retries of one delivery after a transient failure (SMTP 4xx, connection errors): 1 s, 2 s, 4 s … 256 s,

@@ -26,7 +26,7 @@ export const PARK_AFTER_MS = 60_000;
  * says came first. Wake-ups are only nudges (an event was recorded, a deadline moved); each is followed by a look at
  * the execution's row, so a stale or repeated nudge just waits again for what is left.
  */
-async function wait(ctx: WorkflowContext, ref: ExecutionRef, seq: number, step: Step, steps: Step[], resumed: boolean): Promise<'DONE' | 'CANCELLED' | 'PARKED'> {
+async function wait(ctx: WorkflowContext, ref: ExecutionRef, seq: number, step: Step, steps: Step[], resumed: boolean): Promise<'DONE' | 'CANCELLED' | 'PARKED' | 'CONTINUE'> {
   let state: WaitState | { state: 'PARKED' } = resumed
     ? await ctx.activities.checkWait({ ...ref, stepId: step.id })
     : await ctx.activities.beginWait({ ...ref, seq, step });
@@ -35,6 +35,9 @@ async function wait(ctx: WorkflowContext, ref: ExecutionRef, seq: number, step: 
       state = await ctx.activities.parkExecution({ ...ref, steps, at: step.id, seq });
       continue; // PARKED, or what ended the wait meanwhile
     }
+    // Many wake-ups in one wait (stale nudges, a deadline moved often) grow the history: go on in a fresh run, which
+    // re-enters this wait without beginning it again (as a parked execution's next run does).
+    if (ctx.continueAsNewSuggested()) return 'CONTINUE';
     await ctx.receive(WAKE_TOPIC, state.remainingMs === null ? WAIT_CHUNK_MS : Math.min(Math.max(state.remainingMs, 0), WAIT_CHUNK_MS));
     state = await ctx.activities.checkWait({ ...ref, stepId: step.id });
   }
@@ -70,7 +73,7 @@ async function walk(ctx: WorkflowContext, ref: ExecutionRef, input: AutomationIn
     }
     const byId = new Map(steps.map((s) => [s.id, s]));
     for (let ran = 0; at !== null; ran++) {
-      if (ran === STEPS_PER_RUN) return { ...ref, steps, at, seq };
+      if (ran === STEPS_PER_RUN || ctx.continueAsNewSuggested()) return { ...ref, steps, at, seq };
       const step = byId.get(at);
       if (!step) return await ctx.activities.finishExecution({ ...ref, status: 'FAILED', error: `step "${at}" does not exist` });
       // A resumed run re-enters the wait it parked in under that wait's own seq.
@@ -83,6 +86,7 @@ async function walk(ctx: WorkflowContext, ref: ExecutionRef, input: AutomationIn
         case 'WAIT_FOR_EVENT': {
           const waited = await wait(ctx, ref, seq, step, steps, resumed);
           if (waited === 'PARKED') return 'WAITING'; // this run ends; the row holds where the next one begins
+          if (waited === 'CONTINUE') return { ...ref, steps, at, seq, resume: true };
           outcome = waited === 'CANCELLED' ? { cancelled: true } : { next: step.next ?? null };
           break;
         }

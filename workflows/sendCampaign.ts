@@ -1,20 +1,24 @@
 import type { WorkflowContext } from './context';
 import type { CampaignPhase, CampaignRef } from './types';
 
-/** Contacts per batch: one activity resolves them (one SQL statement), stores their emails and starts their deliveries. */
+/** Contacts per batch: one activity resolves them (one SQL statement) and stores their emails in the delivery queue. */
 export const CAMPAIGN_BATCH_SIZE = 500;
 /**
- * How a big campaign stays inside Temporal's history limit (51,200 events): batch activities plus continue-as-new.
- * A batch is one activity (3 history events: scheduled, started, completed), so a run of 100 batches (50,000
- * contacts) writes about 300 events, and the next 100 batches continue in a fresh run from the keyset position.
- * The drain loop below polls with a growing interval, so waiting for 100,000 deliveries adds ~100 iterations.
+ * How a big campaign stays inside Temporal's history limit (51,200 events, 10,240 for a warning): batch activities
+ * plus continue-as-new. A batch is one activity (about 6 history events with its workflow task), so a run of 100
+ * batches (50,000 contacts) writes about 600 events, and the next batches continue in a fresh run from the keyset
+ * position. The drain loop (about 11 events per look) continues as new too, every DRAIN_POLLS_PER_RUN looks, and
+ * both loops also do whenever the server suggests it (its own history limits may be lower than the defaults).
  * DBOS has no history to bound; there, continue-as-new simply carries on in the same execution.
  */
 export const BATCHES_PER_RUN = 100;
+export const DRAIN_POLLS_PER_RUN = 100;
 
 export interface CampaignInput extends CampaignRef {
   /** Keyset position: the last contact id of the previous run (continue-as-new). */
   after?: string | null;
+  /** Every batch is stored: a continued run only waits for the deliveries. */
+  draining?: boolean;
 }
 
 /** How long to wait before looking at the deliveries again: about half the time they need at the send rate, 2 s to 60 s. */
@@ -23,9 +27,10 @@ export function drainPollMs(pending: number, ratePerSecond = 14): number {
 }
 
 /**
- * Sends a campaign: SCHEDULED → SENDING; the audience in keyset-ordered batches (each re-checks that the campaign
- * is still SENDING, so a cancel stops it before its next batch); then waits until every email has left the queue
- * and marks the campaign SENT. A cancel from the engine (Temporal UI) leaves the same rows as an API cancel.
+ * Sends a campaign: SCHEDULED → SENDING; the audience in keyset-ordered batches into the delivery queue (each
+ * re-checks that the campaign is still SENDING, so a cancel stops it before its next batch); then waits until every
+ * email has left the queue and marks the campaign SENT. A cancel from the engine (Temporal UI) leaves the same rows
+ * as an API cancel.
  */
 export async function sendCampaign(ctx: WorkflowContext, input: CampaignInput): Promise<CampaignPhase> {
   const ref: CampaignRef = { projectId: input.projectId, campaignId: input.campaignId };
@@ -33,14 +38,15 @@ export async function sendCampaign(ctx: WorkflowContext, input: CampaignInput): 
     const phase = await ctx.activities.beginCampaign(ref);
     if (phase !== 'SENDING') return phase;
     let after = input.after ?? null;
-    for (let batches = 0; ; batches++) {
-      if (batches === BATCHES_PER_RUN) return await ctx.continueAsNew('sendCampaign', { ...ref, after });
+    for (let batches = 0; !input.draining; batches++) {
+      if (batches === BATCHES_PER_RUN || ctx.continueAsNewSuggested()) return await ctx.continueAsNew('sendCampaign', { ...ref, after });
       const batch = await ctx.activities.campaignBatch({ ...ref, after, size: CAMPAIGN_BATCH_SIZE });
       if (batch.cancelled) return 'CANCELLED';
       after = batch.last;
       if (batch.done) break;
     }
-    for (;;) {
+    for (let polls = 0; ; polls++) {
+      if (polls === DRAIN_POLLS_PER_RUN || ctx.continueAsNewSuggested()) return await ctx.continueAsNew('sendCampaign', { ...ref, draining: true });
       const progress = await ctx.activities.campaignProgress(ref);
       if (progress.cancelled) return 'CANCELLED';
       if (progress.pending === 0) break;

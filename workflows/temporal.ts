@@ -3,15 +3,14 @@
  * runs the engine-neutral logic of workflows/ over a context built from Temporal's own primitives.
  * Deterministic only: no Node APIs, no database, no clock but the workflow's.
  */
-import { ActivityCancellationType, CancellationScope, condition, defineSignal, isCancellation, makeContinueAsNewFunc, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import { CancellationScope, condition, defineSignal, isCancellation, makeContinueAsNewFunc, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { RetryPolicy as TemporalRetryPolicy } from '@temporalio/common';
 import { checkDomains as checkDomainsLogic } from './checkDomains';
 import type { WorkflowContext } from './context';
-import { deliverEmail as deliverEmailLogic } from './deliverEmail';
 import { runAutomation as runAutomationLogic } from './runAutomation';
 import { sendCampaign as sendCampaignLogic, type CampaignInput } from './sendCampaign';
-import { ACTIVITY_RETRY, DELIVERY_QUEUE, DELIVERY_RETRY, WAKE_TOPIC, WEBHOOK_RETRY, type RetryPolicy } from './policy';
-import type { AutomationInput, DeliveryActivities, DomainChecksInput, EmailRef, OtherActivities, WebhookActivities } from './types';
+import { ACTIVITY_RETRY, WAKE_TOPIC, WEBHOOK_RETRY, type RetryPolicy } from './policy';
+import type { AutomationInput, DomainChecksInput, OtherActivities, WebhookActivities } from './types';
 
 function retry(p: RetryPolicy): TemporalRetryPolicy {
   return {
@@ -19,7 +18,7 @@ function retry(p: RetryPolicy): TemporalRetryPolicy {
     backoffCoefficient: p.backoffCoefficient,
     maximumInterval: p.maximumIntervalMs,
     maximumAttempts: p.maximumAttempts,
-    // Permanent SMTP failures are not thrown (the activity records them and returns), so every thrown error is transient.
+    // Permanent failures are not thrown (the activity records them and returns), so every thrown error is transient.
   };
 }
 
@@ -31,12 +30,6 @@ const inbox = new Map<string, number>();
 const wake = defineSignal<[unknown]>(WAKE_TOPIC);
 
 const context: WorkflowContext = {
-  // The rate-limited task queue: its activities-only workers set maxTaskQueueActivitiesPerSecond.
-  // On cancel, wait for an attempt in progress to end, so the cleanup sees its outcome (a sent email stays SENT).
-  delivery: proxyActivities<DeliveryActivities>({
-    taskQueue: DELIVERY_QUEUE, startToCloseTimeout: '2 minutes', retry: retry(DELIVERY_RETRY),
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  }),
   activities: proxyActivities<OtherActivities>({ startToCloseTimeout: '1 minute', retry: retry(ACTIVITY_RETRY) }),
   // The call's own timeout (WEBHOOK_TIMEOUT_MS) is enforced inside the activity; this one only bounds a lost worker.
   webhooks: proxyActivities<WebhookActivities>({ startToCloseTimeout: '2 minutes', retry: retry(WEBHOOK_RETRY) }),
@@ -50,11 +43,9 @@ const context: WorkflowContext = {
   isCancellation: (err) => isCancellation(err),
   nonCancellable: (fn) => CancellationScope.nonCancellable(fn),
   continueAsNew: (workflow, input) => makeContinueAsNewFunc({ workflowType: workflow })(input),
+  // Set by the server from its history limits (limit.historyCount.suggestContinueAsNew, …): deterministic, it is part of the workflow task.
+  continueAsNewSuggested: () => workflowInfo().continueAsNewSuggested,
 };
-
-export async function deliverEmail(ref: EmailRef) {
-  return deliverEmailLogic(context, ref);
-}
 
 export async function sendCampaign(input: CampaignInput) {
   return sendCampaignLogic(context, input);

@@ -6,18 +6,6 @@ import type { ExecutionStatus, Step } from '../api/schemas/workflows';
 
 export type { ExecutionStatus, Step };
 
-export interface EmailRef {
-  projectId: string;
-  emailId: string;
-}
-
-export type DeliveryOutcome =
-  | { status: 'SENT'; messageId: string }
-  | { status: 'FAILED'; error: string }
-  | { status: 'CANCELLED' }
-  /** Nothing to do: already sent, failed or cancelled (a repeated delivery), or the email was deleted with its contact. */
-  | { status: 'SKIPPED'; reason: string };
-
 export interface CampaignRef {
   projectId: string;
   campaignId: string;
@@ -35,9 +23,13 @@ export interface BatchResult {
   done: boolean;
 }
 
-/** Input of a run of the periodic domain re-check: its slot (epoch ms), and the keyset position after continue-as-new. */
+/**
+ * Input of a run of the periodic domain re-check: the keyset position after continue-as-new, and on engines without
+ * schedules (DBOS) the run's slot (epoch ms), from which it starts the next slot's run. A run started by a Temporal
+ * Schedule has no slot: the schedule starts the next one.
+ */
 export interface DomainChecksInput {
-  slot: number;
+  slot?: number;
   after?: string | null;
 }
 
@@ -95,12 +87,6 @@ export interface StepRef extends ExecutionRef {
 
 /** The activities every engine runs for the workflows, as plain async functions (activities/). */
 export interface Activities {
-  /** Delivers one stored email. Throws on transient failures (the engine retries); returns FAILED on permanent ones. */
-  deliverEmail(ref: EmailRef): Promise<DeliveryOutcome>;
-  /** Marks an email FAILED after its transient failures outlasted the retries. */
-  failEmail(ref: EmailRef & { error: string }): Promise<DeliveryOutcome>;
-  /** Marks a still-queued email CANCELLED (its delivery workflow was cancelled); a sent one stays SENT. */
-  cancelEmail(ref: EmailRef): Promise<DeliveryOutcome>;
   beginCampaign(ref: CampaignRef): Promise<CampaignPhase>;
   campaignBatch(ref: CampaignRef & { after: string | null; size: number }): Promise<BatchResult>;
   campaignProgress(ref: CampaignRef): Promise<{ pending: number; cancelled: boolean; ratePerSecond?: number }>;
@@ -128,8 +114,6 @@ export interface Activities {
   cancelExecution(ref: ExecutionRef): Promise<ExecutionStatus>;
 }
 
-/** Delivery is the activity that runs on the rate-limited queue. */
-export type DeliveryActivities = Pick<Activities, 'deliverEmail'>;
 /** Webhook calls have their own timeout and retry policy (WEBHOOK_RETRY). */
 export type WebhookActivities = Pick<Activities, 'callWebhook'>;
-export type OtherActivities = Omit<Activities, 'deliverEmail' | 'callWebhook'>;
+export type OtherActivities = Omit<Activities, 'callWebhook'>;

@@ -6,7 +6,7 @@ import type { AudienceCondition } from '../../audience/condition';
 import { cancelCampaignRows } from '../../activities/campaigns';
 import { campaignStats } from '../../db/queries/campaigns';
 import { isVerifiedSender } from '../../db/queries/domains';
-import { dispatchCampaign, dispatchEmails, dispatchedOnInsert } from '../../engine/dispatch';
+import { dispatchCampaign } from '../../engine/dispatch';
 import type { Engine } from '../../engine/types';
 import type { Logger } from '../../logging/logger';
 import { workflowId } from '../../workflows/registry';
@@ -216,13 +216,12 @@ export function campaignRoutes(router: Router, { knex, engine, log }: CampaignRo
     const { emails } = validateBody<TestCampaignBody>(ctx, testCampaignSchema);
     const unique = [...new Set(emails)];
     const rows: { id: string; to_email: string }[] = await knex.raw(
-      `INSERT INTO emails (project_id, contact_id, campaign_id, is_test, from_email, from_name, reply_to, to_email, subject, html, dispatched_at)
-       SELECT ?::uuid, c.id, ?::uuid, true, ?, ?, ?, t.email, NULL, NULL, ${dispatchedOnInsert(engine) ? 'now()' : 'NULL'}
+      `INSERT INTO emails (project_id, contact_id, campaign_id, is_test, from_email, from_name, reply_to, to_email, subject, html)
+       SELECT ?::uuid, c.id, ?::uuid, true, ?, ?, ?, t.email, NULL, NULL
        FROM unnest(?::text[]) AS t(email) LEFT JOIN contacts c ON c.project_id = ?::uuid AND c.email = t.email
        RETURNING id, to_email`,
       [projectId, campaign.id, campaign.from_email, campaign.from_name, campaign.reply_to, unique, projectId],
     ).then((r) => r.rows);
-    await dispatchEmails(engine, knex, rows.map((r) => ({ projectId, emailId: r.id })), log);
     ctx.body = { success: true, data: { emails: rows.map((r) => ({ email: r.to_email, id: r.id })) } };
   });
 

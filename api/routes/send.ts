@@ -1,9 +1,6 @@
 import type Router from '@koa/router';
 import type { Knex } from 'knex';
 import { groupCommit } from '../../db/batch';
-import { dispatchEmails, dispatchedOnInsert } from '../../engine/dispatch';
-import type { Engine } from '../../engine/types';
-import type { Logger } from '../../logging/logger';
 import { validationFailed } from '../errors';
 import { idempotent } from '../idempotency';
 import type { AuthState } from '../middleware/auth';
@@ -13,24 +10,22 @@ import { validateBody } from '../validate';
 
 export interface SendDeps {
   knex: Knex;
-  engine: Engine;
-  log: Logger;
   secret: Buffer;
   publicUrl: string;
 }
 
 /**
  * POST /v1/send. Validates, then stores the request's emails (api/sends.ts) in one transaction: the recipients'
- * contacts and one QUEUED email per recipient. On the embedded engine the rows are the delivery queue; on Temporal one
- * delivery workflow per email starts after the commit. The answer never waits for SMTP.
+ * contacts and one QUEUED email per recipient. The committed rows are the delivery queue (engine/deliveryQueue.ts), on
+ * either engine. The answer never waits for SMTP.
  *
  * Group commit: requests without an Idempotency-Key that arrive together share one transaction (db/batch.ts), a few
  * statements for all of them. If that transaction fails, each request is retried in one of its own, so a bad
  * request fails alone. A request with an Idempotency-Key takes its own transaction, which also stores its answer.
  */
 export function sendRoutes(router: Router, deps: SendDeps): void {
-  const { knex, engine, log } = deps;
-  const store = { publicUrl: deps.publicUrl, secret: deps.secret, dispatchedOnInsert: dispatchedOnInsert(engine) };
+  const { knex } = deps;
+  const store = { publicUrl: deps.publicUrl, secret: deps.secret };
   const storeOne = async (trx: Knex.Transaction, command: SendCommand): Promise<StoredSend> => {
     const [result] = await storeSends(trx, [command], store);
     if (result instanceof Error) throw result; // nothing was written
@@ -51,12 +46,11 @@ export function sendRoutes(router: Router, deps: SendDeps): void {
     if (ctx.get('idempotency-key')) {
       await idempotent(ctx, knex, 'send', body, async (trx) => {
         const result = await storeOne(trx, command);
-        return { status: 200, body: { success: true, data: result.data }, afterCommit: () => dispatchEmails(engine, knex, result.refs, log).then(() => undefined) };
+        return { status: 200, body: { success: true, data: result.data } };
       });
       return;
     }
     const result = await together.load(command);
-    await dispatchEmails(engine, knex, result.refs, log);
     ctx.body = { success: true, data: result.data };
   });
 }

@@ -14,7 +14,6 @@ const told: string[] = [];
 let refuse = false;
 const engine: Engine = {
   kind: 'embedded',
-  delivery: 'rows',
   waits: 'parked',
   start: async (_wf, _input, opts) => { if (refuse) throw new Error('engine away'); told.push(`start ${opts.id}`); },
   signal: async (id, name) => { if (refuse) throw new Error('engine away'); told.push(`${name} ${id}`); },

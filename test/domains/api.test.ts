@@ -26,7 +26,6 @@ const starts: { workflow: string; input: unknown; opts: StartOptions }[] = [];
 /** Records what the API starts (the scheduled re-check), starting nothing. */
 const recordingEngine: Engine = {
   kind: 'embedded',
-  delivery: 'rows',
   waits: 'parked',
   start: async (workflow, input, opts) => { starts.push({ workflow, input, opts }); },
   cancel: async () => undefined,

@@ -22,7 +22,7 @@ describe('the workflow logic', () => {
     const commands: string[] = [];
     let position = 0;
     const ctx: WorkflowContext = {
-      delivery: { deliverEmail: async () => { throw new Error('not used'); } },
+      continueAsNewSuggested: () => false,
       webhooks: { callWebhook: async () => { throw new Error('not used'); } },
       receive: async () => { throw new Error('not used'); },
       activities: {

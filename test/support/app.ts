@@ -30,7 +30,6 @@ export const TEST_SECRET = Buffer.from('test-secret-test-secret-test-secret!');
 /** For tests that never start a workflow: any start is refused loudly (and the send stays queued). */
 export const noEngine: Engine = {
   kind: 'embedded',
-  delivery: 'rows',
   waits: 'parked',
   start: async () => { throw new Error('this test context has no workflow engine'); },
   cancel: async () => { throw new Error('this test context has no workflow engine'); },

@@ -12,6 +12,8 @@ export interface ClusterInfo {
   /** URL with the database name replaced by `{db}`. */
   urlPattern: string;
   template: string;
+  /** The run's Temporal dev server (test/support/temporal.ts), when the Temporal CLI is there. */
+  temporal?: { address: string; uiUrl?: string; pid: number };
 }
 
 export function readClusterInfo(): ClusterInfo {

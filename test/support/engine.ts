@@ -1,6 +1,7 @@
 import { TEST_SECRET } from './app';
 import { createActivities, type ActivityDeps } from '../../activities';
 import { createDeliverer } from '../../activities/delivery';
+import { startDeliveryQueue } from '../../engine/deliveryQueue';
 import { createEmbeddedEngine, startEmbeddedWorker } from '../../engine/embedded';
 import { startExecutionDispatcher } from '../../engine/executionDispatcher';
 import type { Engine, WorkerHandle } from '../../engine/types';
@@ -32,13 +33,11 @@ export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: T
   const mailer = createMailer({ smtpUrl, dataDir: '/nonexistent' });
   const engine = await createEmbeddedEngine({ databaseUrl: db.url, log });
   const deps = { knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine, ...(opts.webhooks ? { webhooks: opts.webhooks } : {}) };
-  const worker = await startEmbeddedWorker({
-    databaseUrl: db.url, knex: db.knex, log, activities: createActivities(deps), deliverer: createDeliverer(deps),
-    sendRatePerSecond: opts.sendRatePerSecond ?? 1000,
-    executorId: opts.executorId ?? `test-${db.name}`,
-    pollingIntervalMs: 50,
-    receivePollMs: 500,
-  });
+  const executorId = opts.executorId ?? `test-${db.name}`;
+  const dbos = await startEmbeddedWorker({ databaseUrl: db.url, log, activities: createActivities(deps), executorId, pollingIntervalMs: 50, receivePollMs: 500 });
+  const deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: opts.sendRatePerSecond ?? 1000, executorId, pollMs: 50 });
+  // As bin/runtime.ts runs them: the workflows, and the delivery queue beside them.
+  const worker: WorkerHandle = { stop: async () => { await Promise.all([deliveries.stop(), dbos.stop()]); } };
   const executions = startExecutionDispatcher({ engine, knex: db.knex, log, pollMs: 50 });
   return {
     engine,

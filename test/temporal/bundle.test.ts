@@ -60,7 +60,7 @@ describe('the Temporal workflow bundle (bundleWorkflowCode, offline)', () => {
   test('builds and contains the workflow entry and the engine-neutral logic', () => {
     expect(code.length).toBeGreaterThan(0);
     const own = modules.filter((m) => !m.includes(`${path.sep}node_modules${path.sep}`)).map((m) => path.relative(ROOT, m));
-    expect(own).toEqual(expect.arrayContaining([path.join('workflows', 'temporal.ts'), path.join('workflows', 'deliverEmail.ts'), path.join('workflows', 'policy.ts')]));
+    expect(own).toEqual(expect.arrayContaining([path.join('workflows', 'temporal.ts'), path.join('workflows', 'sendCampaign.ts'), path.join('workflows', 'policy.ts')]));
   });
 
   test('exports exactly the workflow types of workflows/registry.ts, and loads in a bare V8 context (no require, no process)', () => {
@@ -72,7 +72,7 @@ describe('the Temporal workflow bundle (bundleWorkflowCode, offline)', () => {
     const exported = temporal!.importWorkflows();
     const workflowTypes = Object.keys(exported).filter((k) => typeof exported[k] === 'function').sort();
     expect(workflowTypes).toEqual(Object.keys(workflows).sort());
-    expect(workflowTypes).toContain('deliverEmail');
+    expect(workflowTypes).toContain('sendCampaign');
   });
 
   test("holds only workflows/ of Herald's own code: no activities, database, mail, engine or API modules", () => {

@@ -40,7 +40,7 @@ function scripted(s: Script) {
     return next ?? { next: 'next' in step ? step.next ?? null : null };
   };
   const ctx: WorkflowContext = {
-    delivery: { deliverEmail: async () => { throw new Error('not used'); } },
+    continueAsNewSuggested: () => false,
     webhooks: { callWebhook: (r) => call(`callWebhook:${r.step.id}#${r.seq}`, () => stepAnswer(r.step)) },
     receive: async (topic, ms) => { commands.push(`receive:${topic}:${ms}`); return false; },
     activities: {

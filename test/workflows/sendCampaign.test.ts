@@ -17,7 +17,7 @@ function scripted(opts: { contacts: number; pendingPolls?: number[]; cancelAtBat
   let batches = 0;
   const polls = [...(opts.pendingPolls ?? [0])];
   const ctx: WorkflowContext = {
-    delivery: { deliverEmail: async () => { throw new Error('not used'); } },
+    continueAsNewSuggested: () => false,
     webhooks: { callWebhook: async () => { throw new Error('not used'); } },
     receive: async () => { throw new Error('not used'); },
     activities: {

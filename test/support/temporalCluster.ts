@@ -1,0 +1,118 @@
+import type { ChildProcess } from 'node:child_process';
+import { Client, Connection } from '@temporalio/client';
+import request from 'supertest';
+import { addDomain, createProject, type CreatedProject } from '../../projects/service';
+import { freePort } from '../../scripts/temporalDevServer';
+import { TEST_SECRET } from './app';
+import { createTestDatabase, type TestDatabase } from './db';
+import { childEnv, killGroup, spawnTsx, waitFor } from './processes';
+import { startSmtpServer, type TestSmtpServer } from './smtp';
+import type { TestTemporal } from './temporal';
+
+/**
+ * Herald's cluster mode as an operator runs it, on this machine: an `ENGINE=temporal` API process (bin/api.ts) and
+ * worker processes (bin/worker.ts) on a test database, against the run's Temporal dev server (this file's namespace),
+ * delivering to a real SMTP server. The test process holds only a Temporal client, to look at what the server has.
+ */
+export interface HeraldCluster {
+  db: TestDatabase;
+  smtp: TestSmtpServer;
+  project: CreatedProject;
+  /** supertest against the API process. */
+  http(): request.Agent;
+  apiUrl: string;
+  /** A Temporal client of the test's own (visibility queries, cancels as Temporal UI makes them). */
+  client: Client;
+  temporal: TestTemporal;
+  /** The environment every Herald process of the cluster gets (plus `extra`). */
+  env(extra?: Record<string, string>): NodeJS.ProcessEnv;
+  /** Starts a worker process; `id` is its EXECUTOR_ID. Its stderr is kept for failure messages. */
+  startWorker(id: string, env?: Record<string, string>): ChildProcess;
+  /** Stops every worker (SIGTERM, or SIGKILL) and waits until they have exited. */
+  stopWorkers(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts (or restarts) the API process with these settings, and waits until it answers /health. */
+  startApi(env?: Record<string, string>): Promise<void>;
+}
+
+export interface ClusterOptions {
+  /** Worker processes started before the file's tests (default 2), with `workerEnv`. */
+  workers?: number;
+  workerEnv?: Record<string, string>;
+  apiEnv?: Record<string, string>;
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', () => r()));
+}
+
+/** Registers beforeAll/afterAll for the file; read the fields inside tests. */
+export function heraldCluster(temporal: TestTemporal, opts: ClusterOptions = {}): HeraldCluster {
+  const workers = new Map<string, ChildProcess>();
+  let api: ChildProcess | undefined;
+  let connection: Connection | undefined;
+  const cluster = { temporal } as HeraldCluster;
+
+  cluster.env = (extra = {}) => childEnv({
+    ENGINE: 'temporal', TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace,
+    DATABASE_URL: cluster.db.url, SMTP_URL: cluster.smtp.url, SECRET_KEY: TEST_SECRET.toString('utf8'),
+    PUBLIC_URL: 'http://herald.test', LOG_LEVEL: 'warn', API_RATE_LIMIT_PER_MINUTE: '1000000', ...extra,
+  });
+  cluster.startWorker = (id, env = {}) => {
+    const child = spawnTsx('bin/worker.ts', [], cluster.env({ EXECUTOR_ID: id, ...opts.workerEnv, ...env }));
+    let stderr = '';
+    child.stdout!.resume();
+    child.stderr!.on('data', (c: Buffer) => { stderr = (stderr + c.toString()).slice(-20_000); });
+    child.on('exit', (code) => { if (code && code < 128) console.error(`worker ${id} exited ${code}: ${stderr}`); });
+    workers.set(id, child);
+    return child;
+  };
+  cluster.stopWorkers = async (signal = 'SIGTERM') => {
+    const all = [...workers.values()];
+    workers.clear();
+    for (const w of all) killGroup(w, signal);
+    await Promise.all(all.map(exited));
+  };
+  cluster.startApi = async (env = {}) => {
+    if (api) {
+      killGroup(api, 'SIGTERM');
+      await exited(api);
+    }
+    const port = await freePort();
+    let stderr = '';
+    const child = spawnTsx('bin/api.ts', [], cluster.env({ PORT: String(port), ...opts.apiEnv, ...env }));
+    child.stdout!.resume();
+    child.stderr!.on('data', (c: Buffer) => { stderr = (stderr + c.toString()).slice(-20_000); });
+    api = child;
+    cluster.apiUrl = `http://127.0.0.1:${port}`;
+    await waitFor('the API process to answer /health', async () => {
+      if (child.exitCode !== null) throw new Error(`the API process exited ${child.exitCode}: ${stderr}`);
+      const ok = await fetch(`${cluster.apiUrl}/health`).then((r) => r.ok, () => false);
+      return ok ? true : undefined;
+    }, 60_000, 100);
+  };
+  cluster.http = () => request.agent(cluster.apiUrl);
+
+  beforeAll(async () => {
+    cluster.smtp = await startSmtpServer();
+    cluster.db = await createTestDatabase();
+    cluster.project = await createProject('Temporal cluster');
+    await addDomain(cluster.project.id, 'example.com', true);
+    connection = await Connection.connect({ address: temporal.address, connectTimeout: '5s' });
+    cluster.client = new Client({ connection, namespace: temporal.namespace });
+    await cluster.startApi();
+    for (let i = 1; i <= (opts.workers ?? 2); i++) cluster.startWorker(`w${i}`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await cluster.stopWorkers('SIGKILL');
+    if (api) {
+      killGroup(api, 'SIGKILL');
+      await exited(api);
+    }
+    await connection?.close();
+    await cluster.smtp?.close();
+    await cluster.db?.close();
+  }, 60_000);
+
+  return cluster;
+}
