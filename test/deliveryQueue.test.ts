@@ -52,7 +52,7 @@ async function queue(tag: string, n: number, columns: Record<string, unknown> = 
     const [contact] = await db.knex('contacts').insert({ project_id: projectId, email: `${tag}-${i}@example.org` }).returning('id');
     const [email] = await db.knex('emails').insert({
       project_id: projectId, contact_id: contact.id, from_email: 'hi@example.com', to_email: `${tag}-${i}@example.org`,
-      subject: `${tag} ${i}`, html: '<p>hi</p>', dispatched_at: db.knex.fn.now(), ...columns,
+      subject: `${tag} ${i}`, html: '<p>hi</p>', ...columns,
     }).returning('id');
     ids.push(email.id);
   }

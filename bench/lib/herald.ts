@@ -58,8 +58,8 @@ export async function queueEmails(cluster: BenchCluster, projectId: string, n: n
   const started = performance.now();
   await knex.raw(`INSERT INTO contacts (project_id, email, subscribed, data)
     SELECT ?::uuid, ? || '-' || g || '@example.org', false, '{}'::jsonb FROM generate_series(1, ?::int) g`, [projectId, tag, n]);
-  const rows: { id: string }[] = (await knex.raw(`INSERT INTO emails (project_id, contact_id, from_email, from_name, to_email, subject, html, dispatched_at)
-    SELECT c.project_id, c.id, 'orders@example.com', 'Bench Shop', c.email, 'Your order #100042 has shipped', ?, now()
+  const rows: { id: string }[] = (await knex.raw(`INSERT INTO emails (project_id, contact_id, from_email, from_name, to_email, subject, html)
+    SELECT c.project_id, c.id, 'orders@example.com', 'Bench Shop', c.email, 'Your order #100042 has shipped', ?
     FROM contacts c WHERE c.project_id = ?::uuid AND c.email LIKE ? ORDER BY c.id RETURNING id`, [EMAIL_HTML, projectId, `${tag}-%`])).rows;
   return { ids: rows.map((r) => r.id), enqueueMs: performance.now() - started };
 }

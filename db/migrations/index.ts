@@ -6,6 +6,7 @@ import * as campaigns from './20261122000004_campaigns';
 import * as deliveryQueue from './20261122000005_delivery_queue';
 import * as domainsDkim from './20261122000006_domains_dkim';
 import * as automations from './20261122000007_automations';
+import * as emailsUndispatched from './20261123000001_emails_undispatched';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -20,6 +21,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261122000005_delivery_queue': deliveryQueue,
   '20261122000006_domains_dkim': domainsDkim,
   '20261122000007_automations': automations,
+  '20261123000001_emails_undispatched': emailsUndispatched,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
