@@ -182,7 +182,22 @@ export interface TemporalWorkerOptions extends TemporalOptions {
  * each task to one of them, and a stopped worker's tasks to the others.
  */
 export async function startTemporalWorker(opts: TemporalWorkerOptions): Promise<WorkerHandle> {
-  const { NativeConnection, Worker } = await import('@temporalio/worker');
+  const { DefaultLogger, NativeConnection, Runtime, Worker } = await import('@temporalio/worker');
+  // Once per process, before the first worker. No signal handlers of the SDK's own: Herald's (bin/runtime.ts) stop the
+  // worker, after the dispatchers (with them, a SIGTERM drained the worker first and Herald's stop() then failed on it).
+  // The SDK's log goes through Herald's logger; its INFO (bundler output, state changes) is Herald's debug.
+  try {
+    const sdk = opts.log.child({ component: 'temporal' });
+    Runtime.install({
+      shutdownSignals: [],
+      logger: new DefaultLogger('INFO', ({ level, message, meta }) => {
+        const method = level === 'ERROR' ? 'error' : level === 'WARN' ? 'warn' : 'debug';
+        sdk[method](meta ?? {}, message);
+      }),
+    });
+  } catch {
+    // already installed by an earlier worker of this process
+  }
   const { connectionOptions, namespace } = connectConfig(opts.address, opts.namespace);
   const connection = await NativeConnection.connect(connectionOptions);
   const worker = await Worker.create({

@@ -1,0 +1,82 @@
+/**
+ * Herald's cluster mode on this machine, without Docker: a Temporal dev server (the pinned CLI of scripts/temporal.js,
+ * installed into .tools/ when missing) with its Web UI, one `ENGINE=temporal` API process and N worker processes, all on
+ * the embedded PostgreSQL under DATA_DIR (the first process starts it; the others attach). The same processes as
+ * docker-compose.yml's `api` and `worker` services; Ctrl-C stops them all.
+ *
+ *   npm run cluster                 # 2 workers
+ *   npm run cluster -- --workers 4
+ *
+ * Environment: the usual Herald variables (PORT, DATA_DIR, SMTP_URL, SEND_RATE_PER_SECOND, …), plus TEMPORAL_PORT
+ * (default 7233) and TEMPORAL_UI_PORT (default 8233). Temporal's state is kept in DATA_DIR/temporal.db.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startDevServer } from './temporalDevServer';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { ensureTemporal } = require('./temporal.js') as { ensureTemporal(): string };
+
+const ROOT = path.resolve(__dirname, '..');
+const arg = process.argv.indexOf('--workers');
+const WORKERS = Number(arg > 0 ? process.argv[arg + 1] : process.env.WORKERS ?? 2);
+const dataDir = path.resolve(process.env.DATA_DIR ?? path.join(ROOT, '.data'));
+const port = process.env.PORT ?? '3000';
+
+function herald(script: string, env: Record<string, string>, name: string): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...(script === 'bin/worker.ts' ? ['--max-old-space-size=160'] : []), path.join(ROOT, script)], {
+    cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  child.on('exit', (code, signal) => { if (!stopping) console.error(`${name} exited (${code ?? signal})`); });
+  return child;
+}
+
+let stopping = false;
+
+async function main(): Promise<void> {
+  if (!Number.isInteger(WORKERS) || WORKERS < 1) throw new Error('--workers must be a whole number ≥ 1');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const cli = ensureTemporal();
+  const temporal = await startDevServer({
+    cli,
+    port: Number(process.env.TEMPORAL_PORT ?? 7233),
+    uiPort: Number(process.env.TEMPORAL_UI_PORT ?? 8233),
+    dbFile: path.join(dataDir, 'temporal.db'),
+    logFile: path.join(dataDir, 'temporal.log'),
+    namespaces: process.env.TEMPORAL_NAMESPACE && process.env.TEMPORAL_NAMESPACE !== 'default' ? [process.env.TEMPORAL_NAMESPACE] : [],
+  });
+  const env = { ENGINE: 'temporal', TEMPORAL_ADDRESS: temporal.address, DATA_DIR: dataDir, PORT: port };
+  const children: ChildProcess[] = [];
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all(children.map((c) => (c.exitCode !== null ? undefined : new Promise((r) => c.once('exit', r)))));
+    await temporal.stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+
+  // The API first: it starts (or attaches to) the embedded PostgreSQL and runs the migrations; then the workers.
+  children.push(herald('bin/api.ts', env, 'api'));
+  for (let i = 0; i < 600; i++) {
+    if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  for (let i = 1; i <= WORKERS; i++) children.push(herald('bin/worker.ts', { ...env, EXECUTOR_ID: `cluster-worker-${i}` }, `worker ${i}`));
+  console.log(`
+Herald cluster: API on http://localhost:${port}, ${WORKERS} worker process(es), Temporal at ${temporal.address}
+Temporal UI: ${temporal.uiUrl}/namespaces/${process.env.TEMPORAL_NAMESPACE ?? 'default'}/workflows
+  find a campaign's workflow:  HeraldCampaignId="<campaign id>"   (or open campaign-<id>)
+  every campaign:              HeraldKind="campaign"
+  the domain re-check:         Schedules tab, domain-checks
+Ctrl-C stops everything; data stays in ${dataDir}.
+`);
+}
+
+main().catch((err: Error) => {
+  console.error(`npm run cluster: ${err.message}`);
+  process.exit(1);
+});
