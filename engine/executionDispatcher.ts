@@ -20,6 +20,7 @@ export interface ExecutionDispatcherOptions {
 interface OutboxRow {
   project_id: string;
   id: string;
+  automation_id: string;
   /** START, WAKE, or null for a parked execution whose deadline has come. */
   outbox: 'START' | 'WAKE' | null;
   parked: boolean;
@@ -49,7 +50,7 @@ export async function dispatchExecutions(engine: Engine, knex: Knex, log: Logger
     OR EXISTS (SELECT 1 FROM automation_executions WHERE parked AND status = 'WAITING' AND wait_until <= now()) AS any`);
   if (!(work as { any: boolean }).any) return 0;
   return knex.transaction(async (trx) => {
-    const columns = ['project_id', 'id', 'outbox', 'parked', 'run', 'resume'];
+    const columns = ['project_id', 'id', 'automation_id', 'outbox', 'parked', 'run', 'resume'];
     const claim = (q: Knex.QueryBuilder, limit: number): Promise<OutboxRow[]> => (limit <= 0 ? Promise.resolve([])
       : q.orderBy('id').limit(limit).forUpdate().skipLocked().select(columns));
     // Wake-ups of live workflows cost no memory and let executions finish: always delivered.
@@ -70,11 +71,12 @@ export async function dispatchExecutions(engine: Engine, knex: Knex, log: Logger
     const told: OutboxRow[] = [];
     await Promise.all(rows.map(async (r) => {
       const ref = { projectId: r.project_id, executionId: r.id };
+      const tags = { automationId: r.automation_id }; // HeraldAutomationId on Temporal: all executions of one workflow
       try {
         if (r.parked) {
-          await engine.start('runAutomation', { ...ref, ...r.resume!, resume: true }, { id: workflowId.runAutomation({ ...ref, run: r.run + 1 }) });
+          await engine.start('runAutomation', { ...ref, ...r.resume!, resume: true }, { id: workflowId.runAutomation({ ...ref, run: r.run + 1 }), tags });
         } else if (r.outbox === 'START') {
-          await engine.start('runAutomation', ref, { id: workflowId.runAutomation(ref) });
+          await engine.start('runAutomation', ref, { id: workflowId.runAutomation(ref), tags });
         } else {
           await engine.signal(workflowId.runAutomation({ ...ref, run: r.run }), WAKE_TOPIC, true);
         }

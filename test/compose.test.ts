@@ -1,12 +1,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import type { Knex } from 'knex';
 import { loadConfig } from '../config';
+import { createKnex } from '../db/database';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const temporalCli = require('../scripts/temporal.js') as { SERVER_VERSION: string };
 
 /**
  * Cluster mode (docker-compose.yml + Dockerfile), checked statically: no Docker engine runs where Herald is tested.
  * The file parses, names every service, wires API and workers to the same PostgreSQL, Temporal, mail relay and
  * secret, keeps the workers scalable, and the environment it gives Herald passes Herald's own configuration check.
+ * It also runs the Temporal server the tests run, on the namespace Herald uses, within PostgreSQL's connections.
  */
 
 const ROOT = path.resolve(__dirname, '..');
@@ -37,12 +43,14 @@ const service = (name: string): Service => {
 const OPERATOR_ENV = { SECRET_KEY: 'a'.repeat(64) };
 
 /**
- * `${VAR:-default}`, `${VAR-default}`, `${VAR:?message}`, `${VAR}` and `$$` as docker compose interpolates them.
- * `:?` makes compose refuse to start when the variable is unset: the same here (it throws).
+ * `${VAR:-default}`, `${VAR-default}`, `${VAR:?message}`, `${VAR}`, `$VAR` and `$$` as docker compose interpolates
+ * them. `:?` makes compose refuse to start when the variable is unset: the same here (it throws). A `$VAR` meant for
+ * a container's shell must be written `$$VAR`, or compose replaces it with the operator's (usually empty) variable.
  */
 function interpolate(value: string, env: Record<string, string> = OPERATOR_ENV): string {
-  return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-|:\?)([^}]*))?\}/g, (whole, name: string | undefined, op: string | undefined, arg: string | undefined) => {
+  return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-|:\?)([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (whole, braced: string | undefined, op: string | undefined, arg: string | undefined, bare: string | undefined) => {
     if (whole === '$$') return '$';
+    const name = braced ?? bare;
     if (op === ':?') {
       if (!env[name!]) throw new Error(`compose refuses to start: ${name} ${arg}`);
       return env[name!]!;
@@ -55,12 +63,12 @@ test('compose refuses to start without SECRET_KEY, so no installation runs on a 
   expect(() => interpolate(String((services.api!.environment as Record<string, string>).SECRET_KEY), {})).toThrow(/SECRET_KEY/);
 });
 
-function environmentOf(s: Service): Record<string, string> {
+function environmentOf(s: Service, operatorEnv: Record<string, string> = OPERATOR_ENV): Record<string, string> {
   const env = s.environment ?? {};
   const entries: [string, string][] = Array.isArray(env)
     ? env.map((e) => { const i = e.indexOf('='); return i < 0 ? [e, ''] : [e.slice(0, i), e.slice(i + 1)]; })
     : Object.entries(env).map(([k, v]) => [k, v === null ? '' : String(v)]);
-  return Object.fromEntries(entries.map(([k, v]) => [k, interpolate(v)]));
+  return Object.fromEntries(entries.map(([k, v]) => [k, interpolate(v, operatorEnv)]));
 }
 
 const dependenciesOf = (s: Service): Record<string, string | undefined> =>
@@ -77,9 +85,10 @@ describe('docker-compose.yml (cluster mode)', () => {
     expect(Object.keys(services).sort()).toEqual(expect.arrayContaining(['api', 'mailpit', 'postgres', 'temporal', 'temporal-ui', 'worker']));
   });
 
-  test('postgres: PostgreSQL 18 with a healthcheck and a volume', () => {
+  test('postgres: PostgreSQL 17 with a healthcheck and a volume', () => {
     const pg = service('postgres');
-    expect(pg.image).toMatch(/^postgres:1[3-9]/);
+    // 17, not 18: the newest PostgreSQL that Temporal's schema tools declare support for.
+    expect(pg.image).toBe('postgres:17');
     expect(JSON.stringify(pg.healthcheck?.test)).toContain('pg_isready');
     expect(pg.volumes?.length).toBeGreaterThan(0);
   });
@@ -105,6 +114,86 @@ describe('docker-compose.yml (cluster mode)', () => {
     const mailpit = service('mailpit');
     expect(mailpit.image).toMatch(/^axllent\/mailpit(:|$)/);
     expect(publishedPorts(mailpit).map(containerPort)).toContain('8025');
+  });
+
+  test('temporal runs auto-setup 1.29.1, the server the tests run; temporal-ui runs UI 2.42.1, the one they serve', () => {
+    // scripts/temporal.js pins the Temporal CLI 1.5.1 that the tests start (`temporal server start-dev`); the server
+    // embedded in it is SERVER_VERSION, its UI 2.42.1. The cluster runs the same, so the tests cover what it runs.
+    expect(temporalCli.SERVER_VERSION).toBe('1.29.1');
+    expect(service('temporal').image).toBe(`temporalio/auto-setup:${temporalCli.SERVER_VERSION}`);
+    expect(service('temporal').image).toBe('temporalio/auto-setup:1.29.1');
+    expect(service('temporal-ui').image).toBe('temporalio/ui:2.42.1');
+  });
+
+  test.each([
+    ['unset', {}, 'default'],
+    ['set', { TEMPORAL_NAMESPACE: 'herald-prod' }, 'herald-prod'],
+  ])('TEMPORAL_NAMESPACE %s: the temporal service creates the namespace api and worker use, and Temporal UI opens on it', (_, namespaceEnv, expected) => {
+    const operatorEnv = { ...OPERATOR_ENV, ...namespaceEnv };
+    for (const name of ['api', 'worker']) {
+      expect(environmentOf(service(name), operatorEnv).TEMPORAL_NAMESPACE).toBe(expected);
+      expect(loadConfig(environmentOf(service(name), operatorEnv)).temporalNamespace).toBe(expected);
+    }
+    // auto-setup creates DEFAULT_NAMESPACE (and only that one): any other namespace would not exist.
+    expect(environmentOf(service('temporal'), operatorEnv).DEFAULT_NAMESPACE).toBe(expected);
+    expect(environmentOf(service('temporal-ui'), operatorEnv).TEMPORAL_DEFAULT_NAMESPACE).toBe(expected);
+  });
+
+  test("temporal is healthy only once Herald's namespace exists: its healthcheck describes that namespace", () => {
+    const operatorEnv = { ...OPERATOR_ENV, TEMPORAL_NAMESPACE: 'herald-prod' };
+    const healthcheck = service('temporal').healthcheck?.test;
+    expect(Array.isArray(healthcheck) && healthcheck[0]).toBe('CMD-SHELL');
+    // What the container's shell runs: compose interpolates first (`$$` → `$`), then the shell expands the
+    // container's variables.
+    const containerEnv = environmentOf(service('temporal'), operatorEnv);
+    const script = interpolate((healthcheck as string[]).slice(1).join(' '), operatorEnv)
+      .replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (_whole, name: string) => containerEnv[name] ?? '');
+    expect(script).toMatch(/\btemporal operator namespace describe\b/);
+    expect(script).toMatch(/--address[ =]temporal:7233\b/);
+    expect(script.match(/(?:-n|--namespace)[ =]"?([^"\s]+)"?/)?.[1]).toBe('herald-prod');
+    // api and worker wait for it.
+    for (const name of ['api', 'worker']) expect(dependenciesOf(service(name)).temporal).toBe('service_healthy');
+  });
+
+  test("PostgreSQL's max_connections holds Temporal's pools and Herald's with --scale worker=8 and an operator CLI", async () => {
+    const WORKERS = 8;
+    // The one auto-setup process runs 4 services (frontend, history, matching, worker); each opens a pool on the
+    // `temporal` database (SQL_MAX_CONNS) and one on `temporal_visibility` (SQL_VIS_MAX_CONNS): auto-setup's
+    // config template (temporalio/temporal, docker/config_template.yaml) reads these names, with defaults 20 and 10.
+    const TEMPORAL_SERVICES = 4;
+    // psql sessions and auto-setup's schema tool.
+    const MARGIN = 10;
+
+    const temporalEnv = environmentOf(service('temporal'));
+    const sqlSetting = (name: string) => {
+      expect(temporalEnv[name]).toMatch(/^[1-9][0-9]*$/);
+      return Number(temporalEnv[name]);
+    };
+    const temporalMax = TEMPORAL_SERVICES * (sqlSetting('SQL_MAX_CONNS') + sqlSetting('SQL_VIS_MAX_CONNS'));
+    expect(sqlSetting('SQL_MAX_IDLE_CONNS')).toBeLessThanOrEqual(sqlSetting('SQL_MAX_CONNS'));
+    expect(sqlSetting('SQL_VIS_MAX_IDLE_CONNS')).toBeLessThanOrEqual(sqlSetting('SQL_VIS_MAX_CONNS'));
+
+    // Herald's pool per process: createKnex's default (db/database.ts does not export it; bin/runtime.ts opens the
+    // database without a poolMax). No connection is made: the pool is lazy.
+    const knex = createKnex('postgres://compose-test@127.0.0.1:1/none');
+    const heraldPoolMax = (knex.client as { config: Knex.Config }).config.pool?.max;
+    await knex.destroy();
+    expect(heraldPoolMax).toBeGreaterThan(0);
+
+    // Every service that opens Herald's database (api, worker), the workers scaled; plus an operator CLI
+    // (`docker compose exec api npm run cli`), a process of its own with a pool of its own.
+    const heraldServices = Object.entries(services).filter(([, s]) => environmentOf(s).DATABASE_URL);
+    expect(heraldServices.map(([name]) => name).sort()).toEqual(['api', 'worker']);
+    const heraldProcesses = heraldServices.reduce((n, [name]) => n + (name === 'worker' ? WORKERS : 1), 0) + 1;
+    const heraldMax = heraldProcesses * heraldPoolMax!;
+
+    const command = service('postgres').command;
+    const args = Array.isArray(command) ? command : (command ?? '').split(/\s+/);
+    const setting = args.map((a, i) => (args[i - 1] === '-c' ? a : a.replace(/^--/, ''))).find((a) => a.startsWith('max_connections='));
+    expect(setting).toBeDefined();
+    const maxConnections = Number(setting!.split('=')[1]);
+
+    expect(temporalMax + heraldMax + MARGIN).toBeLessThanOrEqual(maxConnections);
   });
 
   test.each(['api', 'worker'])('%s: built from the Dockerfile, ENGINE=temporal on the shared PostgreSQL, Temporal and Mailpit', (name) => {
