@@ -102,3 +102,31 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+export interface SinkProcess {
+  url: string;
+  /** Acceptance times (epoch ms) and envelope recipients of everything accepted so far. */
+  received(): Promise<{ times: number[]; recipients: string[] }>;
+  close(): void;
+}
+
+/** A timing-faithful SMTP sink in a child process (test/support/sinkChild.ts). */
+export async function startSinkProcess(): Promise<SinkProcess> {
+  const { fork } = await import('node:child_process');
+  const child = fork(require.resolve('./sinkChild.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const next = <T>(type: string) => new Promise<T>((resolve, reject) => {
+    const onMessage = (m: { type?: string }) => { if (m.type === type) { child.off('message', onMessage); resolve(m as T); } };
+    child.on('message', onMessage);
+    child.once('exit', (code) => reject(new Error(`the SMTP sink process exited (${code})`)));
+  });
+  const { url } = await next<{ url: string }>('ready');
+  return {
+    url,
+    async received() {
+      const answer = next<{ times: number[]; recipients: string[] }>('times');
+      child.send({ type: 'times' });
+      return answer;
+    },
+    close() { child.kill('SIGKILL'); },
+  };
+}

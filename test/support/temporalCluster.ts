@@ -28,6 +28,11 @@ export interface HeraldCluster {
   env(extra?: Record<string, string>): NodeJS.ProcessEnv;
   /** Starts a worker process; `id` is its EXECUTOR_ID. Its stderr is kept for failure messages. */
   startWorker(id: string, env?: Record<string, string>): ChildProcess;
+  /**
+   * Waits until every running worker has started delivering (its workflow bundle built, its pollers and delivery queue
+   * running): a worker's start costs a core for a second or two, which would disturb a measurement taken meanwhile.
+   */
+  workersReady(): Promise<void>;
   /** Stops every worker (SIGTERM, or SIGKILL) and waits until they have exited. */
   stopWorkers(signal?: NodeJS.Signals): Promise<void>;
   /** Starts (or restarts) the API process with these settings, and waits until it answers /health. */
@@ -48,6 +53,7 @@ function exited(child: ChildProcess): Promise<void> {
 /** Registers beforeAll/afterAll for the file; read the fields inside tests. */
 export function heraldCluster(temporal: TestTemporal, opts: ClusterOptions = {}): HeraldCluster {
   const workers = new Map<string, ChildProcess>();
+  const ready = new Map<ChildProcess, Promise<void>>();
   let api: ChildProcess | undefined;
   let connection: Connection | undefined;
   const cluster = { temporal } as HeraldCluster;
@@ -58,13 +64,25 @@ export function heraldCluster(temporal: TestTemporal, opts: ClusterOptions = {})
     PUBLIC_URL: 'http://herald.test', LOG_LEVEL: 'warn', API_RATE_LIMIT_PER_MINUTE: '1000000', ...extra,
   });
   cluster.startWorker = (id, env = {}) => {
-    const child = spawnTsx('bin/worker.ts', [], cluster.env({ EXECUTOR_ID: id, ...opts.workerEnv, ...env }));
+    // At info, a worker logs "delivering mail" once it runs (bin/runtime.ts); its other info lines are few.
+    const child = spawnTsx('bin/worker.ts', [], cluster.env({ EXECUTOR_ID: id, LOG_LEVEL: 'info', ...opts.workerEnv, ...env }));
     let stderr = '';
-    child.stdout!.resume();
+    ready.set(child, new Promise<void>((resolve, reject) => {
+      let out = '';
+      const onData = (c: Buffer) => {
+        out = (out + c.toString()).slice(-4096);
+        if (out.includes('"msg":"delivering mail"')) { child.stdout!.off('data', onData); child.stdout!.resume(); resolve(); }
+      };
+      child.stdout!.on('data', onData);
+      child.once('exit', (code) => reject(new Error(`worker ${id} exited (${code}) before it started delivering: ${stderr}`)));
+    }));
     child.stderr!.on('data', (c: Buffer) => { stderr = (stderr + c.toString()).slice(-20_000); });
     child.on('exit', (code) => { if (code && code < 128) console.error(`worker ${id} exited ${code}: ${stderr}`); });
     workers.set(id, child);
     return child;
+  };
+  cluster.workersReady = async () => {
+    await Promise.all([...workers.values()].map((w) => ready.get(w)));
   };
   cluster.stopWorkers = async (signal = 'SIGTERM') => {
     const all = [...workers.values()];

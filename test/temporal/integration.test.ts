@@ -1,28 +1,368 @@
-import { bearer } from '../support/app';
-import { waitFor } from '../support/processes';
+import { execFile, type ChildProcess } from 'node:child_process';
+import { Resolver } from 'node:dns/promises';
+import { promisify } from 'node:util';
+import { dkimVerify } from 'mailauth';
+import { Domain } from '../../db/models/Domain';
+import { ensureDomainKey } from '../../db/queries/domains';
+import { dkimRecordName, dkimRecordValue } from '../../verify/domainRecords';
+import { bearer, TEST_SECRET } from '../support/app';
+import { startDnsServer, type TestDnsServer } from '../support/dns';
+import { killGroup, waitFor } from '../support/processes';
+import { startSinkProcess, type Received } from '../support/smtp';
 import { heraldCluster } from '../support/temporalCluster';
 import { describeTemporal } from '../support/temporal';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const temporalCli = require('../../scripts/temporal.js') as { findTemporal(): string | undefined };
+const run = promisify(execFile);
+
+type Counts = Partial<Record<'QUEUED' | 'SENDING' | 'SENT' | 'FAILED' | 'CANCELLED', number>>;
 
 /**
  * The cluster mode end to end on a real Temporal server (the run's dev server): an ENGINE=temporal API process, two
  * worker processes, PostgreSQL and a real SMTP server. Asserts on what arrives at the SMTP server and in the database.
+ * The tests run in order, grouped by the send rate the workers run at (restarting the workers changes it); each one
+ * leaves the delivery queue empty for the next.
  */
 describeTemporal(__filename, 'Temporal cluster: API and worker processes on a real Temporal server', (temporal) => {
-  const c = heraldCluster(temporal);
+  const c = heraldCluster(temporal, { workerEnv: { SEND_RATE_PER_SECOND: '14' } });
   const key = () => bearer(c.project.secretKey);
+  let dns: TestDnsServer;
+  let resolver: Resolver;
+  let selector: string;
+  /** The worker processes started by the tests (the harness starts w1 and w2 before them). */
+  const workers = new Map<string, ChildProcess>();
 
-  test('POST /v1/send is delivered once', async () => {
-    const before = c.smtp.received.length;
-    const res = await c.http().post('/v1/send').set(key()).send({ to: 'ada@example.org', from: 'hi@example.com', subject: 'Hi', body: '<p>Hello</p>' });
+  beforeAll(async () => {
+    // example.com gets its DKIM key as `domain add --verified` gives it one; the loopback DNS server publishes it.
+    dns = await startDnsServer();
+    resolver = new Resolver({ timeout: 1000, tries: 1 });
+    resolver.setServers([dns.address]);
+    const added = (await Domain.query(c.db.knex).findOne({ project_id: c.project.id, domain: 'example.com' }))!;
+    const keyed = await ensureDomainKey(c.db.knex, TEST_SECRET, added);
+    selector = keyed.dkimSelector!;
+    dns.set(dkimRecordName('example.com', selector), { TXT: [dkimRecordValue(keyed.dkimPublicKey!)] });
+  });
+  afterAll(async () => {
+    await dns?.close();
+  });
+  afterEach(() => c.smtp.script([]));
+
+  // ---- helpers ----
+
+  const counts = async (where: Record<string, unknown> = {}): Promise<Counts> => Object.fromEntries(
+    (await c.db.knex('emails').where({ project_id: c.project.id, ...where }).groupBy('status').select('status').count('* as n'))
+      .map((r) => [r.status as string, Number(r.n)]),
+  );
+  const campaignStatus = async (id: string) => (await c.db.knex('campaigns').where({ project_id: c.project.id, id }).first('status'))?.status as string;
+  const to = (m: Received) => m.envelopeTo[0]!;
+  const receivedBy = (address: string) => c.smtp.received.filter((m) => to(m) === address);
+  /** What the SMTP server has received of a campaign (its contacts are `<group>-<n>@example.org`). */
+  const receivedOf = (group: string) => c.smtp.received.filter((m) => to(m).startsWith(`${group}-`));
+
+  /** Restarts both workers (SIGTERM, then new processes under the same executor ids) at this send rate. */
+  async function runWorkers(rate: number): Promise<void> {
+    await c.stopWorkers();
+    for (const id of ['w1', 'w2']) workers.set(id, c.startWorker(id, { SEND_RATE_PER_SECOND: String(rate) }));
+  }
+
+  /** Waits until no email of the project is QUEUED or SENDING. */
+  async function queueDrained(timeoutMs = 60_000): Promise<void> {
+    await waitFor('the delivery queue to be empty', async () => {
+      const k = await counts();
+      return (k.QUEUED ?? 0) + (k.SENDING ?? 0) === 0 ? true : undefined;
+    }, timeoutMs, 200);
+  }
+
+  /** `n` subscribed contacts `<group>-<i>@example.org` with data.group = group, in one statement. */
+  async function addContacts(group: string, n: number): Promise<void> {
+    await c.db.knex.raw(
+      `INSERT INTO contacts (project_id, email, subscribed, data)
+       SELECT ?::uuid, ?::text || '-' || g || '@example.org', true, jsonb_build_object('group', ?::text) FROM generate_series(1, ?::int) g`,
+      [c.project.id, group, group, n],
+    );
+  }
+
+  /** Creates a campaign to the contacts of `group` through the API and sends it now; answers its id. */
+  async function sendCampaignTo(group: string): Promise<string> {
+    const created = await c.http().post('/campaigns').set(key()).send({
+      name: group, subject: `News for ${group}`, body: '<p>Hello {{ email }}</p>', from: 'news@example.com', audienceType: 'FILTERED',
+      audienceFilter: { logic: 'AND', groups: [{ filters: [{ field: 'data.group', operator: 'equals', value: group }] }] },
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id as string;
+    const sent = await c.http().post(`/campaigns/${id}/send`).set(key()).send({});
+    expect(sent.status).toBe(200);
+    return id;
+  }
+
+  /** POST /v1/send of one email; answers its id. */
+  async function send(address: string, subject = 'Hi'): Promise<string> {
+    const res = await c.http().post('/v1/send').set(key()).send({ to: address, from: 'hi@example.com', subject, body: '<p>Hello</p>' });
     expect(res.status).toBe(200);
-    const emailId = res.body.data.emails[0].email as string;
-    await c.smtp.waitFor(before + 1, 30_000);
+    return res.body.data.emails[0].email as string;
+  }
+
+  /** Sends one transactional email now; answers how long after the request it was accepted by the SMTP server. */
+  async function transactionalArrivalMs(address: string): Promise<number> {
+    const t0 = performance.now();
+    await send(address, 'Urgent');
+    const message = await waitFor(`${address} to arrive`, () => receivedBy(address)[0], 60_000, 10);
+    return message.at - t0;
+  }
+
+  /** The campaign's workflow executions that Temporal's visibility lists as running (found by Herald's search attribute). */
+  async function runningWorkflows(campaignId: string): Promise<string[]> {
+    const ids: string[] = [];
+    for await (const w of c.client.workflow.list({ query: `HeraldCampaignId="${campaignId}" AND ExecutionStatus="Running"` })) ids.push(w.workflowId);
+    return ids;
+  }
+
+  // ---- workers at the default 14/s ----
+
+  test('POST /v1/send is delivered once and DKIM-signed with the domain key', async () => {
+    const before = c.smtp.received.length;
+    const emailId = await send('ada@example.org');
+    await c.smtp.waitFor(before + 1, 60_000);
     const row = await waitFor('SENT', async () => {
-      const r = await c.db.knex('emails').where({ id: emailId }).first();
+      const r = await c.db.knex('emails').where({ project_id: c.project.id, id: emailId }).first();
       return r?.status === 'SENT' ? r : undefined;
     });
     expect(row.message_id).toBe(`<${emailId}@example.com>`);
     await new Promise((r) => setTimeout(r, 500));
-    expect(c.smtp.received.slice(before).filter((m) => m.envelopeTo[0] === 'ada@example.org')).toHaveLength(1);
-  }, 60_000);
+    const received = receivedBy('ada@example.org');
+    expect(received).toHaveLength(1);
+    expect(received[0]!.parsed.messageId).toBe(row.message_id);
+
+    expect(received[0]!.raw.toString()).toMatch(/^DKIM-Signature: /m);
+    const verified = await dkimVerify(received[0]!.raw, { resolver: (name: string, rrtype: string) => resolver.resolve(name, rrtype) as Promise<string[][] | string[]> });
+    expect(verified.results).toHaveLength(1);
+    expect(verified.results[0]).toMatchObject({ signingDomain: 'example.com', selector, status: { result: 'pass' } });
+  }, 90_000);
+
+  test('an SMTP 4xx is retried and then delivered; a 5xx ends FAILED at once with the server\'s answer', async () => {
+    c.smtp.script([{ code: 451, message: '4.3.0 Try again later' }]);
+    const retried = await send('retry@example.org');
+    const sent = await waitFor('the retried email SENT', async () => {
+      const r = await c.db.knex('emails').where({ project_id: c.project.id, id: retried }).first();
+      return r?.status === 'SENT' ? r : undefined;
+    }, 60_000, 100);
+    expect(sent.attempts).toBeGreaterThan(1);
+    expect(sent.error).toBeNull();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(receivedBy('retry@example.org')).toHaveLength(1);
+
+    c.smtp.script([{ code: 550, message: '5.1.1 No such user' }]);
+    const rejected = await send('nobody@example.org');
+    const failed = await waitFor('the rejected email FAILED', async () => {
+      const r = await c.db.knex('emails').where({ project_id: c.project.id, id: rejected }).first();
+      return r?.status === 'FAILED' ? r : r?.status === 'SENT' ? r : undefined;
+    }, 60_000, 100);
+    expect(failed.status).toBe('FAILED');
+    expect(failed.error).toBe('550 5.1.1 No such user');
+    expect(failed.attempts).toBe(1);
+    const event = await c.db.knex('events').where({ project_id: c.project.id, email_id: rejected }).first();
+    expect(event).toMatchObject({ name: 'email.failed', data: { error: '550 5.1.1 No such user' } });
+    await new Promise((r) => setTimeout(r, 1500)); // longer than the first retry's backoff: no second attempt
+    expect(receivedBy('nobody@example.org')).toHaveLength(0);
+    expect((await c.db.knex('emails').where({ project_id: c.project.id, id: rejected }).first()).attempts).toBe(1);
+  }, 120_000);
+
+  test('the rate limit holds across two workers: at most 14 messages in any 1-s window, at least 13.5/s on average', async () => {
+    // Timing is measured where it means something: at an SMTP server in a process of its own, whose event loop does
+    // nothing else (the test's own server shares the Jest process, whose stalls would bunch its timestamps).
+    const sink = await startSinkProcess();
+    try {
+      await c.stopWorkers();
+      for (const w of ['w1', 'w2']) workers.set(w, c.startWorker(w, { SEND_RATE_PER_SECOND: '14', SMTP_URL: sink.url }));
+      await c.workersReady(); // the steady state is measured, not the two workers' start-up
+      const TOTAL = 900;
+      await addContacts('paced', TOTAL);
+      const id = await sendCampaignTo('paced');
+      // Which workers claim mail while it goes out: the limit must hold for both together.
+      const claimers = new Set<string>();
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          for (const r of await c.db.knex('emails').where({ project_id: c.project.id, campaign_id: id, status: 'SENDING' }).distinct('claimed_by')) claimers.add(r.claimed_by as string);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      })();
+      try {
+        await waitFor(`${TOTAL} messages`, async () => ((await sink.received()).times.length >= TOTAL ? true : undefined), 180_000, 1000);
+      } finally {
+        sampling = false;
+        await sampler;
+      }
+      const { times, recipients } = await sink.received();
+      const at = [...times].sort((a, b) => a - b);
+      let worst = 0;
+      for (let i = 0, j = 0; i < at.length; i++) {
+        while (at[j]! <= at[i]! - 1000) j++;
+        worst = Math.max(worst, i - j + 1); // arrivals in the 1-s window that ends at at[i]
+      }
+      const seconds = (at[at.length - 1]! - at[0]!) / 1000;
+      const mean = (at.length - 1) / seconds;
+      console.log(`rate limit 14/s, 2 workers: ${at.length} messages in ${seconds.toFixed(1)} s, worst 1-s window ${worst}, mean ${mean.toFixed(2)}/s, claimed by ${[...claimers].sort().join(', ')}`);
+      expect([...claimers].sort()).toEqual(['w1', 'w2']);
+      expect(new Set(recipients).size).toBe(TOTAL);
+      expect(worst).toBeLessThanOrEqual(14);
+      expect(mean).toBeGreaterThanOrEqual(13.5);
+      await waitFor('campaign SENT', async () => ((await campaignStatus(id)) === 'SENT' ? true : undefined), 120_000, 500);
+      expect(await counts({ campaign_id: id })).toEqual({ SENT: TOTAL });
+    } finally {
+      await runWorkers(14); // back to the test's own SMTP server
+      sink.close();
+    }
+  }, 300_000);
+
+  // ---- workers at 5000/s ----
+
+  test('a campaign to 10,000 contacts is delivered exactly once', async () => {
+    const TOTAL = 10_000;
+    await runWorkers(5000);
+    await addContacts('bulk', TOTAL);
+    const id = await sendCampaignTo('bulk');
+    const started = Date.now();
+    await waitFor('campaign SENT', async () => ((await campaignStatus(id)) === 'SENT' ? true : undefined), 240_000, 500);
+    const mail = receivedOf('bulk');
+    console.log(`10,000-contact campaign: SENT after ${((Date.now() - started) / 1000).toFixed(1)} s, ${mail.length} messages received`);
+    expect(new Set(mail.map(to)).size).toBe(TOTAL);
+    expect(mail).toHaveLength(TOTAL);
+    expect(await counts({ campaign_id: id })).toEqual({ SENT: TOTAL });
+    expect((await c.db.knex('campaigns').where({ project_id: c.project.id, id }).first()).total_recipients).toBe(TOTAL);
+  }, 300_000);
+
+  // ---- workers at 200/s ----
+
+  test('a worker SIGKILLed mid-campaign and restarted with the same EXECUTOR_ID: nothing lost, duplicates only from its sends in flight', async () => {
+    const TOTAL = 2000;
+    await runWorkers(200);
+    await addContacts('killed', TOTAL);
+    const id = await sendCampaignTo('killed');
+    await waitFor('a quarter of the campaign delivered', () => (receivedOf('killed').length >= TOTAL / 4 ? true : undefined), 120_000, 10);
+    const victim = workers.get('w1')!;
+    killGroup(victim, 'SIGKILL');
+    if (victim.exitCode === null && victim.signalCode === null) await new Promise((r) => victim.once('exit', r));
+    // The dead worker's claims: sent or not, unrecorded; they are what may arrive twice.
+    const inFlight = Number((await c.db.knex('emails').where({ project_id: c.project.id, campaign_id: id, status: 'SENDING', claimed_by: 'w1' }).count('* as n').first())!.n);
+    const allSending = (await counts({ campaign_id: id })).SENDING ?? 0;
+    const deliveredAtKill = receivedOf('killed').length;
+    expect(deliveredAtKill).toBeLessThan(TOTAL);
+
+    workers.set('w1', c.startWorker('w1', { SEND_RATE_PER_SECOND: '200' }));
+    await waitFor(`all ${TOTAL} emails SENT`, async () => ((await counts({ campaign_id: id })).SENT === TOTAL ? true : undefined), 180_000, 200);
+    const mail = receivedOf('killed');
+    const recipients = new Set(mail.map(to));
+    const duplicates = mail.length - recipients.size;
+    console.log(`SIGKILL: killed after ${deliveredAtKill}/${TOTAL} delivered, ${inFlight} claimed by the killed worker (${allSending} SENDING in all); ${recipients.size} recipients received, ${duplicates} duplicate(s)`);
+    expect(recipients.size).toBe(TOTAL);
+    expect(duplicates).toBeLessThanOrEqual(inFlight);
+    // A resent duplicate carries the same Message-ID, so the receiver can drop it.
+    expect(new Set(mail.map((m) => m.parsed.messageId)).size).toBe(TOTAL);
+    await waitFor('campaign SENT', async () => ((await campaignStatus(id)) === 'SENT' ? true : undefined), 120_000, 500);
+    expect(await counts({ campaign_id: id })).toEqual({ SENT: TOTAL });
+  }, 300_000);
+
+  /**
+   * A campaign of 1,000 at 200/s cancelled by `cancel` once some of it is out. Checks what the issue asks of every cancel
+   * and answers the campaign's id.
+   */
+  async function cancelMidSend(group: string, cancel: (campaignId: string) => Promise<void>): Promise<string> {
+    const TOTAL = 1000;
+    await addContacts(group, TOTAL);
+    const id = await sendCampaignTo(group);
+    // Found by its search attribute while it runs (so that "none running" below is not true of a workflow never found).
+    await waitFor('the campaign workflow listed as running', async () => ((await runningWorkflows(id)).length === 1 ? true : undefined), 30_000, 200);
+    await waitFor('some of the campaign delivered', () => (receivedOf(group).length >= 100 ? true : undefined), 60_000, 10);
+    await cancel(id);
+    const cancelledAt = Date.now();
+    const within10s = () => Math.max(0, cancelledAt + 10_000 - Date.now());
+    await waitFor('the campaign CANCELLED in the database', async () => ((await campaignStatus(id)) === 'CANCELLED' ? true : undefined), within10s(), 20);
+    // In this order: what is SENDING now is all of the campaign that can still reach the server.
+    const sendingAtCancel = (await counts({ campaign_id: id })).SENDING ?? 0;
+    const receivedAtCancel = receivedOf(group).length;
+
+    const arrivalMs = await transactionalArrivalMs(`after-${group}@example.org`);
+    await waitFor('no campaign email QUEUED or SENDING', async () => {
+      const k = await counts({ campaign_id: id });
+      return (k.QUEUED ?? 0) + (k.SENDING ?? 0) === 0 ? true : undefined;
+    }, within10s(), 50);
+    await waitFor('no running workflow of the campaign', async () => ((await runningWorkflows(id)).length === 0 ? true : undefined), within10s(), 200);
+
+    const mail = receivedOf(group);
+    const final = await counts({ campaign_id: id });
+    console.log(`cancel (${group}): ${receivedAtCancel} of ${TOTAL} delivered at the cancel, ${sendingAtCancel} SENDING, ${mail.length - receivedAtCancel} delivered after it; transactional mail after the cancel arrived in ${Math.round(arrivalMs)} ms`);
+    expect(mail.length - receivedAtCancel).toBeLessThanOrEqual(sendingAtCancel);
+    expect(arrivalMs).toBeLessThanOrEqual(3000);
+    expect(new Set(mail.map(to)).size).toBe(mail.length);
+    expect(final).toEqual({ SENT: mail.length, CANCELLED: TOTAL - mail.length });
+    expect(mail.length).toBeLessThan(TOTAL);
+    expect(await campaignStatus(id)).toBe('CANCELLED');
+    await queueDrained();
+    return id;
+  }
+
+  test('cancel mid-send through the API: CANCELLED, nothing sent beyond the deliveries in flight, workflow closed, transactional mail flows', async () => {
+    await cancelMidSend('cancel-api', async (id) => {
+      const res = await c.http().post(`/campaigns/${id}/cancel`).set(key());
+      expect(res.status).toBe(200);
+      expect(res.body.data.status).toBe('CANCELLED');
+    });
+  }, 180_000);
+
+  test('cancel mid-send with the Temporal CLI as Temporal UI does it: the same database state, and the workflow ends Canceled', async () => {
+    const cli = temporalCli.findTemporal();
+    expect(cli).toBeDefined();
+    const id = await cancelMidSend('cancel-ui', async (campaignId) => {
+      await run(cli!, ['workflow', 'cancel', '--address', temporal.address, '--namespace', temporal.namespace, '--workflow-id', `campaign-${campaignId}`], { timeout: 60_000 });
+    });
+    expect((await c.client.workflow.getHandle(`campaign-${id}`).describe()).status.name).toBe('CANCELLED');
+  }, 180_000);
+
+  test('a 451 to in-flight campaign mail during the cancel: those emails end CANCELLED, not QUEUED', async () => {
+    const TOTAL = 1000;
+    await addContacts('cancel-451', TOTAL);
+    const id = await sendCampaignTo('cancel-451');
+    await waitFor('some of the campaign delivered', () => (receivedOf('cancel-451').length >= 100 ? true : undefined), 60_000, 10);
+    // From now on the server answers 451 to every message: whatever is in flight fails transiently.
+    c.smtp.script(Array.from({ length: 100_000 }, () => ({ code: 451, message: '4.7.1 Try again later' })));
+    const res = await c.http().post(`/campaigns/${id}/cancel`).set(key());
+    expect(res.status).toBe(200);
+    const inFlight: string[] = await c.db.knex('emails').where({ project_id: c.project.id, campaign_id: id, status: 'SENDING' }).pluck('id');
+    await waitFor('no campaign email QUEUED or SENDING', async () => {
+      const k = await counts({ campaign_id: id });
+      return (k.QUEUED ?? 0) + (k.SENDING ?? 0) === 0 ? true : undefined;
+    }, 10_000, 50);
+    c.smtp.script([]);
+    const rows: { id: string; status: string; error: string | null }[] = await c.db.knex('emails').whereIn('id', inFlight).select('id', 'status', 'error');
+    const final = await counts({ campaign_id: id });
+    const mail = receivedOf('cancel-451');
+    console.log(`cancel with 451s: ${inFlight.length} in flight at the cancel → ${JSON.stringify(Object.fromEntries(['SENT', 'CANCELLED', 'QUEUED'].map((s) => [s, rows.filter((r) => r.status === s).length])))}; campaign ${JSON.stringify(final)}`);
+    expect(inFlight.length).toBeGreaterThan(0);
+    // Each one either went out before the 451s began, or failed transiently after the cancel and is CANCELLED.
+    for (const r of rows) expect(['SENT', 'CANCELLED']).toContain(r.status);
+    expect(rows.filter((r) => r.status === 'CANCELLED' && r.error === 'the campaign was cancelled').length).toBeGreaterThan(0);
+    expect(final).toEqual({ SENT: mail.length, CANCELLED: TOTAL - mail.length });
+    expect(await campaignStatus(id)).toBe('CANCELLED');
+    await waitFor('no running workflow of the campaign', async () => ((await runningWorkflows(id)).length === 0 ? true : undefined), 10_000, 200);
+  }, 180_000);
+
+  // ---- workers at 2/s ----
+
+  test('priority: at 2/s, a /v1/send behind a sending campaign arrives within 3 s', async () => {
+    await runWorkers(2);
+    await addContacts('slow', 40);
+    const id = await sendCampaignTo('slow');
+    await waitFor('the campaign sending', () => (receivedOf('slow').length >= 2 ? true : undefined), 120_000, 20);
+    const queued = (await counts({ campaign_id: id })).QUEUED ?? 0;
+    const arrivalMs = await transactionalArrivalMs('urgent@example.org');
+    console.log(`priority at 2/s: transactional mail arrived ${Math.round(arrivalMs)} ms after the request, ahead of ${queued} queued campaign emails`);
+    expect(queued).toBeGreaterThan(20);
+    expect(arrivalMs).toBeLessThanOrEqual(3000);
+    expect(receivedBy('urgent@example.org')).toHaveLength(1);
+    // Clean up: the rest of the campaign is cancelled.
+    expect((await c.http().post(`/campaigns/${id}/cancel`).set(key())).status).toBe(200);
+    await queueDrained();
+  }, 180_000);
 });
