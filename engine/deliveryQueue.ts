@@ -4,6 +4,7 @@ import { Email } from '../db/models/Email';
 import type { Logger } from '../logging/logger';
 import { DELIVERY_RETRY } from '../workflows/policy';
 import { gaveUp } from '../workflows/failure';
+import { SHARED_WINDOW_MAX_RATE, sharedSendWindow } from './sendWindow';
 
 /**
  * The embedded engine's rate-limited delivery queue: the emails table itself. Every worker process claims QUEUED
@@ -54,12 +55,6 @@ export function retryDelayMs(attempts: number): number {
 const MAX_CLAIM = 200;
 /** A worker reserves slots at most this far ahead of now. */
 const HORIZON_MS = 1000;
-/**
- * A send that would leave more than this after its slot (an event-loop stall, a slow GC, a loaded machine) takes a
- * fresh slot at the end of the pace instead: sent late, it would crowd the next worker's punctual send into the same
- * second, beyond the rate.
- */
-const LATE_MS = 8;
 /** Outcomes are written in batches: when this many wait, or after FLUSH_MS. */
 const FLUSH_AT = 100;
 const FLUSH_MS = 10;
@@ -69,13 +64,11 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
   const concurrency = opts.concurrency ?? 100;
   const pollMs = opts.pollMs ?? 100;
   const leaseMs = opts.leaseMs ?? 5 * 60_000;
-  // Slots 2.5% further apart than 1/rate: each worker times its sends with its own timers, and 15 sends whose first
-  // went a few milliseconds late would otherwise fit into one second at 14/s. At 14/s the slack is 25 ms for the
-  // window of 15 slots; a send later than LATE_MS takes a fresh slot instead (below).
-  const intervalMs = (1000 / opts.ratePerSecond) * 1.025;
-  // Re-slotting late sends matters where a slot is long enough to be missed (up to 50/s); above that, lateness of a
-  // few milliseconds moves a send by less than a slot.
-  const reslotLate = intervalMs >= 20;
+  // Slots 2% further apart than 1/rate: each worker times its sends with its own timers, and a send that leaves a few
+  // milliseconds late would otherwise crowd the next worker's punctual one into the same second.
+  const intervalMs = (1000 / opts.ratePerSecond) * 1.02;
+  // At low rates the shared window makes the limit strict at the receiving server, whatever the sends' latencies.
+  const window = opts.ratePerSecond <= SHARED_WINDOW_MAX_RATE ? sharedSendWindow(knex, opts.ratePerSecond, executorId) : undefined;
   // The first slot of a claim is at least this far ahead, so that loading the batch's content does not make its first
   // sends late (a late send bunches up with the next worker's punctual ones). Zero when the rate is effectively lifted.
   const leadMs = Math.min(50, intervalMs);
@@ -171,16 +164,6 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     return { emails, firstSlotAt: answeredAt + slotMs, waitMs: slotMs - HORIZON_MS };
   }
 
-  /** Books one more slot at the end of the pace, for a send that missed its own; answers when it is (performance.now() time). */
-  async function reslot(): Promise<number> {
-    const { rows } = await knex.raw(
-      `UPDATE delivery_pace SET next_at = greatest(next_at, now() + ?::float8 * interval '1 millisecond') + ?::float8 * interval '1 millisecond'
-       WHERE name = 'email' RETURNING extract(epoch FROM (next_at - now())) * 1000 - ?::float8 AS slot_ms`,
-      [leadMs, intervalMs, intervalMs],
-    );
-    return performance.now() + Number((rows[0] as { slot_ms: number }).slot_ms);
-  }
-
   /** Sends each email at its slot (`firstSlotAt`: performance.now() time of the first). */
   async function deliverBatch(emails: Email[], firstSlotAt: number): Promise<void> {
     let prepared: Map<string, Prepared>;
@@ -194,14 +177,14 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     emails.forEach((email, i) => {
       inflight++;
       void (async () => {
-        let at = firstSlotAt + i * intervalMs;
-        for (;;) {
-          const wait = at - performance.now();
-          if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-          if (!reslotLate || performance.now() - at <= LATE_MS || stopping) break;
-          at = await reslot();
+        const wait = firstSlotAt + i * intervalMs - performance.now();
+        if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+        const ticket = await window?.acquire();
+        try {
+          settle(await attempt(email, prepared.get(email.id)!));
+        } finally {
+          if (ticket) await window!.release(ticket);
         }
-        settle(await attempt(email, prepared.get(email.id)!));
       })().catch((err) => {
         log.error({ err, emailId: email.id }, 'delivery crashed; the email goes back to the queue');
         settle({ email, status: 'QUEUED', error: 'delivery crashed', retryInMs: retryDelayMs(email.attempts) });

@@ -7,6 +7,7 @@ import * as deliveryQueue from './20261122000005_delivery_queue';
 import * as domainsDkim from './20261122000006_domains_dkim';
 import * as automations from './20261122000007_automations';
 import * as emailsUndispatched from './20261123000001_emails_undispatched';
+import * as deliveryWindow from './20261123000002_delivery_window';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -22,6 +23,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261122000006_domains_dkim': domainsDkim,
   '20261122000007_automations': automations,
   '20261123000001_emails_undispatched': emailsUndispatched,
+  '20261123000002_delivery_window': deliveryWindow,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

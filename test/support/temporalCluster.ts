@@ -67,7 +67,7 @@ export function heraldCluster(temporal: TestTemporal, opts: ClusterOptions = {})
     // At info, a worker logs "delivering mail" once it runs (bin/runtime.ts); its other info lines are few.
     const child = spawnTsx('bin/worker.ts', [], cluster.env({ EXECUTOR_ID: id, LOG_LEVEL: 'info', ...opts.workerEnv, ...env }));
     let stderr = '';
-    ready.set(child, new Promise<void>((resolve, reject) => {
+    const started = new Promise<void>((resolve, reject) => {
       let out = '';
       const onData = (c: Buffer) => {
         out = (out + c.toString()).slice(-4096);
@@ -75,7 +75,9 @@ export function heraldCluster(temporal: TestTemporal, opts: ClusterOptions = {})
       };
       child.stdout!.on('data', onData);
       child.once('exit', (code) => reject(new Error(`worker ${id} exited (${code}) before it started delivering: ${stderr}`)));
-    }));
+    });
+    started.catch(() => undefined); // a worker stopped before anyone waited for it is no failure
+    ready.set(child, started);
     child.stderr!.on('data', (c: Buffer) => { stderr = (stderr + c.toString()).slice(-20_000); });
     child.on('exit', (code) => { if (code && code < 128) console.error(`worker ${id} exited ${code}: ${stderr}`); });
     workers.set(id, child);
