@@ -127,6 +127,7 @@ async function heraldMaterialise(cluster: BenchCluster, projectId: string, rep: 
       campaignProgress: async () => { doneAt ||= performance.now(); return { pending: 0, cancelled: false }; },
     },
     continueAsNewSuggested: () => false,
+    patched: () => true,
     webhooks: { callWebhook: () => Promise.reject(new Error('no webhooks here')) },
     receive: () => Promise.reject(new Error('no messages here')),
     sleep: async (ms) => { await sleep(ms); },

@@ -143,6 +143,7 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
     nonCancellable: (fn) => fn(),
     continueAsNew: (workflow, input) => (workflows[workflow].run as (c: WorkflowContext, i: unknown) => Promise<unknown>)(context, input) as Promise<never>,
     continueAsNewSuggested: () => false, // DBOS keeps no history to bound
+    patched: () => true, // DBOS recovers a workflow by application version (WORKFLOWS_VERSION), not by replaying a history
   };
   for (const [name, def] of Object.entries(workflows)) {
     const run = def.run as (ctx: WorkflowContext, input: unknown) => Promise<unknown>;

@@ -29,32 +29,40 @@ export interface SendWindow {
 export function sharedSendWindow(knex: Knex, ratePerSecond: number, holder: string): SendWindow {
   const { limit, windowMs } = rateWindow(ratePerSecond);
   let forgotten: Promise<unknown> | undefined;
+  // This process's sends wait their turn in the order they asked (their slots' order: transactional mail first);
+  // racing each other for room that frees up would let a campaign email overtake a password reset.
+  let line: Promise<unknown> = Promise.resolve();
+  async function acquireInTurn(): Promise<string> {
+    // A restarted worker's sends that were open when it stopped will never complete. (`.then`: a query builder
+    // awaited twice runs twice; the promise runs once.)
+    forgotten ??= knex('delivery_window').where({ holder }).delete().then(() => undefined);
+    await forgotten;
+    for (;;) {
+      const got = await knex.transaction(async (trx): Promise<{ ticket: string } | { waitMs: number }> => {
+        // The pace row serialises the acquires of all workers (claims take it too, briefly).
+        await trx.raw("SELECT 1 FROM delivery_pace WHERE name = 'email' FOR UPDATE");
+        await trx.raw(`DELETE FROM delivery_window WHERE completed_at < now() - ?::int * interval '1 millisecond'
+          OR (completed_at IS NULL AND started_at < now() - ?::int * interval '1 millisecond')`, [windowMs + KEEP_MS, STALE_SEND_MS]);
+        const { rows: [busy] } = await trx.raw(
+          `SELECT count(*)::int AS n,
+                  extract(epoch FROM (min(completed_at) + ?::int * interval '1 millisecond' - now())) * 1000 AS frees_in_ms
+           FROM delivery_window WHERE completed_at IS NULL OR completed_at > now() - ?::int * interval '1 millisecond'`,
+          [windowMs, windowMs],
+        );
+        const { n, frees_in_ms: freesInMs } = busy as { n: number; frees_in_ms: number | null };
+        if (n >= limit) return { waitMs: freesInMs === null ? 10 : Math.max(1, Number(freesInMs)) };
+        const [row] = await trx('delivery_window').insert({ holder }).returning('id');
+        return { ticket: String((row as { id: string | number }).id) };
+      });
+      if ('ticket' in got) return got.ticket;
+      await new Promise((r) => setTimeout(r, Math.min(got.waitMs, 100)));
+    }
+  }
   return {
-    async acquire() {
-      // A restarted worker's sends that were open when it stopped will never complete. (`.then`: a query builder
-      // awaited twice runs twice; the promise runs once.)
-      forgotten ??= knex('delivery_window').where({ holder }).delete().then(() => undefined);
-      await forgotten;
-      for (;;) {
-        const got = await knex.transaction(async (trx): Promise<{ ticket: string } | { waitMs: number }> => {
-          // The pace row serialises the acquires of all workers (claims take it too, briefly).
-          await trx.raw("SELECT 1 FROM delivery_pace WHERE name = 'email' FOR UPDATE");
-          await trx.raw(`DELETE FROM delivery_window WHERE completed_at < now() - ?::int * interval '1 millisecond'
-            OR (completed_at IS NULL AND started_at < now() - ?::int * interval '1 millisecond')`, [windowMs + KEEP_MS, STALE_SEND_MS]);
-          const { rows: [busy] } = await trx.raw(
-            `SELECT count(*)::int AS n,
-                    extract(epoch FROM (min(completed_at) + ?::int * interval '1 millisecond' - now())) * 1000 AS frees_in_ms
-             FROM delivery_window WHERE completed_at IS NULL OR completed_at > now() - ?::int * interval '1 millisecond'`,
-            [windowMs, windowMs],
-          );
-          const { n, frees_in_ms: freesInMs } = busy as { n: number; frees_in_ms: number | null };
-          if (n >= limit) return { waitMs: freesInMs === null ? 10 : Math.max(1, Number(freesInMs)) };
-          const [row] = await trx('delivery_window').insert({ holder }).returning('id');
-          return { ticket: String((row as { id: string | number }).id) };
-        });
-        if ('ticket' in got) return got.ticket;
-        await new Promise((r) => setTimeout(r, Math.min(got.waitMs, 100)));
-      }
+    acquire() {
+      const mine = line.then(acquireInTurn);
+      line = mine.catch(() => undefined);
+      return mine;
     },
     async release(ticket) {
       await knex('delivery_window').where({ id: ticket }).update({ completed_at: knex.fn.now() });

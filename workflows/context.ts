@@ -40,4 +40,12 @@ export interface WorkflowContext {
    * check it, so no history reaches the server's limit, whatever the server's limits are set to.
    */
   continueAsNewSuggested(): boolean;
+  /**
+   * Versioning: true for a run that reached this point with the code as it is now, false for one replaying a history
+   * recorded before change `id` (Temporal's `patched`; DBOS, which recovers by application version, not by replaying
+   * history: always true). A change to workflows/ that changes which activities or timers a recorded history issued
+   * goes behind `if (ctx.patched('<change-id>'))`, keeping the old path for executions already running;
+   * test/temporal/replay.test.ts replays the recorded histories in every run and fails when one was broken.
+   */
+  patched(id: string): boolean;
 }

@@ -3,7 +3,7 @@
  * runs the engine-neutral logic of workflows/ over a context built from Temporal's own primitives.
  * Deterministic only: no Node APIs, no database, no clock but the workflow's.
  */
-import { CancellationScope, condition, defineSignal, isCancellation, makeContinueAsNewFunc, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, defineSignal, isCancellation, makeContinueAsNewFunc, patched, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { RetryPolicy as TemporalRetryPolicy } from '@temporalio/common';
 import { checkDomains as checkDomainsLogic } from './checkDomains';
 import type { WorkflowContext } from './context';
@@ -45,6 +45,7 @@ const context: WorkflowContext = {
   continueAsNew: (workflow, input) => makeContinueAsNewFunc({ workflowType: workflow })(input),
   // Set by the server from its history limits (limit.historyCount.suggestContinueAsNew, …): deterministic, it is part of the workflow task.
   continueAsNewSuggested: () => workflowInfo().continueAsNewSuggested,
+  patched: (id) => patched(id),
 };
 
 export async function sendCampaign(input: CampaignInput) {

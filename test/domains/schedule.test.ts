@@ -23,6 +23,7 @@ describe('the workflow logic', () => {
     let position = 0;
     const ctx: WorkflowContext = {
       continueAsNewSuggested: () => false,
+      patched: () => true,
       webhooks: { callWebhook: async () => { throw new Error('not used'); } },
       receive: async () => { throw new Error('not used'); },
       activities: {

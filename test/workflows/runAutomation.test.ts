@@ -41,6 +41,7 @@ function scripted(s: Script) {
   };
   const ctx: WorkflowContext = {
     continueAsNewSuggested: () => false,
+    patched: () => true,
     webhooks: { callWebhook: (r) => call(`callWebhook:${r.step.id}#${r.seq}`, () => stepAnswer(r.step)) },
     receive: async (topic, ms) => { commands.push(`receive:${topic}:${ms}`); return false; },
     activities: {

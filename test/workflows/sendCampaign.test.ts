@@ -18,6 +18,7 @@ function scripted(opts: { contacts: number; pendingPolls?: number[]; cancelAtBat
   const polls = [...(opts.pendingPolls ?? [0])];
   const ctx: WorkflowContext = {
     continueAsNewSuggested: () => false,
+    patched: () => true,
     webhooks: { callWebhook: async () => { throw new Error('not used'); } },
     receive: async () => { throw new Error('not used'); },
     activities: {
