@@ -7,6 +7,7 @@ import { WORKFLOW_TASK_QUEUE } from '../workflows/policy';
 import type { WorkflowInputs, WorkflowName } from '../workflows/registry';
 import type { Activities } from '../workflows/types';
 import type { Engine, StartOptions, WorkerHandle } from './types';
+import { workflowBundlePath } from './workflowBundle';
 
 /**
  * The cluster engine: Temporal. Connection settings come from the standard Temporal environment variables
@@ -204,7 +205,7 @@ export async function startTemporalWorker(opts: TemporalWorkerOptions): Promise<
     connection,
     namespace,
     taskQueue: WORKFLOW_TASK_QUEUE,
-    workflowsPath: require.resolve('../workflows/temporal'),
+    workflowBundle: { codePath: await workflowBundlePath() },
     activities: opts.activities,
   });
   const running = worker.run();
