@@ -8,7 +8,7 @@ import { patchContact } from '../db/queries/contacts';
 import { ACTIVE_STATUSES, endedColumns, endExecution } from '../db/queries/executions';
 import type { Logger } from '../logging/logger';
 import { bulkMailHeaders, unsubscribeUrl } from '../mail/unsubscribe';
-import type { ExecutionRef, ExecutionStatus, ParkedState, StepOutcome, StepRef, WaitState } from '../workflows/types';
+import type { ExecutionRef, ExecutionStatus, ParkedState, StepOutcome, StepRef, WaitClock, WaitState } from '../workflows/types';
 
 export interface AutomationDeps {
   knex: Knex;
@@ -27,11 +27,19 @@ interface ExecutionRow {
   remaining_ms: number | null;
 }
 
+/**
+ * The time a wait counts from and against: the database's now(), or the workflow's clock where the engine passed one
+ * and it is later (WaitClock: Temporal's time-skipping test server moves the workflow's clock days ahead).
+ */
+function waitNow(trx: Knex.Transaction, clock: WaitClock): Knex.Raw {
+  return clock.now === undefined ? trx.raw('now()') : trx.raw('GREATEST(now(), to_timestamp(?::float8 / 1000))', [clock.now]);
+}
+
 /** The execution's row, locked for the rest of the transaction (a cancel or a wake-up waits for the step). */
-async function lockExecution(trx: Knex.Transaction, ref: ExecutionRef): Promise<ExecutionRow | undefined> {
+async function lockExecution(trx: Knex.Transaction, ref: ExecutionRef, clock: WaitClock = {}): Promise<ExecutionRow | undefined> {
   return trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId }).forUpdate().first(
     'status', 'contact_id', 'woken_by_event_id',
-    trx.raw('(extract(epoch FROM wait_until - now()) * 1000)::float8 AS remaining_ms'),
+    trx.raw('(extract(epoch FROM wait_until - ?) * 1000)::float8 AS remaining_ms', [waitNow(trx, clock)]),
   );
 }
 
@@ -188,29 +196,29 @@ export function automationActivities(deps: AutomationDeps) {
       });
     },
 
-    async beginWait(ref: StepRef): Promise<WaitState> {
+    async beginWait(ref: StepRef & WaitClock): Promise<WaitState> {
       const { step } = ref;
       if (step.type !== 'DELAY' && step.type !== 'WAIT_FOR_EVENT') throw new Error(`beginWait does not run ${step.type} steps`);
       return knex.transaction(async (trx) => {
-        let row = await lockExecution(trx, ref);
+        let row = await lockExecution(trx, ref, ref);
         if (!row || !ACTIVE_STATUSES.includes(row.status)) return { state: 'CANCELLED' };
         // A retried call keeps the deadline of the first (the row still holds it).
         if (!(await recordedOutcome(trx, ref))) {
           const ms = step.type === 'DELAY' ? durationMs(step.config) : step.config.timeout ? durationMs(step.config.timeout) : null;
           await recordStep(trx, ref, { waiting: true }, 'WAITING', {
-            wait_until: ms === null ? null : trx.raw('now() + ? * interval \'1 millisecond\'', [ms]),
+            wait_until: ms === null ? null : trx.raw('? + ? * interval \'1 millisecond\'', [waitNow(trx, ref), ms]),
             wait_event: step.type === 'WAIT_FOR_EVENT' ? step.config.event : null,
             woken_by_event_id: null,
           });
-          row = (await lockExecution(trx, ref))!;
+          row = (await lockExecution(trx, ref, ref))!;
         }
         return settleWait(trx, ref, row);
       });
     },
 
-    async checkWait(ref: ExecutionRef & { stepId: string }): Promise<WaitState> {
+    async checkWait(ref: ExecutionRef & { stepId: string } & WaitClock): Promise<WaitState> {
       return knex.transaction(async (trx) => {
-        const row = await lockExecution(trx, ref);
+        const row = await lockExecution(trx, ref, ref);
         if (!row || !ACTIVE_STATUSES.includes(row.status)) return { state: 'CANCELLED' };
         return settleWait(trx, ref, row);
       });

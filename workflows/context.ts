@@ -24,6 +24,13 @@ export interface WorkflowContext {
   parkAfterMs?: number;
   /** The workflow's notion of now (recorded/deterministic), in epoch milliseconds. */
   now(): Promise<number>;
+  /**
+   * True where the engine's timers run on a clock of their own, not the database's (Temporal: the server's, which its
+   * time-skipping test server moves ahead days at a time). A wait's look at its row then passes `now()`, and the wait
+   * is over when either clock has reached its deadline. Undefined (DBOS: its timers are the worker's clock): the
+   * database's clock alone, and no extra durable step per look.
+   */
+  timersOwnClock?: boolean;
   /** True when `err` is the engine telling the workflow it was cancelled (e.g. from the Temporal UI). */
   isCancellation(err: unknown): boolean;
   /** Runs cleanup that a cancellation must not interrupt, so the database ends in the same state as after an API cancel. */

@@ -1,7 +1,7 @@
 import type { WorkflowContext } from './context';
 import { activityFailureMessage } from './failure';
 import { WAKE_TOPIC } from './policy';
-import type { AutomationInput, ExecutionRef, ExecutionStatus, Step, StepOutcome, WaitState } from './types';
+import type { AutomationInput, ExecutionRef, ExecutionStatus, Step, StepOutcome, WaitClock, WaitState } from './types';
 
 /**
  * Step runs per engine run before continue-as-new. A step is one or two activities (about 3 history events each)
@@ -27,9 +27,11 @@ export const PARK_AFTER_MS = 60_000;
  * the execution's row, so a stale or repeated nudge just waits again for what is left.
  */
 async function wait(ctx: WorkflowContext, ref: ExecutionRef, seq: number, step: Step, steps: Step[], resumed: boolean): Promise<'DONE' | 'CANCELLED' | 'PARKED' | 'CONTINUE'> {
+  // Where the engine's timers keep their own time, the row hears it too (an activity's input: replay compares none).
+  const clock = async (): Promise<WaitClock> => (ctx.timersOwnClock ? { now: await ctx.now() } : {});
   let state: WaitState | { state: 'PARKED' } = resumed
-    ? await ctx.activities.checkWait({ ...ref, stepId: step.id })
-    : await ctx.activities.beginWait({ ...ref, seq, step });
+    ? await ctx.activities.checkWait({ ...ref, stepId: step.id, ...(await clock()) })
+    : await ctx.activities.beginWait({ ...ref, seq, step, ...(await clock()) });
   while (state.state === 'WAITING') {
     if (ctx.parkAfterMs !== undefined && (state.remainingMs === null || state.remainingMs > ctx.parkAfterMs)) {
       state = await ctx.activities.parkExecution({ ...ref, steps, at: step.id, seq });
@@ -39,7 +41,7 @@ async function wait(ctx: WorkflowContext, ref: ExecutionRef, seq: number, step: 
     // re-enters this wait without beginning it again (as a parked execution's next run does).
     if (ctx.continueAsNewSuggested()) return 'CONTINUE';
     await ctx.receive(WAKE_TOPIC, state.remainingMs === null ? WAIT_CHUNK_MS : Math.min(Math.max(state.remainingMs, 0), WAIT_CHUNK_MS));
-    state = await ctx.activities.checkWait({ ...ref, stepId: step.id });
+    state = await ctx.activities.checkWait({ ...ref, stepId: step.id, ...(await clock()) });
   }
   return state.state;
 }

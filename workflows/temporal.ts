@@ -2,6 +2,13 @@
  * The Temporal workflow bundle entry (`workflowsPath`). Each exported function is a Temporal workflow type that
  * runs the engine-neutral logic of workflows/ over a context built from Temporal's own primitives.
  * Deterministic only: no Node APIs, no database, no clock but the workflow's.
+ *
+ * Versioning rule: running executions (an automation waits up to 7 days at a time) replay their histories against the
+ * code deployed next. A change to workflows/ that changes the commands a recorded history issued (which activities,
+ * timers, continue-as-new, and in what order) goes behind `ctx.patched('<change-id>')`, keeping the old path for
+ * executions already running. Replay does not compare an activity's input (the waits' `now` was added so), but it
+ * feeds back recorded results as they were: new code must still read old results. test/temporal/replay.test.ts
+ * replays the histories recorded in test/temporal/histories/ in every run and enforces the rule.
  */
 import { CancellationScope, condition, defineSignal, isCancellation, makeContinueAsNewFunc, patched, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { RetryPolicy as TemporalRetryPolicy } from '@temporalio/common';
@@ -40,6 +47,7 @@ const context: WorkflowContext = {
   },
   sleep: (ms) => sleep(ms),
   now: async () => Date.now(), // deterministic inside a workflow: the time of the current workflow task
+  timersOwnClock: true, // the server's clock (moved ahead by the time-skipping test server), not the database's
   isCancellation: (err) => isCancellation(err),
   nonCancellable: (fn) => CancellationScope.nonCancellable(fn),
   continueAsNew: (workflow, input) => makeContinueAsNewFunc({ workflowType: workflow })(input),

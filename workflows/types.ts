@@ -79,6 +79,15 @@ export type WaitState =
   | { state: 'DONE'; by: 'event' | 'timeout' }
   | { state: 'CANCELLED' };
 
+/**
+ * The workflow's clock (epoch ms), passed by engines whose timers run on a clock of their own
+ * (WorkflowContext.timersOwnClock). A wait's deadline is counted from, and compared with, the later of the database's
+ * now() and this time: the wait is over when either clock has reached it. Without it, the database's clock alone.
+ */
+export interface WaitClock {
+  now?: number;
+}
+
 export interface StepRef extends ExecutionRef {
   /** Which step run this is (1, 2, …, across continue-as-new): a retried activity finds its run already done. */
   seq: number;
@@ -103,9 +112,9 @@ export interface Activities {
   /** Calls a WEBHOOK step's URL (once per `seq` when it succeeded); throws on transient failures, for the engine to retry. */
   callWebhook(ref: StepRef): Promise<StepOutcome>;
   /** Enters a DELAY or WAIT_FOR_EVENT step: WAITING, with its deadline stored; a repeated call keeps the first deadline. */
-  beginWait(ref: StepRef): Promise<WaitState>;
+  beginWait(ref: StepRef & WaitClock): Promise<WaitState>;
   /** After a wake-up or a timer: has the wait ended (event, deadline), and if not, how long is left. */
-  checkWait(ref: ExecutionRef & { stepId: string }): Promise<WaitState>;
+  checkWait(ref: ExecutionRef & { stepId: string } & WaitClock): Promise<WaitState>;
   /** Parks a waiting execution (this run ends; the dispatcher starts the next when the wait is over), unless the wait has ended meanwhile. */
   parkExecution(ref: ExecutionRef & ParkedState): Promise<WaitState | { state: 'PARKED' }>;
   /** Ends an active execution with this status; answers its final status (CANCELLED if it had been cancelled). */

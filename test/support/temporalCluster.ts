@@ -33,18 +33,30 @@ export interface HeraldCluster {
    * running): a worker's start costs a core for a second or two, which would disturb a measurement taken meanwhile.
    */
   workersReady(): Promise<void>;
+  /** The worker processes started and not stopped since, by id (one may have exited by itself: see its exitCode). */
+  workers(): Map<string, ChildProcess>;
   /** Stops every worker (SIGTERM, or SIGKILL) and waits until they have exited. */
   stopWorkers(signal?: NodeJS.Signals): Promise<void>;
   /** Starts (or restarts) the API process with these settings, and waits until it answers /health. */
   startApi(env?: Record<string, string>): Promise<void>;
 }
 
+/** Settings of a process; a function is read at each start (for values known only in a beforeAll, such as a server's address). */
+export type ClusterEnv = Record<string, string> | (() => Record<string, string>);
+
 export interface ClusterOptions {
   /** Worker processes started before the file's tests (default 2), with `workerEnv`. */
   workers?: number;
-  workerEnv?: Record<string, string>;
-  apiEnv?: Record<string, string>;
+  workerEnv?: ClusterEnv;
+  apiEnv?: ClusterEnv;
+  /**
+   * A Temporal server of the file's own instead of the run's dev server (its own dynamic config, or one the test
+   * stops and starts): resolved first in the cluster's beforeAll, before any process starts. The file stops it.
+   */
+  temporal?: () => Promise<TestTemporal>;
 }
+
+const envOf = (env: ClusterEnv | undefined): Record<string, string> => (typeof env === 'function' ? env() : env ?? {});
 
 function exited(child: ChildProcess): Promise<void> {
   return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', () => r()));
@@ -59,13 +71,13 @@ export function heraldCluster(temporal: TestTemporal, opts: ClusterOptions = {})
   const cluster = { temporal } as HeraldCluster;
 
   cluster.env = (extra = {}) => childEnv({
-    ENGINE: 'temporal', TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace,
+    ENGINE: 'temporal', TEMPORAL_ADDRESS: cluster.temporal.address, TEMPORAL_NAMESPACE: cluster.temporal.namespace,
     DATABASE_URL: cluster.db.url, SMTP_URL: cluster.smtp.url, SECRET_KEY: TEST_SECRET.toString('utf8'),
     PUBLIC_URL: 'http://herald.test', LOG_LEVEL: 'warn', API_RATE_LIMIT_PER_MINUTE: '1000000', ...extra,
   });
   cluster.startWorker = (id, env = {}) => {
     // At info, a worker logs "delivering mail" once it runs (bin/runtime.ts); its other info lines are few.
-    const child = spawnTsx('bin/worker.ts', [], cluster.env({ EXECUTOR_ID: id, LOG_LEVEL: 'info', ...opts.workerEnv, ...env }));
+    const child = spawnTsx('bin/worker.ts', [], cluster.env({ EXECUTOR_ID: id, LOG_LEVEL: 'info', ...envOf(opts.workerEnv), ...env }));
     let stderr = '';
     const started = new Promise<void>((resolve, reject) => {
       let out = '';
@@ -83,6 +95,7 @@ export function heraldCluster(temporal: TestTemporal, opts: ClusterOptions = {})
     workers.set(id, child);
     return child;
   };
+  cluster.workers = () => new Map(workers);
   cluster.workersReady = async () => {
     await Promise.all([...workers.values()].map((w) => ready.get(w)));
   };
@@ -99,7 +112,7 @@ export function heraldCluster(temporal: TestTemporal, opts: ClusterOptions = {})
     }
     const port = await freePort();
     let stderr = '';
-    const child = spawnTsx('bin/api.ts', [], cluster.env({ PORT: String(port), ...opts.apiEnv, ...env }));
+    const child = spawnTsx('bin/api.ts', [], cluster.env({ PORT: String(port), ...envOf(opts.apiEnv), ...env }));
     child.stdout!.resume();
     child.stderr!.on('data', (c: Buffer) => { stderr = (stderr + c.toString()).slice(-20_000); });
     api = child;
@@ -113,12 +126,13 @@ export function heraldCluster(temporal: TestTemporal, opts: ClusterOptions = {})
   cluster.http = () => request.agent(cluster.apiUrl);
 
   beforeAll(async () => {
+    if (opts.temporal) cluster.temporal = await opts.temporal();
     cluster.smtp = await startSmtpServer();
     cluster.db = await createTestDatabase();
     cluster.project = await createProject('Temporal cluster');
     await addDomain(cluster.project.id, 'example.com', true);
-    connection = await Connection.connect({ address: temporal.address, connectTimeout: '5s' });
-    cluster.client = new Client({ connection, namespace: temporal.namespace });
+    connection = await Connection.connect({ address: cluster.temporal.address, connectTimeout: '5s' });
+    cluster.client = new Client({ connection, namespace: cluster.temporal.namespace });
     await cluster.startApi();
     for (let i = 1; i <= (opts.workers ?? 2); i++) cluster.startWorker(`w${i}`);
   }, 120_000);

@@ -100,6 +100,26 @@ describeTemporal(__filename, 'recorded workflow histories: each scenario on the 
     await keep('automation-event', `execution-${x!.id}`);
   }, 120_000);
 
+  test('automation-timeout: WAIT_FOR_EVENT whose timeout passes (its deadline moved, then a wake-up), the timeout branch, SEND_EMAIL', async () => {
+    const template = (await c.http().post('/templates').set(key()).send({ name: 'Reminder', subject: 'Reminder', body: '<p>still there?</p>', from: 'hi@example.com' })).body.data.id;
+    const wf = await automation('history_timeout', [
+      { id: 'wait', type: 'WAIT_FOR_EVENT', config: { event: 'history_bought', timeout: { amount: 2, unit: 'days' } }, next: 'bought' },
+      {
+        id: 'bought', type: 'CONDITION', branches: { yes: 'done', no: 'remind' },
+        config: { filter: { logic: 'AND', groups: [{ filters: [{ field: 'event.history_bought', operator: 'triggered' }] }] } },
+      },
+      { id: 'remind', type: 'SEND_EMAIL', config: { template } },
+      { id: 'done', type: 'EXIT' },
+    ]);
+    await c.http().post('/v1/track').set(key()).send({ email: 'timeout@example.org', event: 'history_timeout' });
+    const [x] = await waitForExecutions(c.http, key(), wf, (e) => e.status === 'WAITING', 1, 60_000);
+    await stepClock(c.db.knex, 2 * DAY);
+    const [done] = await waitForExecutions(c.http, key(), wf, (e) => e.status === 'COMPLETED', 1, 60_000);
+    expect(done!.currentStepId).toBe('remind');
+    await c.client.workflow.getHandle(`execution-${x!.id}`).result();
+    await keep('automation-timeout', `execution-${x!.id}`);
+  }, 120_000);
+
   test('domain-checks: a run of the Schedule, triggered as the UI does', async () => {
     // DNS questions go to a loopback server, never out of this machine.
     const dns = await startDnsServer();

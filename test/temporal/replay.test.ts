@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DeterminismViolationError } from '@temporalio/workflow';
-import { Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { temporal as proto } from '@temporalio/proto';
 
 /**
@@ -19,19 +19,31 @@ const load = (file: string) => {
   const { workflowId, history } = JSON.parse(fs.readFileSync(path.join(HISTORIES, file), 'utf8')) as { workflowId: string; history: object };
   return { workflowId, history: proto.api.history.v1.History.fromObject(history) };
 };
-const workflowsPath = require.resolve('../../workflows/temporal');
+const silent = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
+/** workflows/temporal.ts bundled once (as a Worker's workflowsPath would be), for every replay of the current code. */
+let current: { code: string };
+beforeAll(async () => {
+  try {
+    Runtime.install({ shutdownSignals: [], logger: new DefaultLogger('WARN') }); // no line per replay worker's state change
+  } catch {
+    // installed already
+  }
+  current = { code: (await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows/temporal'), logger: silent })).code };
+}, 120_000);
 
 test('there are recorded histories of every workflow type', () => {
-  expect(files).toEqual(expect.arrayContaining(['campaign-sent.json', 'campaign-cancelled.json', 'automation-delay.json', 'automation-event.json', 'domain-checks.json']));
+  expect(files).toEqual(expect.arrayContaining(['campaign-sent.json', 'campaign-cancelled.json', 'automation-delay.json', 'automation-event.json', 'automation-timeout.json', 'automation-timers.json', 'domain-checks.json']));
 });
 
 test.each(files)('%s replays against the current workflows/', async (file) => {
   const { workflowId, history } = load(file);
-  await expect(Worker.runReplayHistory({ workflowsPath, replayName: file }, history, workflowId)).resolves.toBeUndefined();
+  await expect(Worker.runReplayHistory({ workflowBundle: current, replayName: file }, history, workflowId)).resolves.toBeUndefined();
 }, 60_000);
 
 test('the check has teeth: a campaign history does not replay against an incompatible edit of the campaign workflow', async () => {
   const { workflowId, history } = load('campaign-sent.json');
-  await expect(Worker.runReplayHistory({ workflowsPath: require.resolve('./fixtures/changedSendCampaign'), replayName: 'changed' }, history, workflowId))
-    .rejects.toBeInstanceOf(DeterminismViolationError);
+  const replay = Worker.runReplayHistory({ workflowsPath: require.resolve('./fixtures/changedSendCampaign'), replayName: 'changed' }, history, workflowId);
+  await expect(replay).rejects.toBeInstanceOf(DeterminismViolationError);
+  // For the reason the edit introduced: the recorded first activity against the edit's.
+  await expect(replay).rejects.toThrow(/'beginCampaign' does not match activity type of activity command 'campaignProgress'/);
 }, 60_000);

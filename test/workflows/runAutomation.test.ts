@@ -195,3 +195,26 @@ test('a last step whose activity already ended the execution needs no finishExec
   expect(await runAutomation(failed.ctx, ref)).toBe('FAILED');
   expect(failed.commands).toEqual(['startExecution', 'runStep:a#1']);
 });
+
+test('where the engine\'s timers keep a clock of their own (Temporal), each look at a wait\'s row carries the workflow\'s time; on DBOS none, and no extra step', async () => {
+  const steps: Step[] = [{ id: 'w', type: 'DELAY', config: { amount: 3, unit: 'days' } }];
+  for (const own of [true, false]) {
+    const { ctx } = scripted({ steps, waits: [{ state: 'WAITING', remainingMs: 3 * 86_400_000 }, { state: 'DONE', by: 'timeout' }] });
+    const seen: (number | undefined)[] = [];
+    let clock = 0;
+    const { beginWait, checkWait } = ctx.activities;
+    const c: WorkflowContext = {
+      ...ctx,
+      ...(own ? { timersOwnClock: true } : {}),
+      now: async () => (clock += 1000),
+      activities: {
+        ...ctx.activities,
+        beginWait: (r) => { seen.push(r.now); return beginWait(r); },
+        checkWait: (r) => { seen.push(r.now); return checkWait(r); },
+      },
+    };
+    expect(await runAutomation(c, ref)).toBe('COMPLETED');
+    expect(seen).toEqual(own ? [1000, 2000] : [undefined, undefined]);
+    expect(clock).toBe(own ? 2000 : 0);
+  }
+});
