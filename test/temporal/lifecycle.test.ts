@@ -135,6 +135,7 @@ describeTemporal(__filename, 'Temporal lifecycle: schedules, waits, cancels and 
     await c.workersReady();
     // What this test is about: the restart happened before the campaign's time, and nothing fired early.
     if (Date.now() >= scheduledAt.getTime()) throw new Error('the workers took longer to restart than the campaign\'s lead; raise the lead');
+    console.log(`workers SIGKILLed and started again ${Math.round((scheduledAt.getTime() - Date.now()) / 1000)} s before the campaign's time`);
     expect((await campaign(id)).status).toBe('SCHEDULED');
     expect(receivedOf('sched')).toHaveLength(0);
 
