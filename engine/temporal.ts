@@ -13,8 +13,8 @@ import { workflowBundlePath } from './workflowBundle';
  * The cluster engine: Temporal. Connection settings come from the standard Temporal environment variables
  * (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*), read by @temporalio/envconfig.
  * Temporal runs campaigns, schedules, automations and the domain re-checks; emails are delivered by every worker
- * from the emails table (engine/deliveryQueue.ts), which is faster by two orders of magnitude than a workflow per
- * email and serves transactional mail first (README, "How delivery works").
+ * from the emails table (engine/deliveryQueue.ts), which measured about 25 times faster than a workflow per
+ * email (778 vs 29 emails/s) and serves transactional mail first (README, "How delivery works").
  */
 function connectConfig(address: string, namespace: string) {
   const loaded = loadClientConnectConfig();
