@@ -34,7 +34,7 @@ const EXECUTIONS = Number(process.env.BENCH_EXECUTIONS ?? 2000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ONLY = process.env.BENCH_ONLY;
 const ENGINES = (process.env.BENCH_ENGINES ?? 'embedded,temporal').split(',') as ('embedded' | 'temporal')[];
-const WORKER_ARGS = ['--max-old-space-size=160'];
+const WORKER_ARGS = (process.env.BENCH_WORKER_ARGS ?? '--max-old-space-size=160').split(' ').filter(Boolean);
 const part = (name: string) => !ONLY || ONLY === name;
 
 interface Row { engine: string; [k: string]: string | number }

@@ -3,7 +3,6 @@ import os from 'node:os';
 import { createActivities } from '../activities';
 import { createDeliverer } from '../activities/delivery';
 import { scheduleDomainChecks } from '../activities/domains';
-import { createApp } from '../api/app';
 import { ConfigError, loadConfig, loadDnsConfig, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
@@ -11,8 +10,6 @@ import { webhookConfig } from '../automations/webhook';
 import { startDeliveryQueue, type DeliveryQueue } from '../engine/deliveryQueue';
 import { startDispatcher } from '../engine/dispatch';
 import { startExecutionDispatcher } from '../engine/executionDispatcher';
-import { createEmbeddedEngine, startEmbeddedWorker } from '../engine/embedded';
-import { createTemporalEngine, startTemporalWorker } from '../engine/temporal';
 import type { Engine, WorkerHandle } from '../engine/types';
 import { createLogger, type Logger } from '../logging/logger';
 import { createMailer, rateWindow, type Mailer } from '../mail/transport';
@@ -45,6 +42,10 @@ Try it:
 `);
 }
 
+/** A module loaded only by the processes that use it (see startHerald). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const load = <T>(path: string): T => require(path) as T;
+
 export interface Roles {
   /** Serve the HTTP API. */
   api: boolean;
@@ -70,8 +71,12 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   const secret = loadSecret(config);
   const temporal = { address: config.temporalAddress!, namespace: config.temporalNamespace, log };
 
+  // Each engine's SDK, and the HTTP app, load only in the processes that run them: a Temporal worker spared DBOS and
+  // the API's modules is ~70 MB smaller (BENCHMARKS.md section 7).
+  const embedded = config.engine === 'temporal' ? undefined : load<typeof import('../engine/embedded')>('../engine/embedded');
+  const cluster = config.engine === 'temporal' ? load<typeof import('../engine/temporal')>('../engine/temporal') : undefined;
   // The engine first: the API starts workflows with it, and so do activities (a domain check schedules the next).
-  const engine = config.engine === 'temporal' ? await createTemporalEngine(temporal) : await createEmbeddedEngine({ databaseUrl: db.url, log });
+  const engine = cluster ? await cluster.createTemporalEngine(temporal) : await embedded!.createEmbeddedEngine({ databaseUrl: db.url, log });
 
   let mailer: Mailer | undefined;
   let worker: WorkerHandle | undefined;
@@ -83,9 +88,9 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     const activities = createActivities(deps);
     // Stable across restarts of this process: DBOS recovers what it had in flight, the delivery queue requeues its claims.
     const executorId = config.executorId ?? `herald-${os.hostname()}-${roles.api ? 'all' : 'worker'}`;
-    worker = config.engine === 'temporal'
-      ? await startTemporalWorker({ ...temporal, activities })
-      : await startEmbeddedWorker({ databaseUrl: db.url, log, activities, executorId });
+    worker = cluster
+      ? await cluster.startTemporalWorker({ ...temporal, activities })
+      : await embedded!.startEmbeddedWorker({ databaseUrl: db.url, log, activities, executorId });
     // On either engine, every worker drains the emails table at the shared rate (engine/deliveryQueue.ts).
     deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: config.sendRatePerSecond, executorId });
     log.info({ mail: mailer.describe, executorId, rate: config.sendRatePerSecond }, 'delivering mail');
@@ -102,6 +107,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   let server: Server | undefined;
   if (roles.api) {
     const created = await ensureDefaultProject(db.knex);
+    const { createApp } = load<typeof import('../api/app')>('../api/app');
     const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, engine, secret, publicUrl: config.publicUrl });
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, () => resolve(s));
