@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { Email } from '../db/models/Email';
-import { recordEvents, type NewEvent } from '../db/queries/events';
+import { EVENT_EFFECTS } from '../db/queries/events';
 import type { Logger } from '../logging/logger';
 import { renderCampaignEmail } from '../mail/campaign';
 import { dkimFor, loadSigningKeys, type DkimOptions, type SigningKey } from '../mail/dkim';
@@ -132,56 +132,57 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
   }
 
   /**
-   * Writes outcomes in one transaction: one UPDATE for all the emails, then their email.sent / email.failed
-   * events through recordEvents (the one way events are written). Only emails still QUEUED or SENDING change
+   * Writes outcomes in one statement: one UPDATE for all the emails and, through EVENT_EFFECTS (the one way events are
+   * written), the email.sent / email.failed events of those that changed. Only emails still QUEUED or SENDING change
    * (a final state is never overwritten), and only those that changed record an event. Returns their ids.
-   * A campaign email that goes back to the queue after a transient failure is CANCELLED instead when its campaign has
-   * been cancelled meanwhile: the cancel saw it SENDING and left it to this write.
+   * One round trip, in autocommit, because the delivery queue waits for it before the next sends (a crash between the
+   * SMTP answer and this commit is a duplicate). A campaign email that goes back to the queue after a transient
+   * failure is CANCELLED instead when its campaign has been cancelled meanwhile: the cancel saw it SENDING and left it
+   * to this write, which then reads the campaigns in the same transaction.
    */
   async function record(given: Outcome[]): Promise<Set<string>> {
     if (given.length === 0) return new Set();
-    return knex.transaction(async (trx) => {
-      const outcomes = await cancelledCampaignsFirst(trx, given);
-      const { rows } = await trx.raw(
-        `UPDATE emails e SET
-           status = o.status,
-           message_id = coalesce(o.message_id, e.message_id),
-           error = o.error,
-           sent_at = CASE WHEN o.status = 'SENT' THEN now() ELSE e.sent_at END,
-           available_at = CASE WHEN o.status = 'QUEUED' THEN now() + o.retry_ms * interval '1 millisecond' ELSE e.available_at END,
-           claimed_by = NULL, claimed_at = NULL, updated_at = now()
-         FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::int[]) AS o(project_id, id, status, message_id, error, retry_ms)
-         WHERE e.project_id = o.project_id AND e.id = o.id
-           AND (e.status = 'SENDING' OR (e.status = 'QUEUED' AND o.status IN ('SENT', 'FAILED')))
-         RETURNING e.id`,
+    const write = async (db: Knex | Knex.Transaction, outcomes: Outcome[]) => {
+      const { rows } = await db.raw(
+        `WITH o AS (
+           SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::int[]) AS o(project_id, id, status, message_id, error, retry_ms)
+         ), changed AS (
+           UPDATE emails e SET
+             status = o.status,
+             message_id = coalesce(o.message_id, e.message_id),
+             error = o.error,
+             sent_at = CASE WHEN o.status = 'SENT' THEN now() ELSE e.sent_at END,
+             available_at = CASE WHEN o.status = 'QUEUED' THEN now() + o.retry_ms * interval '1 millisecond' ELSE e.available_at END,
+             claimed_by = NULL, claimed_at = NULL, updated_at = now()
+           FROM o
+           WHERE e.project_id = o.project_id AND e.id = o.id
+             AND (e.status = 'SENDING' OR (e.status = 'QUEUED' AND o.status IN ('SENT', 'FAILED')))
+           RETURNING e.project_id, e.id, e.event_id, e.contact_id, o.status, o.message_id, o.error
+         ), new_events AS (
+           -- The event id was announced by the send API when the email was queued.
+           SELECT event_id AS id, project_id, CASE WHEN status = 'SENT' THEN 'email.sent' ELSE 'email.failed' END AS name,
+                  contact_id, id AS email_id,
+                  CASE WHEN status = 'SENT' THEN jsonb_build_object('messageId', message_id) ELSE jsonb_build_object('error', error) END AS data
+           FROM changed WHERE status IN ('SENT', 'FAILED') ORDER BY project_id, id
+         ),
+         ${EVENT_EFFECTS}
+         SELECT id FROM changed`,
         [
           outcomes.map((o) => o.email.projectId), outcomes.map((o) => o.email.id), outcomes.map((o) => o.status),
           outcomes.map((o) => (o.status === 'SENT' ? o.messageId : null)), outcomes.map((o) => (o.status === 'SENT' ? null : o.error)),
           outcomes.map((o) => (o.status === 'QUEUED' ? Math.round(o.retryInMs) : 0)),
         ] as Knex.RawBinding[],
       );
-      const changed = new Set<string>(rows.map((r: { id: string }) => r.id));
-      const events = new Map<string, NewEvent[]>();
-      for (const o of outcomes) {
-        if (!changed.has(o.email.id) || (o.status !== 'SENT' && o.status !== 'FAILED')) continue;
-        const list = events.get(o.email.projectId) ?? [];
-        // The event id was announced by the send API when the email was queued.
-        list.push({
-          id: o.email.eventId,
-          name: o.status === 'SENT' ? 'email.sent' : 'email.failed',
-          contactId: o.email.contactId,
-          emailId: o.email.id,
-          data: o.status === 'SENT' ? { messageId: o.messageId } : { error: o.error },
-        });
-        events.set(o.email.projectId, list);
-      }
-      for (const [projectId, list] of events) await recordEvents(trx, projectId, list);
-      return changed;
-    });
+      return new Set<string>(rows.map((r: { id: string }) => r.id));
+    };
+    if (!given.some(isCampaignRetry)) return write(knex, given);
+    return knex.transaction(async (trx) => write(trx, await cancelledCampaignsFirst(trx, given)));
   }
 
   return { prepare, attempt, record };
 }
+
+const isCampaignRetry = (o: Outcome) => o.status === 'QUEUED' && o.email.campaignId !== null && !o.email.isTest;
 
 /**
  * Retries of emails whose campaign is CANCELLED become CANCELLED. The campaigns are read FOR SHARE, whatever their
@@ -189,7 +190,7 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
  * and cancels it.
  */
 async function cancelledCampaignsFirst(trx: Knex.Transaction, outcomes: Outcome[]): Promise<Outcome[]> {
-  const retried = outcomes.filter((o) => o.status === 'QUEUED' && o.email.campaignId && !o.email.isTest);
+  const retried = outcomes.filter(isCampaignRetry);
   if (retried.length === 0) return outcomes;
   const keys = [...new Map(retried.map((o) => [`${o.email.projectId}/${o.email.campaignId}`, [o.email.projectId, o.email.campaignId!]])).values()];
   const campaigns: { project_id: string; id: string; status: string }[] = await trx('campaigns').whereIn(['project_id', 'id'], keys).forShare().select('project_id', 'id', 'status');

@@ -107,9 +107,9 @@ runBench('bench:delivery', 10 * 60_000, async () => {
     }
     const events = ((await cluster.knex('events').where('name', 'email.sent').count('* as n').first()) as { n: number }).n;
     const distinct = new Set(sink.recipients).size;
-    let statements: { calls: number; query: string }[] = [];
+    let statements: { calls: number; ms: number; query: string }[] = [];
     if (cluster.pgStat) {
-      statements = (await cluster.knex.raw('SELECT calls, query FROM pg_stat_statements WHERE calls >= ? ORDER BY calls DESC LIMIT 40', [Math.floor(N / 2)])).rows;
+      statements = (await cluster.knex.raw('SELECT calls, total_exec_time AS ms, query FROM pg_stat_statements WHERE calls >= ? ORDER BY calls DESC LIMIT 40', [Math.floor(N / 100)])).rows;
     }
     await Promise.all(workers.map((w) => w.stop()));
 
@@ -121,7 +121,7 @@ runBench('bench:delivery', 10 * 60_000, async () => {
     }
     if (statements.length) {
       console.log(`\nherald worker: statements per email (pg_stat_statements, ${N} emails):`);
-      for (const s of statements) console.log(`  ${(s.calls / N).toFixed(2)}  ${s.query.replace(/\s+/g, ' ').slice(0, 150)}`);
+      for (const s of statements) console.log(`  ${(s.calls / N).toFixed(2)}  ${(s.ms / N).toFixed(3)} ms  ${s.query.replace(/\s+/g, ' ').slice(0, 150)}`);
     }
     console.log(`\nchecks: ${sent} of ${N} emails SENT, ${events} email.sent events, ${distinct} distinct recipients among ${sink.recipients.length} messages at the sink (duplicates: ${sink.recipients.length - distinct}); worker ready after ${f((sink.times[0]! - workerStart) / 1000, 1)} s to first accept`);
     console.log(`targets: ${Math.round(heraldRun.perSecond)} emails/s ≥ 1,000: ${heraldRun.perSecond >= 1000 ? 'met' : 'MISSED'}; ${(heraldRun.perSecond / rawRun.perSecond).toFixed(2)} × raw nodemailer (${Math.round(rawRun.perSecond)}/s) ≥ 0.5: ${heraldRun.perSecond >= 0.5 * rawRun.perSecond ? 'met' : 'MISSED'}`);

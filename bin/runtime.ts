@@ -1,5 +1,4 @@
 import type { Server } from 'node:http';
-import os from 'node:os';
 import { createActivities } from '../activities';
 import { createDeliverer } from '../activities/delivery';
 import { scheduleDomainChecks } from '../activities/domains';
@@ -10,6 +9,7 @@ import { webhookConfig } from '../automations/webhook';
 import { startDeliveryQueue, type DeliveryQueue } from '../engine/deliveryQueue';
 import { startDispatcher } from '../engine/dispatch';
 import { startExecutionDispatcher } from '../engine/executionDispatcher';
+import { claimWorkerIdentity, ExecutorIdInUseError, type WorkerIdentity } from '../engine/workerIdentity';
 import type { Engine, WorkerHandle } from '../engine/types';
 import { createLogger, type Logger } from '../logging/logger';
 import { createMailer, rateWindow, type Mailer } from '../mail/transport';
@@ -81,13 +81,28 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   let mailer: Mailer | undefined;
   let worker: WorkerHandle | undefined;
   let deliveries: DeliveryQueue | undefined;
+  let identity: WorkerIdentity | undefined;
   if (roles.worker) {
     // The queue limits how fast deliveries start; the gate holds the same limit where the SMTP server counts.
     mailer = createMailer(config, { rateLimit: rateWindow(config.sendRatePerSecond) });
     const deps = { knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine, sendRatePerSecond: config.sendRatePerSecond, webhooks: webhookConfig(process.env) };
     const activities = createActivities(deps);
-    // Stable across restarts of this process: DBOS recovers what it had in flight, the delivery queue requeues its claims.
-    const executorId = config.executorId ?? `herald-${os.hostname()}-${roles.api ? 'all' : 'worker'}`;
+    // Unique among live processes, and taken over by the next process when this one dies: DBOS recovers what it had in
+    // flight, the delivery queue requeues its claims (engine/workerIdentity.ts).
+    identity = await claimWorkerIdentity({
+      databaseUrl: db.url,
+      log,
+      ...(config.executorId ? { requested: config.executorId } : {}),
+      onLost: (err) => {
+        log.fatal({ err: err.message }, 'this worker lost its executor id; stopping');
+        void stop().finally(() => process.exit(1));
+      },
+    }).catch(async (err: Error) => {
+      await engine.close();
+      await db.close();
+      throw err;
+    });
+    const executorId = identity.executorId;
     worker = cluster
       ? await cluster.startTemporalWorker({ ...temporal, activities })
       : await embedded!.startEmbeddedWorker({ databaseUrl: db.url, log, activities, executorId });
@@ -129,6 +144,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       await executions?.stop();
       await Promise.all([deliveries?.stop(), worker?.stop()]);
       await engine.close();
+      await identity?.release();
       mailer?.close();
       await db.close();
     })();
@@ -158,6 +174,7 @@ export function main(roles: Roles): void {
   const config = configOrExit();
   startHerald(config, roles).then(stopOnSignals, (err: Error) => {
     console.error(`Herald failed to start: ${err.message}`);
-    process.exit(1);
+    // Like a bad variable (configOrExit): restarting cannot help until someone changes the configuration.
+    process.exit(err instanceof ExecutorIdInUseError ? 2 : 1);
   });
 }

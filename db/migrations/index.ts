@@ -8,6 +8,7 @@ import * as domainsDkim from './20261122000006_domains_dkim';
 import * as automations from './20261122000007_automations';
 import * as emailsUndispatched from './20261123000001_emails_undispatched';
 import * as deliveryWindow from './20261123000002_delivery_window';
+import * as workerLiveness from './20261123000003_worker_liveness';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -24,6 +25,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261122000007_automations': automations,
   '20261123000001_emails_undispatched': emailsUndispatched,
   '20261123000002_delivery_window': deliveryWindow,
+  '20261123000003_worker_liveness': workerLiveness,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

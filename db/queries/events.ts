@@ -11,54 +11,65 @@ export interface NewEvent {
 }
 
 /**
- * The one way events are written, by the API and the workers alike: inserts the events, bumps the per-name totals
- * and hands them to the automations, in the caller's transaction, so that no trigger is lost:
+ * Each name's total is spread over this many rows, picked by the writer's database session, so that concurrent writers
+ * (delivery workers recording `email.sent`, the API tracking a busy event) do not queue on one row lock.
+ */
+const EVENT_NAME_SHARDS = 8;
+
+/**
+ * The one way events are written, by the API and the workers alike: the common table expressions that insert the
+ * events of a CTE named `new_events` (id uuid or null for a new UUIDv7, project_id, name, contact_id, email_id, data
+ * jsonb) as `inserted`, bump the per-name totals and hand the events to the automations, all in the caller's
+ * statement, so that no trigger is lost:
  * - every enabled workflow of the project whose trigger is one of these event names gets an execution for the
  *   event's contact (its row is the outbox entry the execution dispatcher starts the engine workflow from); one
  *   active execution per workflow and contact unless it allows reentry (a unique index, ON CONFLICT DO NOTHING);
  * - every execution of the contact WAITING for one of these names records the event and is marked for a wake-up.
- * All of that is one statement beside the insert, whose automation parts find nothing through two small partial
- * indexes when nobody listens: tracking stays two statements.
+ * The automation parts find nothing through two small partial indexes when nobody listens. One statement: the delivery
+ * queue writes a batch of outcomes and their events in one round trip (activities/delivery.ts).
  */
+export const EVENT_EFFECTS = `
+  inserted AS (
+    INSERT INTO events (id, project_id, name, contact_id, email_id, data)
+    SELECT coalesce(n.id, herald_uuidv7()), n.project_id, n.name, n.contact_id, n.email_id, n.data FROM new_events n
+    RETURNING *),
+  started AS (
+    INSERT INTO automation_executions (project_id, automation_id, contact_id, exclusive, trigger_event_id, outbox)
+    SELECT a.project_id, a.id, ev.contact_id, NOT a.allow_reentry, ev.id, 'START'
+    FROM inserted ev JOIN automations a ON a.project_id = ev.project_id AND a.enabled AND a.trigger_event = ev.name
+    WHERE ev.contact_id IS NOT NULL
+    ORDER BY ev.id, a.id
+    ON CONFLICT (automation_id, contact_id) WHERE exclusive AND status IN ('RUNNING', 'WAITING') DO NOTHING
+    RETURNING 1),
+  woken AS (
+    UPDATE automation_executions x SET woken_by_event_id = ev.id, outbox = 'WAKE', updated_at = now()
+    FROM inserted ev
+    WHERE x.project_id = ev.project_id AND x.contact_id = ev.contact_id AND x.status = 'WAITING' AND x.wait_event = ev.name
+      AND x.woken_by_event_id IS NULL
+    RETURNING 1),
+  -- Totals per name, in a fixed order so that concurrent writers of the same shard lock its rows in the same order.
+  named AS (
+    INSERT INTO event_names (project_id, name, shard, count, last_seen_at)
+    SELECT project_id, name, pg_backend_pid() % ${EVENT_NAME_SHARDS}, count(*), now() FROM inserted GROUP BY project_id, name ORDER BY project_id, name
+    ON CONFLICT (project_id, name, shard) DO UPDATE SET count = event_names.count + excluded.count, last_seen_at = excluded.last_seen_at
+    RETURNING 1)`;
+
+/** Records events of one project in the caller's transaction (see EVENT_EFFECTS); answers them, in no particular order. */
 export async function recordEvents(trx: Knex.Transaction, projectId: string, events: NewEvent[]): Promise<Event[]> {
   if (events.length === 0) return [];
-  const rows = await Event.query(trx).insert(events.map((e) => ({
-    ...(e.id ? { id: e.id } : {}),
-    projectId,
-    name: e.name,
-    contactId: e.contactId ?? null,
-    emailId: e.emailId ?? null,
-    data: e.data ?? {},
-  }))).returning('*');
-  // Totals per name; sorted so that concurrent writers lock the rows in the same order.
-  const counts = new Map<string, number>();
-  for (const e of events) counts.set(e.name, (counts.get(e.name) ?? 0) + 1);
-  const names = [...counts.keys()].sort();
-  const withContact = rows.filter((r) => r.contactId);
-  await trx.raw(
-    `WITH ev AS (SELECT * FROM unnest(?::uuid[], ?::text[], ?::uuid[]) AS e(id, name, contact_id)),
-     started AS (
-       INSERT INTO automation_executions (project_id, automation_id, contact_id, exclusive, trigger_event_id, outbox)
-       SELECT a.project_id, a.id, ev.contact_id, NOT a.allow_reentry, ev.id, 'START'
-       FROM ev JOIN automations a ON a.project_id = ?::uuid AND a.enabled AND a.trigger_event = ev.name
-       ORDER BY ev.id, a.id
-       ON CONFLICT (automation_id, contact_id) WHERE exclusive AND status IN ('RUNNING', 'WAITING') DO NOTHING
-       RETURNING 1),
-     woken AS (
-       UPDATE automation_executions x SET woken_by_event_id = ev.id, outbox = 'WAKE', updated_at = now()
-       FROM ev
-       WHERE x.project_id = ?::uuid AND x.contact_id = ev.contact_id AND x.status = 'WAITING' AND x.wait_event = ev.name
-         AND x.woken_by_event_id IS NULL
-       RETURNING 1)
-     INSERT INTO event_names (project_id, name, count, last_seen_at)
-     SELECT ?::uuid, n.name, n.count, now() FROM unnest(?::text[], ?::bigint[]) AS n(name, count)
-     ON CONFLICT (project_id, name) DO UPDATE SET count = event_names.count + excluded.count, last_seen_at = excluded.last_seen_at`,
+  const { rows } = await trx.raw(
+    `WITH new_events AS (
+       SELECT n.id, ?::uuid AS project_id, n.name, n.contact_id, n.email_id, n.data::jsonb AS data
+       FROM unnest(?::uuid[], ?::text[], ?::uuid[], ?::uuid[], ?::text[]) WITH ORDINALITY AS n(id, name, contact_id, email_id, data, ord)
+       ORDER BY n.ord),
+     ${EVENT_EFFECTS}
+     SELECT * FROM inserted`,
     [
-      withContact.map((r) => r.id), withContact.map((r) => r.name), withContact.map((r) => r.contactId),
-      projectId, projectId, projectId, names, names.map((n) => counts.get(n)!),
+      projectId, events.map((e) => e.id ?? null), events.map((e) => e.name), events.map((e) => e.contactId ?? null),
+      events.map((e) => e.emailId ?? null), events.map((e) => JSON.stringify(e.data ?? {})),
     ] as Knex.RawBinding[],
   );
-  return rows;
+  return rows.map((r: Record<string, unknown>) => Event.fromDatabaseJson(r));
 }
 
 export interface EventFilter {
@@ -97,6 +108,7 @@ export interface EventNameRow {
 }
 
 export async function eventNames(db: Knex, projectId: string): Promise<EventNameRow[]> {
-  const rows = await db('event_names').where('project_id', projectId).orderBy('name').select('name', 'count', 'last_seen_at');
+  const rows = await db('event_names').where('project_id', projectId).groupBy('name').orderBy('name')
+    .select('name', db.raw('sum(count)::bigint AS count'), db.raw('max(last_seen_at) AS last_seen_at'));
   return rows.map((r: { name: string; count: number; last_seen_at: Date }) => ({ name: r.name, count: r.count, lastSeenAt: r.last_seen_at.toISOString() }));
 }

@@ -34,7 +34,8 @@ describe('POST /v1/track', () => {
     });
     const c = await t.db.knex('contacts').where({ project_id: t.project.id, email: 'burst3@example.com' }).first();
     expect(c.data).toEqual({ k3: 3, k23: 23, k43: 43 });
-    const totals = await t.db.knex('event_names').where({ project_id: t.project.id }).whereIn('name', ['burst.odd', 'burst_even']).select('name', 'count');
+    // Each total may be spread over a few rows (db/queries/events.ts): their sum is the count.
+    const totals = await t.db.knex('event_names').where({ project_id: t.project.id }).whereIn('name', ['burst.odd', 'burst_even']).groupBy('name').select('name', t.db.knex.raw('sum(count) AS count'));
     expect(Object.fromEntries(totals.map((x) => [x.name, Number(x.count)]))).toEqual({ 'burst.odd': 30, burst_even: 30 });
   });
 

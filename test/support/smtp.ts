@@ -115,9 +115,15 @@ export async function startSinkProcess(): Promise<SinkProcess> {
   const { fork } = await import('node:child_process');
   const child = fork(require.resolve('./sinkChild.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = <T>(type: string) => new Promise<T>((resolve, reject) => {
-    const onMessage = (m: { type?: string }) => { if (m.type === type) { child.off('message', onMessage); resolve(m as T); } };
+    const onExit = (code: number | null) => reject(new Error(`the SMTP sink process exited (${code})`));
+    const onMessage = (m: { type?: string }) => {
+      if (m.type !== type) return;
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      resolve(m as T);
+    };
     child.on('message', onMessage);
-    child.once('exit', (code) => reject(new Error(`the SMTP sink process exited (${code})`)));
+    child.once('exit', onExit);
   });
   const { url } = await next<{ url: string }>('ready');
   return {

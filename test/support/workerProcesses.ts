@@ -12,21 +12,24 @@ export interface WorkerProcesses {
   /** The API on the test database, with an engine that only enqueues: no workflow runs in the test's process. */
   t: TestContext;
   smtp: TestSmtpServer;
-  /** Starts a worker process (bin/worker.ts) under the test's executor id; stopped (SIGKILL) after the file's tests. */
+  /**
+   * Starts a worker process (bin/worker.ts) under the test's executor id (none given: the worker takes a free one; an
+   * EXECUTOR_ID in `env` wins); stopped (SIGKILL) after the file's tests.
+   */
   startWorker(env?: Record<string, string>): ChildProcess;
 }
 
 /**
  * The set-up of tests that kill and restart worker processes: a test database, an SMTP server, the API in the test's
  * process with example.com verified, and worker processes under one stable executor id (so a restarted worker
- * recovers what the killed one had). Registers its own beforeAll/afterAll; read the fields inside tests.
+ * recovers what the killed one had), or under ids of their own. Registers its own beforeAll/afterAll; read the fields inside tests.
  */
-export function workerProcesses(executorId: string): WorkerProcesses {
+export function workerProcesses(executorId?: string): WorkerProcesses {
   const children: ChildProcess[] = [];
   let engine: Engine;
   const harness = {
     startWorker(env: Record<string, string> = {}) {
-      const child = spawnWorker({ DATABASE_URL: harness.t.db.url, SMTP_URL: harness.smtp.url, EXECUTOR_ID: executorId, ...env });
+      const child = spawnWorker({ DATABASE_URL: harness.t.db.url, SMTP_URL: harness.smtp.url, ...(executorId ? { EXECUTOR_ID: executorId } : {}), ...env });
       children.push(child);
       return child;
     },
