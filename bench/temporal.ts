@@ -5,7 +5,8 @@
  *
  * Starts its own embedded PostgreSQL, a loopback SMTP sink and a Temporal dev server (the pinned CLI of
  * scripts/temporal.js, in memory, headless), and for each engine, with Herald's own processes (bench/lib/herald-child.ts
- * runs startHerald as bin/api.ts and bin/worker.ts do; workers with --max-old-space-size=160 as `npm run worker`):
+ * runs startHerald as bin/api.ts and bin/worker.ts do; workers with --max-old-space-size=160 and MALLOC_ARENA_MAX=2 as
+ * `npm run worker` starts them):
  * 1. POST /v1/send: req/s and latency against an API process (autocannon, 32 connections);
  * 2. delivery with the rate lifted: emails/s at the sink with 1 and with 2 worker processes;
  * 3. a campaign to BENCH_CAMPAIGN contacts (default 100,000) through the API with 2 workers: time until every email row
@@ -74,7 +75,7 @@ runBench('bench:temporal', 40 * 60_000, async () => {
       const api = start(`api (${engine})`, 'api', { ...env, PORT: '0', API_RATE_LIMIT_PER_MINUTE: '100000000' });
       const base = `http://127.0.0.1:${String((await api.ready).port)}`;
       const workers = async (n: number) => {
-        const ws = Array.from({ length: n }, (_, i) => start(`worker ${i + 1} (${engine})`, 'worker', { ...env, EXECUTOR_ID: `bench-${engine}-${i + 1}` }, WORKER_ARGS));
+        const ws = Array.from({ length: n }, (_, i) => start(`worker ${i + 1} (${engine})`, 'worker', { ...env, EXECUTOR_ID: `bench-${engine}-${i + 1}`, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2' }, WORKER_ARGS));
         await Promise.all(ws.map((w) => w.ready));
         return ws;
       };

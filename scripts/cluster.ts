@@ -26,7 +26,8 @@ const port = process.env.PORT ?? '3000';
 
 function herald(script: string, env: Record<string, string>, name: string): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', ...(script === 'bin/worker.ts' ? ['--max-old-space-size=160'] : []), path.join(ROOT, script)], {
-    cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'],
+    // Workers as `npm run worker` starts them (package.json): a capped heap and two malloc arenas.
+    cwd: ROOT, env: { ...process.env, ...(script === 'bin/worker.ts' ? { MALLOC_ARENA_MAX: '2' } : {}), ...env }, stdio: ['ignore', 'inherit', 'inherit'],
   });
   child.on('exit', (code, signal) => { if (!stopping) console.error(`${name} exited (${code ?? signal})`); });
   return child;

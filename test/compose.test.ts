@@ -185,7 +185,8 @@ describe('docker-compose.yml (cluster mode)', () => {
     const heraldServices = Object.entries(services).filter(([, s]) => environmentOf(s).DATABASE_URL);
     expect(heraldServices.map(([name]) => name).sort()).toEqual(['api', 'worker']);
     const heraldProcesses = heraldServices.reduce((n, [name]) => n + (name === 'worker' ? WORKERS : 1), 0) + 1;
-    const heraldMax = heraldProcesses * heraldPoolMax!;
+    // Each worker also holds one session of its own: its executor id's advisory lock and heartbeat.
+    const heraldMax = heraldProcesses * heraldPoolMax! + WORKERS;
 
     const command = service('postgres').command;
     const args = Array.isArray(command) ? command : (command ?? '').split(/\s+/);

@@ -40,6 +40,8 @@ export async function startSink(): Promise<Sink> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
   });
+  // A sender that dies mid-session (a SIGKILLed worker) resets its connections: not the sink's failure.
+  server.on('error', () => undefined);
   const port = (server.server.address() as AddressInfo).port;
   return {
     url: `smtp://127.0.0.1:${port}`,
