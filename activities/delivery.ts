@@ -156,7 +156,11 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
              claimed_by = NULL, claimed_at = NULL, updated_at = now()
            FROM o
            WHERE e.project_id = o.project_id AND e.id = o.id
-             AND (e.status = 'SENDING' OR (e.status = 'QUEUED' AND o.status IN ('SENT', 'FAILED')))
+             -- A CASE, not (status = 'SENDING' OR ...): that form matches the partial indexes of the queue and of the
+             -- claims, and with statistics taken while the queue was empty the planner read every QUEUED row of a
+             -- running campaign through them for each write (23 ms a statement, 2 x slower delivery). This way only
+             -- the primary key can find the rows.
+             AND CASE e.status WHEN 'SENDING' THEN true WHEN 'QUEUED' THEN o.status IN ('SENT', 'FAILED') ELSE false END
            RETURNING e.project_id, e.id, e.event_id, e.contact_id, o.status, o.message_id, o.error
          ), new_events AS (
            -- The event id was announced by the send API when the email was queued.
