@@ -78,6 +78,11 @@ const HOST_NAME = /^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-
 // NAT64 (RFC 6052 well-known prefix) carries the IPv4 destination in its last 32 bits: on an IPv6-only host with
 // DNS64 every IPv4-only webhook resolves to one, so it is judged by the IPv4 address it stands for.
 const NAT64 = ipaddr.IPv6.parseCIDR('64:ff9b::/96');
+/**
+ * IPv4-compatible IPv6 addresses (::a.b.c.d, RFC 4291 §2.5.5.1, deprecated): ipaddr.js calls them unicast, yet a host
+ * may route `::127.0.0.1` to its own loopback. No public service uses them: refused whatever IPv4 address they carry.
+ */
+const IPV4_COMPATIBLE = ipaddr.IPv6.parseCIDR('::/96');
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 
@@ -137,7 +142,7 @@ function refusal(address: string, allow: AllowList): string | undefined {
   }
   // 'unicast' is ipaddr.js's name for "none of the special ranges": every other one (loopback, private, linkLocal,
   // carrierGradeNat, uniqueLocal, multicast, reserved, 6to4, teredo, …) may lead into a private network.
-  const range = ip.range();
+  const range = ip instanceof ipaddr.IPv6 && ip.match(IPV4_COMPATIBLE) && ip.range() === 'unicast' ? 'ipv4Compatible' : ip.range();
   if (range === 'unicast' || allowedRange(ip, allow)) return undefined;
   return `${ip.toString()}, a private/loopback (${range}) address`;
 }

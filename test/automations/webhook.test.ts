@@ -149,6 +149,8 @@ describe('private destinations', () => {
     'http://[::ffff:10.0.0.1]/',
     'http://[fd00::1]/',
     'http://[64:ff9b::a00:1]/', // NAT64 of 10.0.0.1
+    'http://[::127.0.0.1]/', // IPv4-compatible (::/96, deprecated): unicast to ipaddr.js
+    'http://[::8.8.8.8]/',
     'http://0x7f.1/', // 127.0.0.1 spelt differently
     'http://0.0.0.0/',
   ])('the IP literal %s is refused before any request is made', async (url) => {
