@@ -115,8 +115,18 @@ export async function loadSigningKeys(
   return out;
 }
 
+/**
+ * The header fields the signature covers: nodemailer's default list (dkim/sign.js, which has List-Id and
+ * List-Unsubscribe) plus List-Unsubscribe-Post. RFC 8058 §4 requires both one-click headers in `h=`, and Gmail and
+ * Yahoo check it. A field a message does not carry is simply not signed.
+ */
+export const DKIM_SIGNED_HEADERS = ['From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc', 'MIME-Version',
+  'Content-Type', 'Content-Transfer-Encoding', 'Content-ID', 'Content-Description', 'Resent-Date', 'Resent-From',
+  'Resent-Sender', 'Resent-To', 'Resent-Cc', 'Resent-Message-ID', 'In-Reply-To', 'References', 'List-Id', 'List-Help',
+  'List-Unsubscribe', 'List-Unsubscribe-Post', 'List-Subscribe', 'List-Post', 'List-Owner', 'List-Archive', 'OTP-Token'].join(':');
+
 /** The `dkim` option of a message from `fromAddress`, or undefined when its domain has no key. */
 export function dkimFor(keys: Map<string, SigningKey>, fromAddress: string): DkimOptions | undefined {
   const key = keys.get(domainOf(fromAddress));
-  return key ? { domainName: key.domain, keySelector: key.selector, privateKey: key.privateKey } : undefined;
+  return key ? { domainName: key.domain, keySelector: key.selector, privateKey: key.privateKey, headerFieldNames: DKIM_SIGNED_HEADERS } : undefined;
 }

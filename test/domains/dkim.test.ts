@@ -165,6 +165,11 @@ describe('delivery signs with the domain key', () => {
         expect(result.results[0]).toMatchObject({ signingDomain: 'queue-signed.example.net', selector: d.dkimSelector, status: { result: 'pass' } });
       }
       expect(received.map((m) => m.parsed.subject).sort()).toEqual(['News', 'Order']);
+      // RFC 8058 §4: one-click unsubscribe needs both of its headers under the signature (Gmail and Yahoo check h=).
+      const campaignMail = received.find((m) => m.parsed.subject === 'News')!.raw.toString();
+      const head = campaignMail.slice(0, campaignMail.indexOf('\r\n\r\n')).replace(/\r\n[ \t]+/g, ' ');
+      const signed = /^DKIM-Signature:.*?\bh=([^;]+)/im.exec(head)![1]!.replace(/\s+/g, '').toLowerCase().split(':');
+      expect(signed).toEqual(expect.arrayContaining(['from', 'subject', 'list-unsubscribe', 'list-unsubscribe-post']));
     } finally {
       await queue.stop();
     }
