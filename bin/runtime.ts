@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { createActivities } from '../activities';
 import { createDeliverer } from '../activities/delivery';
 import { scheduleDomainChecks } from '../activities/domains';
-import { ConfigError, loadConfig, loadDnsConfig, type Config } from '../config';
+import { ConfigError, loadConfig, loadDnsConfig, publicUrlWarning, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
 import { webhookConfig } from '../automations/webhook';
@@ -122,6 +122,8 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   let server: Server | undefined;
   if (roles.api) {
     const created = await ensureDefaultProject(db.knex);
+    const warning = publicUrlWarning(config.publicUrl);
+    if (warning) log.warn(warning);
     const { createApp } = load<typeof import('../api/app')>('../api/app');
     const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, engine, secret, publicUrl: config.publicUrl });
     server = await new Promise<Server>((resolve, reject) => {

@@ -131,3 +131,16 @@ export function loadDnsConfig(env: NodeJS.ProcessEnv = process.env): DnsConfig {
     domainCheckIntervalMinutes: value.DOMAIN_CHECK_INTERVAL_MINUTES,
   };
 }
+
+/**
+ * Why PUBLIC_URL deserves a warning at start, or undefined: links in mail (unsubscribe, one-click) should be HTTPS
+ * wherever recipients reach them (RFC 8058 expects an HTTPS URI); plain HTTP is for loopback only.
+ */
+export function publicUrlWarning(publicUrl: string): string | undefined {
+  const url = new URL(publicUrl);
+  if (url.protocol === 'https:') return undefined;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const loopback = host === 'localhost' || host.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(host) || host === '::1';
+  if (loopback) return undefined;
+  return `PUBLIC_URL=${publicUrl} is not HTTPS: recipients' mail clients get plain-HTTP unsubscribe links, and one-click unsubscribe (RFC 8058) expects HTTPS. Serve Herald behind TLS and set PUBLIC_URL to its https:// address.`;
+}

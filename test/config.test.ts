@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig } from '../config';
+import { ConfigError, loadConfig, publicUrlWarning } from '../config';
 import { childEnv, runTsx } from './support/processes';
 
 /** Configuration from environment variables (issue 2, point 2): defaults, and a clear error naming any bad variable. */
@@ -169,4 +169,13 @@ describe('at start-up', () => {
     // Nothing was started: the data directory (and with it any embedded PostgreSQL) was never created.
     expect(fs.existsSync(dataDir)).toBe(false);
   });
+});
+
+test('PUBLIC_URL: a warning at start when links in mail would be plain HTTP outside loopback', () => {
+  for (const ok of ['https://mail.example.com', 'http://localhost:3000', 'http://127.0.0.1:3000', 'http://[::1]:3000', 'http://herald.localhost']) {
+    expect(publicUrlWarning(ok)).toBeUndefined();
+  }
+  for (const plain of ['http://mail.example.com', 'http://10.0.0.5:3000', 'http://[2001:db8::1]']) {
+    expect(publicUrlWarning(plain)).toMatch(/^PUBLIC_URL=.* is not HTTPS: .*RFC 8058/);
+  }
 });
