@@ -208,6 +208,14 @@ describe('validation (nothing stored, nothing sent)', () => {
     ['attachment not base64', { ...valid, attachments: [{ filename: 'a.txt', content: '***' }] }, 'attachments.0.content'],
     ['attachment with a path', { ...valid, attachments: [{ filename: '../etc/passwd', content: 'aGk=' }] }, 'attachments.0.filename'],
     ['executable attachment', { ...valid, attachments: [{ filename: 'setup.exe', content: 'aGk=' }] }, 'attachments.0.filename'],
+    // Issue 13: names a mail client shows or saves as .exe once it drops what follows.
+    ['executable with a trailing dot', { ...valid, attachments: [{ filename: 'invoice.exe.', content: 'aGk=' }] }, 'attachments.0.filename'],
+    ['executable with a trailing space', { ...valid, attachments: [{ filename: 'invoice.exe ', content: 'aGk=' }] }, 'attachments.0.filename'],
+    ['executable followed by U+200F', { ...valid, attachments: [{ filename: 'invoice.exe\u200f', content: 'aGk=' }] }, 'attachments.0.filename'],
+    ['executable in fullwidth letters', { ...valid, attachments: [{ filename: 'invoice.\uff45\uff58\uff45', content: 'aGk=' }] }, 'attachments.0.filename'],
+    ['a file name of invisible characters only', { ...valid, attachments: [{ filename: '\u200f. ', content: 'aGk=' }] }, 'attachments.0.filename'],
+    ...['Content-ID', 'Content-Description', 'Content-Language', 'Authentication-Results', 'Resent-Bcc', 'ARC-Seal'].map((h): [string, Record<string, unknown>, string] =>
+      [`the reserved header ${h}`, { ...valid, headers: { [h]: 'x' } }, 'headers']),
     ['bad content type', { ...valid, attachments: [{ filename: 'a.txt', content: 'aGk=', contentType: 'text' }] }, 'attachments.0.contentType'],
     ['broken template syntax', { ...valid, body: '{% if %}' }, 'body', 'invalid_template'],
     ['unknown filter', { ...valid, subject: '{{ name | explode }}' }, 'subject', 'invalid_template'],
@@ -220,6 +228,14 @@ describe('validation (nothing stored, nothing sent)', () => {
     expect(res.body.error.errors.map((e: { field: string }) => e.field)).toContain(field);
     if (code) expect(res.body.error.errors.find((e: { field: string }) => e.field === field).code).toBe(code);
     expect(await t.db.knex('emails').count('* as n').first()).toEqual(before);
+  });
+
+  test('an attachment is stored under its normalised name (NFKC, no format characters, no trailing dots or spaces)', async () => {
+    const res = await send({ ...valid, to: 'normalised@example.org', attachments: [{ filename: 'r\uff45port.pdf\u200f. ', content: 'aGk=' }] });
+    expect(res.status).toBe(200);
+    const email = await t.db.knex('emails').where({ project_id: t.project.id, to_email: 'normalised@example.org' }).first('attachment_ids');
+    const stored = await t.db.knex('attachments').where({ project_id: t.project.id }).whereIn('id', email.attachment_ids).pluck('filename');
+    expect(stored).toEqual(['report.pdf']);
   });
 
   test('attachments over 10 MB decoded in total → 422', async () => {

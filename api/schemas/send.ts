@@ -56,18 +56,25 @@ const mailboxString = Joi.string().trim().max(500).custom((value: string, helper
 
 const mailbox = Joi.alternatives().conditional(Joi.string(), { then: mailboxString, otherwise: mailboxObject });
 
-// Header names are RFC 5322 field names; the headers Herald writes itself may not be set or overridden.
-export const RESERVED_HEADERS = new Set([
-  'from', 'to', 'cc', 'bcc', 'subject', 'reply-to', 'sender', 'message-id', 'date', 'mime-version', 'content-type',
-  'content-transfer-encoding', 'content-disposition', 'dkim-signature', 'return-path', 'received', 'list-unsubscribe',
+// Header names are RFC 5322 field names; the headers Herald writes itself, and those a receiving server relies on to
+// judge the message (authentication results, resent and ARC chains, MIME structure), may not be set or overridden.
+const RESERVED_HEADERS = new Set([
+  'from', 'to', 'cc', 'bcc', 'subject', 'reply-to', 'sender', 'message-id', 'date', 'mime-version', 'dkim-signature',
+  'domainkey-signature', 'return-path', 'received', 'received-spf', 'authentication-results', 'list-unsubscribe',
   'list-unsubscribe-post',
 ]);
+/** Whole families, by prefix: Content-* (MIME), Resent-* (RFC 5322 §3.6.6), ARC-* (RFC 8617). */
+const RESERVED_HEADER_PREFIXES = ['content-', 'resent-', 'arc-'];
+export const isReservedHeader = (name: string): boolean => {
+  const lower = name.toLowerCase();
+  return RESERVED_HEADERS.has(lower) || RESERVED_HEADER_PREFIXES.some((p) => lower.startsWith(p));
+};
 
 const headersSchema = Joi.object()
   .pattern(Joi.string().pattern(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/, 'a header name'), headerTextSchema.max(2000).required())
   .max(50)
   .custom((value: Record<string, string>, helpers) => {
-    const reserved = Object.keys(value).find((k) => RESERVED_HEADERS.has(k.toLowerCase()));
+    const reserved = Object.keys(value).find(isReservedHeader);
     return reserved ? helpers.error('headers.reserved', { header: reserved }) : value;
   })
   .messages({ 'headers.reserved': 'header {{#header}} is set by Herald and cannot be given' });
@@ -86,10 +93,26 @@ function isBase64(value: string): boolean {
   return padded ? value.length % 4 === 0 : value.length % 4 !== 1;
 }
 
+/**
+ * A file name as a mail client will show and save it: Unicode NFKC, without format or bidi characters (U+200F …), and
+ * without the trailing dots and spaces that Windows drops, so that `invoice.exe.`, `invoice.exe ` and `invoice.exe`
+ * followed by U+200F are all `invoice.exe` before the extension check. The normalised name is the one stored and sent.
+ */
+export function normaliseFilename(name: string): string {
+  return name.normalize('NFKC').replace(/\p{Cf}/gu, '').replace(/[.\s]+$/u, '');
+}
+
 const attachmentSchema = Joi.object<AttachmentInput, true>({
   filename: Joi.string().min(1).max(255).pattern(/^[^/\\\r\n\0]+$/, 'a file name without path separators or line breaks').required()
-    .custom((value: string, helpers) => (BLOCKED_EXTENSIONS.test(value) ? helpers.error('filename.blocked') : value))
-    .messages({ 'filename.blocked': '{{#label}} has an executable file type, which mail providers block' }),
+    .custom((value: string, helpers) => {
+      const name = normaliseFilename(value);
+      if (name === '') return helpers.error('filename.empty');
+      return BLOCKED_EXTENSIONS.test(name) ? helpers.error('filename.blocked') : name;
+    })
+    .messages({
+      'filename.blocked': '{{#label}} has an executable file type, which mail providers block',
+      'filename.empty': '{{#label}} has no characters left once invisible characters and trailing dots and spaces are removed',
+    }),
   content: Joi.string().min(1).required().custom((value: string, helpers) => (isBase64(value) ? value : helpers.error('string.base64'))),
   contentType: Joi.string().max(200).pattern(/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/, 'type/subtype'),
   contentId: Joi.string().max(200).pattern(/^[^<>\s]+$/, 'an id without spaces or angle brackets'),
