@@ -113,9 +113,9 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     if (unrecorded < maxUnrecorded) { unrecorded++; return undefined; }
     return new Promise<void>((resolve) => places.push(() => { unrecorded++; resolve(); }));
   };
-  const freePlaces = (n: number) => {
-    unrecorded -= n;
-    while (unrecorded < maxUnrecorded && places.length) places.shift()!();
+  const freePlace = () => {
+    unrecorded--;
+    places.shift()?.();
   };
   // Each settled outcome, with the callback that ends its email's time in flight once the outcome is committed.
   let pending: { outcome: Outcome; done: () => void }[] = [];
@@ -230,7 +230,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
       let placed = false;
       // In flight until its outcome is committed: only then may the claim loop take another email in its stead.
       const done = () => {
-        if (placed) freePlaces(1);
+        if (placed) freePlace();
         inflight--;
         wake?.();
       };

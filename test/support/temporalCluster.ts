@@ -14,6 +14,18 @@ import type { TestTemporal } from './temporal';
  * worker processes (bin/worker.ts) on a test database, against the run's Temporal dev server (this file's namespace),
  * delivering to a real SMTP server. The test process holds only a Temporal client, to look at what the server has.
  */
+/**
+ * `n` subscribed contacts `<group>-<i>@example.org` with data.group = group, in one statement: the audience of a
+ * FILTERED campaign on `data.group`.
+ */
+export async function addGroupContacts(c: Pick<HeraldCluster, 'db' | 'project'>, group: string, n: number): Promise<void> {
+  await c.db.knex.raw(
+    `INSERT INTO contacts (project_id, email, subscribed, data)
+     SELECT ?::uuid, ?::text || '-' || g || '@example.org', true, jsonb_build_object('group', ?::text) FROM generate_series(1, ?::int) g`,
+    [c.project.id, group, group, n],
+  );
+}
+
 export interface HeraldCluster {
   db: TestDatabase;
   smtp: TestSmtpServer;

@@ -10,7 +10,7 @@ import { bearer, TEST_SECRET } from '../support/app';
 import { startDnsServer, type TestDnsServer } from '../support/dns';
 import { killGroup, waitFor } from '../support/processes';
 import { startSinkProcess, type Received } from '../support/smtp';
-import { heraldCluster } from '../support/temporalCluster';
+import { addGroupContacts, heraldCluster } from '../support/temporalCluster';
 import { describeTemporal } from '../support/temporal';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -75,14 +75,7 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
     }, timeoutMs, 200);
   }
 
-  /** `n` subscribed contacts `<group>-<i>@example.org` with data.group = group, in one statement. */
-  async function addContacts(group: string, n: number): Promise<void> {
-    await c.db.knex.raw(
-      `INSERT INTO contacts (project_id, email, subscribed, data)
-       SELECT ?::uuid, ?::text || '-' || g || '@example.org', true, jsonb_build_object('group', ?::text) FROM generate_series(1, ?::int) g`,
-      [c.project.id, group, group, n],
-    );
-  }
+  const addContacts = (group: string, n: number) => addGroupContacts(c, group, n);
 
   /** Creates a campaign to the contacts of `group` through the API and sends it now; answers its id. */
   async function sendCampaignTo(group: string): Promise<string> {

@@ -8,7 +8,7 @@ import { DAY, stepClock, waitForExecutions, type ExecutionJson } from '../suppor
 import { startDnsServer, type TestDnsServer } from '../support/dns';
 import { waitFor } from '../support/processes';
 import type { Received } from '../support/smtp';
-import { heraldCluster } from '../support/temporalCluster';
+import { addGroupContacts, heraldCluster } from '../support/temporalCluster';
 import { describeTemporal } from '../support/temporal';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -40,14 +40,7 @@ describeTemporal(__filename, 'Temporal lifecycle: schedules, waits, cancels and 
   const receivedBy = (address: string) => c.smtp.received.filter((m) => to(m) === address);
   const receivedOf = (group: string) => c.smtp.received.filter((m) => to(m).startsWith(`${group}-`));
 
-  /** `n` subscribed contacts `<group>-<i>@example.org` with data.group = group. */
-  async function addContacts(group: string, n: number): Promise<void> {
-    await c.db.knex.raw(
-      `INSERT INTO contacts (project_id, email, subscribed, data)
-       SELECT ?::uuid, ?::text || '-' || g || '@example.org', true, jsonb_build_object('group', ?::text) FROM generate_series(1, ?::int) g`,
-      [c.project.id, group, group, n],
-    );
-  }
+  const addContacts = (group: string, n: number) => addGroupContacts(c, group, n);
 
   /** A DRAFT campaign to the contacts of `group`; answers its id. */
   async function createCampaign(group: string): Promise<string> {
