@@ -15,5 +15,5 @@ export default tseslint.config(
     },
   },
   // Plain CommonJS scripts (tooling, Jest reporter) use require().
-  { files: ['**/*.js'], rules: { '@typescript-eslint/no-require-imports': 'off' } },
+  { files: ['**/*.js', '**/*.cjs'], rules: { '@typescript-eslint/no-require-imports': 'off' } },
 );

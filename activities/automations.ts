@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { ApiError } from '../api/errors';
 import { durationMs, type Step } from '../api/schemas/workflows';
 import { storeSends } from '../api/sends';
+import { renderInline } from '../mail/render';
 import { compileCondition, loadSegments } from '../audience/compile';
 import { createWebhookClient, WebhookError, type WebhookOptions } from '../automations/webhook';
 import { patchContact } from '../db/queries/contacts';
@@ -107,7 +108,7 @@ export function automationActivities(deps: AutomationDeps) {
       body: { to: { email: contact.email }, template: ref.step.config.template, headers },
       recipients: [{ email: contact.email }],
       attachments: [],
-    }], { publicUrl: deps.publicUrl, secret: deps.secret });
+    }], { publicUrl: deps.publicUrl, secret: deps.secret, render: renderInline }); // a worker: no requests wait on this loop
     if (stored instanceof ApiError) {
       const detail = stored.details.errors?.[0]?.message ?? stored.message;
       return { failed: `step "${ref.step.id}": ${detail}` };

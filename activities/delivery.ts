@@ -3,6 +3,7 @@ import { Email } from '../db/models/Email';
 import { EVENT_EFFECTS } from '../db/queries/events';
 import type { Logger } from '../logging/logger';
 import { renderCampaignEmail } from '../mail/campaign';
+import { TemplateError } from '../mail/render';
 import { dkimFor, loadSigningKeys, type DkimOptions, type SigningKey } from '../mail/dkim';
 import { buildMessage, domainOf, type MessageContent, type StoredAttachment } from '../mail/message';
 import { failureReason, isPermanentFailure, type Mailer } from '../mail/transport';
@@ -32,9 +33,12 @@ export type Outcome =
   | { email: Email; status: 'CANCELLED'; error: string }
   | { email: Email; status: 'QUEUED'; error: string; retryInMs: number };
 
-/** What one email needs for its send: its content (null: do not send) and the DKIM signing options of its domain. */
+/**
+ * What one email needs for its send: its content (null: do not send; a TemplateError: it cannot be rendered within
+ * the budgets, a permanent failure) and the DKIM signing options of its domain.
+ */
 export interface Prepared {
-  content: MessageContent | null;
+  content: MessageContent | TemplateError | null;
   dkim?: DkimOptions;
 }
 
@@ -59,8 +63,8 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
    * from the campaign (frozen once scheduled) and the contact as it is. Null when a campaign email's contact has
    * unsubscribed (or gone) since the audience was resolved: unsubscribed contacts are never mailed.
    */
-  async function contents(emails: Email[]): Promise<Map<string, MessageContent | null>> {
-    const result = new Map<string, MessageContent | null>();
+  async function contents(emails: Email[]): Promise<Map<string, MessageContent | TemplateError | null>> {
+    const result = new Map<string, MessageContent | TemplateError | null>();
     const campaignMail = emails.filter((e) => e.subject === null || e.html === null);
     for (const e of emails) if (e.subject !== null && e.html !== null) result.set(e.id, { subject: e.subject, html: e.html });
     if (campaignMail.length === 0) return result;
@@ -79,12 +83,17 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
         continue;
       }
       const url = contact ? unsubscribeUrl(publicUrl, secret, { projectId: email.projectId, contactId: contact.id, emailId: email.id }) : null;
-      result.set(email.id, renderCampaignEmail(
-        { subject: campaign.subject, body: campaign.body },
-        contact ? { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data } : { id: null, email: email.toEmail, subscribed: false, data: {} },
-        url,
-        email.isTest,
-      ));
+      try {
+        result.set(email.id, renderCampaignEmail(
+          { subject: campaign.subject, body: campaign.body },
+          contact ? { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data } : { id: null, email: email.toEmail, subscribed: false, data: {} },
+          url,
+          email.isTest,
+        ));
+      } catch (err) {
+        if (!(err instanceof TemplateError)) throw err;
+        result.set(email.id, err);
+      }
     }
     return result;
   }
@@ -112,6 +121,7 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
   /** One SMTP attempt. Attachments are read here, per email, so memory holds only those of the sends in flight. */
   async function attempt(email: Email, { content, dkim }: Prepared): Promise<AttemptResult> {
     if (!content) return { status: 'SKIPPED', error: 'the contact unsubscribed before delivery' };
+    if (content instanceof TemplateError) return { status: 'FAILED', error: `the campaign's ${content.part} could not be rendered for this recipient: ${content.message}` };
     const attachments: StoredAttachment[] = email.attachmentIds.length
       ? (await knex('attachments').where('project_id', email.projectId).whereIn('id', email.attachmentIds)
         .select('id', 'filename', 'content_type as contentType', 'content_id as contentId', 'disposition', 'content'))

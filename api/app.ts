@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import { loadDnsConfig, type DnsConfig } from '../config';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
+import type { Renderer } from '../mail/render';
 import { authenticate } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { errorHandler } from './middleware/errorHandler';
@@ -31,6 +32,8 @@ export interface AppDeps {
   secret: Buffer;
   /** Base URL of this API as recipients reach it. */
   publicUrl: string;
+  /** Where templates are rendered on the request path: a render pool (mail/renderPool.ts), off the event loop. */
+  render: Renderer;
   /** DNS resolvers and timeouts (domain checks, /v1/verify); read from the environment when not given. */
   dns?: DnsConfig;
 }
@@ -63,7 +66,7 @@ export function createApp(deps: AppDeps): Koa {
   const dashboard = new Router();
   dashboard.use(authenticate(deps.knex, ['secret']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody());
   contactRoutes(dashboard, deps.knex);
-  templateRoutes(dashboard, deps.knex);
+  templateRoutes(dashboard, deps);
   segmentRoutes(dashboard, deps.knex);
   campaignRoutes(dashboard, deps);
   eventRoutes(dashboard, deps.knex);

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { v7 as uuidv7 } from 'uuid';
 import { upsertContacts, type UpsertedContact } from '../db/queries/contacts';
 import { verifiedSenders } from '../db/queries/domains';
-import { compileCached, messageScope, renderMessage, TemplateError, type CompiledMessage } from '../mail/render';
+import { messageScope, type Renderer, type RenderJobResult } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import { ApiError, validationFailed } from './errors';
 import type { Mailbox, SendBody } from './schemas/send';
@@ -23,6 +23,8 @@ export interface StoredSend {
 export interface SendStoreDeps {
   publicUrl: string;
   secret: Buffer;
+  /** Where templates are rendered: a render thread on the API (mail/renderPool.ts), inline on a worker. */
+  render: Renderer;
 }
 
 interface Resolved {
@@ -31,14 +33,30 @@ interface Resolved {
   fromName: string | null;
   templateId: string | null;
   replyTo: string | null;
-  message: CompiledMessage;
+  subject: string;
+  body: string;
+}
+
+/**
+ * Requests whose template failed to render, and why. A failure is found after the contacts are upserted, so the
+ * batch's transaction is rolled back and every request retried alone (db/batch.ts groupCommit); the retry of the
+ * failed one answers from here before writing anything, instead of spending its render budget a second time.
+ */
+const renderFailures = new WeakMap<SendCommand, ApiError>();
+
+function renderFailure(body: SendBody, failed: Extract<RenderJobResult, { failed: unknown }>['failed']): ApiError {
+  const field = failed.part === 'subject' ? (body.subject ? 'subject' : 'template') : (body.body ? 'body' : 'template');
+  return validationFailed([{ field, message: failed.message, code: failed.code }],
+    failed.code === 'invalid_template' ? undefined : 'Templates render within a budget per request: see "Rendering limits" in docs/api.md.');
 }
 
 /**
  * The work of POST /v1/send for any number of requests in the caller's transaction, with as few statements as one
  * request needs: one template lookup, one domain check, one contact upsert per project, one emails insert. A request
- * with a bad template or an unverified sender gets its own error (in its slot) before anything is written, and the
- * others go on. A failure after the first write (a template that cannot render) throws: the caller rolls back.
+ * with a missing template or an unverified sender gets its own error (in its slot) before anything is written, and
+ * the others go on. A template that cannot render is found after the contacts are written: alone, its error is
+ * answered (the caller rolls back on an error); in a batch, the call throws so that the caller rolls back and retries
+ * each request alone.
  */
 export async function storeSends(trx: Knex.Transaction, commands: SendCommand[], deps: SendStoreDeps): Promise<(StoredSend | ApiError)[]> {
   const results: (StoredSend | ApiError | undefined)[] = commands.map(() => undefined);
@@ -51,6 +69,11 @@ export async function storeSends(trx: Knex.Transaction, commands: SendCommand[],
 
   const resolved: (Resolved | undefined)[] = commands.map((command, i) => {
     const { body } = command;
+    const failed = renderFailures.get(command);
+    if (failed) {
+      results[i] = failed;
+      return undefined;
+    }
     const template = body.template ? templates.get(`${command.projectId}/${body.template}`) : undefined;
     if (body.template && !template) {
       results[i] = validationFailed([{ field: 'template', message: 'template not found', code: 'not_found' }]);
@@ -61,20 +84,14 @@ export async function storeSends(trx: Knex.Transaction, commands: SendCommand[],
       results[i] = validationFailed([{ field: 'from', message: 'from is required unless the template has a sender', code: 'required' }]);
       return undefined;
     }
-    try {
-      return {
-        command, from,
-        fromName: body.name ?? from.name ?? (body.from ? null : template?.from_name ?? null),
-        templateId: template?.id ?? null,
-        replyTo: body.reply ?? template?.reply_to ?? null,
-        message: compileCached(body.subject ?? template!.subject, body.body ?? template!.body),
-      };
-    } catch (err) {
-      if (!(err instanceof TemplateError)) throw err;
-      const field = err.part === 'subject' ? (body.subject ? 'subject' : 'template') : (body.body ? 'body' : 'template');
-      results[i] = validationFailed([{ field, message: err.message, code: 'invalid_template' }]);
-      return undefined;
-    }
+    return {
+      command, from,
+      fromName: body.name ?? from.name ?? (body.from ? null : template?.from_name ?? null),
+      templateId: template?.id ?? null,
+      replyTo: body.reply ?? template?.reply_to ?? null,
+      subject: body.subject ?? template!.subject,
+      body: body.body ?? template!.body,
+    };
   });
 
   const verified = await verifiedSenders(trx, resolved.filter((r) => r).map((r) => ({ projectId: r!.command.projectId, email: r!.from.email })));
@@ -118,18 +135,34 @@ export async function storeSends(trx: Knex.Transaction, commands: SendCommand[],
     (await upsertContacts(trx, projectId, inputs, false)).forEach((c, k) => contacts.set(`${projectId}/${unique[k]}`, c));
   }
 
+  // Every request's recipients rendered in one job per request, off this event loop on the API. Templates are
+  // parsed there too (cached), so a syntax error is found here, after the upsert, like a render that passes a cap.
+  const rendered = await Promise.all(resolved.map((r) => r && deps.render({
+    subject: r.subject,
+    body: r.body,
+    scopes: r.command.recipients.map((m) => {
+      const { contact } = contacts.get(`${r.command.projectId}/${m.email}`)!;
+      return messageScope(r.command.body.data ?? {}, contact, unsubscribeUrl(deps.publicUrl, deps.secret, { projectId: r.command.projectId, contactId: contact.id }));
+    }),
+  })));
+  let failures = 0;
+  rendered.forEach((outcome, i) => {
+    if (outcome && 'failed' in outcome) {
+      renderFailures.set(commands[i]!, (results[i] = renderFailure(commands[i]!.body, outcome.failed)));
+      failures++;
+    }
+  });
+  // The failed requests' contacts are written already: the transaction must not commit (see renderFailures).
+  if (failures > 0 && commands.length > 1) throw new Error(`${failures} of ${commands.length} sends failed to render; retrying each alone`);
+  if (failures > 0) return results as (StoredSend | ApiError)[];
+
   const rows: Record<string, unknown>[] = [];
   for (const [i, r] of resolved.entries()) {
     if (!r) continue;
     const { projectId, body } = r.command;
-    const emails = r.command.recipients.map((m) => {
+    const messages = (rendered[i] as Extract<RenderJobResult, { rendered: unknown }>).rendered;
+    const emails = r.command.recipients.map((m, k) => {
       const { contact } = contacts.get(`${projectId}/${m.email}`)!;
-      let rendered;
-      try {
-        rendered = renderMessage(r.message, messageScope(body.data ?? {}, contact, unsubscribeUrl(deps.publicUrl, deps.secret, { projectId, contactId: contact.id })));
-      } catch (err) {
-        throw validationFailed([{ field: body.body ? 'body' : 'template', message: `template could not be rendered: ${(err as Error).message.split('\n')[0]}`, code: 'invalid_template' }]);
-      }
       return {
         id: uuidv7(),
         event_id: uuidv7(),
@@ -141,8 +174,8 @@ export async function storeSends(trx: Knex.Transaction, commands: SendCommand[],
         reply_to: r.replyTo,
         to_email: m.email,
         to_name: m.name || null,
-        subject: rendered.subject,
-        html: rendered.html,
+        subject: messages[k]!.subject,
+        html: messages[k]!.html,
         headers: JSON.stringify(body.headers ?? {}),
         attachment_ids: attachmentIds.get(i) ?? [],
       };

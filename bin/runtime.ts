@@ -12,6 +12,7 @@ import { startExecutionDispatcher } from '../engine/executionDispatcher';
 import { claimWorkerIdentity, ExecutorIdInUseError, type WorkerIdentity } from '../engine/workerIdentity';
 import type { Engine, WorkerHandle } from '../engine/types';
 import { createLogger, type Logger } from '../logging/logger';
+import type { RenderPool } from '../mail/renderPool';
 import { createMailer, rateWindow, type Mailer } from '../mail/transport';
 import { ensureDefaultProject, type CreatedProject } from '../projects/service';
 
@@ -120,12 +121,14 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   }
 
   let server: Server | undefined;
+  let renderPool: RenderPool | undefined;
   if (roles.api) {
     const created = await ensureDefaultProject(db.knex);
     const warning = publicUrlWarning(config.publicUrl);
     if (warning) log.warn(warning);
     const { createApp } = load<typeof import('../api/app')>('../api/app');
-    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, engine, secret, publicUrl: config.publicUrl });
+    renderPool = load<typeof import('../mail/renderPool')>('../mail/renderPool').createRenderPool();
+    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, engine, secret, publicUrl: config.publicUrl, render: renderPool.render });
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, () => resolve(s));
       s.once('error', reject);
@@ -142,6 +145,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       // New requests stop first; in-flight requests finish; then the worker stops taking work and hands back
       // (DBOS: resumes on restart; Temporal: the server reassigns) what it cannot finish; sends in flight finish.
       if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+      await renderPool?.close();
       await dispatcher?.stop();
       await executions?.stop();
       await Promise.all([deliveries?.stop(), worker?.stop()]);

@@ -1,4 +1,4 @@
-import { Liquid, type Template } from 'liquidjs';
+import { Context, Liquid, toValue, toValueSync, type Template } from 'liquidjs';
 import { LRUCache } from 'lru-cache';
 
 /**
@@ -8,13 +8,33 @@ import { LRUCache } from 'lru-cache';
  * in-memory map), own properties only, unknown filters refused, and parse/render time and memory bounded.
  */
 const LIMITS = { parseLimit: 1_000_000, renderLimit: 1_000, memoryLimit: 50_000_000 };
+
+/**
+ * What one message may render to, and what all the renders of one request (or one delivery) may cost. A 500-byte
+ * template with nested loops can otherwise produce megabytes per recipient: the caps stop it as soon as the output
+ * passes them (the emitter counts as it writes), the time budget is shared by every render of the request.
+ */
+export const RENDER_BUDGET = {
+  /** Characters of a rendered subject. */
+  subjectChars: 1_000,
+  /** Characters of a rendered HTML body (about 2 MB; Gmail clips messages past 102 KB anyway). */
+  htmlChars: 2_000_000,
+  /** Characters of all the renders of one request together (its recipients' subjects and bodies). */
+  requestChars: 20_000_000,
+  /** Milliseconds of rendering for one request, all its recipients together. */
+  requestMs: 1_000,
+} as const;
 const CLOSED = { templates: {}, strictFilters: true, strictVariables: false, ownPropertyOnly: true, ...LIMITS };
 
 const htmlEngine = new Liquid({ ...CLOSED, outputEscape: 'escape' });
 const textEngine = new Liquid({ ...CLOSED });
 
+/**
+ * A template that cannot be used: its syntax (`invalid_template`), or a render that passed a budget (`too_big` for
+ * the size caps, `too_complex` for time and memory). `part` names the part at fault.
+ */
 export class TemplateError extends Error {
-  constructor(readonly part: 'subject' | 'body', message: string) {
+  constructor(readonly part: 'subject' | 'body', message: string, readonly code: 'invalid_template' | 'too_big' | 'too_complex' = 'invalid_template') {
     super(message);
     this.name = 'TemplateError';
   }
@@ -67,9 +87,130 @@ export function messageScope(requestData: Record<string, unknown>, contact: { id
   };
 }
 
-export function renderMessage(compiled: CompiledMessage, scope: RenderScope): { subject: string; html: string } {
-  const subject = textEngine.renderSync(compiled.subject, scope) as string;
-  const html = htmlEngine.renderSync(compiled.body, scope) as string;
+/** What is left of a request's budget; each render takes from it. */
+export class RenderBudget {
+  private readonly deadline: number;
+  private chars: number;
+  constructor(ms: number = RENDER_BUDGET.requestMs, chars: number = RENDER_BUDGET.requestChars) {
+    this.deadline = performance.now() + ms;
+    this.chars = chars;
+  }
+  remainingMs(): number {
+    return Math.max(0, this.deadline - performance.now());
+  }
+  remainingChars(): number {
+    return this.chars;
+  }
+  take(chars: number): void {
+    this.chars -= chars;
+  }
+}
+
+/** What liquidjs's own emitter writes for a value (its `stringify`, which it does not export). */
+function stringify(value: unknown): string {
+  const v: unknown = toValue(value);
+  if (typeof v === 'string') return v;
+  if (v === null || v === undefined) return '';
+  if (Array.isArray(v)) return v.map(stringify).join('');
+  return String(v);
+}
+
+/**
+ * liquidjs's emitter contract (`write`, `buffer`), with a cap: the write that passes it throws, so a runaway loop
+ * stops at the cap instead of building its whole output first.
+ */
+class CappedEmitter {
+  buffer = '';
+  constructor(readonly cap: number) {}
+  write(html: unknown): void {
+    this.buffer += stringify(html);
+    if (this.buffer.length > this.cap) throw new Error('output cap passed');
+  }
+}
+
+const count = (n: number) => n.toLocaleString('en-US');
+
+function renderPart(engine: Liquid, templates: Template[], scope: RenderScope, part: 'subject' | 'body', partCap: number, budget: RenderBudget): string {
+  const requestLeft = budget.remainingChars();
+  const emitter = new CappedEmitter(Math.min(partCap, requestLeft));
+  const ctx = new Context(scope, engine.options, { sync: true, renderLimit: Math.min(LIMITS.renderLimit, budget.remainingMs()) }, { liquid: engine });
+  try {
+    toValueSync(engine.renderer.renderTemplates(templates, ctx, emitter));
+  } catch (err) {
+    if (emitter.buffer.length > emitter.cap) {
+      throw partCap <= requestLeft
+        ? new TemplateError(part, `the ${part} renders to more than ${count(partCap)} characters`, 'too_big')
+        : new TemplateError(part, `the messages of this request render to more than ${count(RENDER_BUDGET.requestChars)} characters together`, 'too_big');
+    }
+    const message = (err as Error).message.split('\n')[0]!;
+    if (message.includes('render limit exceeded')) {
+      throw new TemplateError(part, `rendering passed the budget of ${count(RENDER_BUDGET.requestMs)} ms per request`, 'too_complex');
+    }
+    if (message.includes('memory alloc limit exceeded')) throw new TemplateError(part, 'rendering needs more memory than allowed', 'too_complex');
+    throw new TemplateError(part, `template could not be rendered: ${message}`);
+  }
+  budget.take(emitter.buffer.length);
+  return emitter.buffer;
+}
+
+/**
+ * Renders one message within `budget` (by default a fresh one: a single message). Throws TemplateError naming the
+ * part when the template fails or passes a cap.
+ */
+export function renderMessage(compiled: CompiledMessage, scope: RenderScope, budget = new RenderBudget()): { subject: string; html: string } {
+  // The subject is rendered with a little room over its cap: trimming below may bring it back under.
+  const subject = renderPart(textEngine, compiled.subject, scope, 'subject', RENDER_BUDGET.subjectChars * 2, budget).replace(/[\r\n]+/g, ' ').trim();
+  if (subject.length > RENDER_BUDGET.subjectChars) throw new TemplateError('subject', `the subject renders to more than ${count(RENDER_BUDGET.subjectChars)} characters`, 'too_big');
+  const html = renderPart(htmlEngine, compiled.body, scope, 'body', RENDER_BUDGET.htmlChars, budget);
   // A header cannot carry line breaks: whatever the variables held, the subject stays one line.
-  return { subject: subject.replace(/[\r\n]+/g, ' ').trim(), html };
+  return { subject, html };
+}
+
+/** The renders of one request: a template and the scope of each recipient. */
+export interface RenderJob {
+  subject: string;
+  body: string;
+  scopes: RenderScope[];
+}
+
+export type RenderJobResult =
+  | { rendered: { subject: string; html: string }[] }
+  | { failed: { index: number; part: 'subject' | 'body'; code: TemplateError['code']; message: string } };
+
+
+/**
+ * Renders every recipient of a request within one budget. Plain data in and out, so it runs the same inline or on a
+ * render thread (mail/renderPool.ts). The first failure ends the job.
+ */
+export function renderJob(job: RenderJob): RenderJobResult {
+  const budget = new RenderBudget();
+  const rendered: { subject: string; html: string }[] = [];
+  try {
+    const compiled = compileCached(job.subject, job.body);
+    for (const scope of job.scopes) rendered.push(renderMessage(compiled, scope, budget));
+  } catch (err) {
+    if (!(err instanceof TemplateError)) throw err;
+    return { failed: { index: rendered.length, part: err.part, code: err.code, message: err.message } };
+  }
+  return { rendered };
+}
+
+/** Renders a request's messages: on a render thread (the API: mail/renderPool.ts), or inline. */
+export type Renderer = (job: RenderJob) => Promise<RenderJobResult>;
+
+/** Inline rendering, for processes whose event loop answers no one but the engine (workers). */
+export const renderInline: Renderer = async (job) => renderJob(job);
+
+/** A recipient with no data, for checking a template before anyone receives it: what the template costs by itself. */
+const SAMPLE_SCOPE = messageScope({}, { id: '00000000-0000-0000-0000-000000000000', email: 'recipient@example.com', subscribed: true, data: {} }, 'https://example.invalid/unsubscribe');
+
+export type TemplateProblem = Extract<RenderJobResult, { failed: unknown }>['failed'];
+
+/**
+ * A template checked where it is written (templates, campaigns, campaign tests): it parses, and it renders within the
+ * budgets, for `scopes` or a recipient with no data. Undefined when it is fine; otherwise the part at fault and why.
+ */
+export async function checkTemplate(render: Renderer, subject: string, body: string, scopes: RenderScope[] = [SAMPLE_SCOPE]): Promise<TemplateProblem | undefined> {
+  const outcome = await render({ subject, body, scopes });
+  return 'failed' in outcome ? outcome.failed : undefined;
 }

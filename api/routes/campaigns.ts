@@ -10,7 +10,7 @@ import { dispatchCampaign } from '../../engine/dispatch';
 import type { Engine } from '../../engine/types';
 import type { Logger } from '../../logging/logger';
 import { workflowId } from '../../workflows/registry';
-import { compileMessage, TemplateError } from '../../mail/render';
+import { checkTemplate, messageScope, type Renderer } from '../../mail/render';
 import { conflict, notFound, validationFailed, type FieldError } from '../errors';
 import type { AuthState } from '../middleware/auth';
 import { decodeCursor, isUuid, toPage } from '../pagination';
@@ -64,15 +64,14 @@ export async function findCampaign(db: Knex, projectId: string, id: string): Pro
   return row;
 }
 
-/** Everything about a campaign's content that the schema cannot see: sender domain, template syntax, audience. */
-async function checkContent(db: Knex, projectId: string, c: Pick<CampaignBody, 'subject' | 'body' | 'from' | 'audienceType' | 'segmentId' | 'audienceFilter'>): Promise<AudienceCondition | null> {
+/**
+ * Everything about a campaign's content that the schema cannot see: sender domain, template syntax and render budgets
+ * (for a recipient with no data), audience.
+ */
+async function checkContent(db: Knex, render: Renderer, projectId: string, c: Pick<CampaignBody, 'subject' | 'body' | 'from' | 'audienceType' | 'segmentId' | 'audienceFilter'>): Promise<AudienceCondition | null> {
   const errors: FieldError[] = [];
-  try {
-    compileMessage(c.subject, c.body);
-  } catch (err) {
-    if (!(err instanceof TemplateError)) throw err;
-    errors.push({ field: err.part, message: err.message, code: 'invalid_template' });
-  }
+  const problem = await checkTemplate(render, c.subject, c.body);
+  if (problem) errors.push({ field: problem.part, message: problem.message, code: problem.code });
   if (!(await isVerifiedSender(db, projectId, c.from))) {
     errors.push({ field: 'from', message: `${c.from} is not at a verified domain of this project`, code: 'unverified_domain' });
   }
@@ -100,9 +99,10 @@ export interface CampaignRouteDeps {
   knex: Knex;
   engine: Engine;
   log: Logger;
+  render: Renderer;
 }
 
-export function campaignRoutes(router: Router, { knex, engine, log }: CampaignRouteDeps): void {
+export function campaignRoutes(router: Router, { knex, engine, log, render }: CampaignRouteDeps): void {
   router.get('/campaigns', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
     const q = validateQuery<ListCampaignsQuery>(ctx, listCampaignsQuerySchema);
@@ -121,7 +121,7 @@ export function campaignRoutes(router: Router, { knex, engine, log }: CampaignRo
   router.post('/campaigns', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
     const body = validateBody<CampaignBody>(ctx, createCampaignSchema);
-    const filter = await checkContent(knex, projectId, body);
+    const filter = await checkContent(knex, render, projectId, body);
     const [row] = await knex('campaigns').insert({
       project_id: projectId, name: body.name, description: body.description || null, subject: body.subject, body: body.body,
       from_email: body.from, from_name: body.fromName || null, reply_to: body.replyTo ?? null, audience_type: body.audienceType,
@@ -155,7 +155,7 @@ export function campaignRoutes(router: Router, { knex, engine, log }: CampaignRo
       };
       if (audienceType !== 'SEGMENT' && body.segmentId) throw validationFailed([{ field: 'segmentId', message: 'segmentId applies only to a SEGMENT audience', code: 'unrecognized_key' }]);
       if (audienceType !== 'FILTERED' && body.audienceFilter) throw validationFailed([{ field: 'audienceFilter', message: 'audienceFilter applies only to a FILTERED audience', code: 'unrecognized_key' }]);
-      const filter = await checkContent(trx, projectId, merged);
+      const filter = await checkContent(trx, render, projectId, merged);
       const [row] = await trx('campaigns').where({ project_id: projectId, id: current.id }).update({
         ...(body.name !== undefined ? { name: body.name } : {}),
         ...(body.description !== undefined ? { description: body.description || null } : {}),
@@ -186,7 +186,7 @@ export function campaignRoutes(router: Router, { knex, engine, log }: CampaignRo
     const row = await knex.transaction(async (trx) => {
       const locked: CampaignRow = await trx('campaigns').where({ project_id: projectId, id: current.id }).forUpdate().first();
       if (locked.status !== 'DRAFT') throw conflict(`Campaign is ${locked.status}; only a DRAFT campaign can be sent or scheduled`);
-      await checkContent(trx, projectId, {
+      await checkContent(trx, render, projectId, {
         subject: locked.subject, body: locked.body, from: locked.from_email, audienceType: locked.audience_type,
         segmentId: locked.segment_id ?? undefined, audienceFilter: locked.audience_filter ?? undefined,
       });
@@ -215,6 +215,15 @@ export function campaignRoutes(router: Router, { knex, engine, log }: CampaignRo
     const campaign = await findCampaign(knex, projectId, ctx.params.id!);
     const { emails } = validateBody<TestCampaignBody>(ctx, testCampaignSchema);
     const unique = [...new Set(emails)];
+    // Rendered here for each address (its contact's data, when it is one) so that a test that cannot render within the
+    // budgets is a 422 now, not a failed email later.
+    const known = new Map((await knex('contacts').where('project_id', projectId).whereIn('email', unique).select('id', 'email', 'subscribed', 'data'))
+      .map((c) => [c.email as string, c]));
+    const problem = await checkTemplate(render, campaign.subject, campaign.body, unique.map((email) => {
+      const c = known.get(email);
+      return messageScope({}, c ?? { id: '', email, subscribed: false, data: {} }, 'https://example.invalid/unsubscribe');
+    }));
+    if (problem) throw validationFailed([{ field: problem.part, message: `${problem.message} (for ${unique[problem.index]})`, code: problem.code }]);
     const rows: { id: string; to_email: string }[] = await knex.raw(
       `INSERT INTO emails (project_id, contact_id, campaign_id, is_test, from_email, from_name, reply_to, to_email, subject, html)
        SELECT ?::uuid, c.id, ?::uuid, true, ?, ?, ?, t.email, NULL, NULL

@@ -5,6 +5,7 @@ import { validationFailed } from '../errors';
 import { idempotent } from '../idempotency';
 import type { AuthState } from '../middleware/auth';
 import { MAX_ATTACHMENT_BYTES, recipientsOf, sendSchema, type SendBody } from '../schemas/send';
+import type { Renderer } from '../../mail/render';
 import { storeSends, type SendCommand, type StoredSend } from '../sends';
 import { validateBody } from '../validate';
 
@@ -12,6 +13,7 @@ export interface SendDeps {
   knex: Knex;
   secret: Buffer;
   publicUrl: string;
+  render: Renderer;
 }
 
 /**
@@ -25,7 +27,7 @@ export interface SendDeps {
  */
 export function sendRoutes(router: Router, deps: SendDeps): void {
   const { knex } = deps;
-  const store = { publicUrl: deps.publicUrl, secret: deps.secret };
+  const store = { publicUrl: deps.publicUrl, secret: deps.secret, render: deps.render };
   const storeOne = async (trx: Knex.Transaction, command: SendCommand): Promise<StoredSend> => {
     const [result] = await storeSends(trx, [command], store);
     if (result instanceof Error) throw result; // nothing was written

@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { Knex } from 'knex';
 import { Template } from '../../db/models/Template';
 import { getTemplate, templateListQueries } from '../../db/queries/templates';
-import { compileMessage, TemplateError } from '../../mail/render';
+import { checkTemplate, type Renderer } from '../../mail/render';
 import { conflict, notFound, validationFailed } from '../errors';
 import type { AuthState } from '../middleware/auth';
 import { decodeCursor, isUuid, toPage } from '../pagination';
@@ -34,14 +34,13 @@ export function templateJson(t: Template): TemplateJson {
   };
 }
 
-/** A template whose syntax does not parse is refused at write time, not discovered at send time. */
-function checkSyntax(subject: string, body: string): void {
-  try {
-    compileMessage(subject, body);
-  } catch (err) {
-    if (err instanceof TemplateError) throw validationFailed([{ field: err.part, message: err.message, code: 'invalid_template' }]);
-    throw err;
-  }
+/**
+ * A template that does not parse, or that passes the render budgets by itself (with no data), is refused at write
+ * time, not discovered at send time.
+ */
+async function checkContent(render: Renderer, subject: string, body: string): Promise<void> {
+  const problem = await checkTemplate(render, subject, body);
+  if (problem) throw validationFailed([{ field: problem.part, message: problem.message, code: problem.code }]);
 }
 
 function columns(b: PatchTemplateBody) {
@@ -57,7 +56,7 @@ function columns(b: PatchTemplateBody) {
   };
 }
 
-export function templateRoutes(router: Router, knex: Knex): void {
+export function templateRoutes(router: Router, { knex, render }: { knex: Knex; render: Renderer }): void {
   router.get('/templates', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
     const q = validateQuery<ListTemplatesQuery>(ctx, listTemplatesQuerySchema);
@@ -69,7 +68,7 @@ export function templateRoutes(router: Router, knex: Knex): void {
   router.post('/templates', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
     const body = validateBody<TemplateBody>(ctx, createTemplateSchema);
-    checkSyntax(body.subject, body.body);
+    await checkContent(render, body.subject, body.body);
     const row = await Template.query(knex).insert({ projectId, type: 'TRANSACTIONAL', ...columns(body) }).returning('*');
     ctx.status = 201;
     ctx.body = { success: true, data: templateJson(row as unknown as Template) };
@@ -91,7 +90,7 @@ export function templateRoutes(router: Router, knex: Knex): void {
     const updated = await knex.transaction(async (trx) => {
       const current = await Template.query(trx).findOne({ project_id: projectId, id }).forUpdate();
       if (!current) return undefined;
-      checkSyntax(body.subject ?? current.subject, body.body ?? current.body);
+      await checkContent(render, body.subject ?? current.subject, body.body ?? current.body);
       const [row] = await trx('templates').where({ project_id: projectId, id })
         .update(Template.fromJson({ ...columns(body), updatedAt: new Date() }, { patch: true, skipValidation: true }).$toDatabaseJson())
         .returning('*');

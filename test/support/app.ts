@@ -3,6 +3,7 @@ import request from 'supertest';
 import { createApp, type AppDeps } from '../../api/app';
 import type { Engine } from '../../engine/types';
 import { createLogger } from '../../logging/logger';
+import { createRenderPool } from '../../mail/renderPool';
 import { createProject, type CreatedProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from './db';
 
@@ -37,8 +38,11 @@ export const noEngine: Engine = {
   close: async () => undefined,
 };
 
+/** The render threads of this test process, as the API has them (idle threads do not hold the process open). */
+const renderPool = createRenderPool(1);
+
 export function testAppDeps(knex: TestDatabase['knex'], overrides: Partial<AppDeps> = {}): AppDeps {
-  return { knex, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), apiRateLimitPerMinute: 100_000, engine: noEngine, secret: TEST_SECRET, publicUrl: 'http://herald.test', ...overrides };
+  return { knex, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), apiRateLimitPerMinute: 100_000, engine: noEngine, secret: TEST_SECRET, publicUrl: 'http://herald.test', render: renderPool.render, ...overrides };
 }
 
 /** A real app on a real (per-file) PostgreSQL database, listening on an ephemeral loopback port. */

@@ -1,0 +1,155 @@
+import { addDomain } from '../projects/service';
+import { RENDER_BUDGET } from '../mail/render';
+import { bearer, createTestContext, type TestContext } from './support/app';
+import { createTestDatabase } from './support/db';
+import { startTestEngine, type TestEngine } from './support/engine';
+import { waitFor } from './support/processes';
+import { startSmtpServer, type TestSmtpServer } from './support/smtp';
+
+/**
+ * Issue 13, point 1: a template is user input, and rendering it must not stall other requests or store without
+ * bound. Each cause found by the attack has a named case here.
+ */
+let smtp: TestSmtpServer;
+let eng: TestEngine;
+let t: TestContext;
+let key: { Authorization: string };
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  const db = await createTestDatabase();
+  eng = await startTestEngine(db, smtp.url);
+  t = await createTestContext({ engine: eng.engine, db });
+  key = bearer(t.project.secretKey);
+  await addDomain(t.project.id, 'example.com', true);
+});
+afterAll(async () => {
+  await eng.stop();
+  await t.close();
+  await smtp.close();
+});
+
+/** The reproducer: under 500 bytes of nested loops, megabytes of HTML per recipient. */
+const NESTED_LOOPS = '{% for a in (1..3000) %}{% for b in (1..3000) %}<p>{{ a }} {{ b }} xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx</p>{% endfor %}{% endfor %}';
+/** Nested loops that write nothing: only time. */
+const BUSY_LOOPS = '{% for a in (1..100000) %}{% for b in (1..100000) %}{% endfor %}{% endfor %}';
+const twenty = Array.from({ length: 20 }, (_, i) => `victim-${i}@example.org`);
+const send = (body: object) => t.http().post('/v1/send').set(key).send({ from: 'a@example.com', subject: 'Hi', ...body });
+
+async function count(table: string, where: Record<string, unknown> = {}) {
+  return Number((await t.db.knex(table).where({ project_id: t.project.id, ...where }).count('* as n').first())!.n);
+}
+
+describe('render budgets on POST /v1/send', () => {
+  test('nested loops to 20 recipients: 422 on body (too_big) at the per-message cap; nothing stored', async () => {
+    const [emails, contacts] = [await count('emails'), await count('contacts')];
+    const res = await send({ to: twenty, body: NESTED_LOOPS });
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors).toEqual([{ field: 'body', code: 'too_big', message: `the body renders to more than ${RENDER_BUDGET.htmlChars.toLocaleString('en-US')} characters` }]);
+    expect(res.body.error.suggestion).toMatch(/Rendering limits/);
+    expect([await count('emails'), await count('contacts')]).toEqual([emails, contacts]);
+  });
+
+  test('a subject over 1,000 characters once rendered: 422 on subject', async () => {
+    const res = await send({ to: 'one@example.org', subject: '{% for i in (1..200) %}subject {% endfor %}', body: 'x' });
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors[0]).toMatchObject({ field: 'subject', code: 'too_big' });
+  });
+
+  test('loops that only take time: 422 too_complex once the request has rendered for its budget', async () => {
+    const res = await send({ to: 'one@example.org', body: BUSY_LOOPS });
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors[0]).toMatchObject({ field: 'body', code: 'too_complex' });
+  });
+
+  test('the budget is per request: recipients within the per-message cap, together over the request cap, 422', async () => {
+    const big = 'x'.repeat(900_000); // 50 recipients × 900,000 characters passes the 20,000,000 of a request
+    const to = Array.from({ length: 50 }, (_, i) => `bulk-${i}@example.org`);
+    const res = await send({ to, body: '{{ big }}', data: { big } });
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors[0]).toMatchObject({ field: 'body', code: 'too_big' });
+    expect(res.body.error.errors[0].message).toMatch(/together/);
+    // The same to 5 recipients is within every budget.
+    const ok = await send({ to: to.slice(0, 5), body: '{{ big }}', data: { big } });
+    expect(ok.status).toBe(200);
+  });
+
+  test('a template of the project that passes the budget with this request\'s data names `template`', async () => {
+    const tpl = await t.http().post('/templates').set(key).send({ name: 'loop', subject: 'Hi', body: '{% for i in (1..n) %}{{ pad }}{% endfor %}' });
+    expect(tpl.status).toBe(201);
+    const res = await send({ to: 'one@example.org', template: tpl.body.data.id, subject: undefined, data: { n: 10_000, pad: 'y'.repeat(1000) } });
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors[0]).toMatchObject({ field: 'template', code: 'too_big' });
+  });
+
+  test('one abusive send among good ones sent together: the good ones are stored, the abusive one stores nothing', async () => {
+    const contacts = await count('contacts');
+    const answers = await Promise.all([
+      ...Array.from({ length: 6 }, (_, i) => send({ to: `together-${i}@example.org`, body: 'hello {{ email }}' })),
+      send({ to: 'abuser-victim@example.org', body: NESTED_LOOPS }),
+    ]);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200, 422]);
+    expect(await count('contacts')).toBe(contacts + 6);
+    expect(await count('contacts', { email: 'abuser-victim@example.org' })).toBe(0);
+  });
+
+  test('rendering runs off the event loop: /health answers while an abusive send is still rendering', async () => {
+    const order: string[] = [];
+    const abusive = send({ to: twenty, body: BUSY_LOOPS }).then((r) => { order.push('send'); return r; });
+    await new Promise((r) => setTimeout(r, 50)); // the send is in the render thread by now
+    const health = await t.http().get('/health').then((r) => { order.push('health'); return r; });
+    expect(health.status).toBe(200);
+    expect((await abusive).status).toBe(422);
+    expect(order).toEqual(['health', 'send']);
+  });
+});
+
+describe('render budgets where templates are written and where campaigns deliver', () => {
+  test('POST /templates and PATCH /templates: a body over the cap with no data is refused', async () => {
+    const res = await t.http().post('/templates').set(key).send({ name: 'abuse', subject: 'Hi', body: NESTED_LOOPS });
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors[0]).toMatchObject({ field: 'body', code: 'too_big' });
+    const ok = await t.http().post('/templates').set(key).send({ name: 'fine', subject: 'Hi', body: 'hello' });
+    const patched = await t.http().patch(`/templates/${ok.body.data.id}`).set(key).send({ subject: '{% for i in (1..500) %}subject {% endfor %}' });
+    expect(patched.status).toBe(422);
+    expect(patched.body.error.errors[0]).toMatchObject({ field: 'subject', code: 'too_big' });
+  });
+
+  test('POST /campaigns: the same budgets; nothing stored', async () => {
+    const before = await count('campaigns');
+    const res = await t.http().post('/campaigns').set(key).send({ name: 'abuse', subject: 'Hi', body: BUSY_LOOPS, from: 'news@example.com', audienceType: 'ALL' });
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors[0]).toMatchObject({ field: 'body', code: 'too_complex' });
+    expect(await count('campaigns')).toBe(before);
+  });
+
+  test('a campaign whose body passes the cap only with a contact\'s data: the test send is a 422 naming the address; the delivery fails that email alone', async () => {
+    const body = '<p>Hello</p>{% for i in (1..data.n) %}{% for j in (1..data.n) %}xxxxxxxxxx{% endfor %}{% endfor %}';
+    await t.http().post('/contacts').set(key).send({ email: 'huge@example.org', subscribed: true, data: { n: 3000 } });
+    await t.http().post('/contacts').set(key).send({ email: 'small@example.org', subscribed: true, data: { n: 2 } });
+    const created = await t.http().post('/campaigns').set(key).send({
+      name: 'data-dependent', subject: 'News', body, from: 'news@example.com', audienceType: 'FILTERED',
+      audienceFilter: { logic: 'OR', groups: [{ filters: [{ field: 'email', operator: 'equals', value: 'huge@example.org' }] }, { filters: [{ field: 'email', operator: 'equals', value: 'small@example.org' }] }] },
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id;
+
+    const test = await t.http().post(`/campaigns/${id}/test`).set(key).send({ emails: ['small@example.org', 'huge@example.org'] });
+    expect(test.status).toBe(422);
+    expect(test.body.error.errors[0]).toMatchObject({ field: 'body', code: 'too_big' });
+    expect(test.body.error.errors[0].message).toContain('huge@example.org');
+
+    const before = smtp.received.length;
+    expect((await t.http().post(`/campaigns/${id}/send`).set(key).send({})).status).toBe(200);
+    const emails = await waitFor('both campaign emails final', async () => {
+      const rows = await t.db.knex('emails').where({ project_id: t.project.id, campaign_id: id }).select('to_email', 'status', 'error');
+      return rows.length === 2 && rows.every((r) => r.status === 'SENT' || r.status === 'FAILED') ? rows : undefined;
+    }, 30_000, 100);
+    const byAddress = Object.fromEntries(emails.map((e) => [e.to_email, e]));
+    expect(byAddress['small@example.org']).toMatchObject({ status: 'SENT' });
+    expect(byAddress['huge@example.org']).toMatchObject({ status: 'FAILED' });
+    expect(byAddress['huge@example.org'].error).toMatch(/body could not be rendered for this recipient: the body renders to more than 2,000,000 characters/);
+    await smtp.waitFor(before + 1);
+    expect(smtp.received.slice(before).map((m) => m.envelopeTo[0])).toEqual(['small@example.org']);
+  });
+});
