@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { ApiError } from '../api/errors';
 import { durationMs, type Step } from '../api/schemas/workflows';
-import { storeSends } from '../api/sends';
+import { prepareSend, storeSends } from '../api/sends';
 import { renderInline } from '../mail/render';
 import { compileCondition, loadSegments } from '../audience/compile';
 import { createWebhookClient, WebhookError, type WebhookOptions } from '../automations/webhook';
@@ -103,12 +103,15 @@ export function automationActivities(deps: AutomationDeps) {
     // Marketing mail goes only to subscribed contacts, with the bulk-mail headers campaigns carry.
     if (marketing && !contact.subscribed) return { next };
     const headers = marketing ? bulkMailHeaders(unsubscribeUrl(deps.publicUrl, deps.secret, { projectId: ref.projectId, contactId })) : {};
-    const [stored] = await storeSends(trx, [{
+    // Inline rendering: a worker's loop serves no requests.
+    const store = { publicUrl: deps.publicUrl, secret: deps.secret, render: renderInline };
+    const prepared = await prepareSend(trx, {
       projectId: ref.projectId,
       body: { to: { email: contact.email }, template: ref.step.config.template, headers },
       recipients: [{ email: contact.email }],
       attachments: [],
-    }], { publicUrl: deps.publicUrl, secret: deps.secret, render: renderInline }); // a worker: no requests wait on this loop
+    }, store);
+    const [stored] = prepared instanceof ApiError ? [prepared] : await storeSends(trx, [prepared], store);
     if (stored instanceof ApiError) {
       const detail = stored.details.errors?.[0]?.message ?? stored.message;
       return { failed: `step "${ref.step.id}": ${detail}` };

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import { v7 as uuidv7 } from 'uuid';
-import { upsertContacts, type UpsertedContact } from '../db/queries/contacts';
+import { upsertContacts } from '../db/queries/contacts';
 import { verifiedSenders } from '../db/queries/domains';
-import { messageScope, type Renderer, type RenderJobResult } from '../mail/render';
+import { messageScope, type Renderer, type RenderJobResult, type TemplateProblem } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import { ApiError, validationFailed } from './errors';
 import type { Mailbox, SendBody } from './schemas/send';
@@ -27,7 +27,15 @@ export interface SendStoreDeps {
   render: Renderer;
 }
 
-interface Resolved {
+/** A recipient's contact as a message was rendered for it: a new address has the id it is about to be given. */
+interface RenderedFor {
+  id: string;
+  subscribed: boolean;
+  data: Record<string, unknown>;
+}
+
+/** A send checked (template, sender, the contacts its recipients are or will be), ready to render. */
+export interface CheckedSend {
   command: SendCommand;
   from: Mailbox;
   fromName: string | null;
@@ -35,45 +43,50 @@ interface Resolved {
   replyTo: string | null;
   subject: string;
   body: string;
+  /** By recipient, in order. */
+  contacts: RenderedFor[];
 }
 
-/**
- * Requests whose template failed to render, and why. A failure is found after the contacts are upserted, so the
- * batch's transaction is rolled back and every request retried alone (db/batch.ts groupCommit); the retry of the
- * failed one answers from here before writing anything, instead of spending its render budget a second time.
- */
-const renderFailures = new WeakMap<SendCommand, ApiError>();
+/** A send checked and rendered, ready to be stored. */
+export interface PreparedSend extends CheckedSend {
+  messages: { subject: string; html: string }[];
+}
 
-function renderFailure(body: SendBody, failed: Extract<RenderJobResult, { failed: unknown }>['failed']): ApiError {
+function renderFailure(body: SendBody, failed: TemplateProblem): ApiError {
   const field = failed.part === 'subject' ? (body.subject ? 'subject' : 'template') : (body.body ? 'body' : 'template');
   return validationFailed([{ field, message: failed.message, code: failed.code }],
     failed.code === 'invalid_template' ? undefined : 'Templates render within a budget per request: see "Rendering limits" in docs/api.md.');
 }
 
+async function renderFor(deps: SendStoreDeps, p: Pick<CheckedSend, 'command' | 'subject' | 'body'>, contacts: RenderedFor[]): Promise<RenderJobResult> {
+  const { projectId, body, recipients } = p.command;
+  return deps.render({
+    subject: p.subject,
+    body: p.body,
+    scopes: recipients.map((m, k) => messageScope(body.data ?? {}, { ...contacts[k]!, email: m.email },
+      unsubscribeUrl(deps.publicUrl, deps.secret, { projectId, contactId: contacts[k]!.id }))),
+  }, projectId);
+}
+
 /**
- * The work of POST /v1/send for any number of requests in the caller's transaction, with as few statements as one
- * request needs: one template lookup, one domain check, one contact upsert per project, one emails insert. A request
- * with a missing template or an unverified sender gets its own error (in its slot) before anything is written, and
- * the others go on. A template that cannot render is found after the contacts are written: alone, its error is
- * answered (the caller rolls back on an error); in a batch, the call throws so that the caller rolls back and retries
- * each request alone.
+ * The first half of POST /v1/send, before any transaction, for any number of requests: one template lookup, one
+ * domain check and one read of the recipients' contacts per project. A request with a missing template or an
+ * unverified sender gets its error, and nothing of it is written.
+ *
+ * A recipient without a contact is rendered for the contact it is about to become: the id it will be given now, no
+ * data, and the subscription the request asks for. storeSends checks that what it wrote is what was rendered for.
  */
-export async function storeSends(trx: Knex.Transaction, commands: SendCommand[], deps: SendStoreDeps): Promise<(StoredSend | ApiError)[]> {
-  const results: (StoredSend | ApiError | undefined)[] = commands.map(() => undefined);
+export async function checkSends(db: Knex | Knex.Transaction, commands: readonly SendCommand[]): Promise<(CheckedSend | ApiError)[]> {
+  const results: (CheckedSend | ApiError | undefined)[] = commands.map(() => undefined);
 
   const wanted = commands.filter((c) => c.body.template).map((c) => [c.projectId, c.body.template!]);
   const templates = wanted.length
-    ? new Map((await trx('templates').whereIn(['project_id', 'id'], wanted).select('project_id', 'id', 'subject', 'body', 'from_email', 'from_name', 'reply_to'))
+    ? new Map((await db('templates').whereIn(['project_id', 'id'], wanted).select('project_id', 'id', 'subject', 'body', 'from_email', 'from_name', 'reply_to'))
       .map((t) => [`${t.project_id}/${t.id}`, t]))
     : new Map();
 
-  const resolved: (Resolved | undefined)[] = commands.map((command, i) => {
+  const resolved = commands.map((command, i) => {
     const { body } = command;
-    const failed = renderFailures.get(command);
-    if (failed) {
-      results[i] = failed;
-      return undefined;
-    }
     const template = body.template ? templates.get(`${command.projectId}/${body.template}`) : undefined;
     if (body.template && !template) {
       results[i] = validationFailed([{ field: 'template', message: 'template not found', code: 'not_found' }]);
@@ -87,14 +100,14 @@ export async function storeSends(trx: Knex.Transaction, commands: SendCommand[],
     return {
       command, from,
       fromName: body.name ?? from.name ?? (body.from ? null : template?.from_name ?? null),
-      templateId: template?.id ?? null,
+      templateId: (template?.id as string | undefined) ?? null,
       replyTo: body.reply ?? template?.reply_to ?? null,
-      subject: body.subject ?? template!.subject,
-      body: body.body ?? template!.body,
+      subject: (body.subject ?? template!.subject) as string,
+      body: (body.body ?? template!.body) as string,
     };
   });
 
-  const verified = await verifiedSenders(trx, resolved.filter((r) => r).map((r) => ({ projectId: r!.command.projectId, email: r!.from.email })));
+  const verified = await verifiedSenders(db as Knex, resolved.filter((r) => r).map((r) => ({ projectId: r!.command.projectId, email: r!.from.email })));
   resolved.forEach((r, i) => {
     if (r && !verified.has(`${r.command.projectId}/${r.from.email}`)) {
       results[i] = validationFailed(
@@ -105,12 +118,70 @@ export async function storeSends(trx: Knex.Transaction, commands: SendCommand[],
     }
   });
 
+  // The recipients' contacts as they are; an address seen for the first time gets one id for the whole batch.
+  const addresses = new Map<string, Set<string>>();
+  for (const r of resolved) {
+    if (!r) continue;
+    const set = addresses.get(r.command.projectId) ?? new Set<string>();
+    for (const m of r.command.recipients) set.add(m.email);
+    addresses.set(r.command.projectId, set);
+  }
+  const existing = new Map<string, RenderedFor>();
+  await Promise.all([...addresses].map(async ([projectId, emails]) => {
+    const rows: { id: string; email: string; subscribed: boolean; data: Record<string, unknown> }[] = await db('contacts')
+      .where('project_id', projectId).whereIn('email', [...emails]).select('id', 'email', 'subscribed', 'data');
+    for (const c of rows) existing.set(`${projectId}/${c.email}`, { id: c.id, subscribed: c.subscribed, data: c.data });
+  }));
+  const newIds = new Map<string, string>();
+  const contactFor = (projectId: string, email: string, subscribed: boolean | undefined): RenderedFor => {
+    const known = existing.get(`${projectId}/${email}`);
+    if (known) return { ...known, subscribed: subscribed ?? known.subscribed };
+    const key = `${projectId}/${email}`;
+    if (!newIds.has(key)) newIds.set(key, uuidv7());
+    // New recipients are not subscribed to marketing unless the request says so.
+    return { id: newIds.get(key)!, subscribed: subscribed ?? false, data: {} };
+  };
+  resolved.forEach((r, i) => {
+    if (r) results[i] = { ...r, contacts: r.command.recipients.map((m) => contactFor(r.command.projectId, m.email, r.command.body.subscribed)) };
+  });
+  return results as (CheckedSend | ApiError)[];
+}
+
+/**
+ * Renders a checked send (a render thread on the API). Each request on its own, so that no request waits for
+ * another's render; a template that does not parse or passes the budgets is the request's error. Rendering holds no
+ * database connection: a costly template keeps no one else from the pool.
+ */
+export async function renderSend(deps: SendStoreDeps, checked: CheckedSend): Promise<PreparedSend | ApiError> {
+  const outcome = await renderFor(deps, checked, checked.contacts);
+  return 'failed' in outcome ? renderFailure(checked.command.body, outcome.failed) : { ...checked, messages: outcome.rendered };
+}
+
+/** checkSends then renderSend, for one caller that has its own transaction (an automation step). */
+export async function prepareSend(db: Knex | Knex.Transaction, command: SendCommand, deps: SendStoreDeps): Promise<PreparedSend | ApiError> {
+  const [checked] = await checkSends(db, [command]);
+  return checked instanceof ApiError ? checked : renderSend(deps, checked!);
+}
+
+const sameContact = (a: RenderedFor, b: RenderedFor) =>
+  a.id === b.id && a.subscribed === b.subscribed && JSON.stringify(a.data) === JSON.stringify(b.data);
+
+/**
+ * The second half of POST /v1/send, in the caller's transaction, for any number of prepared requests: attachments,
+ * one contact upsert per project, one emails insert. When a contact came out other than it was rendered for (another
+ * request created or changed it meanwhile, which is rare), that request is rendered again here. Should that render
+ * fail, the request's answer is its error when it is alone (the caller rolls back on an error); in a batch the call
+ * throws, so that the caller rolls back and retries each request alone.
+ */
+export async function storeSends(trx: Knex.Transaction, prepared: readonly PreparedSend[], deps: SendStoreDeps): Promise<(StoredSend | ApiError)[]> {
+  const results: (StoredSend | ApiError)[] = [];
+
   // Attachments are stored once per request and shared by its recipients' emails.
   const attachmentIds = new Map<number, string[]>();
-  for (const [i, r] of resolved.entries()) {
-    if (!r || r.command.attachments.length === 0) continue;
-    const ids: { id: string }[] = await trx('attachments').insert(r.command.attachments.map((a) => ({
-      project_id: r.command.projectId,
+  for (const [i, p] of prepared.entries()) {
+    if (p.command.attachments.length === 0) continue;
+    const ids: { id: string }[] = await trx('attachments').insert(p.command.attachments.map((a) => ({
+      project_id: p.command.projectId,
       filename: a.filename,
       content_type: a.contentType ?? 'application/octet-stream',
       content_id: a.contentId ?? null,
@@ -121,73 +192,58 @@ export async function storeSends(trx: Knex.Transaction, commands: SendCommand[],
     attachmentIds.set(i, ids.map((a) => a.id));
   }
 
-  // New recipients are not subscribed to marketing unless the request says so; existing ones keep theirs.
-  const contacts = new Map<string, UpsertedContact>();
-  const byProject = new Map<string, { email: string; subscribed?: boolean }[]>();
-  for (const r of resolved) {
-    if (!r) continue;
-    const list = byProject.get(r.command.projectId) ?? [];
-    for (const m of r.command.recipients) list.push({ email: m.email, subscribed: r.command.body.subscribed });
-    byProject.set(r.command.projectId, list);
+  // New recipients take the id they were rendered for; existing ones keep theirs and their subscription.
+  const contacts = new Map<string, RenderedFor>();
+  const byProject = new Map<string, { email: string; id: string; subscribed?: boolean }[]>();
+  for (const p of prepared) {
+    const list = byProject.get(p.command.projectId) ?? [];
+    p.command.recipients.forEach((m, k) => list.push({ email: m.email, id: p.contacts[k]!.id, subscribed: p.command.body.subscribed }));
+    byProject.set(p.command.projectId, list);
   }
   for (const [projectId, inputs] of byProject) {
     const unique = [...new Set(inputs.map((c) => c.email))]; // upsertContacts answers one contact per distinct address, in order
-    (await upsertContacts(trx, projectId, inputs, false)).forEach((c, k) => contacts.set(`${projectId}/${unique[k]}`, c));
+    (await upsertContacts(trx, projectId, inputs, false)).forEach(({ contact }, k) => {
+      contacts.set(`${projectId}/${unique[k]}`, { id: contact.id, subscribed: contact.subscribed, data: contact.data });
+    });
   }
 
-  // Every request's recipients rendered in one job per request, off this event loop on the API. Templates are
-  // parsed there too (cached), so a syntax error is found here, after the upsert, like a render that passes a cap.
-  const rendered = await Promise.all(resolved.map((r) => r && deps.render({
-    subject: r.subject,
-    body: r.body,
-    scopes: r.command.recipients.map((m) => {
-      const { contact } = contacts.get(`${r.command.projectId}/${m.email}`)!;
-      return messageScope(r.command.body.data ?? {}, contact, unsubscribeUrl(deps.publicUrl, deps.secret, { projectId: r.command.projectId, contactId: contact.id }));
-    }),
-  })));
-  let failures = 0;
-  rendered.forEach((outcome, i) => {
-    if (outcome && 'failed' in outcome) {
-      renderFailures.set(commands[i]!, (results[i] = renderFailure(commands[i]!.body, outcome.failed)));
-      failures++;
-    }
-  });
-  // The failed requests' contacts are written already: the transaction must not commit (see renderFailures).
-  if (failures > 0 && commands.length > 1) throw new Error(`${failures} of ${commands.length} sends failed to render; retrying each alone`);
-  if (failures > 0) return results as (StoredSend | ApiError)[];
-
   const rows: Record<string, unknown>[] = [];
-  for (const [i, r] of resolved.entries()) {
-    if (!r) continue;
-    const { projectId, body } = r.command;
-    const messages = (rendered[i] as Extract<RenderJobResult, { rendered: unknown }>).rendered;
-    const emails = r.command.recipients.map((m, k) => {
-      const { contact } = contacts.get(`${projectId}/${m.email}`)!;
-      return {
-        id: uuidv7(),
-        event_id: uuidv7(),
-        project_id: projectId,
-        contact_id: contact.id,
-        template_id: r.templateId,
-        from_email: r.from.email,
-        from_name: r.fromName,
-        reply_to: r.replyTo,
-        to_email: m.email,
-        to_name: m.name || null,
-        subject: messages[k]!.subject,
-        html: messages[k]!.html,
-        headers: JSON.stringify(body.headers ?? {}),
-        attachment_ids: attachmentIds.get(i) ?? [],
-      };
-    });
+  for (const [i, p] of prepared.entries()) {
+    const { projectId, body } = p.command;
+    const actual = p.command.recipients.map((m) => contacts.get(`${projectId}/${m.email}`)!);
+    let messages = p.messages;
+    if (actual.some((c, k) => !sameContact(c, p.contacts[k]!))) {
+      const again = await renderFor(deps, p, actual);
+      if ('failed' in again) {
+        if (prepared.length > 1) throw new Error('a send failed to render again in a batch; retrying each alone');
+        return [renderFailure(body, again.failed)];
+      }
+      messages = again.rendered;
+    }
+    const emails = p.command.recipients.map((m, k) => ({
+      id: uuidv7(),
+      event_id: uuidv7(),
+      project_id: projectId,
+      contact_id: actual[k]!.id,
+      template_id: p.templateId,
+      from_email: p.from.email,
+      from_name: p.fromName,
+      reply_to: p.replyTo,
+      to_email: m.email,
+      to_name: m.name || null,
+      subject: messages[k]!.subject,
+      html: messages[k]!.html,
+      headers: JSON.stringify(body.headers ?? {}),
+      attachment_ids: attachmentIds.get(i) ?? [],
+    }));
     rows.push(...emails);
     const data: Record<string, unknown> = {
       emails: emails.map((e) => ({ contact: { id: e.contact_id, email: e.to_email }, email: e.id })),
       timestamp: new Date().toISOString(),
     };
     if (emails.length === 1) Object.assign(data, { contact: emails[0]!.contact_id, event: emails[0]!.event_id });
-    results[i] = { data };
+    results.push({ data });
   }
   if (rows.length) await trx('emails').insert(rows);
-  return results as (StoredSend | ApiError)[];
+  return results;
 }

@@ -195,8 +195,11 @@ export function renderJob(job: RenderJob): RenderJobResult {
   return { rendered };
 }
 
-/** Renders a request's messages: on a render thread (the API: mail/renderPool.ts), or inline. */
-export type Renderer = (job: RenderJob) => Promise<RenderJobResult>;
+/**
+ * Renders a request's messages: on a render thread (the API: mail/renderPool.ts), or inline. `tenant` (the project)
+ * lets a pool share its threads fairly.
+ */
+export type Renderer = (job: RenderJob, tenant?: string) => Promise<RenderJobResult>;
 
 /** Inline rendering, for processes whose event loop answers no one but the engine (workers). */
 export const renderInline: Renderer = async (job) => renderJob(job);

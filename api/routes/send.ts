@@ -1,12 +1,12 @@
 import type Router from '@koa/router';
 import type { Knex } from 'knex';
-import { groupCommit } from '../../db/batch';
+import { batched, groupCommit } from '../../db/batch';
 import { validationFailed } from '../errors';
 import { idempotent } from '../idempotency';
 import type { AuthState } from '../middleware/auth';
 import { MAX_ATTACHMENT_BYTES, recipientsOf, sendSchema, type SendBody } from '../schemas/send';
 import type { Renderer } from '../../mail/render';
-import { storeSends, type SendCommand, type StoredSend } from '../sends';
+import { checkSends, renderSend, storeSends, type CheckedSend, type PreparedSend, type SendCommand, type StoredSend } from '../sends';
 import { validateBody } from '../validate';
 
 export interface SendDeps {
@@ -28,12 +28,19 @@ export interface SendDeps {
 export function sendRoutes(router: Router, deps: SendDeps): void {
   const { knex } = deps;
   const store = { publicUrl: deps.publicUrl, secret: deps.secret, render: deps.render };
-  const storeOne = async (trx: Knex.Transaction, command: SendCommand): Promise<StoredSend> => {
-    const [result] = await storeSends(trx, [command], store);
-    if (result instanceof Error) throw result; // nothing was written
+  // Checked together and rendered one by one, outside any transaction (a render holds no connection); stored together.
+  const checking = batched<SendCommand, CheckedSend>((commands) => checkSends(knex, commands));
+  const prepare = async (command: SendCommand): Promise<PreparedSend> => {
+    const rendered = await renderSend(store, await checking.load(command));
+    if (rendered instanceof Error) throw rendered;
+    return rendered;
+  };
+  const together = groupCommit<PreparedSend, StoredSend>(knex, (trx, prepared) => storeSends(trx, prepared, store));
+  const storeOne = async (trx: Knex.Transaction, prepared: PreparedSend): Promise<StoredSend> => {
+    const [result] = await storeSends(trx, [prepared], store);
+    if (result instanceof Error) throw result; // nothing of it may be kept
     return result!;
   };
-  const together = groupCommit<SendCommand, StoredSend>(knex, (trx, commands) => storeSends(trx, [...commands], store));
 
   router.post('/v1/send', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
@@ -45,14 +52,18 @@ export function sendRoutes(router: Router, deps: SendDeps): void {
     }
     const command: SendCommand = { projectId, body, recipients: recipientsOf(body.to), attachments };
 
+    // Rendered before the transaction here too; a replay answers its first answer whatever this one came to.
+    const prepared = await prepare(command).catch((err: Error) => err);
     if (ctx.get('idempotency-key')) {
       await idempotent(ctx, knex, 'send', body, async (trx) => {
-        const result = await storeOne(trx, command);
+        if (prepared instanceof Error) throw prepared;
+        const result = await storeOne(trx, prepared);
         return { status: 200, body: { success: true, data: result.data } };
       });
       return;
     }
-    const result = await together.load(command);
+    if (prepared instanceof Error) throw prepared;
+    const result = await together.load(prepared);
     ctx.body = { success: true, data: result.data };
   });
 }

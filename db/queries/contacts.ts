@@ -5,6 +5,8 @@ import { recordEvents } from './events';
 /** A contact write: `data` keys merge into the stored data, and a `null` value deletes its key. */
 export interface ContactInput {
   email: string;
+  /** The id a new contact is given (a send renders for it before it exists); an existing contact keeps its own. */
+  id?: string;
   /** Omitted: new contacts get the default, existing ones keep theirs. */
   subscribed?: boolean;
   data?: ContactData;
@@ -46,12 +48,12 @@ export async function upsertContacts(
   inputs: ContactInput[],
   defaultSubscribed: boolean,
 ): Promise<UpsertedContact[]> {
-  const merged = new Map<string, { subscribed: boolean | null; set: ContactData; unset: string[] }>();
+  const merged = new Map<string, { id: string | null; subscribed: boolean | null; set: ContactData; unset: string[] }>();
   for (const input of inputs) {
     const prev = merged.get(input.email);
     const { set, unset } = splitData(input.data);
     if (!prev) {
-      merged.set(input.email, { subscribed: input.subscribed ?? null, set, unset });
+      merged.set(input.email, { id: input.id ?? null, subscribed: input.subscribed ?? null, set, unset });
     } else {
       for (const k of unset) delete prev.set[k];
       prev.unset = [...prev.unset.filter((k) => !(k in set)), ...unset];
@@ -60,16 +62,16 @@ export async function upsertContacts(
     }
   }
   // Sorted by address: concurrent upserts lock the contacts they share in the same order (no deadlock).
-  const rows = [...merged].map(([email, v]) => ({ email, subscribed: v.subscribed, set: v.set, unset: v.unset }))
+  const rows = [...merged].map(([email, v]) => ({ email, id: v.id, subscribed: v.subscribed, set: v.set, unset: v.unset }))
     .sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0));
   if (rows.length === 0) return [];
   const payload = JSON.stringify(rows);
 
   const work = async (trx: Knex.Transaction) => {
     const inserted = await trx.raw(
-      `INSERT INTO contacts (project_id, email, subscribed, data)
-       SELECT ?::uuid, v.email, coalesce(v.subscribed, ?::boolean), v.set
-       FROM jsonb_to_recordset(?::jsonb) AS v(email text, subscribed boolean, set jsonb, unset text[])
+      `INSERT INTO contacts (id, project_id, email, subscribed, data)
+       SELECT coalesce(v.id, herald_uuidv7()), ?::uuid, v.email, coalesce(v.subscribed, ?::boolean), v.set
+       FROM jsonb_to_recordset(?::jsonb) AS v(id uuid, email text, subscribed boolean, set jsonb, unset text[])
        ON CONFLICT (project_id, email) DO NOTHING
        RETURNING *`,
       [projectId, defaultSubscribed, payload],

@@ -39,7 +39,7 @@ export const noEngine: Engine = {
 };
 
 /** The render threads of this test process, as the API has them (idle threads do not hold the process open). */
-const renderPool = createRenderPool(1);
+const renderPool = createRenderPool(2);
 
 export function testAppDeps(knex: TestDatabase['knex'], overrides: Partial<AppDeps> = {}): AppDeps {
   return { knex, log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), apiRateLimitPerMinute: 100_000, engine: noEngine, secret: TEST_SECRET, publicUrl: 'http://herald.test', render: renderPool.render, ...overrides };
