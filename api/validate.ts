@@ -1,6 +1,7 @@
 import type Joi from 'joi';
 import type { Context } from 'koa';
 import { badRequest, type FieldError, validationFailed } from './errors';
+import { checkJsonValues } from './schemas/common';
 
 // Joi's error types mapped to the short, stable codes of the spec's error items (`invalid_string`, …).
 function codeFor(type: string): string {
@@ -25,21 +26,29 @@ export function fieldErrors(error: Joi.ValidationError): FieldError[] {
 
 const OPTIONS: Joi.ValidationOptions = { abortEarly: false, convert: true, stripUnknown: false, errors: { wrap: { label: false } } };
 
-/** Validates a JSON body: not an object → 400; rule failures → 422 with every offending field. */
+/**
+ * Validates a JSON body: not an object → 400; rule failures → 422 with every offending field. The values every
+ * request shares rules for (text PostgreSQL can store, nesting depth) are checked first, for every schema at once,
+ * so that Joi never sees a body nested deeper than it can walk.
+ */
 export function validateBody<T>(ctx: Context, schema: Joi.ObjectSchema<T>): T {
   const body: unknown = ctx.request.body;
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
+  const refused = checkJsonValues(body);
+  if (refused.length) throw validationFailed(refused);
   const { value, error } = schema.validate(body, OPTIONS);
   if (error) throw validationFailed(fieldErrors(error));
   return value as T;
 }
 
-/** Validates query parameters: unknown parameters or wrong types → 400 naming each parameter. */
+const invalidQuery = (errors: FieldError[]) =>
+  badRequest(errors.length === 1 ? `Invalid query parameter: ${errors[0]!.message}` : 'Invalid query parameters', errors);
+
+/** Validates query parameters: unknown parameters, wrong types or refused text → 400 naming each parameter. */
 export function validateQuery<T>(ctx: Context, schema: Joi.ObjectSchema<T>): T {
+  const refused = checkJsonValues(ctx.query);
+  if (refused.length) throw invalidQuery(refused);
   const { value, error } = schema.validate(ctx.query, OPTIONS);
-  if (error) {
-    const errors = fieldErrors(error);
-    throw badRequest(errors.length === 1 ? `Invalid query parameter: ${errors[0]!.message}` : 'Invalid query parameters', errors);
-  }
+  if (error) throw invalidQuery(fieldErrors(error));
   return value as T;
 }

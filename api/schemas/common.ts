@@ -1,7 +1,18 @@
 import Joi from 'joi';
+import type { FieldError } from '../errors';
+
+/**
+ * The value rules every request shares, in one place. Each keeps out a value that PostgreSQL (or the JSON
+ * serialisation on the way to it) would refuse, so that such input is a 4xx naming the field instead of a 500:
+ * text and jsonb refuse U+0000 and unpaired surrogates, and deep JSON overflows the stack of JSON.stringify and of
+ * PostgreSQL's jsonb parser.
+ */
 
 /** An email address as Herald stores it: trimmed and lower-cased (RFC 5321 syntax, any TLD). */
 export const emailSchema = Joi.string().trim().lowercase().max(254).email({ tlds: { allow: false } });
+
+/** How deep any JSON request body may nest (objects and arrays; `{"a":1}` is one level). */
+export const MAX_JSON_DEPTH = 32;
 
 /**
  * Free-form contact data: keys merge into what is stored; a `null` value deletes its key.
@@ -13,3 +24,71 @@ export const contactDataSchema = Joi.object().pattern(Joi.string().min(1).max(10
 export const headerTextSchema = Joi.string().pattern(/^[^\r\n]*$/, 'a single line').messages({
   'string.pattern.name': '{{#label}} must not contain line breaks (CR or LF)',
 });
+
+// With the u flag a surrogate matches only when it is unpaired (a pair is one code point).
+const BAD_TEXT = /[\0\uD800-\uDFFF]/u;
+const REPORT_AT_MOST = 10;
+
+/** What is wrong with a string PostgreSQL would refuse, or null. */
+function textProblem(s: string): string | null {
+  const m = BAD_TEXT.exec(s);
+  if (!m) return null;
+  return m[0] === '\0' ? 'must not contain the character U+0000' : 'must be valid Unicode text (it contains an unpaired surrogate)';
+}
+
+/** A key as it can be shown in a field path: its refused characters replaced by U+FFFD. */
+const shownKey = (key: string) => key.replace(/[\0\uD800-\uDFFF]/gu, '\uFFFD');
+
+interface Level {
+  node: Record<string, unknown>;
+  keys: string[];
+  next: number;
+}
+
+/**
+ * The checks that apply to every value of every request, whatever its schema: one walk over a parsed JSON body
+ * or query, before Joi. Refuses U+0000 and unpaired surrogates in any string and any key, numbers that JSON
+ * overflowed to Infinity (`1e999`), and nesting deeper than MAX_JSON_DEPTH. Each problem is named by its dotted
+ * path (`data.a.b`), as Joi names its own; at most REPORT_AT_MOST are reported. The walk keeps its own stack of at
+ * most `maxDepth` levels, so a body nested 100,000 deep costs no recursion (and never reaches Joi or JSON.stringify).
+ */
+export function checkJsonValues(root: unknown, maxDepth = MAX_JSON_DEPTH): FieldError[] {
+  const errors: FieldError[] = [];
+  const path: string[] = []; // the keys from the root to the value being looked at
+  const open: Level[] = [];
+  const report = (message: string, code: string) => {
+    const field = path.join('.');
+    errors.push({ field, message: `${field || 'the body'} ${message}`, code });
+  };
+  /** Checks the value at `path`; enters it if it is an object or array within the depth. Answers whether it did. */
+  const visit = (value: unknown): boolean => {
+    if (typeof value === 'string') {
+      const problem = textProblem(value);
+      if (problem) report(problem, 'invalid_string');
+    } else if (typeof value === 'number') {
+      if (!Number.isFinite(value)) report('must be a finite number', 'too_big');
+    } else if (value !== null && typeof value === 'object') {
+      if (open.length >= maxDepth) report(`nests deeper than ${maxDepth} levels`, 'too_big');
+      else {
+        open.push({ node: value as Record<string, unknown>, keys: Object.keys(value), next: 0 });
+        return true;
+      }
+    }
+    return false;
+  };
+  visit(root);
+  while (open.length && errors.length < REPORT_AT_MOST) {
+    const level = open[open.length - 1]!;
+    if (level.next === level.keys.length) {
+      open.pop();
+      path.pop(); // the key of the finished object or array (none for the root)
+      continue;
+    }
+    const key = level.keys[level.next++]!;
+    const problem = textProblem(key);
+    path.push(problem ? shownKey(key) : key);
+    if (problem) report(`(a key) ${problem}`, 'invalid_string');
+    if (!visit(level.node[key])) path.pop();
+  }
+  return errors.slice(0, REPORT_AT_MOST);
+}

@@ -25,6 +25,8 @@ function expectError(res: request.Response, status: number, code: string): Field
   return (res.body.error.errors ?? []) as FieldError[];
 }
 
+const fieldsOf = (errors: FieldError[]) => errors.map((e) => [e.field, e.code]);
+const contactCount = async () => (await t.http().get('/contacts?limit=1').set(key)).body.data.total as number;
 /** Sends the bytes as they are (superagent would serialise a Buffer as JSON). */
 const postJson = (path: string, text: string | Buffer) =>
   t.http().post(path).set(key).set('Content-Type', 'application/json').serialize((b: unknown) => b as string).send(text);
@@ -56,5 +58,80 @@ describe('Content-Encoding', () => {
     const bomb = gzipSync(JSON.stringify({ email: 'bomb@example.com', data: { x: '0'.repeat(2 * 1024 * 1024) } }));
     expect(bomb.length).toBeLessThan(10_000);
     expectError(await postJson('/contacts', bomb).set('Content-Encoding', 'gzip'), 413, 'PAYLOAD_TOO_LARGE');
+  });
+});
+
+describe('U+0000', () => {
+  test('in a data value, a data key, a plain field: 422 naming each, nothing stored', async () => {
+    const before = await contactCount();
+    let res = await t.http().post('/contacts').set(key).send({ email: 'nul@example.com', data: { note: 'a\u0000b', ok: 'fine' } });
+    expect(fieldsOf(expectError(res, 422, 'VALIDATION_ERROR'))).toEqual([['data.note', 'invalid_string']]);
+    expect(res.body.error.message).toMatch(/U\+0000/);
+
+    res = await t.http().post('/contacts').set(key).send({ email: 'nul@example.com', data: { nested: { ['k\u0000']: 1 } } });
+    expect(fieldsOf(expectError(res, 422, 'VALIDATION_ERROR'))).toEqual([['data.nested.k\uFFFD', 'invalid_string']]);
+
+    res = await t.http().post('/templates').set(key).send({ name: 'n\u0000', subject: 's', body: 'b' });
+    expect(fieldsOf(expectError(res, 422, 'VALIDATION_ERROR'))).toEqual([['name', 'invalid_string']]);
+
+    res = await t.http().post('/v1/track').set(key).send({ email: 'nul@example.com', event: 'signup', data: { list: ['x', 'y\u0000'] } });
+    expect(fieldsOf(expectError(res, 422, 'VALIDATION_ERROR'))).toEqual([['data.list.1', 'invalid_string']]);
+    expect(await contactCount()).toBe(before);
+  });
+
+  test('in a query parameter: 400 naming it', async () => {
+    const res = await t.http().get('/contacts?search=a%00b').set(key);
+    expect(fieldsOf(expectError(res, 400, 'BAD_REQUEST'))).toEqual([['search', 'invalid_string']]);
+  });
+});
+
+describe('lone surrogates', () => {
+  test('in data values and keys: 422 naming each; a surrogate pair is fine', async () => {
+    const before = await contactCount();
+    // JSON.stringify writes a lone surrogate as the escape \ud800, which the server's JSON.parse turns back into one.
+    const res = await t.http().post('/v1/track').set(key)
+      .send({ email: 'sur@example.com', event: 'signup', data: { a: { b: 'x\ud800' }, ['\udfffkey']: 1, emoji: '😀' } });
+    expect(fieldsOf(expectError(res, 422, 'VALIDATION_ERROR'))).toEqual([['data.a.b', 'invalid_string'], ['data.\uFFFDkey', 'invalid_string']]);
+    expect(res.body.error.errors[0].message).toMatch(/unpaired surrogate/);
+    expect(await contactCount()).toBe(before);
+    expect((await t.http().post('/contacts').set(key).send({ email: 'sur@example.com', data: { emoji: '😀 \ud83d\ude00' } })).status).toBe(201);
+  });
+
+  test('in /v1/send data: 422', async () => {
+    const res = await t.http().post('/v1/send').set(key).send({ to: 'x@example.com', subject: 's', body: 'b', data: { ['\ud800']: 'v' } });
+    expect(fieldsOf(expectError(res, 422, 'VALIDATION_ERROR'))).toEqual([['data.\uFFFD', 'invalid_string']]);
+  });
+});
+
+describe('nesting depth and size', () => {
+  const deepObject = (n: number) => `{"email":"deep@example.com","data":${'{"a":'.repeat(n)}1${'}'.repeat(n)}}`;
+  const deepArray = (n: number) => `{"email":"deep@example.com","data":{"a":${'['.repeat(n)}${']'.repeat(n)}}}`;
+
+  test('5,000 and 100,000 levels: 422 naming the path where the limit is passed, nothing stored', async () => {
+    const before = await contactCount();
+    for (const text of [deepObject(5_000), deepObject(100_000), deepArray(100_000)]) {
+      const errors = expectError(await postJson('/contacts', text), 422, 'VALIDATION_ERROR');
+      expect(errors).toHaveLength(1);
+      expect(errors[0]!.code).toBe('too_big');
+      expect(errors[0]!.field).toMatch(/^data\.a(\.(a|0))+$/);
+      expect(errors[0]!.field.split('.')).toHaveLength(32); // the 33rd level is the one refused
+    }
+    expect(await contactCount()).toBe(before);
+  });
+
+  test('1,000,000 levels on /v1/send (15 MB limit), and unterminated deep JSON: 4xx, never a stack overflow', async () => {
+    const n = 1_000_000;
+    const send = `{"to":"x@example.com","subject":"s","body":"b","data":{"a":${'['.repeat(n)}${']'.repeat(n)}}}`;
+    expectError(await postJson('/v1/send', send), 422, 'VALIDATION_ERROR');
+    expectError(await postJson('/contacts', `{"email":"deep@example.com","data":${'['.repeat(200_000)}`), 400, 'BAD_REQUEST');
+  });
+
+  test('any other part of a body: 32 levels at most (an audience filter value here)', async () => {
+    let value: unknown = 1;
+    for (let i = 0; i < 40; i++) value = [value];
+    const res = await t.http().post('/segments/preview').set(key)
+      .send({ condition: { groups: [{ filters: [{ field: 'data.x', operator: 'equals', value }] }] } });
+    const errors = expectError(res, 422, 'VALIDATION_ERROR');
+    expect(errors).toEqual([expect.objectContaining({ code: 'too_big', field: expect.stringMatching(/^condition\.groups\.0\.filters\.0\.value(\.0)+$/) })]);
   });
 });
