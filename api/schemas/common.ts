@@ -13,12 +13,42 @@ export const emailSchema = Joi.string().trim().lowercase().max(254).email({ tlds
 
 /** How deep any JSON request body may nest (objects and arrays; `{"a":1}` is one level). */
 export const MAX_JSON_DEPTH = 32;
+/** How deep free-form `data` may nest, counting `data` itself, and its size as JSON. */
+export const MAX_DATA_DEPTH = 16;
+export const MAX_DATA_BYTES = 64 * 1024;
 
 /**
- * Free-form contact data: keys merge into what is stored; a `null` value deletes its key.
- * Keys are bounded so a single request cannot bloat a row without limit.
+ * Whether a JSON value nests more than `max` levels (`{"a":1}` is one). Without recursion, and with one iterator per
+ * open level, so the cost in memory is the depth, whatever the width.
  */
-export const contactDataSchema = Joi.object().pattern(Joi.string().min(1).max(100), Joi.any()).max(200);
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const open: Iterator<unknown>[] = [Object.values(value)[Symbol.iterator]()];
+  while (open.length) {
+    const next = open[open.length - 1]!.next();
+    if (next.done) open.pop();
+    else if (next.value !== null && typeof next.value === 'object') {
+      if (open.length >= max) return true;
+      open.push(Object.values(next.value)[Symbol.iterator]());
+    }
+  }
+  return false;
+}
+
+/**
+ * Free-form data (contacts, events, sends, UPDATE_CONTACT steps): keys merge into what is stored; a `null` value
+ * deletes its key. Bounded in keys, depth and size so that a single request cannot bloat a row without limit.
+ */
+export const contactDataSchema = Joi.object().pattern(Joi.string().min(1).max(100), Joi.any()).max(200)
+  .custom((data: Record<string, unknown>, helpers) => {
+    // Depth first: it is counted without recursion, and it bounds the recursion of JSON.stringify below.
+    if (nestsDeeperThan(data, MAX_DATA_DEPTH)) return helpers.error('data.depth');
+    return Buffer.byteLength(JSON.stringify(data)) > MAX_DATA_BYTES ? helpers.error('data.bytes') : data;
+  })
+  .messages({
+    'data.depth': `{{#label}} may nest at most ${MAX_DATA_DEPTH} levels deep`,
+    'data.bytes': `{{#label}} may be at most ${MAX_DATA_BYTES / 1024} KB as JSON`,
+  });
 
 /** Text that ends up in a mail header (subject, display names): no CR or LF, which would inject headers. */
 export const headerTextSchema = Joi.string().pattern(/^[^\r\n]*$/, 'a single line').messages({

@@ -126,6 +126,16 @@ describe('nesting depth and size', () => {
     expectError(await postJson('/contacts', `{"email":"deep@example.com","data":${'['.repeat(200_000)}`), 400, 'BAD_REQUEST');
   });
 
+  test('data: 16 levels and 64 KB at most', async () => {
+    const nest = (levels: number): unknown => (levels === 1 ? { v: 1 } : { a: nest(levels - 1) });
+    expect((await t.http().post('/contacts').set(key).send({ email: 'd16@example.com', data: nest(16) })).status).toBe(201);
+    let res = await t.http().post('/contacts').set(key).send({ email: 'd17@example.com', data: nest(17) });
+    expect(fieldsOf(expectError(res, 422, 'VALIDATION_ERROR'))).toEqual([['data', 'too_big']]);
+    res = await t.http().post('/contacts').set(key).send({ email: 'big@example.com', data: { blob: 'x'.repeat(64 * 1024) } });
+    expect(fieldsOf(expectError(res, 422, 'VALIDATION_ERROR'))).toEqual([['data', 'too_big']]);
+    expect((await t.http().get('/contacts?search=big@').set(key)).body.data.total).toBe(0);
+  });
+
   test('any other part of a body: 32 levels at most (an audience filter value here)', async () => {
     let value: unknown = 1;
     for (let i = 0; i < 40; i++) value = [value];
