@@ -1,4 +1,5 @@
 import type { FieldError } from '../api/errors';
+import { UUID } from '../api/pagination';
 import {
   AGE_OPERATORS, EVENT_OPERATORS, ORDER_OPERATORS, PRESENCE_OPERATORS, SEGMENT_OPERATORS, STRING_OPERATORS,
   type AudienceCondition, type FilterRule, type Operator,
@@ -13,7 +14,6 @@ export type FieldRef =
   | { kind: 'event'; name: string }
   | { kind: 'segment'; id: string };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DATA_KEY = /^[A-Za-z0-9_-]{1,100}$/;
 
 export function classify(field: string): FieldRef | null {

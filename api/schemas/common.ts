@@ -1,15 +1,24 @@
 import Joi from 'joi';
 import type { FieldError } from '../errors';
+import { UUID } from '../pagination';
 
 /**
  * The value rules every request shares, in one place. Each keeps out a value that PostgreSQL (or the JSON
  * serialisation on the way to it) would refuse, so that such input is a 4xx naming the field instead of a 500:
- * text and jsonb refuse U+0000 and unpaired surrogates, and deep JSON overflows the stack of JSON.stringify and of
- * PostgreSQL's jsonb parser.
+ * text and jsonb refuse U+0000 and unpaired surrogates, uuid refuses Joi's other GUID spellings, and deep JSON
+ * overflows the stack of JSON.stringify and of PostgreSQL's jsonb parser.
  */
 
 /** An email address as Herald stores it: trimmed and lower-cased (RFC 5321 syntax, any TLD). */
 export const emailSchema = Joi.string().trim().lowercase().max(254).email({ tlds: { allow: false } });
+
+/**
+ * A UUID in its canonical form only: 8-4-4-4-12 hexadecimal digits with hyphens. Upper case is accepted and
+ * lower-cased (as the API writes ids); Joi's guid() would also let braces, brackets, colons and missing hyphens
+ * through, some of which PostgreSQL's uuid type refuses.
+ */
+export const uuidSchema = Joi.string().lowercase().pattern(UUID, 'uuid')
+  .messages({ 'string.pattern.name': '{{#label}} must be a UUID (8-4-4-4-12 hexadecimal digits with hyphens)' });
 
 /** How deep any JSON request body may nest (objects and arrays; `{"a":1}` is one level). */
 export const MAX_JSON_DEPTH = 32;

@@ -103,6 +103,41 @@ describe('lone surrogates', () => {
   });
 });
 
+describe('UUIDs: the canonical form only', () => {
+  const id = '0190f3a4-7b7c-7d2e-8f00-0123456789ab';
+  const others = [`{${id}}`, `[${id}]`, `(${id})`, id.replace(/-/g, ''), id.replace(/-/g, ':'), ` ${id}`];
+
+  test('Joi\'s other GUID spellings in a query or a body: 400 / 422 naming the field', async () => {
+    for (const form of others) {
+      expect(fieldsOf(expectError(await t.http().get(`/events?contactId=${encodeURIComponent(form)}`).set(key), 400, 'BAD_REQUEST')))
+        .toEqual([['contactId', 'invalid_string']]);
+      const send = await t.http().post('/v1/send').set(key).send({ to: 'x@example.com', template: form });
+      expect(fieldsOf(expectError(send, 422, 'VALIDATION_ERROR'))).toEqual([['template', 'invalid_string']]);
+      const campaign = await t.http().post('/campaigns').set(key)
+        .send({ name: 'c', subject: 's', body: 'b', from: 'news@example.com', audienceType: 'SEGMENT', segmentId: form });
+      expect(fieldsOf(expectError(campaign, 422, 'VALIDATION_ERROR'))).toEqual([['segmentId', 'invalid_string']]);
+    }
+  });
+
+  test('upper case is the same id, in a query, a body and a path; other spellings in a path are 404', async () => {
+    const contact = (await t.http().post('/contacts').set(key).send({ email: 'uuid@example.com' })).body.data;
+    const upper = contact.id.toUpperCase();
+    expect((await t.http().get(`/events?contactId=${upper}`).set(key)).status).toBe(200);
+    const got = await t.http().get(`/contacts/${upper}`).set(key);
+    expect(got.status).toBe(200);
+    expect(got.body.data.id).toBe(contact.id);
+    for (const form of [`{${contact.id}}`, contact.id.replace(/-/g, ''), contact.id.replace(/-/g, ':')]) {
+      expectError(await t.http().get(`/contacts/${encodeURIComponent(form)}`).set(key), 404, 'NOT_FOUND');
+      expectError(await t.http().get(`/segments/${encodeURIComponent(form)}`).set(key), 404, 'NOT_FOUND');
+    }
+    const segment = (await t.http().post('/segments').set(key).send({ name: 'S', type: 'STATIC' })).body.data;
+    const campaign = await t.http().post('/campaigns').set(key)
+      .send({ name: 'c', subject: 's', body: 'b', from: 'news@example.com', audienceType: 'SEGMENT', segmentId: segment.id.toUpperCase() });
+    expect(campaign.status).toBe(201);
+    expect(campaign.body.data.segmentId).toBe(segment.id);
+  });
+});
+
 describe('nesting depth and size', () => {
   const deepObject = (n: number) => `{"email":"deep@example.com","data":${'{"a":'.repeat(n)}1${'}'.repeat(n)}}`;
   const deepArray = (n: number) => `{"email":"deep@example.com","data":{"a":${'['.repeat(n)}${']'.repeat(n)}}}`;
