@@ -9,6 +9,7 @@ function codeFor(type: string): string {
   if (type === 'object.unknown' || type === 'any.unknown') return 'unrecognized_key';
   if (type === 'any.only') return 'invalid_enum_value';
   if (type === 'string.email' || type === 'string.uri' || type.startsWith('string.pattern') || type === 'string.guid' || type === 'string.isoDate' || type === 'string.domain' || type === 'string.base64') return 'invalid_string';
+  if (type === 'date.format' || type === 'date.range') return 'invalid_string'; // not a date Herald accepts (schemas/common.ts)
   if (type === 'data.depth' || type === 'data.bytes') return 'too_big';
   if (type.endsWith('.base')) return 'invalid_type';
   if (type.endsWith('.min') || type.endsWith('.empty') || type.endsWith('.greater') || type === 'array.includesRequiredUnknowns') return 'too_small';

@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import { conditionSchema, type AudienceCondition } from '../../audience/condition';
 import { cursorSchema, limitSchema } from '../pagination';
-import { emailSchema, headerTextSchema, uuidSchema } from './common';
+import { dateSchema, emailSchema, headerTextSchema, uuidSchema } from './common';
 
 export type AudienceType = 'ALL' | 'SEGMENT' | 'FILTERED';
 export type CampaignStatus = 'DRAFT' | 'SCHEDULED' | 'SENDING' | 'SENT' | 'CANCELLED' | 'FAILED';
@@ -57,7 +57,7 @@ export interface SendCampaignBody {
 }
 
 export const sendCampaignSchema = Joi.object<SendCampaignBody, true>({
-  scheduledAt: Joi.date().iso().greater('now').messages({ 'date.greater': 'scheduledAt must be in the future' }),
+  scheduledAt: dateSchema.greater('now').messages({ 'date.greater': 'scheduledAt must be in the future' }),
 });
 
 export interface TestCampaignBody {

@@ -5,8 +5,8 @@ import { UUID } from '../pagination';
 /**
  * The value rules every request shares, in one place. Each keeps out a value that PostgreSQL (or the JSON
  * serialisation on the way to it) would refuse, so that such input is a 4xx naming the field instead of a 500:
- * text and jsonb refuse U+0000 and unpaired surrogates, uuid refuses Joi's other GUID spellings, and deep JSON
- * overflows the stack of JSON.stringify and of PostgreSQL's jsonb parser.
+ * text and jsonb refuse U+0000 and unpaired surrogates, uuid refuses Joi's other GUID spellings, timestamptz
+ * refuses year 0000 and beyond, and deep JSON overflows the stack of JSON.stringify and of PostgreSQL's jsonb parser.
  */
 
 /** An email address as Herald stores it: trimmed and lower-cased (RFC 5321 syntax, any TLD). */
@@ -19,6 +19,53 @@ export const emailSchema = Joi.string().trim().lowercase().max(254).email({ tlds
  */
 export const uuidSchema = Joi.string().lowercase().pattern(UUID, 'uuid')
   .messages({ 'string.pattern.name': '{{#label}} must be a UUID (8-4-4-4-12 hexadecimal digits with hyphens)' });
+
+/** The instants the API accepts: four-digit years, well inside PostgreSQL's timestamptz (4713 BC to 294276 AD). */
+export const MIN_DATE = new Date('0001-01-01T00:00:00.000Z');
+export const MAX_DATE = new Date('9999-12-31T23:59:59.999Z');
+const DATE_RANGE_TEXT = 'an ISO 8601 date or date-time with a four-digit year, from 0001-01-01 to 9999-12-31';
+
+// YYYY-MM-DD, optionally followed by a time (T or a space; seconds and up to 9 fraction digits optional) and an offset.
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
+
+const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+const daysInMonth = (y: number, m: number) => [31, isLeap(y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1]!;
+
+/**
+ * The instant an ISO 8601 date or date-time string names, or null when it is not one Herald accepts (see MIN_DATE,
+ * MAX_DATE). Stricter than Date.parse, whose fallback parser takes almost anything, so that a string accepted here
+ * is also one PostgreSQL parses when it is compared as `?::timestamptz` (audience filters send the text itself).
+ * Without an offset the time is read as UTC for the range check.
+ */
+export function parseIsoDate(text: string): Date | null {
+  const m = ISO_DATE.exec(text);
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((s) => Number(s ?? 0)) as [number, number, number, number, number, number];
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 59) return null;
+  let offsetMinutes = 0;
+  const tz = m[8];
+  if (tz && tz.toUpperCase() !== 'Z') {
+    const hours = Number(tz.slice(1, 3));
+    const minutes = Number(tz.slice(-2));
+    if (hours > 15 || minutes > 59) return null;
+    offsetMinutes = (tz.startsWith('-') ? -1 : 1) * (hours * 60 + minutes);
+  }
+  // setUTCFullYear, not Date.UTC: Date.UTC reads the years 0 to 99 as 1900 to 1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute - offsetMinutes, second, Number((m[7] ?? '').slice(0, 3).padEnd(3, '0')));
+  return date >= MIN_DATE && date <= MAX_DATE ? date : null;
+}
+
+/**
+ * A date or date-time that becomes a SQL timestamp: Joi's ISO format, and then the same strict form and range as
+ * parseIsoDate, so that `-004714-01-01T00:00:00Z` or `0000-01-01` is a 4xx here rather than a database error.
+ */
+export const dateSchema = Joi.date().iso().custom((value: Date, helpers) => {
+  const original: unknown = helpers.original;
+  const ok = typeof original === 'string' ? parseIsoDate(original) !== null : value >= MIN_DATE && value <= MAX_DATE;
+  return ok ? value : helpers.error('date.range');
+}).messages({ 'date.format': `{{#label}} must be ${DATE_RANGE_TEXT}`, 'date.range': `{{#label}} must be ${DATE_RANGE_TEXT}` });
 
 /** How deep any JSON request body may nest (objects and arrays; `{"a":1}` is one level). */
 export const MAX_JSON_DEPTH = 32;

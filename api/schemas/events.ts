@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { cursorSchema, limitSchema } from '../pagination';
-import { contactDataSchema, emailSchema, uuidSchema } from './common';
+import { contactDataSchema, dateSchema, emailSchema, uuidSchema } from './common';
 
 /** Event names: printable, 1 to 100 characters. Names under email. and contact. belong to the service. */
 export const eventNameSchema = Joi.string().trim().min(1).max(100).pattern(/^[^\p{Cc}]+$/u, 'printable characters');
@@ -36,6 +36,6 @@ export const listEventsQuerySchema = Joi.object<ListEventsQuery, true>({
   cursor: cursorSchema,
   name: eventNameSchema,
   contactId: uuidSchema,
-  since: Joi.date().iso(),
-  until: Joi.date().iso(),
+  since: dateSchema,
+  until: dateSchema,
 });

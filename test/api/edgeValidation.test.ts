@@ -180,3 +180,41 @@ describe('nesting depth and size', () => {
     expect(errors).toEqual([expect.objectContaining({ code: 'too_big', field: expect.stringMatching(/^condition\.groups\.0\.filters\.0\.value(\.0)+$/) })]);
   });
 });
+
+describe('dates within PostgreSQL\'s range (years 0001 to 9999)', () => {
+  const filter = (field: string, value: unknown) => ({ logic: 'AND', groups: [{ filters: [{ field, operator: 'greaterThan', value }] }] });
+
+  test('a segment condition on updatedAt with year 0000 (or another unreadable date): 422 at the value, nothing stored', async () => {
+    for (const value of ['0000-01-01T00:00:00Z', '-004714-01-01T00:00:00Z', '+010000-01-01T00:00:00Z', '10000-01-01', '2024-02-30T00:00:00Z', '2024-01-01T00:00:00Z (UTC)', '0001-01-01T00:00:00+01:00']) {
+      const res = await t.http().post('/segments').set(key).send({ name: 'old', type: 'DYNAMIC', condition: filter('updatedAt', value) });
+      expect(fieldsOf(expectError(res, 422, 'VALIDATION_ERROR'))).toEqual([['condition.groups.0.filters.0.value', 'invalid_type']]);
+      const data = await t.http().post('/segments/preview').set(key).send({ condition: filter('data.since', value) });
+      expect(fieldsOf(expectError(data, 422, 'VALIDATION_ERROR'))).toEqual([['condition.groups.0.filters.0.value', 'invalid_type']]);
+    }
+    const list = await t.http().get('/segments').set(key);
+    expect(list.status).toBe(200);
+    expect(list.body.data.items.filter((s: { name: string }) => s.name === 'old')).toEqual([]);
+  });
+
+  test('every accepted form is one PostgreSQL reads too', async () => {
+    for (const value of ['0001-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '2024-01-01', '2024-01-01T10:00Z', '2024-01-01 10:00:00+01:00', '2024-01-01T10:00:00.123456789+0530', '2024-02-29t00:00:00z']) {
+      const res = await t.http().post('/segments/preview').set(key).send({ condition: filter('createdAt', value) });
+      expect([value, res.status]).toEqual([value, 200]);
+    }
+  });
+
+  test('GET /events since/until outside the range: 400 naming the parameter', async () => {
+    for (const [query, field] of [['since=-004714-01-01T00:00:00Z', 'since'], ['since=0000-01-01', 'since'], ['until=%2B275760-09-13T00:00:00Z', 'until'], ['until=2024-13-01', 'until']]) {
+      const res = await t.http().get(`/events?${query}`).set(key);
+      expect(fieldsOf(expectError(res, 400, 'BAD_REQUEST'))).toEqual([[field, 'invalid_string']]);
+    }
+    expect((await t.http().get('/events?since=0001-01-01T00:00:00Z&until=9999-12-31T23:59:59Z').set(key)).status).toBe(200);
+  });
+
+  test('a campaign scheduled beyond 9999: 422 at scheduledAt, the campaign stays a DRAFT', async () => {
+    const campaign = (await t.http().post('/campaigns').set(key).send({ name: 'far', subject: 's', body: 'b', from: 'news@example.com', audienceType: 'ALL' })).body.data;
+    const res = await t.http().post(`/campaigns/${campaign.id}/send`).set(key).send({ scheduledAt: '+010000-01-01T00:00:00Z' });
+    expect(fieldsOf(expectError(res, 422, 'VALIDATION_ERROR'))).toEqual([['scheduledAt', 'invalid_string']]);
+    expect((await t.http().get(`/campaigns/${campaign.id}`).set(key)).body.data.status).toBe('DRAFT');
+  });
+});
