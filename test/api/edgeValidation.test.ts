@@ -1,5 +1,10 @@
+import { Writable } from 'node:stream';
 import { deflateSync, gzipSync } from 'node:zlib';
+import Koa from 'koa';
+import pino from 'pino';
 import request from 'supertest';
+import { errorHandler } from '../../api/middleware/errorHandler';
+import { requestId } from '../../api/middleware/requestId';
 import { addDomain } from '../../projects/service';
 import { bearer, createTestContext, type TestContext } from '../support/app';
 
@@ -216,5 +221,45 @@ describe('dates within PostgreSQL\'s range (years 0001 to 9999)', () => {
     const res = await t.http().post(`/campaigns/${campaign.id}/send`).set(key).send({ scheduledAt: '+010000-01-01T00:00:00Z' });
     expect(fieldsOf(expectError(res, 422, 'VALIDATION_ERROR'))).toEqual([['scheduledAt', 'invalid_string']]);
     expect((await t.http().get(`/campaigns/${campaign.id}`).set(key)).body.data.status).toBe('DRAFT');
+  });
+});
+
+describe('a data exception that still reaches PostgreSQL', () => {
+  /** The error middleware alone, in front of a handler running one SQL statement; its log lines are kept. */
+  function appRunning(sql: string) {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({ write(chunk: Buffer, _enc, done) { lines.push(JSON.parse(chunk.toString())); done(); } });
+    const app = new Koa();
+    app.silent = true;
+    app.use(requestId());
+    app.use(errorHandler(pino({ level: 'info' }, sink)));
+    app.use(async (ctx) => { ctx.body = (await t.db.knex.raw(sql)).rows; });
+    return { app, lines };
+  }
+
+  test('SQLSTATE class 22 and 54001: 422 VALIDATION_ERROR, no SQL or value shown, logged at warn', async () => {
+    const cases: [string, string][] = [
+      ["SELECT 'not-a-uuid-secret'::uuid", '22P02'],
+      ["SELECT '0000-01-01'::timestamptz AS secret", '22008'],
+      ["SELECT '\"\\u0000 secret\"'::jsonb", '22P05'],
+      ["SELECT 1e400::float8 AS secret", '22003'],
+      [`SELECT '${'['.repeat(100_000)}'::jsonb AS secret`, '54001'],
+    ];
+    for (const [sql, sqlState] of cases) {
+      const { app, lines } = appRunning(sql);
+      const res = await request(app.callback()).get('/');
+      expectError(res, 422, 'VALIDATION_ERROR');
+      expect(JSON.stringify(res.body)).not.toMatch(/secret|select|uuid|jsonb|timestamptz|syntax/i);
+      const warned = lines.find((l) => l.level === 40);
+      expect(warned).toMatchObject({ sqlState });
+      expect(JSON.stringify(warned)).not.toMatch(/secret/);
+      expect(lines.some((l) => l.level === 50)).toBe(false);
+    }
+  });
+
+  test('other database errors stay 500s', async () => {
+    const { app, lines } = appRunning('SELECT * FROM no_such_table');
+    expectError(await request(app.callback()).get('/'), 500, 'INTERNAL_ERROR');
+    expect(lines.some((l) => l.level === 50)).toBe(true);
   });
 });
