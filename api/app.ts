@@ -65,6 +65,14 @@ export function createApp(deps: AppDeps): Koa {
 
   const dashboard = new Router();
   dashboard.use(authenticate(deps.knex, ['secret']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody());
+  // Ids in paths are canonical UUIDs, matched case-insensitively as in bodies (schemas/common.ts uuidSchema): upper
+  // case is lower-cased here, once for every route; any other spelling is no id at all, a 404 (pagination.ts isUuid).
+  for (const name of ['id', 'executionId']) {
+    dashboard.param(name, (value, ctx, next) => {
+      ctx.params[name] = value.toLowerCase();
+      return next();
+    });
+  }
   contactRoutes(dashboard, deps.knex);
   templateRoutes(dashboard, deps);
   segmentRoutes(dashboard, deps.knex);

@@ -1,4 +1,6 @@
 import type { FieldError } from '../api/errors';
+import { UUID } from '../api/pagination';
+import { parseIsoDate } from '../api/schemas/common';
 import {
   AGE_OPERATORS, EVENT_OPERATORS, ORDER_OPERATORS, PRESENCE_OPERATORS, SEGMENT_OPERATORS, STRING_OPERATORS,
   type AudienceCondition, type FilterRule, type Operator,
@@ -13,7 +15,6 @@ export type FieldRef =
   | { kind: 'event'; name: string }
   | { kind: 'segment'; id: string };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DATA_KEY = /^[A-Za-z0-9_-]{1,100}$/;
 
 export function classify(field: string): FieldRef | null {
@@ -46,7 +47,8 @@ const ALLOWED: Record<FieldRef['kind'], Set<Operator>> = {
   segment: ops(SEGMENT_OPERATORS),
 };
 
-const isDate = (v: unknown) => typeof v === 'string' && /^\d{4}-\d{2}-\d{2}/.test(v) && !Number.isNaN(Date.parse(v));
+/** PostgreSQL compares the text itself (`?::timestamptz`), so it must be a date that both it and Herald read alike. */
+const isDate = (v: unknown) => typeof v === 'string' && parseIsoDate(v) !== null;
 
 /** Checks what a rule needs beyond its shape; returns the problems, each at its path. */
 function checkRule(rule: FilterRule, path: string): FieldError[] {
@@ -81,9 +83,9 @@ function checkRule(rule: FilterRule, path: string): FieldError[] {
     case 'email':
       return typeof value === 'string' && value.length <= 254 ? [] : bad('email compares with a string');
     case 'timestamp':
-      return isDate(value) ? [] : bad(`${rule.field} compares with an ISO date-time`);
+      return isDate(value) ? [] : bad(`${rule.field} compares with an ISO date-time from 0001-01-01 to 9999-12-31`);
     case 'data':
-      if ((ORDER_OPERATORS as readonly string[]).includes(op)) return typeof value === 'number' || isDate(value) ? [] : bad(`${op} compares with a number or an ISO date-time`);
+      if ((ORDER_OPERATORS as readonly string[]).includes(op)) return typeof value === 'number' || isDate(value) ? [] : bad(`${op} compares with a number or an ISO date-time from 0001-01-01 to 9999-12-31`);
       if (op === 'equals' || op === 'notEquals') return JSON.stringify(value).length <= 10_000 ? [] : bad('value too large');
       return typeof value === 'string' && value.length <= 1000 ? [] : bad(`${op} compares with a string`);
     default:

@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import { conditionSchema, type AudienceCondition } from '../../audience/condition';
 import { cursorSchema, limitSchema } from '../pagination';
-import { emailSchema, headerTextSchema } from './common';
+import { dateSchema, emailSchema, headerTextSchema, uuidSchema } from './common';
 
 export type AudienceType = 'ALL' | 'SEGMENT' | 'FILTERED';
 export type CampaignStatus = 'DRAFT' | 'SCHEDULED' | 'SENDING' | 'SENT' | 'CANCELLED' | 'FAILED';
@@ -28,7 +28,7 @@ const fields = {
   fromName: headerTextSchema.max(200).allow('', null),
   replyTo: emailSchema.allow(null),
   audienceType: Joi.string().valid('ALL', 'SEGMENT', 'FILTERED'),
-  segmentId: Joi.string().guid(),
+  segmentId: uuidSchema,
   audienceFilter: conditionSchema,
 };
 
@@ -57,7 +57,7 @@ export interface SendCampaignBody {
 }
 
 export const sendCampaignSchema = Joi.object<SendCampaignBody, true>({
-  scheduledAt: Joi.date().iso().greater('now').messages({ 'date.greater': 'scheduledAt must be in the future' }),
+  scheduledAt: dateSchema.greater('now').messages({ 'date.greater': 'scheduledAt must be in the future' }),
 });
 
 export interface TestCampaignBody {

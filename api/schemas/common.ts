@@ -1,15 +1,180 @@
 import Joi from 'joi';
+import type { FieldError } from '../errors';
+import { UUID } from '../pagination';
+
+/**
+ * The value rules every request shares, in one place. Each keeps out a value that PostgreSQL (or the JSON
+ * serialisation on the way to it) would refuse, so that such input is a 4xx naming the field instead of a 500:
+ * text and jsonb refuse U+0000 and unpaired surrogates, uuid refuses Joi's other GUID spellings, timestamptz
+ * refuses year 0000 and beyond, and deep JSON overflows the stack of JSON.stringify and of PostgreSQL's jsonb parser.
+ */
 
 /** An email address as Herald stores it: trimmed and lower-cased (RFC 5321 syntax, any TLD). */
 export const emailSchema = Joi.string().trim().lowercase().max(254).email({ tlds: { allow: false } });
 
 /**
- * Free-form contact data: keys merge into what is stored; a `null` value deletes its key.
- * Keys are bounded so a single request cannot bloat a row without limit.
+ * A UUID in its canonical form only: 8-4-4-4-12 hexadecimal digits with hyphens. Upper case is accepted and
+ * lower-cased (as the API writes ids); Joi's guid() would also let braces, brackets, colons and missing hyphens
+ * through, some of which PostgreSQL's uuid type refuses.
  */
-export const contactDataSchema = Joi.object().pattern(Joi.string().min(1).max(100), Joi.any()).max(200);
+export const uuidSchema = Joi.string().lowercase().pattern(UUID, 'uuid')
+  .messages({ 'string.pattern.name': '{{#label}} must be a UUID (8-4-4-4-12 hexadecimal digits with hyphens)' });
+
+/** The instants the API accepts: four-digit years, well inside PostgreSQL's timestamptz (4713 BC to 294276 AD). */
+export const MIN_DATE = new Date('0001-01-01T00:00:00.000Z');
+export const MAX_DATE = new Date('9999-12-31T23:59:59.999Z');
+const DATE_RANGE_TEXT = 'an ISO 8601 date or date-time with a four-digit year, from 0001-01-01 to 9999-12-31';
+
+// YYYY-MM-DD, optionally followed by a time (T or a space; seconds and up to 9 fraction digits optional) and an offset.
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
+
+const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+const daysInMonth = (y: number, m: number) => [31, isLeap(y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1]!;
+
+/**
+ * The instant an ISO 8601 date or date-time string names, or null when it is not one Herald accepts (see MIN_DATE,
+ * MAX_DATE). Stricter than Date.parse, whose fallback parser takes almost anything, so that a string accepted here
+ * is also one PostgreSQL parses when it is compared as `?::timestamptz` (audience filters send the text itself).
+ * Without an offset the time is read as UTC for the range check.
+ */
+export function parseIsoDate(text: string): Date | null {
+  const m = ISO_DATE.exec(text);
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((s) => Number(s ?? 0)) as [number, number, number, number, number, number];
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 59) return null;
+  let offsetMinutes = 0;
+  const tz = m[8];
+  if (tz && tz.toUpperCase() !== 'Z') {
+    const hours = Number(tz.slice(1, 3));
+    const minutes = Number(tz.slice(-2));
+    if (hours > 15 || minutes > 59) return null;
+    offsetMinutes = (tz.startsWith('-') ? -1 : 1) * (hours * 60 + minutes);
+  }
+  // setUTCFullYear, not Date.UTC: Date.UTC reads the years 0 to 99 as 1900 to 1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute - offsetMinutes, second, Number((m[7] ?? '').slice(0, 3).padEnd(3, '0')));
+  return date >= MIN_DATE && date <= MAX_DATE ? date : null;
+}
+
+/**
+ * A date or date-time that becomes a SQL timestamp: Joi's ISO format, and then the same strict form and range as
+ * parseIsoDate, so that `-004714-01-01T00:00:00Z` or `0000-01-01` is a 4xx here rather than a database error.
+ */
+export const dateSchema = Joi.date().iso().custom((value: Date, helpers) => {
+  const original: unknown = helpers.original;
+  const ok = typeof original === 'string' ? parseIsoDate(original) !== null : value >= MIN_DATE && value <= MAX_DATE;
+  return ok ? value : helpers.error('date.range');
+}).messages({ 'date.format': `{{#label}} must be ${DATE_RANGE_TEXT}`, 'date.range': `{{#label}} must be ${DATE_RANGE_TEXT}` });
+
+/** How deep any JSON request body may nest (objects and arrays; `{"a":1}` is one level). */
+export const MAX_JSON_DEPTH = 32;
+/** How deep free-form `data` may nest, counting `data` itself, and its size as JSON. */
+export const MAX_DATA_DEPTH = 16;
+export const MAX_DATA_BYTES = 64 * 1024;
+
+/**
+ * Whether a JSON value nests more than `max` levels (`{"a":1}` is one). Without recursion, and with one iterator per
+ * open level, so the cost in memory is the depth, whatever the width.
+ */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const open: Iterator<unknown>[] = [Object.values(value)[Symbol.iterator]()];
+  while (open.length) {
+    const next = open[open.length - 1]!.next();
+    if (next.done) open.pop();
+    else if (next.value !== null && typeof next.value === 'object') {
+      if (open.length >= max) return true;
+      open.push(Object.values(next.value)[Symbol.iterator]());
+    }
+  }
+  return false;
+}
+
+/**
+ * Free-form data (contacts, events, sends, UPDATE_CONTACT steps): keys merge into what is stored; a `null` value
+ * deletes its key. Bounded in keys, depth and size so that a single request cannot bloat a row without limit.
+ */
+export const contactDataSchema = Joi.object().pattern(Joi.string().min(1).max(100), Joi.any()).max(200)
+  .custom((data: Record<string, unknown>, helpers) => {
+    // Depth first: it is counted without recursion, and it bounds the recursion of JSON.stringify below.
+    if (nestsDeeperThan(data, MAX_DATA_DEPTH)) return helpers.error('data.depth');
+    return Buffer.byteLength(JSON.stringify(data)) > MAX_DATA_BYTES ? helpers.error('data.bytes') : data;
+  })
+  .messages({
+    'data.depth': `{{#label}} may nest at most ${MAX_DATA_DEPTH} levels deep`,
+    'data.bytes': `{{#label}} may be at most ${MAX_DATA_BYTES / 1024} KB as JSON`,
+  });
 
 /** Text that ends up in a mail header (subject, display names): no CR or LF, which would inject headers. */
 export const headerTextSchema = Joi.string().pattern(/^[^\r\n]*$/, 'a single line').messages({
   'string.pattern.name': '{{#label}} must not contain line breaks (CR or LF)',
 });
+
+// With the u flag a surrogate matches only when it is unpaired (a pair is one code point).
+const BAD_TEXT = /[\0\uD800-\uDFFF]/u;
+const REPORT_AT_MOST = 10;
+
+/** What is wrong with a string PostgreSQL would refuse, or null. */
+function textProblem(s: string): string | null {
+  const m = BAD_TEXT.exec(s);
+  if (!m) return null;
+  return m[0] === '\0' ? 'must not contain the character U+0000' : 'must be valid Unicode text (it contains an unpaired surrogate)';
+}
+
+/** A key as it can be shown in a field path: its refused characters replaced by U+FFFD. */
+const shownKey = (key: string) => key.replace(/[\0\uD800-\uDFFF]/gu, '\uFFFD');
+
+interface Level {
+  node: Record<string, unknown>;
+  keys: string[];
+  next: number;
+}
+
+/**
+ * The checks that apply to every value of every request, whatever its schema: one walk over a parsed JSON body
+ * or query, before Joi. Refuses U+0000 and unpaired surrogates in any string and any key, numbers that JSON
+ * overflowed to Infinity (`1e999`), and nesting deeper than MAX_JSON_DEPTH. Each problem is named by its dotted
+ * path (`data.a.b`), as Joi names its own; at most REPORT_AT_MOST are reported. The walk keeps its own stack of at
+ * most `maxDepth` levels, so a body nested 100,000 deep costs no recursion (and never reaches Joi or JSON.stringify).
+ */
+export function checkJsonValues(root: unknown, maxDepth = MAX_JSON_DEPTH): FieldError[] {
+  const errors: FieldError[] = [];
+  const path: string[] = []; // the keys from the root to the value being looked at
+  const open: Level[] = [];
+  const report = (message: string, code: string) => {
+    const field = path.join('.');
+    errors.push({ field, message: `${field || 'the body'} ${message}`, code });
+  };
+  /** Checks the value at `path`; enters it if it is an object or array within the depth. Answers whether it did. */
+  const visit = (value: unknown): boolean => {
+    if (typeof value === 'string') {
+      const problem = textProblem(value);
+      if (problem) report(problem, 'invalid_string');
+    } else if (typeof value === 'number') {
+      if (!Number.isFinite(value)) report('must be a finite number', 'too_big');
+    } else if (value !== null && typeof value === 'object') {
+      if (open.length >= maxDepth) report(`nests deeper than ${maxDepth} levels`, 'too_big');
+      else {
+        open.push({ node: value as Record<string, unknown>, keys: Object.keys(value), next: 0 });
+        return true;
+      }
+    }
+    return false;
+  };
+  visit(root);
+  while (open.length && errors.length < REPORT_AT_MOST) {
+    const level = open[open.length - 1]!;
+    if (level.next === level.keys.length) {
+      open.pop();
+      path.pop(); // the key of the finished object or array (none for the root)
+      continue;
+    }
+    const key = level.keys[level.next++]!;
+    const problem = textProblem(key);
+    path.push(problem ? shownKey(key) : key);
+    if (problem) report(`(a key) ${problem}`, 'invalid_string');
+    if (!visit(level.node[key])) path.pop();
+  }
+  return errors.slice(0, REPORT_AT_MOST);
+}

@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { cursorSchema, limitSchema } from '../pagination';
-import { contactDataSchema, emailSchema } from './common';
+import { contactDataSchema, dateSchema, emailSchema, uuidSchema } from './common';
 
 /** Event names: printable, 1 to 100 characters. Names under email. and contact. belong to the service. */
 export const eventNameSchema = Joi.string().trim().min(1).max(100).pattern(/^[^\p{Cc}]+$/u, 'printable characters');
@@ -35,7 +35,7 @@ export const listEventsQuerySchema = Joi.object<ListEventsQuery, true>({
   limit: limitSchema,
   cursor: cursorSchema,
   name: eventNameSchema,
-  contactId: Joi.string().guid({ version: ['uuidv7', 'uuidv4'] }),
-  since: Joi.date().iso(),
-  until: Joi.date().iso(),
+  contactId: uuidSchema,
+  since: dateSchema,
+  until: dateSchema,
 });

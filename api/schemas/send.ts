@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import addressparser from 'nodemailer/lib/addressparser';
-import { contactDataSchema, emailSchema, headerTextSchema } from './common';
+import { contactDataSchema, emailSchema, headerTextSchema, uuidSchema } from './common';
 
 /** A mailbox: `{ email, name? }`, or a string `ada@example.com` / `Ada Lovelace <ada@example.com>`. */
 export interface Mailbox {
@@ -125,7 +125,7 @@ export const sendSchema = Joi.object<SendBody>({
     then: Joi.array().items(mailbox).min(1).max(MAX_RECIPIENTS),
     otherwise: mailbox,
   }).required(),
-  template: Joi.string().guid(),
+  template: uuidSchema,
   subject: headerTextSchema.min(1).max(998).when('template', { not: Joi.exist(), then: Joi.required() }),
   body: Joi.string().min(1).max(2 * 1024 * 1024).when('template', { not: Joi.exist(), then: Joi.required() }),
   from: mailbox,

@@ -1,8 +1,8 @@
 import Joi from 'joi';
 import { RESERVED_HEADERS, WEBHOOK_METHODS, type WebhookMethod } from '../../automations/webhook';
 import { conditionSchema, type AudienceCondition, type TimeUnit } from '../../audience/condition';
-import { cursorSchema, limitSchema, UUID } from '../pagination';
-import { contactDataSchema, headerTextSchema } from './common';
+import { cursorSchema, limitSchema } from '../pagination';
+import { contactDataSchema, headerTextSchema, uuidSchema } from './common';
 import { eventNameSchema } from './events';
 
 
@@ -117,8 +117,7 @@ const durationSchema = Joi.object<Duration, true>({
 });
 
 const sendEmailConfigSchema = Joi.object<SendEmailConfig, true>({
-  template: Joi.string().trim().lowercase().pattern(UUID, 'uuid').required()
-    .messages({ 'string.pattern.name': '{{#label}} must be a template id (a UUID)' }),
+  template: uuidSchema.required().messages({ 'string.pattern.name': '{{#label}} must be a template id (a UUID)' }),
 });
 
 const waitForEventConfigSchema = Joi.object<WaitForEventConfig, true>({
@@ -263,5 +262,5 @@ export const listExecutionsQuerySchema = Joi.object<ListExecutionsQuery, true>({
   limit: limitSchema,
   cursor: cursorSchema,
   status: Joi.string().valid(...EXECUTION_STATUSES),
-  contactId: Joi.string().guid({ version: ['uuidv7', 'uuidv4'] }),
+  contactId: uuidSchema,
 });
