@@ -149,7 +149,7 @@ describe('delivery signs with the domain key', () => {
       project_id: projectId, name: 'c', subject: 'News', body: '<p>News</p>', from_email: 'news@queue-signed.example.net', audience_type: 'ALL', status: 'SENDING',
     }).returning('id');
     const rows = await db.knex('emails').insert([
-      { project_id: projectId, contact_id: contact.id, from_email: 'orders@queue-signed.example.net', to_email: 'reader@example.org', subject: 'Order', html: '<p>Shipped</p>' },
+      { project_id: projectId, contact_id: contact.id, from_email: 'orders@queue-signed.example.net', to_email: 'reader@example.org', subject: 'Order', html: '<p>Shipped</p>', headers: JSON.stringify({ 'List-Id': 'Orders <orders.queue-signed.example.net>' }) },
       { project_id: projectId, contact_id: contact.id, campaign_id: campaign.id, priority: 1, from_email: 'news@queue-signed.example.net', to_email: 'reader@example.org', subject: null, html: null },
     ]).returning('id');
     const before = smtp.received.length;
@@ -160,10 +160,16 @@ describe('delivery signs with the domain key', () => {
     });
     try {
       const received = (await smtp.waitFor(before + 2)).slice(before);
+      const signedBy = new Map<string, string[]>();
       for (const m of received) {
         const result = await dkimVerify(m.raw, { resolver: viaTestDns });
         expect(result.results[0]).toMatchObject({ signingDomain: 'queue-signed.example.net', selector: d.dkimSelector, status: { result: 'pass' } });
+        // The header fields the verified signature covers (its h=), as mailauth read them.
+        signedBy.set(m.parsed.subject!, (result.results[0] as unknown as { signingHeaders: { keys: string } }).signingHeaders.keys.toLowerCase().split(': ').join(':').split(':'));
       }
+      // A List-Id the sender set is covered too.
+      expect(signedBy.get('Order')).toEqual(expect.arrayContaining(['from', 'subject', 'list-id']));
+      expect(signedBy.get('News')).toEqual(expect.arrayContaining(['from', 'subject', 'list-unsubscribe', 'list-unsubscribe-post']));
       expect(received.map((m) => m.parsed.subject).sort()).toEqual(['News', 'Order']);
       // RFC 8058 §4: one-click unsubscribe needs both of its headers under the signature (Gmail and Yahoo check h=).
       const campaignMail = received.find((m) => m.parsed.subject === 'News')!.raw.toString();
