@@ -6,9 +6,10 @@ import { renderInline } from '../mail/render';
 import { compileCondition, loadSegments } from '../audience/compile';
 import { createWebhookClient, WebhookError, type WebhookOptions } from '../automations/webhook';
 import { patchContact } from '../db/queries/contacts';
-import { ACTIVE_STATUSES, endedColumns, endExecution } from '../db/queries/executions';
+import { ACTIVE_STATUSES, endedColumns, endExecution, recordExecutionFailed } from '../db/queries/executions';
 import type { Logger } from '../logging/logger';
 import { bulkMailHeaders, unsubscribeUrl } from '../mail/unsubscribe';
+import { asPermanent, PermanentError } from './permanent';
 import type { ExecutionRef, ExecutionStatus, ParkedState, StepOutcome, StepRef, WaitClock, WaitState } from '../workflows/types';
 
 export interface AutomationDeps {
@@ -67,8 +68,12 @@ async function recordOutcome(trx: Knex.Transaction, ref: StepRef, result: StepOu
   const outcome: StepOutcome = ending ? { ...result, ended: true } as StepOutcome : result;
   await recordStep(trx, ref, outcome);
   if (ending) {
-    await trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId })
-      .update({ status: 'failed' in result ? 'FAILED' : 'COMPLETED', error: 'failed' in result ? result.failed : null, ...endedColumns(trx) });
+    const [row] = await trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId })
+      .update({ status: 'failed' in result ? 'FAILED' : 'COMPLETED', error: 'failed' in result ? result.failed : null, ...endedColumns(trx) })
+      .returning(['automation_id', 'contact_id']);
+    if ('failed' in result && row) {
+      await recordExecutionFailed(trx, ref.projectId, { executionId: ref.executionId, workflowId: row.automation_id, contactId: row.contact_id, stepId: ref.step.id, error: result.failed });
+    }
   }
   return outcome;
 }
@@ -122,8 +127,36 @@ export function automationActivities(deps: AutomationDeps) {
   /** CONDITION: the filter compiled to SQL (the audience language of campaigns and segments) against this one contact, as it is now. */
   async function matches(trx: Knex.Transaction, projectId: string, contactId: string, step: Extract<Step, { type: 'CONDITION' }>): Promise<boolean> {
     const q = trx('contacts as c').where('c.project_id', projectId).where('c.id', contactId);
-    compileCondition(q, step.config.filter, await loadSegments(trx, projectId));
+    compileCondition(q, step.config.filter, await loadSegments(trx, projectId), 'config.filter');
     return (await q.first(trx.raw('1 AS hit'))) !== undefined;
+  }
+
+  /** One SEND_EMAIL, CONDITION or UPDATE_CONTACT step run, in one transaction (runStep). */
+  async function runStepOnce(ref: StepRef): Promise<StepOutcome> {
+    return knex.transaction(async (trx): Promise<StepOutcome> => {
+      const row = await lockExecution(trx, ref);
+      // A retry of a run that committed answers what it did (even if that ended the execution).
+      const done = await recordedOutcome(trx, ref);
+      if (done) return done;
+      if (!row || !ACTIVE_STATUSES.includes(row.status)) return { cancelled: true };
+      let result: StepOutcome;
+      const { step } = ref;
+      switch (step.type) {
+        case 'SEND_EMAIL':
+          result = await sendEmail(trx, { ...ref, step }, row.contact_id);
+          break;
+        case 'CONDITION':
+          result = { next: (await matches(trx, ref.projectId, row.contact_id, step)) ? step.branches.yes : step.branches.no };
+          break;
+        case 'UPDATE_CONTACT':
+          await patchContact(trx, ref.projectId, row.contact_id, step.config, 'automation');
+          result = { next: nextOf(step) };
+          break;
+        default:
+          throw new Error(`runStep does not run ${step.type} steps`);
+      }
+      return recordOutcome(trx, ref, result);
+    });
   }
 
   return {
@@ -136,30 +169,22 @@ export function automationActivities(deps: AutomationDeps) {
     },
 
     async runStep(ref: StepRef): Promise<StepOutcome> {
-      return knex.transaction(async (trx): Promise<StepOutcome> => {
-        const row = await lockExecution(trx, ref);
-        // A retry of a run that committed answers what it did (even if that ended the execution).
-        const done = await recordedOutcome(trx, ref);
-        if (done) return done;
-        if (!row || !ACTIVE_STATUSES.includes(row.status)) return { cancelled: true };
-        let result: StepOutcome;
-        const { step } = ref;
-        switch (step.type) {
-          case 'SEND_EMAIL':
-            result = await sendEmail(trx, { ...ref, step }, row.contact_id);
-            break;
-          case 'CONDITION':
-            result = { next: (await matches(trx, ref.projectId, row.contact_id, step)) ? step.branches.yes : step.branches.no };
-            break;
-          case 'UPDATE_CONTACT':
-            await patchContact(trx, ref.projectId, row.contact_id, step.config, 'automation');
-            result = { next: nextOf(step) };
-            break;
-          default:
-            throw new Error(`runStep does not run ${step.type} steps`);
-        }
-        return recordOutcome(trx, ref, result);
-      });
+      try {
+        return await runStepOnce(ref);
+      } catch (err) {
+        // A step that fails the same way on every attempt (a CONDITION whose filter cannot be compiled, or whose query
+        // fails on its values) is the step's outcome: the execution FAILED, saying which step and why.
+        const permanent = asPermanent(err, `step "${ref.step.id}"`);
+        if (!(permanent instanceof PermanentError)) throw err;
+        log.info({ executionId: ref.executionId, stepId: ref.step.id, error: permanent.message }, 'step failed permanently');
+        return knex.transaction(async (trx): Promise<StepOutcome> => {
+          const row = await lockExecution(trx, ref);
+          const done = await recordedOutcome(trx, ref);
+          if (done) return done;
+          if (!row || !ACTIVE_STATUSES.includes(row.status)) return { cancelled: true };
+          return recordOutcome(trx, ref, { failed: permanent.message.slice(0, 1000) });
+        });
+      }
     },
 
     async callWebhook(ref: StepRef): Promise<StepOutcome> {

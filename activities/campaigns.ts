@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
 import { campaignAudience } from '../audience/campaignAudience';
+import { recordEvents } from '../db/queries/events';
+import { asPermanent } from './permanent';
 import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types';
 
 export interface CampaignDeps {
@@ -26,6 +28,8 @@ export function campaignActivities({ knex, sendRatePerSecond }: CampaignDeps) {
      * The campaign's status is re-checked under a row lock first, so a cancel is never outrun.
      */
     async campaignBatch(ref: CampaignRef & { after: string | null; size: number }): Promise<BatchResult> {
+      // An audience that cannot be compiled, or whose query fails on its values (a date PostgreSQL cannot hold), fails
+      // the same way on every attempt: a permanent failure, and the campaign ends FAILED (workflows/sendCampaign.ts).
       const result = await knex.transaction(async (trx) => {
         const campaign = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).forShare().first();
         if (!campaign || campaign.status !== 'SENDING') return null;
@@ -46,7 +50,7 @@ export function campaignActivities({ knex, sendRatePerSecond }: CampaignDeps) {
           [...bindings, ref.projectId, ref.campaignId, campaign.from_email, campaign.from_name, campaign.reply_to],
         );
         return res.rows[0] as { n: number; last: string | null; inserted: number };
-      });
+      }).catch((err: unknown) => { throw asPermanent(err, 'the audience cannot be evaluated'); });
       if (!result) return { cancelled: true, inserted: 0, last: ref.after, done: true };
       return { cancelled: false, inserted: result.inserted, last: result.last ?? ref.after, done: result.n < ref.size };
     },
@@ -76,7 +80,39 @@ export function campaignActivities({ knex, sendRatePerSecond }: CampaignDeps) {
     async cancelCampaign(ref: CampaignRef): Promise<CampaignPhase> {
       return (await cancelCampaignRows(knex, ref)).status;
     },
+
+    async failCampaign(ref: CampaignRef & { error: string }): Promise<CampaignPhase> {
+      return (await failCampaignRows(knex, ref, ref.error)).status;
+    },
   };
+}
+
+/** Why a campaign's still-queued emails were cancelled when it FAILED (their `error`). */
+export const CAMPAIGN_FAILED_EMAIL_ERROR = 'the campaign failed';
+
+/**
+ * SCHEDULED or SENDING → FAILED with `error`, when the campaign's workflow gives up (a permanent failure, or an
+ * activity out of retries), in one transaction with:
+ * - every still-QUEUED email of the campaign CANCELLED, as a cancel does: a failed campaign does not go on delivering
+ *   part of its audience later, unseen (what Postmark and Resend do with a broadcast that errors: it stops). Emails
+ *   already delivered stay so, and deliveries in flight finish (a retry of one is cancelled, as for a cancelled
+ *   campaign: activities/delivery.ts). The campaign's stats tell how far it got.
+ * - a `campaign.failed` event (no contact: it is about the campaign; data: campaignId, name, error, cancelledEmails).
+ * A campaign already final (SENT, CANCELLED, FAILED) is left as it is: `changed` false, `status` what it is.
+ */
+export async function failCampaignRows(knex: Knex, ref: CampaignRef, error: string): Promise<{ changed: boolean; status: CampaignPhase }> {
+  return knex.transaction(async (trx) => {
+    const [row] = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).whereIn('status', ['SCHEDULED', 'SENDING'])
+      .update({ status: 'FAILED', error, updated_at: trx.fn.now() }).returning(['status', 'name']);
+    if (!row) {
+      const current = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).first('status');
+      return { changed: false, status: (current?.status ?? 'CANCELLED') as CampaignPhase };
+    }
+    const cancelledEmails = await trx('emails').where({ project_id: ref.projectId, campaign_id: ref.campaignId, status: 'QUEUED', is_test: false })
+      .update({ status: 'CANCELLED', error: CAMPAIGN_FAILED_EMAIL_ERROR, updated_at: trx.fn.now() });
+    await recordEvents(trx, ref.projectId, [{ name: 'campaign.failed', data: { campaignId: ref.campaignId, name: row.name, error, cancelledEmails } }]);
+    return { changed: true, status: 'FAILED' };
+  });
 }
 
 /**

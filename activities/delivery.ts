@@ -8,6 +8,7 @@ import { dkimFor, loadSigningKeys, type DkimOptions, type SigningKey } from '../
 import { buildMessage, domainOf, type MessageContent, type StoredAttachment } from '../mail/message';
 import { failureReason, isPermanentFailure, type Mailer } from '../mail/transport';
 import { unsubscribeUrl } from '../mail/unsubscribe';
+import { CAMPAIGN_FAILED_EMAIL_ERROR } from './campaigns';
 
 export interface DeliveryDeps {
   knex: Knex;
@@ -199,19 +200,22 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
 const isCampaignRetry = (o: Outcome) => o.status === 'QUEUED' && o.email.campaignId !== null && !o.email.isTest;
 
 /**
- * Retries of emails whose campaign is CANCELLED become CANCELLED. The campaigns are read FOR SHARE, whatever their
- * status: a cancel either committed before (seen here) or waits for this transaction, and then finds the email QUEUED
- * and cancels it.
+ * Retries of emails whose campaign is CANCELLED or FAILED become CANCELLED. The campaigns are read FOR SHARE, whatever
+ * their status: a cancel (or a failure) either committed before (seen here) or waits for this transaction, and then
+ * finds the email QUEUED and cancels it.
  */
 async function cancelledCampaignsFirst(trx: Knex.Transaction, outcomes: Outcome[]): Promise<Outcome[]> {
   const retried = outcomes.filter(isCampaignRetry);
   if (retried.length === 0) return outcomes;
   const keys = [...new Map(retried.map((o) => [`${o.email.projectId}/${o.email.campaignId}`, [o.email.projectId, o.email.campaignId!]])).values()];
   const campaigns: { project_id: string; id: string; status: string }[] = await trx('campaigns').whereIn(['project_id', 'id'], keys).forShare().select('project_id', 'id', 'status');
-  const cancelled = new Set(campaigns.filter((c) => c.status === 'CANCELLED').map((c) => `${c.project_id}/${c.id}`));
-  if (cancelled.size === 0) return outcomes;
-  return outcomes.map((o) => (o.status === 'QUEUED' && !o.email.isTest && cancelled.has(`${o.email.projectId}/${o.email.campaignId}`)
-    ? { email: o.email, status: 'CANCELLED', error: 'the campaign was cancelled' } : o));
+  const stopped = new Map(campaigns.filter((c) => c.status === 'CANCELLED' || c.status === 'FAILED')
+    .map((c) => [`${c.project_id}/${c.id}`, c.status === 'FAILED' ? CAMPAIGN_FAILED_EMAIL_ERROR : 'the campaign was cancelled']));
+  if (stopped.size === 0) return outcomes;
+  return outcomes.map((o) => {
+    const why = o.status === 'QUEUED' && !o.email.isTest ? stopped.get(`${o.email.projectId}/${o.email.campaignId}`) : undefined;
+    return why ? { email: o.email, status: 'CANCELLED', error: why } : o;
+  });
 }
 
 export type Deliverer = ReturnType<typeof createDeliverer>;

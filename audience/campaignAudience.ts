@@ -24,7 +24,7 @@ export async function campaignAudience(db: Knex, projectId: string, c: CampaignA
     compileCondition(query, { logic: 'AND', groups: [{ filters: [{ field: `segment.${segment.id}`, operator: 'memberOf' }] }] }, segments);
     return { query };
   }
-  compileCondition(query, c.audience_filter!, segments);
+  compileCondition(query, c.audience_filter!, segments, 'audienceFilter');
   return { query };
 }
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { FieldError } from '../api/errors';
-import { classify, referencedSegments, type FieldRef } from './check';
-import type { AudienceCondition, FilterRule, TimeUnit } from './condition';
+import { checkCondition, classify, referencedSegments, type FieldRef } from './check';
+import { conditionSchema, type AudienceCondition, type FilterRule, type TimeUnit } from './condition';
 
 /**
  * Compiles an audience condition into WHERE clauses on `contacts AS c`: one parameterised query, evaluated by
@@ -20,6 +20,18 @@ const ORDER_SQL = { greaterThan: '>', lessThan: '<', greaterThanOrEqual: '>=', l
 /** `%`, `_` and `\` in user text are literal in LIKE patterns. */
 const literal = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 const ago = (unit: TimeUnit) => `now() - make_interval(${INTERVAL[unit]} => ?)`;
+
+/**
+ * A condition that cannot be compiled: a stored row the rules no longer accept (a field, operator or value refused
+ * since, a shape that is not a condition), a segment it names that is gone, or segments nested in a loop. Compiling it
+ * again can never succeed: callers treat it as a permanent failure (a 422, a row flagged in a list, a FAILED campaign).
+ */
+export class AudienceError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AudienceError';
+  }
+}
 
 type Where = Knex.QueryBuilder;
 type Bindings = readonly unknown[];
@@ -42,7 +54,7 @@ function textRule(q: Where, expr: string, pathBindings: Bindings, rule: FilterRu
 }
 
 function compileRule(q: Where, rule: FilterRule, segments: SegmentMap, depth: number): void {
-  const ref = classify(rule.field) as FieldRef; // checked before compiling
+  const ref = classify(rule.field) as FieldRef; // checked by check()
   const op = rule.operator;
   switch (ref.kind) {
     case 'email': {
@@ -93,12 +105,12 @@ function compileRule(q: Where, rule: FilterRule, segments: SegmentMap, depth: nu
       return;
     }
     case 'segment': {
-      const segment = segments.get(ref.id)!; // resolved before compiling
+      const segment = segments.get(ref.id)!; // checked by check()
       const member = (w: Where) => {
         if (segment.type === 'STATIC') {
           raw(w, 'EXISTS (SELECT 1 FROM segment_members m WHERE m.project_id = c.project_id AND m.segment_id = ? AND m.contact_id = c.id)', [segment.id]);
         } else {
-          w.where((inner) => { compileCondition(inner, segment.condition!, segments, depth + 1); });
+          w.where((inner) => { compile(inner, segment.condition!, segments, depth + 1); });
         }
       };
       if (op === 'memberOf') q.where(member);
@@ -108,9 +120,33 @@ function compileRule(q: Where, rule: FilterRule, segments: SegmentMap, depth: nu
   }
 }
 
-/** Adds the condition to a query over `contacts AS c`. Segments it names must be resolved (resolveSegments). */
-export function compileCondition(q: Where, condition: AudienceCondition, segments: SegmentMap, depth = 0): void {
-  if (depth > 10) throw new Error('segments nested too deeply');
+/**
+ * Adds the condition to a query over `contacts AS c`; `segments` are the project's (loadSegments). A condition that
+ * cannot be compiled throws an AudienceError naming what is wrong (at its path under `prefix`): it is checked here
+ * again with the rules of the API (the row may have been stored under older rules, or by hand), so no stored row
+ * turns into broken SQL.
+ */
+export function compileCondition(q: Where, condition: AudienceCondition, segments: SegmentMap, prefix = 'condition'): void {
+  check(condition, segments, 0, prefix);
+  compile(q, condition, segments, 0);
+}
+
+/** Throws an AudienceError for the first problem of the condition or of a segment it names, however deeply nested. */
+function check(condition: AudienceCondition | null, segments: SegmentMap, depth: number, prefix: string): void {
+  if (depth > 10) throw new AudienceError('segments nested too deeply (or in a loop)');
+  const shape = conditionSchema.validate(condition, { convert: false });
+  if (shape.error || !condition) throw new AudienceError(`${prefix}: ${shape.error?.message ?? 'missing'}`);
+  const problem = checkCondition(condition, prefix)[0];
+  if (problem) throw new AudienceError(`${problem.field}: ${problem.message}`);
+  for (const id of referencedSegments(condition)) {
+    const segment = segments.get(id);
+    if (!segment) throw new AudienceError(`${prefix}: segment ${id} does not exist`);
+    if (segment.type === 'DYNAMIC') check(segment.condition, segments, depth + 1, `segment ${id}: condition`);
+  }
+}
+
+/** The SQL of a checked condition (knex calls the where-callbacks when it builds the statement). */
+function compile(q: Where, condition: AudienceCondition, segments: SegmentMap, depth: number): void {
   q.where((all) => {
     for (const group of condition.groups) {
       const add = (g: Where) => { for (const rule of group.filters) compileRule(g, rule, segments, depth); };

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { migrateSystemDatabase } from '@dbos-inc/dbos-sdk/internal/system_database';
 import type { Logger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
-import { ACTIVITY_RETRY, WEBHOOK_RETRY, type RetryPolicy } from '../workflows/policy';
+import { ACTIVITY_RETRY, PERMANENT_ERROR, WEBHOOK_RETRY, type RetryPolicy } from '../workflows/policy';
 import { workflows, type WorkflowInputs, type WorkflowName } from '../workflows/registry';
 import { PARK_AFTER_MS } from '../workflows/runAutomation';
 import type { Activities, OtherActivities } from '../workflows/types';
@@ -99,7 +99,11 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
 }
 
 function stepOptions(p: RetryPolicy) {
-  return { retriesAllowed: true, maxAttempts: p.maximumAttempts, intervalSeconds: p.initialIntervalMs / 1000, backoffRate: p.backoffCoefficient };
+  return {
+    retriesAllowed: true, maxAttempts: p.maximumAttempts, intervalSeconds: p.initialIntervalMs / 1000, backoffRate: p.backoffCoefficient,
+    // A permanent failure (activities/permanent.ts) is not retried: DBOS records it and the workflow hears of it at once.
+    shouldRetry: (err: unknown) => (err as { name?: unknown } | null)?.name !== PERMANENT_ERROR,
+  };
 }
 
 export interface EmbeddedWorkerOptions {

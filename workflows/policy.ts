@@ -41,4 +41,11 @@ export const AUTOMATION_MAX_RUNNING = 200;
 /** Topic of the nudge that wakes an automation execution from a wait (an event arrived, or its deadline moved). */
 export const WAKE_TOPIC = 'wake';
 
+/**
+ * The error type of an activity's permanent failure (activities/permanent.ts): a failure that is the same on every
+ * attempt (a value PostgreSQL cannot hold, a stored audience that cannot be compiled). Neither engine retries it: the
+ * workflow hears of it at once and ends FAILED, instead of after ACTIVITY_RETRY's 10 attempts.
+ */
+export const PERMANENT_ERROR = 'PermanentError';
+
 export type RetryPolicy = typeof DELIVERY_RETRY | typeof ACTIVITY_RETRY | typeof WEBHOOK_RETRY;

@@ -1,4 +1,5 @@
 import type { WorkflowContext } from './context';
+import { activityFailureMessage } from './failure';
 import type { CampaignPhase, CampaignRef } from './types';
 
 /** Contacts per batch: one activity resolves them (one SQL statement) and stores their emails in the delivery queue. */
@@ -30,23 +31,33 @@ export function drainPollMs(pending: number, ratePerSecond = 14): number {
  * Sends a campaign: SCHEDULED → SENDING; the audience in keyset-ordered batches into the delivery queue (each
  * re-checks that the campaign is still SENDING, so a cancel stops it before its next batch); then waits until every
  * email has left the queue and marks the campaign SENT. A cancel from the engine (Temporal UI) leaves the same rows
- * as an API cancel.
+ * as an API cancel. When an activity fails for good (a permanent failure such as an audience that cannot be
+ * evaluated, or the last of its retries), the campaign ends FAILED with the reason, its queued emails cancelled and a
+ * `campaign.failed` event recorded (activities/campaigns.ts, failCampaignRows), instead of staying SENDING for ever.
  */
 export async function sendCampaign(ctx: WorkflowContext, input: CampaignInput): Promise<CampaignPhase> {
   const ref: CampaignRef = { projectId: input.projectId, campaignId: input.campaignId };
+  const result = await run(ctx, ref, input);
+  // Outside run's try: Temporal's continue-as-new is thrown, and must not be taken for a failed activity.
+  if (typeof result === 'object') return ctx.continueAsNew('sendCampaign', result);
+  return result;
+}
+
+/** The campaign's work until it ends (its phase) or the run has done its share (the input of the next run). */
+async function run(ctx: WorkflowContext, ref: CampaignRef, input: CampaignInput): Promise<CampaignPhase | CampaignInput> {
   try {
     const phase = await ctx.activities.beginCampaign(ref);
     if (phase !== 'SENDING') return phase;
     let after = input.after ?? null;
     for (let batches = 0; !input.draining; batches++) {
-      if (batches === BATCHES_PER_RUN || ctx.continueAsNewSuggested()) return await ctx.continueAsNew('sendCampaign', { ...ref, after });
+      if (batches === BATCHES_PER_RUN || ctx.continueAsNewSuggested()) return { ...ref, after };
       const batch = await ctx.activities.campaignBatch({ ...ref, after, size: CAMPAIGN_BATCH_SIZE });
       if (batch.cancelled) return 'CANCELLED';
       after = batch.last;
       if (batch.done) break;
     }
     for (let polls = 0; ; polls++) {
-      if (polls === DRAIN_POLLS_PER_RUN || ctx.continueAsNewSuggested()) return await ctx.continueAsNew('sendCampaign', { ...ref, draining: true });
+      if (polls === DRAIN_POLLS_PER_RUN || ctx.continueAsNewSuggested()) return { ...ref, draining: true };
       const progress = await ctx.activities.campaignProgress(ref);
       if (progress.cancelled) return 'CANCELLED';
       if (progress.pending === 0) break;
@@ -54,7 +65,12 @@ export async function sendCampaign(ctx: WorkflowContext, input: CampaignInput): 
     }
     return await ctx.activities.finishCampaign(ref);
   } catch (err) {
-    if (ctx.isCancellation(err)) await ctx.nonCancellable(() => ctx.activities.cancelCampaign(ref));
-    throw err;
+    if (ctx.isCancellation(err)) {
+      await ctx.nonCancellable(() => ctx.activities.cancelCampaign(ref));
+      throw err;
+    }
+    // Histories recorded before this change failed the workflow here; they replay as they were.
+    if (!ctx.patched('campaign-failed-state')) throw err;
+    return await ctx.activities.failCampaign({ ...ref, error: activityFailureMessage(err).slice(0, 1000) });
   }
 }

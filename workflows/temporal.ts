@@ -16,7 +16,7 @@ import { checkDomains as checkDomainsLogic } from './checkDomains';
 import type { WorkflowContext } from './context';
 import { runAutomation as runAutomationLogic } from './runAutomation';
 import { sendCampaign as sendCampaignLogic, type CampaignInput } from './sendCampaign';
-import { ACTIVITY_RETRY, WAKE_TOPIC, WEBHOOK_RETRY, type RetryPolicy } from './policy';
+import { ACTIVITY_RETRY, PERMANENT_ERROR, WAKE_TOPIC, WEBHOOK_RETRY, type RetryPolicy } from './policy';
 import type { AutomationInput, DomainChecksInput, OtherActivities, WebhookActivities } from './types';
 
 function retry(p: RetryPolicy): TemporalRetryPolicy {
@@ -25,7 +25,9 @@ function retry(p: RetryPolicy): TemporalRetryPolicy {
     backoffCoefficient: p.backoffCoefficient,
     maximumInterval: p.maximumIntervalMs,
     maximumAttempts: p.maximumAttempts,
-    // Permanent failures are not thrown (the activity records them and returns), so every thrown error is transient.
+    // Most permanent failures are not thrown (the activity records them and returns); those that are thrown (a data
+    // error, an audience that cannot be compiled) are PermanentErrors, which are not retried.
+    nonRetryableErrorTypes: [PERMANENT_ERROR],
   };
 }
 

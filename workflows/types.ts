@@ -101,6 +101,11 @@ export interface Activities {
   campaignProgress(ref: CampaignRef): Promise<{ pending: number; cancelled: boolean; ratePerSecond?: number }>;
   finishCampaign(ref: CampaignRef): Promise<CampaignPhase>;
   cancelCampaign(ref: CampaignRef): Promise<CampaignPhase>;
+  /**
+   * The campaign's workflow gave up: SCHEDULED or SENDING → FAILED with `error`, its queued emails cancelled and a
+   * `campaign.failed` event recorded, in one transaction; answers its status afterwards (unchanged if already final).
+   */
+  failCampaign(ref: CampaignRef & { error: string }): Promise<CampaignPhase>;
   /** Checks the next batch of sending domains (all projects, id order) against DNS and stores the outcomes. */
   checkDomainBatch(ref: { after: string | null; size: number }): Promise<DomainBatchResult>;
   /** Schedules the re-check run of the slot after `after`; returns that slot. */

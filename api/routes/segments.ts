@@ -5,7 +5,7 @@ import { loadSegments, resolveSegments, type SegmentDef } from '../../audience/c
 import { normaliseCondition, type AudienceCondition } from '../../audience/condition';
 import { Contact } from '../../db/models/Contact';
 import { upsertContacts } from '../../db/queries/contacts';
-import { memberCounts, segmentContacts, segmentsReferencing } from '../../db/queries/segments';
+import { isUnusableCondition, memberCounts, segmentContacts, segmentsReferencing, unusableCondition, type MemberCount } from '../../db/queries/segments';
 import { ApiError, conflict, notFound, validationFailed } from '../errors';
 import type { AuthState } from '../middleware/auth';
 import { decodeCursor, isUuid, toPage } from '../pagination';
@@ -23,11 +23,29 @@ interface SegmentRow extends SegmentDef {
   updated_at: Date;
 }
 
-function segmentJson(s: SegmentRow, memberCount: number) {
+/**
+ * `memberCount` is null, and `error` says why, for a segment whose stored condition cannot be evaluated (stored under
+ * older rules, or a value PostgreSQL cannot hold): the segment is still listed, and can be fixed with PATCH or deleted.
+ */
+function segmentJson(s: SegmentRow, count: MemberCount | undefined) {
   return {
-    id: s.id, name: s.name, description: s.description, type: s.type, condition: s.condition, memberCount,
+    id: s.id, name: s.name, description: s.description, type: s.type, condition: s.condition,
+    memberCount: count ? count.memberCount : 0, error: count?.error ?? null,
     createdAt: s.created_at.toISOString(), updatedAt: s.updated_at.toISOString(),
   };
+}
+
+/**
+ * Runs queries over a segment's contacts (or a previewed condition's): a condition that cannot be evaluated is a 422
+ * that says why and names the condition, not a 500.
+ */
+async function evaluating<T>(run: () => Promise<T>, suggestion?: string): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!isUnusableCondition(err)) throw err;
+    throw validationFailed([{ field: 'condition', message: unusableCondition(err), code: 'invalid_condition' }], suggestion);
+  }
 }
 
 /** Validates a condition fully (shape is Joi's; fields, operators, values and segment references here): 422 at the path. */
@@ -55,7 +73,7 @@ export function segmentRoutes(router: Router, knex: Knex): void {
     if (afterId) page.where('id', '<', afterId);
     const [rows, total] = await Promise.all([page as Promise<SegmentRow[]>, knex('segments').where('project_id', projectId).count('* as n').first()]);
     const counts = await memberCounts(knex, projectId, rows.slice(0, q.limit));
-    ctx.body = { success: true, data: toPage(rows, q.limit, Number(total?.n ?? 0), (s) => segmentJson(s, counts.get(s.id) ?? 0)) };
+    ctx.body = { success: true, data: toPage(rows, q.limit, Number(total?.n ?? 0), (s) => segmentJson(s, counts.get(s.id))) };
   });
 
   router.post('/segments', async (ctx) => {
@@ -68,7 +86,7 @@ export function segmentRoutes(router: Router, knex: Knex): void {
     }).returning('*');
     const counts = await memberCounts(knex, projectId, [row]);
     ctx.status = 201;
-    ctx.body = { success: true, data: segmentJson(row, counts.get(row.id) ?? 0) };
+    ctx.body = { success: true, data: segmentJson(row, counts.get(row.id)) };
   });
 
   router.post('/segments/preview', async (ctx) => {
@@ -77,10 +95,10 @@ export function segmentRoutes(router: Router, knex: Knex): void {
     const condition = await checked(knex, projectId, body.condition, 'condition');
     const all = await loadSegments(knex, projectId);
     const segment: SegmentDef = { id: '00000000-0000-0000-0000-000000000000', type: 'DYNAMIC', condition };
-    const [count, sample] = await Promise.all([
+    const [count, sample] = await evaluating(() => Promise.all([
       segmentContacts(knex, projectId, segment, all).count('* as n').first(),
       segmentContacts(knex, projectId, segment, all).orderBy('c.id', 'desc').limit(10).select('c.*'),
-    ]);
+    ]));
     ctx.body = { success: true, data: { count: Number(count?.n ?? 0), contacts: sample.map((r: Record<string, unknown>) => contactJson(Contact.fromDatabaseJson(r))) } };
   });
 
@@ -88,7 +106,7 @@ export function segmentRoutes(router: Router, knex: Knex): void {
     const { projectId } = ctx.state.auth as AuthState;
     const row = await findSegment(knex, projectId, ctx.params.id!);
     const counts = await memberCounts(knex, projectId, [row]);
-    ctx.body = { success: true, data: segmentJson(row, counts.get(row.id) ?? 0) };
+    ctx.body = { success: true, data: segmentJson(row, counts.get(row.id)) };
   });
 
   router.patch('/segments/:id', async (ctx) => {
@@ -106,7 +124,7 @@ export function segmentRoutes(router: Router, knex: Knex): void {
       updated_at: knex.fn.now(),
     }).returning('*');
     const counts = await memberCounts(knex, projectId, [row]);
-    ctx.body = { success: true, data: segmentJson(row, counts.get(row.id) ?? 0) };
+    ctx.body = { success: true, data: segmentJson(row, counts.get(row.id)) };
   });
 
   router.delete('/segments/:id', async (ctx) => {
@@ -132,9 +150,11 @@ export function segmentRoutes(router: Router, knex: Knex): void {
     const q = validateQuery<ListQuery>(ctx, listQuerySchema);
     const afterId = decodeCursor(q.cursor);
     const all = await loadSegments(knex, projectId);
-    const page = segmentContacts(knex, projectId, segment, all).orderBy('c.id', 'desc').limit(q.limit + 1).select('c.*');
-    if (afterId) page.where('c.id', '<', afterId);
-    const [rows, total] = await Promise.all([page, segmentContacts(knex, projectId, segment, all).count('* as n').first()]);
+    const [rows, total] = await evaluating(() => {
+      const page = segmentContacts(knex, projectId, segment, all).orderBy('c.id', 'desc').limit(q.limit + 1).select('c.*');
+      if (afterId) page.where('c.id', '<', afterId);
+      return Promise.all([page, segmentContacts(knex, projectId, segment, all).count('* as n').first()]);
+    }, 'Fix the segment\'s condition (PATCH /segments/:id), or the segments it names.');
     ctx.body = { success: true, data: toPage(rows as { id: string }[], q.limit, Number(total?.n ?? 0), (r) => contactJson(Contact.fromDatabaseJson(r))) };
   });
 
@@ -158,7 +178,7 @@ export function segmentRoutes(router: Router, knex: Knex): void {
       return { added: added.rows.length, created: contacts.filter((c) => c.isNew).length };
     });
     const counts = await memberCounts(knex, projectId, [segment]);
-    ctx.body = { success: true, data: { ...result, memberCount: counts.get(segment.id) ?? 0 } };
+    ctx.body = { success: true, data: { ...result, memberCount: counts.get(segment.id)?.memberCount ?? 0 } };
   });
 
   router.delete('/segments/:id/members', async (ctx) => {
@@ -172,6 +192,6 @@ export function segmentRoutes(router: Router, knex: Knex): void {
       [projectId, segment.id, emails],
     );
     const counts = await memberCounts(knex, projectId, [segment]);
-    ctx.body = { success: true, data: { removed: removed.rowCount ?? 0, memberCount: counts.get(segment.id) ?? 0 } };
+    ctx.body = { success: true, data: { removed: removed.rowCount ?? 0, memberCount: counts.get(segment.id)?.memberCount ?? 0 } };
   });
 }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { ExecutionStatus } from '../../workflows/types';
+import { recordEvents } from './events';
 
 /** The statuses of an execution still under way. */
 export const ACTIVE_STATUSES: ExecutionStatus[] = ['RUNNING', 'WAITING'];
@@ -11,11 +12,35 @@ export function endedColumns(db: Knex | Knex.Transaction) {
 
 /** Ends an active execution with `status`; answers the status it has afterwards (CANCELLED when the row is gone). */
 export async function endExecution(db: Knex, ref: { projectId: string; executionId: string }, status: ExecutionStatus, error: string | null): Promise<ExecutionStatus> {
+  // FAILED records its event with it: one transaction. The other endings stay one statement.
+  if (status === 'FAILED') return db.transaction((trx) => end(trx, ref, status, error));
+  return end(db, ref, status, error);
+}
+
+async function end(db: Knex | Knex.Transaction, ref: { projectId: string; executionId: string }, status: ExecutionStatus, error: string | null): Promise<ExecutionStatus> {
   const [row] = await db('automation_executions').where({ project_id: ref.projectId, id: ref.executionId }).whereIn('status', ACTIVE_STATUSES)
-    .update({ status, error, ...endedColumns(db) }).returning('status');
-  if (row) return row.status as ExecutionStatus;
+    .update({ status, error, ...endedColumns(db) }).returning(['status', 'automation_id', 'contact_id', 'current_step_id']);
+  if (row) {
+    if (status === 'FAILED') {
+      await recordExecutionFailed(db as Knex.Transaction, ref.projectId, { executionId: ref.executionId, workflowId: row.automation_id, contactId: row.contact_id, stepId: row.current_step_id, error });
+    }
+    return row.status as ExecutionStatus;
+  }
   const current = await db('automation_executions').where({ project_id: ref.projectId, id: ref.executionId }).first('status');
   return (current?.status ?? 'CANCELLED') as ExecutionStatus;
+}
+
+/**
+ * The `execution.failed` event of an execution that has just ended FAILED, in the caller's transaction (every way an
+ * execution fails comes here: a step that cannot succeed, an activity out of retries or failing permanently). It is
+ * recorded without a contact — the contact is in its data — so that it starts no workflow: a journey triggered by
+ * its own failure would otherwise fail and start again for ever.
+ */
+export async function recordExecutionFailed(
+  trx: Knex.Transaction, projectId: string,
+  x: { executionId: string; workflowId: string; contactId: string; stepId: string | null; error: string | null },
+): Promise<void> {
+  await recordEvents(trx, projectId, [{ name: 'execution.failed', data: { workflowId: x.workflowId, executionId: x.executionId, contactId: x.contactId, stepId: x.stepId, error: x.error } }]);
 }
 
 /**

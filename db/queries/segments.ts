@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
-import { compileCondition, loadSegments, type SegmentDef, type SegmentMap } from '../../audience/compile';
+import { AudienceError, compileCondition, loadSegments, type SegmentDef, type SegmentMap } from '../../audience/compile';
+import { databaseMessage, isDataError } from '../errors';
 
 /**
  * The contacts of a segment as a query over `contacts AS c` (select what you need from it). Dynamic segments are
- * their condition; static ones their members table.
+ * their condition; static ones their members table. A condition that cannot be compiled throws an AudienceError.
  */
 export function segmentContacts(db: Knex, projectId: string, segment: SegmentDef, segments: SegmentMap): Knex.QueryBuilder {
   const q = db('contacts as c').where('c.project_id', projectId);
@@ -15,14 +16,58 @@ export function segmentContacts(db: Knex, projectId: string, segment: SegmentDef
   return q;
 }
 
-/** Member counts of several segments in one statement (a UNION ALL of one count per segment). */
-export async function memberCounts(db: Knex, projectId: string, segments: SegmentDef[]): Promise<Map<string, number>> {
-  if (segments.length === 0) return new Map();
+/** A segment's member count, or why it has none: its stored condition cannot be compiled or its query fails on its values. */
+export type MemberCount = { memberCount: number; error: null } | { memberCount: null; error: string };
+
+/** How a condition that cannot be evaluated is described to the API user (the segment's `error`, a 422's message). */
+export function unusableCondition(err: unknown): string {
+  return `the condition cannot be evaluated: ${err instanceof AudienceError ? err.message : databaseMessage(err)}`;
+}
+
+/** True for a failure of one segment's own query that retrying cannot mend (see unusableCondition). */
+export function isUnusableCondition(err: unknown): boolean {
+  return err instanceof AudienceError || isDataError(err);
+}
+
+/**
+ * Member counts of several segments in one statement (a UNION ALL of one count per segment). A segment whose stored
+ * condition cannot be evaluated gets an error instead of a count, and never fails the others: conditions that do not
+ * compile are left out of the statement; when the statement fails on a value (a data error: a date PostgreSQL cannot
+ * hold), each segment of it is counted on its own, so that only the bad ones get their error. That fallback costs
+ * one statement per segment of the page, and only while a bad row is on it.
+ */
+export async function memberCounts(db: Knex, projectId: string, segments: SegmentDef[]): Promise<Map<string, MemberCount>> {
+  const counts = new Map<string, MemberCount>();
+  if (segments.length === 0) return counts;
   const all = await loadSegments(db, projectId);
-  const parts = segments.map((s) => segmentContacts(db, projectId, s, all).select(db.raw('?::uuid AS id', [s.id]), db.raw('count(*)::int AS n')));
-  const [first, ...rest] = parts;
-  const rows: { id: string; n: number }[] = await (rest.length ? first!.unionAll(rest, true) : first!);
-  return new Map(rows.map((r) => [r.id, r.n]));
+  const count = (s: SegmentDef) => segmentContacts(db, projectId, s, all).select(db.raw('?::uuid AS id', [s.id]), db.raw('count(*)::int AS n'));
+  const parts: { segment: SegmentDef; query: Knex.QueryBuilder }[] = [];
+  for (const segment of segments) {
+    try {
+      parts.push({ segment, query: count(segment) });
+    } catch (err) {
+      if (!(err instanceof AudienceError)) throw err;
+      counts.set(segment.id, { memberCount: null, error: unusableCondition(err) });
+    }
+  }
+  if (parts.length === 0) return counts;
+  const [first, ...rest] = parts.map((p) => p.query);
+  try {
+    const rows: { id: string; n: number }[] = await (rest.length ? first!.unionAll(rest, true) : first!);
+    for (const r of rows) counts.set(r.id, { memberCount: r.n, error: null });
+  } catch (err) {
+    if (!isDataError(err)) throw err;
+    await Promise.all(parts.map(async ({ segment }) => {
+      try {
+        const [row] = await count(segment);
+        counts.set(segment.id, { memberCount: (row as { n: number }).n, error: null });
+      } catch (one) {
+        if (!isDataError(one)) throw one;
+        counts.set(segment.id, { memberCount: null, error: unusableCondition(one) });
+      }
+    }));
+  }
+  return counts;
 }
 
 /** Segments whose conditions name this one (they would break if it were deleted). */

@@ -131,6 +131,13 @@ test('an activity that failed every retry ends the execution FAILED with the cau
   expect(commands.at(-1)).toBe('finish:FAILED:webhook answered 503');
 });
 
+test('DBOS out of retries: the execution FAILED with the last attempt\'s error, not DBOS\'s list of them all', async () => {
+  const dbos = Object.assign(new Error('Step callWebhook has exceeded its maximum of 6 retries. Previous errors: Error 1: …'), { errors: [new Error('webhook answered 502'), new Error('webhook answered 503')] });
+  const { ctx, commands } = scripted({ steps: [{ id: 'h', type: 'WEBHOOK', config: { url: 'https://h.example.com' } }], outcomes: [dbos] });
+  expect(await runAutomation(ctx, ref)).toBe('FAILED');
+  expect(commands.at(-1)).toBe('finish:FAILED:gave up after 2 attempts: webhook answered 503');
+});
+
 test('cancelled by the engine (Temporal UI): the row is cancelled as the API would, and the cancellation propagates', async () => {
   const { ctx, commands } = scripted({ steps: [{ id: 'w', type: 'DELAY', config: { amount: 1, unit: 'days' } }], cancelAt: 2 });
   await expect(runAutomation(ctx, ref)).rejects.toBeInstanceOf(Cancelled);

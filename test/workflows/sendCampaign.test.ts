@@ -11,14 +11,14 @@ class ContinuedAsNew extends Error {
   constructor(readonly input: unknown) { super('continue-as-new'); }
 }
 
-function scripted(opts: { contacts: number; pendingPolls?: number[]; cancelAtBatch?: number; from?: number }) {
+function scripted(opts: { contacts: number; pendingPolls?: number[]; cancelAtBatch?: number; from?: number; failAtBatch?: { batch: number; error: unknown }; patched?: boolean }) {
   const commands: string[] = [];
   let position = opts.from ?? 0;
   let batches = 0;
   const polls = [...(opts.pendingPolls ?? [0])];
   const ctx: WorkflowContext = {
     continueAsNewSuggested: () => false,
-    patched: () => true,
+    patched: () => opts.patched ?? true,
     webhooks: { callWebhook: async () => { throw new Error('not used'); } },
     receive: async () => { throw new Error('not used'); },
     activities: {
@@ -27,6 +27,7 @@ function scripted(opts: { contacts: number; pendingPolls?: number[]; cancelAtBat
       campaignBatch: async (r): Promise<BatchResult> => {
         commands.push('campaignBatch');
         batches++;
+        if (opts.failAtBatch?.batch === batches) throw opts.failAtBatch.error;
         if (opts.cancelAtBatch === batches) return { cancelled: true, inserted: 0, last: r.after, done: true };
         expect(r.after).toBe(position === 0 ? null : `contact-${position}`);
         const n = Math.min(r.size, opts.contacts - position);
@@ -36,6 +37,7 @@ function scripted(opts: { contacts: number; pendingPolls?: number[]; cancelAtBat
       campaignProgress: async () => { commands.push('campaignProgress'); return { pending: polls.shift() ?? 0, cancelled: false }; },
       finishCampaign: async () => { commands.push('finishCampaign'); return 'SENT' as CampaignPhase; },
       cancelCampaign: async () => { commands.push('cancelCampaign'); return 'CANCELLED' as CampaignPhase; },
+      failCampaign: async (r) => { commands.push(`failCampaign:${r.error}`); return 'FAILED' as CampaignPhase; },
     },
     sleep: async () => { commands.push('sleep'); },
     now: async () => 0,
@@ -97,4 +99,30 @@ test('the drain poll grows with the backlog, within 2 s to 60 s', () => {
   expect(drainPollMs(1)).toBe(2000);
   expect(drainPollMs(140)).toBe(5000);
   expect(drainPollMs(100_000)).toBe(60_000);
+});
+
+test('an activity that fails for good (a permanent failure, or out of retries) ends the campaign FAILED with its reason', async () => {
+  // Temporal: an ActivityFailure whose cause is the activity's error.
+  const temporal = Object.assign(new Error('Activity task failed'), { cause: new Error('the audience cannot be evaluated: date/time field value out of range') });
+  const a = scripted({ contacts: 2_000, failAtBatch: { batch: 2, error: temporal } });
+  await expect(sendCampaign(a.ctx, ref)).resolves.toBe('FAILED');
+  expect(a.commands).toEqual(['beginCampaign', 'campaignBatch', 'campaignBatch', 'failCampaign:the audience cannot be evaluated: date/time field value out of range']);
+  // DBOS after the last retry: its own error, listing each attempt's.
+  const dbos = Object.assign(new Error('Step campaignBatch has exceeded its maximum of 10 retries. Previous errors: …'), { errors: [new Error('ECONNREFUSED'), new Error('connection terminated')] });
+  const b = scripted({ contacts: 2_000, failAtBatch: { batch: 1, error: dbos } });
+  await expect(sendCampaign(b.ctx, ref)).resolves.toBe('FAILED');
+  expect(b.commands.at(-1)).toBe('failCampaign:gave up after 2 attempts: connection terminated');
+});
+
+test('a history recorded before FAILED existed (not patched) still fails the workflow, as it did', async () => {
+  const { ctx, commands } = scripted({ contacts: 2_000, failAtBatch: { batch: 1, error: new Error('boom') }, patched: false });
+  await expect(sendCampaign(ctx, ref)).rejects.toThrow('boom');
+  expect(commands).toEqual(['beginCampaign', 'campaignBatch']);
+});
+
+test('continue-as-new (thrown by Temporal) is not taken for a failure', async () => {
+  const { ctx, commands } = scripted({ contacts: 100_000 });
+  await expect(sendCampaign(ctx, ref)).rejects.toBeInstanceOf(ContinuedAsNew);
+  expect(commands.at(-1)).toBe('continueAsNew');
+  expect(commands.some((c) => c.startsWith('failCampaign'))).toBe(false);
 });

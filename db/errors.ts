@@ -1,0 +1,32 @@
+/**
+ * PostgreSQL's errors, as the callers of a failed statement need to tell them apart: a statement that fails because
+ * of the values it carries fails the same way every time, and must not be retried as if the database were away.
+ */
+
+/** The SQLSTATE of a failed statement (pg's `code`), or undefined for anything else. */
+export function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/**
+ * Class 22, "data exception": a value the statement computes with cannot be represented or converted (a date out of
+ * range such as year 0, an invalid cast, a division by zero). Retrying the same statement gives the same error.
+ */
+export function isDataError(err: unknown): boolean {
+  return sqlState(err)?.startsWith('22') ?? false;
+}
+
+/**
+ * The server's own message of a failed statement and its SQLSTATE, without what knex puts in front of it (the whole
+ * statement with its bound values: project ids, email addresses), so that it can be shown to an API user or stored as
+ * a reason: `date/time field value out of range: "0000-01-01T00:00:00Z" (SQLSTATE 22008)`.
+ */
+export function databaseMessage(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const code = sqlState(err);
+  if (!code) return message;
+  // knex: `${statement} - ${message}`; PostgreSQL's own messages do not contain " - ".
+  const at = message.lastIndexOf(' - ');
+  return `${at >= 0 ? message.slice(at + 3) : message} (SQLSTATE ${code})`;
+}
