@@ -11,10 +11,12 @@ export function sqlState(err: unknown): string | undefined {
 
 /**
  * Class 22, "data exception": a value the statement computes with cannot be represented or converted (a date out of
- * range such as year 0, an invalid cast, a division by zero). Retrying the same statement gives the same error.
+ * range such as year 0, an invalid cast, U+0000 in text, a division by zero); and 54001, "statement too complex"
+ * (JSON nested beyond the server's stack). Retrying the same statement gives the same error.
  */
 export function isDataError(err: unknown): boolean {
-  return sqlState(err)?.startsWith('22') ?? false;
+  const code = sqlState(err);
+  return code !== undefined && (code.startsWith('22') || code === '54001');
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import pg from 'pg';
+import { isDataError, sqlState } from '../../db/errors';
 import type { Logger } from '../../logging/logger';
 import { ApiError, type FieldError } from '../errors';
 
@@ -15,16 +15,6 @@ const HTTP_CODES: Record<number, { code: string; message?: string; suggestion?: 
   429: { code: 'RATE_LIMITED' },
 };
 
-/**
- * PostgreSQL's answers that mean "this value cannot be stored or compared", not "the server is broken": SQLSTATE
- * class 22 (data exception: invalid text representation, datetime out of range, U+0000 in text, numeric out of
- * range, …) and 54001 (statement too complex: e.g. JSON nested beyond the server's stack). The edge validation
- * (api/schemas/common.ts) is meant to refuse such values first; one that still reaches the database is the client's
- * value all the same, so it is a 422, never a 500.
- */
-function isDataException(err: unknown): err is pg.DatabaseError {
-  return err instanceof pg.DatabaseError && typeof err.code === 'string' && (err.code.startsWith('22') || err.code === '54001');
-}
 
 export interface ErrorBody {
   success: false;
@@ -71,9 +61,12 @@ export function errorHandler(log: Logger): Middleware {
       if (err instanceof ApiError) {
         for (const [k, v] of Object.entries(err.details.headers ?? {})) ctx.set(k, v);
         render(ctx, err.status, err.code, err.message, err.details);
-      } else if (isDataException(err)) {
+      } else if (isDataError(err)) {
+        // PostgreSQL refused a value (db/errors.ts). The edge validation (api/schemas/common.ts) is meant to refuse such
+        // values first; one that still reaches the database is the client's value all the same: a 422, never a 500.
         // Neither the SQL nor the value is shown or logged: the SQLSTATE and where it arose are enough to find the gap.
-        log.warn({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, sqlState: err.code, table: err.table, column: err.column, dataType: err.dataType, routine: err.routine },
+        const e = err as { table?: string; column?: string; dataType?: string; routine?: string };
+        log.warn({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, sqlState: sqlState(err), table: e.table, column: e.column, dataType: e.dataType, routine: e.routine },
           'a request value was refused by the database');
         render(ctx, 422, 'VALIDATION_ERROR', 'A value in the request cannot be stored: it is malformed or out of range', {
           suggestion: 'Check the values against the API reference; the requestId finds the details in the logs.',

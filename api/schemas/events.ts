@@ -2,9 +2,9 @@ import Joi from 'joi';
 import { cursorSchema, limitSchema } from '../pagination';
 import { contactDataSchema, dateSchema, emailSchema, uuidSchema } from './common';
 
-/** Event names: printable, 1 to 100 characters. Names under email. and contact. belong to the service. */
+/** Event names: printable, 1 to 100 characters. Names under the service's own prefixes are the service's to record. */
 export const eventNameSchema = Joi.string().trim().min(1).max(100).pattern(/^[^\p{Cc}]+$/u, 'printable characters');
-export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.'];
+export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.', 'campaign.', 'execution.'];
 
 export interface TrackBody {
   email: string;
@@ -17,7 +17,7 @@ export const trackSchema = Joi.object<TrackBody, true>({
   email: emailSchema.required(),
   event: eventNameSchema.required().custom((value: string, helpers) => (
     RESERVED_EVENT_PREFIXES.some((p) => value.toLowerCase().startsWith(p)) ? helpers.error('event.reserved') : value
-  )).messages({ 'event.reserved': 'event names beginning with "email." or "contact." are reserved for the service' }),
+  )).messages({ 'event.reserved': `event names beginning with ${RESERVED_EVENT_PREFIXES.map((p) => `"${p}"`).join(', ')} are reserved for the service` }),
   subscribed: Joi.boolean(),
   data: contactDataSchema,
 });

@@ -49,7 +49,7 @@ describe('POST /v1/track', () => {
   });
 
   test('reserved and invalid event names are 422 naming the field', async () => {
-    for (const event of ['email.sent', 'Contact.unsubscribed', '', 'x'.repeat(101), 'bad\nname']) {
+    for (const event of ['email.sent', 'Contact.unsubscribed', 'campaign.failed', 'execution.failed', '', 'x'.repeat(101), 'bad\nname']) {
       const res = await track({ email: 'r@example.com', event });
       expect(res.status).toBe(422);
       expect(res.body.error.errors[0].field).toBe('event');
