@@ -28,6 +28,8 @@ import {
  *   FUZZ_REQUESTS=<n>   requests in all (default 3000)
  *   FUZZ_LANES=<n>      concurrent lanes, each its own fc.assert (default 6)
  *   FUZZ_SURVEY=1       record every violation instead of stopping at the first of each lane, and print them by class
+ *   FUZZ_DEBUG=1        also print each "clean" request (valid key, headers, query and unmutated body) that got a 4xx,
+ *                       to see where the generators' valid bodies are not valid
  *
  * A failing lane prints fast-check's counterexample (shrunk) with a curl command. The same lane's requests come again
  * with FUZZ_SEED=<that lane's seed> FUZZ_LANES=1 (the database's state, and so some answers, may differ).
@@ -57,7 +59,7 @@ interface LoggedError {
 
 /** Where in Herald's own code an error was thrown (or passed through): the first stack frame outside node_modules. */
 function heraldFrame(e: LoggedError | undefined): string {
-  const frame = e?.err?.stack?.split('\n').find((l) => /^\s+at /.test(l) && !l.includes('node_modules') && !l.includes('node:'));
+  const frame = e?.err?.stack?.split('\n').find((l) => /^\s+at /.test(l) && l.includes(process.cwd()) && !l.includes('node_modules'));
   return frame ? ` at ${frame.trim().replace(/^at /, '').replace(process.cwd() + '/', '')}` : '';
 }
 
@@ -176,10 +178,13 @@ async function exchange(req: FuzzRequest, stats: Stats, shrinking: boolean): Pro
     if (ok) problems.push(`another project's id answered ${answer.status}`);
     else if (req.clean && answer.status !== 404) problems.push(`another project's id answered ${answer.status}, not 404`);
   }
-  if (shrinking) stats.shrinkRequests++;
-  else stats.requests++;
-  bump(stats.status, answer.status);
-  bump(stats.byRoute.get(req.route) ?? stats.byRoute.set(req.route, new Map()).get(req.route)!, answer.status);
+  if (shrinking) {
+    stats.shrinkRequests++; // not in the histograms, which are the run's
+  } else {
+    stats.requests++;
+    bump(stats.status, answer.status);
+    bump(stats.byRoute.get(req.route) ?? stats.byRoute.set(req.route, new Map()).get(req.route)!, answer.status);
+  }
 
   const page = (answer.json as { data?: { items?: unknown[]; total?: number } } | undefined)?.data;
   if (gen?.list && ok && Array.isArray(page?.items) && typeof page.total === 'number' && page.total < page.items.length) {
@@ -250,6 +255,13 @@ function report(stats: Stats, probes: { status: number; ms: number; error?: stri
       for (const v of vs) bump(routeCounts, v.req.route);
       const labels = [...new Set(vs.map((v) => v.req.label))].slice(0, 8).join(' | ');
       lines.push(`- [${vs.length}×] ${cls}\n  routes: ${[...routeCounts].map(([r, n]) => `${r} (${n})`).join(', ')}\n  labels: ${labels}\n  smallest: ${explain(sample).replace(/\n/g, '\n  ')}`);
+      if (SURVEY) {
+        // The smallest request of each route, in one line each: where the class shows.
+        for (const route of routeCounts.keys()) {
+          const s = vs.filter((v) => v.req.route === route).sort((a, b) => size(a) - size(b))[0]!;
+          lines.push(`    ${describeRequest(s.req).slice(0, 400)}${heraldFrame(s.serverError)}`);
+        }
+      }
     }
   }
   if (stats.notes.length) lines.push(`fuzz: ${stats.notes.length} notes (not failures): ${stats.notes.slice(0, 5).join('; ')}`);
