@@ -12,7 +12,7 @@ import { bearer, TEST_SECRET, testAppDeps } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/db';
 import { startDnsServer, type TestDnsServer } from './support/dns';
 import {
-  appRoutes, checkAnswer, closeAgent, curl, describeRequest, emptyPools, percentile, requestArb, resolveRequest, ROUTE_GENERATORS,
+  appRoutes, checkAnswer, closeAgent, curl, describeRequest, emptyPools, ghostTwin, percentile, requestArb, resolveRequest, ROUTE_GENERATORS,
   send, startHealthProbe, type Answer, type FuzzProject, type FuzzRequest, type FuzzWorld, type ResolvedRequest,
   type ResourceType, type RouteKey,
 } from './support/fuzz';
@@ -157,6 +157,8 @@ interface Violation {
 interface Stats {
   requests: number;
   shrinkRequests: number;
+  /** Twins of requests with another project's id (the tenancy check). */
+  twins: number;
   status: Map<number, number>;
   byRoute: Map<string, Map<number, number>>;
   violations: Violation[];
@@ -173,10 +175,15 @@ async function exchange(req: FuzzRequest, stats: Stats, shrinking: boolean): Pro
   const gen = ROUTE_GENERATORS[req.route];
   const problems = checkAnswer(req, gen, answer);
   const ok = answer.status >= 200 && answer.status < 300;
-  // Tenancy: another project's id is never found (decisions.md: 404, never 403), whatever else the request holds.
+  // Tenancy: another project's id is never found (decisions.md: 404, never 403). Whatever else the request holds, it
+  // answers as the same request with an id that exists nowhere does.
   if (req.idKinds.includes('other') && !gen?.html && req.route !== 'off-route') {
     if (ok) problems.push(`another project's id answered ${answer.status}`);
-    else if (req.clean && answer.status !== 404) problems.push(`another project's id answered ${answer.status}, not 404`);
+    else if (req.auth === 'secret') {
+      const twin = await send(port, ghostTwin(world, req, resolved));
+      stats.twins++;
+      if (twin.status !== answer.status) problems.push(`another project's id answered ${answer.status}, an id that exists nowhere ${twin.status}`);
+    }
   }
   if (shrinking) {
     stats.shrinkRequests++; // not in the histograms, which are the run's
@@ -233,7 +240,7 @@ function report(stats: Stats, probes: { status: number; ms: number; error?: stri
   const lines: string[] = [];
   const histogram = [...stats.status].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}:${n}`).join(' ');
   lines.push(`fuzz: seed ${SEED} (${LANES} lanes, seeds ${SEED}..${SEED + LANES - 1}), ${stats.requests} requests over ${stats.byRoute.size - (stats.byRoute.has('off-route') ? 1 : 0)} routes`
-    + ` (+${stats.shrinkRequests} while shrinking) in ${seconds.toFixed(1)} s${SURVEY ? ', survey mode' : ''}`);
+    + ` (+${stats.twins} tenancy twins, +${stats.shrinkRequests} while shrinking) in ${seconds.toFixed(1)} s${SURVEY ? ', survey mode' : ''}`);
   lines.push(`fuzz: status histogram ${histogram}`);
   const latencies = probes.map((p) => p.ms).sort((a, b) => a - b);
   const failed = probes.filter((p) => p.status !== 200);
@@ -270,7 +277,7 @@ function report(stats: Stats, probes: { status: number; ms: number; error?: stri
 }
 
 test(`seeded fuzz over every route: no 5xx, every answer in the envelope, health answers meanwhile (${TOTAL} requests)`, async () => {
-  const stats: Stats = { requests: 0, shrinkRequests: 0, status: new Map(), byRoute: new Map(), violations: [], notes: [] };
+  const stats: Stats = { requests: 0, shrinkRequests: 0, twins: 0, status: new Map(), byRoute: new Map(), violations: [], notes: [] };
   const requests = fc.limitShrink(requestArb(routes), MAX_SHRINKS);
   const perLane = Math.ceil(TOTAL / LANES);
 

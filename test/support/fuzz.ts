@@ -610,7 +610,7 @@ export interface FuzzRequest {
   body: BodySpec;
   /** What was done to the request, for the report: mutation, id kinds, header variant. */
   label: string;
-  /** Valid key, normal headers, valid query and an unmutated body: a request that only its ids can make fail. */
+  /** Valid key, normal headers, no junk query and no mutation (its generated values may still be refused). */
   clean: boolean;
   /** Kinds of the ids in the path (own, other, random, malformed, …). */
   idKinds: string[];
@@ -781,9 +781,11 @@ function pick<T>(list: T[], n: number): T | undefined {
 }
 
 const NIL = '00000000-0000-4000-8000-000000000000';
+/** An id no row has: stands in for another project's id in the twin request of the tenancy check. */
+export const GHOST = '01a20000-0000-7000-8000-00000000dead';
 
-/** The text a `⟦…⟧` token stands for, for a request of project `p`. */
-export function resolveToken(world: FuzzWorld, p: 0 | 1, token: string): string {
+/** The text a `⟦…⟧` token stands for, for a request of project `p`; `ghost`: another project's ids become GHOST. */
+export function resolveToken(world: FuzzWorld, p: 0 | 1, token: string, ghost = false): string {
   const parts = token.split(':');
   const own = world.projects[p];
   const other = world.projects[p === 0 ? 1 : 0];
@@ -793,7 +795,7 @@ export function resolveToken(world: FuzzWorld, p: 0 | 1, token: string): string 
       const [, type, kind, n, variant] = parts as [string, ResourceType, string, string, string | undefined];
       const pool = (kind === 'other' ? other : own).pools[type];
       const list = kind === 'ownMade' ? pool.made : [...pool.keep, ...pool.made];
-      const id = pick(list, Number(n)) ?? NIL;
+      const id = ghost && kind === 'other' ? GHOST : pick(list, Number(n)) ?? NIL;
       return variant ? uuidVariant(id, variant) : id;
     }
     case 'cursor': {
@@ -823,7 +825,10 @@ export function resolveToken(world: FuzzWorld, p: 0 | 1, token: string): string 
 
 export interface ResolvedRequest {
   method: string;
+  /** Path and query. */
   url: string;
+  /** The path alone. */
+  path: string;
   headers: Record<string, string>;
   body?: Buffer;
   chunked: boolean;
@@ -831,8 +836,17 @@ export interface ResolvedRequest {
   bodyText?: string;
 }
 
-function resolveText(world: FuzzWorld, p: 0 | 1, text: string, encode: (s: string) => string): string {
-  return text.replace(/⟦([^⟧]*)⟧/g, (_, t: string) => encode(resolveToken(world, p, t)));
+function resolveText(world: FuzzWorld, p: 0 | 1, text: string, encode: (s: string) => string, ghost = false): string {
+  return text.replace(/⟦([^⟧]*)⟧/g, (_, t: string) => encode(resolveToken(world, p, t, ghost)));
+}
+
+/**
+ * The same request with another project's ids in its path replaced by an id that exists nowhere (same spelling
+ * variant): tenancy means the two cannot be told apart.
+ */
+export function ghostTwin(world: FuzzWorld, req: FuzzRequest, resolved: ResolvedRequest): ResolvedRequest {
+  const path = resolveText(world, req.project, req.path, encodePathText, true);
+  return { ...resolved, path, url: path + resolved.url.slice(resolved.path.length) };
 }
 
 /** JSON-safe text of a resolved token (ids and domains need no escaping, but variants may hold spaces or braces). */
@@ -926,7 +940,7 @@ export function resolveRequest(world: FuzzWorld, req: FuzzRequest): ResolvedRequ
     case 'expect': headers.Expect = '100-continue'; break;
   }
   const url = `${path}${query ? `?${query}` : ''}`;
-  return { method: req.method, url, headers, body: bytes, chunked, bodyText: text };
+  return { method: req.method, url, path, headers, body: bytes, chunked, bodyText: text };
 }
 
 export interface Answer {
