@@ -28,6 +28,7 @@ import {
  *   FUZZ_REQUESTS=<n>   requests in all (default 3000)
  *   FUZZ_LANES=<n>      concurrent lanes, each its own fc.assert (default 6)
  *   FUZZ_SURVEY=1       record every violation instead of stopping at the first of each lane, and print them by class
+ *   FUZZ_RACES=<n>      write/delete races (default 90)
  *   FUZZ_DEBUG=1        also print each "clean" request (valid key, headers, query and unmutated body) that got a 4xx,
  *                       to see where the generators' valid bodies are not valid
  *
@@ -315,6 +316,106 @@ test(`seeded fuzz over every route: no 5xx, every answer in the envelope, health
     expect(stats.status.get(429) ?? 0).toBe(0);
   }
 }, 300_000);
+
+/**
+ * Races the fuzz meets only now and then, met on purpose: a write that touches a row while the row is deleted. Each
+ * pair is set up on fresh rows, then both requests go at once (the delete a few milliseconds later or sooner); both
+ * answers must be below 500 and in the envelope. Bounded and seeded like the rest.
+ */
+const RACES: Record<string, { setup: (api: Api, n: number) => Promise<string>; write: (id: string, n: number) => Call; remove: (id: string) => Call }> = {
+  'POST /v1/track × DELETE /workflows/:id (the workflow the event triggers)': {
+    setup: async (api) => (await api(['POST', '/workflows', { name: 'race', enabled: true, trigger: { type: 'EVENT', event: 'race' }, steps: [{ id: 'a', type: 'DELAY', config: { amount: 1, unit: 'days' } }] }])).id,
+    write: (_, n) => ['POST', '/v1/track', { email: `race-w${n}@example.org`, event: 'race' }],
+    remove: (id) => ['DELETE', `/workflows/${id}`],
+  },
+  'POST /segments/:id/members × DELETE /segments/:id': {
+    setup: async (api) => (await api(['POST', '/segments', { name: 'race', type: 'STATIC' }])).id,
+    write: (id, n) => ['POST', `/segments/${id}/members`, { emails: [`race-m${n}@example.org`] }],
+    remove: (id) => ['DELETE', `/segments/${id}`],
+  },
+  'POST /v1/track × DELETE /contacts/:id (the contact tracked)': {
+    setup: async (api, n) => (await api(['POST', '/contacts', { email: `race-t${n}@example.org` }])).id,
+    write: (_, n) => ['POST', '/v1/track', { email: `race-t${n}@example.org`, event: 'race-track' }],
+    remove: (id) => ['DELETE', `/contacts/${id}`],
+  },
+  'POST /v1/send × DELETE /contacts/:id (the recipient)': {
+    setup: async (api, n) => (await api(['POST', '/contacts', { email: `race-s${n}@example.org` }])).id,
+    write: (_, n) => ['POST', '/v1/send', { to: `race-s${n}@example.org`, from: `race@${world.projects[0].domain}`, subject: 'Race', body: '<p>race</p>' }],
+    remove: (id) => ['DELETE', `/contacts/${id}`],
+  },
+  'PATCH /contacts/:id × DELETE /contacts/:id': {
+    setup: async (api, n) => (await api(['POST', '/contacts', { email: `race-p${n}@example.org` }])).id,
+    write: (id) => ['PATCH', `/contacts/${id}`, { data: { plan: 'race' } }],
+    remove: (id) => ['DELETE', `/contacts/${id}`],
+  },
+  'PATCH /campaigns/:id × DELETE /campaigns/:id': {
+    setup: async (api) => (await api(['POST', '/campaigns', { name: 'race', subject: 'Race', body: '<p>race</p>', from: `race@${world.projects[0].domain}`, audienceType: 'ALL' }])).id,
+    write: (id) => ['PATCH', `/campaigns/${id}`, { name: 'renamed' }],
+    remove: (id) => ['DELETE', `/campaigns/${id}`],
+  },
+  'PATCH /segments/:id × DELETE /segments/:id': {
+    setup: async (api) => (await api(['POST', '/segments', { name: 'race', type: 'STATIC' }])).id,
+    write: (id) => ['PATCH', `/segments/${id}`, { name: 'renamed' }],
+    remove: (id) => ['DELETE', `/segments/${id}`],
+  },
+  'PATCH /workflows/:id × DELETE /workflows/:id': {
+    setup: async (api) => (await api(['POST', '/workflows', { name: 'race', trigger: { type: 'EVENT', event: 'race-patch' }, steps: [{ id: 'a', type: 'EXIT' }] }])).id,
+    write: (id) => ['PATCH', `/workflows/${id}`, { name: 'renamed' }],
+    remove: (id) => ['DELETE', `/workflows/${id}`],
+  },
+  'POST /campaigns/:id/send × DELETE /campaigns/:id': {
+    setup: async (api) => (await api(['POST', '/campaigns', { name: 'race', subject: 'Race', body: '<p>race</p>', from: `race@${world.projects[0].domain}`, audienceType: 'ALL' }])).id,
+    write: (id) => ['POST', `/campaigns/${id}/send`, {}],
+    remove: (id) => ['DELETE', `/campaigns/${id}`],
+  },
+};
+type Call = [method: string, path: string, body?: object];
+type Api = (call: Call) => Promise<{ id: string }>;
+
+test('racing a delete: a write to a row being deleted answers below 500, in the envelope', async () => {
+  const key = world.projects[0].secretKey;
+  const toRequest = ([method, path, body]: Call): ResolvedRequest => ({
+    method, url: path, path, chunked: false,
+    headers: { Authorization: `Bearer ${key}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    ...(body ? { body: Buffer.from(JSON.stringify(body)), bodyText: JSON.stringify(body) } : {}),
+  });
+  const api: Api = async (call) => {
+    const a = await send(port, toRequest(call));
+    if (a.status >= 300) throw new Error(`race setup ${call[0]} ${call[1]}: ${a.status} ${a.text.slice(0, 200)}`);
+    return (a.json as { data: { id: string } }).data;
+  };
+  const asRequest = (call: Call, route: string): FuzzRequest => ({
+    route, method: call[0], path: call[1], query: [], rawQuery: '', project: 0, auth: 'secret', headers: 'normal',
+    body: call[2] ? { kind: 'json', value: call[2] } : { kind: 'none' }, label: 'race', clean: true, idKinds: [],
+  });
+  let n = 0;
+  const seen = new Map<string, Map<string, number>>();
+  const problems: string[] = [];
+  await fc.assert(fc.asyncProperty(fc.constantFrom(...Object.keys(RACES)), fc.integer({ min: -3, max: 3 }), async (name, lead) => {
+    const race = RACES[name]!;
+    const i = n++;
+    const id = await race.setup(api, i);
+    const write = race.write(id, i);
+    const remove = race.remove(id);
+    const later = (call: Call, ms: number) => new Promise((r) => setTimeout(r, ms)).then(() => send(port, toRequest(call)));
+    const [w, d] = await Promise.all([later(write, Math.max(0, -lead)), later(remove, Math.max(0, lead))]);
+    const outcome = `${w.status}/${d.status}`;
+    seen.set(name, (seen.get(name) ?? new Map()).set(outcome, (seen.get(name)?.get(outcome) ?? 0) + 1));
+    const found = [
+      ...checkAnswer(asRequest(write, `${write[0]} ${write[1].replace(/[0-9a-f-]{36}/, ':id')}`), undefined, w).map((p) => `${write[0]} ${write[1]}: ${p}`),
+      ...checkAnswer(asRequest(remove, `${remove[0]} ${remove[1].replace(/[0-9a-f-]{36}/, ':id')}`), undefined, d).map((p) => `${remove[0]} ${remove[1]}: ${p}`),
+    ];
+    if (found.length) {
+      const log = [w, d].map((a) => serverErrors.get(String(a.headers['x-request-id']))).filter(Boolean)
+        .map((e) => `${e!.err?.type ?? ''} ${e!.err?.code ?? ''} ${(e!.err?.message ?? '').split(' - ').at(-1)}${heraldFrame(e)}`);
+      const message = `${name}: write ${w.status}, delete ${d.status}${log.length ? ` — server log: ${log.join(' | ')}` : ''}`;
+      if (SURVEY) problems.push(message); // one line per outcome (they hold no ids)
+      else throw Object.assign(new Error(`${message}\n  ${found.join('\n  ')}`), { stack: message });
+    }
+  }), { seed: SEED, numRuns: Number(process.env.FUZZ_RACES ?? 90), includeErrorInReport: true }).catch((err: Error) => problems.push(err.message));
+  console.log(`fuzz: races ${n} (seed ${SEED}): ${[...seen].map(([k, m]) => `${k.split(' (')[0]} → ${[...m].map(([o, c]) => `${o}:${c}`).join(' ')}`).join('; ')}`);
+  expect([...new Set(problems)]).toEqual([]);
+}, 120_000);
 
 test('afterwards every list of both projects still answers, page by page, and so does each row', async () => {
   const failures: string[] = [];
