@@ -21,8 +21,10 @@ import {
  * Issue 13: a fuzz test of Herald's own. Seeded and bounded: a few thousand generated requests over every route of
  * the app (read from its routers, so that a new route without a generator fails the test), mostly near-valid bodies
  * with one mutation each, odd headers and keys, ids of the caller's project, of the other project, random and malformed.
- * Every answer must be below 500 and in the spec's envelope; a health probe from another thread must answer all along;
- * and afterwards every list of both projects must still answer (nothing stored that later breaks a read).
+ * Every answer must be below 500 and in the spec's envelope; another project's id must answer as an id that exists
+ * nowhere does (a twin request checks it); a health probe from another thread must answer all along. Then writes race
+ * the delete of the row they touch, and at the end every list of both projects must still answer, page by page, and
+ * each row by id (nothing stored that later breaks a read).
  *
  *   FUZZ_SEED=<n>       seed (default below; lane i uses seed + i)
  *   FUZZ_REQUESTS=<n>   requests in all (default 3000)
