@@ -150,7 +150,9 @@ function renderPart(engine: Liquid, templates: Template[], scope: RenderScope, p
     throw new TemplateError(part, `template could not be rendered: ${message}`);
   }
   budget.take(emitter.buffer.length);
-  return emitter.buffer;
+  // A filter can make U+0000 out of plain text (`"%00" | url_decode`): neither PostgreSQL's text nor a mail line can
+  // carry it. (An unpaired surrogate, from `slice` cutting a pair, is written as U+FFFD by the UTF-8 encoders.)
+  return emitter.buffer.includes('\0') ? emitter.buffer.replace(/\0/g, '') : emitter.buffer;
 }
 
 /**

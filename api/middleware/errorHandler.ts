@@ -61,6 +61,14 @@ export function errorHandler(log: Logger): Middleware {
       if (err instanceof ApiError) {
         for (const [k, v] of Object.entries(err.details.headers ?? {})) ctx.set(k, v);
         render(ctx, err.status, err.code, err.message, err.details);
+      } else if (sqlState(err) === '23503') {
+        // A row this request refers to was deleted by a request that committed meanwhile (the routes check what they
+        // refer to, but a delete can land between the check and the write): the client's race, to retry, not a 500.
+        log.warn({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, sqlState: '23503', constraint: (err as { constraint?: string }).constraint },
+          'a row the request refers to was deleted meanwhile');
+        render(ctx, 409, 'CONFLICT', 'Something this request refers to was deleted while it was being handled', {
+          suggestion: 'Check that what the request names still exists, then retry.',
+        });
       } else if (isDataError(err)) {
         // PostgreSQL refused a value (db/errors.ts). The edge validation (api/schemas/common.ts) is meant to refuse such
         // values first; one that still reaches the database is the client's value all the same: a 422, never a 500.

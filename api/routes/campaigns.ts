@@ -141,7 +141,8 @@ export function campaignRoutes(router: Router, { knex, engine, log, render }: Ca
     const current = await findCampaign(knex, projectId, ctx.params.id!);
     const body = validateBody<PatchCampaignBody>(ctx, patchCampaignSchema);
     const updated = await knex.transaction(async (trx) => {
-      const locked: CampaignRow = await trx('campaigns').where({ project_id: projectId, id: current.id }).forUpdate().first();
+      const locked: CampaignRow | undefined = await trx('campaigns').where({ project_id: projectId, id: current.id }).forUpdate().first();
+      if (!locked) throw notFound('Campaign'); // deleted meanwhile
       if (locked.status !== 'DRAFT') throw conflict(`Only DRAFT campaigns can be edited; this one is ${locked.status}`);
       const audienceType = body.audienceType ?? locked.audience_type;
       const merged = {
@@ -184,7 +185,8 @@ export function campaignRoutes(router: Router, { knex, engine, log, render }: Ca
     const current = await findCampaign(knex, projectId, ctx.params.id!);
     const body = validateBody<SendCampaignBody>(ctx, sendCampaignSchema);
     const row = await knex.transaction(async (trx) => {
-      const locked: CampaignRow = await trx('campaigns').where({ project_id: projectId, id: current.id }).forUpdate().first();
+      const locked: CampaignRow | undefined = await trx('campaigns').where({ project_id: projectId, id: current.id }).forUpdate().first();
+      if (!locked) throw notFound('Campaign'); // deleted meanwhile
       if (locked.status !== 'DRAFT') throw conflict(`Campaign is ${locked.status}; only a DRAFT campaign can be sent or scheduled`);
       await checkContent(trx, render, projectId, {
         subject: locked.subject, body: locked.body, from: locked.from_email, audienceType: locked.audience_type,

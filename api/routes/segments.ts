@@ -123,6 +123,7 @@ export function segmentRoutes(router: Router, knex: Knex): void {
       ...(condition ? { condition: JSON.stringify(condition) } : {}),
       updated_at: knex.fn.now(),
     }).returning('*');
+    if (!row) throw notFound('Segment'); // deleted meanwhile
     const counts = await memberCounts(knex, projectId, [row]);
     ctx.body = { success: true, data: segmentJson(row, counts.get(row.id)) };
   });
@@ -168,6 +169,8 @@ export function segmentRoutes(router: Router, knex: Knex): void {
     staticOnly(segment);
     const { emails } = validateBody<MembersBody>(ctx, membersSchema);
     const result = await knex.transaction(async (trx) => {
+      // The segment stays until this commits (a concurrent delete waits); one deleted meanwhile is gone: 404.
+      if (!(await trx('segments').where({ project_id: projectId, id: segment.id }).forKeyShare().first('id'))) throw notFound('Segment');
       // Unknown emails become contacts, subscribed (decisions.md).
       const contacts = await upsertContacts(trx, projectId, emails.map((email) => ({ email })), true);
       const added = await trx.raw(

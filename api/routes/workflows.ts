@@ -128,9 +128,10 @@ export function workflowRoutes(router: Router, knex: Knex, engine: Engine, log: 
         ...(body.allowReentry !== undefined ? { allow_reentry: body.allowReentry } : {}),
         updated_at: trx.fn.now(),
       }).returning('*');
+      if (!updated) throw notFound('Workflow'); // deleted meanwhile
       // Disabling stops the journeys under way; editing the steps does not (each execution keeps the steps it started with).
-      const ids = updated!.enabled ? [] : await cancelExecutions(trx, projectId, current.id);
-      return { row: updated!, cancelled: ids };
+      const ids = updated.enabled ? [] : await cancelExecutions(trx, projectId, current.id);
+      return { row: updated, cancelled: ids };
     });
     cancelEngineExecutions(engine, cancelled, log);
     ctx.body = { success: true, data: workflowJson(row) };

@@ -65,20 +65,23 @@ export async function upsertContacts(
   const rows = [...merged].map(([email, v]) => ({ email, id: v.id, subscribed: v.subscribed, set: v.set, unset: v.unset }))
     .sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0));
   if (rows.length === 0) return [];
-  const payload = JSON.stringify(rows);
-
   const work = async (trx: Knex.Transaction) => {
-    const inserted = await trx.raw(
-      `INSERT INTO contacts (id, project_id, email, subscribed, data)
-       SELECT coalesce(v.id, herald_uuidv7()), ?::uuid, v.email, coalesce(v.subscribed, ?::boolean), v.set
-       FROM jsonb_to_recordset(?::jsonb) AS v(id uuid, email text, subscribed boolean, set jsonb, unset text[])
-       ON CONFLICT (project_id, email) DO NOTHING
-       RETURNING *`,
-      [projectId, defaultSubscribed, payload],
-    );
     const byEmail = new Map<string, UpsertedContact>();
-    for (const r of inserted.rows as Record<string, unknown>[]) byEmail.set(r.email as string, { contact: Contact.fromDatabaseJson(r), isNew: true });
-    if (byEmail.size < rows.length) {
+    // Usually one round. A contact that a concurrent transaction deletes while our INSERT saw it and our UPDATE waited
+    // on it is neither inserted nor updated: the next round inserts it again, as if this upsert had come after.
+    for (let pending = rows, round = 0; pending.length > 0; pending = pending.filter((r) => !byEmail.has(r.email)), round++) {
+      if (round === 3) throw new Error('contacts kept being deleted while they were upserted');
+      const payload = JSON.stringify(pending);
+      const inserted = await trx.raw(
+        `INSERT INTO contacts (id, project_id, email, subscribed, data)
+         SELECT coalesce(v.id, herald_uuidv7()), ?::uuid, v.email, coalesce(v.subscribed, ?::boolean), v.set
+         FROM jsonb_to_recordset(?::jsonb) AS v(id uuid, email text, subscribed boolean, set jsonb, unset text[])
+         ON CONFLICT (project_id, email) DO NOTHING
+         RETURNING *`,
+        [projectId, defaultSubscribed, payload],
+      );
+      for (const r of inserted.rows as Record<string, unknown>[]) byEmail.set(r.email as string, { contact: Contact.fromDatabaseJson(r), isNew: true });
+      if (inserted.rows.length === pending.length) break;
       // Existing contacts (those not inserted just now): apply the changes; updated_at moves only on a real change.
       // A separate statement on purpose: it takes a new snapshot, so it sees a row that a concurrent upsert committed
       // while our INSERT waited on it (one statement with both would not, and would lose that contact).

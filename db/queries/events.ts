@@ -39,6 +39,8 @@ export const EVENT_EFFECTS = `
     FROM inserted ev JOIN automations a ON a.project_id = ev.project_id AND a.enabled AND a.trigger_event = ev.name
     WHERE ev.contact_id IS NOT NULL
     ORDER BY ev.id, a.id
+    -- A workflow deleted (or disabled) by a transaction that commits meanwhile is skipped, not an FK violation.
+    FOR KEY SHARE OF a
     ON CONFLICT (automation_id, contact_id) WHERE exclusive AND status IN ('RUNNING', 'WAITING') DO NOTHING
     RETURNING 1),
   woken AS (

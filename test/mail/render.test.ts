@@ -32,6 +32,10 @@ describe('rendering', () => {
     expect(out).toEqual({ subject: 'ada@example.com', html: 'https://h.test/unsubscribe/tok' });
   });
 
+  test('U+0000 that a filter makes out of plain text is dropped (PostgreSQL text and mail cannot carry it)', () => {
+    expect(render('a{{ "%00" | url_decode }}b', 'c{{ "%00" | url_decode }}d')).toEqual({ subject: 'ab', html: 'cd' });
+  });
+
   test('line breaks from variables never reach the subject header', () => {
     expect(render('Hi {{ v }}', 'b', { v: 'x\r\nBcc: victim@example.com' }).subject).toBe('Hi x Bcc: victim@example.com');
   });
