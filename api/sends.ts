@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { v7 as uuidv7 } from 'uuid';
 import { upsertContacts } from '../db/queries/contacts';
 import { verifiedSenders } from '../db/queries/domains';
-import { messageScope, type Renderer, type RenderJobResult, type TemplateProblem } from '../mail/render';
+import { messageScope, type Renderer, type RenderJob, type TemplateProblem } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import { ApiError, validationFailed } from './errors';
 import type { Mailbox, SendBody } from './schemas/send';
@@ -58,14 +58,14 @@ function renderFailure(body: SendBody, failed: TemplateProblem): ApiError {
     failed.code === 'invalid_template' ? undefined : 'Templates render within a budget per request: see "Rendering limits" in docs/api.md.');
 }
 
-async function renderFor(deps: SendStoreDeps, p: Pick<CheckedSend, 'command' | 'subject' | 'body'>, contacts: RenderedFor[]): Promise<RenderJobResult> {
+function renderJobOf(deps: SendStoreDeps, p: Pick<CheckedSend, 'command' | 'subject' | 'body'>, contacts: RenderedFor[]): RenderJob {
   const { projectId, body, recipients } = p.command;
-  return deps.render({
+  return {
     subject: p.subject,
     body: p.body,
     scopes: recipients.map((m, k) => messageScope(body.data ?? {}, { ...contacts[k]!, email: m.email },
       unsubscribeUrl(deps.publicUrl, deps.secret, { projectId, contactId: contacts[k]!.id }))),
-  }, projectId);
+  };
 }
 
 /**
@@ -128,8 +128,9 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
   }
   const existing = new Map<string, RenderedFor>();
   await Promise.all([...addresses].map(async ([projectId, emails]) => {
+    // = ANY of one array parameter: one statement text (and plan) whatever the batch's size.
     const rows: { id: string; email: string; subscribed: boolean; data: Record<string, unknown> }[] = await db('contacts')
-      .where('project_id', projectId).whereIn('email', [...emails]).select('id', 'email', 'subscribed', 'data');
+      .where('project_id', projectId).whereRaw('email = ANY(?::text[])', [[...emails]]).select('id', 'email', 'subscribed', 'data');
     for (const c of rows) existing.set(`${projectId}/${c.email}`, { id: c.id, subscribed: c.subscribed, data: c.data });
   }));
   const newIds = new Map<string, string>();
@@ -148,19 +149,25 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
 }
 
 /**
- * Renders a checked send (a render thread on the API). Each request on its own, so that no request waits for
- * another's render; a template that does not parse or passes the budgets is the request's error. Rendering holds no
- * database connection: a costly template keeps no one else from the pool.
+ * Renders checked sends of ONE project (a render thread on the API), each request within its own budget: a template
+ * that does not parse or passes a budget is that request's error. Rendering holds no database connection: a costly
+ * template keeps no one else from the pool; and as the sends are one project's, it keeps no other project waiting.
  */
-export async function renderSend(deps: SendStoreDeps, checked: CheckedSend): Promise<PreparedSend | ApiError> {
-  const outcome = await renderFor(deps, checked, checked.contacts);
-  return 'failed' in outcome ? renderFailure(checked.command.body, outcome.failed) : { ...checked, messages: outcome.rendered };
+export async function renderSends(deps: SendStoreDeps, checked: readonly CheckedSend[]): Promise<(PreparedSend | ApiError)[]> {
+  if (checked.length === 0) return [];
+  const outcomes = await deps.render(checked.map((c) => renderJobOf(deps, c, c.contacts)), checked[0]!.command.projectId);
+  return checked.map((c, i) => {
+    const outcome = outcomes[i]!;
+    return 'failed' in outcome ? renderFailure(c.command.body, outcome.failed) : { ...c, messages: outcome.rendered };
+  });
 }
 
-/** checkSends then renderSend, for one caller that has its own transaction (an automation step). */
+/** checkSends then renderSends, for one caller that has its own transaction (an automation step). */
 export async function prepareSend(db: Knex | Knex.Transaction, command: SendCommand, deps: SendStoreDeps): Promise<PreparedSend | ApiError> {
   const [checked] = await checkSends(db, [command]);
-  return checked instanceof ApiError ? checked : renderSend(deps, checked!);
+  if (checked instanceof ApiError) return checked;
+  const [prepared] = await renderSends(deps, [checked!]);
+  return prepared!;
 }
 
 const sameContact = (a: RenderedFor, b: RenderedFor) =>
@@ -213,7 +220,7 @@ export async function storeSends(trx: Knex.Transaction, prepared: readonly Prepa
     const actual = p.command.recipients.map((m) => contacts.get(`${projectId}/${m.email}`)!);
     let messages = p.messages;
     if (actual.some((c, k) => !sameContact(c, p.contacts[k]!))) {
-      const again = await renderFor(deps, p, actual);
+      const again = (await deps.render([renderJobOf(deps, p, actual)], projectId))[0]!;
       if ('failed' in again) {
         if (prepared.length > 1) throw new Error('a send failed to render again in a batch; retrying each alone');
         return [renderFailure(body, again.failed)];

@@ -12,6 +12,29 @@ export function batched<K, V>(run: (keys: readonly K[]) => Promise<(V | Error)[]
 }
 
 /**
+ * `batched`, with a batch per group (a project): the keys of one group that arrive together are answered together,
+ * as soon as their own batch is done, never waiting for another group's. A group's loader is dropped when its batch
+ * starts, so that groups seen once hold nothing.
+ */
+export function batchedByGroup<K, V>(groupOf: (key: K) => string, run: (keys: readonly K[]) => Promise<(V | Error)[]>): { load(key: K): Promise<V> } {
+  const loaders = new Map<string, DataLoader<K, V>>();
+  return {
+    load(key) {
+      const group = groupOf(key);
+      let loader = loaders.get(group);
+      if (!loader) {
+        const mine: DataLoader<K, V> = batched<K, V>((keys) => {
+          if (loaders.get(group) === mine) loaders.delete(group);
+          return run(keys);
+        });
+        loaders.set(group, (loader = mine));
+      }
+      return loader.load(key);
+    },
+  };
+}
+
+/**
  * Group commit of a write path: the commands that arrive together are stored by `storeMany` in ONE transaction. If
  * that transaction fails, each command is retried in a transaction of its own, so a bad command fails alone and the
  * others are stored. `storeMany` answers every command in order (a value, or an Error for that command alone).

@@ -91,7 +91,8 @@ export function messageScope(requestData: Record<string, unknown>, contact: { id
 export class RenderBudget {
   private readonly deadline: number;
   private chars: number;
-  constructor(ms: number = RENDER_BUDGET.requestMs, chars: number = RENDER_BUDGET.requestChars) {
+  /** `memory`: liquidjs's allocation limit for each render (its units: characters and array elements). */
+  constructor(ms: number = RENDER_BUDGET.requestMs, chars: number = RENDER_BUDGET.requestChars, readonly memory: number = LIMITS.memoryLimit) {
     this.deadline = performance.now() + ms;
     this.chars = chars;
   }
@@ -133,7 +134,7 @@ const count = (n: number) => n.toLocaleString('en-US');
 function renderPart(engine: Liquid, templates: Template[], scope: RenderScope, part: 'subject' | 'body', partCap: number, budget: RenderBudget): string {
   const requestLeft = budget.remainingChars();
   const emitter = new CappedEmitter(Math.min(partCap, requestLeft));
-  const ctx = new Context(scope, engine.options, { sync: true, renderLimit: Math.min(LIMITS.renderLimit, budget.remainingMs()) }, { liquid: engine });
+  const ctx = new Context(scope, engine.options, { sync: true, renderLimit: Math.min(LIMITS.renderLimit, budget.remainingMs()), memoryLimit: budget.memory }, { liquid: engine });
   try {
     toValueSync(engine.renderer.renderTemplates(templates, ctx, emitter));
   } catch (err) {
@@ -184,8 +185,7 @@ export type RenderJobResult =
  * Renders every recipient of a request within one budget. Plain data in and out, so it runs the same inline or on a
  * render thread (mail/renderPool.ts). The first failure ends the job.
  */
-export function renderJob(job: RenderJob): RenderJobResult {
-  const budget = new RenderBudget();
+export function renderJob(job: RenderJob, budget = new RenderBudget()): RenderJobResult {
   const rendered: { subject: string; html: string }[] = [];
   try {
     const compiled = compileCached(job.subject, job.body);
@@ -197,14 +197,20 @@ export function renderJob(job: RenderJob): RenderJobResult {
   return { rendered };
 }
 
+/** Several requests' jobs, each within its own budget: what a render thread does with one task. */
+export function renderJobs(jobs: RenderJob[]): RenderJobResult[] {
+  return jobs.map((job) => renderJob(job));
+}
+
 /**
- * Renders a request's messages: on a render thread (the API: mail/renderPool.ts), or inline. `tenant` (the project)
- * lets a pool share its threads fairly.
+ * Renders requests' messages, each job within its own budget: on a render thread (the API: mail/renderPool.ts), or
+ * inline. The jobs of one call share a thread, so they should be one tenant's (project's): `tenant` lets a pool share
+ * its threads fairly.
  */
-export type Renderer = (job: RenderJob, tenant?: string) => Promise<RenderJobResult>;
+export type Renderer = (jobs: RenderJob[], tenant?: string) => Promise<RenderJobResult[]>;
 
 /** Inline rendering, for processes whose event loop answers no one but the engine (workers). */
-export const renderInline: Renderer = async (job) => renderJob(job);
+export const renderInline: Renderer = async (jobs) => renderJobs(jobs);
 
 /** A recipient with no data, for checking a template before anyone receives it: what the template costs by itself. */
 const SAMPLE_SCOPE = messageScope({}, { id: '00000000-0000-0000-0000-000000000000', email: 'recipient@example.com', subscribed: true, data: {} }, 'https://example.invalid/unsubscribe');
@@ -216,6 +222,6 @@ export type TemplateProblem = Extract<RenderJobResult, { failed: unknown }>['fai
  * budgets, for `scopes` or a recipient with no data. Undefined when it is fine; otherwise the part at fault and why.
  */
 export async function checkTemplate(render: Renderer, subject: string, body: string, scopes: RenderScope[] = [SAMPLE_SCOPE]): Promise<TemplateProblem | undefined> {
-  const outcome = await render({ subject, body, scopes });
-  return 'failed' in outcome ? outcome.failed : undefined;
+  const [outcome] = await render([{ subject, body, scopes }]);
+  return 'failed' in outcome! ? outcome.failed : undefined;
 }

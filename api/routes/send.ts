@@ -1,12 +1,12 @@
 import type Router from '@koa/router';
 import type { Knex } from 'knex';
-import { batched, groupCommit } from '../../db/batch';
+import { batched, batchedByGroup, groupCommit } from '../../db/batch';
 import { validationFailed } from '../errors';
 import { idempotent } from '../idempotency';
 import type { AuthState } from '../middleware/auth';
 import { MAX_ATTACHMENT_BYTES, recipientsOf, sendSchema, type SendBody } from '../schemas/send';
 import type { Renderer } from '../../mail/render';
-import { checkSends, renderSend, storeSends, type CheckedSend, type PreparedSend, type SendCommand, type StoredSend } from '../sends';
+import { checkSends, renderSends, storeSends, type CheckedSend, type PreparedSend, type SendCommand, type StoredSend } from '../sends';
 import { validateBody } from '../validate';
 
 export interface SendDeps {
@@ -28,13 +28,12 @@ export interface SendDeps {
 export function sendRoutes(router: Router, deps: SendDeps): void {
   const { knex } = deps;
   const store = { publicUrl: deps.publicUrl, secret: deps.secret, render: deps.render };
-  // Checked together and rendered one by one, outside any transaction (a render holds no connection); stored together.
+  // Checked together; rendered together per project (one render task per project and batch, so that no project
+  // waits for another's renders); stored together. All outside any transaction but the last: a render holds no
+  // connection.
   const checking = batched<SendCommand, CheckedSend>((commands) => checkSends(knex, commands));
-  const prepare = async (command: SendCommand): Promise<PreparedSend> => {
-    const rendered = await renderSend(store, await checking.load(command));
-    if (rendered instanceof Error) throw rendered;
-    return rendered;
-  };
+  const rendering = batchedByGroup<CheckedSend, PreparedSend>((c) => c.command.projectId, (checked) => renderSends(store, checked));
+  const prepare = async (command: SendCommand): Promise<PreparedSend> => rendering.load(await checking.load(command));
   const together = groupCommit<PreparedSend, StoredSend>(knex, (trx, prepared) => storeSends(trx, prepared, store));
   const storeOne = async (trx: Knex.Transaction, prepared: PreparedSend): Promise<StoredSend> => {
     const [result] = await storeSends(trx, [prepared], store);

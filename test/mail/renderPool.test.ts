@@ -1,0 +1,33 @@
+import { createRenderPool } from '../../mail/renderPool';
+import { renderJobs, type RenderJob } from '../../mail/render';
+
+/** The API's renderer: cheap jobs inline, the rest on threads with the full budgets, threads shared fairly. */
+const pool = createRenderPool(2);
+afterAll(() => pool.close());
+
+const job = (body: string, scopes: Record<string, unknown>[] = [{}]): RenderJob => ({ subject: 'Hi {{ n }}', body, scopes });
+const BUSY = '{% for a in (1..100000) %}{% for b in (1..100000) %}{% endfor %}{% endfor %}';
+
+test('a cheap job answers as a thread would', async () => {
+  const jobs = [job('<p>{{ n }}</p>', [{ n: 1 }, { n: 2 }])];
+  expect(await pool.render(jobs)).toEqual(renderJobs(jobs));
+});
+
+test('a job past the inline budget but within the full budgets is rendered on a thread, whole', async () => {
+  const [out] = await pool.render([job(`{% for i in (1..1500) %}${'x'.repeat(1000)}{% endfor %}`)]);
+  expect('rendered' in out! && out.rendered[0]!.html.length).toBe(1_500_000);
+});
+
+test('a syntax error is answered as such, not retried on a thread', async () => {
+  const [out] = await pool.render([job('{% if %}')]);
+  expect(out).toMatchObject({ failed: { code: 'invalid_template', part: 'body' } });
+});
+
+test("one tenant's costly jobs leave a thread to the others", async () => {
+  const done: string[] = [];
+  const a1 = pool.render([job(BUSY)], 'a').then(() => done.push('a1'));
+  const a2 = pool.render([job(BUSY)], 'a').then(() => done.push('a2'));
+  const b = pool.render([job(`{% for i in (1..1500) %}${'y'.repeat(1000)}{% endfor %}`)], 'b').then(() => done.push('b'));
+  await Promise.all([a1, a2, b]);
+  expect(done).toEqual(['b', 'a1', 'a2']);
+});
