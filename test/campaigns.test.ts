@@ -1,33 +1,22 @@
-import { addDomain } from '../projects/service';
-import { bearer, createTestContext, type TestContext } from './support/app';
-import { createTestDatabase } from './support/db';
-import { startTestEngine, type TestEngine } from './support/engine';
+import type { TestContext } from './support/app';
 import { waitFor } from './support/processes';
-import { startSmtpServer, type TestSmtpServer } from './support/smtp';
+import type { TestSmtpServer } from './support/smtp';
+import { startEndToEnd, type EndToEnd } from './support/endToEnd';
 
 /** Campaigns end to end on the embedded engine: audience → email rows → rate-limited deliveries → a real SMTP server. */
 let smtp: TestSmtpServer;
-let eng: TestEngine;
 let t: TestContext;
 let key: { Authorization: string };
+let e2e: EndToEnd;
 
 beforeAll(async () => {
-  smtp = await startSmtpServer();
-  const db = await createTestDatabase();
-  eng = await startTestEngine(db, smtp.url);
-  t = await createTestContext({ engine: eng.engine, db });
-  key = bearer(t.project.secretKey);
-  await addDomain(t.project.id, 'example.com', true);
+  ({ smtp, t, key } = e2e = await startEndToEnd());
   // 25 subscribed contacts (10 on the pro plan), 5 unsubscribed.
   for (let i = 0; i < 30; i++) {
     await t.http().post('/contacts').set(key).send({ email: `c${String(i).padStart(2, '0')}@example.org`, subscribed: i < 25, data: { n: i, plan: i % 25 < 10 ? 'pro' : 'free' } });
   }
 });
-afterAll(async () => {
-  await eng.stop();
-  await t.close();
-  await smtp.close();
-});
+afterAll(() => e2e.close());
 
 const campaign = (extra: object = {}) => t.http().post('/campaigns').set(key)
   .send({ name: 'News', subject: 'News for {{ email }}', body: '<p>Hello {{ data.n }}</p>', from: 'news@example.com', fromName: 'News', audienceType: 'ALL', ...extra });

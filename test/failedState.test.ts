@@ -1,13 +1,11 @@
 import { CAMPAIGN_FAILED_EMAIL_ERROR, campaignActivities } from '../activities/campaigns';
 import { dispatchCampaign } from '../engine/dispatch';
 import { createLogger } from '../logging/logger';
-import { addDomain } from '../projects/service';
-import { bearer, createTestContext, type TestContext } from './support/app';
+import { bearer, type TestContext } from './support/app';
 import { waitForExecutions, type ExecutionJson } from './support/automations';
-import { createTestDatabase } from './support/db';
-import { startTestEngine, type TestEngine } from './support/engine';
+import type { TestEngine } from './support/engine';
 import { waitFor } from './support/processes';
-import { startSmtpServer, type TestSmtpServer } from './support/smtp';
+import { startEndToEnd, type EndToEnd } from './support/endToEnd';
 
 /**
  * Issue 13, "Failed is a state": rows that can no longer be compiled or run (stored before the API refused such
@@ -16,10 +14,10 @@ import { startSmtpServer, type TestSmtpServer } from './support/smtp';
  * rows are written with knex, past the API's validation. On the embedded engine (DBOS); test/temporal/failedState.test.ts
  * runs the campaign and the execution on Temporal.
  */
-let smtp: TestSmtpServer;
 let eng: TestEngine;
 let t: TestContext;
 let key: { Authorization: string };
+let e2e: EndToEnd;
 
 /** A condition PostgreSQL cannot evaluate: year 0 is no timestamptz (SQLSTATE 22008, whatever the contacts). */
 const POISON = { logic: 'AND', groups: [{ filters: [{ field: 'updatedAt', operator: 'greaterThan', value: '0000-01-01T00:00:00Z' }] }] };
@@ -29,21 +27,12 @@ const POISON_REASON = /0000-01-01|updatedAt/;
 const FAIL_FAST_MS = 20_000;
 
 beforeAll(async () => {
-  smtp = await startSmtpServer();
-  const db = await createTestDatabase();
-  eng = await startTestEngine(db, smtp.url);
-  t = await createTestContext({ engine: eng.engine, db });
-  key = bearer(t.project.secretKey);
-  await addDomain(t.project.id, 'example.com', true);
+  ({ eng, t, key } = e2e = await startEndToEnd());
   for (let i = 0; i < 6; i++) {
     await t.http().post('/contacts').set(key).send({ email: `c${i}@example.org`, subscribed: true, data: { plan: i < 2 ? 'pro' : 'free' } });
   }
 });
-afterAll(async () => {
-  await eng.stop();
-  await t.close();
-  await smtp.close();
-});
+afterAll(() => e2e.close());
 
 /** A segment row as it could have been stored before the API's rules refused its condition. */
 async function storedSegment(name: string, condition: object | null, type = 'DYNAMIC'): Promise<string> {

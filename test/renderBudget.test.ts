@@ -1,34 +1,23 @@
-import { addDomain } from '../projects/service';
 import { prepareSend, storeSends } from '../api/sends';
 import { RENDER_BUDGET, renderInline } from '../mail/render';
-import { bearer, createTestContext, TEST_SECRET, type TestContext } from './support/app';
-import { createTestDatabase } from './support/db';
-import { startTestEngine, type TestEngine } from './support/engine';
+import { TEST_SECRET, type TestContext } from './support/app';
 import { waitFor } from './support/processes';
-import { startSmtpServer, type TestSmtpServer } from './support/smtp';
+import type { TestSmtpServer } from './support/smtp';
+import { startEndToEnd, type EndToEnd } from './support/endToEnd';
 
 /**
  * Issue 13, point 1: a template is user input, and rendering it must not stall other requests or store without
  * bound. Each cause found by the attack has a named case here.
  */
 let smtp: TestSmtpServer;
-let eng: TestEngine;
 let t: TestContext;
 let key: { Authorization: string };
+let e2e: EndToEnd;
 
 beforeAll(async () => {
-  smtp = await startSmtpServer();
-  const db = await createTestDatabase();
-  eng = await startTestEngine(db, smtp.url);
-  t = await createTestContext({ engine: eng.engine, db });
-  key = bearer(t.project.secretKey);
-  await addDomain(t.project.id, 'example.com', true);
+  ({ smtp, t, key } = e2e = await startEndToEnd());
 });
-afterAll(async () => {
-  await eng.stop();
-  await t.close();
-  await smtp.close();
-});
+afterAll(() => e2e.close());
 
 /** The reproducer: under 500 bytes of nested loops, megabytes of HTML per recipient. */
 const NESTED_LOOPS = '{% for a in (1..3000) %}{% for b in (1..3000) %}<p>{{ a }} {{ b }} xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx</p>{% endfor %}{% endfor %}';

@@ -2,30 +2,22 @@ import { addDomain } from '../projects/service';
 import { createDeliverer } from '../activities/delivery';
 import { Email } from '../db/models/Email';
 import { createLogger } from '../logging/logger';
-import { bearer, createTestContext, TEST_SECRET, type TestContext } from './support/app';
-import { createTestDatabase } from './support/db';
-import { startTestEngine, waitForEmails, type TestEngine } from './support/engine';
-import { startSmtpServer, type TestSmtpServer } from './support/smtp';
+import { bearer, TEST_SECRET, type TestContext } from './support/app';
+import { waitForEmails, type TestEngine } from './support/engine';
+import type { TestSmtpServer } from './support/smtp';
+import { startEndToEnd, type EndToEnd } from './support/endToEnd';
 
 /** End to end in the embedded engine: API → PostgreSQL → DBOS queue → delivery → a real SMTP server. */
 let smtp: TestSmtpServer;
 let eng: TestEngine;
 let t: TestContext;
 let key: { Authorization: string };
+let e2e: EndToEnd;
 
 beforeAll(async () => {
-  smtp = await startSmtpServer();
-  const db = await createTestDatabase();
-  eng = await startTestEngine(db, smtp.url);
-  t = await createTestContext({ engine: eng.engine, db });
-  key = bearer(t.project.secretKey);
-  await addDomain(t.project.id, 'example.com', true);
+  ({ smtp, eng, t, key } = e2e = await startEndToEnd());
 });
-afterAll(async () => {
-  await eng.stop();
-  await t.close();
-  await smtp.close();
-});
+afterAll(() => e2e.close());
 
 const send = (body: object, k = key) => t.http().post('/v1/send').set(k).send(body);
 
