@@ -16,13 +16,23 @@ const HTTP_CODES: Record<number, { code: string; message?: string; suggestion?: 
 };
 
 
+/**
+ * Both error shapes of the spec at once. The envelope (`success`, `error{…}`, `timestamp`) is whole; of the second
+ * shape (`{code: integer, error: string, message: string, time: integer}`, which Plunk's clients read) the top-level
+ * `code` (the HTTP status), `message` (= `error.message`) and `time` (epoch ms, the same instant as `timestamp`) are
+ * added. Its `error` string cannot sit beside the envelope's `error` object: the envelope keeps that key.
+ */
 export interface ErrorBody {
   success: false;
   error: { code: string; message: string; statusCode: number; requestId: string; errors?: FieldError[]; suggestion?: string };
   timestamp: string;
+  code: number;
+  message: string;
+  time: number;
 }
 
 function render(ctx: Parameters<Middleware>[0], status: number, code: string, message: string, extra: { errors?: FieldError[]; suggestion?: string } = {}) {
+  const now = new Date();
   const body: ErrorBody = {
     success: false,
     error: {
@@ -33,14 +43,18 @@ function render(ctx: Parameters<Middleware>[0], status: number, code: string, me
       ...(extra.errors ? { errors: extra.errors } : {}),
       ...(extra.suggestion ? { suggestion: extra.suggestion } : {}),
     },
-    timestamp: new Date().toISOString(),
+    timestamp: now.toISOString(),
+    code: status,
+    message,
+    time: now.getTime(),
   };
   ctx.status = status;
   ctx.body = body;
 }
 
 /**
- * The one place where failures become responses, always in the spec's envelope. Also turns "no route
+ * The one place where failures become responses, always in the spec's envelope (with the second shape's `code`,
+ * `message` and `time` beside it: ErrorBody). Also turns "no route
  * matched" into a 404 in the same envelope, and logs each request once (never its body or headers).
  */
 export function errorHandler(log: Logger): Middleware {

@@ -9,14 +9,42 @@ let t: TestContext;
 beforeAll(async () => { t = await createTestContext(); });
 afterAll(async () => { await t.close(); });
 
-/** Every error answer has the spec's envelope, and its requestId equals the X-Request-Id header. */
+/**
+ * Every error answer has the spec's envelope, and its requestId equals the X-Request-Id header; beside it, the second
+ * shape's top-level code (the HTTP status), message (= error.message) and time (epoch ms, the instant of timestamp).
+ */
 function expectEnvelope(res: request.Response, status: number, code: string) {
   expect(res.status).toBe(status);
   expect(res.headers['content-type']).toMatch(/application\/json/);
   expect(res.body).toMatchObject({ success: false, error: { code, statusCode: status, message: expect.any(String) } });
   expect(res.body.error.requestId).toBe(res.headers['x-request-id']);
   expect(new Date(res.body.timestamp).toISOString()).toBe(res.body.timestamp);
+  expect(res.body.code).toBe(status);
+  expect(res.body.message).toBe(res.body.error.message);
+  expect(res.body.time).toBe(Date.parse(res.body.timestamp));
 }
+
+describe('both error shapes', () => {
+  test('the envelope whole, and the second shape\'s code, message and time beside it', async () => {
+    const res = await t.http().post('/v1/send').set(bearer(t.project.publicKey)).send({ to: 'a@example.org', subject: 's', body: 'b' });
+    expect(Object.keys(res.body).sort()).toEqual(['code', 'error', 'message', 'success', 'time', 'timestamp']);
+    expect(res.body).toEqual({
+      success: false,
+      error: { code: 'FORBIDDEN', message: expect.any(String), statusCode: 403, requestId: res.headers['x-request-id'], suggestion: expect.any(String) },
+      timestamp: expect.any(String),
+      code: 403,
+      message: res.body.error.message,
+      time: Date.parse(res.body.timestamp),
+    });
+    expect(Math.abs(res.body.time - Date.now())).toBeLessThan(60_000);
+  });
+
+  test('on /v1/verify and /v1/track too', async () => {
+    expectEnvelope(await t.http().post('/v1/verify').set(bearer(t.project.secretKey)).send({}), 422, 'VALIDATION_ERROR');
+    const track = await t.http().post('/v1/track').set(bearer(t.project.publicKey)).send({ event: 'signup' });
+    expectEnvelope(track, 422, 'VALIDATION_ERROR');
+  });
+});
 
 describe('request id', () => {
   test('every response carries X-Request-Id, successes too', async () => {

@@ -1015,6 +1015,7 @@ export function curl(port: number, r: ResolvedRequest): string {
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const ERROR_KEYS = new Set(['code', 'message', 'statusCode', 'requestId', 'errors', 'suggestion']);
+const TOP_ERROR_KEYS = new Set(['success', 'error', 'timestamp', 'code', 'message', 'time']);
 
 /** Problems with an answer (empty when it is fine). */
 export function checkAnswer(req: FuzzRequest, gen: RouteGen | undefined, a: Answer): string[] {
@@ -1027,7 +1028,7 @@ export function checkAnswer(req: FuzzRequest, gen: RouteGen | undefined, a: Answ
   const ok = a.status >= 200 && a.status < 300;
   if (!ok) {
     if (gen?.html && a.status === 404 && /text\/html/.test(String(a.headers['content-type']))) return problems; // the "link not valid" page
-    const b = a.json as { success?: unknown; error?: Record<string, unknown>; timestamp?: unknown } | undefined;
+    const b = a.json as { success?: unknown; error?: Record<string, unknown>; timestamp?: unknown; code?: unknown; message?: unknown; time?: unknown } | undefined;
     if (!b || typeof b !== 'object') return [...problems, `error answer is not JSON: ${short(a.text, 120)}`];
     if (b.success !== false) problems.push('error answer without success:false');
     const e = b.error;
@@ -1042,6 +1043,12 @@ export function checkAnswer(req: FuzzRequest, gen: RouteGen | undefined, a: Answ
       problems.push('error.errors items are not {field, message, code}');
     }
     if (typeof b.timestamp !== 'string' || !ISO.test(b.timestamp)) problems.push('timestamp is not an ISO date-time');
+    // The second error shape beside the envelope (api/middleware/errorHandler.ts): code = HTTP status, message = error.message, time = epoch ms.
+    if (b.code !== a.status) problems.push(`top-level code ${String(b.code)} is not the HTTP status ${a.status}`);
+    if (b.message !== e.message) problems.push('top-level message is not error.message');
+    if (typeof b.time !== 'number' || b.time !== Date.parse(String(b.timestamp))) problems.push('time is not the epoch ms of timestamp');
+    const extraTop = Object.keys(b).filter((k) => !TOP_ERROR_KEYS.has(k));
+    if (extraTop.length) problems.push(`error answer has unknown keys ${extraTop.join(', ')}`);
     if (a.status === 422 && e.code !== 'VALIDATION_ERROR') problems.push('422 without VALIDATION_ERROR');
     return problems;
   }
