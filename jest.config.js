@@ -12,6 +12,8 @@ module.exports = {
   // One PostgreSQL cluster per run; each test file gets its own database cloned from a migrated template.
   globalSetup: '<rootDir>/test/support/globalSetup.ts',
   globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
+  // A test file fails when pg warns of concurrent queries on one client, in Jest or in a child it started.
+  setupFilesAfterEnv: ['<rootDir>/test/support/pgWarningGuard.ts'],
   reporters: ['default', '<rootDir>/test/support/summaryReporter.js'],
   testTimeout: 60000,
   maxWorkers: 2,

@@ -35,6 +35,29 @@ const AUTOMATION_QUEUE = 'herald-automations';
  */
 const RECEIVE_POLL_MS = 60_000;
 
+/** DBOS's own cap on a system database connection idle in a transaction (DEFAULT_IDLE_TRANSACTION_TIMEOUT_MS). */
+const IDLE_TRANSACTION_TIMEOUT_MS = 60_000;
+
+/**
+ * The URL DBOS gets for its system database: Herald's, with `idle_in_transaction_session_timeout` among the startup
+ * options, so each connection has it from the handshake on.
+ *
+ * Without it, DBOS 5.3.0 (5.3.0 is the newest) sets the timeout itself: its system database pool's 'connect'
+ * listener calls `client.query('SET idle_in_transaction_session_timeout = …')` without awaiting it. pg-pool emits
+ * 'connect' synchronously and then hands the client to the borrower, whose first query (a `pool.query()`) is
+ * queued behind that SET: pg 8 warns "Calling client.query() when the client is already executing a query"
+ * (DeprecationWarning, once per process, on the first connection), and on pg 9 it is an error. DBOS skips its
+ * listener when the URL's `options` already set this timeout (setsIdleTransactionTimeout), so the cap stays the
+ * same and no query is pipelined. An `options` already in the URL is kept; one that sets the timeout is left alone.
+ */
+export function dbosSystemDatabaseUrl(databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  const options = url.searchParams.get('options') ?? '';
+  if (options.includes('idle_in_transaction_session_timeout')) return databaseUrl;
+  url.searchParams.set('options', [options, `-c idle_in_transaction_session_timeout=${IDLE_TRANSACTION_TIMEOUT_MS}`].filter(Boolean).join(' '));
+  return url.toString();
+}
+
 export interface EmbeddedOptions {
   databaseUrl: string;
   log: Logger;
@@ -79,7 +102,7 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
   } finally {
     await lockClient.end(); // releases the session lock
   }
-  const client = await DBOSClient.create({ systemDatabaseUrl: databaseUrl, systemDatabaseSchemaName: SCHEMA, applicationName: APP_NAME, logger: dbosLogger(log) });
+  const client = await DBOSClient.create({ systemDatabaseUrl: dbosSystemDatabaseUrl(databaseUrl), systemDatabaseSchemaName: SCHEMA, applicationName: APP_NAME, logger: dbosLogger(log) });
   return {
     kind: 'embedded',
     waits: 'parked',
@@ -156,7 +179,7 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
 
   DBOS.setConfig({
     name: APP_NAME,
-    systemDatabaseUrl: opts.databaseUrl,
+    systemDatabaseUrl: dbosSystemDatabaseUrl(opts.databaseUrl),
     systemDatabaseSchemaName: SCHEMA,
     applicationVersion: WORKFLOWS_VERSION,
     executorID: executorId,

@@ -42,9 +42,36 @@ export function killGroup(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL
   }
 }
 
-/** Spawns `tsx <script> <args>` from the repository root, in its own process group. */
+/** What pg warns when a client is given a query while it still executes one (an error on pg 9). */
+export const PG_CONCURRENT_QUERY = 'Calling client.query() when the client is already executing a query';
+const childWarnings: string[] = [];
+
+/** The pg concurrent-query warnings children started here wrote to stderr (support/pgWarningGuard.ts fails on them). */
+export function childPgWarnings(): readonly string[] {
+  return childWarnings;
+}
+
+/**
+ * Spawns `tsx <script> <args>` from the repository root, in its own process group. The child runs with
+ * --trace-deprecation, and its stderr is watched for pg's concurrent-query warning (kept with its stack).
+ */
 export function spawnTsx(script: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(TSX, [script, ...args], { cwd: REPO_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const nodeOptions = [env.NODE_OPTIONS, '--trace-deprecation'].filter(Boolean).join(' ');
+  const child = spawn(TSX, [script, ...args], { cwd: REPO_ROOT, env: { ...env, NODE_OPTIONS: nodeOptions }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const head = `tsx ${[script, ...args].join(' ')}:\n`;
+  let stderr = '';
+  let entry = -1; // index in childWarnings once seen; later chunks add the stack that follows the message
+  child.stderr!.on('data', (c: Buffer | string) => {
+    stderr = (stderr + String(c)).slice(-64_000);
+    if (entry === -1) {
+      const at = stderr.indexOf(PG_CONCURRENT_QUERY);
+      if (at === -1) return;
+      stderr = stderr.slice(stderr.lastIndexOf('\n', at) + 1);
+      entry = childWarnings.push('') - 1;
+    }
+    childWarnings[entry] = head + stderr.slice(0, 4000);
+  });
+  return child;
 }
 
 /**
