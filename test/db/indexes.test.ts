@@ -65,9 +65,9 @@ test('a broad search may walk the project in id order, but never the table', asy
 test('authentication looks keys up by index', async () => {
   // This file's api_keys holds a few rows, which a sequential scan reads as fast once autovacuum has analysed the
   // table: the question is whether an index serves the lookup, so sequential scans are priced out.
-  const res = await db.knex.transaction(async (trx) => {
+  const res = await db.knex.transaction(async (trx): Promise<{ rows: { 'QUERY PLAN': string }[] }> => {
     await trx.raw('SET LOCAL enable_seqscan = off');
-    return trx.raw("EXPLAIN SELECT k.id FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.lookup = 'x' AND k.revoked_at IS NULL");
+    return await trx.raw("EXPLAIN SELECT k.id FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.lookup = 'x' AND k.revoked_at IS NULL");
   });
   expect(res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n')).toContain('api_keys_lookup_key');
 });
