@@ -6,6 +6,7 @@ import { verifiedSenders } from '../db/queries/domains';
 import { messageScope, type Renderer, type RenderJob, type TemplateProblem } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import { ApiError, validationFailed } from './errors';
+import { dataValues } from './schemas/common';
 import type { Mailbox, SendBody } from './schemas/send';
 
 /** One validated POST /v1/send. */
@@ -69,10 +70,11 @@ const receivers = (p: Pick<CheckedSend, 'marketing'>, contacts: RenderedFor[]) =
 /** The render of a send for the recipients who get it (the others are not rendered). */
 function renderJobOf(deps: SendStoreDeps, p: Pick<CheckedSend, 'command' | 'subject' | 'body' | 'marketing'>, contacts: RenderedFor[]): RenderJob {
   const { projectId, body, recipients } = p.command;
+  const values = dataValues(body.data);
   return {
     subject: p.subject,
     body: p.body,
-    scopes: receivers(p, contacts).map((k) => messageScope(body.data ?? {}, { ...contacts[k]!, email: recipients[k]!.email },
+    scopes: receivers(p, contacts).map((k) => messageScope(values, { ...contacts[k]!, email: recipients[k]!.email },
       unsubscribeUrl(deps.publicUrl, deps.secret, { projectId, contactId: contacts[k]!.id }))),
   };
 }

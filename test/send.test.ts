@@ -140,6 +140,23 @@ describe('delivered mail', () => {
     expect(m2.replyTo?.value[0]?.address).toBe('orders-help@example.com');
   });
 
+  test('Plunk\'s { value, persistent } data: the value renders; nothing of data is stored on the contact', async () => {
+    const { res, mails } = await sendAndReceive({
+      to: 'reset@example.org', from: 'hi@example.com', subject: 'Reset {{ who }}',
+      body: '<a href="{{ resetUrl }}">reset</a> {{ plain }} {{ kept }} {{ other.value }}-{{ other.persistent }}',
+      data: {
+        resetUrl: { value: 'https://app.example.com/reset?t=1', persistent: false },
+        who: { value: 'Ada' }, kept: { value: 'k', persistent: true }, plain: 'p',
+        other: { value: 'v', persistent: 'no' }, // not the form (persistent is not a boolean): a plain object
+      },
+    });
+    expect(mails[0]!.parsed.subject).toBe('Reset Ada');
+    expect((mails[0]!.parsed.html || '').trim()).toBe('<a href="https://app.example.com/reset?t=1">reset</a> p k v-no');
+    expect(mails[0]!.parsed.html).not.toContain('[object Object]');
+    const contact = await t.db.knex('contacts').where({ project_id: t.project.id, id: res.body.data.contact }).first();
+    expect(contact.data).toEqual({});
+  });
+
   test('a sender at a subdomain of a verified domain is accepted', async () => {
     const { mails } = await sendAndReceive({ to: 'x@example.org', from: 'news@mail.example.com', subject: 's', body: 'b' });
     expect(mails[0]!.envelopeFrom).toBe('news@mail.example.com');

@@ -8,6 +8,7 @@ import { upsertContacts } from '../../db/queries/contacts';
 import { recordEvents } from '../../db/queries/events';
 import type { AuthState } from '../middleware/auth';
 import { idempotent } from '../idempotency';
+import { dataValues, persistentData } from '../schemas/common';
 import { trackSchema, type TrackBody } from '../schemas/events';
 import { validateBody } from '../validate';
 
@@ -36,13 +37,13 @@ async function storeTracks(trx: Knex.Transaction, commands: readonly TrackComman
   for (const [projectId, indexes] of byProject) {
     const inputs = indexes.map((i) => {
       const { body, keyType } = commands[i]!;
-      return { email: body.email, ...subscriptionWrite(body.subscribed, keyType), data: body.data };
+      return { email: body.email, ...subscriptionWrite(body.subscribed, keyType), data: persistentData(body.data) };
     });
     const unique = [...new Set(inputs.map((c) => c.email))]; // upsertContacts answers one contact per distinct address, in order
     const upserted = await upsertContacts(trx, projectId, inputs, true);
     const contactOf = new Map(unique.map((email, k) => [email, upserted[k]!.contact.id]));
     // Ids chosen here, so that each request finds its own event whatever order the insert returns them in.
-    const events = indexes.map((i) => ({ id: uuidv7(), name: commands[i]!.body.event, contactId: contactOf.get(commands[i]!.body.email)!, data: commands[i]!.body.data ?? {} }));
+    const events = indexes.map((i) => ({ id: uuidv7(), name: commands[i]!.body.event, contactId: contactOf.get(commands[i]!.body.email)!, data: dataValues(commands[i]!.body.data) }));
     const stored = new Map((await recordEvents(trx, projectId, events)).map((e) => [e.id, e]));
     indexes.forEach((i, k) => {
       const event = stored.get(events[k]!.id)!;

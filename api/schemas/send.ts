@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import addressparser from 'nodemailer/lib/addressparser';
-import { contactDataSchema, emailSchema, headerTextSchema, uuidSchema } from './common';
+import { contactDataSchema, emailSchema, headerTextSchema, uuidSchema, type RequestData } from './common';
 
 /** A mailbox: `{ email, name? }`, or a string `ada@example.com` / `Ada Lovelace <ada@example.com>`. */
 export interface Mailbox {
@@ -28,7 +28,8 @@ export interface SendBody {
   headers?: Record<string, string>;
   attachments?: AttachmentInput[];
   subscribed?: boolean;
-  data?: Record<string, unknown>;
+  /** Template variables; entries may be `{ value, persistent? }` (common.ts DataEntry). Never stored on the contact. */
+  data?: RequestData;
 }
 
 export const MAX_RECIPIENTS = 50;
