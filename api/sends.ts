@@ -45,6 +45,8 @@ export interface CheckedSend {
   replyTo: string | null;
   subject: string;
   body: string;
+  /** The body is markdown (mail/render.ts converts it after Liquid). */
+  markdown: boolean;
   /** Marketing mail (a MARKETING template): only subscribed recipients get it, with the unsubscribe headers. */
   marketing: boolean;
   /** By recipient, in order. */
@@ -68,12 +70,13 @@ const receivers = (p: Pick<CheckedSend, 'marketing'>, contacts: RenderedFor[]) =
   contacts.flatMap((c, k) => (skipReason(p.marketing, c) ? [] : [k]));
 
 /** The render of a send for the recipients who get it (the others are not rendered). */
-function renderJobOf(deps: SendStoreDeps, p: Pick<CheckedSend, 'command' | 'subject' | 'body' | 'marketing'>, contacts: RenderedFor[]): RenderJob {
+function renderJobOf(deps: SendStoreDeps, p: Pick<CheckedSend, 'command' | 'subject' | 'body' | 'marketing' | 'markdown'>, contacts: RenderedFor[]): RenderJob {
   const { projectId, body, recipients } = p.command;
   const values = dataValues(body.data);
   return {
     subject: p.subject,
     body: p.body,
+    ...(p.markdown ? { markdown: true } : {}),
     scopes: receivers(p, contacts).map((k) => messageScope(values, { ...contacts[k]!, email: recipients[k]!.email },
       unsubscribeUrl(deps.publicUrl, deps.secret, { projectId, contactId: contacts[k]!.id }))),
   };
@@ -99,7 +102,7 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
 
   const wanted = commands.filter((c) => c.body.template).map((c) => [c.projectId, c.body.template!]);
   const templates = wanted.length
-    ? new Map((await db('templates').whereIn(['project_id', 'id'], wanted).select('project_id', 'id', 'subject', 'body', 'from_email', 'from_name', 'reply_to', 'type'))
+    ? new Map((await db('templates').whereIn(['project_id', 'id'], wanted).select('project_id', 'id', 'subject', 'body', 'from_email', 'from_name', 'reply_to', 'type', 'body_type'))
       .map((t) => [`${t.project_id}/${t.id}`, t]))
     : new Map();
 
@@ -122,6 +125,8 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
       replyTo: body.reply ?? template?.reply_to ?? null,
       subject: (body.subject ?? template!.subject) as string,
       body: (body.body ?? template!.body) as string,
+      // The request's type, else the template's for the template's own body, else HTML.
+      markdown: (body.type ?? (body.body === undefined ? template?.body_type : undefined) ?? 'html') === 'markdown',
       marketing: isMarketing(template?.type as string | undefined),
     };
   });

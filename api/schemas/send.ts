@@ -21,6 +21,8 @@ export interface SendBody {
   to: Mailbox | Mailbox[];
   subject?: string;
   body?: string;
+  /** How the body is written: `html` (default) or `markdown`; with a template and no `body`, the template's bodyType. */
+  type?: 'html' | 'markdown';
   template?: string;
   from?: Mailbox;
   name?: string;
@@ -127,6 +129,7 @@ export const sendSchema = Joi.object<SendBody>({
     otherwise: mailbox,
   }).required(),
   template: uuidSchema,
+  type: Joi.string().valid('html', 'markdown'),
   subject: headerTextSchema.min(1).max(998).when('template', { not: Joi.exist(), then: Joi.required() }),
   body: Joi.string().min(1).max(2 * 1024 * 1024).when('template', { not: Joi.exist(), then: Joi.required() }),
   from: mailbox,
