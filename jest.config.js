@@ -5,10 +5,10 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
-    // uuid ships ES modules only: Node 20 loads them with require(esm), Jest's module registry does not.
-    '/node_modules/uuid/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+    // uuid and marked ship ES modules only: Node 20 loads them with require(esm), Jest's module registry does not.
+    '/node_modules/(uuid|marked)/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
   },
-  transformIgnorePatterns: ['/node_modules/(?!uuid/)'],
+  transformIgnorePatterns: ['/node_modules/(?!uuid/|marked/)'],
   // One PostgreSQL cluster per run; each test file gets its own database cloned from a migrated template.
   globalSetup: '<rootDir>/test/support/globalSetup.ts',
   globalTeardown: '<rootDir>/test/support/globalTeardown.ts',

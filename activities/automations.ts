@@ -8,7 +8,6 @@ import { createWebhookClient, WebhookError, type WebhookOptions } from '../autom
 import { patchContact } from '../db/queries/contacts';
 import { ACTIVE_STATUSES, endedColumns, endExecution, recordExecutionFailed } from '../db/queries/executions';
 import type { Logger } from '../logging/logger';
-import { bulkMailHeaders, unsubscribeUrl } from '../mail/unsubscribe';
 import { asPermanent, PermanentError } from './permanent';
 import type { ExecutionRef, ExecutionStatus, ParkedState, StepOutcome, StepRef, WaitClock, WaitState } from '../workflows/types';
 
@@ -100,19 +99,17 @@ export function automationActivities(deps: AutomationDeps) {
   async function sendEmail(trx: Knex.Transaction, ref: StepRef & { step: Extract<Step, { type: 'SEND_EMAIL' }> }, contactId: string): Promise<StepOutcome> {
     const next = nextOf(ref.step);
     const [template, contact] = await Promise.all([
-      trx('templates').where({ project_id: ref.projectId, id: ref.step.config.template }).first('type'),
-      trx('contacts').where({ project_id: ref.projectId, id: contactId }).first('email', 'subscribed'),
+      trx('templates').where({ project_id: ref.projectId, id: ref.step.config.template }).first('id'),
+      trx('contacts').where({ project_id: ref.projectId, id: contactId }).first('email'),
     ]);
     if (!template) return { failed: `step "${ref.step.id}": template ${ref.step.config.template} no longer exists` };
-    const marketing = template.type === 'MARKETING';
-    // Marketing mail goes only to subscribed contacts, with the bulk-mail headers campaigns carry.
-    if (marketing && !contact.subscribed) return { next };
-    const headers = marketing ? bulkMailHeaders(unsubscribeUrl(deps.publicUrl, deps.secret, { projectId: ref.projectId, contactId })) : {};
+    // A MARKETING template goes only to a subscribed contact, with the bulk-mail headers campaigns carry: the rules of
+    // every send (api/sends.ts, audience/subscription.ts); an unsubscribed contact's step is skipped, not failed.
     // Inline rendering: a worker's loop serves no requests.
     const store = { publicUrl: deps.publicUrl, secret: deps.secret, render: renderInline };
     const prepared = await prepareSend(trx, {
       projectId: ref.projectId,
-      body: { to: { email: contact.email }, template: ref.step.config.template, headers },
+      body: { to: { email: contact.email }, template: ref.step.config.template },
       recipients: [{ email: contact.email }],
       attachments: [],
     }, store);

@@ -1,10 +1,12 @@
 import type { Knex } from 'knex';
 import { v7 as uuidv7 } from 'uuid';
+import { isMarketing, marketingHeaders, skipReason } from '../audience/subscription';
 import { upsertContacts } from '../db/queries/contacts';
 import { verifiedSenders } from '../db/queries/domains';
 import { messageScope, type Renderer, type RenderJob, type TemplateProblem } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import { ApiError, validationFailed } from './errors';
+import { dataValues } from './schemas/common';
 import type { Mailbox, SendBody } from './schemas/send';
 
 /** One validated POST /v1/send. */
@@ -43,13 +45,18 @@ export interface CheckedSend {
   replyTo: string | null;
   subject: string;
   body: string;
+  /** The body is markdown (mail/render.ts converts it after Liquid). */
+  markdown: boolean;
+  /** Marketing mail (a MARKETING template): only subscribed recipients get it, with the unsubscribe headers. */
+  marketing: boolean;
   /** By recipient, in order. */
   contacts: RenderedFor[];
 }
 
 /** A send checked and rendered, ready to be stored. */
 export interface PreparedSend extends CheckedSend {
-  messages: { subject: string; html: string }[];
+  /** By recipient; null for a recipient who gets no email (audience/subscription.ts skipReason), who is not rendered. */
+  messages: ({ subject: string; html: string } | null)[];
 }
 
 function renderFailure(body: SendBody, failed: TemplateProblem): ApiError {
@@ -58,14 +65,28 @@ function renderFailure(body: SendBody, failed: TemplateProblem): ApiError {
     failed.code === 'invalid_template' ? undefined : 'Templates render within a budget per request: see "Rendering limits" in docs/api.md.');
 }
 
-function renderJobOf(deps: SendStoreDeps, p: Pick<CheckedSend, 'command' | 'subject' | 'body'>, contacts: RenderedFor[]): RenderJob {
+/** The indexes of the recipients who get the email, given their contacts. */
+const receivers = (p: Pick<CheckedSend, 'marketing'>, contacts: RenderedFor[]) =>
+  contacts.flatMap((c, k) => (skipReason(p.marketing, c) ? [] : [k]));
+
+/** The render of a send for the recipients who get it (the others are not rendered). */
+function renderJobOf(deps: SendStoreDeps, p: Pick<CheckedSend, 'command' | 'subject' | 'body' | 'marketing' | 'markdown'>, contacts: RenderedFor[]): RenderJob {
   const { projectId, body, recipients } = p.command;
+  const values = dataValues(body.data);
   return {
     subject: p.subject,
     body: p.body,
-    scopes: recipients.map((m, k) => messageScope(body.data ?? {}, { ...contacts[k]!, email: m.email },
+    ...(p.markdown ? { markdown: true } : {}),
+    scopes: receivers(p, contacts).map((k) => messageScope(values, { ...contacts[k]!, email: recipients[k]!.email },
       unsubscribeUrl(deps.publicUrl, deps.secret, { projectId, contactId: contacts[k]!.id }))),
   };
+}
+
+/** The rendered messages of renderJobOf, by recipient. */
+function byRecipient(p: Pick<CheckedSend, 'marketing'>, contacts: RenderedFor[], rendered: { subject: string; html: string }[]): PreparedSend['messages'] {
+  const messages: PreparedSend['messages'] = contacts.map(() => null);
+  receivers(p, contacts).forEach((k, n) => { messages[k] = rendered[n]!; });
+  return messages;
 }
 
 /**
@@ -81,7 +102,7 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
 
   const wanted = commands.filter((c) => c.body.template).map((c) => [c.projectId, c.body.template!]);
   const templates = wanted.length
-    ? new Map((await db('templates').whereIn(['project_id', 'id'], wanted).select('project_id', 'id', 'subject', 'body', 'from_email', 'from_name', 'reply_to'))
+    ? new Map((await db('templates').whereIn(['project_id', 'id'], wanted).select('project_id', 'id', 'subject', 'body', 'from_email', 'from_name', 'reply_to', 'type', 'body_type'))
       .map((t) => [`${t.project_id}/${t.id}`, t]))
     : new Map();
 
@@ -104,6 +125,9 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
       replyTo: body.reply ?? template?.reply_to ?? null,
       subject: (body.subject ?? template!.subject) as string,
       body: (body.body ?? template!.body) as string,
+      // The request's type, else the template's for the template's own body, else HTML.
+      markdown: (body.type ?? (body.body === undefined ? template?.body_type : undefined) ?? 'html') === 'markdown',
+      marketing: isMarketing(template?.type as string | undefined),
     };
   });
 
@@ -158,7 +182,7 @@ export async function renderSends(deps: SendStoreDeps, checked: readonly Checked
   const outcomes = await deps.render(checked.map((c) => renderJobOf(deps, c, c.contacts)), checked[0]!.command.projectId);
   return checked.map((c, i) => {
     const outcome = outcomes[i]!;
-    return 'failed' in outcome ? renderFailure(c.command.body, outcome.failed) : { ...c, messages: outcome.rendered };
+    return 'failed' in outcome ? renderFailure(c.command.body, outcome.failed) : { ...c, messages: byRecipient(c, c.contacts, outcome.rendered) };
   });
 }
 
@@ -225,30 +249,43 @@ export async function storeSends(trx: Knex.Transaction, prepared: readonly Prepa
         if (prepared.length > 1) throw new Error('a send failed to render again in a batch; retrying each alone');
         return [renderFailure(body, again.failed)];
       }
-      messages = again.rendered;
+      messages = byRecipient(p, actual, again.rendered);
     }
-    const emails = p.command.recipients.map((m, k) => ({
-      id: uuidv7(),
-      event_id: uuidv7(),
-      project_id: projectId,
-      contact_id: actual[k]!.id,
-      template_id: p.templateId,
-      from_email: p.from.email,
-      from_name: p.fromName,
-      reply_to: p.replyTo,
-      to_email: m.email,
-      to_name: m.name || null,
-      subject: messages[k]!.subject,
-      html: messages[k]!.html,
-      headers: JSON.stringify(body.headers ?? {}),
-      attachment_ids: attachmentIds.get(i) ?? [],
-    }));
+    // Marketing mail goes to subscribed contacts only (as they are now, in this transaction), each with its own
+    // unsubscribe headers; a skipped recipient gets no email, and its entry in the answer says why.
+    const skipped = actual.map((c) => skipReason(p.marketing, c));
+    const emails = p.command.recipients.flatMap((m, k) => {
+      if (skipped[k]) return [];
+      const id = uuidv7();
+      const unsubscribe = marketingHeaders(p.marketing, deps.publicUrl, deps.secret, { projectId, contactId: actual[k]!.id, emailId: id });
+      return [{
+        id,
+        event_id: uuidv7(),
+        project_id: projectId,
+        contact_id: actual[k]!.id,
+        template_id: p.templateId,
+        from_email: p.from.email,
+        from_name: p.fromName,
+        reply_to: p.replyTo,
+        to_email: m.email,
+        to_name: m.name || null,
+        subject: messages[k]!.subject,
+        html: messages[k]!.html,
+        headers: JSON.stringify({ ...body.headers, ...unsubscribe }),
+        attachment_ids: attachmentIds.get(i) ?? [],
+      }];
+    });
     rows.push(...emails);
+    const emailOf = new Map(emails.map((e) => [e.to_email, e]));
     const data: Record<string, unknown> = {
-      emails: emails.map((e) => ({ contact: { id: e.contact_id, email: e.to_email }, email: e.id })),
+      emails: p.command.recipients.map((m, k) => {
+        const e = emailOf.get(m.email);
+        const contact = { id: actual[k]!.id, email: m.email };
+        return e ? { contact, email: e.id } : { contact, email: null, skipped: skipped[k] };
+      }),
       timestamp: new Date().toISOString(),
     };
-    if (emails.length === 1) Object.assign(data, { contact: emails[0]!.contact_id, event: emails[0]!.event_id });
+    if (p.command.recipients.length === 1) Object.assign(data, { contact: actual[0]!.id, event: emails[0]?.event_id ?? null });
     results.push({ data });
   }
   if (rows.length) await trx('emails').insert(rows);

@@ -1,5 +1,6 @@
 import { Context, Liquid, toValue, toValueSync, type Template } from 'liquidjs';
 import { LRUCache } from 'lru-cache';
+import { Marked } from 'marked';
 
 /**
  * Template rendering with Liquid (liquidjs): `{{ variable }}` plus conditionals, loops and filters.
@@ -157,14 +158,35 @@ function renderPart(engine: Liquid, templates: Template[], scope: RenderScope, p
 }
 
 /**
- * Renders one message within `budget` (by default a fresh one: a single message). Throws TemplateError naming the
- * part when the template fails or passes a cap.
+ * Markdown bodies (`type: "markdown"`): CommonMark with GitHub's extensions, by marked. Like an HTML body, what the
+ * sender wrote is sent as written: HTML inside the markdown passes through, as an HTML body's does.
  */
-export function renderMessage(compiled: CompiledMessage, scope: RenderScope, budget = new RenderBudget()): { subject: string; html: string } {
+const markdown = new Marked({ gfm: true, async: false });
+
+/**
+ * A rendered markdown body as HTML, within the same budgets as any body: the HTML cap per message, the request's
+ * characters (the growth is taken from them) and its time (checked once converted: marked runs in linear time).
+ */
+function markdownToHtml(rendered: string, budget: RenderBudget): string {
+  const html = markdown.parse(rendered, { async: false });
+  if (html.length > RENDER_BUDGET.htmlChars) throw new TemplateError('body', `the body renders to more than ${count(RENDER_BUDGET.htmlChars)} characters`, 'too_big');
+  budget.take(html.length - rendered.length);
+  if (budget.remainingChars() < 0) throw new TemplateError('body', `the messages of this request render to more than ${count(RENDER_BUDGET.requestChars)} characters together`, 'too_big');
+  if (budget.remainingMs() === 0) throw new TemplateError('body', `rendering passed the budget of ${count(RENDER_BUDGET.requestMs)} ms per request`, 'too_complex');
+  return html;
+}
+
+/**
+ * Renders one message within `budget` (by default a fresh one: a single message). Throws TemplateError naming the
+ * part when the template fails or passes a cap. A markdown body is rendered by Liquid first (variables are
+ * HTML-escaped as in any body), then converted to HTML.
+ */
+export function renderMessage(compiled: CompiledMessage, scope: RenderScope, budget = new RenderBudget(), asMarkdown = false): { subject: string; html: string } {
   // The subject is rendered with a little room over its cap: trimming below may bring it back under.
   const subject = renderPart(textEngine, compiled.subject, scope, 'subject', RENDER_BUDGET.subjectChars * 2, budget).replace(/[\r\n]+/g, ' ').trim();
   if (subject.length > RENDER_BUDGET.subjectChars) throw new TemplateError('subject', `the subject renders to more than ${count(RENDER_BUDGET.subjectChars)} characters`, 'too_big');
-  const html = renderPart(htmlEngine, compiled.body, scope, 'body', RENDER_BUDGET.htmlChars, budget);
+  const rendered = renderPart(htmlEngine, compiled.body, scope, 'body', RENDER_BUDGET.htmlChars, budget);
+  const html = asMarkdown ? markdownToHtml(rendered, budget) : rendered;
   // A header cannot carry line breaks: whatever the variables held, the subject stays one line.
   return { subject, html };
 }
@@ -173,6 +195,8 @@ export function renderMessage(compiled: CompiledMessage, scope: RenderScope, bud
 export interface RenderJob {
   subject: string;
   body: string;
+  /** The body is markdown: converted to HTML after Liquid, here, where the rendering runs. */
+  markdown?: boolean;
   scopes: RenderScope[];
 }
 
@@ -189,7 +213,7 @@ export function renderJob(job: RenderJob, budget = new RenderBudget()): RenderJo
   const rendered: { subject: string; html: string }[] = [];
   try {
     const compiled = compileCached(job.subject, job.body);
-    for (const scope of job.scopes) rendered.push(renderMessage(compiled, scope, budget));
+    for (const scope of job.scopes) rendered.push(renderMessage(compiled, scope, budget, job.markdown === true));
   } catch (err) {
     if (!(err instanceof TemplateError)) throw err;
     return { failed: { index: rendered.length, part: err.part, code: err.code, message: err.message } };
@@ -221,7 +245,7 @@ export type TemplateProblem = Extract<RenderJobResult, { failed: unknown }>['fai
  * A template checked where it is written (templates, campaigns, campaign tests): it parses, and it renders within the
  * budgets, for `scopes` or a recipient with no data. Undefined when it is fine; otherwise the part at fault and why.
  */
-export async function checkTemplate(render: Renderer, subject: string, body: string, scopes: RenderScope[] = [SAMPLE_SCOPE]): Promise<TemplateProblem | undefined> {
-  const [outcome] = await render([{ subject, body, scopes }]);
+export async function checkTemplate(render: Renderer, subject: string, body: string, scopes: RenderScope[] = [SAMPLE_SCOPE], markdown = false): Promise<TemplateProblem | undefined> {
+  const [outcome] = await render([{ subject, body, scopes, ...(markdown ? { markdown } : {}) }]);
   return 'failed' in outcome! ? outcome.failed : undefined;
 }

@@ -140,6 +140,40 @@ describe('delivered mail', () => {
     expect(m2.replyTo?.value[0]?.address).toBe('orders-help@example.com');
   });
 
+  test('type: "markdown" renders Liquid, then markdown to HTML; a markdown template is converted unless the request brings its own body', async () => {
+    const direct = await sendAndReceive({ to: 'md@example.org', from: 'hi@example.com', subject: 'MD', type: 'markdown', body: '# Hi {{ name }}\n\nSee [the docs]({{ url }}).', data: { name: '<Ada>', url: 'https://x.test/?a=1&b=2' } });
+    expect((direct.mails[0]!.parsed.html || '').trim()).toBe('<h1>Hi &lt;Ada&gt;</h1>\n<p>See <a href="https://x.test/?a=1&amp;b=2">the docs</a>.</p>');
+    const html = await sendAndReceive({ to: 'md@example.org', from: 'hi@example.com', subject: 'HTML', type: 'html', body: '# not a title' });
+    expect((html.mails[0]!.parsed.html || '').trim()).toBe('# not a title');
+
+    const tpl = await t.http().post('/templates').set(key).send({ name: 'MD', subject: 'T', body: '**{{ word }}**', bodyType: 'markdown', from: 'hi@example.com' });
+    expect(tpl.status).toBe(201);
+    const fromTemplate = await sendAndReceive({ to: 'md@example.org', template: tpl.body.data.id, data: { word: 'bold' } });
+    expect((fromTemplate.mails[0]!.parsed.html || '').trim()).toBe('<p><strong>bold</strong></p>');
+    const ownBody = await sendAndReceive({ to: 'md@example.org', template: tpl.body.data.id, body: '**raw**' });
+    expect((ownBody.mails[0]!.parsed.html || '').trim()).toBe('**raw**');
+    const bad = await send({ to: 'md@example.org', from: 'hi@example.com', subject: 's', body: 'b', type: 'text' });
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.errors[0].field).toBe('type');
+  });
+
+  test('Plunk\'s { value, persistent } data: the value renders; nothing of data is stored on the contact', async () => {
+    const { res, mails } = await sendAndReceive({
+      to: 'reset@example.org', from: 'hi@example.com', subject: 'Reset {{ who }}',
+      body: '<a href="{{ resetUrl }}">reset</a> {{ plain }} {{ kept }} {{ other.value }}-{{ other.persistent }}',
+      data: {
+        resetUrl: { value: 'https://app.example.com/reset?t=1', persistent: false },
+        who: { value: 'Ada' }, kept: { value: 'k', persistent: true }, plain: 'p',
+        other: { value: 'v', persistent: 'no' }, // not the form (persistent is not a boolean): a plain object
+      },
+    });
+    expect(mails[0]!.parsed.subject).toBe('Reset Ada');
+    expect((mails[0]!.parsed.html || '').trim()).toBe('<a href="https://app.example.com/reset?t=1">reset</a> p k v-no');
+    expect(mails[0]!.parsed.html).not.toContain('[object Object]');
+    const contact = await t.db.knex('contacts').where({ project_id: t.project.id, id: res.body.data.contact }).first();
+    expect(contact.data).toEqual({});
+  });
+
   test('a sender at a subdomain of a verified domain is accepted', async () => {
     const { mails } = await sendAndReceive({ to: 'x@example.org', from: 'news@mail.example.com', subject: 's', body: 'b' });
     expect(mails[0]!.envelopeFrom).toBe('news@mail.example.com');

@@ -22,6 +22,7 @@ export interface TemplateJson {
   fromName: string | null;
   replyTo: string | null;
   type: string;
+  bodyType: string;
   createdAt: string;
   updatedAt: string;
 }
@@ -29,7 +30,7 @@ export interface TemplateJson {
 export function templateJson(t: Template): TemplateJson {
   return {
     id: t.id, name: t.name, description: t.description, subject: t.subject, body: t.body,
-    from: t.fromEmail, fromName: t.fromName, replyTo: t.replyTo, type: t.type,
+    from: t.fromEmail, fromName: t.fromName, replyTo: t.replyTo, type: t.type, bodyType: t.bodyType,
     createdAt: t.createdAt.toISOString(), updatedAt: t.updatedAt.toISOString(),
   };
 }
@@ -38,8 +39,8 @@ export function templateJson(t: Template): TemplateJson {
  * A template that does not parse, or that passes the render budgets by itself (with no data), is refused at write
  * time, not discovered at send time.
  */
-async function checkContent(render: Renderer, subject: string, body: string): Promise<void> {
-  const problem = await checkTemplate(render, subject, body);
+async function checkContent(render: Renderer, subject: string, body: string, bodyType: string): Promise<void> {
+  const problem = await checkTemplate(render, subject, body, undefined, bodyType === 'markdown');
   if (problem) throw validationFailed([{ field: problem.part, message: problem.message, code: problem.code }]);
 }
 
@@ -53,6 +54,7 @@ function columns(b: PatchTemplateBody) {
     ...(b.fromName !== undefined ? { fromName: b.fromName || null } : {}),
     ...(b.replyTo !== undefined ? { replyTo: b.replyTo } : {}),
     ...(b.type !== undefined ? { type: b.type } : {}),
+    ...(b.bodyType !== undefined ? { bodyType: b.bodyType } : {}),
   };
 }
 
@@ -68,8 +70,8 @@ export function templateRoutes(router: Router, { knex, render }: { knex: Knex; r
   router.post('/templates', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
     const body = validateBody<TemplateBody>(ctx, createTemplateSchema);
-    await checkContent(render, body.subject, body.body);
-    const row = await Template.query(knex).insert({ projectId, type: 'TRANSACTIONAL', ...columns(body) }).returning('*');
+    await checkContent(render, body.subject, body.body, body.bodyType ?? 'html');
+    const row = await Template.query(knex).insert({ projectId, type: 'TRANSACTIONAL', bodyType: 'html', ...columns(body) }).returning('*');
     ctx.status = 201;
     ctx.body = { success: true, data: templateJson(row as unknown as Template) };
   });
@@ -90,7 +92,7 @@ export function templateRoutes(router: Router, { knex, render }: { knex: Knex; r
     const updated = await knex.transaction(async (trx) => {
       const current = await Template.query(trx).findOne({ project_id: projectId, id }).forUpdate();
       if (!current) return undefined;
-      await checkContent(render, body.subject ?? current.subject, body.body ?? current.body);
+      await checkContent(render, body.subject ?? current.subject, body.body ?? current.body, body.bodyType ?? current.bodyType);
       const [row] = await trx('templates').where({ project_id: projectId, id })
         .update(Template.fromJson({ ...columns(body), updatedAt: new Date() }, { patch: true, skipValidation: true }).$toDatabaseJson())
         .returning('*');

@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { cursorSchema, limitSchema } from '../pagination';
-import { contactDataSchema, dateSchema, emailSchema, uuidSchema } from './common';
+import { contactDataSchema, dateSchema, emailSchema, uuidSchema, type RequestData } from './common';
 
 /** Event names: printable, 1 to 100 characters. Names under the service's own prefixes are the service's to record. */
 export const eventNameSchema = Joi.string().trim().min(1).max(100).pattern(/^[^\p{Cc}]+$/u, 'printable characters');
@@ -10,7 +10,8 @@ export interface TrackBody {
   email: string;
   event: string;
   subscribed?: boolean;
-  data?: Record<string, unknown>;
+  /** Merged into the contact and recorded with the event; entries may be `{ value, persistent? }` (common.ts DataEntry). */
+  data?: RequestData;
 }
 
 export const trackSchema = Joi.object<TrackBody, true>({

@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import addressparser from 'nodemailer/lib/addressparser';
-import { contactDataSchema, emailSchema, headerTextSchema, uuidSchema } from './common';
+import { contactDataSchema, emailSchema, headerTextSchema, uuidSchema, type RequestData } from './common';
 
 /** A mailbox: `{ email, name? }`, or a string `ada@example.com` / `Ada Lovelace <ada@example.com>`. */
 export interface Mailbox {
@@ -21,6 +21,8 @@ export interface SendBody {
   to: Mailbox | Mailbox[];
   subject?: string;
   body?: string;
+  /** How the body is written: `html` (default) or `markdown`; with a template and no `body`, the template's bodyType. */
+  type?: 'html' | 'markdown';
   template?: string;
   from?: Mailbox;
   name?: string;
@@ -28,7 +30,8 @@ export interface SendBody {
   headers?: Record<string, string>;
   attachments?: AttachmentInput[];
   subscribed?: boolean;
-  data?: Record<string, unknown>;
+  /** Template variables; entries may be `{ value, persistent? }` (common.ts DataEntry). Never stored on the contact. */
+  data?: RequestData;
 }
 
 export const MAX_RECIPIENTS = 50;
@@ -126,6 +129,7 @@ export const sendSchema = Joi.object<SendBody>({
     otherwise: mailbox,
   }).required(),
   template: uuidSchema,
+  type: Joi.string().valid('html', 'markdown'),
   subject: headerTextSchema.min(1).max(998).when('template', { not: Joi.exist(), then: Joi.required() }),
   body: Joi.string().min(1).max(2 * 1024 * 1024).when('template', { not: Joi.exist(), then: Joi.required() }),
   from: mailbox,

@@ -3,6 +3,7 @@ import { cursorSchema, limitSchema } from '../pagination';
 import { emailSchema, headerTextSchema } from './common';
 
 export type TemplateTypeValue = 'TRANSACTIONAL' | 'MARKETING';
+export type BodyTypeValue = 'html' | 'markdown';
 
 export interface TemplateBody {
   name: string;
@@ -13,6 +14,8 @@ export interface TemplateBody {
   fromName?: string | null;
   replyTo?: string | null;
   type?: TemplateTypeValue;
+  /** How `body` is written (`type` is TRANSACTIONAL or MARKETING). */
+  bodyType?: BodyTypeValue;
 }
 
 const fields = {
@@ -24,6 +27,7 @@ const fields = {
   fromName: headerTextSchema.max(200).allow('', null),
   replyTo: emailSchema.allow(null),
   type: Joi.string().valid('TRANSACTIONAL', 'MARKETING'),
+  bodyType: Joi.string().valid('html', 'markdown'),
 };
 
 export const createTemplateSchema = Joi.object<TemplateBody, true>({

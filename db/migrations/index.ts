@@ -9,6 +9,7 @@ import * as automations from './20261122000007_automations';
 import * as emailsUndispatched from './20261123000001_emails_undispatched';
 import * as deliveryWindow from './20261123000002_delivery_window';
 import * as workerLiveness from './20261123000003_worker_liveness';
+import * as templateBodyType from './20261123000004_template_body_type';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -26,6 +27,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261123000001_emails_undispatched': emailsUndispatched,
   '20261123000002_delivery_window': deliveryWindow,
   '20261123000003_worker_liveness': workerLiveness,
+  '20261123000004_template_body_type': templateBodyType,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

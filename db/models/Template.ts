@@ -1,6 +1,7 @@
 import { BaseModel } from './BaseModel';
 
 export type TemplateType = 'TRANSACTIONAL' | 'MARKETING';
+export type BodyType = 'html' | 'markdown';
 
 export class Template extends BaseModel {
   static override tableName = 'templates';
@@ -15,6 +16,7 @@ export class Template extends BaseModel {
   fromName!: string | null;
   replyTo!: string | null;
   type!: TemplateType;
+  bodyType!: BodyType;
   createdAt!: Date;
   updatedAt!: Date;
 }

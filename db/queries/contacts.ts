@@ -9,6 +9,8 @@ export interface ContactInput {
   id?: string;
   /** Omitted: new contacts get the default, existing ones keep theirs. */
   subscribed?: boolean;
+  /** `subscribed` is for a new contact only (a public key's request: audience/subscription.ts). */
+  onlyNew?: boolean;
   data?: ContactData;
 }
 
@@ -34,37 +36,44 @@ function splitData(data: ContactData | undefined): { set: ContactData; unset: st
 
 const MERGED_DATA = '(c.data || v.set) - v.unset';
 const CHANGED = `(coalesce(v.subscribed, c.subscribed), ${MERGED_DATA}) IS DISTINCT FROM (c.subscribed, c.data)`;
+const UPSERT_CHANGED = `(coalesce(v.change, c.subscribed), ${MERGED_DATA}) IS DISTINCT FROM (c.subscribed, c.data)`;
 
 /**
  * Creates or updates contacts by email, in bulk, safely under concurrency: the INSERT … ON CONFLICT DO NOTHING
  * waits for a concurrent insert of the same email and then skips it, and the UPDATE applies this call's changes
  * to whatever row exists. So concurrent upserts of one email end in one contact, never a unique-violation 500.
  * Runs both statements in the given transaction (or its own). Emails must already be normalised; duplicates
- * in `inputs` are merged in order.
+ * in `inputs` are merged in order, as if one came after the other (so an `onlyNew` after the first is no change).
+ * An existing contact whose subscription changes records `contact.subscribed` or `contact.unsubscribed` (with
+ * `source`) in the same transaction, as patchContact does.
  */
 export async function upsertContacts(
   db: Knex | Knex.Transaction,
   projectId: string,
   inputs: ContactInput[],
   defaultSubscribed: boolean,
+  source = 'api',
 ): Promise<UpsertedContact[]> {
-  const merged = new Map<string, { id: string | null; subscribed: boolean | null; set: ContactData; unset: string[] }>();
+  // `subscribed`: what a new contact gets (null: the default); `change`: what an existing one is set to (null: kept).
+  const merged = new Map<string, { id: string | null; subscribed: boolean | null; change: boolean | null; set: ContactData; unset: string[] }>();
   for (const input of inputs) {
     const prev = merged.get(input.email);
     const { set, unset } = splitData(input.data);
     if (!prev) {
-      merged.set(input.email, { id: input.id ?? null, subscribed: input.subscribed ?? null, set, unset });
+      merged.set(input.email, { id: input.id ?? null, subscribed: input.subscribed ?? null, change: input.onlyNew ? null : input.subscribed ?? null, set, unset });
     } else {
       for (const k of unset) delete prev.set[k];
       prev.unset = [...prev.unset.filter((k) => !(k in set)), ...unset];
       Object.assign(prev.set, set);
-      if (input.subscribed !== undefined) prev.subscribed = input.subscribed;
+      // The contact exists by now (the earlier input made it): only a change may apply.
+      if (input.subscribed !== undefined && !input.onlyNew) prev.subscribed = prev.change = input.subscribed;
     }
   }
   // Sorted by address: concurrent upserts lock the contacts they share in the same order (no deadlock).
-  const rows = [...merged].map(([email, v]) => ({ email, id: v.id, subscribed: v.subscribed, set: v.set, unset: v.unset }))
+  const rows = [...merged].map(([email, v]) => ({ email, id: v.id, subscribed: v.subscribed, change: v.change, set: v.set, unset: v.unset }))
     .sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0));
   if (rows.length === 0) return [];
+  const changes = rows.some((r) => r.change !== null);
   const work = async (trx: Knex.Transaction) => {
     const byEmail = new Map<string, UpsertedContact>();
     // Usually one round. A contact that a concurrent transaction deletes while our INSERT saw it and our UPDATE waited
@@ -85,17 +94,31 @@ export async function upsertContacts(
       // Existing contacts (those not inserted just now): apply the changes; updated_at moves only on a real change.
       // A separate statement on purpose: it takes a new snapshot, so it sees a row that a concurrent upsert committed
       // while our INSERT waited on it (one statement with both would not, and would lose that contact).
+      // When a subscription may change, the old one comes from a locked read in the same statement (as in
+      // patchContact), in address order, so that a concurrent change cannot slip between and each change is seen once.
+      const insertedNow = [...byEmail.keys()];
       const updated = await trx.raw(
         `UPDATE contacts c SET
-           subscribed = coalesce(v.subscribed, c.subscribed),
+           subscribed = coalesce(v.change, c.subscribed),
            data = ${MERGED_DATA},
-           updated_at = CASE WHEN ${CHANGED} THEN now() ELSE c.updated_at END
-         FROM jsonb_to_recordset(?::jsonb) AS v(email text, subscribed boolean, set jsonb, unset text[])
-         WHERE c.project_id = ?::uuid AND c.email = v.email AND NOT (c.email = ANY(?::text[]))
-         RETURNING c.*`,
-        [payload, projectId, [...byEmail.keys()]],
+           updated_at = CASE WHEN ${UPSERT_CHANGED} THEN now() ELSE c.updated_at END
+         FROM jsonb_to_recordset(?::jsonb) AS v(email text, change boolean, set jsonb, unset text[])
+         ${changes ? `, (SELECT id, subscribed AS was FROM contacts
+                         WHERE project_id = ?::uuid AND email = ANY(?::text[]) AND NOT (email = ANY(?::text[]))
+                         ORDER BY email FOR UPDATE) o` : ''}
+         WHERE c.project_id = ?::uuid AND c.email = v.email AND NOT (c.email = ANY(?::text[])) ${changes ? 'AND c.id = o.id' : ''}
+         RETURNING c.*${changes ? ', o.was' : ''}`,
+        [payload, ...(changes ? [projectId, pending.map((r) => r.email), insertedNow] : []), projectId, insertedNow],
       );
-      for (const r of updated.rows as Record<string, unknown>[]) byEmail.set(r.email as string, { contact: Contact.fromDatabaseJson(r), isNew: false });
+      const flips: { name: string; contactId: string; data: { source: string } }[] = [];
+      for (const { was, ...r } of updated.rows as (Record<string, unknown> & { was?: boolean })[]) {
+        const contact = Contact.fromDatabaseJson(r);
+        byEmail.set(contact.email, { contact, isNew: false });
+        if (was !== undefined && was !== contact.subscribed) {
+          flips.push({ name: contact.subscribed ? 'contact.subscribed' : 'contact.unsubscribed', contactId: contact.id, data: { source } });
+        }
+      }
+      await recordEvents(trx, projectId, flips);
     }
     return [...merged.keys()].map((email) => byEmail.get(email)!);
   };

@@ -19,7 +19,7 @@ test('create (201) with every field, get, patch, delete (204), then 404', async 
   expect(created.status).toBe(201);
   expect(created.body.data).toEqual({
     id: expect.any(String), name: 'Welcome', description: 'First mail', subject: 'Welcome {{ name }}', body: '<p>Hi {{ name }}</p>',
-    from: 'hello@example.com', fromName: 'Team', replyTo: 'help@example.com', type: 'MARKETING',
+    from: 'hello@example.com', fromName: 'Team', replyTo: 'help@example.com', type: 'MARKETING', bodyType: 'html',
     createdAt: expect.any(String), updatedAt: expect.any(String),
   });
   const id = created.body.data.id;
@@ -34,6 +34,19 @@ test('create (201) with every field, get, patch, delete (204), then 404', async 
   expect((await t.http().get(`/templates/${id}`).set(key)).status).toBe(404);
   expect((await t.http().patch(`/templates/${id}`).set(key).send({ name: 'x' })).status).toBe(404);
   expect((await t.http().delete(`/templates/${id}`).set(key)).status).toBe(404);
+});
+
+test('bodyType: html by default, or markdown (checked as markdown at create and patch); anything else is 422', async () => {
+  const md = await t.http().post('/templates').set(key).send({ name: 'Md', subject: 's', body: '# Hi {{ name }}', bodyType: 'markdown' });
+  expect(md.status).toBe(201);
+  expect(md.body.data).toMatchObject({ bodyType: 'markdown', type: 'TRANSACTIONAL' });
+  const patched = await t.http().patch(`/templates/${md.body.data.id}`).set(key).send({ bodyType: 'html' });
+  expect(patched.body.data.bodyType).toBe('html');
+  for (const bodyType of ['text', 'HTML', 1]) {
+    const bad = await t.http().post('/templates').set(key).send({ name: 'Bad', subject: 's', body: 'b', bodyType });
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.errors[0].field).toBe('bodyType');
+  }
 });
 
 test('defaults: type TRANSACTIONAL, optional fields null', async () => {

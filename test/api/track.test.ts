@@ -48,6 +48,23 @@ describe('POST /v1/track', () => {
     expect(contact.subscribed).toBe(true);
   });
 
+  test('Plunk\'s { value, persistent } data: the event records the values; persistent: false stays off the contact', async () => {
+    const data = {
+      resetUrl: { value: 'https://app.example.com/reset?t=1', persistent: false },
+      plan: { value: 'pro' }, seats: { value: 3, persistent: true }, plain: 'p',
+      box: { value: 1, other: 2 }, // not the form: a plain object, stored as it is
+    };
+    const res = await track({ email: 'plunk@example.com', event: 'reset.requested', data });
+    expect(res.status).toBe(200);
+    const contact = await t.db.knex('contacts').where({ project_id: t.project.id, id: res.body.data.contact }).first();
+    expect(contact.data).toEqual({ plan: 'pro', seats: 3, plain: 'p', box: { value: 1, other: 2 } });
+    const event = await t.db.knex('events').where({ project_id: t.project.id, id: res.body.data.event }).first();
+    expect(event.data).toEqual({ resetUrl: 'https://app.example.com/reset?t=1', plan: 'pro', seats: 3, plain: 'p', box: { value: 1, other: 2 } });
+    // A non-persistent key leaves a stored value of the same key alone.
+    await track({ email: 'plunk@example.com', event: 'again', data: { plan: { value: 'trial', persistent: false } } });
+    expect((await t.db.knex('contacts').where({ id: contact.id }).first()).data.plan).toBe('pro');
+  });
+
   test('reserved and invalid event names are 422 naming the field', async () => {
     for (const event of ['email.sent', 'Contact.unsubscribed', 'campaign.failed', 'execution.failed', '', 'x'.repeat(101), 'bad\nname']) {
       const res = await track({ email: 'r@example.com', event });

@@ -1,4 +1,5 @@
-import { compileMessage, messageScope, renderMessage, TemplateError } from '../../mail/render';
+import { compileMessage, messageScope, RENDER_BUDGET, RenderBudget, renderJob, renderMessage, TemplateError } from '../../mail/render';
+import { createRenderPool } from '../../mail/renderPool';
 import { unsubscribeToken, unsubscribeUrl, verifyUnsubscribeToken } from '../../mail/unsubscribe';
 
 const contact = { id: 'c1', email: 'ada@example.com', subscribed: true, data: { firstName: 'Ada', plan: 'pro', tags: ['a', 'b'] } };
@@ -54,6 +55,45 @@ describe('rendering', () => {
   test('runaway templates are stopped by the render limit', () => {
     const compiled = compileMessage('s', '{% for a in (1..100000) %}{% for b in (1..100000) %}x{% endfor %}{% endfor %}');
     expect(() => renderMessage(compiled, {})).toThrow();
+  });
+});
+
+describe('markdown bodies (type: "markdown")', () => {
+  const scope = messageScope({ name: '<b>Ada</b>', url: 'https://x.test/r?a=1&b=2' }, contact, 'https://h.test/unsubscribe/tok');
+
+  test('Liquid first (variables HTML-escaped), then markdown to HTML; HTML in the markdown passes through as in an HTML body', () => {
+    const out = renderJob({ subject: 'Hi {{ name }}', body: '# Hello {{ name }}\n\n[Reset]({{ url }}) **now**\n\n<div class="x">kept</div>', markdown: true, scopes: [scope] });
+    expect(out).toEqual({ rendered: [{
+      subject: 'Hi <b>Ada</b>',
+      html: '<h1>Hello &lt;b&gt;Ada&lt;/b&gt;</h1>\n<p><a href="https://x.test/r?a=1&amp;b=2">Reset</a> <strong>now</strong></p>\n<div class="x">kept</div>',
+    }] });
+    // Without the flag the same body is HTML, sent as written.
+    expect(renderJob({ subject: 's', body: '# Hello', scopes: [scope] })).toEqual({ rendered: [{ subject: 's', html: '# Hello' }] });
+  });
+
+  test('the budgets apply to the converted HTML: the per-message cap and the request total', () => {
+    // Fits the cap as Liquid output, not once markdown wrapped it in <p>…</p>.
+    const big = messageScope({ big: 'a'.repeat(RENDER_BUDGET.htmlChars - 2) }, contact, 'https://h.test/unsubscribe/tok');
+    expect(renderJob({ subject: 's', body: '{{ big }}', scopes: [big] })).toHaveProperty('rendered');
+    expect(renderJob({ subject: 's', body: '{{ big }}', markdown: true, scopes: [big] })).toEqual({ failed: expect.objectContaining({ part: 'body', code: 'too_big' }) });
+    // The request's characters: what markdown adds is taken from them too.
+    const small = messageScope({ big: 'a'.repeat(1000) }, contact, 'https://h.test/unsubscribe/tok');
+    const budget = () => new RenderBudget(RENDER_BUDGET.requestMs, 1 + 1000 + 4);
+    expect(renderJob({ subject: 's', body: '{{ big }}', scopes: [small] }, budget())).toHaveProperty('rendered');
+    expect(renderJob({ subject: 's', body: '{{ big }}', markdown: true, scopes: [small] }, budget())).toEqual({ failed: expect.objectContaining({ part: 'body', code: 'too_big' }) });
+  });
+
+  test('converted on the render threads too', async () => {
+    const pool = createRenderPool(1);
+    try {
+      // Past the inline caps (mail/renderPool.ts), so that a thread renders it.
+      const body = `# Title\n\n${'word '.repeat(30_000)}`;
+      const [out] = await pool.render([{ subject: 's', body, markdown: true, scopes: [scope] }]);
+      expect(out).toHaveProperty('rendered');
+      expect((out as { rendered: { html: string }[] }).rendered[0]!.html.startsWith('<h1>Title</h1>\n<p>word word')).toBe(true);
+    } finally {
+      await pool.close();
+    }
   });
 });
 

@@ -206,7 +206,11 @@ const nameArb = mostly(['Ada', 'Bob Builder', 'Ünïcødé', "O'Brien", ''], ['x
 const eventNameArb = fc.constantFrom('signup', 'purchase', 'page.view', 'Signup', 'a', 'e'.repeat(100), 'ünï', 'email.opened', 'contact.subscribed');
 const dataArb: fc.Arbitrary<Record<string, unknown>> = fc.dictionary(
   fc.constantFrom('plan', 'firstName', 'age', 'tags', 'nested', 'x', 'score'),
-  fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.string({ maxLength: 4 }), { maxLength: 3 }), fc.constant({ a: { b: 1 } })),
+  fc.oneof(
+    fc.string({ maxLength: 10 }), fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.string({ maxLength: 4 }), { maxLength: 3 }), fc.constant({ a: { b: 1 } }),
+    // Plunk's { value, persistent } entries, and near misses that are plain objects.
+    fc.constantFrom({ value: 'v', persistent: false }, { value: 2, persistent: true }, { value: null }, { value: 'x', persistent: 'no' }, { value: 1, other: 2 }),
+  ),
   { maxKeys: 4 },
 );
 const textArb = mostly(['', 'a description', 'x'.repeat(1000)], ['x'.repeat(2001)]);
@@ -282,6 +286,7 @@ const sendBodyArb: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
     from: ownSenderArb,
     subject: liquidSubjectArb,
     body: liquidBodyArb,
+    type: opt(mostly(['html', 'markdown'], ['text', 'Markdown'])),
     data: opt(dataArb),
     name: opt(nameArb),
     reply: opt(emailArb),
@@ -306,6 +311,7 @@ const templateFields = {
   fromName: fc.constantFrom<string | null>('Team', '', null),
   replyTo: fc.constantFrom<string | null>('reply@example.org', null),
   type: fc.constantFrom('TRANSACTIONAL', 'MARKETING'),
+  bodyType: mostly(['html', 'markdown'], ['text', 'HTML']),
 };
 
 const campaignAudienceArb: fc.Arbitrary<Record<string, unknown>> = fc.oneof(

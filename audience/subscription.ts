@@ -1,0 +1,43 @@
+import type { ApiKeyType } from '../db/models/ApiKey';
+import type { TemplateType } from '../db/models/Template';
+import { bulkMailHeaders, unsubscribeUrl, type UnsubscribeTarget } from '../mail/unsubscribe';
+
+/**
+ * The subscription rules, in one place (docs/api.md, "Subscriptions"):
+ * - who may change a contact's marketing subscription: a public key (pk_, which sits in web pages) only chooses the
+ *   subscription of a contact it creates, never an existing contact's; a secret key, the dashboard API, an
+ *   automation and an unsubscribe link may change it. Every change of an existing contact records
+ *   `contact.subscribed` or `contact.unsubscribed` (db/queries/contacts.ts writes both in the same transaction);
+ * - who receives what: marketing mail (a MARKETING template) only subscribed contacts, with the bulk-mail headers
+ *   (List-Unsubscribe, one-click, Precedence: bulk); transactional mail anyone (there is no suppression list yet).
+ */
+
+/** What a request's `subscribed` does to the contact it upserts (db/queries/contacts.ts ContactInput). */
+export interface SubscriptionWrite {
+  /** The subscription asked for; omitted: a new contact gets the route's default, an existing one keeps its own. */
+  subscribed?: boolean;
+  /** `subscribed` applies to a new contact only: an existing contact keeps its subscription. */
+  onlyNew?: boolean;
+}
+
+/** The subscription write of a request authenticated with `keyType` that asks for `subscribed`. */
+export function subscriptionWrite(subscribed: boolean | undefined, keyType: ApiKeyType): SubscriptionWrite {
+  if (subscribed === undefined) return {};
+  return keyType === 'secret' ? { subscribed } : { subscribed, onlyNew: true };
+}
+
+/** Why a recipient gets no email; in the answer's `emails[].skipped`. */
+export type SkipReason = 'unsubscribed';
+
+/** Whether mail of this kind goes to this contact, and if not, why. */
+export function skipReason(marketing: boolean, contact: { subscribed: boolean }): SkipReason | null {
+  return marketing && !contact.subscribed ? 'unsubscribed' : null;
+}
+
+/** Whether a template's mail is marketing mail. */
+export const isMarketing = (type: TemplateType | string | null | undefined): boolean => type === 'MARKETING';
+
+/** The headers marketing mail carries (none for transactional mail): RFC 2369/8058 unsubscribe, Precedence: bulk. */
+export function marketingHeaders(marketing: boolean, publicUrl: string, secret: Buffer, target: UnsubscribeTarget): Record<string, string> {
+  return marketing ? bulkMailHeaders(unsubscribeUrl(publicUrl, secret, target)) : {};
+}
