@@ -63,7 +63,7 @@ export function createRenderPool(threads = defaultRenderThreads()): RenderPool {
       const results: (RenderJobResult | undefined)[] = jobs.map(() => undefined);
       const budget = new RenderBudget(INLINE.ms, INLINE.chars, INLINE.memory);
       jobs.forEach((job, i) => {
-        const key = `${job.subject}\u0000${job.body}`;
+        const key = `${job.markdown ? 'md' : 'html'}\u0000${job.subject}\u0000${job.body}`;
         if (key.length > INLINE.templateChars || costly.has(key) || budget.remainingMs() === 0) return;
         const outcome = renderJob(job, budget);
         // A syntax error is final; a budget passed here may well fit the full budgets of a thread.
