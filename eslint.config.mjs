@@ -14,6 +14,37 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
+  // The layers (README, "Layers"): the business knows no HTTP. Only api/ itself, and the entry points, tests and
+  // benchmarks that assemble or drive the app, import from api/ or name Koa.
+  {
+    files: ['**/*.ts'],
+    ignores: ['api/**', 'bin/**', 'test/**', 'bench/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: [
+        { group: ['**/api', '**/api/**'], message: 'Only api/ (and the entry points in bin/) import from api/: call the business module instead.' },
+        { group: ['koa', 'koa-*', '@koa/*'], message: 'Koa belongs to api/ alone.' },
+      ] }],
+    },
+  },
+  // Workflow code is deterministic and bundled for Temporal: from outside workflows/ it takes types only.
+  {
+    files: ['workflows/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: [
+        { group: ['../*', '../**'], allowTypeImports: true, message: 'workflows/ imports only types from outside workflows/ (import type).' },
+        { group: ['**/api', '**/api/**'], message: 'Only api/ imports from api/.' },
+      ] }],
+    },
+  },
+  // The database layer knows no HTTP and no engine.
+  {
+    files: ['db/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: [
+        { group: ['**/api', '**/api/**', '**/engine', '**/engine/**', '**/activities', '**/activities/**'], message: 'db/ knows no HTTP (api/) and no engine (engine/, activities/).' },
+      ] }],
+    },
+  },
   // Plain CommonJS scripts (tooling, Jest reporter) use require().
   { files: ['**/*.js', '**/*.cjs'], rules: { '@typescript-eslint/no-require-imports': 'off' } },
 );

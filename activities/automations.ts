@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import { ApiError } from '../api/errors';
-import { durationMs, type Step } from '../api/schemas/workflows';
-import { prepareSend, storeSends } from '../api/sends';
+import { durationMs, type Step } from '../automations/steps';
+import { DomainError } from '../core/errors';
+import { prepareSend, storeSends } from '../sending/sends';
 import { renderInline } from '../mail/render';
 import { compileCondition, loadSegments } from '../audience/compile';
 import { createWebhookClient, WebhookError, type WebhookOptions } from '../automations/webhook';
@@ -104,7 +104,7 @@ export function automationActivities(deps: AutomationDeps) {
     ]);
     if (!template) return { failed: `step "${ref.step.id}": template ${ref.step.config.template} no longer exists` };
     // A MARKETING template goes only to a subscribed contact, with the bulk-mail headers campaigns carry: the rules of
-    // every send (api/sends.ts, audience/subscription.ts); an unsubscribed contact's step is skipped, not failed.
+    // every send (sending/sends.ts, audience/subscription.ts); an unsubscribed contact's step is skipped, not failed.
     // Inline rendering: a worker's loop serves no requests.
     const store = { publicUrl: deps.publicUrl, secret: deps.secret, render: renderInline };
     const prepared = await prepareSend(trx, {
@@ -113,8 +113,8 @@ export function automationActivities(deps: AutomationDeps) {
       recipients: [{ email: contact.email }],
       attachments: [],
     }, store);
-    const [stored] = prepared instanceof ApiError ? [prepared] : await storeSends(trx, [prepared], store);
-    if (stored instanceof ApiError) {
+    const [stored] = prepared instanceof DomainError ? [prepared] : await storeSends(trx, [prepared], store);
+    if (stored instanceof DomainError) {
       const detail = stored.details.errors?.[0]?.message ?? stored.message;
       return { failed: `step "${ref.step.id}": ${detail}` };
     }

@@ -1,9 +1,6 @@
-/** One field-level problem of a request (spec section 7: `errors[]`). */
-export interface FieldError {
-  field: string;
-  message: string;
-  code: string;
-}
+import type { FieldError } from '../core/errors';
+
+export type { FieldError };
 
 /**
  * An error the client caused or may act on. The error middleware renders it into the spec's envelope;

@@ -1,5 +1,8 @@
 import Joi from 'joi';
+import { isUuid, UUID } from '../core/values';
 import { badRequest } from './errors';
+
+export { isUuid, UUID };
 
 /**
  * Keyset pagination. Lists are ordered newest first by their time-ordered (UUIDv7) id; a cursor is the last id
@@ -8,8 +11,6 @@ import { badRequest } from './errors';
 export const limitSchema = Joi.number().integer().min(1).max(100).default(20);
 export const cursorSchema = Joi.string().max(200);
 
-/** A UUID as the database writes it (lower-case, no braces). */
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function encodeCursor(id: string): string {
   return Buffer.from(`v1:${id}`).toString('base64url');
@@ -39,7 +40,3 @@ export function toPage<R extends { id: string }, T>(rows: R[], limit: number, to
   return { items: pageRows.map(map), nextCursor: hasMore && last ? encodeCursor(last.id) : null, hasMore, total };
 }
 
-/** Route ids are UUIDs; anything else cannot exist, so it is a 404 rather than a database error. */
-export function isUuid(s: string): boolean {
-  return UUID.test(s);
-}

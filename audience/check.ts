@@ -1,6 +1,5 @@
-import type { FieldError } from '../api/errors';
-import { UUID } from '../api/pagination';
-import { parseIsoDate } from '../api/schemas/common';
+import type { FieldError } from '../core/errors';
+import { parseIsoDate, UUID } from '../core/values';
 import {
   AGE_OPERATORS, EVENT_OPERATORS, ORDER_OPERATORS, PRESENCE_OPERATORS, SEGMENT_OPERATORS, STRING_OPERATORS,
   type AudienceCondition, type FilterRule, type Operator,

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { FieldError } from '../api/errors';
+import type { FieldError } from '../core/errors';
 import { checkCondition, classify, referencedSegments, type FieldRef } from './check';
 import { conditionSchema, type AudienceCondition, type FilterRule, type TimeUnit } from './condition';
 

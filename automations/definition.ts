@@ -1,11 +1,10 @@
 import type { Knex } from 'knex';
-import type { FieldError } from '../api/errors';
-import type { Step } from '../api/schemas/workflows';
-import { templateIdsOf } from '../api/schemas/workflows';
+import type { FieldError } from '../core/errors';
+import { isUuid } from '../core/values';
+import { templateIdsOf, type Step } from './steps';
 import { checkCondition, referencedSegments } from '../audience/check';
 import { resolveSegments } from '../audience/compile';
 import { normaliseCondition } from '../audience/condition';
-import { isUuid } from '../api/pagination';
 
 /**
  * What a workflow's steps must satisfy beyond their Joi shape (api/schemas/workflows.ts): the graph the step ids

@@ -1,6 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import Joi from 'joi';
-import { isUuid } from '../api/pagination';
+import { isUuid } from '../core/values';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';

@@ -1,4 +1,4 @@
-import { prepareSend, storeSends } from '../api/sends';
+import { prepareSend, storeSends } from '../sending/sends';
 import { RENDER_BUDGET, renderInline } from '../mail/render';
 import { TEST_SECRET, type TestContext } from './support/app';
 import { waitFor } from './support/processes';

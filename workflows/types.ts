@@ -2,7 +2,7 @@
  * What workflows and activities exchange. Workflows carry ids, never payloads: state lives in PostgreSQL.
  * (An automation's steps are the one exception: an execution keeps the definition it started with.)
  */
-import type { ExecutionStatus, Step } from '../api/schemas/workflows';
+import type { ExecutionStatus, Step } from '../automations/steps';
 
 export type { ExecutionStatus, Step };
 

@@ -1,4 +1,5 @@
 import type { Middleware } from 'koa';
+import { DomainError, type DomainErrorKind } from '../../core/errors';
 import { isDataError, sqlState } from '../../db/errors';
 import type { Logger } from '../../logging/logger';
 import { ApiError, type FieldError } from '../errors';
@@ -22,6 +23,13 @@ const HTTP_CODES: Record<number, { code: string; message?: string; suggestion?: 
  * `code` (the HTTP status), `message` (= `error.message`) and `time` (epoch ms, the same instant as `timestamp`) are
  * added. Its `error` string cannot sit beside the envelope's `error` object: the envelope keeps that key.
  */
+/** The business's refusals (core/errors.ts) as HTTP answers. */
+const DOMAIN_STATUS: Record<DomainErrorKind, { status: number; code: string }> = {
+  invalid: { status: 422, code: 'VALIDATION_ERROR' },
+  not_found: { status: 404, code: 'NOT_FOUND' },
+  conflict: { status: 409, code: 'CONFLICT' },
+};
+
 export interface ErrorBody {
   success: false;
   error: { code: string; message: string; statusCode: number; requestId: string; errors?: FieldError[]; suggestion?: string };
@@ -75,6 +83,9 @@ export function errorHandler(log: Logger): Middleware {
       if (err instanceof ApiError) {
         for (const [k, v] of Object.entries(err.details.headers ?? {})) ctx.set(k, v);
         render(ctx, err.status, err.code, err.message, err.details);
+      } else if (err instanceof DomainError) {
+        const { status, code } = DOMAIN_STATUS[err.kind];
+        render(ctx, status, code, err.message, err.details);
       } else if (sqlState(err) === '23503') {
         // A row this request refers to was deleted by a request that committed meanwhile (the routes check what they
         // refer to, but a delete can land between the check and the write): the client's race, to retry, not a 500.

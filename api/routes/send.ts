@@ -6,7 +6,7 @@ import { idempotent } from '../idempotency';
 import type { AuthState } from '../middleware/auth';
 import { MAX_ATTACHMENT_BYTES, recipientsOf, sendSchema, type SendBody } from '../schemas/send';
 import type { Renderer } from '../../mail/render';
-import { checkSends, renderSends, storeSends, type CheckedSend, type PreparedSend, type SendCommand, type StoredSend } from '../sends';
+import { checkSends, renderSends, storeSends, type CheckedSend, type PreparedSend, type SendCommand, type StoredSend } from '../../sending/sends';
 import { validateBody } from '../validate';
 
 export interface SendDeps {
@@ -17,7 +17,7 @@ export interface SendDeps {
 }
 
 /**
- * POST /v1/send. Validates, then stores the request's emails (api/sends.ts) in one transaction: the recipients'
+ * POST /v1/send. Validates, then stores the request's emails (sending/sends.ts) in one transaction: the recipients'
  * contacts and one QUEUED email per recipient. The committed rows are the delivery queue (engine/deliveryQueue.ts), on
  * either engine. The answer never waits for SMTP.
  *

@@ -1,6 +1,9 @@
 import Joi from 'joi';
 import type { FieldError } from '../errors';
-import { UUID } from '../pagination';
+import { DATE_RANGE_TEXT, MAX_DATE, MIN_DATE, parseIsoDate, UUID } from '../../core/values';
+
+export { MAX_DATE, MIN_DATE, parseIsoDate };
+export { dataValues, isDataEntry, persistentData, type DataEntry, type RequestData } from '../../core/requestData';
 
 /**
  * The value rules every request shares, in one place. Each keeps out a value that PostgreSQL (or the JSON
@@ -21,41 +24,6 @@ export const uuidSchema = Joi.string().lowercase().pattern(UUID, 'uuid')
   .messages({ 'string.pattern.name': '{{#label}} must be a UUID (8-4-4-4-12 hexadecimal digits with hyphens)' });
 
 /** The instants the API accepts: four-digit years, well inside PostgreSQL's timestamptz (4713 BC to 294276 AD). */
-export const MIN_DATE = new Date('0001-01-01T00:00:00.000Z');
-export const MAX_DATE = new Date('9999-12-31T23:59:59.999Z');
-const DATE_RANGE_TEXT = 'an ISO 8601 date or date-time with a four-digit year, from 0001-01-01 to 9999-12-31';
-
-// YYYY-MM-DD, optionally followed by a time (T or a space; seconds and up to 9 fraction digits optional) and an offset.
-const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
-
-const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
-const daysInMonth = (y: number, m: number) => [31, isLeap(y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1]!;
-
-/**
- * The instant an ISO 8601 date or date-time string names, or null when it is not one Herald accepts (see MIN_DATE,
- * MAX_DATE). Stricter than Date.parse, whose fallback parser takes almost anything, so that a string accepted here
- * is also one PostgreSQL parses when it is compared as `?::timestamptz` (audience filters send the text itself).
- * Without an offset the time is read as UTC for the range check.
- */
-export function parseIsoDate(text: string): Date | null {
-  const m = ISO_DATE.exec(text);
-  if (!m) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((s) => Number(s ?? 0)) as [number, number, number, number, number, number];
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 59) return null;
-  let offsetMinutes = 0;
-  const tz = m[8];
-  if (tz && tz.toUpperCase() !== 'Z') {
-    const hours = Number(tz.slice(1, 3));
-    const minutes = Number(tz.slice(-2));
-    if (hours > 15 || minutes > 59) return null;
-    offsetMinutes = (tz.startsWith('-') ? -1 : 1) * (hours * 60 + minutes);
-  }
-  // setUTCFullYear, not Date.UTC: Date.UTC reads the years 0 to 99 as 1900 to 1999.
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute - offsetMinutes, second, Number((m[7] ?? '').slice(0, 3).padEnd(3, '0')));
-  return date >= MIN_DATE && date <= MAX_DATE ? date : null;
-}
 
 /**
  * A date or date-time that becomes a SQL timestamp: Joi's ISO format, and then the same strict form and range as
@@ -105,42 +73,6 @@ export const contactDataSchema = Joi.object().pattern(Joi.string().min(1).max(10
     'data.depth': `{{#label}} may nest at most ${MAX_DATA_DEPTH} levels deep`,
     'data.bytes': `{{#label}} may be at most ${MAX_DATA_BYTES / 1024} KB as JSON`,
   });
-
-/**
- * Plunk's form of a `data` entry in /v1/send and /v1/track: `{ value, persistent? }`. `value` is what renders and is
- * recorded; `persistent: false` keeps it off the contact (this email or event only). Recognised strictly: an object
- * whose keys are exactly `value`, or `value` and a boolean `persistent`; anything else is a plain value.
- */
-export interface DataEntry {
-  value: unknown;
-  persistent?: boolean;
-}
-
-/** `data` of /v1/send and /v1/track: plain values, or DataEntry. */
-export type RequestData = Record<string, unknown>;
-
-export function isDataEntry(v: unknown): v is DataEntry {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
-  const keys = Object.keys(v);
-  if (!keys.includes('value')) return false;
-  if (keys.length === 1) return true;
-  return keys.length === 2 && typeof (v as DataEntry).persistent === 'boolean';
-}
-
-/** The values of request data, what renders and what an event records: each DataEntry replaced by its `value`. */
-export function dataValues(data: RequestData | undefined): Record<string, unknown> {
-  if (!data) return {};
-  return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, isDataEntry(v) ? v.value : v]));
-}
-
-/** What of request data is stored on the contact: plain values and entries not marked `persistent: false`. */
-export function persistentData(data: RequestData | undefined): Record<string, unknown> | undefined {
-  if (!data) return undefined;
-  return Object.fromEntries(Object.entries(data).flatMap(([k, v]) => {
-    if (!isDataEntry(v)) return [[k, v]];
-    return v.persistent === false ? [] : [[k, v.value]];
-  }));
-}
 
 /** Text that ends up in a mail header (subject, display names): no CR or LF, which would inject headers. */
 export const headerTextSchema = Joi.string().pattern(/^[^\r\n]*$/, 'a single line').messages({

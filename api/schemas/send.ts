@@ -1,38 +1,11 @@
 import Joi from 'joi';
 import addressparser from 'nodemailer/lib/addressparser';
-import { contactDataSchema, emailSchema, headerTextSchema, uuidSchema, type RequestData } from './common';
+import { contactDataSchema, emailSchema, headerTextSchema, uuidSchema } from './common';
 
-/** A mailbox: `{ email, name? }`, or a string `ada@example.com` / `Ada Lovelace <ada@example.com>`. */
-export interface Mailbox {
-  email: string;
-  name?: string;
-}
+import type { AttachmentInput, Mailbox, SendBody } from '../../sending/types';
 
-export interface AttachmentInput {
-  filename: string;
-  content: string;
-  contentType?: string;
-  contentId?: string;
-  disposition?: 'attachment' | 'inline';
-}
-
-/** The validated body: strings in `to`/`from` have been parsed into mailboxes by the schema. */
-export interface SendBody {
-  to: Mailbox | Mailbox[];
-  subject?: string;
-  body?: string;
-  /** How the body is written: `html` (default) or `markdown`; with a template and no `body`, the template's bodyType. */
-  type?: 'html' | 'markdown';
-  template?: string;
-  from?: Mailbox;
-  name?: string;
-  reply?: string;
-  headers?: Record<string, string>;
-  attachments?: AttachmentInput[];
-  subscribed?: boolean;
-  /** Template variables; entries may be `{ value, persistent? }` (common.ts DataEntry). Never stored on the contact. */
-  data?: RequestData;
-}
+// The send's types live with the business (sending/types.ts); this schema is checked against them.
+export type { AttachmentInput, Mailbox, SendBody };
 
 export const MAX_RECIPIENTS = 50;
 export const MAX_ATTACHMENTS = 10;

@@ -1,6 +1,6 @@
 import Joi from 'joi';
-import { RESERVED_HEADERS, WEBHOOK_METHODS, type WebhookMethod } from '../../automations/webhook';
-import { conditionSchema, type AudienceCondition, type TimeUnit } from '../../audience/condition';
+import { RESERVED_HEADERS, WEBHOOK_METHODS } from '../../automations/webhook';
+import { conditionSchema, type TimeUnit } from '../../audience/condition';
 import { cursorSchema, limitSchema } from '../pagination';
 import { contactDataSchema, headerTextSchema, uuidSchema } from './common';
 import { eventNameSchema } from './events';
@@ -12,38 +12,14 @@ import { eventNameSchema } from './events';
  * CONDITION); null or absent means the execution completes there. This module checks the shape of each step;
  * the graph (dangling references, reachability, loops) is checked by automations/definition.ts.
  */
-export type { TimeUnit };
+import {
+  durationMs, EXECUTION_STATUSES, MAX_DURATION_DAYS, MAX_STEPS, MAX_WEBHOOK_BODY_BYTES, MAX_WEBHOOK_HEADERS, STEP_TYPES, UNIT_MS,
+  type Branches, type ConditionConfig, type Duration, type ExecutionStatus, type SendEmailConfig, type Step, type StepType,
+  type UpdateContactConfig, type WaitForEventConfig, type WebhookConfig,
+} from '../../automations/steps';
 
-export interface Duration {
-  amount: number;
-  unit: TimeUnit;
-}
-
-
-export interface SendEmailConfig { template: string }
-export interface WaitForEventConfig { event: string; timeout?: Duration }
-export interface ConditionConfig { filter: AudienceCondition }
-export interface UpdateContactConfig { data?: Record<string, unknown>; subscribed?: boolean }
-export interface WebhookConfig {
-  url: string;
-  method?: WebhookMethod;
-  headers?: Record<string, string>;
-  body?: Record<string, unknown> | unknown[];
-}
-export interface Branches { yes: string | null; no: string | null }
-
-export type Step =
-  | { id: string; type: 'SEND_EMAIL'; config: SendEmailConfig; next?: string | null }
-  | { id: string; type: 'DELAY'; config: Duration; next?: string | null }
-  | { id: string; type: 'WAIT_FOR_EVENT'; config: WaitForEventConfig; next?: string | null }
-  | { id: string; type: 'CONDITION'; config: ConditionConfig; branches: Branches }
-  | { id: string; type: 'UPDATE_CONTACT'; config: UpdateContactConfig; next?: string | null }
-  | { id: string; type: 'WEBHOOK'; config: WebhookConfig; next?: string | null }
-  | { id: string; type: 'EXIT'; config?: Record<string, never> };
-
-export type StepType = Step['type'];
-
-export const STEP_TYPES: readonly StepType[] = ['SEND_EMAIL', 'DELAY', 'WAIT_FOR_EVENT', 'CONDITION', 'UPDATE_CONTACT', 'WEBHOOK', 'EXIT'];
+// The step types live with their domain (automations/steps.ts); the API's schemas are checked against them.
+export * from '../../automations/steps';
 
 export interface WorkflowTrigger {
   type: 'EVENT';
@@ -61,9 +37,6 @@ export interface CreateWorkflowBody {
 
 export type PatchWorkflowBody = Partial<CreateWorkflowBody>;
 
-export type ExecutionStatus = 'RUNNING' | 'WAITING' | 'COMPLETED' | 'EXITED' | 'FAILED' | 'CANCELLED';
-export const EXECUTION_STATUSES: readonly ExecutionStatus[] = ['RUNNING', 'WAITING', 'COMPLETED', 'EXITED', 'FAILED', 'CANCELLED'];
-
 export interface ListWorkflowsQuery {
   limit: number;
   cursor?: string;
@@ -75,25 +48,6 @@ export interface ListExecutionsQuery {
   cursor?: string;
   status?: ExecutionStatus;
   contactId?: string;
-}
-
-export const MAX_STEPS = 100;
-export const MAX_WEBHOOK_HEADERS = 20;
-export const MAX_WEBHOOK_BODY_BYTES = 16 * 1024;
-/** Longest DELAY and WAIT_FOR_EVENT timeout. */
-export const MAX_DURATION_DAYS = 365;
-
-const UNIT_MS: Record<TimeUnit, number> = { minutes: 60_000, hours: 3_600_000, days: 86_400_000 };
-
-export function durationMs(d: Duration): number {
-  return d.amount * UNIT_MS[d.unit];
-}
-
-/** The templates the SEND_EMAIL steps use: distinct, lower-case. */
-export function templateIdsOf(steps: Step[]): string[] {
-  const ids = new Set<string>();
-  for (const s of steps) if (s.type === 'SEND_EMAIL') ids.add(s.config.template.toLowerCase());
-  return [...ids];
 }
 
 const STEP_ID = /^[A-Za-z0-9_-]+$/;

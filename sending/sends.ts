@@ -5,9 +5,9 @@ import { upsertContacts } from '../db/queries/contacts';
 import { verifiedSenders } from '../db/queries/domains';
 import { messageScope, type Renderer, type RenderJob, type TemplateProblem } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
-import { ApiError, validationFailed } from './errors';
-import { dataValues } from './schemas/common';
-import type { Mailbox, SendBody } from './schemas/send';
+import { DomainError, invalid } from '../core/errors';
+import { dataValues } from '../core/requestData';
+import type { Mailbox, SendBody } from './types';
 
 /** One validated POST /v1/send. */
 export interface SendCommand {
@@ -59,9 +59,9 @@ export interface PreparedSend extends CheckedSend {
   messages: ({ subject: string; html: string } | null)[];
 }
 
-function renderFailure(body: SendBody, failed: TemplateProblem): ApiError {
+function renderFailure(body: SendBody, failed: TemplateProblem): DomainError {
   const field = failed.part === 'subject' ? (body.subject ? 'subject' : 'template') : (body.body ? 'body' : 'template');
-  return validationFailed([{ field, message: failed.message, code: failed.code }],
+  return invalid([{ field, message: failed.message, code: failed.code }],
     failed.code === 'invalid_template' ? undefined : 'Templates render within a budget per request: see "Rendering limits" in docs/api.md.');
 }
 
@@ -97,8 +97,8 @@ function byRecipient(p: Pick<CheckedSend, 'marketing'>, contacts: RenderedFor[],
  * A recipient without a contact is rendered for the contact it is about to become: the id it will be given now, no
  * data, and the subscription the request asks for. storeSends checks that what it wrote is what was rendered for.
  */
-export async function checkSends(db: Knex | Knex.Transaction, commands: readonly SendCommand[]): Promise<(CheckedSend | ApiError)[]> {
-  const results: (CheckedSend | ApiError | undefined)[] = commands.map(() => undefined);
+export async function checkSends(db: Knex | Knex.Transaction, commands: readonly SendCommand[]): Promise<(CheckedSend | DomainError)[]> {
+  const results: (CheckedSend | DomainError | undefined)[] = commands.map(() => undefined);
 
   const wanted = commands.filter((c) => c.body.template).map((c) => [c.projectId, c.body.template!]);
   const templates = wanted.length
@@ -110,12 +110,12 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
     const { body } = command;
     const template = body.template ? templates.get(`${command.projectId}/${body.template}`) : undefined;
     if (body.template && !template) {
-      results[i] = validationFailed([{ field: 'template', message: 'template not found', code: 'not_found' }]);
+      results[i] = invalid([{ field: 'template', message: 'template not found', code: 'not_found' }]);
       return undefined;
     }
     const from: Mailbox | undefined = body.from ?? (template?.from_email ? { email: template.from_email, ...(template.from_name ? { name: template.from_name } : {}) } : undefined);
     if (!from) {
-      results[i] = validationFailed([{ field: 'from', message: 'from is required unless the template has a sender', code: 'required' }]);
+      results[i] = invalid([{ field: 'from', message: 'from is required unless the template has a sender', code: 'required' }]);
       return undefined;
     }
     return {
@@ -134,7 +134,7 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
   const verified = await verifiedSenders(db as Knex, resolved.filter((r) => r).map((r) => ({ projectId: r!.command.projectId, email: r!.from.email })));
   resolved.forEach((r, i) => {
     if (r && !verified.has(`${r.command.projectId}/${r.from.email}`)) {
-      results[i] = validationFailed(
+      results[i] = invalid(
         [{ field: 'from', message: `${r.from.email} is not at a verified domain of this project`, code: 'unverified_domain' }],
         `Verify ${r.from.email.split('@')[1]} first (POST /domains, or the CLI: domain add --verified).`,
       );
@@ -169,7 +169,7 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
   resolved.forEach((r, i) => {
     if (r) results[i] = { ...r, contacts: r.command.recipients.map((m) => contactFor(r.command.projectId, m.email, r.command.body.subscribed)) };
   });
-  return results as (CheckedSend | ApiError)[];
+  return results as (CheckedSend | DomainError)[];
 }
 
 /**
@@ -177,7 +177,7 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
  * that does not parse or passes a budget is that request's error. Rendering holds no database connection: a costly
  * template keeps no one else from the pool; and as the sends are one project's, it keeps no other project waiting.
  */
-export async function renderSends(deps: SendStoreDeps, checked: readonly CheckedSend[]): Promise<(PreparedSend | ApiError)[]> {
+export async function renderSends(deps: SendStoreDeps, checked: readonly CheckedSend[]): Promise<(PreparedSend | DomainError)[]> {
   if (checked.length === 0) return [];
   const outcomes = await deps.render(checked.map((c) => renderJobOf(deps, c, c.contacts)), checked[0]!.command.projectId);
   return checked.map((c, i) => {
@@ -187,9 +187,9 @@ export async function renderSends(deps: SendStoreDeps, checked: readonly Checked
 }
 
 /** checkSends then renderSends, for one caller that has its own transaction (an automation step). */
-export async function prepareSend(db: Knex | Knex.Transaction, command: SendCommand, deps: SendStoreDeps): Promise<PreparedSend | ApiError> {
+export async function prepareSend(db: Knex | Knex.Transaction, command: SendCommand, deps: SendStoreDeps): Promise<PreparedSend | DomainError> {
   const [checked] = await checkSends(db, [command]);
-  if (checked instanceof ApiError) return checked;
+  if (checked instanceof DomainError) return checked;
   const [prepared] = await renderSends(deps, [checked!]);
   return prepared!;
 }
@@ -204,8 +204,8 @@ const sameContact = (a: RenderedFor, b: RenderedFor) =>
  * fail, the request's answer is its error when it is alone (the caller rolls back on an error); in a batch the call
  * throws, so that the caller rolls back and retries each request alone.
  */
-export async function storeSends(trx: Knex.Transaction, prepared: readonly PreparedSend[], deps: SendStoreDeps): Promise<(StoredSend | ApiError)[]> {
-  const results: (StoredSend | ApiError)[] = [];
+export async function storeSends(trx: Knex.Transaction, prepared: readonly PreparedSend[], deps: SendStoreDeps): Promise<(StoredSend | DomainError)[]> {
+  const results: (StoredSend | DomainError)[] = [];
 
   // Attachments are stored once per request and shared by its recipients' emails.
   const attachmentIds = new Map<number, string[]>();

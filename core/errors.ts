@@ -1,0 +1,25 @@
+/**
+ * The business's errors, whichever way in asked (HTTP, an engine's activity, later SMTP): neutral of transport. The
+ * API maps them to its envelope (api/middleware/errorHandler.ts); an activity reads them as a step's failure.
+ */
+
+/** One field-level problem of a request (spec section 7: `errors[]`). */
+export interface FieldError {
+  field: string;
+  message: string;
+  code: string;
+}
+
+/** What kind of refusal: the request's values, something it names that is not there, or the state it meets. */
+export type DomainErrorKind = 'invalid' | 'not_found' | 'conflict';
+
+export class DomainError extends Error {
+  constructor(readonly kind: DomainErrorKind, message: string, readonly details: { errors?: FieldError[]; suggestion?: string } = {}) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+/** A request whose values the business refuses: every offending field, and a hint when there is one. */
+export const invalid = (errors: FieldError[], suggestion?: string) =>
+  new DomainError('invalid', errors.length === 1 ? errors[0]!.message : `${errors.length} fields are invalid`, { errors, suggestion });
