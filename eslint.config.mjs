@@ -26,6 +26,15 @@ export default tseslint.config(
       ] }],
     },
   },
+  // The API calls the business, never an engine's activities (they are the engines' wrappers over the same business).
+  {
+    files: ['api/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: [
+        { group: ['**/activities', '**/activities/**'], message: 'api/ calls the business module, not activities/.' },
+      ] }],
+    },
+  },
   // Workflow code is deterministic and bundled for Temporal: from outside workflows/ it takes types only.
   {
     files: ['workflows/**/*.ts'],

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { campaignAudience } from '../audience/campaignAudience';
-import { recordEvents } from '../db/queries/events';
+import { cancelCampaignRows, failCampaignRows } from '../campaigns/lifecycle';
 import { asPermanent } from './permanent';
 import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types';
 
@@ -85,51 +85,4 @@ export function campaignActivities({ knex, sendRatePerSecond }: CampaignDeps) {
       return (await failCampaignRows(knex, ref, ref.error)).status;
     },
   };
-}
-
-/** Why a campaign's still-queued emails were cancelled when it FAILED (their `error`). */
-export const CAMPAIGN_FAILED_EMAIL_ERROR = 'the campaign failed';
-
-/**
- * SCHEDULED or SENDING → FAILED with `error`, when the campaign's workflow gives up (a permanent failure, or an
- * activity out of retries), in one transaction with:
- * - every still-QUEUED email of the campaign CANCELLED, as a cancel does: a failed campaign does not go on delivering
- *   part of its audience later, unseen (what Postmark and Resend do with a broadcast that errors: it stops). Emails
- *   already delivered stay so, and deliveries in flight finish (a retry of one is cancelled, as for a cancelled
- *   campaign: activities/delivery.ts). The campaign's stats tell how far it got.
- * - a `campaign.failed` event (no contact: it is about the campaign; data: campaignId, name, error, cancelledEmails).
- * A campaign already final (SENT, CANCELLED, FAILED) is left as it is: `changed` false, `status` what it is.
- */
-export async function failCampaignRows(knex: Knex, ref: CampaignRef, error: string): Promise<{ changed: boolean; status: CampaignPhase }> {
-  return knex.transaction(async (trx) => {
-    const [row] = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).whereIn('status', ['SCHEDULED', 'SENDING'])
-      .update({ status: 'FAILED', error, updated_at: trx.fn.now() }).returning(['status', 'name']);
-    if (!row) {
-      const current = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).first('status');
-      return { changed: false, status: (current?.status ?? 'CANCELLED') as CampaignPhase };
-    }
-    const cancelledEmails = await trx('emails').where({ project_id: ref.projectId, campaign_id: ref.campaignId, status: 'QUEUED', is_test: false })
-      .update({ status: 'CANCELLED', error: CAMPAIGN_FAILED_EMAIL_ERROR, updated_at: trx.fn.now() });
-    await recordEvents(trx, ref.projectId, [{ name: 'campaign.failed', data: { campaignId: ref.campaignId, name: row.name, error, cancelledEmails } }]);
-    return { changed: true, status: 'FAILED' };
-  });
-}
-
-/**
- * DRAFT, SCHEDULED or SENDING → CANCELLED, and every still-queued email of the campaign with it, in one
- * transaction (a batch in progress holds the campaign row, so this waits for it and then cancels its emails too).
- * `changed` is false when the campaign was already final; `status` is its status after the call.
- */
-export async function cancelCampaignRows(knex: Knex, ref: CampaignRef): Promise<{ changed: boolean; status: CampaignPhase }> {
-  return knex.transaction(async (trx) => {
-    const [row] = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).whereIn('status', ['DRAFT', 'SCHEDULED', 'SENDING'])
-      .update({ status: 'CANCELLED', cancelled_at: trx.fn.now(), updated_at: trx.fn.now() }).returning('status');
-    if (!row) {
-      const current = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).first('status');
-      return { changed: false, status: (current?.status ?? 'CANCELLED') as CampaignPhase };
-    }
-    await trx('emails').where({ project_id: ref.projectId, campaign_id: ref.campaignId, status: 'QUEUED', is_test: false })
-      .update({ status: 'CANCELLED', updated_at: trx.fn.now() });
-    return { changed: true, status: 'CANCELLED' };
-  });
 }

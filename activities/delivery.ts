@@ -8,7 +8,7 @@ import { dkimFor, loadSigningKeys, type DkimOptions, type SigningKey } from '../
 import { buildMessage, domainOf, type MessageContent, type StoredAttachment } from '../mail/message';
 import { failureReason, isPermanentFailure, type Mailer } from '../mail/transport';
 import { unsubscribeUrl } from '../mail/unsubscribe';
-import { CAMPAIGN_FAILED_EMAIL_ERROR } from './campaigns';
+import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
 
 export interface DeliveryDeps {
   knex: Knex;

@@ -1,12 +1,10 @@
 import type { Knex } from 'knex';
 import { loadDnsConfig, type DnsConfig } from '../config';
-import type { Domain } from '../db/models/Domain';
-import { domainsAfter, ensureDomainKey, saveCheck } from '../db/queries/domains';
+import { domainsAfter } from '../db/queries/domains';
+import { checkDomain, domainDnsClient, scheduleDomainChecks } from '../domains/checks';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
-import { DnsClient } from '../verify/dns';
-import { checkDomainRecords } from '../verify/domainRecords';
-import { workflowId } from '../workflows/registry';
+import type { DnsClient } from '../verify/dns';
 import type { DomainBatchResult } from '../workflows/types';
 
 export interface DomainDeps {
@@ -18,43 +16,6 @@ export interface DomainDeps {
   /** DNS_SERVERS, timeouts and the re-check interval; read from the environment when not given. */
   dns?: DnsConfig;
 }
-
-/** Domain checks ask DNS every time (no cache): a record that was just published or just removed counts at once. */
-export function domainDnsClient(config: DnsConfig): DnsClient {
-  return new DnsClient({ servers: config.servers, timeoutMs: config.timeoutMs, tries: config.tries, cache: false });
-}
-
-/** Looks one domain's records up in DNS and stores the outcome; undefined when the domain was deleted meanwhile. */
-export async function checkDomain(db: Knex, dns: DnsClient, secret: Buffer, domain: Domain, now = new Date()): Promise<Domain | undefined> {
-  const keyed = await ensureDomainKey(db, secret, domain);
-  const found = await checkDomainRecords(dns, keyed.domain, keyed.dkimSelector!, keyed.dkimPublicKey!);
-  return saveCheck(db, keyed.projectId, keyed.id, found, now);
-}
-
-/** The start of the next slot of the re-check schedule after `afterMs`: slots are whole multiples of the interval since the epoch. */
-export function nextCheckSlot(afterMs: number, intervalMs: number): number {
-  return (Math.floor(afterMs / intervalMs) + 1) * intervalMs;
-}
-
-/**
- * Makes sure that the domain re-checks run every `intervalMs`. On an engine with schedules (Temporal) that is one
- * Schedule, `domain-checks`, created or updated here: a failed run does not stop the next. Elsewhere (DBOS) it is the
- * run of the next slot (after now, and after `after` when given): each run schedules its successor, and the run's id is
- * its slot (`domain-checks-<ISO time>`), so every caller — the previous run, any number of processes — asks for the same
- * one and the engine starts it once. Answers the next slot (on Temporal: when the schedule next fires, roughly).
- */
-export async function scheduleDomainChecks(engine: Engine, intervalMs: number, after?: number, now = Date.now()): Promise<number> {
-  const slot = nextCheckSlot(Math.max(now, after ?? 0), intervalMs);
-  if (engine.schedule) {
-    await engine.schedule('checkDomains', {}, { id: DOMAIN_CHECKS_SCHEDULE, everyMs: intervalMs, summary: `DNS re-check of every sending domain, every ${intervalMs / 60_000} minute(s)` });
-    return slot;
-  }
-  await engine.start('checkDomains', { slot }, { id: workflowId.checkDomains({ slot }), startAt: new Date(slot) });
-  return slot;
-}
-
-/** The id of the Temporal Schedule of the domain re-checks (and of the workflows it starts, with their start time appended). */
-export const DOMAIN_CHECKS_SCHEDULE = 'domain-checks';
 
 /** Concurrent DNS checks within one batch. */
 const CHECK_CONCURRENCY = 10;

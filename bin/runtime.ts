@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { createActivities } from '../activities';
 import { createDeliverer } from '../activities/delivery';
-import { scheduleDomainChecks } from '../activities/domains';
+import { scheduleDomainChecks } from '../domains/checks';
 import { ConfigError, loadConfig, loadDnsConfig, publicUrlWarning, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';

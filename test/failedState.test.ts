@@ -1,4 +1,5 @@
-import { CAMPAIGN_FAILED_EMAIL_ERROR, campaignActivities } from '../activities/campaigns';
+import { campaignActivities } from '../activities/campaigns';
+import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
 import { dispatchCampaign } from '../engine/dispatch';
 import { createLogger } from '../logging/logger';
 import { bearer, type TestContext } from './support/app';

@@ -33,7 +33,7 @@ export function drainPollMs(pending: number, ratePerSecond = 14): number {
  * email has left the queue and marks the campaign SENT. A cancel from the engine (Temporal UI) leaves the same rows
  * as an API cancel. When an activity fails for good (a permanent failure such as an audience that cannot be
  * evaluated, or the last of its retries), the campaign ends FAILED with the reason, its queued emails cancelled and a
- * `campaign.failed` event recorded (activities/campaigns.ts, failCampaignRows), instead of staying SENDING for ever.
+ * `campaign.failed` event recorded (campaigns/lifecycle.ts, failCampaignRows), instead of staying SENDING for ever.
  */
 export async function sendCampaign(ctx: WorkflowContext, input: CampaignInput): Promise<CampaignPhase> {
   const ref: CampaignRef = { projectId: input.projectId, campaignId: input.campaignId };

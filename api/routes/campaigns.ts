@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import { checkCondition } from '../../audience/check';
 import { resolveSegments } from '../../audience/compile';
 import type { AudienceCondition } from '../../audience/condition';
-import { cancelCampaignRows } from '../../activities/campaigns';
+import { cancelCampaignRows } from '../../campaigns/lifecycle';
 import { campaignStats } from '../../db/queries/campaigns';
 import { isVerifiedSender } from '../../db/queries/domains';
 import { dispatchCampaign } from '../../engine/dispatch';

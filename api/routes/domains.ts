@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { Knex } from 'knex';
-import { checkDomain, domainDnsClient, scheduleDomainChecks } from '../../activities/domains';
+import { checkDomain, domainDnsClient, scheduleDomainChecks } from '../../domains/checks';
 import type { DnsConfig } from '../../config';
 import type { Domain } from '../../db/models/Domain';
 import { createDomain, deleteDomain, domainListQueries, ensureDomainKey, getDomain } from '../../db/queries/domains';

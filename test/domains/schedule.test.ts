@@ -1,5 +1,5 @@
 import { createDomain, getDomain, isVerifiedSender, saveCheck } from '../../db/queries/domains';
-import { nextCheckSlot } from '../../activities/domains';
+import { nextCheckSlot } from '../../domains/checks';
 import { workflowId } from '../../workflows/registry';
 import type { WorkflowContext } from '../../workflows/context';
 import { checkDomains, DOMAIN_BATCHES_PER_RUN, DOMAIN_CHECK_BATCH } from '../../workflows/checkDomains';

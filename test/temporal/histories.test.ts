@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { temporal as proto } from '@temporalio/proto';
-import { DOMAIN_CHECKS_SCHEDULE } from '../../activities/domains';
+import { DOMAIN_CHECKS_SCHEDULE } from '../../domains/checks';
 import { bearer } from '../support/app';
 import { DAY, stepClock, waitForExecutions } from '../support/automations';
 import { startDnsServer } from '../support/dns';

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { DOMAIN_CHECKS_SCHEDULE } from '../../activities/domains';
+import { DOMAIN_CHECKS_SCHEDULE } from '../../domains/checks';
 import { createDomain, getDomain } from '../../db/queries/domains';
 import { dkimRecordName, dkimRecordValue } from '../../verify/domainRecords';
 import { bearer, TEST_SECRET } from '../support/app';
