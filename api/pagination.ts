@@ -1,8 +1,6 @@
 import Joi from 'joi';
-import { isUuid, UUID } from '../core/values';
+import { isUuid } from '../core/values';
 import { badRequest } from './errors';
-
-export { isUuid, UUID };
 
 /**
  * Keyset pagination. Lists are ordered newest first by their time-ordered (UUIDv7) id; a cursor is the last id
@@ -21,7 +19,7 @@ export function decodeCursor(cursor: string | undefined): string | undefined {
   if (cursor === undefined) return undefined;
   const raw = Buffer.from(cursor, 'base64url').toString('utf8');
   const id = raw.startsWith('v1:') ? raw.slice(3) : '';
-  if (!UUID.test(id)) throw badRequest('Invalid cursor', [{ field: 'cursor', message: 'cursor is not one this API returned', code: 'invalid_cursor' }]);
+  if (!isUuid(id)) throw badRequest('Invalid cursor', [{ field: 'cursor', message: 'cursor is not one this API returned', code: 'invalid_cursor' }]);
   return id;
 }
 

@@ -13,7 +13,8 @@ import { workflowId } from '../../workflows/registry';
 import { checkTemplate, messageScope, type Renderer } from '../../mail/render';
 import { conflict, notFound, validationFailed, type FieldError } from '../errors';
 import type { AuthState } from '../middleware/auth';
-import { decodeCursor, isUuid, toPage } from '../pagination';
+import { isUuid } from '../../core/values';
+import { decodeCursor, toPage } from '../pagination';
 import {
   createCampaignSchema, listCampaignsQuerySchema, patchCampaignSchema, sendCampaignSchema, testCampaignSchema,
   type AudienceType, type CampaignBody, type CampaignStatus, type ListCampaignsQuery, type PatchCampaignBody,

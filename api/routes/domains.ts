@@ -9,7 +9,8 @@ import type { Logger } from '../../logging/logger';
 import { domainRecords, type DomainRecord } from '../../verify/domainRecords';
 import { conflict, notFound } from '../errors';
 import type { AuthState } from '../middleware/auth';
-import { decodeCursor, isUuid, toPage } from '../pagination';
+import { isUuid } from '../../core/values';
+import { decodeCursor, toPage } from '../pagination';
 import { createDomainSchema, listDomainsQuerySchema, type CreateDomainBody, type ListDomainsQuery } from '../schemas/domains';
 import { validateBody, validateQuery } from '../validate';
 

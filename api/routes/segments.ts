@@ -8,7 +8,8 @@ import { upsertContacts } from '../../db/queries/contacts';
 import { isUnusableCondition, memberCounts, segmentContacts, segmentsReferencing, unusableCondition, type MemberCount } from '../../db/queries/segments';
 import { ApiError, conflict, notFound, validationFailed } from '../errors';
 import type { AuthState } from '../middleware/auth';
-import { decodeCursor, isUuid, toPage } from '../pagination';
+import { isUuid } from '../../core/values';
+import { decodeCursor, toPage } from '../pagination';
 import {
   createSegmentSchema, listQuerySchema, membersSchema, patchSegmentSchema, previewSchema,
   type CreateSegmentBody, type ListQuery, type MembersBody, type PatchSegmentBody, type PreviewBody,

@@ -5,7 +5,8 @@ import { getTemplate, templateListQueries } from '../../db/queries/templates';
 import { checkTemplate, type Renderer } from '../../mail/render';
 import { conflict, notFound, validationFailed } from '../errors';
 import type { AuthState } from '../middleware/auth';
-import { decodeCursor, isUuid, toPage } from '../pagination';
+import { isUuid } from '../../core/values';
+import { decodeCursor, toPage } from '../pagination';
 import {
   createTemplateSchema, listTemplatesQuerySchema, patchTemplateSchema,
   type ListTemplatesQuery, type PatchTemplateBody, type TemplateBody,

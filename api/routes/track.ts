@@ -8,7 +8,7 @@ import { upsertContacts } from '../../db/queries/contacts';
 import { recordEvents } from '../../db/queries/events';
 import type { AuthState } from '../middleware/auth';
 import { idempotent } from '../idempotency';
-import { dataValues, persistentData } from '../schemas/common';
+import { dataValues, persistentData } from '../../core/requestData';
 import { trackSchema, type TrackBody } from '../schemas/events';
 import { validateBody } from '../validate';
 

@@ -7,10 +7,12 @@ import type { Engine } from '../../engine/types';
 import type { Logger } from '../../logging/logger';
 import { notFound, validationFailed } from '../errors';
 import type { AuthState } from '../middleware/auth';
-import { decodeCursor, isUuid, toPage } from '../pagination';
+import { isUuid } from '../../core/values';
+import { decodeCursor, toPage } from '../pagination';
+import { templateIdsOf, type Step } from '../../automations/steps';
 import {
-  createWorkflowSchema, listExecutionsQuerySchema, listWorkflowsQuerySchema, patchWorkflowSchema, templateIdsOf,
-  type CreateWorkflowBody, type ListExecutionsQuery, type ListWorkflowsQuery, type PatchWorkflowBody, type Step,
+  createWorkflowSchema, listExecutionsQuerySchema, listWorkflowsQuerySchema, patchWorkflowSchema,
+  type CreateWorkflowBody, type ListExecutionsQuery, type ListWorkflowsQuery, type PatchWorkflowBody,
 } from '../schemas/workflows';
 import { validateBody, validateQuery } from '../validate';
 

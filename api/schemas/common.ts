@@ -2,8 +2,6 @@ import Joi from 'joi';
 import type { FieldError } from '../errors';
 import { DATE_RANGE_TEXT, MAX_DATE, MIN_DATE, parseIsoDate, UUID } from '../../core/values';
 
-export { MAX_DATE, MIN_DATE, parseIsoDate };
-export { dataValues, isDataEntry, persistentData, type DataEntry, type RequestData } from '../../core/requestData';
 
 /**
  * The value rules every request shares, in one place. Each keeps out a value that PostgreSQL (or the JSON

@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { cursorSchema, limitSchema } from '../pagination';
-import { contactDataSchema, dateSchema, emailSchema, uuidSchema, type RequestData } from './common';
+import type { RequestData } from '../../core/requestData';
+import { contactDataSchema, dateSchema, emailSchema, uuidSchema } from './common';
 
 /** Event names: printable, 1 to 100 characters. Names under the service's own prefixes are the service's to record. */
 export const eventNameSchema = Joi.string().trim().min(1).max(100).pattern(/^[^\p{Cc}]+$/u, 'printable characters');

@@ -12,14 +12,12 @@ import { eventNameSchema } from './events';
  * CONDITION); null or absent means the execution completes there. This module checks the shape of each step;
  * the graph (dangling references, reachability, loops) is checked by automations/definition.ts.
  */
+// The step types live with their domain (automations/steps.ts); the API's schemas are checked against them.
 import {
   durationMs, EXECUTION_STATUSES, MAX_DURATION_DAYS, MAX_STEPS, MAX_WEBHOOK_BODY_BYTES, MAX_WEBHOOK_HEADERS, STEP_TYPES, UNIT_MS,
   type Branches, type ConditionConfig, type Duration, type ExecutionStatus, type SendEmailConfig, type Step, type StepType,
   type UpdateContactConfig, type WaitForEventConfig, type WebhookConfig,
 } from '../../automations/steps';
-
-// The step types live with their domain (automations/steps.ts); the API's schemas are checked against them.
-export * from '../../automations/steps';
 
 export interface WorkflowTrigger {
   type: 'EVENT';

@@ -1,9 +1,9 @@
 import type Joi from 'joi';
 import type { FieldError } from '../../api/errors';
 import {
-  createWorkflowSchema, durationMs, listExecutionsQuerySchema, listWorkflowsQuerySchema, patchWorkflowSchema, templateIdsOf,
-  type CreateWorkflowBody, type Step,
+  createWorkflowSchema, listExecutionsQuerySchema, listWorkflowsQuerySchema, patchWorkflowSchema, type CreateWorkflowBody,
 } from '../../api/schemas/workflows';
+import { durationMs, templateIdsOf, type Step } from '../../automations/steps';
 import { fieldErrors } from '../../api/validate';
 import { checkReferences, checkSteps, normaliseSteps } from '../../automations/definition';
 import { createTestDatabase, type TestDatabase } from '../support/db';
