@@ -23,3 +23,9 @@ export class DomainError extends Error {
 /** A request whose values the business refuses: every offending field, and a hint when there is one. */
 export const invalid = (errors: FieldError[], suggestion?: string) =>
   new DomainError('invalid', errors.length === 1 ? errors[0]!.message : `${errors.length} fields are invalid`, { errors, suggestion });
+
+/** Something the request names (in its path or its body) is not in the caller's project: a foreign id is not found. */
+export const notFound = (what: string) => new DomainError('not_found', `${what} not found`);
+
+/** The request meets a state that refuses it (a campaign already sent, a segment still in use…). */
+export const conflict = (message: string, suggestion?: string) => new DomainError('conflict', message, { suggestion });
