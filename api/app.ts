@@ -5,6 +5,12 @@ import { loadDnsConfig, type DnsConfig } from '../config';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { Renderer } from '../mail/render';
+import { isUuid } from '../core/values';
+import { notFound } from '../core/errors';
+import { workflowService } from '../automations/workflows';
+import { campaignService } from '../campaigns/campaigns';
+import { domainService } from '../domains/domains';
+import { createSender } from '../sending/sender';
 import { authenticate } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { errorHandler } from './middleware/errorHandler';
@@ -38,6 +44,12 @@ export interface AppDeps {
   dns?: DnsConfig;
 }
 
+/** `/campaigns/…` → `Campaign`: the resource a path names, for its 404. */
+function resourceOf(path: string): string {
+  const collection = path.split('/')[1] ?? '';
+  return collection.charAt(0).toUpperCase() + collection.slice(1).replace(/s$/, '');
+}
+
 /** Sending bodies carry base64 attachments (10 MB decoded at most); every other body stays small. */
 const SEND_BODY_LIMIT = '15mb';
 
@@ -56,7 +68,7 @@ export function createApp(deps: AppDeps): Koa {
 
   const sending = new Router();
   sending.use(authenticate(deps.knex, ['secret']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody(SEND_BODY_LIMIT));
-  sendRoutes(sending, deps);
+  sendRoutes(sending, { knex: deps.knex, sender: createSender(deps.knex, deps) });
 
   // Public API routes that also take public keys (client-side tracking).
   const tracking = new Router();
@@ -66,21 +78,23 @@ export function createApp(deps: AppDeps): Koa {
   const dashboard = new Router();
   dashboard.use(authenticate(deps.knex, ['secret']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody());
   // Ids in paths are canonical UUIDs, matched case-insensitively as in bodies (schemas/common.ts uuidSchema): upper
-  // case is lower-cased here, once for every route; any other spelling is no id at all, a 404 (pagination.ts isUuid).
+  // case is lower-cased here, once for every route; any other spelling is no id at all, a 404 (core/values.ts isUuid).
   for (const name of ['id', 'executionId']) {
     dashboard.param(name, (value, ctx, next) => {
-      ctx.params[name] = value.toLowerCase();
+      const id = value.toLowerCase();
+      if (!isUuid(id)) throw notFound(name === 'executionId' ? 'Execution' : resourceOf(ctx.path));
+      ctx.params[name] = id;
       return next();
     });
   }
   contactRoutes(dashboard, deps.knex);
   templateRoutes(dashboard, deps);
   segmentRoutes(dashboard, deps.knex);
-  campaignRoutes(dashboard, deps);
+  campaignRoutes(dashboard, campaignService(deps));
   eventRoutes(dashboard, deps.knex);
-  workflowRoutes(dashboard, deps.knex, deps.engine, deps.log);
+  workflowRoutes(dashboard, workflowService(deps));
   const dns = deps.dns ?? loadDnsConfig();
-  domainRoutes(dashboard, { ...deps, dns });
+  domainRoutes(dashboard, domainService({ ...deps, dns }));
   // A public API route, secret keys only: it shares the dashboard's middleware (and small JSON bodies).
   verifyRoutes(dashboard, dns);
 

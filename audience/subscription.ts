@@ -1,6 +1,8 @@
 import type { ApiKeyType } from '../db/models/ApiKey';
 import type { TemplateType } from '../db/models/Template';
-import { bulkMailHeaders, unsubscribeUrl, type UnsubscribeTarget } from '../mail/unsubscribe';
+import type { Knex } from 'knex';
+import { recordEvents } from '../db/queries/events';
+import { bulkMailHeaders, unsubscribeUrl, verifyUnsubscribeToken, type UnsubscribeTarget } from '../mail/unsubscribe';
 
 /**
  * The subscription rules, in one place (docs/api.md, "Subscriptions"):
@@ -40,4 +42,35 @@ export const isMarketing = (type: TemplateType | string | null | undefined): boo
 /** The headers marketing mail carries (none for transactional mail): RFC 2369/8058 unsubscribe, Precedence: bulk. */
 export function marketingHeaders(marketing: boolean, publicUrl: string, secret: Buffer, target: UnsubscribeTarget): Record<string, string> {
   return marketing ? bulkMailHeaders(unsubscribeUrl(publicUrl, secret, target)) : {};
+}
+
+/**
+ * An unsubscribe link's contact (mail/unsubscribe.ts): null for a token that is not ours, or whose contact is gone.
+ * The signed token is the authority; no API key is involved.
+ */
+export async function unsubscribeLinkTarget(db: Knex, secret: Buffer, token: string): Promise<UnsubscribeTarget | null> {
+  const target = verifyUnsubscribeToken(secret, token);
+  if (!target) return null;
+  return (await db('contacts').where({ project_id: target.projectId, id: target.contactId }).first('id')) ? target : null;
+}
+
+/**
+ * Follows an unsubscribe link: the contact is unsubscribed, and `contact.unsubscribed` recorded with the email the
+ * link was in (campaign stats), in one transaction. An already unsubscribed contact answers the same and records
+ * nothing. False when the link names no contact.
+ */
+export async function unsubscribeByLink(db: Knex, secret: Buffer, token: string): Promise<boolean> {
+  const target = verifyUnsubscribeToken(secret, token);
+  if (!target) return false;
+  return db.transaction(async (trx) => {
+    const [changed] = await trx('contacts')
+      .where({ project_id: target.projectId, id: target.contactId, subscribed: true })
+      .update({ subscribed: false, updated_at: trx.fn.now() })
+      .returning('id');
+    if (changed) {
+      await recordEvents(trx, target.projectId, [{ name: 'contact.unsubscribed', contactId: target.contactId, emailId: target.emailId ?? null, data: { source: 'link' } }]);
+      return true;
+    }
+    return (await trx('contacts').where({ project_id: target.projectId, id: target.contactId }).first('id')) !== undefined;
+  });
 }

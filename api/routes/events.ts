@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Knex } from 'knex';
 import type { Event } from '../../db/models/Event';
-import { eventNames, listEvents } from '../../db/queries/events';
+import { listEventNames, listEvents } from '../../events/events';
 import type { AuthState } from '../middleware/auth';
 import { decodeCursor, toPage } from '../pagination';
 import { listEventsQuerySchema, type ListEventsQuery } from '../schemas/events';
@@ -24,12 +24,12 @@ export function eventRoutes(router: Router, knex: Knex): void {
   router.get('/events', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
     const q = validateQuery<ListEventsQuery>(ctx, listEventsQuerySchema);
-    const { rows, total } = await listEvents(knex, projectId, q, q.limit, decodeCursor(q.cursor));
+    const { rows, total } = await listEvents(knex, projectId, q, { limit: q.limit, afterId: decodeCursor(q.cursor) });
     ctx.body = { success: true, data: toPage(rows, q.limit, total, eventJson) };
   });
 
   router.get('/events/names', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
-    ctx.body = { success: true, data: { items: await eventNames(knex, projectId) } };
+    ctx.body = { success: true, data: { items: await listEventNames(knex, projectId) } };
   });
 }

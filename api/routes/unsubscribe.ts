@@ -1,7 +1,6 @@
 import type Router from '@koa/router';
 import type { Knex } from 'knex';
-import { recordEvents } from '../../db/queries/events';
-import { verifyUnsubscribeToken } from '../../mail/unsubscribe';
+import { unsubscribeByLink, unsubscribeLinkTarget } from '../../audience/subscription';
 
 const page = (title: string, text: string, form?: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -16,11 +15,9 @@ const page = (title: string, text: string, form?: string) => `<!doctype html>
  */
 export function unsubscribeRoutes(router: Router, knex: Knex, secret: Buffer): void {
   router.get('/unsubscribe/:token', async (ctx) => {
-    const target = verifyUnsubscribeToken(secret, ctx.params.token!);
     ctx.type = 'html';
     ctx.set('Cache-Control', 'no-store');
-    const exists = target && (await knex('contacts').where({ project_id: target.projectId, id: target.contactId }).first('id'));
-    if (!exists) {
+    if (!(await unsubscribeLinkTarget(knex, secret, ctx.params.token!))) {
       ctx.status = 404;
       ctx.body = page('Link not valid', 'This unsubscribe link is not valid. It may have been copied incompletely.');
       return;
@@ -30,25 +27,8 @@ export function unsubscribeRoutes(router: Router, knex: Knex, secret: Buffer): v
   });
 
   router.post('/unsubscribe/:token', async (ctx) => {
-    const target = verifyUnsubscribeToken(secret, ctx.params.token!);
     ctx.set('Cache-Control', 'no-store');
-    if (!target) {
-      ctx.status = 404;
-      ctx.type = 'html';
-      ctx.body = page('Link not valid', 'This unsubscribe link is not valid.');
-      return;
-    }
-    const found = await knex.transaction(async (trx) => {
-      const [changed] = await trx('contacts')
-        .where({ project_id: target.projectId, id: target.contactId, subscribed: true })
-        .update({ subscribed: false, updated_at: trx.fn.now() })
-        .returning('id');
-      if (changed) {
-        await recordEvents(trx, target.projectId, [{ name: 'contact.unsubscribed', contactId: target.contactId, emailId: target.emailId ?? null, data: { source: 'link' } }]);
-        return true;
-      }
-      return (await trx('contacts').where({ project_id: target.projectId, id: target.contactId }).first('id')) !== undefined;
-    });
+    const found = await unsubscribeByLink(knex, secret, ctx.params.token!);
     ctx.type = 'html';
     ctx.status = found ? 200 : 404;
     ctx.body = found

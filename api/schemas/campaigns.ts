@@ -1,23 +1,11 @@
 import Joi from 'joi';
-import { conditionSchema, type AudienceCondition } from '../../audience/condition';
+import { conditionSchema } from '../../audience/condition';
+import type { CampaignInput, CampaignStatus } from '../../campaigns/campaigns';
 import { cursorSchema, limitSchema } from '../pagination';
 import { dateSchema, emailSchema, headerTextSchema, uuidSchema } from './common';
 
-export type AudienceType = 'ALL' | 'SEGMENT' | 'FILTERED';
-export type CampaignStatus = 'DRAFT' | 'SCHEDULED' | 'SENDING' | 'SENT' | 'CANCELLED' | 'FAILED';
-
-export interface CampaignBody {
-  name: string;
-  description?: string | null;
-  subject: string;
-  body: string;
-  from: string;
-  fromName?: string | null;
-  replyTo?: string | null;
-  audienceType: AudienceType;
-  segmentId?: string;
-  audienceFilter?: AudienceCondition;
-}
+// The campaign's types live with the business (campaigns/campaigns.ts); these schemas are checked against them.
+export type CampaignBody = CampaignInput;
 
 const fields = {
   name: Joi.string().trim().min(1).max(200),

@@ -1,19 +1,14 @@
 import Joi from 'joi';
 import { cursorSchema, limitSchema } from '../pagination';
-import type { RequestData } from '../../core/requestData';
+import type { TrackInput } from '../../events/track';
 import { contactDataSchema, dateSchema, emailSchema, uuidSchema } from './common';
 
 /** Event names: printable, 1 to 100 characters. Names under the service's own prefixes are the service's to record. */
 export const eventNameSchema = Joi.string().trim().min(1).max(100).pattern(/^[^\p{Cc}]+$/u, 'printable characters');
 export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.', 'campaign.', 'execution.'];
 
-export interface TrackBody {
-  email: string;
-  event: string;
-  subscribed?: boolean;
-  /** Merged into the contact and recorded with the event; entries may be `{ value, persistent? }` (common.ts DataEntry). */
-  data?: RequestData;
-}
+// The tracked event's type lives with the business (events/track.ts); this schema is checked against it.
+export type TrackBody = TrackInput;
 
 export const trackSchema = Joi.object<TrackBody, true>({
   email: emailSchema.required(),

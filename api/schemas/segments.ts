@@ -1,16 +1,11 @@
 import Joi from 'joi';
 import { conditionSchema, type AudienceCondition } from '../../audience/condition';
+import type { SegmentInput, SegmentPatch } from '../../audience/segments';
 import { cursorSchema, limitSchema } from '../pagination';
 import { emailSchema } from './common';
 
-export type SegmentType = 'DYNAMIC' | 'STATIC';
-
-export interface CreateSegmentBody {
-  name: string;
-  description?: string | null;
-  type: SegmentType;
-  condition?: AudienceCondition;
-}
+// The segment's types live with the business (audience/segments.ts); these schemas are checked against them.
+export type CreateSegmentBody = SegmentInput;
 
 export const createSegmentSchema = Joi.object<CreateSegmentBody, true>({
   name: Joi.string().trim().min(1).max(200).required(),
@@ -23,11 +18,7 @@ export const createSegmentSchema = Joi.object<CreateSegmentBody, true>({
   }),
 });
 
-export interface PatchSegmentBody {
-  name?: string;
-  description?: string | null;
-  condition?: AudienceCondition;
-}
+export type PatchSegmentBody = SegmentPatch;
 
 export const patchSegmentSchema = Joi.object<PatchSegmentBody, true>({
   name: Joi.string().trim().min(1).max(200),

@@ -9,7 +9,6 @@ export type { AttachmentInput, Mailbox, SendBody };
 
 export const MAX_RECIPIENTS = 50;
 export const MAX_ATTACHMENTS = 10;
-export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
 
 const nameSchema = headerTextSchema.trim().max(200);
 
@@ -113,10 +112,3 @@ export const sendSchema = Joi.object<SendBody>({
   subscribed: Joi.boolean(),
   data: contactDataSchema,
 });
-
-/** `to` arrives in three forms; after validation it is always a list of mailboxes (first occurrence of an address wins). */
-export function recipientsOf(to: SendBody['to']): Mailbox[] {
-  const list = Array.isArray(to) ? to : [to];
-  const seen = new Set<string>();
-  return list.filter((m) => !seen.has(m.email) && seen.add(m.email));
-}

@@ -2,21 +2,11 @@ import Joi from 'joi';
 import { cursorSchema, limitSchema } from '../pagination';
 import { emailSchema, headerTextSchema } from './common';
 
-export type TemplateTypeValue = 'TRANSACTIONAL' | 'MARKETING';
-export type BodyTypeValue = 'html' | 'markdown';
+import type { TemplateType } from '../../db/models/Template';
+import type { TemplateInput } from '../../templates/templates';
 
-export interface TemplateBody {
-  name: string;
-  description?: string | null;
-  subject: string;
-  body: string;
-  from?: string | null;
-  fromName?: string | null;
-  replyTo?: string | null;
-  type?: TemplateTypeValue;
-  /** How `body` is written (`type` is TRANSACTIONAL or MARKETING). */
-  bodyType?: BodyTypeValue;
-}
+// The template's types live with the business (templates/templates.ts); this schema is checked against them.
+export type TemplateBody = TemplateInput;
 
 const fields = {
   name: Joi.string().trim().min(1).max(200),
@@ -44,7 +34,7 @@ export const patchTemplateSchema = Joi.object<PatchTemplateBody, true>(fields).m
 export interface ListTemplatesQuery {
   limit: number;
   cursor?: string;
-  type?: TemplateTypeValue;
+  type?: TemplateType;
 }
 
 export const listTemplatesQuerySchema = Joi.object<ListTemplatesQuery, true>({

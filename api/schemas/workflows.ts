@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { RESERVED_HEADERS, WEBHOOK_METHODS } from '../../automations/webhook';
 import { conditionSchema, type TimeUnit } from '../../audience/condition';
+import type { WorkflowInput, WorkflowTrigger } from '../../automations/workflows';
 import { cursorSchema, limitSchema } from '../pagination';
 import { contactDataSchema, headerTextSchema, uuidSchema } from './common';
 import { eventNameSchema } from './events';
@@ -19,19 +20,8 @@ import {
   type UpdateContactConfig, type WaitForEventConfig, type WebhookConfig,
 } from '../../automations/steps';
 
-export interface WorkflowTrigger {
-  type: 'EVENT';
-  event: string;
-}
-
-export interface CreateWorkflowBody {
-  name: string;
-  description?: string | null;
-  enabled?: boolean;
-  trigger: WorkflowTrigger;
-  steps: Step[];
-  allowReentry?: boolean;
-}
+// The workflow's types live with the business (automations/workflows.ts); these schemas are checked against them.
+export type CreateWorkflowBody = WorkflowInput;
 
 export type PatchWorkflowBody = Partial<CreateWorkflowBody>;
 

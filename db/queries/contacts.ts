@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { Contact, type ContactData } from '../models/Contact';
 import { recordEvents } from './events';
+import { listPage, pageQueries, type Listed, type PageRequest } from '../pages';
 
 /** A contact write: `data` keys merge into the stored data, and a `null` value deletes its key. */
 export interface ContactInput {
@@ -169,26 +170,21 @@ function containsPattern(s: string): string {
   return `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-function filtered(db: Knex, projectId: string, filter: ContactFilter) {
-  const q = Contact.query(db).where('project_id', projectId);
+function filtered(db: Knex, projectId: string, filter: ContactFilter): Knex.QueryBuilder {
+  const q = db('contacts').where('project_id', projectId);
   if (filter.subscribed !== undefined) q.where('subscribed', filter.subscribed);
   if (filter.search) q.where('email', 'like', containsPattern(filter.search));
   return q;
 }
 
-/** The two queries of a list page: `limit + 1` rows newest first after `afterId` (keyset), and the filter's count. */
-export function contactListQueries(db: Knex, projectId: string, filter: ContactFilter, limit: number, afterId?: string) {
-  const page = filtered(db, projectId, filter).orderBy('id', 'desc').limit(limit + 1);
-  if (afterId) page.where('id', '<', afterId);
-  const count = filtered(db, projectId, filter).count('* as n').first() as unknown as Promise<{ n: number }>;
-  return { page, count };
+/** The two queries of a list page (db/pages.ts): `limit + 1` rows newest first after `afterId`, and the filter's count. */
+export function contactListQueries(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest) {
+  return pageQueries(() => filtered(db, projectId, filter), page);
 }
 
 /** One page of contacts plus the total matching the filter (two queries, run side by side). */
-export async function listContacts(db: Knex, projectId: string, filter: ContactFilter, limit: number, afterId?: string): Promise<{ rows: Contact[]; total: number }> {
-  const { page, count } = contactListQueries(db, projectId, filter, limit, afterId);
-  const [rows, c] = await Promise.all([page, count]);
-  return { rows, total: c.n };
+export function listContacts(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest): Promise<Listed<Contact>> {
+  return listPage(() => filtered(db, projectId, filter), page, (row) => Contact.fromDatabaseJson(row));
 }
 
 export async function getContact(db: Knex, projectId: string, id: string): Promise<Contact | undefined> {

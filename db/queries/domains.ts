@@ -1,5 +1,6 @@
 import { domainOf, domainSuffixes } from '../../mail/message';
 import type { Knex } from 'knex';
+import { listPage, type Listed, type PageRequest } from '../pages';
 import { encryptPrivateKey, generateDkimKey } from '../../mail/dkim';
 import { afterCheck, type RecordStatuses } from '../../verify/domainRecords';
 import { Domain } from '../models/Domain';
@@ -61,15 +62,12 @@ export async function deleteDomain(db: Knex, projectId: string, id: string): Pro
   return (await db('domains').where({ project_id: projectId, id }).delete()) > 0;
 }
 
-export function domainListQueries(db: Knex, projectId: string, filter: { status?: string }, limit: number, afterId?: string) {
-  const filtered = () => {
-    const q = Domain.query(db).where('project_id', projectId);
+export function listDomains(db: Knex, projectId: string, filter: { status?: string }, page: PageRequest): Promise<Listed<Domain>> {
+  return listPage(() => {
+    const q = db('domains').where('project_id', projectId);
     if (filter.status) q.where('status', filter.status);
     return q;
-  };
-  const page = filtered().orderBy('id', 'desc').limit(limit + 1);
-  if (afterId) page.where('id', '<', afterId);
-  return { page, count: filtered().resultSize() };
+  }, page, (row) => Domain.fromDatabaseJson(row));
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { listPage, type Listed, type PageRequest } from '../pages';
 import { Event } from '../models/Event';
 
 export interface NewEvent {
@@ -82,25 +83,15 @@ export interface EventFilter {
 }
 
 /** One page of events, newest first, after `afterId`, and the total matching the filter. */
-export function eventListQueries(db: Knex, projectId: string, filter: EventFilter, limit: number, afterId?: string) {
-  const where = (q: Knex.QueryBuilder) => {
-    q.where('project_id', projectId);
+export function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<Listed<Event>> {
+  return listPage(() => {
+    const q = db('events').where('project_id', projectId);
     if (filter.name !== undefined) q.where('name', filter.name);
     if (filter.contactId !== undefined) q.where('contact_id', filter.contactId);
     if (filter.since) q.where('created_at', '>=', filter.since);
     if (filter.until) q.where('created_at', '<', filter.until);
     return q;
-  };
-  const page = Event.query(db).where((q) => { where(q as unknown as Knex.QueryBuilder); }).orderBy('id', 'desc').limit(limit + 1);
-  if (afterId) page.where('id', '<', afterId);
-  const count = db('events').where((q) => { where(q); }).count('* as n').first() as unknown as Promise<{ n: number }>;
-  return { page, count };
-}
-
-export async function listEvents(db: Knex, projectId: string, filter: EventFilter, limit: number, afterId?: string): Promise<{ rows: Event[]; total: number }> {
-  const { page, count } = eventListQueries(db, projectId, filter, limit, afterId);
-  const [rows, c] = await Promise.all([page, count]);
-  return { rows, total: c.n };
+  }, page, (row) => Event.fromDatabaseJson(row));
 }
 
 export interface EventNameRow {

@@ -1,0 +1,188 @@
+import type { Knex } from 'knex';
+import { conflict, invalid, notFound } from '../core/errors';
+import { isUuid } from '../core/values';
+import { Contact } from '../db/models/Contact';
+import type { Listed, PageRequest } from '../db/pages';
+import { listPage } from '../db/pages';
+import { upsertContacts } from '../db/queries/contacts';
+import { isUnusableCondition, memberCounts, segmentContacts, segmentsReferencing, unusableCondition, type MemberCount } from '../db/queries/segments';
+import { checkCondition } from './check';
+import { loadSegments, resolveSegments, type SegmentDef } from './compile';
+import { normaliseCondition, type AudienceCondition } from './condition';
+
+/**
+ * Segments (spec 4.4): DYNAMIC ones are their condition, evaluated when read; STATIC ones hold members. Every call is
+ * scoped to the project; another project's segment is not found.
+ */
+
+export type SegmentType = SegmentDef['type'];
+
+export interface SegmentInput {
+  name: string;
+  description?: string | null;
+  type: SegmentType;
+  condition?: AudienceCondition;
+}
+
+export type SegmentPatch = Partial<Pick<SegmentInput, 'name' | 'description' | 'condition'>>;
+
+export interface SegmentRow extends SegmentDef {
+  name: string;
+  description: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/**
+ * A segment with its member count. `members.memberCount` is null, and `members.error` says why, for a segment whose
+ * stored condition cannot be evaluated (stored under older rules, or a value PostgreSQL cannot hold): the segment is
+ * still listed, and can be fixed with an update or deleted.
+ */
+export interface Segment extends SegmentRow {
+  members: MemberCount | undefined;
+}
+
+/**
+ * Runs queries over a segment's contacts (or a previewed condition's): a condition that cannot be evaluated is a 422
+ * that says why and names the condition, not a 500.
+ */
+async function evaluating<T>(run: () => Promise<T>, suggestion?: string): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!isUnusableCondition(err)) throw err;
+    throw invalid([{ field: 'condition', message: unusableCondition(err), code: 'invalid_condition' }], suggestion);
+  }
+}
+
+/** Validates a condition fully (shape is Joi's; fields, operators, values and segment references here): 422 at the path. */
+async function checked(db: Knex, projectId: string, condition: AudienceCondition, prefix: string, selfId?: string): Promise<AudienceCondition> {
+  const normalised = normaliseCondition(condition);
+  const errors = checkCondition(normalised, prefix);
+  if (errors.length) throw invalid(errors);
+  const resolved = await resolveSegments(db, projectId, normalised, prefix, selfId);
+  if (resolved.errors.length) throw invalid(resolved.errors);
+  return normalised;
+}
+
+async function findSegment(db: Knex, projectId: string, id: string): Promise<SegmentRow> {
+  const row = isUuid(id) ? await db('segments').where({ project_id: projectId, id }).first() : undefined;
+  if (!row) throw notFound('Segment');
+  return row;
+}
+
+async function withCounts(db: Knex, projectId: string, rows: SegmentRow[]): Promise<Segment[]> {
+  const counts = await memberCounts(db, projectId, rows);
+  return rows.map((s) => ({ ...s, members: counts.get(s.id) }));
+}
+
+const STATIC_ONLY = 'Members are added and removed only on STATIC segments; a DYNAMIC segment is its condition';
+
+export async function listSegments(db: Knex, projectId: string, page: PageRequest): Promise<Listed<Segment>> {
+  const listed = await listPage<SegmentRow>(() => db('segments').where('project_id', projectId), page);
+  // Counted for the page's rows only (not the extra row that only tells there is more).
+  const counted = await withCounts(db, projectId, listed.rows.slice(0, page.limit));
+  return { rows: [...counted, ...listed.rows.slice(page.limit).map((s) => ({ ...s, members: undefined }))], total: listed.total };
+}
+
+export async function getSegment(db: Knex, projectId: string, id: string): Promise<Segment> {
+  return (await withCounts(db, projectId, [await findSegment(db, projectId, id)]))[0]!;
+}
+
+export async function createSegment(db: Knex, projectId: string, input: SegmentInput): Promise<Segment> {
+  const condition = input.condition ? await checked(db, projectId, input.condition, 'condition') : null;
+  const [row] = await db('segments').insert({
+    project_id: projectId, name: input.name, description: input.description || null, type: input.type,
+    condition: condition ? JSON.stringify(condition) : null,
+  }).returning('*');
+  return (await withCounts(db, projectId, [row]))[0]!;
+}
+
+/** How many contacts a condition matches now, and the newest ten of them, without storing anything. */
+export async function previewSegment(db: Knex, projectId: string, condition: AudienceCondition): Promise<{ count: number; contacts: Contact[] }> {
+  const normalised = await checked(db, projectId, condition, 'condition');
+  const all = await loadSegments(db, projectId);
+  const segment: SegmentDef = { id: '00000000-0000-0000-0000-000000000000', type: 'DYNAMIC', condition: normalised };
+  const [count, sample] = await evaluating(() => Promise.all([
+    segmentContacts(db, projectId, segment, all).count('* as n').first(),
+    segmentContacts(db, projectId, segment, all).orderBy('c.id', 'desc').limit(10).select('c.*'),
+  ]));
+  return { count: Number(count?.n ?? 0), contacts: sample.map((r: Record<string, unknown>) => Contact.fromDatabaseJson(r)) };
+}
+
+export async function updateSegment(db: Knex, projectId: string, id: string, patch: SegmentPatch): Promise<Segment> {
+  const current = await findSegment(db, projectId, id);
+  if (patch.condition && current.type === 'STATIC') {
+    throw invalid([{ field: 'condition', message: 'condition applies only to DYNAMIC segments', code: 'unrecognized_key' }]);
+  }
+  const condition = patch.condition ? await checked(db, projectId, patch.condition, 'condition', current.id) : undefined;
+  const [row] = await db('segments').where({ project_id: projectId, id: current.id }).update({
+    ...(patch.name !== undefined ? { name: patch.name } : {}),
+    ...(patch.description !== undefined ? { description: patch.description || null } : {}),
+    ...(condition ? { condition: JSON.stringify(condition) } : {}),
+    updated_at: db.fn.now(),
+  }).returning('*');
+  if (!row) throw notFound('Segment'); // deleted meanwhile
+  return (await withCounts(db, projectId, [row]))[0]!;
+}
+
+/** A segment that other segments name, or that is the audience of a campaign not yet sent, is in use: 409. */
+export async function deleteSegment(db: Knex, projectId: string, id: string): Promise<void> {
+  const current = await findSegment(db, projectId, id);
+  const [users, campaigns] = await Promise.all([
+    segmentsReferencing(db, projectId, current.id),
+    db('campaigns').where({ project_id: projectId, segment_id: current.id }).whereIn('status', ['DRAFT', 'SCHEDULED', 'SENDING']).select('name'),
+  ]);
+  if (users.length) {
+    throw conflict(`Segment is used by other segments: ${users.map((u) => u.name).join(', ')}`, 'Remove the segment from their conditions first.');
+  }
+  if (campaigns.length) {
+    throw conflict(`Segment is the audience of campaigns not yet sent: ${campaigns.map((c: { name: string }) => c.name).join(', ')}`, 'Change their audience or cancel them first.');
+  }
+  await db('segments').where({ project_id: projectId, id: current.id }).delete();
+}
+
+export async function segmentMembers(db: Knex, projectId: string, id: string, page: PageRequest): Promise<Listed<Contact>> {
+  const segment = await findSegment(db, projectId, id);
+  const all = await loadSegments(db, projectId);
+  return evaluating(
+    () => listPage(() => segmentContacts(db, projectId, segment, all).select('c.*'), page, (r) => Contact.fromDatabaseJson(r), 'c.id'),
+    'Fix the segment\'s condition (PATCH /segments/:id), or the segments it names.',
+  );
+}
+
+/** The segment, for a change of its members: it must be STATIC (409 otherwise). */
+export async function staticSegment(db: Knex, projectId: string, id: string): Promise<SegmentRow> {
+  const segment = await findSegment(db, projectId, id);
+  if (segment.type !== 'STATIC') throw conflict(STATIC_ONLY);
+  return segment;
+}
+
+/** Adds members by email; unknown emails become contacts, subscribed (decisions.md). */
+export async function addMembers(db: Knex, projectId: string, id: string, emails: string[]): Promise<{ added: number; created: number; memberCount: number }> {
+  const segment = await staticSegment(db, projectId, id);
+  const result = await db.transaction(async (trx) => {
+    // The segment stays until this commits (a concurrent delete waits); one deleted meanwhile is gone: 404.
+    if (!(await trx('segments').where({ project_id: projectId, id: segment.id }).forKeyShare().first('id'))) throw notFound('Segment');
+    const contacts = await upsertContacts(trx, projectId, emails.map((email) => ({ email })), true);
+    const added = await trx.raw(
+      `INSERT INTO segment_members (project_id, segment_id, contact_id)
+       SELECT ?::uuid, ?::uuid, unnest(?::uuid[]) ON CONFLICT DO NOTHING RETURNING contact_id`,
+      [projectId, segment.id, contacts.map((c) => c.contact.id)],
+    );
+    return { added: added.rows.length as number, created: contacts.filter((c) => c.isNew).length };
+  });
+  const counts = await memberCounts(db, projectId, [segment]);
+  return { ...result, memberCount: counts.get(segment.id)?.memberCount ?? 0 };
+}
+
+export async function removeMembers(db: Knex, projectId: string, id: string, emails: string[]): Promise<{ removed: number; memberCount: number }> {
+  const segment = await staticSegment(db, projectId, id);
+  const removed = await db.raw(
+    `DELETE FROM segment_members m USING contacts c
+     WHERE m.project_id = ?::uuid AND m.segment_id = ?::uuid AND c.project_id = m.project_id AND c.id = m.contact_id AND c.email = ANY(?::text[])`,
+    [projectId, segment.id, emails],
+  );
+  const counts = await memberCounts(db, projectId, [segment]);
+  return { removed: removed.rowCount ?? 0, memberCount: counts.get(segment.id)?.memberCount ?? 0 };
+}

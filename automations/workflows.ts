@@ -1,0 +1,156 @@
+import type { Knex } from 'knex';
+import { invalid, notFound } from '../core/errors';
+import { isUuid } from '../core/values';
+import { listPage, type Listed, type PageRequest } from '../db/pages';
+import { cancelExecutions, liveRuns } from '../db/queries/executions';
+import { cancelEngineExecutions } from '../engine/cancelExecutions';
+import type { Engine } from '../engine/types';
+import type { Logger } from '../logging/logger';
+import { checkReferences, checkSteps, normaliseSteps } from './definition';
+import { templateIdsOf, type ExecutionStatus, type Step } from './steps';
+
+/**
+ * Automation workflows (spec 4.7, decisions.md): a trigger event and steps, run per contact as executions by the
+ * engine (workflows/runAutomation.ts). Every call is scoped to the project; another project's workflow is not found.
+ */
+
+export interface WorkflowTrigger {
+  type: 'EVENT';
+  event: string;
+}
+
+/** A workflow as written through any way in (create; an update takes any part of it). */
+export interface WorkflowInput {
+  name: string;
+  description?: string | null;
+  enabled?: boolean;
+  trigger: WorkflowTrigger;
+  steps: Step[];
+  allowReentry?: boolean;
+}
+
+export interface AutomationRow {
+  id: string;
+  project_id: string;
+  name: string;
+  description: string | null;
+  enabled: boolean;
+  trigger_event: string;
+  steps: Step[];
+  allow_reentry: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface ExecutionRow {
+  id: string;
+  automation_id: string;
+  contact_id: string;
+  status: ExecutionStatus;
+  current_step_id: string | null;
+  wait_event: string | null;
+  wait_until: Date | null;
+  error: string | null;
+  started_at: Date;
+  completed_at: Date | null;
+}
+
+/** The definition's graph, and its templates and segments in this project: 422 naming the step. */
+async function checkDefinition(db: Knex, projectId: string, steps: Step[]): Promise<void> {
+  const errors = checkSteps(steps);
+  if (errors.length) throw invalid(errors);
+  const refs = await checkReferences(db, projectId, steps);
+  if (refs.length) throw invalid(refs);
+}
+
+export interface Workflows {
+  list(projectId: string, filter: { enabled?: boolean }, page: PageRequest): Promise<Listed<AutomationRow>>;
+  get(projectId: string, id: string): Promise<AutomationRow>;
+  create(projectId: string, input: WorkflowInput): Promise<AutomationRow>;
+  /** Disabling stops the journeys under way; editing the steps does not (each execution keeps the steps it started with). */
+  update(projectId: string, id: string, patch: Partial<WorkflowInput>): Promise<AutomationRow>;
+  /** Deletes the workflow with its executions; those under way are cancelled in the engine too. */
+  remove(projectId: string, id: string): Promise<void>;
+  executions(projectId: string, workflowId: string, filter: { status?: ExecutionStatus; contactId?: string }, page: PageRequest): Promise<Listed<ExecutionRow>>;
+  execution(projectId: string, workflowId: string, id: string): Promise<ExecutionRow>;
+}
+
+export function workflowService({ knex, engine, log }: { knex: Knex; engine: Engine; log: Logger }): Workflows {
+  const get = async (projectId: string, id: string): Promise<AutomationRow> => {
+    const row = isUuid(id) ? await knex('automations').where({ project_id: projectId, id }).first() : undefined;
+    if (!row) throw notFound('Workflow');
+    return row;
+  };
+
+  return {
+    list: (projectId, filter, page) => listPage<AutomationRow>(() => {
+      const q = knex('automations').where('project_id', projectId);
+      if (filter.enabled !== undefined) q.where('enabled', filter.enabled);
+      return q;
+    }, page),
+
+    get,
+
+    async create(projectId, input) {
+      const steps = normaliseSteps(input.steps);
+      await checkDefinition(knex, projectId, steps);
+      const [row] = await knex('automations').insert({
+        project_id: projectId, name: input.name, description: input.description || null, enabled: input.enabled ?? false,
+        trigger_event: input.trigger.event, steps: JSON.stringify(steps), allow_reentry: input.allowReentry ?? false,
+        template_ids: templateIdsOf(steps),
+      }).returning('*');
+      return row;
+    },
+
+    async update(projectId, id, patch) {
+      const current = await get(projectId, id);
+      const steps = patch.steps ? normaliseSteps(patch.steps) : undefined;
+      if (steps) await checkDefinition(knex, projectId, steps);
+      // While it was disabled, its templates or segments may have been deleted: enable only what can run.
+      else if (patch.enabled && !current.enabled) await checkDefinition(knex, projectId, current.steps);
+      const { row, cancelled } = await knex.transaction(async (trx) => {
+        const [updated]: AutomationRow[] = await trx('automations').where({ project_id: projectId, id: current.id }).update({
+          ...(patch.name !== undefined ? { name: patch.name } : {}),
+          ...(patch.description !== undefined ? { description: patch.description || null } : {}),
+          ...(patch.enabled !== undefined ? { enabled: patch.enabled } : {}),
+          ...(patch.trigger ? { trigger_event: patch.trigger.event } : {}),
+          ...(steps ? { steps: JSON.stringify(steps), template_ids: templateIdsOf(steps) } : {}),
+          ...(patch.allowReentry !== undefined ? { allow_reentry: patch.allowReentry } : {}),
+          updated_at: trx.fn.now(),
+        }).returning('*');
+        if (!updated) throw notFound('Workflow'); // deleted meanwhile
+        const ids = updated.enabled ? [] : await cancelExecutions(trx, projectId, current.id);
+        return { row: updated, cancelled: ids };
+      });
+      void cancelEngineExecutions(engine, cancelled, log);
+      return row;
+    },
+
+    async remove(projectId, id) {
+      const current = await get(projectId, id);
+      const cancelled = await knex.transaction(async (trx) => {
+        const live = await liveRuns(trx, projectId, current.id);
+        await trx('automations').where({ project_id: projectId, id: current.id }).delete(); // its executions with it
+        return live;
+      });
+      void cancelEngineExecutions(engine, cancelled, log);
+    },
+
+    async executions(projectId, workflowId, filter, page) {
+      const workflow = await get(projectId, workflowId);
+      return listPage<ExecutionRow>(() => {
+        const q = knex('automation_executions').where({ project_id: projectId, automation_id: workflow.id });
+        if (filter.status) q.where('status', filter.status);
+        if (filter.contactId) q.where('contact_id', filter.contactId);
+        return q;
+      }, page);
+    },
+
+    async execution(projectId, workflowId, id) {
+      const workflow = await get(projectId, workflowId);
+      const row = isUuid(id) ? await knex('automation_executions').where({ project_id: projectId, automation_id: workflow.id, id }).first() : undefined;
+      if (!row) throw notFound('Execution');
+      return row;
+    },
+  };
+}

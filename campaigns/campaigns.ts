@@ -1,0 +1,237 @@
+import type { Knex } from 'knex';
+import { checkCondition } from '../audience/check';
+import { resolveSegments } from '../audience/compile';
+import type { AudienceCondition } from '../audience/condition';
+import { conflict, invalid, notFound, type FieldError } from '../core/errors';
+import { isUuid } from '../core/values';
+import { listPage, type Listed, type PageRequest } from '../db/pages';
+import { campaignStats, type CampaignStats } from '../db/queries/campaigns';
+import { isVerifiedSender } from '../db/queries/domains';
+import { dispatchCampaign } from '../engine/dispatch';
+import type { Engine } from '../engine/types';
+import type { Logger } from '../logging/logger';
+import { checkTemplate, messageScope, type Renderer } from '../mail/render';
+import { workflowId } from '../workflows/registry';
+import { cancelCampaignRows } from './lifecycle';
+
+/**
+ * Campaigns (spec 4.5): written as DRAFTs, sent now or at a time by the engine (workflows/sendCampaign.ts), cancelled,
+ * tested. Every call is scoped to the project; another project's campaign is not found.
+ */
+
+export type AudienceType = 'ALL' | 'SEGMENT' | 'FILTERED';
+export type CampaignStatus = 'DRAFT' | 'SCHEDULED' | 'SENDING' | 'SENT' | 'CANCELLED' | 'FAILED';
+
+/** A campaign as written through any way in (create; an update takes any part of it). */
+export interface CampaignInput {
+  name: string;
+  description?: string | null;
+  subject: string;
+  body: string;
+  from: string;
+  fromName?: string | null;
+  replyTo?: string | null;
+  audienceType: AudienceType;
+  segmentId?: string;
+  audienceFilter?: AudienceCondition;
+}
+
+export interface CampaignRow {
+  id: string;
+  project_id: string;
+  name: string;
+  description: string | null;
+  subject: string;
+  body: string;
+  from_email: string;
+  from_name: string | null;
+  reply_to: string | null;
+  audience_type: AudienceType;
+  segment_id: string | null;
+  audience_filter: AudienceCondition | null;
+  status: CampaignStatus;
+  scheduled_at: Date | null;
+  started_at: Date | null;
+  completed_at: Date | null;
+  cancelled_at: Date | null;
+  total_recipients: number | null;
+  error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+type Content = Pick<CampaignInput, 'subject' | 'body' | 'from' | 'audienceType' | 'segmentId' | 'audienceFilter'>;
+
+/**
+ * Everything about a campaign's content that a request's shape cannot tell: sender domain, template syntax and render
+ * budgets (for a recipient with no data), audience.
+ */
+async function checkContent(db: Knex, render: Renderer, projectId: string, c: Content): Promise<AudienceCondition | null> {
+  const errors: FieldError[] = [];
+  const problem = await checkTemplate(render, c.subject, c.body);
+  if (problem) errors.push({ field: problem.part, message: problem.message, code: problem.code });
+  if (!(await isVerifiedSender(db, projectId, c.from))) {
+    errors.push({ field: 'from', message: `${c.from} is not at a verified domain of this project`, code: 'unverified_domain' });
+  }
+  if (c.audienceType === 'SEGMENT') {
+    if (!c.segmentId) errors.push({ field: 'segmentId', message: 'segmentId is required for a SEGMENT audience', code: 'required' });
+    else if (!(await db('segments').where({ project_id: projectId, id: c.segmentId.toLowerCase() }).first('id'))) {
+      errors.push({ field: 'segmentId', message: 'segment not found', code: 'not_found' });
+    }
+  }
+  let filter: AudienceCondition | null = null;
+  if (c.audienceType === 'FILTERED') {
+    if (!c.audienceFilter) errors.push({ field: 'audienceFilter', message: 'audienceFilter is required for a FILTERED audience', code: 'required' });
+    else {
+      const problems = checkCondition(c.audienceFilter, 'audienceFilter');
+      if (!problems.length) problems.push(...(await resolveSegments(db, projectId, c.audienceFilter, 'audienceFilter')).errors);
+      errors.push(...problems);
+      filter = c.audienceFilter;
+    }
+  }
+  if (errors.length) throw invalid(errors, errors.some((e) => e.code === 'unverified_domain') ? 'Verify the sender domain first (POST /domains).' : undefined);
+  return filter;
+}
+
+/** The campaign row under a lock for a change, in `trx`: gone meanwhile is a 404. */
+async function locked(trx: Knex.Transaction, projectId: string, id: string): Promise<CampaignRow> {
+  const row: CampaignRow | undefined = isUuid(id) ? await trx('campaigns').where({ project_id: projectId, id }).forUpdate().first() : undefined;
+  if (!row) throw notFound('Campaign');
+  return row;
+}
+
+export interface Campaigns {
+  list(projectId: string, filter: { status?: CampaignStatus }, page: PageRequest): Promise<Listed<CampaignRow>>;
+  get(projectId: string, id: string): Promise<CampaignRow>;
+  create(projectId: string, input: CampaignInput): Promise<CampaignRow>;
+  /** Only a DRAFT can be edited; changing the audience type drops what belonged to the old one. */
+  update(projectId: string, id: string, patch: Partial<CampaignInput>): Promise<CampaignRow>;
+  /** Only a DRAFT or CANCELLED campaign can be deleted. */
+  remove(projectId: string, id: string): Promise<void>;
+  /** Sends a DRAFT now, or at `scheduledAt`; its content is checked again first. */
+  send(projectId: string, id: string, scheduledAt?: Date): Promise<CampaignRow>;
+  /** A SCHEDULED campaign never sends; a SENDING one stops before its next batch and its unsent emails are cancelled. */
+  cancel(projectId: string, id: string): Promise<CampaignRow>;
+  /** `[TEST]` copies to up to 10 addresses, through the same rendering and delivery; nothing else changes. */
+  test(projectId: string, id: string, emails: string[]): Promise<{ email: string; id: string }[]>;
+  stats(projectId: string, id: string): Promise<CampaignStats>;
+}
+
+export interface CampaignDeps {
+  knex: Knex;
+  engine: Engine;
+  log: Logger;
+  /** Where templates are checked: a render pool on the API (mail/renderPool.ts). */
+  render: Renderer;
+}
+
+export function campaignService({ knex, engine, log, render }: CampaignDeps): Campaigns {
+  const get = async (projectId: string, id: string): Promise<CampaignRow> => {
+    const row = isUuid(id) ? await knex('campaigns').where({ project_id: projectId, id }).first() : undefined;
+    if (!row) throw notFound('Campaign');
+    return row;
+  };
+
+  return {
+    list: (projectId, filter, page) => listPage<CampaignRow>(() => {
+      const q = knex('campaigns').where('project_id', projectId);
+      if (filter.status) q.where('status', filter.status);
+      return q;
+    }, page),
+
+    get,
+
+    async create(projectId, input) {
+      const filter = await checkContent(knex, render, projectId, input);
+      const [row] = await knex('campaigns').insert({
+        project_id: projectId, name: input.name, description: input.description || null, subject: input.subject, body: input.body,
+        from_email: input.from, from_name: input.fromName || null, reply_to: input.replyTo ?? null, audience_type: input.audienceType,
+        segment_id: input.segmentId?.toLowerCase() ?? null, audience_filter: filter ? JSON.stringify(filter) : null,
+      }).returning('*');
+      return row;
+    },
+
+    update: (projectId, id, patch) => knex.transaction(async (trx) => {
+      const current = await locked(trx, projectId, id);
+      if (current.status !== 'DRAFT') throw conflict(`Only DRAFT campaigns can be edited; this one is ${current.status}`);
+      const audienceType = patch.audienceType ?? current.audience_type;
+      const merged: Content = {
+        subject: patch.subject ?? current.subject,
+        body: patch.body ?? current.body,
+        from: patch.from ?? current.from_email,
+        audienceType,
+        segmentId: audienceType === 'SEGMENT' ? (patch.segmentId ?? current.segment_id ?? undefined) : undefined,
+        audienceFilter: audienceType === 'FILTERED' ? (patch.audienceFilter ?? current.audience_filter ?? undefined) : undefined,
+      };
+      if (audienceType !== 'SEGMENT' && patch.segmentId) throw invalid([{ field: 'segmentId', message: 'segmentId applies only to a SEGMENT audience', code: 'unrecognized_key' }]);
+      if (audienceType !== 'FILTERED' && patch.audienceFilter) throw invalid([{ field: 'audienceFilter', message: 'audienceFilter applies only to a FILTERED audience', code: 'unrecognized_key' }]);
+      const filter = await checkContent(trx, render, projectId, merged);
+      const [row] = await trx('campaigns').where({ project_id: projectId, id: current.id }).update({
+        ...(patch.name !== undefined ? { name: patch.name } : {}),
+        ...(patch.description !== undefined ? { description: patch.description || null } : {}),
+        ...(patch.fromName !== undefined ? { from_name: patch.fromName || null } : {}),
+        ...(patch.replyTo !== undefined ? { reply_to: patch.replyTo } : {}),
+        subject: merged.subject, body: merged.body, from_email: merged.from, audience_type: audienceType,
+        segment_id: merged.segmentId?.toLowerCase() ?? null, audience_filter: filter ? JSON.stringify(filter) : null,
+        updated_at: trx.fn.now(),
+      }).returning('*');
+      return row as CampaignRow;
+    }),
+
+    async remove(projectId, id) {
+      const current = await get(projectId, id);
+      const deleted = await knex('campaigns').where({ project_id: projectId, id: current.id }).whereIn('status', ['DRAFT', 'CANCELLED']).delete();
+      if (!deleted) throw conflict(`Only DRAFT or CANCELLED campaigns can be deleted; this one is ${current.status}`, 'Cancel it first.');
+    },
+
+    async send(projectId, id, scheduledAt) {
+      const row = await knex.transaction(async (trx) => {
+        const current = await locked(trx, projectId, id);
+        if (current.status !== 'DRAFT') throw conflict(`Campaign is ${current.status}; only a DRAFT campaign can be sent or scheduled`);
+        await checkContent(trx, render, projectId, {
+          subject: current.subject, body: current.body, from: current.from_email, audienceType: current.audience_type,
+          segmentId: current.segment_id ?? undefined, audienceFilter: current.audience_filter ?? undefined,
+        });
+        const [updated] = await trx('campaigns').where({ project_id: projectId, id: current.id })
+          .update({ status: 'SCHEDULED', scheduled_at: scheduledAt ?? trx.fn.now(), updated_at: trx.fn.now() }).returning('*');
+        return updated as CampaignRow;
+      });
+      await dispatchCampaign(engine, knex, row, log);
+      return (await knex('campaigns').where({ project_id: projectId, id: row.id }).first()) ?? row;
+    },
+
+    async cancel(projectId, id) {
+      const current = await get(projectId, id);
+      const result = await cancelCampaignRows(knex, { projectId, campaignId: current.id });
+      if (!result.changed) throw conflict(`Campaign is ${result.status}; only DRAFT, SCHEDULED or SENDING campaigns can be cancelled`);
+      // The database is already final; the engine cancel releases a pending schedule at once (it is also safe to lose).
+      await engine.cancel(workflowId.sendCampaign({ campaignId: current.id }))
+        .catch((err) => log.warn({ err, campaignId: current.id }, 'engine cancel failed; the workflow will see the CANCELLED status'));
+      return get(projectId, current.id);
+    },
+
+    async test(projectId, id, emails) {
+      const campaign = await get(projectId, id);
+      const unique = [...new Set(emails)];
+      // Rendered here for each address (its contact's data, when it is one) so that a test that cannot render within
+      // the budgets is refused now, not a failed email later.
+      const known = new Map((await knex('contacts').where('project_id', projectId).whereIn('email', unique).select('id', 'email', 'subscribed', 'data'))
+        .map((c) => [c.email as string, c]));
+      const problem = await checkTemplate(render, campaign.subject, campaign.body, unique.map((email) => {
+        const c = known.get(email);
+        return messageScope({}, c ?? { id: '', email, subscribed: false, data: {} }, 'https://example.invalid/unsubscribe');
+      }));
+      if (problem) throw invalid([{ field: problem.part, message: `${problem.message} (for ${unique[problem.index]})`, code: problem.code }]);
+      const rows: { id: string; to_email: string }[] = await knex.raw(
+        `INSERT INTO emails (project_id, contact_id, campaign_id, is_test, from_email, from_name, reply_to, to_email, subject, html)
+         SELECT ?::uuid, c.id, ?::uuid, true, ?, ?, ?, t.email, NULL, NULL
+         FROM unnest(?::text[]) AS t(email) LEFT JOIN contacts c ON c.project_id = ?::uuid AND c.email = t.email
+         RETURNING id, to_email`,
+        [projectId, campaign.id, campaign.from_email, campaign.from_name, campaign.reply_to, unique, projectId],
+      ).then((r) => r.rows);
+      return rows.map((r) => ({ email: r.to_email, id: r.id }));
+    },
+
+    stats: async (projectId, id) => campaignStats(knex, projectId, (await get(projectId, id)).id),
+  };
+}

@@ -1,0 +1,77 @@
+import type { Knex } from 'knex';
+import type { DnsConfig } from '../config';
+import { conflict, notFound } from '../core/errors';
+import { isUuid } from '../core/values';
+import type { Domain } from '../db/models/Domain';
+import type { Listed, PageRequest } from '../db/pages';
+import * as rows from '../db/queries/domains';
+import type { Engine } from '../engine/types';
+import type { Logger } from '../logging/logger';
+import type { DnsClient } from '../verify/dns';
+import { checkDomain, domainDnsClient, scheduleDomainChecks } from './checks';
+
+/**
+ * A project's sending domains (spec 4.9): added with a fresh DKIM key, checked in DNS on demand and on a schedule.
+ * Every call is scoped to the project; another project's domain is not found.
+ */
+export interface Domains {
+  list(projectId: string, filter: { status?: Domain['status'] }, page: PageRequest): Promise<Listed<Domain>>;
+  get(projectId: string, id: string): Promise<Domain>;
+  /** Adds a PENDING domain; 409 when the project already has it. Starts the re-check schedule. */
+  create(projectId: string, domain: string): Promise<Domain>;
+  remove(projectId: string, id: string): Promise<void>;
+  /** Checks the domain's records in DNS now and stores the outcome. */
+  verify(projectId: string, id: string): Promise<Domain>;
+}
+
+export interface DomainDeps {
+  knex: Knex;
+  engine: Engine;
+  log: Logger;
+  /** Installation secret: DKIM private keys are encrypted with it. */
+  secret: Buffer;
+  dns: DnsConfig;
+}
+
+export function domainService({ knex, engine, log, secret, dns: dnsConfig }: DomainDeps): Domains {
+  const dns: DnsClient = domainDnsClient(dnsConfig);
+  const intervalMs = dnsConfig.domainCheckIntervalMinutes * 60_000;
+  // Rows from before DKIM keys (or added by the operator's tools) get their key when first shown.
+  const keyed = (d: Domain) => rows.ensureDomainKey(knex, secret, d);
+  const find = async (projectId: string, id: string): Promise<Domain> => {
+    const d = isUuid(id) ? await rows.getDomain(knex, projectId, id) : undefined;
+    if (!d) throw notFound('Domain');
+    return d;
+  };
+  /** The scheduled re-check is started (idempotently) whenever a domain is added or checked; a failure is retried then. */
+  const schedule = async () => {
+    try {
+      await scheduleDomainChecks(engine, intervalMs);
+    } catch (err) {
+      log.warn({ err }, 'could not schedule the domain re-check; the next domain added or checked tries again');
+    }
+  };
+
+  return {
+    async list(projectId, filter, page) {
+      const listed = await rows.listDomains(knex, projectId, filter, page);
+      return { ...listed, rows: await Promise.all(listed.rows.map(keyed)) };
+    },
+    get: async (projectId, id) => keyed(await find(projectId, id)),
+    async create(projectId, domain) {
+      const row = await rows.createDomain(knex, secret, projectId, domain);
+      if (!row) throw conflict(`The project already has the domain ${domain}`, 'GET /domains lists it with its records; POST /domains/:id/verify checks it again.');
+      await schedule();
+      return row;
+    },
+    async remove(projectId, id) {
+      if (!isUuid(id) || !(await rows.deleteDomain(knex, projectId, id))) throw notFound('Domain');
+    },
+    async verify(projectId, id) {
+      const checked = await checkDomain(knex, dns, secret, await find(projectId, id));
+      if (!checked) throw notFound('Domain'); // deleted meanwhile
+      await schedule();
+      return checked;
+    },
+  };
+}

@@ -1,0 +1,60 @@
+import type { Knex } from 'knex';
+import { invalid } from '../core/errors';
+import { batched, batchedByGroup, groupCommit } from '../db/batch';
+import { checkSends, renderSends, storeSends, type CheckedSend, type PreparedSend, type SendCommand, type SendStoreDeps, type StoredSend } from './sends';
+import type { Mailbox, SendBody } from './types';
+
+/** The 10 MB rule of spec section 4.1: attachments' decoded bytes together. */
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+
+/** `to` arrives in three forms; after validation it is always a list of mailboxes (first occurrence of an address wins). */
+export function recipientsOf(to: SendBody['to']): Mailbox[] {
+  const list = Array.isArray(to) ? to : [to];
+  const seen = new Set<string>();
+  return list.filter((m) => !seen.has(m.email) && seen.add(m.email));
+}
+
+/** A validated body as the send business takes it: recipients listed, attachments decoded and within 10 MB (422). */
+export function sendCommand(projectId: string, body: SendBody): SendCommand {
+  const attachments = (body.attachments ?? []).map((a) => ({ ...a, bytes: Buffer.from(a.content, 'base64') }));
+  const total = attachments.reduce((n, a) => n + a.bytes.length, 0);
+  if (total > MAX_ATTACHMENT_BYTES) {
+    throw invalid([{ field: 'attachments', message: `attachments total ${total} bytes; at most ${MAX_ATTACHMENT_BYTES} (10 MB) are allowed`, code: 'too_big' }]);
+  }
+  return { projectId, body, recipients: recipientsOf(body.to), attachments };
+}
+
+export interface Sender {
+  /** Checks and renders a send, outside any transaction (a render holds no connection); refusals are DomainErrors. */
+  prepare(command: SendCommand): Promise<PreparedSend>;
+  /** Stores a prepared send together with the others that arrive meanwhile (group commit); resolves once committed. */
+  store(prepared: PreparedSend): Promise<StoredSend>;
+  /** Stores a prepared send in the caller's transaction (one that also stores an idempotent answer, say). */
+  storeIn(trx: Knex.Transaction, prepared: PreparedSend): Promise<StoredSend>;
+  /** prepare, then store: what every way in (HTTP, SMTP) that needs nothing else calls. */
+  send(command: SendCommand): Promise<StoredSend>;
+}
+
+/**
+ * The one send pipeline, for every way in. Checked together; rendered together per project (one render task per
+ * project and batch, so that no project waits for another's renders); stored together: requests that arrive together
+ * share one transaction (db/batch.ts groupCommit), a few statements for all of them. If that transaction fails, each
+ * is retried in one of its own, so a bad request fails alone. The committed rows are the delivery queue
+ * (engine/deliveryQueue.ts), on either engine: nothing here waits for SMTP.
+ */
+export function createSender(knex: Knex, deps: SendStoreDeps): Sender {
+  const checking = batched<SendCommand, CheckedSend>((commands) => checkSends(knex, commands));
+  const rendering = batchedByGroup<CheckedSend, PreparedSend>((c) => c.command.projectId, (checked) => renderSends(deps, checked));
+  const together = groupCommit<PreparedSend, StoredSend>(knex, (trx, prepared) => storeSends(trx, prepared, deps));
+  const prepare = async (command: SendCommand): Promise<PreparedSend> => rendering.load(await checking.load(command));
+  return {
+    prepare,
+    store: (prepared) => together.load(prepared),
+    async storeIn(trx, prepared) {
+      const [result] = await storeSends(trx, [prepared], deps);
+      if (result instanceof Error) throw result; // nothing of it may be kept
+      return result!;
+    },
+    send: async (command) => together.load(await prepare(command)),
+  };
+}
