@@ -35,6 +35,17 @@ export default tseslint.config(
       ] }],
     },
   },
+  // A route validates, calls one business function and shapes the answer: the queries, the models' writes and the
+  // engine are the business module's (types may be named, to shape the answer).
+  {
+    files: ['api/routes/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: [
+        { group: ['**/db/queries/**', '**/db/models/**', '**/db/pages', '**/engine/**', '**/workflows/**'], allowTypeImports: true, message: 'A route calls its business module (sending/, campaigns/, audience/…), which owns the queries and the engine.' },
+        { group: ['**/activities', '**/activities/**'], message: 'api/ calls the business module, not activities/.' },
+      ] }],
+    },
+  },
   // Workflow code is deterministic and bundled for Temporal: from outside workflows/ it takes types only.
   {
     files: ['workflows/**/*.ts'],

@@ -8,7 +8,7 @@
  * (INSERT … SELECT generate_series) with a verified example.com, then:
  *
  * 1. Materialisation (no worker runs). Herald: the campaign workflow itself (workflows/sendCampaign.ts) runs
- *    in this process with a plain context whose activities are Herald's campaign activities (campaignActivities:
+ *    in this process with a plain context whose activities are Herald's campaign activities (campaignBatches:
  *    beginCampaign, then campaignBatch with size 500 and `after` = the previous batch's last contact, continue-as-new
  *    every 100 batches), with an engine that, like the embedded one, delivers the committed rows (nothing to start);
  *    the clock stops when the workflow first asks for the campaign's progress (every batch done). A batch is what it
@@ -37,7 +37,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import { campaignActivities } from '../activities/campaigns';
+import { campaignBatches } from '../campaigns/batches';
 import type { WorkflowContext } from '../workflows/context';
 import { CAMPAIGN_BATCH_SIZE, sendCampaign, type CampaignInput } from '../workflows/sendCampaign';
 import { startCluster, type BenchCluster } from './lib/cluster';
@@ -114,7 +114,7 @@ interface HeraldRun { ms: number; batches: number; runs: number; rows: number; s
 async function heraldMaterialise(cluster: BenchCluster, projectId: string, rep: number): Promise<HeraldRun> {
   const { knex } = cluster;
   const campaignId = await newCampaign(knex, projectId, `herald-${rep}`, 'SCHEDULED');
-  const acts = campaignActivities({ knex });
+  const acts = campaignBatches({ knex });
   let batches = 0;
   let runs = 0;
   let doneAt = 0;

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { createActivities } from '../activities';
-import { createDeliverer } from '../activities/delivery';
+import { createDeliverer } from '../sending/delivery';
 import { scheduleDomainChecks } from '../domains/checks';
 import { ConfigError, loadConfig, loadDnsConfig, publicUrlWarning, type Config } from '../config';
 import { loadSecret } from '../config/secret';

@@ -16,7 +16,7 @@ export const CAMPAIGN_FAILED_EMAIL_ERROR = 'the campaign failed';
  * - every still-QUEUED email of the campaign CANCELLED, as a cancel does: a failed campaign does not go on delivering
  *   part of its audience later, unseen (what Postmark and Resend do with a broadcast that errors: it stops). Emails
  *   already delivered stay so, and deliveries in flight finish (a retry of one is cancelled, as for a cancelled
- *   campaign: activities/delivery.ts). The campaign's stats tell how far it got.
+ *   campaign: sending/delivery.ts). The campaign's stats tell how far it got.
  * - a `campaign.failed` event (no contact: it is about the campaign; data: campaignId, name, error, cancelledEmails).
  * A campaign already final (SENT, CANCELLED, FAILED) is left as it is: `changed` false, `status` what it is.
  */

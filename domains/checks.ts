@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { DnsConfig } from '../config';
 import type { Domain } from '../db/models/Domain';
-import { ensureDomainKey, saveCheck } from '../db/queries/domains';
+import { domainsAfter, ensureDomainKey, saveCheck } from '../db/queries/domains';
+import type { Logger } from '../logging/logger';
 import type { Engine } from '../engine/types';
 import { DnsClient } from '../verify/dns';
 import { checkDomainRecords } from '../verify/domainRecords';
@@ -20,6 +21,29 @@ export async function checkDomain(db: Knex, dns: DnsClient, secret: Buffer, doma
   const keyed = await ensureDomainKey(db, secret, domain);
   const found = await checkDomainRecords(dns, keyed.domain, keyed.dkimSelector!, keyed.dkimPublicKey!);
   return saveCheck(db, keyed.projectId, keyed.id, found, now);
+}
+
+/** Concurrent DNS checks within one batch of the re-check. */
+const CHECK_CONCURRENCY = 10;
+
+/** One batch of the scheduled re-check: the next `size` domains (all projects, in id order) after `after`, against DNS. */
+export async function checkDomainBatch(
+  deps: { knex: Knex; dns: DnsClient; secret: Buffer; log: Logger },
+  ref: { after: string | null; size: number },
+): Promise<{ checked: number; verified: number; failed: number; last: string | null; done: boolean }> {
+  const domains = await domainsAfter(deps.knex, ref.after, ref.size);
+  let verified = 0;
+  let failed = 0;
+  for (let i = 0; i < domains.length; i += CHECK_CONCURRENCY) {
+    const results = await Promise.all(domains.slice(i, i + CHECK_CONCURRENCY).map(async (d) => {
+      const after = await checkDomain(deps.knex, deps.dns, deps.secret, d);
+      if (after && after.status !== d.status) deps.log.info({ projectId: d.projectId, domainId: d.id, domain: d.domain, from: d.status, to: after.status }, 'sending domain status changed');
+      return after;
+    }));
+    verified += results.filter((r) => r?.status === 'VERIFIED').length;
+    failed += results.filter((r) => r?.status === 'FAILED').length;
+  }
+  return { checked: domains.length, verified, failed, last: domains.at(-1)?.id ?? ref.after, done: domains.length < ref.size };
 }
 
 /** The start of the next slot of the re-check schedule after `afterMs`: slots are whole multiples of the interval since the epoch. */

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { outcomeOf, type Deliverer, type Outcome, type Prepared } from '../activities/delivery';
+import { outcomeOf, type Deliverer, type Outcome, type Prepared } from '../sending/delivery';
 import { Email } from '../db/models/Email';
 import type { Logger } from '../logging/logger';
 import { DELIVERY_RETRY } from '../workflows/policy';

@@ -124,7 +124,7 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
 function stepOptions(p: RetryPolicy) {
   return {
     retriesAllowed: true, maxAttempts: p.maximumAttempts, intervalSeconds: p.initialIntervalMs / 1000, backoffRate: p.backoffCoefficient,
-    // A permanent failure (activities/permanent.ts) is not retried: DBOS records it and the workflow hears of it at once.
+    // A permanent failure (engine/permanent.ts) is not retried: DBOS records it and the workflow hears of it at once.
     shouldRetry: (err: unknown) => (err as { name?: unknown } | null)?.name !== PERMANENT_ERROR,
   };
 }

@@ -1,4 +1,4 @@
-import { createDeliverer } from '../activities/delivery';
+import { createDeliverer } from '../sending/delivery';
 import { retryDelayMs, startDeliveryQueue, type DeliveryQueue } from '../engine/deliveryQueue';
 import { createLogger } from '../logging/logger';
 import { createMailer, type Mailer } from '../mail/transport';

@@ -1,4 +1,4 @@
-import { campaignActivities } from '../activities/campaigns';
+import { campaignBatches } from '../campaigns/batches';
 import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
 import { dispatchCampaign } from '../engine/dispatch';
 import { createLogger } from '../logging/logger';
@@ -180,7 +180,7 @@ describe('campaigns', () => {
       project_id: t.project.id, contact_id: c.id, campaign_id: row.id, from_email: 'news@example.com', to_email: c.email,
       status: i === 0 ? 'SENT' : 'QUEUED', priority: 1, available_at: t.db.knex.raw("now() + interval '1 hour'"),
     })));
-    const activities = campaignActivities({ knex: t.db.knex });
+    const activities = campaignBatches({ knex: t.db.knex });
     await expect(activities.failCampaign({ projectId: t.project.id, campaignId: row.id, error: 'boom' })).resolves.toBe('FAILED');
     const emails = await t.db.knex('emails').where({ campaign_id: row.id }).select('status', 'error');
     expect(emails.map((e) => e.status).sort()).toEqual(['CANCELLED', 'CANCELLED', 'SENT']);

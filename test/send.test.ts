@@ -1,5 +1,5 @@
 import { addDomain } from '../projects/service';
-import { createDeliverer } from '../activities/delivery';
+import { createDeliverer } from '../sending/delivery';
 import { Email } from '../db/models/Email';
 import { createLogger } from '../logging/logger';
 import { bearer, TEST_SECRET, type TestContext } from './support/app';

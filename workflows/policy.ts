@@ -42,7 +42,7 @@ export const AUTOMATION_MAX_RUNNING = 200;
 export const WAKE_TOPIC = 'wake';
 
 /**
- * The error type of an activity's permanent failure (activities/permanent.ts): a failure that is the same on every
+ * The error type of an activity's permanent failure (engine/permanent.ts): a failure that is the same on every
  * attempt (a value PostgreSQL cannot hold, a stored audience that cannot be compiled). Neither engine retries it: the
  * workflow hears of it at once and ends FAILED, instead of after ACTIVITY_RETRY's 10 attempts.
  */

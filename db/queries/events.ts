@@ -27,7 +27,7 @@ const EVENT_NAME_SHARDS = 8;
  *   active execution per workflow and contact unless it allows reentry (a unique index, ON CONFLICT DO NOTHING);
  * - every execution of the contact WAITING for one of these names records the event and is marked for a wake-up.
  * The automation parts find nothing through two small partial indexes when nobody listens. One statement: the delivery
- * queue writes a batch of outcomes and their events in one round trip (activities/delivery.ts).
+ * queue writes a batch of outcomes and their events in one round trip (sending/delivery.ts).
  */
 export const EVENT_EFFECTS = `
   inserted AS (

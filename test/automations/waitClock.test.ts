@@ -1,4 +1,4 @@
-import { automationActivities } from '../../activities/automations';
+import { executionSteps } from '../../automations/executions';
 import { createLogger } from '../../logging/logger';
 import { bearer, createTestContext, TEST_SECRET, type TestContext } from '../support/app';
 import { DAY, executionsOf } from '../support/automations';
@@ -9,7 +9,7 @@ import { DAY, executionsOf } from '../support/automations';
  * the database's; the row counts from, and compares with, the later of the two clocks.
  */
 let t: TestContext;
-const activities = () => automationActivities({ knex: t.db.knex, log: createLogger('silent'), secret: TEST_SECRET, publicUrl: 'http://herald.test' });
+const activities = () => executionSteps({ knex: t.db.knex, log: createLogger('silent'), secret: TEST_SECRET, publicUrl: 'http://herald.test' });
 const HOUR = 60 * 60_000;
 
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 import { Resolver } from 'node:dns/promises';
 import { dkimVerify } from 'mailauth';
-import { createDeliverer } from '../../activities/delivery';
+import { createDeliverer } from '../../sending/delivery';
 import type { Email } from '../../db/models/Email';
 import { startDeliveryQueue } from '../../engine/deliveryQueue';
 import { createLogger } from '../../logging/logger';

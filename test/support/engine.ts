@@ -1,6 +1,6 @@
 import { TEST_SECRET } from './app';
 import { createActivities, type ActivityDeps } from '../../activities';
-import { createDeliverer } from '../../activities/delivery';
+import { createDeliverer } from '../../sending/delivery';
 import { startDeliveryQueue } from '../../engine/deliveryQueue';
 import { createEmbeddedEngine, startEmbeddedWorker } from '../../engine/embedded';
 import { startExecutionDispatcher } from '../../engine/executionDispatcher';

@@ -1,0 +1,88 @@
+import type { Knex } from 'knex';
+import { campaignAudience } from '../audience/campaignAudience';
+import { cancelCampaignRows, failCampaignRows } from './lifecycle';
+import { asPermanent } from '../engine/permanent';
+import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types';
+
+export interface CampaignDeps {
+  knex: Knex;
+  /** The delivery rate (SEND_RATE_PER_SECOND): how long the campaign workflow waits between progress checks. */
+  sendRatePerSecond?: number;
+}
+
+export function campaignBatches({ knex, sendRatePerSecond }: CampaignDeps) {
+  return {
+    /** SCHEDULED → SENDING (or resume a SENDING one); any other state is the answer and the workflow stops. */
+    async beginCampaign(ref: CampaignRef): Promise<CampaignPhase> {
+      const [row] = await knex('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).whereIn('status', ['SCHEDULED', 'SENDING'])
+        .update({ status: 'SENDING', started_at: knex.raw('coalesce(started_at, now())'), updated_at: knex.fn.now() }).returning('status');
+      if (row) return 'SENDING';
+      const current = await knex('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).first('status');
+      return (current?.status ?? 'CANCELLED') as CampaignPhase;
+    },
+
+    /**
+     * One batch: the next `size` contacts of the audience after `after` (keyset on the contact id), inserted as
+     * QUEUED email rows by one INSERT … SELECT (each contact once per campaign: ON CONFLICT DO NOTHING makes a
+     * retried batch harmless) into the delivery queue, at campaign priority: transactional mail goes first.
+     * The campaign's status is re-checked under a row lock first, so a cancel is never outrun.
+     */
+    async campaignBatch(ref: CampaignRef & { after: string | null; size: number }): Promise<BatchResult> {
+      // An audience that cannot be compiled, or whose query fails on its values (a date PostgreSQL cannot hold), fails
+      // the same way on every attempt: a permanent failure, and the campaign ends FAILED (workflows/sendCampaign.ts).
+      const result = await knex.transaction(async (trx) => {
+        const campaign = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).forShare().first();
+        if (!campaign || campaign.status !== 'SENDING') return null;
+        const batch = (await campaignAudience(trx, ref.projectId, campaign)).query.select('c.id', 'c.email').orderBy('c.id').limit(ref.size);
+        if (ref.after) batch.where('c.id', '>', ref.after);
+        const { sql, bindings } = batch.toSQL();
+        // Priority 1: the delivery queue serves transactional mail (0) first.
+        const res = await trx.raw(
+          `WITH batch AS (${sql}),
+           inserted AS (
+             INSERT INTO emails (project_id, contact_id, campaign_id, from_email, from_name, reply_to, to_email, subject, html, priority)
+             SELECT ?::uuid, b.id, ?::uuid, ?, ?, ?, b.email, NULL, NULL, 1 FROM batch b
+             ON CONFLICT (project_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL AND NOT is_test DO NOTHING
+             RETURNING id)
+           SELECT (SELECT count(*) FROM batch)::int AS n,
+                  (SELECT b.id FROM batch b ORDER BY b.id DESC LIMIT 1) AS last,
+                  (SELECT count(*) FROM inserted)::int AS inserted`,
+          [...bindings, ref.projectId, ref.campaignId, campaign.from_email, campaign.from_name, campaign.reply_to],
+        );
+        return res.rows[0] as { n: number; last: string | null; inserted: number };
+      }).catch((err: unknown) => { throw asPermanent(err, 'the audience cannot be evaluated'); });
+      if (!result) return { cancelled: true, inserted: 0, last: ref.after, done: true };
+      return { cancelled: false, inserted: result.inserted, last: result.last ?? ref.after, done: result.n < ref.size };
+    },
+
+    /** How many of the campaign's emails are still on their way (and whether it was cancelled meanwhile). */
+    async campaignProgress(ref: CampaignRef): Promise<{ pending: number; cancelled: boolean; ratePerSecond?: number }> {
+      const row = await knex('campaigns as k').where({ 'k.project_id': ref.projectId, 'k.id': ref.campaignId }).first(
+        'k.status',
+        knex.raw(`(SELECT count(*)::int FROM emails e WHERE e.project_id = k.project_id AND e.campaign_id = k.id AND NOT e.is_test AND e.status IN ('QUEUED', 'SENDING')) AS pending`),
+      );
+      return { pending: row?.pending ?? 0, cancelled: !row || row.status !== 'SENDING', ...(sendRatePerSecond ? { ratePerSecond: sendRatePerSecond } : {}) };
+    },
+
+    /** SENDING → SENT, with the number of recipients. */
+    async finishCampaign(ref: CampaignRef): Promise<CampaignPhase> {
+      const [row] = await knex('campaigns as k').where({ 'k.project_id': ref.projectId, 'k.id': ref.campaignId, 'k.status': 'SENDING' }).update({
+        status: 'SENT', completed_at: knex.fn.now(), updated_at: knex.fn.now(),
+        total_recipients: knex.raw('(SELECT count(*) FROM emails e WHERE e.project_id = k.project_id AND e.campaign_id = k.id AND NOT e.is_test)'),
+      }).returning('status');
+      return (row?.status ?? 'CANCELLED') as CampaignPhase;
+    },
+
+    /**
+     * Cancels the campaign and its unsent emails in one transaction: the same database state whether the cancel
+     * came from the API or from the engine (Temporal UI).
+     */
+    async cancelCampaign(ref: CampaignRef): Promise<CampaignPhase> {
+      return (await cancelCampaignRows(knex, ref)).status;
+    },
+
+    async failCampaign(ref: CampaignRef & { error: string }): Promise<CampaignPhase> {
+      return (await failCampaignRows(knex, ref, ref.error)).status;
+    },
+  };
+}
