@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
-import { isUuid } from '../core/values';
 import { Contact } from '../db/models/Contact';
 import type { Listed, PageRequest } from '../db/pages';
 import { listPage } from '../db/pages';
+import { ownedRow } from '../db/owned';
 import { upsertContacts } from '../db/queries/contacts';
 import { isUnusableCondition, memberCounts, segmentContacts, segmentsReferencing, unusableCondition, type MemberCount } from '../db/queries/segments';
 import { checkCondition } from './check';
@@ -65,11 +65,7 @@ async function checked(db: Knex, projectId: string, condition: AudienceCondition
   return normalised;
 }
 
-async function findSegment(db: Knex, projectId: string, id: string): Promise<SegmentRow> {
-  const row = isUuid(id) ? await db('segments').where({ project_id: projectId, id }).first() : undefined;
-  if (!row) throw notFound('Segment');
-  return row;
-}
+const findSegment = (db: Knex, projectId: string, id: string) => ownedRow<SegmentRow>(db, 'segments', 'Segment', projectId, id);
 
 async function withCounts(db: Knex, projectId: string, rows: SegmentRow[]): Promise<Segment[]> {
   const counts = await memberCounts(db, projectId, rows);

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { invalid, notFound } from '../core/errors';
 import { isUuid } from '../core/values';
+import { ownedRow } from '../db/owned';
 import { listPage, type Listed, type PageRequest } from '../db/pages';
 import { cancelExecutions, liveRuns } from '../db/queries/executions';
 import { cancelEngineExecutions } from '../engine/cancelExecutions';
@@ -76,11 +77,7 @@ export interface Workflows {
 }
 
 export function workflowService({ knex, engine, log }: { knex: Knex; engine: Engine; log: Logger }): Workflows {
-  const get = async (projectId: string, id: string): Promise<AutomationRow> => {
-    const row = isUuid(id) ? await knex('automations').where({ project_id: projectId, id }).first() : undefined;
-    if (!row) throw notFound('Workflow');
-    return row;
-  };
+  const get = (projectId: string, id: string) => ownedRow<AutomationRow>(knex, 'automations', 'Workflow', projectId, id);
 
   return {
     list: (projectId, filter, page) => listPage<AutomationRow>(() => {

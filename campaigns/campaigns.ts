@@ -4,6 +4,7 @@ import { resolveSegments } from '../audience/compile';
 import type { AudienceCondition } from '../audience/condition';
 import { conflict, invalid, notFound, type FieldError } from '../core/errors';
 import { isUuid } from '../core/values';
+import { ownedRow } from '../db/owned';
 import { listPage, type Listed, type PageRequest } from '../db/pages';
 import { campaignStats, type CampaignStats } from '../db/queries/campaigns';
 import { isVerifiedSender } from '../db/queries/domains';
@@ -126,11 +127,7 @@ export interface CampaignDeps {
 }
 
 export function campaignService({ knex, engine, log, render }: CampaignDeps): Campaigns {
-  const get = async (projectId: string, id: string): Promise<CampaignRow> => {
-    const row = isUuid(id) ? await knex('campaigns').where({ project_id: projectId, id }).first() : undefined;
-    if (!row) throw notFound('Campaign');
-    return row;
-  };
+  const get = (projectId: string, id: string) => ownedRow<CampaignRow>(knex, 'campaigns', 'Campaign', projectId, id);
 
   return {
     list: (projectId, filter, page) => listPage<CampaignRow>(() => {
