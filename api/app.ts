@@ -10,7 +10,7 @@ import { notFound } from '../core/errors';
 import { workflowService } from '../automations/workflows';
 import { campaignService } from '../campaigns/campaigns';
 import { domainService } from '../domains/domains';
-import { createSender } from '../sending/sender';
+import { createSender, type Sender } from '../sending/sender';
 import { authenticate } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { errorHandler } from './middleware/errorHandler';
@@ -42,6 +42,8 @@ export interface AppDeps {
   render: Renderer;
   /** DNS resolvers and timeouts (domain checks, /v1/verify); read from the environment when not given. */
   dns?: DnsConfig;
+  /** The send pipeline, when the process shares it with another way in (SMTP submission); made here otherwise. */
+  sender?: Sender;
 }
 
 /** `/campaigns/…` → `Campaign`: the resource a path names, for its 404. */
@@ -68,7 +70,7 @@ export function createApp(deps: AppDeps): Koa {
 
   const sending = new Router();
   sending.use(authenticate(deps.knex, ['secret']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody(SEND_BODY_LIMIT));
-  sendRoutes(sending, { knex: deps.knex, sender: createSender(deps.knex, deps) });
+  sendRoutes(sending, { knex: deps.knex, sender: deps.sender ?? createSender(deps.knex, deps) });
 
   // Public API routes that also take public keys (client-side tracking).
   const tracking = new Router();

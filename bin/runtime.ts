@@ -13,6 +13,7 @@ import { claimWorkerIdentity, ExecutorIdInUseError, type WorkerIdentity } from '
 import type { Engine, WorkerHandle } from '../engine/types';
 import { createLogger, type Logger } from '../logging/logger';
 import type { RenderPool } from '../mail/renderPool';
+import type { Submission } from '../smtp/submission';
 import { createMailer, rateWindow, type Mailer } from '../mail/transport';
 import { ensureDefaultProject, type CreatedProject } from '../projects/service';
 
@@ -122,13 +123,16 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
 
   let server: Server | undefined;
   let renderPool: RenderPool | undefined;
+  let submission: Submission | undefined;
   if (roles.api) {
     const created = await ensureDefaultProject(db.knex);
     const warning = publicUrlWarning(config.publicUrl);
     if (warning) log.warn(warning);
     const { createApp } = load<typeof import('../api/app')>('../api/app');
     renderPool = load<typeof import('../mail/renderPool')>('../mail/renderPool').createRenderPool();
-    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, engine, secret, publicUrl: config.publicUrl, render: renderPool.render });
+    // One send pipeline for HTTP and SMTP: sends that arrive together by either way share a transaction.
+    const sender = load<typeof import('../sending/sender')>('../sending/sender').createSender(db.knex, { secret, publicUrl: config.publicUrl, render: renderPool.render });
+    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender });
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, () => resolve(s));
       s.once('error', reject);
@@ -136,6 +140,15 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     const port = (server.address() as { port: number }).port;
     if (created) printDefaultProject(created, port);
     log.info({ port, engine: config.engine, database: config.databaseUrl ? 'external' : 'embedded', dataDir: config.dataDir }, 'Herald API listening');
+    if (config.smtpSubmission.port !== 0) {
+      const smtp = load<typeof import('../smtp/submission')>('../smtp/submission');
+      const tls = await load<typeof import('../smtp/tls')>('../smtp/tls').submissionTls(config.smtpSubmission, config.dataDir, log);
+      submission = await smtp.startSubmission({
+        knex: db.knex, sender, log, port: config.smtpSubmission.port, host: config.smtpSubmission.host, tls,
+        insecureAuthOnLoopback: config.smtpSubmission.insecureAuthOnLoopback, ratePerMinute: config.apiRateLimitPerMinute,
+      });
+      log.info({ port: submission.port }, 'Herald SMTP submission listening (STARTTLS, AUTH PLAIN/LOGIN with a secret API key)');
+    }
   }
 
   let stopping: Promise<void> | undefined;
@@ -145,6 +158,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       // New requests stop first; in-flight requests finish; then the worker stops taking work and hands back
       // (DBOS: resumes on restart; Temporal: the server reassigns) what it cannot finish; sends in flight finish.
       if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+      await submission?.close();
       await renderPool?.close();
       await dispatcher?.stop();
       await executions?.stop();

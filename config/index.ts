@@ -22,7 +22,24 @@ export interface Config {
   executorId: string | undefined;
   /** How many automation executions may be running (not waiting) at once, across all workers. */
   automationMaxRunning: number;
+  /** SMTP submission (smtp/submission.ts), served by the API processes. */
+  smtpSubmission: SmtpSubmissionConfig;
 }
+
+export interface SmtpSubmissionConfig {
+  /** The listener's port; 0: no listener. */
+  port: number;
+  /** The address it binds; unset: every address, as the HTTP API. */
+  host: string | undefined;
+  /** PEM files of the certificate STARTTLS offers; unset: a self-signed one generated into DATA_DIR (smtp/tls.ts). */
+  tlsCertFile: string | undefined;
+  tlsKeyFile: string | undefined;
+  /** AUTH before STARTTLS from loopback addresses (a local app). Never from elsewhere. */
+  insecureAuthOnLoopback: boolean;
+}
+
+/** The submission port when SMTP_SUBMISSION_PORT is unset: 587's unprivileged twin, so a non-root process can bind it. */
+export const DEFAULT_SMTP_SUBMISSION_PORT = 2587;
 
 export class ConfigError extends Error {
   constructor(readonly variable: string, message: string) {
@@ -53,6 +70,12 @@ const envSchema = Joi.object({
   SECRET_KEY: Joi.string().min(32).empty('').messages({ 'string.min': 'must be at least 32 characters (e.g. openssl rand -hex 32)' }),
   EXECUTOR_ID: Joi.string().pattern(/^[A-Za-z0-9._-]{1,100}$/, 'letters, digits, dot, dash, underscore').empty(''),
   AUTOMATION_MAX_RUNNING: Joi.number().integer().min(1).max(100000).empty('').default(AUTOMATION_MAX_RUNNING),
+  SMTP_SUBMISSION_PORT: Joi.number().integer().min(0).max(65535).empty('').default(DEFAULT_SMTP_SUBMISSION_PORT),
+  SMTP_SUBMISSION_HOST: Joi.string().trim().empty(''),
+  SMTP_TLS_CERT: Joi.string().trim().empty(''),
+  SMTP_TLS_KEY: Joi.string().trim().empty('').when('SMTP_TLS_CERT', { is: Joi.exist(), then: Joi.required(), otherwise: Joi.forbidden() })
+    .messages({ 'any.required': 'is required with SMTP_TLS_CERT', 'any.unknown': 'needs SMTP_TLS_CERT beside it' }),
+  SMTP_INSECURE_AUTH_LOOPBACK: Joi.boolean().truthy('1').falsy('0').empty('').default(false),
 })
   // Every other variable of the environment (PATH, HOME, …) is none of our business.
   .unknown(true)
@@ -87,6 +110,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretKey: value.SECRET_KEY,
     executorId: value.EXECUTOR_ID,
     automationMaxRunning: value.AUTOMATION_MAX_RUNNING,
+    smtpSubmission: {
+      port: value.SMTP_SUBMISSION_PORT,
+      host: value.SMTP_SUBMISSION_HOST,
+      tlsCertFile: value.SMTP_TLS_CERT,
+      tlsKeyFile: value.SMTP_TLS_KEY,
+      insecureAuthOnLoopback: value.SMTP_INSECURE_AUTH_LOOPBACK,
+    },
   };
 }
 

@@ -1,6 +1,18 @@
+import Joi from 'joi';
+
 /**
- * Values every way in shares the rules of: ids as the database writes them, and the dates PostgreSQL can hold.
+ * Values every way in shares the rules of: email addresses and ids as the database writes them, and the dates
+ * PostgreSQL can hold.
  */
+
+/** An email address as Herald stores it: trimmed and lower-cased (RFC 5321 syntax, any TLD). */
+export const EMAIL_RULE = Joi.string().trim().lowercase().max(254).email({ tlds: { allow: false } });
+
+/** The address as Herald stores it, or undefined when it is none (for ways in without a Joi schema: SMTP). */
+export function normaliseEmail(address: string): string | undefined {
+  const { value, error } = EMAIL_RULE.validate(address);
+  return error ? undefined : (value as string);
+}
 
 /** A UUID as the database writes it (lower-case, no braces). */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -1,5 +1,6 @@
 import type { SendMailOptions } from 'nodemailer';
 import type { Email } from '../db/models/Email';
+import { withHeraldHeaders } from './rawMessage';
 
 export interface StoredAttachment {
   id: string;
@@ -37,9 +38,23 @@ export interface BuildOptions {
   dkim?: SendMailOptions['dkim'];
 }
 
+/** The Message-ID of an email, derived from its id (see above). */
+export function messageIdOf(email: Pick<Email, 'id' | 'fromEmail'>): string {
+  return `<${email.id}@${domainOf(email.fromEmail)}>`;
+}
+
+/** A submitted message (SMTP), sent as its client built it to this email's recipient, with Herald's headers. */
+export function buildRawMessage(email: Email, raw: Buffer, opts: BuildOptions = {}): SendMailOptions {
+  return {
+    envelope: { from: email.fromEmail, to: [email.toEmail] },
+    raw: withHeraldHeaders(raw, { 'Message-ID': messageIdOf(email) }),
+    ...(opts.dkim ? { dkim: opts.dkim } : {}),
+  };
+}
+
 export function buildMessage(email: Email, content: MessageContent, attachments: StoredAttachment[], opts: BuildOptions = {}): SendMailOptions {
   return {
-    messageId: `<${email.id}@${domainOf(email.fromEmail)}>`,
+    messageId: messageIdOf(email),
     from: email.fromName ? { name: email.fromName, address: email.fromEmail } : email.fromEmail,
     to: email.toName ? { name: email.toName, address: email.toEmail } : email.toEmail,
     ...(email.replyTo ? { replyTo: email.replyTo } : {}),

@@ -5,7 +5,8 @@ import type { Logger } from '../logging/logger';
 import { renderCampaignEmail } from '../mail/campaign';
 import { TemplateError } from '../mail/render';
 import { dkimFor, loadSigningKeys, type DkimOptions, type SigningKey } from '../mail/dkim';
-import { buildMessage, domainOf, type MessageContent, type StoredAttachment } from '../mail/message';
+import type { SendMailOptions } from 'nodemailer';
+import { buildMessage, buildRawMessage, domainOf, messageIdOf, type MessageContent, type StoredAttachment } from '../mail/message';
 import { failureReason, isPermanentFailure, type Mailer } from '../mail/transport';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
@@ -123,14 +124,27 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
   async function attempt(email: Email, { content, dkim }: Prepared): Promise<AttemptResult> {
     if (!content) return { status: 'SKIPPED', error: 'the contact unsubscribed before delivery' };
     if (content instanceof TemplateError) return { status: 'FAILED', error: `the campaign's ${content.part} could not be rendered for this recipient: ${content.message}` };
-    const attachments: StoredAttachment[] = email.attachmentIds.length
+    if (email.rawMessageId) return send(email, async () => {
+      const raw = await knex('raw_messages').where({ project_id: email.projectId, id: email.rawMessageId }).first('content');
+      if (!raw) throw new Error('the submitted message is gone');
+      return buildRawMessage(email, raw.content as Buffer, dkim ? { dkim } : {});
+    });
+    return send(email, async () => buildMessage(email, content, await attachmentsOf(email), dkim ? { dkim } : {}));
+  }
+
+  async function attachmentsOf(email: Email): Promise<StoredAttachment[]> {
+    return email.attachmentIds.length
       ? (await knex('attachments').where('project_id', email.projectId).whereIn('id', email.attachmentIds)
         .select('id', 'filename', 'content_type as contentType', 'content_id as contentId', 'disposition', 'content'))
         .sort((a: StoredAttachment, b: StoredAttachment) => email.attachmentIds.indexOf(a.id) - email.attachmentIds.indexOf(b.id))
       : [];
+  }
+
+  /** One SMTP send of the message `build` makes, and what it came to. */
+  async function send(email: Email, build: () => Promise<SendMailOptions>): Promise<AttemptResult> {
     try {
-      const { messageId } = await mailer.send(buildMessage(email, content, attachments, dkim ? { dkim } : {}));
-      return { status: 'SENT', messageId };
+      await mailer.send(await build());
+      return { status: 'SENT', messageId: messageIdOf(email) };
     } catch (err) {
       const error = failureReason(err);
       if (isPermanentFailure(err)) {

@@ -4,6 +4,9 @@ import { batched, batchedByGroup, groupCommit } from '../db/batch';
 import { checkSends, renderSends, storeSends, type CheckedSend, type PreparedSend, type SendCommand, type SendStoreDeps, type StoredSend } from './sends';
 import type { Mailbox, SendBody } from './types';
 
+/** Recipients of one send (spec section 4.1), whichever way it comes in. */
+export const MAX_RECIPIENTS = 50;
+
 /** The 10 MB rule of spec section 4.1: attachments' decoded bytes together. */
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
 

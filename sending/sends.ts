@@ -15,6 +15,11 @@ export interface SendCommand {
   body: SendBody;
   recipients: Mailbox[];
   attachments: (NonNullable<SendBody['attachments']>[number] & { bytes: Buffer })[];
+  /**
+   * A message submitted over SMTP, as its client built it: sent as these bytes (with the headers Herald sets), never
+   * rendered; `body.subject` and `body.body` are what it says, kept for reading it back.
+   */
+  raw?: Buffer;
 }
 
 export interface StoredSend {
@@ -178,13 +183,18 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
  * template keeps no one else from the pool; and as the sends are one project's, it keeps no other project waiting.
  */
 export async function renderSends(deps: SendStoreDeps, checked: readonly CheckedSend[]): Promise<(PreparedSend | DomainError)[]> {
-  if (checked.length === 0) return [];
-  const outcomes = await deps.render(checked.map((c) => renderJobOf(deps, c, c.contacts)), checked[0]!.command.projectId);
-  return checked.map((c, i) => {
-    const outcome = outcomes[i]!;
+  const templated = checked.filter((c) => !c.command.raw);
+  const outcomes = templated.length ? await deps.render(templated.map((c) => renderJobOf(deps, c, c.contacts)), checked[0]!.command.projectId) : [];
+  let next = 0;
+  return checked.map((c) => {
+    if (c.command.raw) return { ...c, messages: verbatim(c, c.contacts) };
+    const outcome = outcomes[next++]!;
     return 'failed' in outcome ? renderFailure(c.command.body, outcome.failed) : { ...c, messages: byRecipient(c, c.contacts, outcome.rendered) };
   });
 }
+
+/** A submitted message is what its client wrote, for every recipient: nothing in it is a template. */
+const verbatim = (p: CheckedSend, contacts: RenderedFor[]) => byRecipient(p, contacts, receivers(p, contacts).map(() => ({ subject: p.subject, html: p.body })));
 
 /** checkSends then renderSends, for one caller that has its own transaction (an automation step). */
 export async function prepareSend(db: Knex | Knex.Transaction, command: SendCommand, deps: SendStoreDeps): Promise<PreparedSend | DomainError> {
@@ -222,6 +232,13 @@ export async function storeSends(trx: Knex.Transaction, prepared: readonly Prepa
     }))).returning('id');
     attachmentIds.set(i, ids.map((a) => a.id));
   }
+  // A submitted message is stored once too, and its recipients' emails name it.
+  const rawIds = new Map<number, string>();
+  for (const [i, p] of prepared.entries()) {
+    if (!p.command.raw) continue;
+    const [row] = await trx('raw_messages').insert({ project_id: p.command.projectId, content: p.command.raw, size: p.command.raw.length }).returning('id');
+    rawIds.set(i, row.id as string);
+  }
 
   // New recipients take the id they were rendered for; existing ones keep theirs and their subscription.
   const contacts = new Map<string, RenderedFor>();
@@ -243,7 +260,7 @@ export async function storeSends(trx: Knex.Transaction, prepared: readonly Prepa
     const { projectId, body } = p.command;
     const actual = p.command.recipients.map((m) => contacts.get(`${projectId}/${m.email}`)!);
     let messages = p.messages;
-    if (actual.some((c, k) => !sameContact(c, p.contacts[k]!))) {
+    if (!p.command.raw && actual.some((c, k) => !sameContact(c, p.contacts[k]!))) {
       const again = (await deps.render([renderJobOf(deps, p, actual)], projectId))[0]!;
       if ('failed' in again) {
         if (prepared.length > 1) throw new Error('a send failed to render again in a batch; retrying each alone');
@@ -273,6 +290,7 @@ export async function storeSends(trx: Knex.Transaction, prepared: readonly Prepa
         html: messages[k]!.html,
         headers: JSON.stringify({ ...body.headers, ...unsubscribe }),
         attachment_ids: attachmentIds.get(i) ?? [],
+        raw_message_id: rawIds.get(i) ?? null,
       }];
     });
     rows.push(...emails);

@@ -34,6 +34,7 @@ describe('defaults', () => {
       secretKey: undefined,
       executorId: undefined,
       automationMaxRunning: 200,
+      smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false },
     });
   });
 
@@ -84,6 +85,7 @@ describe('valid values are read and converted', () => {
       secretKey: 'k'.repeat(40),
       executorId: 'worker-3',
       automationMaxRunning: 50,
+      smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false },
     });
   });
 
@@ -91,6 +93,13 @@ describe('valid values are read and converted', () => {
     expect(loadConfig({ PORT: '0' }).port).toBe(0);
     expect(loadConfig({ DATABASE_URL: 'postgresql://localhost/herald' }).databaseUrl).toBe('postgresql://localhost/herald');
     expect(loadConfig({ SMTP_URL: 'smtp://localhost:1025' }).smtpUrl).toBe('smtp://localhost:1025');
+  });
+
+  test('SMTP submission listens on 2587 by default; 0 turns it off; the certificate files come in pairs', () => {
+    expect(loadConfig({}).smtpSubmission).toEqual({ port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false });
+    expect(loadConfig({ SMTP_SUBMISSION_PORT: '0' }).smtpSubmission.port).toBe(0);
+    expect(loadConfig({ SMTP_TLS_CERT: '/c.pem', SMTP_TLS_KEY: '/k.pem', SMTP_INSECURE_AUTH_LOOPBACK: 'true' }).smtpSubmission)
+      .toMatchObject({ tlsCertFile: '/c.pem', tlsKeyFile: '/k.pem', insecureAuthOnLoopback: true });
   });
 
   test('ENGINE=embedded needs no TEMPORAL_ADDRESS', () => {
@@ -119,6 +128,10 @@ describe('a bad value raises a ConfigError naming the variable', () => {
     ['EXECUTOR_ID', { EXECUTOR_ID: 'has spaces' }],
     ['TEMPORAL_ADDRESS', { ENGINE: 'temporal' }],
     ['TEMPORAL_ADDRESS', { ENGINE: 'temporal', TEMPORAL_ADDRESS: 'no-port' }],
+    ['SMTP_SUBMISSION_PORT', { SMTP_SUBMISSION_PORT: '70000' }],
+    ['SMTP_TLS_KEY', { SMTP_TLS_CERT: '/c.pem' }],
+    ['SMTP_TLS_KEY', { SMTP_TLS_KEY: '/k.pem' }],
+    ['SMTP_INSECURE_AUTH_LOOPBACK', { SMTP_INSECURE_AUTH_LOOPBACK: 'maybe' }],
   ])('%s in %j', (variable, env) => {
     const err = configError(env);
     expect(err.name).toBe('ConfigError');

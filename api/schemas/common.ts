@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import type { FieldError } from '../errors';
-import { DATE_RANGE_TEXT, MAX_DATE, MIN_DATE, parseIsoDate, UUID } from '../../core/values';
+import { DATE_RANGE_TEXT, EMAIL_RULE, MAX_DATE, MIN_DATE, parseIsoDate, UUID } from '../../core/values';
 
 
 /**
@@ -10,8 +10,8 @@ import { DATE_RANGE_TEXT, MAX_DATE, MIN_DATE, parseIsoDate, UUID } from '../../c
  * refuses year 0000 and beyond, and deep JSON overflows the stack of JSON.stringify and of PostgreSQL's jsonb parser.
  */
 
-/** An email address as Herald stores it: trimmed and lower-cased (RFC 5321 syntax, any TLD). */
-export const emailSchema = Joi.string().trim().lowercase().max(254).email({ tlds: { allow: false } });
+/** An email address as Herald stores it (core/values.ts: the rule SMTP submission applies too). */
+export const emailSchema = EMAIL_RULE;
 
 /**
  * A UUID in its canonical form only: 8-4-4-4-12 hexadecimal digits with hyphens. Upper case is accepted and

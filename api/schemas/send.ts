@@ -3,11 +3,11 @@ import addressparser from 'nodemailer/lib/addressparser';
 import { contactDataSchema, emailSchema, headerTextSchema, uuidSchema } from './common';
 
 import type { AttachmentInput, Mailbox, SendBody } from '../../sending/types';
+import { MAX_RECIPIENTS } from '../../sending/sender';
 
 // The send's types live with the business (sending/types.ts); this schema is checked against them.
 export type { AttachmentInput, Mailbox, SendBody };
 
-export const MAX_RECIPIENTS = 50;
 export const MAX_ATTACHMENTS = 10;
 
 const nameSchema = headerTextSchema.trim().max(200);

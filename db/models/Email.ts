@@ -22,6 +22,8 @@ export class Email extends BaseModel {
   html!: string | null;
   headers!: Record<string, string>;
   attachmentIds!: string[];
+  /** A message submitted over SMTP: its MIME bytes (raw_messages), sent as the client built them. */
+  rawMessageId!: string | null;
   status!: EmailStatus;
   attempts!: number;
   messageId!: string | null;

@@ -21,7 +21,10 @@ export interface RunResult {
 export function childEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { ...process.env };
   for (const name of ['PORT', 'DATA_DIR', 'DATABASE_URL', 'SMTP_URL', 'ENGINE', 'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE',
-    'LOG_LEVEL', 'API_RATE_LIMIT_PER_MINUTE', 'SEND_RATE_PER_SECOND', 'PUBLIC_URL', 'SECRET_KEY', 'EXECUTOR_ID']) delete base[name];
+    'LOG_LEVEL', 'API_RATE_LIMIT_PER_MINUTE', 'SEND_RATE_PER_SECOND', 'PUBLIC_URL', 'SECRET_KEY', 'EXECUTOR_ID',
+    'SMTP_SUBMISSION_HOST', 'SMTP_TLS_CERT', 'SMTP_TLS_KEY', 'SMTP_INSECURE_AUTH_LOOPBACK']) delete base[name];
+  // Children run side by side: none takes the fixed submission port unless its test asks for a listener.
+  base.SMTP_SUBMISSION_PORT = '0';
   for (const [k, v] of Object.entries(env)) {
     if (v === undefined) delete base[k];
     else base[k] = v;

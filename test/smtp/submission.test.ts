@@ -1,0 +1,217 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { dkimVerify } from 'mailauth';
+import nodemailer from 'nodemailer';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import type SMTPTransport from 'nodemailer/lib/smtp-transport';
+import { ensureDomainKey } from '../../db/queries/domains';
+import { Domain } from '../../db/models/Domain';
+import { createLogger } from '../../logging/logger';
+import { withHeraldHeaders } from '../../mail/rawMessage';
+import { createSender } from '../../sending/sender';
+import { startSubmission, type Submission, type SubmissionOptions } from '../../smtp/submission';
+import { submissionTls } from '../../smtp/tls';
+import { dkimRecordName, dkimRecordValue } from '../../verify/domainRecords';
+import { TEST_SECRET, testAppDeps } from '../support/app';
+import { startEndToEnd, type EndToEnd } from '../support/endToEnd';
+
+/**
+ * SMTP submission end to end: nodemailer (and Python's smtplib) submit to Herald's listener over STARTTLS with a
+ * project's secret key; the message goes through the send pipeline into the queue, and the embedded engine delivers it
+ * to a real SMTP server, byte for byte as the client built it apart from Herald's headers, DKIM-signed.
+ */
+
+let e2e: EndToEnd;
+let listener: Submission;
+let tls: { key: Buffer; cert: Buffer };
+let tlsDir: string;
+const started: Submission[] = [];
+const log = createLogger('silent');
+
+async function listen(overrides: Partial<SubmissionOptions> = {}): Promise<Submission> {
+  const deps = testAppDeps(e2e.t.db.knex);
+  const s = await startSubmission({
+    knex: e2e.t.db.knex, sender: createSender(e2e.t.db.knex, deps), log, port: 0, host: '127.0.0.1', tls,
+    insecureAuthOnLoopback: false, ratePerMinute: 100_000, ...overrides,
+  });
+  started.push(s);
+  return s;
+}
+
+/** A nodemailer client as an app would configure it: STARTTLS required, the self-signed certificate accepted. */
+function client(port: number, pass: string, extra: Record<string, unknown> = {}) {
+  return nodemailer.createTransport({
+    host: '127.0.0.1', port, secure: false, requireTLS: true, tls: { rejectUnauthorized: false },
+    auth: { user: 'my-app', pass }, ...extra,
+  } as SMTPTransport.Options);
+}
+
+beforeAll(async () => {
+  e2e = await startEndToEnd();
+  tlsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-smtp-tls-'));
+  tls = await submissionTls({ port: 0, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false }, tlsDir, log);
+  listener = await listen();
+});
+afterAll(async () => {
+  await Promise.all(started.map((s) => s.close()));
+  await e2e.close();
+  fs.rmSync(tlsDir, { recursive: true, force: true });
+});
+
+const headerBlockEnd = (raw: Buffer) => raw.indexOf('\r\n\r\n') + 4;
+
+test('a message from nodemailer is accepted with 250 once stored, and delivered as the client built it, with Herald\'s Message-ID and DKIM', async () => {
+  const knex = e2e.t.db.knex;
+  const domain = (await Domain.query(knex).findOne({ project_id: e2e.t.project.id, domain: 'example.com' }))!;
+  const keyed = await ensureDomainKey(knex, TEST_SECRET, domain);
+  const message = {
+    from: 'Acme Billing <billing@example.com>',
+    to: 'ada@example.org', cc: 'grace@example.net', bcc: 'audit@example.org',
+    subject: 'Your receipt №42',
+    text: 'Thanks for your order.',
+    html: '<p>Thanks for your <b>order</b>.</p>',
+    messageId: '<client-chosen@app.local>',
+    headers: { 'X-App-Order': '42' },
+    attachments: [{ filename: 'receipt.txt', content: 'line one\nline two\n' }],
+  };
+  const raw = await new MailComposer(message).compile().build();
+
+  const info = await client(listener.port, e2e.t.project.secretKey).sendMail({
+    envelope: { from: 'billing@example.com', to: ['ada@example.org', 'grace@example.net', 'audit@example.org'] }, raw,
+  });
+  expect(info.response).toMatch(/^250 2\.0\.0 Queued as /);
+  expect(info.accepted).toEqual(['ada@example.org', 'grace@example.net', 'audit@example.org']);
+
+  // Stored before the 250: one email per envelope recipient, sharing one stored message, with contacts and answers.
+  const emails = await knex('emails').where({ project_id: e2e.t.project.id }).whereNotNull('raw_message_id').orderBy('to_email');
+  expect(emails.map((x) => x.to_email)).toEqual(['ada@example.org', 'audit@example.org', 'grace@example.net']);
+  expect(new Set(emails.map((x) => x.raw_message_id)).size).toBe(1);
+  expect(emails[0]).toMatchObject({ from_email: 'billing@example.com', from_name: 'Acme Billing', subject: 'Your receipt №42' });
+  expect(emails[0].html).toContain('<b>order</b>');
+  expect(info.response).toContain(emails[0].id);
+  const contacts = await knex('contacts').where({ project_id: e2e.t.project.id }).whereIn('email', ['ada@example.org', 'grace@example.net', 'audit@example.org']);
+  expect(contacts).toHaveLength(3);
+
+  const received = await e2e.smtp.waitFor(3);
+  for (const email of emails) {
+    const got = received.find((r) => r.envelopeTo.includes(email.to_email))!;
+    expect(got.envelopeTo).toEqual([email.to_email]); // one delivery per recipient
+    expect(got.envelopeFrom).toBe('billing@example.com');
+    expect(got.parsed.messageId).toBe(`<${email.id}@example.com>`);
+    expect(got.parsed.headers.has('bcc')).toBe(false);
+    expect(got.parsed.headers.get('x-app-order')).toBe('42');
+    expect(got.parsed.text?.trim()).toBe('Thanks for your order.');
+    expect(got.parsed.attachments[0]!.content.toString()).toBe('line one\nline two\n');
+    // The body (every MIME part, boundaries included) is the client's, byte for byte.
+    expect(got.raw.subarray(headerBlockEnd(got.raw)).toString()).toBe(raw.subarray(headerBlockEnd(raw)).toString());
+    const dkim = await dkimVerify(got.raw, {
+      resolver: async (name: string, type: string) => {
+        if (type === 'TXT' && name === dkimRecordName('example.com', keyed.dkimSelector!)) return [[dkimRecordValue(keyed.dkimPublicKey!)]];
+        throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+      },
+    });
+    expect(dkim.results.map((r) => [r.signingDomain, r.status.result])).toContainEqual(['example.com', 'pass']);
+  }
+  const sent = await knex('events').where({ project_id: e2e.t.project.id, name: 'email.sent' }).whereIn('email_id', emails.map((x) => x.id));
+  expect(sent).toHaveLength(3);
+});
+
+test('Python\'s smtplib, a second real client, submits with STARTTLS and AUTH LOGIN', async () => {
+  const script = `
+import smtplib, ssl, sys
+from email.message import EmailMessage
+m = EmailMessage()
+m['From'] = 'alerts@example.com'
+m['To'] = 'ops@example.org'
+m['Subject'] = 'Disk almost full'
+m.set_content('93% used on /var')
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+with smtplib.SMTP('127.0.0.1', int(sys.argv[1]), timeout=20) as s:
+    s.starttls(context=ctx)
+    s.ehlo()
+    s.user, s.password = 'monitoring', sys.argv[2]
+    s.auth('LOGIN', s.auth_login)
+    print(s.send_message(m) == {})
+`;
+  const { stdout } = await promisify(execFile)('python3', ['-c', script, String(listener.port), e2e.t.project.secretKey]);
+  expect(stdout.trim()).toBe('True');
+  const row = await e2e.t.db.knex('emails').where({ project_id: e2e.t.project.id, to_email: 'ops@example.org' }).first();
+  expect(row).toMatchObject({ from_email: 'alerts@example.com', subject: 'Disk almost full' });
+  const got = (await e2e.smtp.waitFor(4)).find((r) => r.envelopeTo.includes('ops@example.org'))!;
+  expect(got.parsed.text?.trim()).toBe('93% used on /var');
+});
+
+test('a bad key, a public key or a key of no project is refused with 535, and nothing is stored', async () => {
+  const before = await e2e.t.db.knex('emails').count('* as n').first();
+  for (const pass of ['sk_nope', e2e.t.project.publicKey, `sk_${'a'.repeat(40)}`]) {
+    await expect(client(listener.port, pass).sendMail({ from: 'a@example.com', to: 'b@example.org', text: 'x' }))
+      .rejects.toMatchObject({ code: 'EAUTH', responseCode: 535 });
+  }
+  expect(await e2e.t.db.knex('emails').count('* as n').first()).toEqual(before);
+});
+
+test('AUTH before STARTTLS is refused with 538; a loopback client may when the operator allows it', async () => {
+  const plain = { requireTLS: false, ignoreTLS: true };
+  await expect(client(listener.port, e2e.t.project.secretKey, plain).sendMail({ from: 'a@example.com', to: 'b@example.org', text: 'x' }))
+    .rejects.toMatchObject({ responseCode: 538 });
+  const lax = await listen({ insecureAuthOnLoopback: true });
+  const info = await client(lax.port, e2e.t.project.secretKey, plain).sendMail({ from: 'local@example.com', to: 'dev@example.org', subject: 'plain', text: 'x' });
+  expect(info.response).toMatch(/^250 /);
+});
+
+test('an unverified From domain is a 550 with the reason; a message without From is a 550', async () => {
+  await expect(client(listener.port, e2e.t.project.secretKey).sendMail({ from: 'me@unverified.example', to: 'b@example.org', subject: 's', text: 'x' }))
+    .rejects.toMatchObject({ responseCode: 550, response: expect.stringContaining('me@unverified.example is not at a verified domain of this project') });
+  const raw = Buffer.from('To: b@example.org\r\nSubject: no sender\r\n\r\nbody\r\n');
+  await expect(client(listener.port, e2e.t.project.secretKey).sendMail({ envelope: { from: 'x@example.com', to: ['b@example.org'] }, raw }))
+    .rejects.toMatchObject({ responseCode: 550, response: expect.stringContaining('no valid From') });
+});
+
+test('a message over the size limit is refused with 552', async () => {
+  const small = await listen({ maxBytes: 64 * 1024 });
+  await expect(client(small.port, e2e.t.project.secretKey).sendMail({ from: 'a@example.com', to: 'b@example.org', subject: 'big', text: 'x'.repeat(200 * 1024) }))
+    .rejects.toMatchObject({ responseCode: 552 });
+});
+
+test('past the project\'s rate limit (shared with the HTTP API) a message is deferred with 451', async () => {
+  const project = await e2e.t.newProject('Rate limited');
+  const limited = await listen({ ratePerMinute: 1 });
+  const transport = client(limited.port, project.secretKey);
+  // The first message counts against the budget (and is refused for its unverified domain); the second is deferred.
+  await expect(transport.sendMail({ from: 'a@nowhere.example', to: 'b@example.org', text: 'x' })).rejects.toMatchObject({ responseCode: 550 });
+  await expect(transport.sendMail({ from: 'a@nowhere.example', to: 'b@example.org', text: 'x' })).rejects.toMatchObject({ responseCode: 451 });
+});
+
+test('1,000 connections that never send neither crash the listener nor keep a real client out; a listener too busy says 421', async () => {
+  const idle = await Promise.all(Array.from({ length: 1000 }, () => new Promise<net.Socket>((resolve, reject) => {
+    const socket = net.connect(listener.port, '127.0.0.1');
+    socket.once('data', () => resolve(socket)); // the greeting: the connection is the listener's now
+    socket.once('error', reject);
+  })));
+  try {
+    const info = await client(listener.port, e2e.t.project.secretKey).sendMail({ from: 'busy@example.com', to: 'crowd@example.org', subject: 's', text: 'x' });
+    expect(info.response).toMatch(/^250 /);
+  } finally {
+    for (const socket of idle) socket.destroy();
+  }
+  const full = await listen({ maxInFlight: 0 });
+  await expect(client(full.port, e2e.t.project.secretKey).sendMail({ from: 'a@example.com', to: 'b@example.org', text: 'x' }))
+    .rejects.toMatchObject({ responseCode: 421 });
+});
+
+describe('withHeraldHeaders', () => {
+  test('replaces Message-ID and drops Bcc and Return-Path with their folded lines; keeps everything else in order', () => {
+    const raw = Buffer.from('Return-Path: <x@y>\r\nFrom: a@example.com\r\nBcc: hidden@example.org,\r\n\tother@example.org\r\nMessage-ID: <old@x>\r\nSubject: hi\r\n there\r\n\r\nbody\r\n');
+    expect(withHeraldHeaders(raw, { 'Message-ID': '<new@example.com>' }).toString())
+      .toBe('Message-ID: <new@example.com>\r\nFrom: a@example.com\r\nSubject: hi\r\n there\r\n\r\nbody\r\n');
+  });
+
+  test('a message with bare LF line ends keeps them', () => {
+    expect(withHeraldHeaders(Buffer.from('From: a@example.com\nSubject: s\n\nbody\n'), { 'Message-ID': '<n@e>' }).toString())
+      .toBe('Message-ID: <n@e>\nFrom: a@example.com\nSubject: s\n\nbody\n');
+  });
+});
