@@ -232,13 +232,13 @@ export async function storeSends(trx: Knex.Transaction, prepared: readonly Prepa
     }))).returning('id');
     attachmentIds.set(i, ids.map((a) => a.id));
   }
-  // A submitted message is stored once too, and its recipients' emails name it.
+  // A submitted message is stored once too, and its recipients' emails name it: one INSERT for the batch's messages.
   const rawIds = new Map<number, string>();
-  for (const [i, p] of prepared.entries()) {
-    if (!p.command.raw) continue;
-    const [row] = await trx('raw_messages').insert({ project_id: p.command.projectId, content: p.command.raw, size: p.command.raw.length }).returning('id');
-    rawIds.set(i, row.id as string);
-  }
+  const raws = [...prepared.entries()].filter(([, p]) => p.command.raw).map(([i, p]) => {
+    rawIds.set(i, uuidv7());
+    return { id: rawIds.get(i), project_id: p.command.projectId, content: p.command.raw!, size: p.command.raw!.length };
+  });
+  if (raws.length) await trx('raw_messages').insert(raws);
 
   // New recipients take the id they were rendered for; existing ones keep theirs and their subscription.
   const contacts = new Map<string, RenderedFor>();

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
-import { simpleParser, type AddressObject } from 'mailparser';
+import PostalMime, { type Address } from 'postal-mime';
 import { SMTPServer, type SMTPServerAuthentication, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import { DomainError } from '../core/errors';
 import { normaliseEmail } from '../core/values';
@@ -61,11 +61,14 @@ function smtpError(code: number, message: string): Error {
 
 const isLoopback = (address: string) => address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 
-function firstMailbox(field: AddressObject | AddressObject[] | undefined): { address: string; name: string } | undefined {
-  const list = Array.isArray(field) ? field.flatMap((f) => f.value) : field?.value ?? [];
-  const first = list.find((m) => m.address);
-  return first ? { address: first.address!, name: first.name ?? '' } : undefined;
+function firstMailbox(from: Address | undefined): { address: string; name: string } | undefined {
+  if (!from) return undefined;
+  const mailbox = 'address' in from && from.address ? from : ('group' in from ? from.group?.find((m) => m.address) : undefined);
+  return mailbox?.address ? { address: mailbox.address, name: mailbox.name ?? '' } : undefined;
 }
+
+/** Plain text as HTML, for reading a text-only message back (GET /emails): escaped, line breaks kept. */
+const textAsHtml = (text: string) => `<pre>${text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!)}</pre>`;
 
 /** Reads the DATA stream whole (at most `max` bytes are kept; smtp-server flags a larger message). */
 async function readMessage(stream: SMTPServerDataStream): Promise<Buffer> {
@@ -87,7 +90,12 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
   /** One message of an authenticated session: stored through the send pipeline; the answer of its DATA. */
   async function submit(session: SMTPServerSession, raw: Buffer): Promise<string> {
     const { caller } = session.user as unknown as SessionUser;
-    const parsed = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: false });
+    // The rate check (a batched upsert) runs while the message is parsed: one database round trip fewer in the dialogue.
+    const [rate, parsed] = await Promise.all([consumeRate(knex, caller.projectId), PostalMime.parse(raw, { attachmentEncoding: 'arraybuffer' })]);
+    if (rate.points > opts.ratePerMinute) {
+      const seconds = Math.max(1, Math.ceil((rate.resetAt - Date.now()) / 1000));
+      throw smtpError(451, `4.7.1 Rate limit of ${opts.ratePerMinute} requests per minute exceeded; try again in ${seconds} s`);
+    }
     const from = firstMailbox(parsed.from);
     const fromEmail = from && normaliseEmail(from.address);
     if (!fromEmail) throw smtpError(550, '5.6.0 The message has no valid From address');
@@ -96,7 +104,7 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
       to: recipients,
       from: { email: fromEmail, ...(from.name ? { name: from.name } : {}) },
       subject: parsed.subject ?? '',
-      body: parsed.html || parsed.textAsHtml || '',
+      body: parsed.html || (parsed.text ? textAsHtml(parsed.text) : ''),
     };
     try {
       const stored = await sender.send({ projectId: caller.projectId, body, recipients, attachments: [], raw });
@@ -143,23 +151,12 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
         callback(smtpError(454, '4.7.0 Temporary authentication failure, try again'));
       });
     },
-    onMailFrom(_address, session, callback) {
-      const { caller } = session.user as unknown as SessionUser;
+    onMailFrom(_address, _session, callback) {
       if (inFlight >= maxInFlight) {
         callback(smtpError(421, '4.3.2 Too busy to take a message now; try again shortly'));
         return;
       }
-      consumeRate(knex, caller.projectId).then(({ points, resetAt }) => {
-        if (points > opts.ratePerMinute) {
-          const seconds = Math.max(1, Math.ceil((resetAt - Date.now()) / 1000));
-          callback(smtpError(451, `4.7.1 Rate limit of ${opts.ratePerMinute} requests per minute exceeded; try again in ${seconds} s`));
-          return;
-        }
-        callback();
-      }, (err: Error) => {
-        log.error({ err: err.message }, 'SMTP rate limit check failed');
-        callback(smtpError(451, '4.3.0 Temporary failure, try again'));
-      });
+      callback();
     },
     onRcptTo(address, session, callback) {
       if (!normaliseEmail(address.address)) {

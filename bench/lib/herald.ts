@@ -14,6 +14,8 @@ export function heraldEnv(cluster: BenchCluster, extra: Record<string, string> =
     SECRET_KEY: BENCH_SECRET,
     PUBLIC_URL: 'http://127.0.0.1:3000',
     ENGINE: 'embedded',
+    // Several API children may run at once: none takes the fixed submission port unless the benchmark asks.
+    SMTP_SUBMISSION_PORT: '0',
     ...extra,
   };
 }
