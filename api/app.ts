@@ -22,6 +22,7 @@ import { domainRoutes } from './routes/domains';
 import { eventRoutes } from './routes/events';
 import { healthRoutes } from './routes/health';
 import { segmentRoutes } from './routes/segments';
+import { suppressionRoutes } from './routes/suppressions';
 import { sendRoutes } from './routes/send';
 import { templateRoutes } from './routes/templates';
 import { unsubscribeRoutes } from './routes/unsubscribe';
@@ -94,6 +95,7 @@ export function createApp(deps: AppDeps): Koa {
   segmentRoutes(dashboard, deps.knex);
   campaignRoutes(dashboard, campaignService(deps));
   eventRoutes(dashboard, deps.knex);
+  suppressionRoutes(dashboard, deps.knex);
   workflowRoutes(dashboard, workflowService(deps));
   const dns = deps.dns ?? loadDnsConfig();
   domainRoutes(dashboard, domainService({ ...deps, dns }));

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { compileCondition, loadSegments } from './compile';
 import type { AudienceCondition } from './condition';
+import { NOT_SUPPRESSED } from './suppressions';
 
 /** What of a campaign row decides its audience. */
 export interface CampaignAudienceRow {
@@ -11,11 +12,11 @@ export interface CampaignAudienceRow {
 
 /**
  * The contacts a campaign goes to, as a query over `contacts AS c`: its audience (all, a segment, a filter),
- * subscribed contacts only. A query over contacts returns each contact once, however the filter is built.
+ * subscribed contacts only, none whose address is suppressed (audience/suppressions.ts). A query over contacts returns each contact once, however the filter is built.
  * Wrapped in an object: a query builder is thenable, and returning it bare from an async function would run it.
  */
 export async function campaignAudience(db: Knex, projectId: string, c: CampaignAudienceRow): Promise<{ query: Knex.QueryBuilder }> {
-  const query = db('contacts as c').where('c.project_id', projectId).where('c.subscribed', true);
+  const query = db('contacts as c').where('c.project_id', projectId).where('c.subscribed', true).whereRaw(NOT_SUPPRESSED);
   if (c.audience_type === 'ALL') return { query };
   const segments = await loadSegments(db, projectId);
   if (c.audience_type === 'SEGMENT') {

@@ -11,7 +11,8 @@ import { bulkMailHeaders, unsubscribeUrl, verifyUnsubscribeToken, type Unsubscri
  *   automation and an unsubscribe link may change it. Every change of an existing contact records
  *   `contact.subscribed` or `contact.unsubscribed` (db/queries/contacts.ts writes both in the same transaction);
  * - who receives what: marketing mail (a MARKETING template) only subscribed contacts, with the bulk-mail headers
- *   (List-Unsubscribe, one-click, Precedence: bulk); transactional mail anyone (there is no suppression list yet).
+ *   (List-Unsubscribe, one-click, Precedence: bulk); transactional mail anyone not on the suppression list
+ *   (audience/suppressions.ts, enforced where emails are stored: sending/sends.ts).
  */
 
 /** What a request's `subscribed` does to the contact it upserts (db/queries/contacts.ts ContactInput). */

@@ -1,7 +1,9 @@
 import type { Knex } from 'knex';
 import { v7 as uuidv7 } from 'uuid';
 import { isMarketing, marketingHeaders, skipReason } from '../audience/subscription';
+import { suppressedAmong, type SuppressionReason } from '../audience/suppressions';
 import { upsertContacts } from '../db/queries/contacts';
+import { recordEvents, type NewEvent } from '../db/queries/events';
 import { verifiedSenders } from '../db/queries/domains';
 import { messageScope, type Renderer, type RenderJob, type TemplateProblem } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
@@ -255,6 +257,12 @@ export async function storeSends(trx: Knex.Transaction, prepared: readonly Prepa
     });
   }
 
+  // The suppression list (audience/suppressions.ts), as it is in this transaction: a suppressed recipient's email is
+  // stored SUPPRESSED, never queued, with an email.suppressed event; its entry in the answer says so.
+  const suppressedIn = new Map<string, Map<string, SuppressionReason>>();
+  for (const [projectId, inputs] of byProject) suppressedIn.set(projectId, await suppressedAmong(trx, projectId, [...new Set(inputs.map((c) => c.email))]));
+  const suppressedEvents = new Map<string, NewEvent[]>();
+
   const rows: Record<string, unknown>[] = [];
   for (const [i, p] of prepared.entries()) {
     const { projectId, body } = p.command;
@@ -275,9 +283,19 @@ export async function storeSends(trx: Knex.Transaction, prepared: readonly Prepa
       if (skipped[k]) return [];
       const id = uuidv7();
       const unsubscribe = marketingHeaders(p.marketing, deps.publicUrl, deps.secret, { projectId, contactId: actual[k]!.id, emailId: id });
+      const suppressed = suppressedIn.get(projectId)?.get(m.email);
+      const eventId = uuidv7();
+      if (suppressed) {
+        const list = suppressedEvents.get(projectId) ?? [];
+        list.push({ id: eventId, name: 'email.suppressed', contactId: actual[k]!.id, emailId: id, data: { reason: suppressed } });
+        suppressedEvents.set(projectId, list);
+      }
       return [{
         id,
-        event_id: uuidv7(),
+        event_id: eventId,
+        status: suppressed ? 'SUPPRESSED' : 'QUEUED',
+        error: suppressed ? `the address is on the suppression list (${suppressed})` : null,
+        suppressed,
         project_id: projectId,
         contact_id: actual[k]!.id,
         template_id: p.templateId,
@@ -293,13 +311,14 @@ export async function storeSends(trx: Knex.Transaction, prepared: readonly Prepa
         raw_message_id: rawIds.get(i) ?? null,
       }];
     });
-    rows.push(...emails);
+    rows.push(...emails.map(({ suppressed: _reason, ...row }) => row));
     const emailOf = new Map(emails.map((e) => [e.to_email, e]));
     const data: Record<string, unknown> = {
       emails: p.command.recipients.map((m, k) => {
         const e = emailOf.get(m.email);
         const contact = { id: actual[k]!.id, email: m.email };
-        return e ? { contact, email: e.id } : { contact, email: null, skipped: skipped[k] };
+        if (!e) return { contact, email: null, status: 'SKIPPED', skipped: skipped[k] };
+        return { contact, email: e.id, status: e.status, ...(e.suppressed ? { reason: e.suppressed } : {}) };
       }),
       timestamp: new Date().toISOString(),
     };
@@ -307,5 +326,6 @@ export async function storeSends(trx: Knex.Transaction, prepared: readonly Prepa
     results.push({ data });
   }
   if (rows.length) await trx('emails').insert(rows);
+  for (const [projectId, events] of suppressedEvents) await recordEvents(trx, projectId, events);
   return results;
 }

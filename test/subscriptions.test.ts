@@ -79,8 +79,8 @@ describe('who gets marketing mail', () => {
     const res = await t.http().post('/v1/send').set(key).send({ to: ['out@example.net', 'in@example.net', 'fresh@example.net'], template: marketing });
     expect(res.status).toBe(200);
     const [out, inn, fresh] = res.body.data.emails;
-    expect(out).toEqual({ contact: { id: expect.any(String), email: 'out@example.net' }, email: null, skipped: 'unsubscribed' });
-    expect(inn).toEqual({ contact: { id: expect.any(String), email: 'in@example.net' }, email: expect.any(String) });
+    expect(out).toEqual({ contact: { id: expect.any(String), email: 'out@example.net' }, email: null, status: 'SKIPPED', skipped: 'unsubscribed' });
+    expect(inn).toEqual({ contact: { id: expect.any(String), email: 'in@example.net' }, email: expect.any(String), status: 'QUEUED' });
     // A new recipient is not subscribed unless the request says so.
     expect(fresh).toMatchObject({ email: null, skipped: 'unsubscribed' });
     expect(await t.db.knex('emails').where({ project_id: t.project.id }).whereIn('to_email', ['out@example.net', 'fresh@example.net'])).toHaveLength(0);
@@ -98,7 +98,7 @@ describe('who gets marketing mail', () => {
     expect(alone.body.data).toMatchObject({ contact: out.contact.id, event: null, emails: [{ email: null, skipped: 'unsubscribed' }] });
     // With subscribed: true (a secret key's choice) the new recipient gets it.
     const opted = await t.http().post('/v1/send').set(key).send({ to: 'fresh2@example.net', template: marketing, subscribed: true });
-    expect(opted.body.data.emails[0]).toEqual({ contact: expect.any(Object), email: expect.any(String) });
+    expect(opted.body.data.emails[0]).toEqual({ contact: expect.any(Object), email: expect.any(String), status: 'QUEUED' });
   });
 
   test('transactional mail goes to an unsubscribed contact, without the bulk-mail headers', async () => {
@@ -107,7 +107,7 @@ describe('who gets marketing mail', () => {
     const before = smtp.received.length;
     for (const body of [{ template: transactional }, { from: 'hi@example.com', subject: 'Receipt', body: '<p>Thanks</p>' }]) {
       const res = await t.http().post('/v1/send').set(key).send({ to: 'receipt@example.net', ...body });
-      expect(res.body.data.emails[0]).toEqual({ contact: expect.any(Object), email: expect.any(String) });
+      expect(res.body.data.emails[0]).toEqual({ contact: expect.any(Object), email: expect.any(String), status: 'QUEUED' });
       await waitForEmails(t.db, [res.body.data.emails[0].email]);
     }
     await smtp.waitFor(before + 2);

@@ -1,6 +1,7 @@
 import { BaseModel } from './BaseModel';
 
-export type EmailStatus = 'QUEUED' | 'SENDING' | 'SENT' | 'FAILED' | 'CANCELLED';
+/** SUPPRESSED: never queued, its recipient is on the project's suppression list (audience/suppressions.ts). */
+export type EmailStatus = 'QUEUED' | 'SENDING' | 'SENT' | 'FAILED' | 'CANCELLED' | 'SUPPRESSED';
 
 export class Email extends BaseModel {
   static override tableName = 'emails';

@@ -62,7 +62,7 @@ describe('what works through the SDK', () => {
       success: boolean; data: { emails: { contact: { id: string; email: string }; email: string }[] };
     };
     expect(answer.success).toBe(true);
-    expect(answer.data.emails).toEqual([{ contact: { id: expect.any(String), email: 'sdk-send@example.org' }, email: expect.any(String) }]);
+    expect(answer.data.emails).toEqual([{ contact: { id: expect.any(String), email: 'sdk-send@example.org' }, email: expect.any(String), status: 'QUEUED' }]);
     await waitForEmails(e2e.t.db, answer.data.emails.map((e) => e.email));
     const [mail] = await e2e.smtp.waitFor(before + 1).then((all) => all.slice(before));
     expect(mail!.parsed.subject).toBe('Hello from the SDK');

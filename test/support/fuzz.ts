@@ -335,7 +335,7 @@ const campaignFields = {
 type QueryPair = [string, string];
 export interface RouteGen {
   /** Path parameters and what they refer to. */
-  ids?: Record<string, ResourceType | 'unsubscribe'>;
+  ids?: Record<string, ResourceType | 'unsubscribe' | 'address'>;
   /** Near-valid JSON body; absent: the route takes none (a stray body is still sent now and then). */
   body?: fc.Arbitrary<unknown>;
   /** Valid query parameters (URL-encoded when sent); the fuzz adds bad ones. */
@@ -431,6 +431,10 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
     }),
   },
   'GET /events/names': {},
+
+  'GET /suppressions': { list: true, query: listQuery('contact', { reason: fc.constantFrom('hard_bounce', 'complaint', 'manual', 'unsubscribed', 'HARD_BOUNCE', '') }) },
+  'POST /suppressions': { body: fc.record({ email: emailArb, reason: opt(fc.constantFrom('hard_bounce', 'complaint', 'manual', 'other')), note: opt(textArb) }).map(compact) },
+  'DELETE /suppressions/:email': { ids: { email: 'address' } },
 
   'GET /workflows': { list: true, query: listQuery('workflow', { enabled: boolText }) },
   'POST /workflows': {
@@ -653,13 +657,21 @@ function unsubArb(): fc.Arbitrary<{ text: string; kind: string }> {
     .map(([k, n]) => ({ text: `⟦unsub:${k}:${n}⟧`, kind: k }));
 }
 
+/** An email address in a path (the suppression list's DELETE), URL-encoded, well-formed or not. */
+function addressArb(): fc.Arbitrary<{ text: string; kind: string }> {
+  return fc.oneof(
+    { weight: 3, arbitrary: emailArb.map((e) => ({ text: encodeURIComponent(e), kind: 'address' })) },
+    { weight: 1, arbitrary: fc.constantFrom('not-an-address', '%00', 'a%40', `${'x'.repeat(300)}%40example.org`, 'ADA%40EXAMPLE.ORG', '%E2%80%AE%40example.org').map((text) => ({ text, kind: 'address' })) },
+  );
+}
+
 /** Requests for one route of the app. */
 export function routeRequestArb(route: RouteKey): fc.Arbitrary<FuzzRequest> {
   const gen = ROUTE_GENERATORS[route.key];
   if (!gen) throw new Error(`no generator for ${route.key}`);
   const idArbs: Record<string, fc.Arbitrary<{ text: string; kind: string }>> = {};
   for (const [name, type] of Object.entries(gen.ids ?? {})) {
-    idArbs[name] = type === 'unsubscribe' ? unsubArb() : idArb(type, 'path', { deleting: route.method === 'DELETE' && gen.deletes !== undefined && name === 'id' });
+    idArbs[name] = type === 'unsubscribe' ? unsubArb() : type === 'address' ? addressArb() : idArb(type, 'path', { deleting: route.method === 'DELETE' && gen.deletes !== undefined && name === 'id' });
   }
   const bodyArb: fc.Arbitrary<{ body: BodySpec; label: string; valid: boolean }> = gen.body
     ? fc.oneof(

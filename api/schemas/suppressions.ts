@@ -1,0 +1,30 @@
+import Joi from 'joi';
+import { SUPPRESSION_REASONS, type SuppressionReason } from '../../audience/suppressions';
+import { cursorSchema, limitSchema } from '../pagination';
+import { emailSchema } from './common';
+
+export interface SuppressBody {
+  email: string;
+  /** Default `manual`; `hard_bounce` and `complaint` let a list be imported from another provider with its reasons. */
+  reason?: SuppressionReason;
+  /** A note kept with the entry (e.g. where it came from). */
+  note?: string;
+}
+
+export const suppressSchema = Joi.object<SuppressBody, true>({
+  email: emailSchema.required(),
+  reason: Joi.string().valid(...SUPPRESSION_REASONS),
+  note: Joi.string().max(500),
+});
+
+export interface ListSuppressionsQuery {
+  limit: number;
+  cursor?: string;
+  reason?: SuppressionReason;
+}
+
+export const listSuppressionsQuerySchema = Joi.object<ListSuppressionsQuery, true>({
+  limit: limitSchema,
+  cursor: cursorSchema,
+  reason: Joi.string().valid(...SUPPRESSION_REASONS),
+});

@@ -1,0 +1,71 @@
+import type { Knex } from 'knex';
+import { notFound } from '../core/errors';
+import { listPage, type Listed, type PageRequest } from '../db/pages';
+
+/**
+ * The suppression list of a project (docs/api.md, "Suppressions"): addresses Herald never mails again. Hard bounces and
+ * complaints put an address there (issue 17's bounce processing), the user may add and remove entries. Unsubscribes are
+ * not suppressions: an unsubscribed contact still gets transactional mail (audience/subscription.ts).
+ * Every way of sending asks `suppressedAmong` in the transaction that stores its emails; a campaign's audience query
+ * leaves suppressed addresses out (audience/campaignAudience.ts, `notSuppressed`).
+ */
+
+export const SUPPRESSION_REASONS = ['hard_bounce', 'complaint', 'manual'] as const;
+export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
+
+export interface Suppression {
+  id: string;
+  email: string;
+  reason: SuppressionReason;
+  details: Record<string, unknown>;
+  created_at: Date;
+}
+
+export function listSuppressions(db: Knex, projectId: string, filter: { reason?: SuppressionReason }, page: PageRequest): Promise<Listed<Suppression>> {
+  return listPage<Suppression>(() => {
+    const q = db('suppressions').where('project_id', projectId).select('id', 'email', 'reason', 'details', 'created_at');
+    if (filter.reason) q.where('reason', filter.reason);
+    return q;
+  }, page);
+}
+
+/**
+ * Suppresses addresses (one statement for any number). An address already there keeps its entry, unless the new reason
+ * is graver (a complaint over a bounce over a manual entry): the list says why the address is there now. Answers the
+ * entries as stored, with `created` true for new ones.
+ */
+export async function suppress(db: Knex | Knex.Transaction, projectId: string, entries: { email: string; reason: SuppressionReason; details?: Record<string, unknown> }[]): Promise<(Suppression & { created: boolean })[]> {
+  if (entries.length === 0) return [];
+  const { rows } = await db.raw(
+    `INSERT INTO suppressions AS s (project_id, email, reason, details)
+     SELECT ?::uuid, t.email, t.reason, t.details FROM unnest(?::text[], ?::text[], ?::jsonb[]) AS t(email, reason, details)
+     ON CONFLICT (project_id, email) DO UPDATE SET reason = excluded.reason, details = excluded.details
+       WHERE array_position(ARRAY['manual', 'hard_bounce', 'complaint'], excluded.reason) > array_position(ARRAY['manual', 'hard_bounce', 'complaint'], s.reason)
+     RETURNING id, email, reason, details, created_at, (xmax = 0) AS created`,
+    [projectId, entries.map((e) => e.email), entries.map((e) => e.reason), entries.map((e) => JSON.stringify(e.details ?? {}))],
+  );
+  const stored = new Map<string, Suppression & { created: boolean }>(rows.map((r: Suppression & { created: boolean }) => [r.email, r]));
+  // An entry left as it was (no graver reason) returns no row: read it.
+  const missing = entries.filter((e) => !stored.has(e.email)).map((e) => e.email);
+  if (missing.length) {
+    const kept: Suppression[] = await db('suppressions').where('project_id', projectId).whereIn('email', missing).select('id', 'email', 'reason', 'details', 'created_at');
+    for (const k of kept) stored.set(k.email, { ...k, created: false });
+  }
+  return entries.map((e) => stored.get(e.email)!);
+}
+
+export async function unsuppress(db: Knex, projectId: string, email: string): Promise<void> {
+  const deleted = await db('suppressions').where({ project_id: projectId, email }).delete();
+  if (!deleted) throw notFound('Suppression');
+}
+
+/** Which of these addresses the project suppresses, and why: one indexed query (the primary key). */
+export async function suppressedAmong(db: Knex | Knex.Transaction, projectId: string, emails: string[]): Promise<Map<string, SuppressionReason>> {
+  if (emails.length === 0) return new Map();
+  const rows: { email: string; reason: SuppressionReason }[] = await db('suppressions')
+    .where('project_id', projectId).whereRaw('email = ANY(?::text[])', [emails]).select('email', 'reason');
+  return new Map(rows.map((r) => [r.email, r.reason]));
+}
+
+/** The condition a query over `contacts AS c` adds to leave suppressed addresses out (a campaign's audience). */
+export const NOT_SUPPRESSED = 'NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.project_id = c.project_id AND s.email = c.email)';
