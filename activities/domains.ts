@@ -4,6 +4,7 @@ import { checkDomainBatch, domainDnsClient, scheduleDomainChecks } from '../doma
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { DnsClient } from '../verify/dns';
+import type { ReturnPath } from '../verify/domainRecords';
 import type { DomainBatchResult } from '../workflows/types';
 
 export interface DomainDeps {
@@ -14,6 +15,8 @@ export interface DomainDeps {
   secret: Buffer;
   /** DNS_SERVERS, timeouts and the re-check interval; read from the environment when not given. */
   dns?: DnsConfig;
+  /** The bounce domain's records, checked with every domain's. */
+  returnPath?: ReturnPath;
 }
 
 export function domainActivities(deps: DomainDeps) {
@@ -23,7 +26,7 @@ export function domainActivities(deps: DomainDeps) {
     /** Re-checks the next `size` domains (all projects, in id order) against DNS. */
     async checkDomainBatch(ref: { after: string | null; size: number }): Promise<DomainBatchResult> {
       dns ??= domainDnsClient(config());
-      return checkDomainBatch({ knex: deps.knex, dns, secret: deps.secret, log: deps.log }, ref);
+      return checkDomainBatch({ knex: deps.knex, dns, secret: deps.secret, log: deps.log, returnPath: deps.returnPath }, ref);
     },
 
     /** Schedules the run after the slot `after` (the current run's own slot). */

@@ -5,6 +5,7 @@ import { loadDnsConfig, type DnsConfig } from '../config';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { Renderer } from '../mail/render';
+import type { ReturnPath } from '../verify/domainRecords';
 import { isUuid } from '../core/values';
 import { notFound } from '../core/errors';
 import { workflowService } from '../automations/workflows';
@@ -43,6 +44,8 @@ export interface AppDeps {
   render: Renderer;
   /** DNS resolvers and timeouts (domain checks, /v1/verify); read from the environment when not given. */
   dns?: DnsConfig;
+  /** The bounce domain's records, shown and checked with every sending domain's (BOUNCE_DOMAIN). */
+  returnPath?: ReturnPath;
   /** The send pipeline, when the process shares it with another way in (SMTP submission); made here otherwise. */
   sender?: Sender;
 }
@@ -98,7 +101,7 @@ export function createApp(deps: AppDeps): Koa {
   suppressionRoutes(dashboard, deps.knex);
   workflowRoutes(dashboard, workflowService(deps));
   const dns = deps.dns ?? loadDnsConfig();
-  domainRoutes(dashboard, domainService({ ...deps, dns }));
+  domainRoutes(dashboard, domainService({ ...deps, dns }), deps.returnPath);
   // A public API route, secret keys only: it shares the dashboard's middleware (and small JSON bodies).
   verifyRoutes(dashboard, dns);
 

@@ -10,7 +10,8 @@ import { listPage, type Listed, type PageRequest } from '../db/pages';
  * leaves suppressed addresses out (audience/campaignAudience.ts, `notSuppressed`).
  */
 
-export const SUPPRESSION_REASONS = ['hard_bounce', 'complaint', 'manual'] as const;
+/** From the mildest to the gravest: an entry's reason is replaced only by a graver one. */
+export const SUPPRESSION_REASONS = ['manual', 'soft_bounce', 'hard_bounce', 'complaint'] as const;
 export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
 
 export interface Suppression {
@@ -31,7 +32,7 @@ export function listSuppressions(db: Knex, projectId: string, filter: { reason?:
 
 /**
  * Suppresses addresses (one statement for any number). An address already there keeps its entry, unless the new reason
- * is graver (a complaint over a bounce over a manual entry): the list says why the address is there now. Answers the
+ * is graver (SUPPRESSION_REASONS' order): the list says why the address is there now. Answers the
  * entries as stored, with `created` true for new ones.
  */
 export async function suppress(db: Knex | Knex.Transaction, projectId: string, entries: { email: string; reason: SuppressionReason; details?: Record<string, unknown> }[]): Promise<(Suppression & { created: boolean })[]> {
@@ -40,9 +41,9 @@ export async function suppress(db: Knex | Knex.Transaction, projectId: string, e
     `INSERT INTO suppressions AS s (project_id, email, reason, details)
      SELECT ?::uuid, t.email, t.reason, t.details FROM unnest(?::text[], ?::text[], ?::jsonb[]) AS t(email, reason, details)
      ON CONFLICT (project_id, email) DO UPDATE SET reason = excluded.reason, details = excluded.details
-       WHERE array_position(ARRAY['manual', 'hard_bounce', 'complaint'], excluded.reason) > array_position(ARRAY['manual', 'hard_bounce', 'complaint'], s.reason)
+       WHERE array_position(?::text[], excluded.reason) > array_position(?::text[], s.reason)
      RETURNING id, email, reason, details, created_at, (xmax = 0) AS created`,
-    [projectId, entries.map((e) => e.email), entries.map((e) => e.reason), entries.map((e) => JSON.stringify(e.details ?? {}))],
+    [projectId, entries.map((e) => e.email), entries.map((e) => e.reason), entries.map((e) => JSON.stringify(e.details ?? {})), [...SUPPRESSION_REASONS], [...SUPPRESSION_REASONS]],
   );
   const stored = new Map<string, Suppression & { created: boolean }>(rows.map((r: Suppression & { created: boolean }) => [r.email, r]));
   // An entry left as it was (no graver reason) returns no row: read it.

@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { createActivities } from '../activities';
 import { createDeliverer } from '../sending/delivery';
 import { scheduleDomainChecks } from '../domains/checks';
-import { ConfigError, loadConfig, loadDnsConfig, publicUrlWarning, type Config } from '../config';
+import { ConfigError, loadConfig, loadDnsConfig, publicUrlWarning, returnPathOf, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
 import { webhookConfig } from '../automations/webhook';
@@ -87,7 +87,10 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   if (roles.worker) {
     // The queue limits how fast deliveries start; the gate holds the same limit where the SMTP server counts.
     mailer = createMailer(config, { rateLimit: rateWindow(config.sendRatePerSecond) });
-    const deps = { knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine, sendRatePerSecond: config.sendRatePerSecond, webhooks: webhookConfig(process.env) };
+    const deps = {
+      knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine, sendRatePerSecond: config.sendRatePerSecond, webhooks: webhookConfig(process.env),
+      bounces: { domain: config.bounces.domain, settings: config.bounces }, returnPath: returnPathOf(config),
+    };
     const activities = createActivities(deps);
     // Unique among live processes, and taken over by the next process when this one dies: DBOS recovers what it had in
     // flight, the delivery queue requeues its claims (engine/workerIdentity.ts).
@@ -124,6 +127,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   let server: Server | undefined;
   let renderPool: RenderPool | undefined;
   let submission: Submission | undefined;
+  let inbound: Submission | undefined;
   if (roles.api) {
     const created = await ensureDefaultProject(db.knex);
     const warning = publicUrlWarning(config.publicUrl);
@@ -132,7 +136,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     renderPool = load<typeof import('../mail/renderPool')>('../mail/renderPool').createRenderPool();
     // One send pipeline for HTTP and SMTP: sends that arrive together by either way share a transaction.
     const sender = load<typeof import('../sending/sender')>('../sending/sender').createSender(db.knex, { secret, publicUrl: config.publicUrl, render: renderPool.render });
-    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender });
+    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config) });
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, () => resolve(s));
       s.once('error', reject);
@@ -140,14 +144,21 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     const port = (server.address() as { port: number }).port;
     if (created) printDefaultProject(created, port);
     log.info({ port, engine: config.engine, database: config.databaseUrl ? 'external' : 'embedded', dataDir: config.dataDir }, 'Herald API listening');
+    const tls = config.smtpSubmission.port !== 0 || config.bounces.inboundPort !== 0
+      ? await load<typeof import('../smtp/tls')>('../smtp/tls').smtpTls(config.smtpSubmission, config.dataDir, log)
+      : undefined;
     if (config.smtpSubmission.port !== 0) {
-      const smtp = load<typeof import('../smtp/submission')>('../smtp/submission');
-      const tls = await load<typeof import('../smtp/tls')>('../smtp/tls').submissionTls(config.smtpSubmission, config.dataDir, log);
-      submission = await smtp.startSubmission({
-        knex: db.knex, sender, log, port: config.smtpSubmission.port, host: config.smtpSubmission.host, tls,
+      submission = await load<typeof import('../smtp/submission')>('../smtp/submission').startSubmission({
+        knex: db.knex, sender, log, port: config.smtpSubmission.port, host: config.smtpSubmission.host, tls: tls!,
         insecureAuthOnLoopback: config.smtpSubmission.insecureAuthOnLoopback, ratePerMinute: config.apiRateLimitPerMinute,
       });
       log.info({ port: submission.port }, 'Herald SMTP submission listening (STARTTLS, AUTH PLAIN/LOGIN with a secret API key)');
+    }
+    if (config.bounces.inboundPort !== 0) {
+      inbound = await load<typeof import('../smtp/inbound')>('../smtp/inbound').startInbound({
+        knex: db.knex, secret, log, settings: config.bounces, port: config.bounces.inboundPort, host: config.bounces.inboundHost, tls: tls!,
+      });
+      log.info({ port: inbound.port, bounceDomain: config.bounces.domain ?? null }, 'Herald inbound SMTP listening for bounces and complaints');
     }
   }
 
@@ -159,6 +170,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       // (DBOS: resumes on restart; Temporal: the server reassigns) what it cannot finish; sends in flight finish.
       if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
       await submission?.close();
+      await inbound?.close();
       await renderPool?.close();
       await dispatcher?.stop();
       await executions?.stop();

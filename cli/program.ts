@@ -1,7 +1,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import Joi from 'joi';
 import { isUuid } from '../core/values';
-import { ConfigError, loadConfig, type Config } from '../config';
+import { ConfigError, loadConfig, returnPathOf, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
 import { ensureDomainKey, markOperatorVerified } from '../db/queries/domains';
@@ -94,7 +94,7 @@ export async function runCli(argv: string[]): Promise<number> {
       if (opts.verified) row = await markOperatorVerified(db!.knex, row);
       print({
         id: row.id, projectId: row.projectId, domain: row.domain, status: row.status, verifiedAt: row.verifiedAt?.toISOString() ?? null,
-        records: domainRecords(row.domain, row.dkimSelector!, row.dkimPublicKey!, row.records ?? {}),
+        records: domainRecords(row.domain, row.dkimSelector!, row.dkimPublicKey!, row.records ?? {}, returnPathOf(config!)),
       });
     }));
 

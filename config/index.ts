@@ -1,5 +1,6 @@
 import path from 'node:path';
 import Joi from 'joi';
+import type { ReturnPath } from '../verify/domainRecords';
 import { AUTOMATION_MAX_RUNNING } from '../workflows/policy';
 
 /** Herald's configuration, read once from environment variables and validated at start-up. */
@@ -24,7 +25,30 @@ export interface Config {
   automationMaxRunning: number;
   /** SMTP submission (smtp/submission.ts), served by the API processes. */
   smtpSubmission: SmtpSubmissionConfig;
+  /** Bounces and complaints (bounces/): the VERP domain, the inbound listener, the soft-bounce rule. */
+  bounces: BounceConfig;
 }
+
+export interface BounceConfig {
+  /** The domain of the VERP return paths (`bounces+<token>@<domain>`); unset: messages keep the sender as Return-Path. */
+  domain: string | undefined;
+  /** The inbound listener's port (its MX points here); 0: no listener. */
+  inboundPort: number;
+  inboundHost: string | undefined;
+  /** An address that soft-bounced this many times within `softBounceWindowDays` is suppressed. */
+  softBounceLimit: number;
+  softBounceWindowDays: number;
+  /** The host the bounce domain's MX names (BOUNCE_MX_HOST): where the inbound listener is reached. */
+  mxHost: string;
+}
+
+/** The bounce domain's records that each sending domain's record list shows; none without BOUNCE_DOMAIN. */
+export function returnPathOf(config: Pick<Config, 'bounces'>): ReturnPath | undefined {
+  return config.bounces.domain ? { domain: config.bounces.domain, mxHost: config.bounces.mxHost } : undefined;
+}
+
+/** The inbound (bounce) port when SMTP_INBOUND_PORT is unset: 25's unprivileged twin. */
+export const DEFAULT_SMTP_INBOUND_PORT = 2525;
 
 export interface SmtpSubmissionConfig {
   /** The listener's port; 0: no listener. */
@@ -76,6 +100,12 @@ const envSchema = Joi.object({
   SMTP_TLS_KEY: Joi.string().trim().empty('').when('SMTP_TLS_CERT', { is: Joi.exist(), then: Joi.required(), otherwise: Joi.forbidden() })
     .messages({ 'any.required': 'is required with SMTP_TLS_CERT', 'any.unknown': 'needs SMTP_TLS_CERT beside it' }),
   SMTP_INSECURE_AUTH_LOOPBACK: Joi.boolean().truthy('1').falsy('0').empty('').default(false),
+  BOUNCE_DOMAIN: Joi.string().trim().lowercase().empty('').domain({ tlds: false, minDomainSegments: 1 }),
+  SMTP_INBOUND_PORT: Joi.number().integer().min(0).max(65535).empty('').default(DEFAULT_SMTP_INBOUND_PORT),
+  SMTP_INBOUND_HOST: Joi.string().trim().empty(''),
+  SOFT_BOUNCE_LIMIT: Joi.number().integer().min(1).max(1000).empty('').default(3),
+  SOFT_BOUNCE_WINDOW_DAYS: Joi.number().integer().min(1).max(365).empty('').default(7),
+  BOUNCE_MX_HOST: Joi.string().trim().lowercase().empty('').domain({ tlds: false, minDomainSegments: 1 }),
 })
   // Every other variable of the environment (PATH, HOME, …) is none of our business.
   .unknown(true)
@@ -116,6 +146,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tlsCertFile: value.SMTP_TLS_CERT,
       tlsKeyFile: value.SMTP_TLS_KEY,
       insecureAuthOnLoopback: value.SMTP_INSECURE_AUTH_LOOPBACK,
+    },
+    bounces: {
+      domain: value.BOUNCE_DOMAIN,
+      inboundPort: value.SMTP_INBOUND_PORT,
+      inboundHost: value.SMTP_INBOUND_HOST,
+      softBounceLimit: value.SOFT_BOUNCE_LIMIT,
+      softBounceWindowDays: value.SOFT_BOUNCE_WINDOW_DAYS,
+      mxHost: value.BOUNCE_MX_HOST ?? new URL(value.PUBLIC_URL ?? `http://localhost:${value.PORT}`).hostname,
     },
   };
 }

@@ -5,7 +5,7 @@ import { domainsAfter, ensureDomainKey, saveCheck } from '../db/queries/domains'
 import type { Logger } from '../logging/logger';
 import type { Engine } from '../engine/types';
 import { DnsClient } from '../verify/dns';
-import { checkDomainRecords } from '../verify/domainRecords';
+import { checkDomainRecords, type ReturnPath } from '../verify/domainRecords';
 import { workflowId } from '../workflows/registry';
 
 /* A sending domain's DNS check, and the schedule of the re-checks: called by the API (POST /domains/:id/verify) and by
@@ -17,10 +17,10 @@ export function domainDnsClient(config: DnsConfig): DnsClient {
 }
 
 /** Looks one domain's records up in DNS and stores the outcome; undefined when the domain was deleted meanwhile. */
-export async function checkDomain(db: Knex, dns: DnsClient, secret: Buffer, domain: Domain, now = new Date()): Promise<Domain | undefined> {
+export async function checkDomain(db: Knex, dns: DnsClient, secret: Buffer, domain: Domain, opts: { now?: Date; returnPath?: ReturnPath } = {}): Promise<Domain | undefined> {
   const keyed = await ensureDomainKey(db, secret, domain);
-  const found = await checkDomainRecords(dns, keyed.domain, keyed.dkimSelector!, keyed.dkimPublicKey!);
-  return saveCheck(db, keyed.projectId, keyed.id, found, now);
+  const found = await checkDomainRecords(dns, keyed.domain, keyed.dkimSelector!, keyed.dkimPublicKey!, opts.returnPath);
+  return saveCheck(db, keyed.projectId, keyed.id, found, opts.now ?? new Date());
 }
 
 /** Concurrent DNS checks within one batch of the re-check. */
@@ -28,7 +28,7 @@ const CHECK_CONCURRENCY = 10;
 
 /** One batch of the scheduled re-check: the next `size` domains (all projects, in id order) after `after`, against DNS. */
 export async function checkDomainBatch(
-  deps: { knex: Knex; dns: DnsClient; secret: Buffer; log: Logger },
+  deps: { knex: Knex; dns: DnsClient; secret: Buffer; log: Logger; returnPath?: ReturnPath },
   ref: { after: string | null; size: number },
 ): Promise<{ checked: number; verified: number; failed: number; last: string | null; done: boolean }> {
   const domains = await domainsAfter(deps.knex, ref.after, ref.size);
@@ -36,7 +36,7 @@ export async function checkDomainBatch(
   let failed = 0;
   for (let i = 0; i < domains.length; i += CHECK_CONCURRENCY) {
     const results = await Promise.all(domains.slice(i, i + CHECK_CONCURRENCY).map(async (d) => {
-      const after = await checkDomain(deps.knex, deps.dns, deps.secret, d);
+      const after = await checkDomain(deps.knex, deps.dns, deps.secret, d, { returnPath: deps.returnPath });
       if (after && after.status !== d.status) deps.log.info({ projectId: d.projectId, domainId: d.id, domain: d.domain, from: d.status, to: after.status }, 'sending domain status changed');
       return after;
     }));

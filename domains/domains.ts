@@ -8,6 +8,7 @@ import * as rows from '../db/queries/domains';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { DnsClient } from '../verify/dns';
+import type { ReturnPath } from '../verify/domainRecords';
 import { checkDomain, domainDnsClient, scheduleDomainChecks } from './checks';
 
 /**
@@ -31,9 +32,11 @@ export interface DomainDeps {
   /** Installation secret: DKIM private keys are encrypted with it. */
   secret: Buffer;
   dns: DnsConfig;
+  /** The bounce domain's records, checked with each domain's (config returnPathOf). */
+  returnPath?: ReturnPath;
 }
 
-export function domainService({ knex, engine, log, secret, dns: dnsConfig }: DomainDeps): Domains {
+export function domainService({ knex, engine, log, secret, dns: dnsConfig, returnPath }: DomainDeps): Domains {
   const dns: DnsClient = domainDnsClient(dnsConfig);
   const intervalMs = dnsConfig.domainCheckIntervalMinutes * 60_000;
   // Rows from before DKIM keys (or added by the operator's tools) get their key when first shown.
@@ -68,7 +71,7 @@ export function domainService({ knex, engine, log, secret, dns: dnsConfig }: Dom
       if (!isUuid(id) || !(await rows.deleteDomain(knex, projectId, id))) throw notFound('Domain');
     },
     async verify(projectId, id) {
-      const checked = await checkDomain(knex, dns, secret, await find(projectId, id));
+      const checked = await checkDomain(knex, dns, secret, await find(projectId, id), { returnPath });
       if (!checked) throw notFound('Domain'); // deleted meanwhile
       await schedule();
       return checked;

@@ -36,6 +36,8 @@ export interface MessageContent {
 export interface BuildOptions {
   /** DKIM signing (mail/dkim.ts dkimFor): nodemailer signs the message with the sending domain's key. */
   dkim?: SendMailOptions['dkim'];
+  /** The envelope sender (Return-Path): the email's VERP bounce address (bounces/token.ts); the From address without. */
+  returnPath?: string;
 }
 
 /** The Message-ID of an email, derived from its id (see above). */
@@ -46,9 +48,10 @@ export function messageIdOf(email: Pick<Email, 'id' | 'fromEmail'>): string {
 /** A submitted message (SMTP), sent as its client built it to this email's recipient, with Herald's headers. */
 export function buildRawMessage(email: Email, raw: Buffer, opts: BuildOptions = {}): SendMailOptions {
   return {
-    envelope: { from: email.fromEmail, to: [email.toEmail] },
+    envelope: { from: opts.returnPath ?? email.fromEmail, to: [email.toEmail] },
     raw: withHeraldHeaders(raw, { 'Message-ID': messageIdOf(email) }),
     ...(opts.dkim ? { dkim: opts.dkim } : {}),
+    ...(opts.returnPath ? { envelope: { from: opts.returnPath, to: [email.toEmail] } } : {}),
   };
 }
 
@@ -69,5 +72,6 @@ export function buildMessage(email: Email, content: MessageContent, attachments:
       contentDisposition: a.disposition,
     })),
     ...(opts.dkim ? { dkim: opts.dkim } : {}),
+    ...(opts.returnPath ? { envelope: { from: opts.returnPath, to: [email.toEmail] } } : {}),
   };
 }

@@ -116,6 +116,20 @@ export function isPermanentFailure(err: unknown): boolean {
   return typeof code === 'number' && code >= 500 && code < 600;
 }
 
+/**
+ * A permanent refusal of the recipient itself (5xx to RCPT TO): a hard bounce at SMTP time. A 5xx elsewhere (to DATA:
+ * content refused; to AUTH or MAIL FROM: the relay's own configuration) says nothing against the address.
+ */
+export function isRecipientRejection(err: unknown): boolean {
+  const e = err as { command?: string; code?: string };
+  return isPermanentFailure(err) && (e.command === 'RCPT TO' || (e.code === 'EENVELOPE' && e.command !== 'MAIL FROM'));
+}
+
+/** The enhanced status code (RFC 3463) of an SMTP answer, e.g. `5.1.1`; null without one. */
+export function enhancedStatus(err: unknown): string | null {
+  return /\b([245]\.\d{1,3}\.\d{1,3})\b/.exec((err as { response?: string }).response ?? '')?.[1] ?? null;
+}
+
 /** A one-line reason for the email row and the event, without anything secret. */
 export function failureReason(err: unknown): string {
   const e = err as { responseCode?: number; response?: string; code?: string; message?: string };

@@ -7,7 +7,9 @@ import { TemplateError } from '../mail/render';
 import { dkimFor, loadSigningKeys, type DkimOptions, type SigningKey } from '../mail/dkim';
 import type { SendMailOptions } from 'nodemailer';
 import { buildMessage, buildRawMessage, domainOf, messageIdOf, type MessageContent, type StoredAttachment } from '../mail/message';
-import { failureReason, isPermanentFailure, type Mailer } from '../mail/transport';
+import { enhancedStatus, failureReason, isPermanentFailure, isRecipientRejection, type Mailer } from '../mail/transport';
+import { DEFAULT_BOUNCE_SETTINGS, recordBounce, type BounceSettings } from '../bounces/bounces';
+import { bounceAddress } from '../bounces/token';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
 
@@ -15,15 +17,20 @@ export interface DeliveryDeps {
   knex: Knex;
   mailer: Mailer;
   log: Logger;
-  /** For the unsubscribe links of campaign mail. */
+  /** For the unsubscribe links of campaign mail, and the bounce addresses. */
   secret: Buffer;
   publicUrl: string;
+  /**
+   * Bounces: with a `domain` (BOUNCE_DOMAIN), every message's envelope sender is its VERP address there, so that
+   * asynchronous bounces come back to the inbound listener; a recipient refused at SMTP time is a hard bounce.
+   */
+  bounces?: { domain?: string; settings: BounceSettings };
 }
 
 /** What one SMTP attempt came to. TRANSIENT (4xx, connection errors) may pass later; FAILED (5xx) never will. */
 export type AttemptResult =
   | { status: 'SENT'; messageId: string }
-  | { status: 'FAILED'; error: string }
+  | { status: 'FAILED'; error: string; bounce?: { status: string | null } }
   | { status: 'TRANSIENT'; error: string }
   /** Not sent: a campaign email's contact unsubscribed (or was deleted) after the audience was resolved. */
   | { status: 'SKIPPED'; error: string };
@@ -31,7 +38,7 @@ export type AttemptResult =
 /** What to write for a claimed (SENDING) email: its final state, or back to QUEUED for another attempt later. */
 export type Outcome =
   | { email: Email; status: 'SENT'; messageId: string }
-  | { email: Email; status: 'FAILED'; error: string }
+  | { email: Email; status: 'FAILED'; error: string; bounce?: { status: string | null } }
   | { email: Email; status: 'CANCELLED'; error: string }
   | { email: Email; status: 'QUEUED'; error: string; retryInMs: number };
 
@@ -48,7 +55,7 @@ export interface Prepared {
 export function outcomeOf(email: Email, result: AttemptResult, retryInMs: number): Outcome {
   switch (result.status) {
     case 'SENT': return { email, status: 'SENT', messageId: result.messageId };
-    case 'FAILED': return { email, status: 'FAILED', error: result.error };
+    case 'FAILED': return { email, status: 'FAILED', error: result.error, ...(result.bounce ? { bounce: result.bounce } : {}) };
     case 'SKIPPED': return { email, status: 'CANCELLED', error: result.error };
     case 'TRANSIENT': return { email, status: 'QUEUED', error: result.error, retryInMs };
   }
@@ -59,7 +66,9 @@ export function outcomeOf(email: Email, result: AttemptResult, retryInMs: number
  * `attempt` (one SMTP send) and `record` (any number of outcomes and their events in one transaction). The delivery
  * queue (engine/deliveryQueue.ts) runs them for batches, on both engines.
  */
-export function createDeliverer({ knex, mailer, log, secret, publicUrl }: DeliveryDeps) {
+export function createDeliverer({ knex, mailer, log, secret, publicUrl, bounces }: DeliveryDeps) {
+  const settings = bounces?.settings ?? DEFAULT_BOUNCE_SETTINGS;
+  const returnPath = (email: Email) => (bounces?.domain ? { returnPath: bounceAddress(secret, email.id, bounces.domain) } : {});
   /**
    * What to send, by email id: transactional emails were rendered when queued; campaign emails are rendered now,
    * from the campaign (frozen once scheduled) and the contact as it is. Null when a campaign email's contact has
@@ -127,9 +136,9 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
     if (email.rawMessageId) return send(email, async () => {
       const raw = await knex('raw_messages').where({ project_id: email.projectId, id: email.rawMessageId }).first('content');
       if (!raw) throw new Error('the submitted message is gone');
-      return buildRawMessage(email, raw.content as Buffer, dkim ? { dkim } : {});
+      return buildRawMessage(email, raw.content as Buffer, { ...(dkim ? { dkim } : {}), ...returnPath(email) });
     });
-    return send(email, async () => buildMessage(email, content, await attachmentsOf(email), dkim ? { dkim } : {}));
+    return send(email, async () => buildMessage(email, content, await attachmentsOf(email), { ...(dkim ? { dkim } : {}), ...returnPath(email) }));
   }
 
   async function attachmentsOf(email: Email): Promise<StoredAttachment[]> {
@@ -149,7 +158,7 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
       const error = failureReason(err);
       if (isPermanentFailure(err)) {
         log.warn({ emailId: email.id, projectId: email.projectId, error }, 'delivery failed permanently');
-        return { status: 'FAILED', error };
+        return { status: 'FAILED', error, ...(isRecipientRejection(err) ? { bounce: { status: enhancedStatus(err) } } : {}) };
       }
       log.info({ emailId: email.id, attempt: email.attempts, error }, 'transient delivery failure; will retry');
       return { status: 'TRANSIENT', error };
@@ -204,8 +213,17 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl }: Delive
       );
       return new Set<string>(rows.map((r: { id: string }) => r.id));
     };
-    if (!given.some(isCampaignRetry)) return write(knex, given);
-    return knex.transaction(async (trx) => write(trx, await cancelledCampaignsFirst(trx, given)));
+    const bounced = given.filter((o): o is Extract<Outcome, { status: 'FAILED' }> => o.status === 'FAILED' && o.bounce !== undefined);
+    if (!given.some(isCampaignRetry) && bounced.length === 0) return write(knex, given);
+    return knex.transaction(async (trx) => {
+      const changed = await write(trx, await cancelledCampaignsFirst(trx, given));
+      // A recipient refused at SMTP time is a hard bounce, recorded with its failure (rare: one statement set each).
+      for (const o of bounced.filter((b) => changed.has(b.email.id))) {
+        await recordBounce(trx, { projectId: o.email.projectId, id: o.email.id, contactId: o.email.contactId, toEmail: o.email.toEmail },
+          { type: 'hard', status: o.bounce!.status, diagnostic: o.error, source: 'smtp' }, settings);
+      }
+      return changed;
+    });
   }
 
   return { prepare, attempt, record };

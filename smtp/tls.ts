@@ -5,12 +5,12 @@ import type { SmtpSubmissionConfig } from '../config';
 import type { Logger } from '../logging/logger';
 
 /**
- * The certificate SMTP submission offers with STARTTLS: the operator's (SMTP_TLS_CERT and SMTP_TLS_KEY, PEM files), or
+ * The certificate the SMTP listeners (submission, inbound) offer with STARTTLS: the operator's (SMTP_TLS_CERT and SMTP_TLS_KEY, PEM files), or
  * a self-signed one generated once into DATA_DIR/smtp-tls/ (key mode 0600) and reused on every start. Clients must
  * then be told to accept it (nodemailer: `tls: { rejectUnauthorized: false }`); the log says so at every start. It is
  * this installation's own key: never smtp-server's built-in test certificate, whose private key everyone has.
  */
-export async function submissionTls(config: SmtpSubmissionConfig, dataDir: string, log: Logger): Promise<{ key: Buffer; cert: Buffer }> {
+export async function smtpTls(config: SmtpSubmissionConfig, dataDir: string, log: Logger): Promise<{ key: Buffer; cert: Buffer }> {
   if (config.tlsCertFile && config.tlsKeyFile) {
     return { cert: fs.readFileSync(config.tlsCertFile), key: fs.readFileSync(config.tlsKeyFile) };
   }
@@ -28,6 +28,6 @@ export async function submissionTls(config: SmtpSubmissionConfig, dataDir: strin
     fs.writeFileSync(keyFile, pems.private, { mode: 0o600 });
     fs.writeFileSync(certFile, pems.cert);
   }
-  log.warn({ cert: certFile }, 'SMTP submission offers a self-signed certificate generated for this installation; set SMTP_TLS_CERT and SMTP_TLS_KEY to offer your own (clients must otherwise accept it explicitly)');
+  log.warn({ cert: certFile }, 'the SMTP listeners offer a self-signed certificate generated for this installation; set SMTP_TLS_CERT and SMTP_TLS_KEY to offer your own (clients must otherwise accept it explicitly)');
   return { key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile) };
 }

@@ -35,6 +35,7 @@ describe('defaults', () => {
       executorId: undefined,
       automationMaxRunning: 200,
       smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false },
+      bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'localhost' },
     });
   });
 
@@ -86,6 +87,7 @@ describe('valid values are read and converted', () => {
       executorId: 'worker-3',
       automationMaxRunning: 50,
       smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false },
+      bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com' },
     });
   });
 
@@ -100,6 +102,12 @@ describe('valid values are read and converted', () => {
     expect(loadConfig({ SMTP_SUBMISSION_PORT: '0' }).smtpSubmission.port).toBe(0);
     expect(loadConfig({ SMTP_TLS_CERT: '/c.pem', SMTP_TLS_KEY: '/k.pem', SMTP_INSECURE_AUTH_LOOPBACK: 'true' }).smtpSubmission)
       .toMatchObject({ tlsCertFile: '/c.pem', tlsKeyFile: '/k.pem', insecureAuthOnLoopback: true });
+  });
+
+  test('bounces: VERP off without BOUNCE_DOMAIN; the inbound listener on 2525; the MX host defaults to PUBLIC_URL\'s', () => {
+    expect(loadConfig({ BOUNCE_DOMAIN: 'Bounces.Example.com', PUBLIC_URL: 'https://mail.example.com' }).bounces)
+      .toEqual({ domain: 'bounces.example.com', inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com' });
+    expect(loadConfig({ SMTP_INBOUND_PORT: '0', BOUNCE_MX_HOST: 'mx.example.com' }).bounces).toMatchObject({ inboundPort: 0, mxHost: 'mx.example.com' });
   });
 
   test('ENGINE=embedded needs no TEMPORAL_ADDRESS', () => {
@@ -132,6 +140,9 @@ describe('a bad value raises a ConfigError naming the variable', () => {
     ['SMTP_TLS_KEY', { SMTP_TLS_CERT: '/c.pem' }],
     ['SMTP_TLS_KEY', { SMTP_TLS_KEY: '/k.pem' }],
     ['SMTP_INSECURE_AUTH_LOOPBACK', { SMTP_INSECURE_AUTH_LOOPBACK: 'maybe' }],
+    ['BOUNCE_DOMAIN', { BOUNCE_DOMAIN: 'not a domain' }],
+    ['SMTP_INBOUND_PORT', { SMTP_INBOUND_PORT: 'x' }],
+    ['SOFT_BOUNCE_LIMIT', { SOFT_BOUNCE_LIMIT: '0' }],
   ])('%s in %j', (variable, env) => {
     const err = configError(env);
     expect(err.name).toBe('ConfigError');

@@ -7,12 +7,13 @@ import type { DomainStatus } from '../db/models/Domain';
  * SPF and DMARC are reported record by record, as advice: they depend on the relay the operator delivers through.
  */
 
-export type RecordPurpose = 'DKIM' | 'SPF' | 'DMARC';
+/** RETURN_PATH_*: the bounce domain's records (installation-wide: the same for every sending domain), see ReturnPath. */
+export type RecordPurpose = 'DKIM' | 'SPF' | 'DMARC' | 'RETURN_PATH_MX' | 'RETURN_PATH_SPF';
 export type RecordStatus = 'PENDING' | 'VERIFIED' | 'FAILED';
 
 export interface DomainRecord {
   purpose: RecordPurpose;
-  type: 'TXT';
+  type: 'TXT' | 'MX';
   name: string;
   value: string;
   status: RecordStatus;
@@ -34,8 +35,37 @@ export function dkimRecordValue(publicKey: string): string {
   return `v=DKIM1; k=rsa; p=${publicKey}`;
 }
 
+/**
+ * Where mail comes back: the VERP return paths' domain (BOUNCE_DOMAIN) and the host its MX must name (Herald's inbound
+ * listener). Its SPF record authorises the relay for the envelope sender, which is the bounce domain's from then on.
+ */
+export interface ReturnPath {
+  domain: string;
+  mxHost: string;
+}
+
+function returnPathRecords(rp: ReturnPath, statuses: RecordStatuses): DomainRecord[] {
+  return [
+    {
+      purpose: 'RETURN_PATH_MX', type: 'MX', name: rp.domain, value: `10 ${rp.mxHost}`, status: statuses.RETURN_PATH_MX ?? 'PENDING',
+      note: 'Bounces and complaints come back to Herald through this MX. The bounce domain is the installation\'s: the same record for every sending domain.',
+    },
+    {
+      purpose: 'RETURN_PATH_SPF', type: 'TXT', name: rp.domain, value: SPF_VALUE, status: statuses.RETURN_PATH_SPF ?? 'PENDING',
+      note: 'The envelope sender (Return-Path) of every message is at the bounce domain: its SPF record must allow the servers Herald delivers through.',
+    },
+  ];
+}
+
 /** The records to publish, each with the status of the last check (PENDING before the first). */
-export function domainRecords(domain: string, selector: string, publicKey: string, statuses: RecordStatuses): DomainRecord[] {
+export function domainRecords(domain: string, selector: string, publicKey: string, statuses: RecordStatuses, returnPath?: ReturnPath): DomainRecord[] {
+  return [
+    ...domainOwnRecords(domain, selector, publicKey, statuses),
+    ...(returnPath ? returnPathRecords(returnPath, statuses) : []),
+  ];
+}
+
+function domainOwnRecords(domain: string, selector: string, publicKey: string, statuses: RecordStatuses): DomainRecord[] {
   return [
     { purpose: 'DKIM', type: 'TXT', name: dkimRecordName(domain, selector), value: dkimRecordValue(publicKey), status: statuses.DKIM ?? 'PENDING' },
     {
@@ -85,20 +115,26 @@ export function dmarcPresent(txts: string[]): boolean {
  * Looks the three records up (in parallel). A record whose lookup did not answer (timeout, server failure) is left
  * out: unknown, so the caller keeps what it knew.
  */
-export async function checkDomainRecords(dns: DnsClient, domain: string, selector: string, publicKey: string): Promise<RecordStatuses> {
-  const [dkim, spf, dmarc] = await Promise.all([
+export async function checkDomainRecords(dns: DnsClient, domain: string, selector: string, publicKey: string, returnPath?: ReturnPath): Promise<RecordStatuses> {
+  const [dkim, spf, dmarc, rpMx, rpSpf] = await Promise.all([
     dns.lookup('TXT', dkimRecordName(domain, selector)),
     dns.lookup('TXT', domain),
     dns.lookup('TXT', `_dmarc.${domain}`),
+    ...(returnPath ? [dns.lookup('MX', returnPath.domain), dns.lookup('TXT', returnPath.domain)] : []),
   ]);
   const statuses: RecordStatuses = {};
-  const judge = (purpose: RecordPurpose, answer: typeof dkim, ok: (txts: string[]) => boolean) => {
+  const judge = (purpose: RecordPurpose, answer: NonNullable<typeof dkim>, ok: (txts: string[]) => boolean) => {
     if (answer.status === 'FOUND') statuses[purpose] = ok(answer.records) ? 'VERIFIED' : 'FAILED';
     else if (answer.status === 'NXDOMAIN' || answer.status === 'NODATA') statuses[purpose] = 'FAILED';
   };
   judge('DKIM', dkim, (txts) => dkimMatches(txts, publicKey));
   judge('SPF', spf, spfPresent);
   judge('DMARC', dmarc, dmarcPresent);
+  if (returnPath) {
+    const host = returnPath.mxHost.toLowerCase().replace(/\.$/, '');
+    judge('RETURN_PATH_MX', rpMx!, (hosts) => hosts.some((h) => h.toLowerCase().replace(/\.$/, '') === host));
+    judge('RETURN_PATH_SPF', rpSpf!, spfPresent);
+  }
   return statuses;
 }
 

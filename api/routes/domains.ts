@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Domain } from '../../db/models/Domain';
 import type { Domains } from '../../domains/domains';
-import { domainRecords, type DomainRecord } from '../../verify/domainRecords';
+import { domainRecords, type DomainRecord, type ReturnPath } from '../../verify/domainRecords';
 import type { AuthState } from '../middleware/auth';
 import { decodeCursor, toPage } from '../pagination';
 import { createDomainSchema, listDomainsQuerySchema, type CreateDomainBody, type ListDomainsQuery } from '../schemas/domains';
@@ -18,12 +18,12 @@ export interface DomainJson {
   checkedAt: string | null;
 }
 
-export function domainJson(d: Domain): DomainJson {
+export function domainJson(d: Domain, returnPath?: ReturnPath): DomainJson {
   return {
     id: d.id,
     domain: d.domain,
     status: d.status,
-    records: domainRecords(d.domain, d.dkimSelector!, d.dkimPublicKey!, d.records ?? {}),
+    records: domainRecords(d.domain, d.dkimSelector!, d.dkimPublicKey!, d.records ?? {}, returnPath),
     createdAt: d.createdAt.toISOString(),
     verifiedAt: d.verifiedAt?.toISOString() ?? null,
     checkedAt: d.checkedAt?.toISOString() ?? null,
@@ -31,24 +31,25 @@ export function domainJson(d: Domain): DomainJson {
 }
 
 /** Spec 4.9 (domains/domains.ts). */
-export function domainRoutes(router: Router, domains: Domains): void {
+export function domainRoutes(router: Router, domains: Domains, returnPath?: ReturnPath): void {
+  const json = (d: Domain) => domainJson(d, returnPath);
   router.get('/domains', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
     const q = validateQuery<ListDomainsQuery>(ctx, listDomainsQuerySchema);
     const { rows, total } = await domains.list(projectId, { status: q.status }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-    ctx.body = { success: true, data: toPage(rows, q.limit, total, domainJson) };
+    ctx.body = { success: true, data: toPage(rows, q.limit, total, json) };
   });
 
   router.post('/domains', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
     const body = validateBody<CreateDomainBody>(ctx, createDomainSchema);
     ctx.status = 201;
-    ctx.body = { success: true, data: domainJson(await domains.create(projectId, body.domain)) };
+    ctx.body = { success: true, data: json(await domains.create(projectId, body.domain)) };
   });
 
   router.get('/domains/:id', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
-    ctx.body = { success: true, data: domainJson(await domains.get(projectId, ctx.params.id!)) };
+    ctx.body = { success: true, data: json(await domains.get(projectId, ctx.params.id!)) };
   });
 
   router.delete('/domains/:id', async (ctx) => {
@@ -60,6 +61,6 @@ export function domainRoutes(router: Router, domains: Domains): void {
   /** Checks the domain's records in DNS now and answers the outcome. */
   router.post('/domains/:id/verify', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;
-    ctx.body = { success: true, data: domainJson(await domains.verify(projectId, ctx.params.id!)) };
+    ctx.body = { success: true, data: json(await domains.verify(projectId, ctx.params.id!)) };
   });
 }

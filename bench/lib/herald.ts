@@ -16,6 +16,7 @@ export function heraldEnv(cluster: BenchCluster, extra: Record<string, string> =
     ENGINE: 'embedded',
     // Several API children may run at once: none takes the fixed submission port unless the benchmark asks.
     SMTP_SUBMISSION_PORT: '0',
+    SMTP_INBOUND_PORT: '0',
     ...extra,
   };
 }

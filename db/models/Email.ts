@@ -1,7 +1,10 @@
 import { BaseModel } from './BaseModel';
 
-/** SUPPRESSED: never queued, its recipient is on the project's suppression list (audience/suppressions.ts). */
-export type EmailStatus = 'QUEUED' | 'SENDING' | 'SENT' | 'FAILED' | 'CANCELLED' | 'SUPPRESSED';
+/**
+ * SUPPRESSED: never queued, its recipient is on the project's suppression list (audience/suppressions.ts). BOUNCED: sent,
+ * then refused for good (a hard bounce, bounces/bounces.ts).
+ */
+export type EmailStatus = 'QUEUED' | 'SENDING' | 'SENT' | 'FAILED' | 'CANCELLED' | 'SUPPRESSED' | 'BOUNCED';
 
 export class Email extends BaseModel {
   static override tableName = 'emails';

@@ -14,7 +14,7 @@ import { createLogger } from '../../logging/logger';
 import { withHeraldHeaders } from '../../mail/rawMessage';
 import { createSender } from '../../sending/sender';
 import { startSubmission, type Submission, type SubmissionOptions } from '../../smtp/submission';
-import { submissionTls } from '../../smtp/tls';
+import { smtpTls } from '../../smtp/tls';
 import { dkimRecordName, dkimRecordValue } from '../../verify/domainRecords';
 import { TEST_SECRET, testAppDeps } from '../support/app';
 import { startEndToEnd, type EndToEnd } from '../support/endToEnd';
@@ -53,7 +53,7 @@ function client(port: number, pass: string, extra: Record<string, unknown> = {})
 beforeAll(async () => {
   e2e = await startEndToEnd();
   tlsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-smtp-tls-'));
-  tls = await submissionTls({ port: 0, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false }, tlsDir, log);
+  tls = await smtpTls({ port: 0, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false }, tlsDir, log);
   listener = await listen();
 });
 afterAll(async () => {

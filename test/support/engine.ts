@@ -1,6 +1,6 @@
 import { TEST_SECRET } from './app';
 import { createActivities, type ActivityDeps } from '../../activities';
-import { createDeliverer } from '../../sending/delivery';
+import { createDeliverer, type DeliveryDeps } from '../../sending/delivery';
 import { startDeliveryQueue } from '../../engine/deliveryQueue';
 import { createEmbeddedEngine, startEmbeddedWorker } from '../../engine/embedded';
 import { startExecutionDispatcher } from '../../engine/executionDispatcher';
@@ -26,13 +26,15 @@ export interface TestEngineOptions {
   executorId?: string;
   /** WEBHOOK steps: the private addresses the test's webhook receiver is allowed on. */
   webhooks?: ActivityDeps['webhooks'];
+  /** VERP return paths at this domain (BOUNCE_DOMAIN), and the soft-bounce rule. */
+  bounces?: DeliveryDeps['bounces'];
 }
 
 export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: TestEngineOptions = {}): Promise<TestEngine> {
   const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const mailer = createMailer({ smtpUrl, dataDir: '/nonexistent' });
   const engine = await createEmbeddedEngine({ databaseUrl: db.url, log });
-  const deps = { knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine, ...(opts.webhooks ? { webhooks: opts.webhooks } : {}) };
+  const deps = { knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine, ...(opts.webhooks ? { webhooks: opts.webhooks } : {}), ...(opts.bounces ? { bounces: opts.bounces } : {}) };
   const executorId = opts.executorId ?? `test-${db.name}`;
   const dbos = await startEmbeddedWorker({ databaseUrl: db.url, log, activities: createActivities(deps), executorId, pollingIntervalMs: 50, receivePollMs: 500 });
   const deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: opts.sendRatePerSecond ?? 1000, executorId, pollMs: 50 });

@@ -22,9 +22,11 @@ export function childEnv(env: Record<string, string | undefined>): NodeJS.Proces
   const base: NodeJS.ProcessEnv = { ...process.env };
   for (const name of ['PORT', 'DATA_DIR', 'DATABASE_URL', 'SMTP_URL', 'ENGINE', 'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE',
     'LOG_LEVEL', 'API_RATE_LIMIT_PER_MINUTE', 'SEND_RATE_PER_SECOND', 'PUBLIC_URL', 'SECRET_KEY', 'EXECUTOR_ID',
-    'SMTP_SUBMISSION_HOST', 'SMTP_TLS_CERT', 'SMTP_TLS_KEY', 'SMTP_INSECURE_AUTH_LOOPBACK']) delete base[name];
-  // Children run side by side: none takes the fixed submission port unless its test asks for a listener.
+    'SMTP_SUBMISSION_HOST', 'SMTP_TLS_CERT', 'SMTP_TLS_KEY', 'SMTP_INSECURE_AUTH_LOOPBACK', 'BOUNCE_DOMAIN', 'SMTP_INBOUND_HOST',
+    'SOFT_BOUNCE_LIMIT', 'SOFT_BOUNCE_WINDOW_DAYS']) delete base[name];
+  // Children run side by side: none takes the fixed SMTP ports unless its test asks for a listener.
   base.SMTP_SUBMISSION_PORT = '0';
+  base.SMTP_INBOUND_PORT = '0';
   for (const [k, v] of Object.entries(env)) {
     if (v === undefined) delete base[k];
     else base[k] = v;

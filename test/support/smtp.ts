@@ -20,6 +20,8 @@ export interface TestSmtpServer {
   received: Received[];
   /** Answers for the next messages, in order; once used up, messages are accepted. */
   script(verdicts: Verdict[]): void;
+  /** Recipients refused at RCPT TO with `550 5.1.1 User unknown` (a hard bounce at SMTP time). */
+  unknownUsers: Set<string>;
   /** Waits until `n` messages were accepted (or throws after `timeoutMs`). */
   waitFor(n: number, timeoutMs?: number): Promise<Received[]>;
   /** Stops listening (clients get connection errors) until `resume()`. */
@@ -36,6 +38,7 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
   const received: Received[] = [];
   let verdicts: Verdict[] = [];
   let waiters: { n: number; resolve: () => void }[] = [];
+  const unknownUsers = new Set<string>();
 
   const make = () => new SMTPServer({
     authOptional: true,
@@ -44,6 +47,13 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
     size: 30 * 1024 * 1024,
     // pause()/close() drop pooled client connections at once instead of waiting 30 s for them to leave.
     closeTimeout: 100,
+    onRcptTo(address, _session, callback) {
+      if (unknownUsers.has(address.address.toLowerCase())) {
+        callback(Object.assign(new Error(`5.1.1 <${address.address}>: Recipient address rejected: User unknown`), { responseCode: 550 }));
+        return;
+      }
+      callback();
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
@@ -84,6 +94,7 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
     port,
     url: `smtp://127.0.0.1:${port}`,
     received,
+    unknownUsers,
     script(v) { verdicts = [...v]; },
     waitFor(n, timeoutMs = 30_000) {
       if (received.length >= n) return Promise.resolve(received);

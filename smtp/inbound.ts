@@ -1,0 +1,92 @@
+import type { AddressInfo } from 'node:net';
+import type { Knex } from 'knex';
+import { SMTPServer, type SMTPServerDataStream } from 'smtp-server';
+import { receiveReturnedMail, type BounceSettings } from '../bounces/bounces';
+import { emailOfBounceAddress } from '../bounces/token';
+import type { Logger } from '../logging/logger';
+
+/**
+ * The inbound listener for mail that comes back (the MX of BOUNCE_DOMAIN points here): delivery status notifications
+ * and feedback reports sent to a VERP address (bounces/token.ts). No AUTH: anyone may deliver, but only to an address
+ * Herald signed; every other recipient is refused at RCPT (550), before any data. A message is answered 250 once it is
+ * recorded (or dropped as no report), 451 when it cannot be recorded now (the sending server tries again later).
+ * Limits: the size (552), the number of connections (421), an idle timeout; a slow or silent client holds only its
+ * own connection.
+ */
+
+/** A DSN or an ARF report may quote the original message: room for the largest Herald sends. */
+export const MAX_INBOUND_BYTES = 16 * 1024 * 1024;
+
+export interface InboundOptions {
+  knex: Knex;
+  secret: Buffer;
+  log: Logger;
+  settings: BounceSettings;
+  port: number;
+  host?: string;
+  /** Offered with STARTTLS (opportunistic: servers that send bounces use it when offered). */
+  tls: { key: string | Buffer; cert: string | Buffer };
+  maxBytes?: number;
+  maxClients?: number;
+  socketTimeoutMs?: number;
+}
+
+const smtpError = (code: number, message: string) => Object.assign(new Error(message), { responseCode: code });
+
+async function readMessage(stream: SMTPServerDataStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) if (!stream.sizeExceeded) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+export async function startInbound(opts: InboundOptions): Promise<{ port: number; close(): Promise<void> }> {
+  const { knex, secret, log } = opts;
+  const maxBytes = opts.maxBytes ?? MAX_INBOUND_BYTES;
+  const server = new SMTPServer({
+    banner: 'Herald bounce processing',
+    secure: false,
+    key: opts.tls.key,
+    cert: opts.tls.cert,
+    authOptional: true,
+    disabledCommands: ['AUTH'],
+    size: maxBytes,
+    maxClients: opts.maxClients ?? 1000,
+    socketTimeout: opts.socketTimeoutMs ?? 60_000,
+    closeTimeout: 30_000,
+    logger: false,
+    onRcptTo(address, _session, callback) {
+      // Only addresses Herald signed: a check of the signature, no database work for strangers.
+      if (!emailOfBounceAddress(secret, address.address)) {
+        callback(smtpError(550, '5.1.1 No such mailbox'));
+        return;
+      }
+      callback();
+    },
+    onData(stream, session, callback) {
+      readMessage(stream).then(async (raw) => {
+        if (stream.sizeExceeded) throw smtpError(552, `5.3.4 Message too big: at most ${maxBytes} bytes`);
+        const outcome = await receiveReturnedMail(knex, secret, opts.settings, session.envelope.rcptTo.map((r) => r.address), raw);
+        if (outcome.kind === 'dropped') log.info({ reason: outcome.reason }, 'returned mail dropped');
+        else log.info({ kind: outcome.kind, projectId: outcome.email.projectId, emailId: outcome.email.id }, 'returned mail recorded');
+        return outcome.kind;
+      }).then((kind) => callback(null, `2.0.0 ${kind === 'dropped' ? 'Received' : 'Recorded'}`), (err: Error & { responseCode?: number }) => {
+        if (err.responseCode) {
+          callback(err);
+          return;
+        }
+        log.error({ err: err.message }, 'returned mail could not be recorded');
+        callback(smtpError(451, '4.3.0 Could not record the message now; try again later'));
+      });
+    },
+  });
+  server.on('error', (err) => log.warn({ err: err.message }, 'inbound SMTP connection error'));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.server.address() as AddressInfo).port;
+  return { port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
