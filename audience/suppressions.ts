@@ -35,8 +35,15 @@ export function listSuppressions(db: Knex, projectId: string, filter: { reason?:
  * is graver (SUPPRESSION_REASONS' order): the list says why the address is there now. Answers the
  * entries as stored, with `created` true for new ones.
  */
-export async function suppress(db: Knex | Knex.Transaction, projectId: string, entries: { email: string; reason: SuppressionReason; details?: Record<string, unknown> }[]): Promise<(Suppression & { created: boolean })[]> {
-  if (entries.length === 0) return [];
+export async function suppress(db: Knex | Knex.Transaction, projectId: string, given: { email: string; reason: SuppressionReason; details?: Record<string, unknown> }[]): Promise<(Suppression & { created: boolean })[]> {
+  if (given.length === 0) return [];
+  // One row per address in the statement (an upsert may not touch a row twice): the gravest entry of each.
+  const gravest = new Map<string, (typeof given)[number]>();
+  for (const e of given) {
+    const had = gravest.get(e.email);
+    if (!had || SUPPRESSION_REASONS.indexOf(e.reason) >= SUPPRESSION_REASONS.indexOf(had.reason)) gravest.set(e.email, e);
+  }
+  const entries = [...gravest.values()];
   const { rows } = await db.raw(
     `INSERT INTO suppressions AS s (project_id, email, reason, details)
      SELECT ?::uuid, t.email, t.reason, t.details FROM unnest(?::text[], ?::text[], ?::jsonb[]) AS t(email, reason, details)
@@ -52,7 +59,7 @@ export async function suppress(db: Knex | Knex.Transaction, projectId: string, e
     const kept: Suppression[] = await db('suppressions').where('project_id', projectId).whereIn('email', missing).select('id', 'email', 'reason', 'details', 'created_at');
     for (const k of kept) stored.set(k.email, { ...k, created: false });
   }
-  return entries.map((e) => stored.get(e.email)!);
+  return given.map((e) => stored.get(e.email)!);
 }
 
 export async function unsuppress(db: Knex, projectId: string, email: string): Promise<void> {

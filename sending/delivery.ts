@@ -8,7 +8,7 @@ import { dkimFor, loadSigningKeys, type DkimOptions, type SigningKey } from '../
 import type { SendMailOptions } from 'nodemailer';
 import { buildMessage, buildRawMessage, domainOf, messageIdOf, type MessageContent, type StoredAttachment } from '../mail/message';
 import { enhancedStatus, failureReason, isPermanentFailure, isRecipientRejection, type Mailer } from '../mail/transport';
-import { DEFAULT_BOUNCE_SETTINGS, recordBounce, type BounceSettings } from '../bounces/bounces';
+import { DEFAULT_BOUNCE_SETTINGS, recordReturns, type BounceSettings } from '../bounces/bounces';
 import { bounceAddress } from '../bounces/token';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
@@ -218,10 +218,8 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl, bounces 
     return knex.transaction(async (trx) => {
       const changed = await write(trx, await cancelledCampaignsFirst(trx, given));
       // A recipient refused at SMTP time is a hard bounce, recorded with its failure (rare: one statement set each).
-      for (const o of bounced.filter((b) => changed.has(b.email.id))) {
-        await recordBounce(trx, { projectId: o.email.projectId, id: o.email.id, contactId: o.email.contactId, toEmail: o.email.toEmail },
-          { type: 'hard', status: o.bounce!.status, diagnostic: o.error, source: 'smtp' }, settings);
-      }
+      await recordReturns(trx, bounced.filter((b) => changed.has(b.email.id))
+        .map((o) => ({ emailId: o.email.id, kind: 'bounce', bounce: { type: 'hard', status: o.bounce!.status, diagnostic: o.error, source: 'smtp' } })), settings);
       return changed;
     });
   }

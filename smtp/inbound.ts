@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
 import { SMTPServer, type SMTPServerDataStream } from 'smtp-server';
-import { receiveReturnedMail, type BounceSettings } from '../bounces/bounces';
+import { returnedMailReceiver, type BounceSettings } from '../bounces/bounces';
 import { emailOfBounceAddress } from '../bounces/token';
 import type { Logger } from '../logging/logger';
 
@@ -42,6 +42,7 @@ async function readMessage(stream: SMTPServerDataStream): Promise<Buffer> {
 export async function startInbound(opts: InboundOptions): Promise<{ port: number; close(): Promise<void> }> {
   const { knex, secret, log } = opts;
   const maxBytes = opts.maxBytes ?? MAX_INBOUND_BYTES;
+  const receive = returnedMailReceiver(knex, secret, opts.settings);
   const server = new SMTPServer({
     banner: 'Herald bounce processing',
     secure: false,
@@ -65,9 +66,9 @@ export async function startInbound(opts: InboundOptions): Promise<{ port: number
     onData(stream, session, callback) {
       readMessage(stream).then(async (raw) => {
         if (stream.sizeExceeded) throw smtpError(552, `5.3.4 Message too big: at most ${maxBytes} bytes`);
-        const outcome = await receiveReturnedMail(knex, secret, opts.settings, session.envelope.rcptTo.map((r) => r.address), raw);
+        const outcome = await receive(session.envelope.rcptTo.map((r) => r.address), raw);
         if (outcome.kind === 'dropped') log.info({ reason: outcome.reason }, 'returned mail dropped');
-        else log.info({ kind: outcome.kind, projectId: outcome.email.projectId, emailId: outcome.email.id }, 'returned mail recorded');
+        else log.debug({ kind: outcome.kind, emailId: outcome.emailId }, 'returned mail recorded');
         return outcome.kind;
       }).then((kind) => callback(null, `2.0.0 ${kind === 'dropped' ? 'Received' : 'Recorded'}`), (err: Error & { responseCode?: number }) => {
         if (err.responseCode) {
