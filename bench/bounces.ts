@@ -6,8 +6,7 @@
  * Starts its own embedded PostgreSQL and one Herald API process on it exactly as `npm run api` runs it, with its
  * inbound listener (SMTP_INBOUND_PORT) and BOUNCE_DOMAIN. The project has BENCH_EMAILS (default 20,000) sent emails to
  * distinct addresses. Remote MTAs (nodemailer, a pool of BENCH_CONNECTIONS = 32 connections: bounces come from many
- * servers at once; no AUTH, STARTTLS) then
- * delivers one DSN per email to its VERP address: three in four hard bounces (5.1.1: email BOUNCED, address
+ * servers at once; no AUTH, STARTTLS) then deliver one DSN per email to its VERP address: three in four hard bounces (5.1.1: email BOUNCED, address
  * suppressed), one in four soft (4.2.2: recorded). A DSN counts when the listener answered 250, i.e. once recorded.
  * The floor beside it, in the same run: the same MTA delivering the same messages to a bare smtp-server that only
  * reads them (what SMTP and the parse-free path cost on this machine).
