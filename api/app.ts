@@ -13,6 +13,7 @@ import { requestId } from './middleware/requestId';
 import { campaignRoutes } from './routes/campaigns';
 import { contactRoutes } from './routes/contacts';
 import { domainRoutes } from './routes/domains';
+import { emailRoutes } from './routes/emails';
 import { eventRoutes } from './routes/events';
 import { healthRoutes } from './routes/health';
 import { segmentRoutes } from './routes/segments';
@@ -78,6 +79,7 @@ export function createApp(deps: AppDeps): Koa {
   segmentRoutes(dashboard, deps.knex);
   campaignRoutes(dashboard, deps);
   eventRoutes(dashboard, deps.knex);
+  emailRoutes(dashboard, deps.knex);
   workflowRoutes(dashboard, deps.knex, deps.engine, deps.log);
   const dns = deps.dns ?? loadDnsConfig();
   domainRoutes(dashboard, { ...deps, dns });
