@@ -20,7 +20,7 @@ import { unsubscribeToken } from '../../mail/unsubscribe';
 // ---------------------------------------------------------------------------------------------------------------
 // The world: what tokens resolve against.
 
-export const RESOURCE_TYPES = ['contact', 'template', 'segment', 'campaign', 'workflow', 'domain', 'execution'] as const;
+export const RESOURCE_TYPES = ['contact', 'template', 'segment', 'campaign', 'workflow', 'domain', 'execution', 'email'] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 export interface Pool {
@@ -431,6 +431,16 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
     }),
   },
   'GET /events/names': {},
+
+  'GET /emails': {
+    list: true,
+    query: listQuery('email', {
+      status: fc.constantFrom('QUEUED', 'SENT', 'sent', 'FAILED', 'CANCELLED', 'SENDING', 'X', '', 'SENT,FAILED'),
+      to: fc.oneof(emailArb, fc.constantFrom('', 'not-an-address', 'x'.repeat(300))),
+      campaignId: idArb('campaign', 'body').map((r) => r.text), since: dateText, until: dateText,
+    }),
+  },
+  'GET /emails/:id': { ids: { id: 'email' } },
 
   'GET /workflows': { list: true, query: listQuery('workflow', { enabled: boolText }) },
   'POST /workflows': {
