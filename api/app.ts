@@ -20,6 +20,7 @@ import { requestId } from './middleware/requestId';
 import { campaignRoutes } from './routes/campaigns';
 import { contactRoutes } from './routes/contacts';
 import { domainRoutes } from './routes/domains';
+import { emailRoutes } from './routes/emails';
 import { eventRoutes } from './routes/events';
 import { healthRoutes } from './routes/health';
 import { segmentRoutes } from './routes/segments';
@@ -99,6 +100,7 @@ export function createApp(deps: AppDeps): Koa {
   campaignRoutes(dashboard, campaignService(deps));
   eventRoutes(dashboard, deps.knex);
   suppressionRoutes(dashboard, deps.knex);
+  emailRoutes(dashboard, deps.knex);
   workflowRoutes(dashboard, workflowService(deps));
   const dns = deps.dns ?? loadDnsConfig();
   domainRoutes(dashboard, domainService({ ...deps, dns }), deps.returnPath);

@@ -138,6 +138,8 @@ async function seedProject(name: string, domain: string): Promise<FuzzProject> {
   }, 'workflow');
   await post('/v1/track', { email: contact.email, event: 'signup', data: { source: 'seed' } });
   pools.execution.keep.push(...(await db.knex('automation_executions').where({ project_id: created.id }).pluck('id')));
+  await post('/v1/send', { to: contact.email, from: `team@${domain}`, subject: 'Receipt', body: '<p>Thanks</p>' });
+  pools.email.keep.push(...(await db.knex('emails').where({ project_id: created.id }).pluck('id')));
   return { id: created.id, secretKey: created.secretKey, publicKey: created.publicKey, domain, pools };
 }
 
@@ -428,7 +430,7 @@ test('afterwards every list of both projects still answers, page by page, and so
   };
   let reads = 0;
   for (const project of world.projects) {
-    for (const list of ['/contacts', '/segments', '/campaigns', '/templates', '/workflows', '/events', '/domains']) {
+    for (const list of ['/contacts', '/segments', '/campaigns', '/templates', '/workflows', '/events', '/domains', '/emails']) {
       let cursor: string | null = null;
       const ids: string[] = [];
       for (let page = 0; page < 100; page++) {

@@ -20,7 +20,7 @@ import { unsubscribeToken } from '../../mail/unsubscribe';
 // ---------------------------------------------------------------------------------------------------------------
 // The world: what tokens resolve against.
 
-export const RESOURCE_TYPES = ['contact', 'template', 'segment', 'campaign', 'workflow', 'domain', 'execution'] as const;
+export const RESOURCE_TYPES = ['contact', 'template', 'segment', 'campaign', 'workflow', 'domain', 'execution', 'email'] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 export interface Pool {
@@ -435,6 +435,15 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'GET /suppressions': { list: true, query: listQuery('contact', { reason: fc.constantFrom('hard_bounce', 'complaint', 'manual', 'unsubscribed', 'HARD_BOUNCE', '') }) },
   'POST /suppressions': { body: fc.record({ email: emailArb, reason: opt(fc.constantFrom('hard_bounce', 'complaint', 'manual', 'other')), note: opt(textArb) }).map(compact) },
   'DELETE /suppressions/:email': { ids: { email: 'address' } },
+  'GET /emails': {
+    list: true,
+    query: listQuery('email', {
+      status: fc.constantFrom('QUEUED', 'SENT', 'sent', 'FAILED', 'CANCELLED', 'SENDING', 'SUPPRESSED', 'BOUNCED', 'X', '', 'SENT,FAILED'),
+      to: fc.oneof(emailArb, fc.constantFrom('', 'not-an-address', 'x'.repeat(300))),
+      campaignId: idArb('campaign', 'body').map((r) => r.text), since: dateText, until: dateText,
+    }),
+  },
+  'GET /emails/:id': { ids: { id: 'email' } },
 
   'GET /workflows': { list: true, query: listQuery('workflow', { enabled: boolText }) },
   'POST /workflows': {

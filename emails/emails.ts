@@ -1,0 +1,134 @@
+import type { Knex } from 'knex';
+import { notFound } from '../core/errors';
+import { isUuid } from '../core/values';
+import { pageQueries, type PageRequest } from '../db/pages';
+import { Email, type EmailStatus } from '../db/models/Email';
+import { Event } from '../db/models/Event';
+
+/**
+ * Emails as a resource (issue 16, point 1): the project's messages, one row per recipient, with their status and the
+ * events that happened to them. Read only: what writes emails is sending/ and the delivery queue.
+ */
+
+export const EMAIL_STATUSES: readonly EmailStatus[] = ['QUEUED', 'SENDING', 'SENT', 'FAILED', 'CANCELLED', 'SUPPRESSED', 'BOUNCED'];
+
+export interface EmailFilter {
+  status?: EmailStatus;
+  /** The recipient's address, as stored (trimmed, lower-case). */
+  to?: string;
+  /** Another project's campaign id simply matches nothing, as any id filter of a list does. */
+  campaignId?: string;
+  /** Created at or after this time. */
+  since?: Date;
+  /** Created before this time. */
+  until?: Date;
+}
+
+/**
+ * A list's total is counted exactly up to this many emails; past it the answer says "at least" (`totalExact: false`).
+ * An exact count(*) over a project's million emails costs ~100 ms however it is indexed; up to the cap it is one
+ * short index-only range scan.
+ */
+export const EMAIL_COUNT_CAP = 10_000;
+
+/** The columns of a list row: everything but the body (never in a list) and the headers. */
+const LIST_COLUMNS = [
+  'id', 'project_id', 'contact_id', 'campaign_id', 'is_test', 'template_id', 'from_email', 'from_name', 'reply_to', 'to_email',
+  'to_name', 'subject', 'status', 'attempts', 'message_id', 'error', 'sent_at', 'created_at', 'updated_at',
+];
+
+/**
+ * The smallest UUIDv7 of a millisecond: ids are compared byte by byte, and a UUIDv7 begins with its creation time in
+ * milliseconds (48 bits), so `id >= idFloor(t)` is "created at or after t" to the millisecond. Times before 1970 have
+ * no UUIDv7: they are floored to the first one.
+ */
+export function idFloor(at: Date): string {
+  const ms = Math.max(0, Math.min(at.getTime(), 2 ** 48 - 1));
+  const hex = ms.toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8)}-0000-0000-000000000000`;
+}
+
+/**
+ * The filtered, project-scoped query of a list, afresh for each use. Every filter is an equality on the leading
+ * column after project_id of one index ending in id (migration 20261124000001), and the date range is a range of ids,
+ * so each path is one range scan of one index, newest first.
+ */
+function filteredEmails(db: Knex, projectId: string, filter: EmailFilter): () => Knex.QueryBuilder {
+  return () => {
+    const q = db('emails').where('project_id', projectId).select(LIST_COLUMNS);
+    if (filter.status !== undefined) q.where('status', filter.status);
+    if (filter.to !== undefined) q.where('to_email', filter.to);
+    if (filter.campaignId !== undefined) q.where('campaign_id', filter.campaignId);
+    if (filter.since) q.where('id', '>=', idFloor(filter.since));
+    if (filter.until) q.where('id', '<', idFloor(filter.until));
+    return q;
+  };
+}
+
+/** A page's two queries, as listEmails runs them (exported for the EXPLAIN tests of their indexes). */
+export function emailListQueries(db: Knex, projectId: string, filter: EmailFilter, request: PageRequest) {
+  const filtered = filteredEmails(db, projectId, filter);
+  const { page } = pageQueries(filtered, request);
+  const capped = filtered().clearSelect().select(db.raw('1')).limit(EMAIL_COUNT_CAP + 1).as('capped');
+  const count = db.from(capped).count('* as n').first() as unknown as Promise<{ n: string | number } | undefined>;
+  return { page, count };
+}
+
+export interface EmailList {
+  /** Up to `limit + 1` emails, newest first (the extra one only tells that there is more). */
+  rows: Email[];
+  /** How many match, exactly when `totalExact`, otherwise at least this many (EMAIL_COUNT_CAP). */
+  total: number;
+  totalExact: boolean;
+}
+
+export async function listEmails(db: Knex, projectId: string, filter: EmailFilter, request: PageRequest): Promise<EmailList> {
+  const { page, count } = emailListQueries(db, projectId, filter, request);
+  const [rows, c] = await Promise.all([page as Promise<Record<string, unknown>[]>, count]);
+  const n = Number(c?.n ?? 0);
+  return { rows: rows.map((r) => Email.fromDatabaseJson(r)), total: Math.min(n, EMAIL_COUNT_CAP), totalExact: n <= EMAIL_COUNT_CAP };
+}
+
+/** One moment of an email's life. */
+export interface TimelineEntry {
+  /** `email.queued`, `email.sent`, `email.failed`, `email.opened`, `email.clicked`, … (`email.cancelled`). */
+  type: string;
+  at: Date;
+  /** The event's id when it is a recorded event (GET /events); null for the moments read from the email row. */
+  eventId: string | null;
+  data: Record<string, unknown>;
+}
+
+export interface EmailDetail {
+  email: Email;
+  timeline: TimelineEntry[];
+}
+
+/**
+ * The events of one email: every `email.*` event recorded with its id, oldest first (by time: the id of email.sent and
+ * email.failed is announced when the email is queued, so ids do not order them). Served by events_email_idx.
+ */
+export function emailEventsQuery(db: Knex, projectId: string, emailId: string) {
+  return Event.query(db).where({ project_id: projectId, email_id: emailId }).where('name', 'like', 'email.%')
+    .orderBy([{ column: 'created_at' }, { column: 'id' }]);
+}
+
+/**
+ * An email of the project with its timeline: its creation (`email.queued`, from the row), every `email.*` event
+ * recorded for it (sent, failed, and whatever later events name it: opened, clicked, bounced…), and its cancellation
+ * (from the row: a cancelled email records no event; a final state is never changed afterwards, so its last update
+ * is when it was cancelled). A malformed or another project's id is not found.
+ */
+export async function getEmail(db: Knex, projectId: string, id: string): Promise<EmailDetail> {
+  if (!isUuid(id)) throw notFound('Email');
+  const [email, events] = await Promise.all([
+    Email.query(db).where({ project_id: projectId, id }).first(),
+    emailEventsQuery(db, projectId, id),
+  ]);
+  if (!email) throw notFound('Email');
+  // A suppressed email was stored but never queued: its timeline starts with its email.suppressed event.
+  const timeline: TimelineEntry[] = email.status === 'SUPPRESSED' ? [] : [{ type: 'email.queued', at: email.createdAt, eventId: null, data: {} }];
+  for (const e of events) timeline.push({ type: e.name, at: e.createdAt, eventId: e.id, data: e.data });
+  if (email.status === 'CANCELLED') timeline.push({ type: 'email.cancelled', at: email.updatedAt, eventId: null, data: {} });
+  return { email, timeline };
+}

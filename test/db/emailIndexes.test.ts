@@ -1,0 +1,93 @@
+import type { Knex } from 'knex';
+import { emailEventsQuery, emailListQueries, type EmailFilter } from '../../emails/emails';
+import { createProject } from '../../projects/service';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+
+/**
+ * Every query path of GET /emails and GET /emails/:id is served by an index (migration 20261124000001 names which).
+ * The plans are read from EXPLAIN of the very SQL emails/emails.ts builds, on enough rows (50 projects of 4,000
+ * emails) that a sequential scan would lose.
+ */
+let db: TestDatabase;
+let projectId: string;
+let afterId: string;
+const CAMPAIGN = '01900000-0000-7000-8000-00000000ca01';
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const projects: string[] = [];
+  for (let i = 0; i < 50; i++) projects.push((await createProject(`p${i}`)).id);
+  projectId = projects[0]!;
+  // Interleaved across projects as they would arrive; five statuses, 400 recipients per project, a quarter in campaigns.
+  await db.knex.raw(
+    `INSERT INTO emails (project_id, campaign_id, from_email, to_email, subject, html, status, available_at)
+     SELECT (?::uuid[])[1 + g % 50], CASE WHEN g % 4 = 0 THEN ?::uuid END, 'hi@example.com', 'user' || (g / 50) % 400 || '@example.org', 's', 'h',
+            (ARRAY['SENT', 'SENT', 'SENT', 'FAILED', 'QUEUED', 'CANCELLED', 'SENT', 'SENT'])[1 + (g / 50) % 8], now() + interval '1 day'
+     FROM generate_series(1, 200000) g`, [projects, CAMPAIGN]);
+  await db.knex.raw(
+    `INSERT INTO events (project_id, name, email_id, data)
+     SELECT project_id, 'email.sent', id, '{}'::jsonb FROM emails WHERE status = 'SENT'`);
+  await db.knex.raw('VACUUM ANALYZE emails');
+  await db.knex.raw('VACUUM ANALYZE events');
+  afterId = (await db.knex('emails').where({ project_id: projectId }).orderBy('id', 'desc').offset(1000).first('id')).id;
+}, 120_000);
+afterAll(async () => { await db.close(); });
+
+async function plan(builder: { toSQL(): { sql: string; bindings: readonly unknown[] } }): Promise<string> {
+  const { sql, bindings } = builder.toSQL();
+  const res = await db.knex.raw(`EXPLAIN ${sql}`, bindings as Knex.RawBinding[]);
+  return res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+}
+
+const since = new Date(Date.now() - 3_600_000);
+const until = new Date(Date.now() + 3_600_000);
+
+// A recipient has a few emails: the planner may fetch them all by the index and sort those few (a bitmap scan). Every
+// other filter matches many: its page must be the index read in id order, stopping after the page (no sort).
+test.each<[string, string, EmailFilter, boolean, boolean]>([
+  ['first page', 'emails_pkey', {}, false, false],
+  ['page after a cursor', 'emails_pkey', {}, true, false],
+  ['date range', 'emails_pkey', { since, until }, true, false],
+  ['status', 'emails_project_status_idx', { status: 'FAILED' }, true, false],
+  ['status and date range', 'emails_project_status_idx', { status: 'FAILED', since, until }, false, false],
+  ['recipient', 'emails_project_to_idx', { to: 'user7@example.org' }, false, true],
+  ['recipient after a cursor', 'emails_project_to_idx', { to: 'user7@example.org' }, true, true],
+  ['campaign', 'emails_project_campaign_idx', { campaignId: CAMPAIGN }, true, false],
+  ['campaign and date range', 'emails_project_campaign_idx', { campaignId: CAMPAIGN, since }, false, false],
+])('list page: %s uses %s', async (_name, index, filter, cursor, fewRows) => {
+  const { page } = emailListQueries(db.knex, projectId, filter, { limit: 20, afterId: cursor ? afterId : undefined });
+  const p = await plan(page);
+  expect(p).toContain(index);
+  expect(p).not.toMatch(/Seq Scan/);
+  if (!fewRows) expect(p).not.toMatch(/Sort/);
+});
+
+test.each<[string, string, EmailFilter]>([
+  ['all', 'emails_pkey', {}],
+  ['status', 'emails_project_status_idx', { status: 'SENT' }],
+  ['recipient', 'emails_project_to_idx', { to: 'user7@example.org' }],
+  ['campaign', 'emails_project_campaign_idx', { campaignId: CAMPAIGN }],
+  ['date range', 'emails_pkey', { since }],
+])('list total (capped): %s reads only the project through %s, at most the cap', async (_name, index, filter) => {
+  const { count } = emailListQueries(db.knex, projectId, filter, { limit: 20 });
+  const p = await plan(count as never);
+  expect(p).toContain(index);
+  expect(p).toMatch(/Limit/);
+  expect(p).not.toMatch(/Seq Scan/);
+});
+
+test('an email’s timeline reads its events through events_email_idx', async () => {
+  const email = await db.knex('emails').where({ project_id: projectId, status: 'SENT' }).first('id');
+  const p = await plan(emailEventsQuery(db.knex, projectId, email.id).toKnexQuery());
+  expect(p).toContain('events_email_idx');
+  expect(p).not.toMatch(/Seq Scan/);
+});
+
+test('the capped count and the page answer what the table holds', async () => {
+  const { page, count } = emailListQueries(db.knex, projectId, { status: 'FAILED' }, { limit: 20 });
+  const rows = (await page) as { status: string }[];
+  expect(rows.length).toBe(21);
+  expect(rows.every((r) => r.status === 'FAILED')).toBe(true);
+  const exact = await db.knex('emails').where({ project_id: projectId, status: 'FAILED' }).count('* as n').first();
+  expect(Number((await count)!.n)).toBe(Number(exact!.n));
+});
