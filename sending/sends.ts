@@ -5,6 +5,7 @@ import { upsertContacts } from '../db/queries/contacts';
 import { verifiedSenders } from '../db/queries/domains';
 import { messageScope, type Renderer, type RenderJob, type TemplateProblem } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
+import { sendTrackingDefaults, type TrackChoice } from '../tracking/settings';
 import { DomainError, invalid } from '../core/errors';
 import { dataValues } from '../core/requestData';
 import type { Mailbox, SendBody } from './types';
@@ -51,6 +52,8 @@ export interface CheckedSend {
   marketing: boolean;
   /** By recipient, in order. */
   contacts: RenderedFor[];
+  /** Open and click tracking of its emails: the request's `track`, else the project's transactional defaults. */
+  track: TrackChoice;
 }
 
 /** A send checked and rendered, ready to be stored. */
@@ -131,7 +134,10 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
     };
   });
 
-  const verified = await verifiedSenders(db as Knex, resolved.filter((r) => r).map((r) => ({ projectId: r!.command.projectId, email: r!.from.email })));
+  const [verified, trackDefaults] = await Promise.all([
+    verifiedSenders(db as Knex, resolved.filter((r) => r).map((r) => ({ projectId: r!.command.projectId, email: r!.from.email }))),
+    sendTrackingDefaults(db, resolved.filter((r) => r).map((r) => r!.command.projectId)),
+  ]);
   resolved.forEach((r, i) => {
     if (r && !verified.has(`${r.command.projectId}/${r.from.email}`)) {
       results[i] = invalid(
@@ -167,7 +173,10 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
     return { id: newIds.get(key)!, subscribed: subscribed ?? false, data: {} };
   };
   resolved.forEach((r, i) => {
-    if (r) results[i] = { ...r, contacts: r.command.recipients.map((m) => contactFor(r.command.projectId, m.email, r.command.body.subscribed)) };
+    if (!r) return;
+    const defaults = trackDefaults.get(r.command.projectId) ?? { opens: false, clicks: false };
+    const track = { opens: r.command.body.track?.opens ?? defaults.opens, clicks: r.command.body.track?.clicks ?? defaults.clicks };
+    results[i] = { ...r, track, contacts: r.command.recipients.map((m) => contactFor(r.command.projectId, m.email, r.command.body.subscribed)) };
   });
   return results as (CheckedSend | DomainError)[];
 }
@@ -273,6 +282,8 @@ export async function storeSends(trx: Knex.Transaction, prepared: readonly Prepa
         html: messages[k]!.html,
         headers: JSON.stringify({ ...body.headers, ...unsubscribe }),
         attachment_ids: attachmentIds.get(i) ?? [],
+        track_opens: p.track.opens,
+        track_clicks: p.track.clicks,
       }];
     });
     rows.push(...emails);
