@@ -134,10 +134,12 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
     };
   });
 
-  const [verified, trackDefaults] = await Promise.all([
-    verifiedSenders(db as Knex, resolved.filter((r) => r).map((r) => ({ projectId: r!.command.projectId, email: r!.from.email }))),
-    sendTrackingDefaults(db, resolved.filter((r) => r).map((r) => r!.command.projectId)),
-  ]);
+  // Side by side on the pool; one after the other on a transaction's single connection.
+  const senders = () => verifiedSenders(db as Knex, resolved.filter((r) => r).map((r) => ({ projectId: r!.command.projectId, email: r!.from.email })));
+  const defaults = () => sendTrackingDefaults(db, resolved.filter((r) => r).map((r) => r!.command.projectId));
+  const [verified, trackDefaults] = (db as Knex.Transaction).isTransaction
+    ? [await senders(), await defaults()] as const
+    : await Promise.all([senders(), defaults()]);
   resolved.forEach((r, i) => {
     if (r && !verified.has(`${r.command.projectId}/${r.from.email}`)) {
       results[i] = invalid(

@@ -12,6 +12,18 @@ export interface Hit {
   agent: Agent;
 }
 
+/** The counts' update of recordHits (bindings: project ids, email ids, opens, human open, clicks, human click); exported for EXPLAIN. */
+export const HITS_SQL = `WITH h AS (
+       SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::int[], ?::bool[], ?::int[], ?::bool[]) WITH ORDINALITY
+         AS h(project_id, id, opens, human_open, clicks, human_click, ord))
+     UPDATE emails e SET
+       opens = e.opens + h.opens,
+       first_opened_at = CASE WHEN h.human_open THEN coalesce(e.first_opened_at, now()) ELSE e.first_opened_at END,
+       clicks = e.clicks + h.clicks,
+       first_clicked_at = CASE WHEN h.human_click THEN coalesce(e.first_clicked_at, now()) ELSE e.first_clicked_at END
+     FROM h WHERE e.project_id = h.project_id AND e.id = h.id
+     RETURNING e.project_id, e.id, e.contact_id`;
+
 /**
  * Records any number of hits in the caller's transaction (group commit, db/batch.ts): ONE update of the emails'
  * counts (every hit counts in `opens` / `clicks`; the first hit that is not a proxy or a scanner sets
@@ -36,16 +48,7 @@ export async function recordHits(trx: Knex.Transaction, hits: readonly Hit[]): P
   // Sorted, so that concurrent batches lock the rows they share in the same order.
   const rows = [...perEmail.values()].sort((a, b) => (a.projectId + a.emailId < b.projectId + b.emailId ? -1 : 1));
   const { rows: found } = await trx.raw(
-    `WITH h AS (
-       SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::int[], ?::bool[], ?::int[], ?::bool[]) WITH ORDINALITY
-         AS h(project_id, id, opens, human_open, clicks, human_click, ord))
-     UPDATE emails e SET
-       opens = e.opens + h.opens,
-       first_opened_at = CASE WHEN h.human_open THEN coalesce(e.first_opened_at, now()) ELSE e.first_opened_at END,
-       clicks = e.clicks + h.clicks,
-       first_clicked_at = CASE WHEN h.human_click THEN coalesce(e.first_clicked_at, now()) ELSE e.first_clicked_at END
-     FROM h WHERE e.project_id = h.project_id AND e.id = h.id
-     RETURNING e.project_id, e.id, e.contact_id`,
+    HITS_SQL,
     [
       rows.map((r) => r.projectId), rows.map((r) => r.emailId), rows.map((r) => r.opens), rows.map((r) => r.humanOpen),
       rows.map((r) => r.clicks), rows.map((r) => r.humanClick),
