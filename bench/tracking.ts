@@ -12,8 +12,8 @@
  * arrived together. autocannon (in this process) drives each route at BENCH_CONNECTIONS: a warm-up, then the measure.
  * A browser user agent, so the opens are unique ones (first_opened_at is written).
  *
- * After the run it checks that every answered hit left its event and its count: events = 2xx/302 answers, and the
- * emails' opens/clicks sum to the same.
+ * After the run it checks that every answered hit left its event and its count: events ≥ answers (hits still in flight
+ * when autocannon stops are recorded but not counted), and the emails' opens/clicks sum to the events.
  *
  * Environment: BENCH_DURATION (s, default 15), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS (default 32),
  * BENCH_EMAILS (default 20000), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info; the log goes to /dev/null),
@@ -133,9 +133,11 @@ runBench('bench:tracking', 10 * 60_000, async () => {
     const counts = async (name: string) => Number((await knex('events').where({ project_id: project.id, name }).count('* as n').first())!.n);
     const sums = (await knex('emails').where('project_id', project.id).select(knex.raw('sum(opens)::int AS opens, sum(clicks)::int AS clicks, count(first_opened_at)::int AS unique_opens')).first()) as { opens: number; clicks: number; unique_opens: number };
     const [openEvents, clickEvents] = [await counts('email.opened'), await counts('email.clicked')];
-    const recorded = openEvents === open.total && clickEvents === click.total && sums.opens === open.total && sums.clicks === click.total;
+    // At least every answered hit (requests still in flight when autocannon stops are recorded but not counted as
+    // answered), and the counts on the rows agree with the events.
+    const recorded = openEvents >= open.total && clickEvents >= click.total && sums.opens === openEvents && sums.clicks === clickEvents;
     console.log(`\nchecks: ${open.total} pixels answered, ${openEvents} email.opened events, opens summing to ${sums.opens} (${sums.unique_opens} emails opened); `
-      + `${click.total} redirects answered, ${clickEvents} email.clicked events, clicks summing to ${sums.clicks}: ${recorded ? 'all recorded' : 'MISMATCH'}`);
+      + `${click.total} redirects answered, ${clickEvents} email.clicked events, clicks summing to ${sums.clicks}: ${recorded ? 'every answered hit recorded, counts equal to events' : 'MISMATCH'}`);
     const targets = [open.m, click.m].map((r) => `${r.name} ${Math.round(r.rps)} req/s ≥ ${TARGET}: ${r.rps >= TARGET && r.unexpected === 0 && r.errors === 0 ? 'met' : 'MISSED'}`);
     console.log(`targets: ${targets.join('; ')}`);
     if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), settings: cluster.settings, results }, null, 2));
