@@ -17,10 +17,11 @@
  *
  * Environment: BENCH_DURATION (s, default 15), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS (default 32),
  * BENCH_EMAILS (default 20000), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info; the log goes to /dev/null),
- * BENCH_JSON=file.
+ * BENCH_PG_STAT=1 (pg_stat_statements: the statements' time per request), BENCH_JSON=file.
  */
 import fs from 'node:fs';
 import autocannon from 'autocannon';
+import type { Knex } from 'knex';
 import { startCluster } from './lib/cluster';
 import { BENCH_SECRET, benchProject, EMAIL_HTML, prepareEngineSchema, startHeraldChild } from './lib/herald';
 import { cpuMs, machine, machineBusyMs, runBench, type Child } from './lib/proc';
@@ -66,10 +67,11 @@ function drive(url: string, paths: string[], expected: number, seconds: number) 
   });
 }
 
-async function measure(name: string, child: Child, base: string, paths: string[], expected: number, pg: { pid: number }): Promise<{ m: Measured; total: number }> {
+async function measure(name: string, child: Child, base: string, paths: string[], expected: number, pg: { pid: number; knex: Knex; pgStat: boolean }): Promise<{ m: Measured; total: number }> {
   process.stdout.write(`${name}: warm-up ${WARMUP} s … `);
   const warm = await drive(base, paths, expected, WARMUP);
   process.stdout.write(`${Math.round(warm.answered / WARMUP)} req/s; measure ${DURATION} s … `);
+  if (pg.pgStat) await pg.knex.raw('SELECT pg_stat_statements_reset()');
   const before = { server: cpuMs(child.pid), postgres: cpuMs(pg.pid, true), loadgen: cpuMs(process.pid), machine: machineBusyMs() };
   const { r, answered, unexpected } = await drive(base, paths, expected, DURATION);
   const after = { server: cpuMs(child.pid), postgres: cpuMs(pg.pid, true), loadgen: cpuMs(process.pid), machine: machineBusyMs() };
@@ -82,6 +84,10 @@ async function measure(name: string, child: Child, base: string, paths: string[]
     },
   };
   console.log(`${Math.round(m.rps)} req/s`);
+  if (pg.pgStat) {
+    const rows = (await pg.knex.raw('SELECT calls, mean_exec_time, total_exec_time, query FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 8')).rows as { calls: number; mean_exec_time: number; total_exec_time: number; query: string }[];
+    for (const r of rows) console.log(`  ${(r.calls / answered).toFixed(3)} calls/req, ${(r.total_exec_time / answered).toFixed(3)} ms/req, mean ${r.mean_exec_time.toFixed(3)} ms: ${r.query.replace(/\s+/g, ' ').slice(0, 110)}`);
+  }
   return { m, total: warm.answered + answered };
 }
 
@@ -112,7 +118,7 @@ runBench('bench:tracking', 10 * 60_000, async () => {
     const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000' });
     children.push(herald);
     const base = `http://127.0.0.1:${(await herald.ready).port as number}`;
-    const pg = { pid: cluster.postmasterPid() };
+    const pg = { pid: cluster.postmasterPid(), knex, pgStat: cluster.pgStat };
 
     const results: Measured[] = [];
     results.push((await measure('GET /health', herald, base, ['/health'], 200, pg)).m);
@@ -129,12 +135,16 @@ runBench('bench:tracking', 10 * 60_000, async () => {
       console.log(`| ${r.name} | ${f(r.rps)} | ${f(r.rps / health.rps, 2)} | ${r.p50} | ${r.p99} | ${r.p999} | ${r.max} | ${r.answered} | ${r.unexpected} | ${r.errors} | ${f(r.cpu.server, 3)} | ${f(r.cpu.postgres, 3)} | ${f(r.cpu.loadgen, 3)} | ${f(r.cpu.machine, 3)} |`);
     }
 
-    // Every answered hit was recorded: its event and its count.
-    const counts = async (name: string) => Number((await knex('events').where({ project_id: project.id, name }).count('* as n').first())!.n);
-    const sums = (await knex('emails').where('project_id', project.id).select(knex.raw('sum(opens)::int AS opens, sum(clicks)::int AS clicks, count(first_opened_at)::int AS unique_opens')).first()) as { opens: number; clicks: number; unique_opens: number };
-    const [openEvents, clickEvents] = [await counts('email.opened'), await counts('email.clicked')];
-    // At least every answered hit (requests still in flight when autocannon stops are recorded but not counted as
-    // answered), and the counts on the rows agree with the events.
+    // Every answered hit was recorded: its event and its count. Read in one statement, after the hits still in flight
+    // when autocannon stopped have had a second to commit.
+    await new Promise((r) => setTimeout(r, 1000));
+    const { rows: [check] } = await knex.raw(
+      `SELECT (SELECT count(*)::int FROM events WHERE project_id = ?::uuid AND name = 'email.opened') AS open_events,
+              (SELECT count(*)::int FROM events WHERE project_id = ?::uuid AND name = 'email.clicked') AS click_events,
+              sum(opens)::int AS opens, sum(clicks)::int AS clicks, count(first_opened_at)::int AS unique_opens
+       FROM emails WHERE project_id = ?::uuid`, [project.id, project.id, project.id]);
+    const sums = check as { open_events: number; click_events: number; opens: number; clicks: number; unique_opens: number };
+    const [openEvents, clickEvents] = [sums.open_events, sums.click_events];
     const recorded = openEvents >= open.total && clickEvents >= click.total && sums.opens === openEvents && sums.clicks === clickEvents;
     console.log(`\nchecks: ${open.total} pixels answered, ${openEvents} email.opened events, opens summing to ${sums.opens} (${sums.unique_opens} emails opened); `
       + `${click.total} redirects answered, ${clickEvents} email.clicked events, clicks summing to ${sums.clicks}: ${recorded ? 'every answered hit recorded, counts equal to events' : 'MISMATCH'}`);
