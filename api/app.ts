@@ -24,11 +24,14 @@ import { emailRoutes } from './routes/emails';
 import { eventRoutes } from './routes/events';
 import { healthRoutes } from './routes/health';
 import { segmentRoutes } from './routes/segments';
+import { settingsRoutes } from './routes/settings';
 import { suppressionRoutes } from './routes/suppressions';
 import { sendRoutes } from './routes/send';
 import { templateRoutes } from './routes/templates';
 import { unsubscribeRoutes } from './routes/unsubscribe';
 import { trackRoutes } from './routes/track';
+import { trackingRoutes } from './routes/tracking';
+import { createTracker } from '../tracking/tracker';
 import { verifyRoutes } from './routes/verify';
 import { workflowRoutes } from './routes/workflows';
 
@@ -37,7 +40,7 @@ export interface AppDeps {
   log: Logger;
   apiRateLimitPerMinute: number;
   engine: Engine;
-  /** Installation secret (unsubscribe-link signatures). */
+  /** Installation secret (signatures of unsubscribe and tracking links). */
   secret: Buffer;
   /** Base URL of this API as recipients reach it. */
   publicUrl: string;
@@ -72,6 +75,8 @@ export function createApp(deps: AppDeps): Koa {
   healthRoutes(open, deps.knex);
   // Recipients' unsubscribe links: the signed token authorises; RFC 8058 one-click POSTs have no JSON body.
   unsubscribeRoutes(open, deps.knex, deps.secret);
+  // Open pixel and click redirect of tracked mail: the signed token authorises (tracking/).
+  trackingRoutes(open, createTracker(deps.knex, deps.secret));
 
   const sending = new Router();
   sending.use(authenticate(deps.knex, ['secret']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody(SEND_BODY_LIMIT));
@@ -101,6 +106,7 @@ export function createApp(deps: AppDeps): Koa {
   eventRoutes(dashboard, deps.knex);
   suppressionRoutes(dashboard, deps.knex);
   emailRoutes(dashboard, deps.knex);
+  settingsRoutes(dashboard, deps.knex);
   workflowRoutes(dashboard, workflowService(deps));
   const dns = deps.dns ?? loadDnsConfig();
   domainRoutes(dashboard, domainService({ ...deps, dns }), deps.returnPath);

@@ -40,14 +40,16 @@ export function campaignBatches({ knex, sendRatePerSecond }: CampaignDeps) {
         const res = await trx.raw(
           `WITH batch AS (${sql}),
            inserted AS (
-             INSERT INTO emails (project_id, contact_id, campaign_id, from_email, from_name, reply_to, to_email, subject, html, priority)
-             SELECT ?::uuid, b.id, ?::uuid, ?, ?, ?, b.email, NULL, NULL, 1 FROM batch b
+             INSERT INTO emails (project_id, contact_id, campaign_id, from_email, from_name, reply_to, to_email, subject, html, priority, track_opens, track_clicks)
+             -- Open and click tracking as the project's campaign settings say (on unless turned off; tracking/settings.ts).
+             SELECT p.id, b.id, ?::uuid, ?, ?, ?, b.email, NULL, NULL, 1, p.track_campaign_opens, p.track_campaign_clicks
+             FROM batch b CROSS JOIN projects p WHERE p.id = ?::uuid
              ON CONFLICT (project_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL AND NOT is_test DO NOTHING
              RETURNING id)
            SELECT (SELECT count(*) FROM batch)::int AS n,
                   (SELECT b.id FROM batch b ORDER BY b.id DESC LIMIT 1) AS last,
                   (SELECT count(*) FROM inserted)::int AS inserted`,
-          [...bindings, ref.projectId, ref.campaignId, campaign.from_email, campaign.from_name, campaign.reply_to],
+          [...bindings, ref.campaignId, campaign.from_email, campaign.from_name, campaign.reply_to, ref.projectId],
         );
         return res.rows[0] as { n: number; last: string | null; inserted: number };
       }).catch((err: unknown) => { throw asPermanent(err, 'the audience cannot be evaluated'); });

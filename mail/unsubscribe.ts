@@ -1,8 +1,8 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { signToken, verifyToken } from './tokens';
 
 /**
- * Unsubscribe tokens: `<base64url(projectId:contactId)>.<HMAC-SHA256 tag>`, signed with SECRET_KEY. A token names
- * exactly one contact of one project; it cannot be forged or altered to name another without the key.
+ * Unsubscribe tokens: `<base64url(projectId:contactId)>.<HMAC-SHA256 tag>`, signed with SECRET_KEY (mail/tokens.ts). A
+ * token names exactly one contact of one project; it cannot be forged or altered to name another without the key.
  */
 export interface UnsubscribeTarget {
   projectId: string;
@@ -11,22 +11,14 @@ export interface UnsubscribeTarget {
   emailId?: string;
 }
 
-function tag(secret: Buffer, payload: string): Buffer {
-  return createHmac('sha256', secret).update(`unsubscribe:${payload}`).digest().subarray(0, 20);
-}
-
 export function unsubscribeToken(secret: Buffer, target: UnsubscribeTarget): string {
-  const payload = Buffer.from([target.projectId, target.contactId, ...(target.emailId ? [target.emailId] : [])].join(':')).toString('base64url');
-  return `${payload}.${tag(secret, payload).toString('base64url')}`;
+  return signToken(secret, 'unsubscribe', Buffer.from([target.projectId, target.contactId, ...(target.emailId ? [target.emailId] : [])].join(':')));
 }
 
 export function verifyUnsubscribeToken(secret: Buffer, token: string): UnsubscribeTarget | null {
-  const [payload, sig, extra] = token.split('.');
-  if (!payload || !sig || extra !== undefined) return null;
-  const given = Buffer.from(sig, 'base64url');
-  const expected = tag(secret, payload);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
-  const [projectId, contactId, emailId, more] = Buffer.from(payload, 'base64url').toString('utf8').split(':');
+  const payload = verifyToken(secret, 'unsubscribe', token);
+  if (!payload) return null;
+  const [projectId, contactId, emailId, more] = payload.toString('utf8').split(':');
   if (!projectId || !contactId || more !== undefined) return null;
   return emailId ? { projectId, contactId, emailId } : { projectId, contactId };
 }

@@ -12,12 +12,13 @@ import { DEFAULT_BOUNCE_SETTINGS, recordReturns, type BounceSettings } from '../
 import { bounceAddress } from '../bounces/token';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
+import { addTracking } from '../tracking/links';
 
 export interface DeliveryDeps {
   knex: Knex;
   mailer: Mailer;
   log: Logger;
-  /** For the unsubscribe links of campaign mail, and the bounce addresses. */
+  /** For the unsubscribe links of campaign mail, the open and click links of tracked mail, and the bounce addresses. */
   secret: Buffer;
   publicUrl: string;
   /**
@@ -120,12 +121,22 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl, bounces 
     return keys;
   }
 
+  /**
+   * The HTML as delivered: with open and click tracking when the email has it (its choice was fixed when it was
+   * queued), the pixel and redirects naming this email. Done here, for every email alike, so a retry carries the same
+   * links.
+   */
+  function tracked(email: Email, content: MessageContent | TemplateError | null): MessageContent | TemplateError | null {
+    if (!content || content instanceof TemplateError || (!email.trackOpens && !email.trackClicks)) return content;
+    return { ...content, html: addTracking(content.html, { opens: email.trackOpens, clicks: email.trackClicks, publicUrl, secret, projectId: email.projectId, emailId: email.id }) };
+  }
+
   /** Everything the sends of these emails need, by email id. */
   async function prepare(emails: Email[]): Promise<Map<string, Prepared>> {
     const [content, keys] = await Promise.all([contents(emails), signingKeys(emails)]);
     return new Map(emails.map((e) => {
       const dkim = dkimFor(keys.get(e.projectId)!, e.fromEmail);
-      return [e.id, { content: content.get(e.id) ?? null, ...(dkim ? { dkim } : {}) }];
+      return [e.id, { content: tracked(e, content.get(e.id) ?? null), ...(dkim ? { dkim } : {}) }];
     }));
   }
 

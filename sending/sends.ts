@@ -7,6 +7,7 @@ import { recordEvents, type NewEvent } from '../db/queries/events';
 import { verifiedSenders } from '../db/queries/domains';
 import { messageScope, type Renderer, type RenderJob, type TemplateProblem } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
+import { sendTrackingDefaults, type TrackChoice } from '../tracking/settings';
 import { DomainError, invalid } from '../core/errors';
 import { dataValues } from '../core/requestData';
 import type { Mailbox, SendBody } from './types';
@@ -58,6 +59,8 @@ export interface CheckedSend {
   marketing: boolean;
   /** By recipient, in order. */
   contacts: RenderedFor[];
+  /** Open and click tracking of its emails: the request's `track`, else the project's transactional defaults. */
+  track: TrackChoice;
 }
 
 /** A send checked and rendered, ready to be stored. */
@@ -138,7 +141,12 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
     };
   });
 
-  const verified = await verifiedSenders(db as Knex, resolved.filter((r) => r).map((r) => ({ projectId: r!.command.projectId, email: r!.from.email })));
+  // Side by side on the pool; one after the other on a transaction's single connection.
+  const senders = () => verifiedSenders(db as Knex, resolved.filter((r) => r).map((r) => ({ projectId: r!.command.projectId, email: r!.from.email })));
+  const defaults = () => sendTrackingDefaults(db, resolved.filter((r) => r).map((r) => r!.command.projectId));
+  const [verified, trackDefaults] = (db as Knex.Transaction).isTransaction
+    ? [await senders(), await defaults()] as const
+    : await Promise.all([senders(), defaults()]);
   resolved.forEach((r, i) => {
     if (r && !verified.has(`${r.command.projectId}/${r.from.email}`)) {
       results[i] = invalid(
@@ -174,7 +182,13 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
     return { id: newIds.get(key)!, subscribed: subscribed ?? false, data: {} };
   };
   resolved.forEach((r, i) => {
-    if (r) results[i] = { ...r, contacts: r.command.recipients.map((m) => contactFor(r.command.projectId, m.email, r.command.body.subscribed)) };
+    if (!r) return;
+    const defaults = trackDefaults.get(r.command.projectId) ?? { opens: false, clicks: false };
+    // A submitted message (SMTP) is delivered as its client built it: its HTML is never rewritten, so it is not tracked.
+    const track = r.command.raw
+      ? { opens: false, clicks: false }
+      : { opens: r.command.body.track?.opens ?? defaults.opens, clicks: r.command.body.track?.clicks ?? defaults.clicks };
+    results[i] = { ...r, track, contacts: r.command.recipients.map((m) => contactFor(r.command.projectId, m.email, r.command.body.subscribed)) };
   });
   return results as (CheckedSend | DomainError)[];
 }
@@ -309,6 +323,8 @@ export async function storeSends(trx: Knex.Transaction, prepared: readonly Prepa
         headers: JSON.stringify({ ...body.headers, ...unsubscribe }),
         attachment_ids: attachmentIds.get(i) ?? [],
         raw_message_id: rawIds.get(i) ?? null,
+        track_opens: p.track.opens,
+        track_clicks: p.track.clicks,
       }];
     });
     rows.push(...emails.map(({ suppressed: _reason, ...row }) => row));

@@ -30,6 +30,8 @@ export interface SendBody {
   headers?: Record<string, string>;
   attachments?: AttachmentInput[];
   subscribed?: boolean;
+  /** Open and click tracking for this send's emails; what is not given follows the project's settings (GET /settings). */
+  track?: { opens?: boolean; clicks?: boolean };
   /** Template variables; entries may be `{ value, persistent? }` (common.ts DataEntry). Never stored on the contact. */
   data?: RequestData;
 }

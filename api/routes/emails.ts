@@ -28,6 +28,13 @@ export interface EmailJson {
   createdAt: string;
   updatedAt: string;
   sentAt: string | null;
+  /** Open and click tracking (docs/api.md, "Open and click tracking"): whether it is on, and what it counted. */
+  tracking: { opens: boolean; clicks: boolean };
+  /** Every open and click recorded, proxies and scanners included; the first times are those of real readers only. */
+  opens: number;
+  firstOpenedAt: string | null;
+  clicks: number;
+  firstClickedAt: string | null;
 }
 
 export function emailJson(e: Email): EmailJson {
@@ -36,6 +43,8 @@ export function emailJson(e: Email): EmailJson {
     subject: e.subject, contactId: e.contactId, campaignId: e.campaignId, templateId: e.templateId, isTest: e.isTest,
     attempts: e.attempts, messageId: e.messageId, error: e.error, createdAt: e.createdAt.toISOString(),
     updatedAt: e.updatedAt.toISOString(), sentAt: e.sentAt ? e.sentAt.toISOString() : null,
+    tracking: { opens: e.trackOpens, clicks: e.trackClicks }, opens: e.opens, firstOpenedAt: e.firstOpenedAt?.toISOString() ?? null,
+    clicks: e.clicks, firstClickedAt: e.firstClickedAt?.toISOString() ?? null,
   };
 }
 

@@ -110,5 +110,6 @@ export const sendSchema = Joi.object<SendBody>({
   headers: headersSchema,
   attachments: Joi.array().items(attachmentSchema).max(MAX_ATTACHMENTS),
   subscribed: Joi.boolean(),
+  track: Joi.object({ opens: Joi.boolean(), clicks: Joi.boolean() }),
   data: contactDataSchema,
 });

@@ -40,6 +40,14 @@ export class Email extends BaseModel {
   claimedBy!: string | null;
   claimedAt!: Date | null;
   sentAt!: Date | null;
+  /** Open and click tracking for this email, fixed when it was queued (tracking/). */
+  trackOpens!: boolean;
+  trackClicks!: boolean;
+  /** Every open and click recorded; first_*: the first that was not a mail proxy or scanner (unique). */
+  opens!: number;
+  firstOpenedAt!: Date | null;
+  clicks!: number;
+  firstClickedAt!: Date | null;
   createdAt!: Date;
   updatedAt!: Date;
 }

@@ -5,6 +5,7 @@ import type Koa from 'koa';
 import fc from 'fast-check';
 import { encodeCursor } from '../../api/pagination';
 import { unsubscribeToken } from '../../mail/unsubscribe';
+import { clickToken, openToken } from '../../tracking/links';
 
 /**
  * Generators and checks of the API fuzz test (test/fuzz.test.ts, issue 13).
@@ -335,7 +336,7 @@ const campaignFields = {
 type QueryPair = [string, string];
 export interface RouteGen {
   /** Path parameters and what they refer to. */
-  ids?: Record<string, ResourceType | 'unsubscribe' | 'address'>;
+  ids?: Record<string, ResourceType | 'unsubscribe' | 'address' | 'openToken' | 'clickToken'>;
   /** Near-valid JSON body; absent: the route takes none (a stray body is still sent now and then). */
   body?: fc.Arbitrary<unknown>;
   /** Valid query parameters (URL-encoded when sent); the fuzz adds bad ones. */
@@ -349,6 +350,8 @@ export interface RouteGen {
   keys?: 'secret' | 'any' | 'none';
   /** Not JSON: the unsubscribe pages. */
   html?: boolean;
+  /** Not JSON when it succeeds: the open pixel (a GIF) and the click redirect (a 302 with Location). */
+  tracking?: 'pixel' | 'redirect';
 }
 
 const limitArb = fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 1, max: 100 }).map(String) }, { weight: 1, arbitrary: fc.constantFrom('0', '101', '-1', 'abc', '1.5', '1e2', '', ' 5', '9'.repeat(400), '0x10') });
@@ -372,6 +375,8 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'GET /health': { keys: 'none' },
   'GET /unsubscribe/:token': { keys: 'none', ids: { token: 'unsubscribe' }, html: true },
   'POST /unsubscribe/:token': { keys: 'none', ids: { token: 'unsubscribe' }, html: true },
+  'GET /t/o/:token': { keys: 'none', ids: { token: 'openToken' }, tracking: 'pixel' },
+  'GET /t/c/:token': { keys: 'none', ids: { token: 'clickToken' }, tracking: 'redirect' },
 
   'POST /v1/send': { body: sendBodyArb, creates: 'contact' },
   'POST /v1/track': {
@@ -444,6 +449,12 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
     }),
   },
   'GET /emails/:id': { ids: { id: 'email' } },
+  'GET /settings': {},
+  'PATCH /settings': {
+    body: fc.record({
+      tracking: fc.record({ send: opt(fc.record({ opens: opt(fc.boolean()), clicks: opt(fc.boolean()) }).map(compact)), campaigns: opt(fc.record({ opens: opt(fc.boolean()), clicks: opt(fc.boolean()) }).map(compact)) }).map(compact),
+    }),
+  },
 
   'GET /workflows': { list: true, query: listQuery('workflow', { enabled: boolText }) },
   'POST /workflows': {
@@ -674,13 +685,20 @@ function addressArb(): fc.Arbitrary<{ text: string; kind: string }> {
   );
 }
 
+/** Open and click tokens: signed for an email that is not there (own or another project's), altered, or no token at all. */
+function trackTokenArb(kind: 'o' | 'c'): fc.Arbitrary<{ text: string; kind: string }> {
+  return fc.tuple(fc.constantFrom('own', 'other', 'tampered', 'truncated', 'swapped', 'evil', 'garbage', 'empty'), fc.nat(50))
+    .map(([k, n]) => ({ text: `⟦track:${kind}:${k}:${n}⟧`, kind: k }));
+}
+
 /** Requests for one route of the app. */
 export function routeRequestArb(route: RouteKey): fc.Arbitrary<FuzzRequest> {
   const gen = ROUTE_GENERATORS[route.key];
   if (!gen) throw new Error(`no generator for ${route.key}`);
   const idArbs: Record<string, fc.Arbitrary<{ text: string; kind: string }>> = {};
   for (const [name, type] of Object.entries(gen.ids ?? {})) {
-    idArbs[name] = type === 'unsubscribe' ? unsubArb() : type === 'address' ? addressArb() : idArb(type, 'path', { deleting: route.method === 'DELETE' && gen.deletes !== undefined && name === 'id' });
+    idArbs[name] = type === 'unsubscribe' ? unsubArb() : type === 'address' ? addressArb() : type === 'openToken' ? trackTokenArb('o') : type === 'clickToken' ? trackTokenArb('c')
+      : idArb(type, 'path', { deleting: route.method === 'DELETE' && gen.deletes !== undefined && name === 'id' });
   }
   const bodyArb: fc.Arbitrary<{ body: BodySpec; label: string; valid: boolean }> = gen.body
     ? fc.oneof(
@@ -842,6 +860,22 @@ export function resolveToken(world: FuzzWorld, p: 0 | 1, token: string, ghost = 
         case 'tampered': return `${valid.slice(0, -2)}${valid.endsWith('AA') ? 'BB' : 'AA'}`;
         case 'truncated': return valid.slice(0, Number(n) % valid.length);
         case 'extraDot': return `${valid}.x`;
+        case 'garbage': return ['%00', '%ZZ', 'a.b', '..', '.', 'x'.repeat(3000), '%ED%A0%80.%FF'][Number(n) % 7]!;
+        default: return '';
+      }
+    }
+    case 'track': {
+      const [, which, kind, n] = parts as [string, 'o' | 'c', string, string];
+      const emailId = `0190a000-0000-7000-8000-${String(Number(n)).padStart(12, '0')}`;
+      const sign = (projectId: string, url = 'https://example.org/landing') => (which === 'o' ? openToken(world.secret, { projectId, emailId }) : clickToken(world.secret, { projectId, emailId, url }));
+      const valid = sign(own.id);
+      switch (kind) {
+        case 'own': return valid;
+        case 'other': return sign(other.id);
+        case 'tampered': return `${valid.slice(0, -2)}${valid.endsWith('AA') ? 'BB' : 'AA'}`;
+        case 'truncated': return valid.slice(0, Number(n) % valid.length);
+        case 'swapped': return which === 'o' ? clickToken(world.secret, { projectId: own.id, emailId, url: 'https://example.org/' }) : openToken(world.secret, { projectId: own.id, emailId });
+        case 'evil': return sign(own.id, ['javascript:alert(1)', 'https://evil.example/\r\nSet-Cookie: x=1', '//evil.example', 'data:text/html,x'][Number(n) % 4]);
         case 'garbage': return ['%00', '%ZZ', 'a.b', '..', '.', 'x'.repeat(3000), '%ED%A0%80.%FF'][Number(n) % 7]!;
         default: return '';
       }
@@ -1055,6 +1089,11 @@ export function checkAnswer(req: FuzzRequest, gen: RouteGen | undefined, a: Answ
   const ok = a.status >= 200 && a.status < 300;
   if (!ok) {
     if (gen?.html && a.status === 404 && /text\/html/.test(String(a.headers['content-type']))) return problems; // the "link not valid" page
+    if (gen?.tracking === 'redirect' && a.status === 302) {
+      const location = String(a.headers.location ?? '');
+      if (!/^https?:\/\//.test(location)) problems.push(`redirect to ${short(location, 80)}`);
+      return problems;
+    }
     const b = a.json as { success?: unknown; error?: Record<string, unknown>; timestamp?: unknown; code?: unknown; message?: unknown; time?: unknown } | undefined;
     if (!b || typeof b !== 'object') return [...problems, `error answer is not JSON: ${short(a.text, 120)}`];
     if (b.success !== false) problems.push('error answer without success:false');
@@ -1091,6 +1130,10 @@ export function checkAnswer(req: FuzzRequest, gen: RouteGen | undefined, a: Answ
   }
   if (gen?.html) {
     if (!/text\/html/.test(String(a.headers['content-type']))) problems.push('unsubscribe page is not HTML');
+    return problems;
+  }
+  if (gen?.tracking) {
+    if (gen.tracking !== 'pixel' || a.headers['content-type'] !== 'image/gif') problems.push(`tracking answered ${a.status} ${String(a.headers['content-type'])}`);
     return problems;
   }
   const b = a.json as { success?: unknown; data?: Record<string, unknown> } | undefined;

@@ -1,0 +1,9 @@
+import Joi from 'joi';
+import type { SettingsPatch, TrackChoice } from '../../tracking/settings';
+
+const choice = Joi.object<Partial<TrackChoice>, true>({ opens: Joi.boolean(), clicks: Joi.boolean() }).min(1);
+
+/** PATCH /settings: only the settings given change. */
+export const settingsPatchSchema = Joi.object<SettingsPatch, true>({
+  tracking: Joi.object({ send: choice, campaigns: choice }).min(1),
+}).min(1);

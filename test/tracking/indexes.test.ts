@@ -1,0 +1,57 @@
+import type { Knex } from 'knex';
+import { campaignStatsSql, STATS_LINKS } from '../../db/queries/campaigns';
+import { createProject } from '../../projects/service';
+import { HITS_SQL } from '../../tracking/record';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+
+/**
+ * The query paths of tracking are served by indexes, read from EXPLAIN of the very SQL the code runs, on enough rows
+ * (20 projects, 100 campaigns, 100,000 emails, their sent, open and click events) that a sequential scan would lose.
+ */
+let db: TestDatabase;
+let projectId: string;
+let campaignId: string;
+let emailIds: string[];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const projects: string[] = [];
+  for (let i = 0; i < 20; i++) projects.push((await createProject(`p${i}`)).id);
+  projectId = projects[0]!;
+  // 5 campaigns per project, interleaved as they would be sent.
+  const { rows: campaigns } = await db.knex.raw(
+    `INSERT INTO campaigns (project_id, name, subject, body, from_email, audience_type, status)
+     SELECT (?::uuid[])[1 + g % 20], 'c' || g, 's', 'b', 'n@example.com', 'ALL', 'SENT' FROM generate_series(0, 99) g RETURNING project_id, id`, [projects]);
+  campaignId = campaigns.find((c: { project_id: string }) => c.project_id === projectId).id;
+  await db.knex.raw(
+    `INSERT INTO emails (project_id, contact_id, campaign_id, from_email, to_email, status, track_opens, track_clicks, opens, clicks, first_opened_at)
+     SELECT c.project_id, NULL, c.id, 'n@example.com', 'u' || g || '@example.org', 'SENT', true, true, g % 3, g % 5, CASE WHEN g % 3 > 0 THEN now() END
+     FROM generate_series(0, 99999) g JOIN LATERAL (SELECT (?::jsonb -> (g % 100)) AS c) j ON true
+     CROSS JOIN LATERAL (SELECT (j.c ->> 'project_id')::uuid AS project_id, (j.c ->> 'id')::uuid AS id) c`, [JSON.stringify(campaigns)]);
+  await db.knex.raw(
+    `INSERT INTO events (project_id, name, email_id, contact_id, data)
+     SELECT e.project_id, n.name, e.id, e.contact_id, CASE WHEN n.name = 'email.clicked' THEN jsonb_build_object('url', 'https://x.example/' || (abs(hashtext(e.id::text)) % 7)) ELSE '{}'::jsonb END
+     FROM emails e CROSS JOIN (VALUES ('email.sent'), ('email.opened'), ('email.clicked')) n(name)`);
+  await db.knex.raw('VACUUM ANALYZE emails');
+  await db.knex.raw('VACUUM ANALYZE events');
+  emailIds = (await db.knex('emails').where({ project_id: projectId }).limit(50).select('id')).map((r) => r.id);
+});
+afterAll(async () => { await db.close(); });
+
+async function plan(sql: string, bindings: unknown[]): Promise<string> {
+  const res = await db.knex.raw(`EXPLAIN ${sql}`, bindings as Knex.RawBinding[]);
+  return res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+}
+
+test('campaign stats read the campaign\'s emails and their click events through indexes, never a table', async () => {
+  const p = await plan(campaignStatsSql, [projectId, campaignId, projectId, projectId, STATS_LINKS]);
+  expect(p).toContain('emails_campaign_contact_key');
+  expect(p).toMatch(/events_clicks_idx|events_email_idx/);
+  expect(p).not.toMatch(/Seq Scan/);
+});
+
+test('recording a batch of opens and clicks finds the emails by their primary key', async () => {
+  const p = await plan(HITS_SQL, [emailIds.map(() => projectId), emailIds, emailIds.map(() => 1), emailIds.map(() => true), emailIds.map(() => 0), emailIds.map(() => false)]);
+  expect(p).toContain('emails_pkey');
+  expect(p).not.toMatch(/Seq Scan on emails/);
+});

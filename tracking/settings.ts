@@ -1,0 +1,56 @@
+import type { Knex } from 'knex';
+
+/** Whether an email gets the open pixel and click redirects. */
+export interface TrackChoice {
+  opens: boolean;
+  clicks: boolean;
+}
+
+/**
+ * A project's tracking settings (GET/PATCH /settings): the defaults of transactional mail (POST /v1/send and
+ * automation sends; a send's own `track` overrides them) and of campaigns. Off for transactional mail, on for
+ * campaigns, until the project changes them.
+ */
+export interface ProjectSettings {
+  tracking: { send: TrackChoice; campaigns: TrackChoice };
+}
+
+export interface SettingsPatch {
+  tracking?: { send?: Partial<TrackChoice>; campaigns?: Partial<TrackChoice> };
+}
+
+const COLUMNS = ['track_send_opens', 'track_send_clicks', 'track_campaign_opens', 'track_campaign_clicks'] as const;
+type Row = Record<(typeof COLUMNS)[number], boolean>;
+
+const settingsOf = (r: Row): ProjectSettings => ({
+  tracking: {
+    send: { opens: r.track_send_opens, clicks: r.track_send_clicks },
+    campaigns: { opens: r.track_campaign_opens, clicks: r.track_campaign_clicks },
+  },
+});
+
+export async function projectSettings(db: Knex, projectId: string): Promise<ProjectSettings> {
+  return settingsOf(await db('projects').where('id', projectId).first(...COLUMNS));
+}
+
+/** Changes the settings given, keeps the others; answers the settings as they now are. */
+export async function updateProjectSettings(db: Knex, projectId: string, patch: SettingsPatch): Promise<ProjectSettings> {
+  const t = patch.tracking ?? {};
+  const changes: Partial<Row> = {
+    ...(t.send?.opens !== undefined ? { track_send_opens: t.send.opens } : {}),
+    ...(t.send?.clicks !== undefined ? { track_send_clicks: t.send.clicks } : {}),
+    ...(t.campaigns?.opens !== undefined ? { track_campaign_opens: t.campaigns.opens } : {}),
+    ...(t.campaigns?.clicks !== undefined ? { track_campaign_clicks: t.campaigns.clicks } : {}),
+  };
+  if (Object.keys(changes).length === 0) return projectSettings(db, projectId);
+  const [row] = await db('projects').where('id', projectId).update({ ...changes, updated_at: db.fn.now() }).returning([...COLUMNS]);
+  return settingsOf(row);
+}
+
+/** The transactional defaults of these projects, in one query. */
+export async function sendTrackingDefaults(db: Knex | Knex.Transaction, projectIds: string[]): Promise<Map<string, TrackChoice>> {
+  if (projectIds.length === 0) return new Map();
+  const rows: { id: string; track_send_opens: boolean; track_send_clicks: boolean }[] = await db('projects')
+    .whereIn('id', [...new Set(projectIds)]).select('id', 'track_send_opens', 'track_send_clicks');
+  return new Map(rows.map((r) => [r.id, { opens: r.track_send_opens, clicks: r.track_send_clicks }]));
+}
