@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { campaignAudience } from '../audience/campaignAudience';
-import { cancelCampaignRows, failCampaignRows } from '../campaigns/lifecycle';
+import { cancelCampaignRows, failCampaignRows, finishCampaignRows } from '../campaigns/lifecycle';
 import { asPermanent } from './permanent';
 import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types';
 
@@ -66,11 +66,7 @@ export function campaignActivities({ knex, sendRatePerSecond }: CampaignDeps) {
 
     /** SENDING → SENT, with the number of recipients. */
     async finishCampaign(ref: CampaignRef): Promise<CampaignPhase> {
-      const [row] = await knex('campaigns as k').where({ 'k.project_id': ref.projectId, 'k.id': ref.campaignId, 'k.status': 'SENDING' }).update({
-        status: 'SENT', completed_at: knex.fn.now(), updated_at: knex.fn.now(),
-        total_recipients: knex.raw('(SELECT count(*) FROM emails e WHERE e.project_id = k.project_id AND e.campaign_id = k.id AND NOT e.is_test)'),
-      }).returning('status');
-      return (row?.status ?? 'CANCELLED') as CampaignPhase;
+      return finishCampaignRows(knex, ref);
     },
 
     /**

@@ -21,6 +21,7 @@ import { templateRoutes } from './routes/templates';
 import { unsubscribeRoutes } from './routes/unsubscribe';
 import { trackRoutes } from './routes/track';
 import { verifyRoutes } from './routes/verify';
+import { webhookRoutes } from './routes/webhooks';
 import { workflowRoutes } from './routes/workflows';
 
 export interface AppDeps {
@@ -78,6 +79,7 @@ export function createApp(deps: AppDeps): Koa {
   segmentRoutes(dashboard, deps.knex);
   campaignRoutes(dashboard, deps);
   eventRoutes(dashboard, deps.knex);
+  webhookRoutes(dashboard, deps);
   workflowRoutes(dashboard, deps.knex, deps.engine, deps.log);
   const dns = deps.dns ?? loadDnsConfig();
   domainRoutes(dashboard, { ...deps, dns });

@@ -10,6 +10,7 @@ import * as emailsUndispatched from './20261123000001_emails_undispatched';
 import * as deliveryWindow from './20261123000002_delivery_window';
 import * as workerLiveness from './20261123000003_worker_liveness';
 import * as templateBodyType from './20261123000004_template_body_type';
+import * as webhooks from './20261124000003_webhooks';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -28,6 +29,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261123000002_delivery_window': deliveryWindow,
   '20261123000003_worker_liveness': workerLiveness,
   '20261123000004_template_body_type': templateBodyType,
+  '20261124000003_webhooks': webhooks,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
