@@ -16,10 +16,12 @@ export interface WebhookReceiver {
   url: string;
   port: number;
   received: Received[];
+  /** The most requests to `path` that were open at once. */
+  maxOpen(path: string): number;
   /** Changes what the receiver answers from now on. */
   behave(b: Behaviour): void;
-  /** The requests for which `secret` verifies the signature (standardwebhooks' own Webhook.verify); throws on one that does not. */
-  verified(secret: string): { id: string; payload: { type: string; timestamp: string; data: Record<string, unknown> } }[];
+  /** The requests to `path`, each verified with `secret` by standardwebhooks' own Webhook.verify (which throws on a bad one). */
+  verified(secret: string, path: string): { id: string; payload: { type: string; timestamp: string; data: Record<string, unknown> } }[];
   close(): Promise<void>;
 }
 
@@ -28,7 +30,13 @@ export async function startWebhookReceiver(behaviour: Behaviour = () => ({ statu
   let behave = behaviour;
   const received: Received[] = [];
   const hanging = new Set<http.ServerResponse>();
+  const open = new Map<string, number>();
+  const most = new Map<string, number>();
   const server = http.createServer((req, res) => {
+    const path = req.url ?? '/';
+    open.set(path, (open.get(path) ?? 0) + 1);
+    most.set(path, Math.max(most.get(path) ?? 0, open.get(path)!));
+    res.once('close', () => { open.set(path, open.get(path)! - 1); });
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -51,9 +59,10 @@ export async function startWebhookReceiver(behaviour: Behaviour = () => ({ statu
     port,
     received,
     behave: (b) => { behave = b; },
-    verified(secret) {
+    maxOpen: (path) => most.get(path) ?? 0,
+    verified(secret, path) {
       const wh = new Webhook(secret);
-      return received.map((r) => ({
+      return received.filter((r) => r.path === path).map((r) => ({
         id: r.headers['webhook-id']!,
         payload: wh.verify(r.body, {
           'webhook-id': r.headers['webhook-id']!, 'webhook-timestamp': r.headers['webhook-timestamp']!, 'webhook-signature': r.headers['webhook-signature']!,
