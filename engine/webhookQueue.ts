@@ -49,6 +49,31 @@ interface Outcome {
 
 const MAX_CLAIM = 200;
 
+/**
+ * The claim (bindings: per-endpoint concurrency, how many, executor id): for each enabled endpoint with a due delivery,
+ * its oldest due ones up to its free places, locked and marked DELIVERING, with the endpoint's URL and sealed secret.
+ * Exported for the index test (test/webhooks/indexes.test.ts).
+ */
+export const CLAIM_SQL = `WITH eps AS (
+    SELECT e.id, ?::int - (SELECT count(*) FROM webhook_deliveries x WHERE x.endpoint_id = e.id AND x.status = 'DELIVERING')::int AS free
+    FROM webhook_endpoints e
+    WHERE e.enabled
+      AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'PENDING' AND d.next_attempt_at <= now())
+  ), picked AS (
+    SELECT p.id FROM eps, LATERAL (
+      SELECT d.id FROM webhook_deliveries d
+      WHERE d.endpoint_id = eps.id AND d.status = 'PENDING' AND d.next_attempt_at <= now()
+      ORDER BY d.next_attempt_at
+      LIMIT greatest(eps.free, 0)
+      FOR UPDATE SKIP LOCKED) p
+    LIMIT ?
+  ), claimed AS (
+    UPDATE webhook_deliveries w SET status = 'DELIVERING', attempts = w.attempts + 1, claimed_by = ?, claimed_at = now(), updated_at = now()
+    FROM picked p WHERE w.id = p.id
+    RETURNING w.id, w.project_id, w.endpoint_id, w.payload, w.attempts
+  )
+  SELECT c.*, e.url, e.secret FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id`;
+
 export function startWebhookQueue(opts: WebhookQueueOptions): WebhookQueue {
   const { knex, log, executorId, config } = opts;
   const client = createWebhookClient(config.http);
@@ -134,25 +159,7 @@ export function startWebhookQueue(opts: WebhookQueueOptions): WebhookQueue {
 
   async function claim(want: number): Promise<ClaimedDelivery[]> {
     const { rows } = await knex.raw(
-      `WITH eps AS (
-         SELECT e.id, ?::int - (SELECT count(*) FROM webhook_deliveries x WHERE x.endpoint_id = e.id AND x.status = 'DELIVERING')::int AS free
-         FROM webhook_endpoints e
-         WHERE e.enabled
-           AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'PENDING' AND d.next_attempt_at <= now())
-       ), picked AS (
-         SELECT p.id FROM eps, LATERAL (
-           SELECT d.id FROM webhook_deliveries d
-           WHERE d.endpoint_id = eps.id AND d.status = 'PENDING' AND d.next_attempt_at <= now()
-           ORDER BY d.next_attempt_at
-           LIMIT greatest(eps.free, 0)
-           FOR UPDATE SKIP LOCKED) p
-         LIMIT ?
-       ), claimed AS (
-         UPDATE webhook_deliveries w SET status = 'DELIVERING', attempts = w.attempts + 1, claimed_by = ?, claimed_at = now(), updated_at = now()
-         FROM picked p WHERE w.id = p.id
-         RETURNING w.id, w.project_id, w.endpoint_id, w.payload, w.attempts
-       )
-       SELECT c.*, e.url, e.secret FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id`,
+      CLAIM_SQL,
       [config.endpointConcurrency, want, executorId],
     );
     return (rows as { id: string; project_id: string; endpoint_id: string; payload: Record<string, unknown>; attempts: number; url: string; secret: Buffer }[])

@@ -31,9 +31,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
   });
-  // Serves GET /webhooks (keyset on id within the project) and the triggers' lookup of a project's enabled endpoints.
+  // Serves GET /webhooks (keyset on id within the project) and the triggers' lookup of a project's endpoints (a few
+  // rows: enabled and events are filtered on them). The claim reads every enabled endpoint, a small table, in one pass.
   await knex.raw('CREATE INDEX webhook_endpoints_project_idx ON webhook_endpoints (project_id, id)');
-  await knex.raw('CREATE INDEX webhook_endpoints_enabled_idx ON webhook_endpoints (project_id) WHERE enabled');
 
   await knex.schema.createTable('webhook_deliveries', (t) => {
     t.uuid('id').primary().defaultTo(knex.raw('herald_uuidv7()'));

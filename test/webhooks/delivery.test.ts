@@ -1,3 +1,4 @@
+import { recordEvents } from '../../db/queries/events';
 import { startEndToEnd, type EndToEnd } from '../support/endToEnd';
 import { waitFor } from '../support/processes';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhookReceiver';
@@ -183,4 +184,26 @@ test('campaign.sent arrives when a campaign finishes', async () => {
   expect(done.data).toMatchObject({ campaignId: campaign.body.data.id, name: 'News' });
   expect(done.data.totalRecipients).toBeGreaterThanOrEqual(1);
   expect(msgs.filter((p) => p.type === 'email.sent').length).toBe(done.data.totalRecipients);
+});
+
+test('an event recorded by recordEvents (as open/click tracking records email.opened) reaches webhooks; a rolled-back one never does', async () => {
+  const hook = await endpoint('/opened', ['email.opened', 'email.clicked']);
+  const res = await http().post('/v1/send').set(e.key).send({ to: 'open@example.org', from: 'hi@example.com', subject: 'Tracked', body: '<p>hi</p>' });
+  const emailId = res.body.data.emails[0].email as string;
+  const contactId = res.body.data.emails[0].contact.id as string;
+  const projectId = e.t.project.id;
+  await e.t.db.knex.transaction((trx) => recordEvents(trx, projectId, [{ name: 'email.opened', emailId, contactId, data: { userAgent: 'Mail', bot: false } }]));
+  // The same in a transaction that fails: its outbox row goes with it.
+  await expect(e.t.db.knex.transaction(async (trx) => {
+    await recordEvents(trx, projectId, [{ name: 'email.clicked', emailId, contactId, data: { url: 'https://example.org/rolled-back' } }]);
+    throw new Error('the tracking request failed after its insert');
+  })).rejects.toThrow('failed after its insert');
+  await e.t.db.knex.transaction((trx) => recordEvents(trx, projectId, [{ name: 'email.clicked', emailId, contactId, data: { url: 'https://example.org/kept' } }]));
+  await waitFor('two tracking webhooks', () => (at('/opened').length >= 2 ? true : undefined));
+  await new Promise((r) => setTimeout(r, 300));
+  const got = receiver.verified(hook.secret, '/opened').map((m) => m.payload);
+  expect(got.map((p) => p.type).sort()).toEqual(['email.clicked', 'email.opened']);
+  expect(got.find((p) => p.type === 'email.opened')!.data).toMatchObject({ emailId, contactId, to: 'open@example.org', subject: 'Tracked', userAgent: 'Mail', bot: false });
+  expect(got.find((p) => p.type === 'email.clicked')!.data).toMatchObject({ emailId, url: 'https://example.org/kept' });
+  expect(await e.t.db.knex('webhook_deliveries').where('endpoint_id', hook.id).count('* as n').first()).toEqual({ n: 2 });
 });
