@@ -1,0 +1,150 @@
+/**
+ * Outbound webhook delivery throughput, and a dead endpoint beside a live one (issue 16, point 3), in one run.
+ *
+ *   npx tsx bench/webhooks.ts          (npm run bench:webhooks)
+ *
+ * Starts its own embedded PostgreSQL, one Herald worker process exactly as `npm run worker` runs it (the embedded
+ * engine; its webhook queue is engine/webhookQueue.ts, default settings but WEBHOOK_ALLOW_PRIVATE=127.0.0.1), and a
+ * loopback HTTP receiver in this process that answers 204 (and checks one signature in a hundred with
+ * `standardwebhooks`). Deliveries come from the outbox trigger: one INSERT of BENCH_MESSAGES contacts into a project
+ * whose endpoints want `contact.created`, i.e. a backlog as a burst of sign-ups would leave it.
+ *
+ * 1. live alone: one endpoint; time from the INSERT's commit until every delivery is SUCCEEDED (outcome committed).
+ * 2. live beside dead: the same, with a second endpoint of the same project whose receiver never answers (a hang:
+ *    each request holds its socket until WEBHOOK_TIMEOUT_MS, 10 s) and gets the same number of messages. The live
+ *    endpoint's time is compared with (1).
+ *
+ * Environment: BENCH_MESSAGES (default 10000), BENCH_JSON=file.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import { Webhook } from 'standardwebhooks';
+import { createWebhook } from '../webhooks/endpoints';
+import { startCluster, type BenchCluster } from './lib/cluster';
+import { BENCH_SECRET, benchProject, startHeraldChild } from './lib/herald';
+import { cpuMs, machine, machineBusyMs, runBench, sleep } from './lib/proc';
+import { startSink } from './lib/sink';
+
+const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
+
+interface Receiver {
+  url: string;
+  count(path: string): number;
+  secrets: Map<string, string>;
+  badSignatures: number;
+  checked: number;
+  close(): void;
+}
+
+async function startReceiver(): Promise<Receiver> {
+  const counts = new Map<string, number>();
+  const secrets = new Map<string, string>();
+  const hanging = new Set<http.ServerResponse>();
+  const r = { badSignatures: 0, checked: 0 } as Receiver;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const path = req.url ?? '/';
+      if (path === '/dead') {
+        hanging.add(res);
+        res.once('close', () => hanging.delete(res));
+        return;
+      }
+      const n = (counts.get(path) ?? 0) + 1;
+      counts.set(path, n);
+      if (n % 100 === 1) {
+        r.checked++;
+        try {
+          new Webhook(secrets.get(path)!).verify(Buffer.concat(chunks).toString('utf8'), req.headers as Record<string, string>);
+        } catch {
+          r.badSignatures++;
+        }
+      }
+      res.writeHead(204).end();
+    });
+  });
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return Object.assign(r, {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    count: (path: string) => counts.get(path) ?? 0,
+    secrets,
+    close: () => { for (const h of hanging) h.destroy(); server.closeAllConnections(); server.close(); },
+  });
+}
+
+interface Phase {
+  name: string;
+  messages: number;
+  seconds: number;
+  perSecond: number;
+  workerCpuMsPerDelivery: number;
+  postgresCpuMsPerDelivery: number;
+  machineBusyMsPerDelivery: number;
+  deadAttempts?: number;
+}
+
+async function phase(cluster: BenchCluster, workerPid: number, name: string, projectId: string, liveEndpoint: string, tag: string, deadEndpoint?: string): Promise<Phase> {
+  const before = { worker: cpuMs(workerPid), pg: cpuMs(cluster.postmasterPid(), true), machine: machineBusyMs() };
+  const started = performance.now();
+  await cluster.knex.raw(`INSERT INTO contacts (project_id, email, subscribed, data)
+    SELECT ?::uuid, ? || '-' || g || '@example.org', true, jsonb_build_object('n', g) FROM generate_series(1, ?::int) g`, [projectId, tag, MESSAGES]);
+  for (;;) {
+    const { rows } = await cluster.knex.raw("SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'SUCCEEDED'", [liveEndpoint]);
+    if (rows[0].n >= MESSAGES) break;
+    await sleep(20);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const after = { worker: cpuMs(workerPid), pg: cpuMs(cluster.postmasterPid(), true), machine: machineBusyMs() };
+  const deadAttempts = deadEndpoint
+    ? (await cluster.knex.raw('SELECT count(*)::int AS n FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = ?', [deadEndpoint])).rows[0].n
+    : undefined;
+  return {
+    name, messages: MESSAGES, seconds, perSecond: MESSAGES / seconds,
+    workerCpuMsPerDelivery: (after.worker - before.worker) / MESSAGES,
+    postgresCpuMsPerDelivery: (after.pg - before.pg) / MESSAGES,
+    machineBusyMsPerDelivery: (after.machine - before.machine) / MESSAGES,
+    ...(deadAttempts !== undefined ? { deadAttempts } : {}),
+  };
+}
+
+runBench('bench:webhooks', 15 * 60_000, async () => {
+  const cluster = await startCluster('webhooks');
+  const sink = await startSink();
+  const receiver = await startReceiver();
+  try {
+    console.log(`machine: ${machine(cluster.version)}`);
+    const deps = { knex: cluster.knex, secret: Buffer.from(BENCH_SECRET, 'utf8') };
+    const worker = startHeraldChild('herald worker', cluster, 'worker', { EXECUTOR_ID: 'bench-webhooks', SMTP_URL: sink.url, WEBHOOK_ALLOW_PRIVATE: '127.0.0.1' });
+    await worker.ready;
+
+    const alone = await benchProject();
+    const live1 = await createWebhook(deps, alone.id, { url: `${receiver.url}/live-alone`, events: ['contact.created'] });
+    receiver.secrets.set('/live-alone', live1.secret);
+    const p1 = await phase(cluster, worker.pid, 'live endpoint alone', alone.id, live1.id, 'alone');
+
+    const beside = await benchProject();
+    const live2 = await createWebhook(deps, beside.id, { url: `${receiver.url}/live-beside`, events: ['contact.created'] });
+    receiver.secrets.set('/live-beside', live2.secret);
+    const dead = await createWebhook(deps, beside.id, { url: `${receiver.url}/dead`, events: ['contact.created'] });
+    const p2 = await phase(cluster, worker.pid, 'live endpoint beside a dead one', beside.id, live2.id, 'beside', dead.id);
+
+    if (receiver.count('/live-alone') < MESSAGES || receiver.count('/live-beside') < MESSAGES) throw new Error('the receiver got fewer requests than deliveries');
+    if (receiver.badSignatures) throw new Error(`${receiver.badSignatures} of ${receiver.checked} signatures did not verify`);
+    const f = (n: number, d = 0) => n.toFixed(d);
+    console.log(`\n${MESSAGES} messages per endpoint; ${receiver.checked} signatures checked with standardwebhooks, all valid.`);
+    console.log('\n| phase | deliveries | seconds | deliveries/s | CPU ms/delivery: worker | postgres | machine busy | dead endpoint\'s attempts meanwhile |');
+    console.log('|---|---|---|---|---|---|---|---|');
+    for (const p of [p1, p2]) {
+      console.log(`| ${p.name} | ${p.messages} | ${f(p.seconds, 1)} | ${f(p.perSecond)} | ${f(p.workerCpuMsPerDelivery, 2)} | ${f(p.postgresCpuMsPerDelivery, 2)} | ${f(p.machineBusyMsPerDelivery, 2)} | ${p.deadAttempts ?? '–'} |`);
+    }
+    console.log(`\nlive beside dead / live alone: ${(p2.perSecond / p1.perSecond).toFixed(2)} of the throughput`);
+    if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ phases: [p1, p2] }, null, 2));
+    await worker.stop(20_000);
+  } finally {
+    receiver.close();
+    await sink.close();
+    await cluster.stop();
+  }
+});
