@@ -19,7 +19,7 @@ export interface OutboundWebhookConfig {
  * (5 s, 20 s, 80 s, 5 min 20 s, 21 min, 85 min, 5.7 h, 8 h, 8 h). Then the endpoint is marked failing.
  */
 export const DEFAULT_RETRY_DELAYS_MS = [5_000, 20_000, 80_000, 320_000, 1_280_000, 5_120_000, 20_480_000, 28_800_000, 28_800_000];
-export const DEFAULT_ENDPOINT_CONCURRENCY = 16;
+export const DEFAULT_ENDPOINT_CONCURRENCY = 32;
 
 export function outboundWebhookConfig(env: NodeJS.ProcessEnv): OutboundWebhookConfig {
   const raw = env.WEBHOOK_RETRY_DELAYS_MS?.trim();
