@@ -14,6 +14,8 @@
  *    each request holds its socket until WEBHOOK_TIMEOUT_MS, 10 s) and gets the same number of messages.
  * 3. live alone again (a fresh project): (2) is compared with the mean of (1) and (3), the machine's load drifting.
  *
+ * 0. Before them, what the outbox triggers cost the hot paths when no endpoint wants the event (triggerCost).
+ *
  * Environment: BENCH_MESSAGES (default 10000), WEBHOOK_ENDPOINT_CONCURRENCY (the worker's, default 32), BENCH_JSON=file.
  */
 import fs from 'node:fs';
@@ -114,6 +116,46 @@ async function phase(cluster: BenchCluster, receiver: Receiver, workerPid: numbe
   };
 }
 
+/**
+ * What the outbox triggers cost the hot paths, where no endpoint wants the event (the common case): single-row
+ * statements as `/v1/send` and `/v1/track` run them (an INSERT of a new contact, an UPDATE of one, an INSERT of an
+ * event), each in its own transaction, with the triggers enabled and disabled, alternating rounds, in one database.
+ * Answers µs per statement, median of the rounds.
+ */
+async function triggerCost(cluster: BenchCluster, projectId: string): Promise<{ statement: string; withUs: number; withoutUs: number }[]> {
+  const { knex } = cluster;
+  const N = 1000;
+  const ROUNDS = 6;
+  let seq = 0;
+  const statements: [string, () => Promise<unknown>][] = [
+    ['INSERT a contact', () => knex.raw("INSERT INTO contacts (project_id, email, data) VALUES (?, ?, '{}')", [projectId, `t-${seq++}@example.org`])],
+    ['UPDATE a contact (data changes)', () => knex.raw("UPDATE contacts SET data = jsonb_build_object('n', ?::int), updated_at = now() WHERE project_id = ? AND email = 't-0@example.org'", [seq++, projectId])],
+    ['INSERT an event', () => knex.raw("INSERT INTO events (project_id, name, data) VALUES (?, 'signup', '{}')", [projectId])],
+  ];
+  const triggers = async (on: boolean) => {
+    const verb = on ? 'ENABLE' : 'DISABLE';
+    await knex.raw(`ALTER TABLE contacts ${verb} TRIGGER webhook_outbox_contacts_created`);
+    await knex.raw(`ALTER TABLE contacts ${verb} TRIGGER webhook_outbox_contacts_updated`);
+    await knex.raw(`ALTER TABLE events ${verb} TRIGGER webhook_outbox_events`);
+  };
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const out: { statement: string; withUs: number; withoutUs: number }[] = [];
+  for (const [statement, run] of statements) {
+    const times: Record<'on' | 'off', number[]> = { on: [], off: [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const on of round % 2 ? [true, false] : [false, true]) {
+        await triggers(on);
+        const started = performance.now();
+        for (let i = 0; i < N; i++) await run();
+        times[on ? 'on' : 'off'].push(((performance.now() - started) * 1000) / N);
+      }
+    }
+    out.push({ statement, withUs: median(times.on), withoutUs: median(times.off) });
+  }
+  await triggers(true);
+  return out;
+}
+
 runBench('bench:webhooks', 15 * 60_000, async () => {
   const cluster = await startCluster('webhooks');
   const sink = await startSink();
@@ -123,6 +165,11 @@ runBench('bench:webhooks', 15 * 60_000, async () => {
     const deps = { knex: cluster.knex, secret: Buffer.from(BENCH_SECRET, 'utf8') };
     const worker = startHeraldChild('herald worker', cluster, 'worker', { EXECUTOR_ID: 'bench-webhooks', SMTP_URL: sink.url, WEBHOOK_ALLOW_PRIVATE: '127.0.0.1', ...(process.env.WEBHOOK_ENDPOINT_CONCURRENCY ? { WEBHOOK_ENDPOINT_CONCURRENCY: process.env.WEBHOOK_ENDPOINT_CONCURRENCY } : {}) });
     await worker.ready;
+
+    // A project with an endpoint that wants only campaign.sent: the triggers find it and write nothing.
+    const quiet = await benchProject();
+    await createWebhook(deps, quiet.id, { url: `${receiver.url}/never`, events: ['campaign.sent'] });
+    const costs = await triggerCost(cluster, quiet.id);
 
     const alone = await benchProject();
     const live1 = await createWebhook(deps, alone.id, { url: `${receiver.url}/live-alone`, events: ['contact.created'] });
@@ -152,7 +199,11 @@ runBench('bench:webhooks', 15 * 60_000, async () => {
       console.log(`| ${p.name} | ${p.messages} | ${f(p.seconds, 1)} | ${f(p.perSecond)} | ${f(p.workerCpuMsPerDelivery, 2)} | ${f(p.postgresCpuMsPerDelivery, 2)} | ${f(p.machineBusyMsPerDelivery, 2)} | ${p.deadAttempts ?? '–'} |`);
     }
     console.log(`\nlive beside dead / mean of live alone before and after: ${(p2.perSecond / ((p1.perSecond + p3.perSecond) / 2)).toFixed(2)} of the throughput`);
-    if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ phases: [p1, p2, p3] }, null, 2));
+    console.log('\nOutbox triggers on the hot paths, no endpoint wanting the event (µs per single-statement transaction, median of 3 alternating rounds each):');
+    console.log('\n| statement | triggers enabled | disabled | difference |');
+    console.log('|---|---|---|---|');
+    for (const c of costs) console.log(`| ${c.statement} | ${f(c.withUs)} | ${f(c.withoutUs)} | ${f(c.withUs - c.withoutUs)} (${f(((c.withUs - c.withoutUs) / c.withoutUs) * 100, 1)} %) |`);
+    if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ phases: [p1, p2, p3], triggers: costs }, null, 2));
     await worker.stop(20_000);
   } finally {
     receiver.close();
