@@ -88,7 +88,7 @@ export async function up(knex: Knex): Promise<void> {
       FROM inserted ev
       JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.enabled AND ev.name = ANY (w.events)
       LEFT JOIN emails e ON e.project_id = ev.project_id AND e.id = ev.email_id
-      LEFT JOIN contacts c ON c.project_id = ev.project_id AND c.id = ev.contact_id AND ev.email_id IS NULL
+      LEFT JOIN contacts c ON c.project_id = ev.project_id AND c.id = ev.contact_id AND ev.name LIKE 'contact.%'
       ORDER BY ev.id, w.id;
       RETURN NULL;
     END $$`);

@@ -204,6 +204,7 @@ test('an event recorded by recordEvents (as open/click tracking records email.op
   const got = receiver.verified(hook.secret, '/opened').map((m) => m.payload);
   expect(got.map((p) => p.type).sort()).toEqual(['email.clicked', 'email.opened']);
   expect(got.find((p) => p.type === 'email.opened')!.data).toMatchObject({ emailId, contactId, to: 'open@example.org', subject: 'Tracked', userAgent: 'Mail', bot: false });
+  expect(got.find((p) => p.type === 'email.opened')!.data.email).toBeUndefined(); // the contact's address only on contact.* events
   expect(got.find((p) => p.type === 'email.clicked')!.data).toMatchObject({ emailId, url: 'https://example.org/kept' });
   expect(await e.t.db.knex('webhook_deliveries').where('endpoint_id', hook.id).count('* as n').first()).toEqual({ n: 2 });
 });
