@@ -33,6 +33,7 @@ import { trackRoutes } from './routes/track';
 import { trackingRoutes } from './routes/tracking';
 import { createTracker } from '../tracking/tracker';
 import { verifyRoutes } from './routes/verify';
+import { webhookRoutes } from './routes/webhooks';
 import { workflowRoutes } from './routes/workflows';
 
 export interface AppDeps {
@@ -107,6 +108,7 @@ export function createApp(deps: AppDeps): Koa {
   suppressionRoutes(dashboard, deps.knex);
   emailRoutes(dashboard, deps.knex);
   settingsRoutes(dashboard, deps.knex);
+  webhookRoutes(dashboard, deps);
   workflowRoutes(dashboard, workflowService(deps));
   const dns = deps.dns ?? loadDnsConfig();
   domainRoutes(dashboard, domainService({ ...deps, dns }), deps.returnPath);

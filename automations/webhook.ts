@@ -19,6 +19,8 @@ export interface WebhookRequest {
   method?: WebhookMethod;
   headers?: Record<string, string>;
   body?: unknown;
+  /** A body already serialised as JSON, sent byte for byte (a signed payload); instead of `body`. */
+  rawBody?: string;
 }
 
 export interface WebhookResponse {
@@ -246,7 +248,9 @@ export function createWebhookClient(opts: Partial<WebhookOptions>): WebhookClien
     if (!METHODS.has(method)) throw permanent(`webhook method ${String(method)} is not allowed`);
     let payload: string | undefined;
     if (method === 'GET') {
-      if (req.body !== undefined) throw permanent('webhook GET requests carry no body');
+      if (req.body !== undefined || req.rawBody !== undefined) throw permanent('webhook GET requests carry no body');
+    } else if (req.rawBody !== undefined) {
+      payload = req.rawBody;
     } else if (req.body !== undefined) {
       try {
         payload = JSON.stringify(req.body);

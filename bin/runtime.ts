@@ -8,6 +8,8 @@ import { openDatabase, type Database } from '../db/database';
 import { webhookConfig } from '../automations/webhook';
 import { startDeliveryQueue, type DeliveryQueue } from '../engine/deliveryQueue';
 import { startDispatcher } from '../engine/dispatch';
+import { startWebhookQueue, type WebhookQueue } from '../engine/webhookQueue';
+import { outboundWebhookConfig } from '../webhooks/config';
 import { startExecutionDispatcher } from '../engine/executionDispatcher';
 import { claimWorkerIdentity, ExecutorIdInUseError, type WorkerIdentity } from '../engine/workerIdentity';
 import type { Engine, WorkerHandle } from '../engine/types';
@@ -83,6 +85,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   let mailer: Mailer | undefined;
   let worker: WorkerHandle | undefined;
   let deliveries: DeliveryQueue | undefined;
+  let webhookDeliveries: WebhookQueue | undefined;
   let identity: WorkerIdentity | undefined;
   if (roles.worker) {
     // The queue limits how fast deliveries start; the gate holds the same limit where the SMTP server counts.
@@ -113,6 +116,8 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       : await embedded!.startEmbeddedWorker({ databaseUrl: db.url, log, activities, executorId });
     // On either engine, every worker drains the emails table at the shared rate (engine/deliveryQueue.ts).
     deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: config.sendRatePerSecond, executorId });
+    // And every worker delivers the projects' outbound webhooks from their outbox (engine/webhookQueue.ts).
+    webhookDeliveries = startWebhookQueue({ knex: db.knex, log, secret, executorId, config: outboundWebhookConfig(process.env) });
     log.info({ mail: mailer.describe, executorId, rate: config.sendRatePerSecond }, 'delivering mail');
   }
   const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log) : undefined;
@@ -174,7 +179,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       await renderPool?.close();
       await dispatcher?.stop();
       await executions?.stop();
-      await Promise.all([deliveries?.stop(), worker?.stop()]);
+      await Promise.all([deliveries?.stop(), webhookDeliveries?.stop(), worker?.stop()]);
       await engine.close();
       await identity?.release();
       mailer?.close();

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { campaignAudience } from '../audience/campaignAudience';
-import { cancelCampaignRows, failCampaignRows } from './lifecycle';
+import { cancelCampaignRows, failCampaignRows, finishCampaignRows } from './lifecycle';
 import { asPermanent } from '../engine/permanent';
 import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types';
 
@@ -66,13 +66,9 @@ export function campaignBatches({ knex, sendRatePerSecond }: CampaignDeps) {
       return { pending: row?.pending ?? 0, cancelled: !row || row.status !== 'SENDING', ...(sendRatePerSecond ? { ratePerSecond: sendRatePerSecond } : {}) };
     },
 
-    /** SENDING → SENT, with the number of recipients. */
+    /** SENDING → SENT, with the number of recipients and a campaign.sent event (campaigns/lifecycle.ts). */
     async finishCampaign(ref: CampaignRef): Promise<CampaignPhase> {
-      const [row] = await knex('campaigns as k').where({ 'k.project_id': ref.projectId, 'k.id': ref.campaignId, 'k.status': 'SENDING' }).update({
-        status: 'SENT', completed_at: knex.fn.now(), updated_at: knex.fn.now(),
-        total_recipients: knex.raw('(SELECT count(*) FROM emails e WHERE e.project_id = k.project_id AND e.campaign_id = k.id AND NOT e.is_test)'),
-      }).returning('status');
-      return (row?.status ?? 'CANCELLED') as CampaignPhase;
+      return finishCampaignRows(knex, ref);
     },
 
     /**

@@ -53,3 +53,21 @@ export async function cancelCampaignRows(knex: Knex, ref: CampaignRef): Promise<
     return { changed: true, status: 'CANCELLED' };
   });
 }
+
+/**
+ * SENDING → SENT once every email of the campaign has left the queue, with the number of recipients, and a
+ * `campaign.sent` event (no contact; data: campaignId, name, totalRecipients) in the same transaction, so that a
+ * webhook subscribed to it hears of it exactly when the campaign is SENT. A campaign no longer SENDING (cancelled,
+ * failed meanwhile) is left alone, and the answer is CANCELLED, as before: the workflow stops either way.
+ */
+export async function finishCampaignRows(knex: Knex, ref: CampaignRef): Promise<CampaignPhase> {
+  return knex.transaction(async (trx) => {
+    const [row] = await trx('campaigns as k').where({ 'k.project_id': ref.projectId, 'k.id': ref.campaignId, 'k.status': 'SENDING' }).update({
+      status: 'SENT', completed_at: trx.fn.now(), updated_at: trx.fn.now(),
+      total_recipients: trx.raw('(SELECT count(*) FROM emails e WHERE e.project_id = k.project_id AND e.campaign_id = k.id AND NOT e.is_test)'),
+    }).returning(['status', 'name', 'total_recipients']);
+    if (!row) return 'CANCELLED';
+    await recordEvents(trx, ref.projectId, [{ name: 'campaign.sent', data: { campaignId: ref.campaignId, name: row.name, totalRecipients: Number(row.total_recipients) } }]);
+    return 'SENT';
+  });
+}

@@ -123,6 +123,8 @@ async function seedProject(name: string, domain: string): Promise<FuzzProject> {
     return res.body.data;
   };
   pools.domain.keep.push((await addDomain(created.id, domain, true))!.id);
+  // Before the contacts: their contact.created deliveries are the webhook's (never sent: no worker runs here).
+  await post('/webhooks', { url: `https://hooks.${domain}/herald`, events: ['contact.created', 'email.sent'] }, 'webhook');
   const contact = await post('/contacts', { email: `seed@${domain}`, data: { plan: 'pro', firstName: 'Ada' } }, 'contact');
   await post('/contacts', { email: 'second@example.org', subscribed: false }, 'contact');
   const template = await post('/templates', { name: 'Welcome', subject: 'Hi {{ firstName }}', body: '<p>Hello {{ email }}</p>', from: `team@${domain}` }, 'template');
@@ -140,6 +142,7 @@ async function seedProject(name: string, domain: string): Promise<FuzzProject> {
   pools.execution.keep.push(...(await db.knex('automation_executions').where({ project_id: created.id }).pluck('id')));
   await post('/v1/send', { to: contact.email, from: `team@${domain}`, subject: 'Receipt', body: '<p>Thanks</p>' });
   pools.email.keep.push(...(await db.knex('emails').where({ project_id: created.id }).pluck('id')));
+  pools.webhookDelivery.keep.push(...(await db.knex('webhook_deliveries').where({ project_id: created.id }).pluck('id')));
   return { id: created.id, secretKey: created.secretKey, publicKey: created.publicKey, domain, pools };
 }
 
@@ -430,7 +433,7 @@ test('afterwards every list of both projects still answers, page by page, and so
   };
   let reads = 0;
   for (const project of world.projects) {
-    for (const list of ['/contacts', '/segments', '/campaigns', '/templates', '/workflows', '/events', '/domains', '/emails']) {
+    for (const list of ['/contacts', '/segments', '/campaigns', '/templates', '/workflows', '/events', '/domains', '/emails', '/webhooks']) {
       let cursor: string | null = null;
       const ids: string[] = [];
       for (let page = 0; page < 100; page++) {
@@ -445,7 +448,7 @@ test('afterwards every list of both projects still answers, page by page, and so
       for (const id of ids) {
         await get(project.secretKey, `${list}/${id}`);
         reads++;
-        const sub = { '/segments': '/contacts', '/campaigns': '/stats', '/workflows': '/executions' }[list as '/segments'];
+        const sub = { '/segments': '/contacts', '/campaigns': '/stats', '/workflows': '/executions', '/webhooks': '/deliveries' }[list as '/segments'];
         if (sub) { await get(project.secretKey, `${list}/${id}${sub}`); reads++; }
       }
     }

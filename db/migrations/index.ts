@@ -12,6 +12,7 @@ import * as workerLiveness from './20261123000003_worker_liveness';
 import * as templateBodyType from './20261123000004_template_body_type';
 import * as emailListIndexes from './20261124000001_email_list_indexes';
 import * as tracking from './20261124000002_tracking';
+import * as webhooks from './20261124000003_webhooks';
 import * as rawMessages from './20261124000004_raw_messages';
 import * as suppressions from './20261124000005_suppressions';
 
@@ -34,6 +35,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261123000004_template_body_type': templateBodyType,
   '20261124000001_email_list_indexes': emailListIndexes,
   '20261124000002_tracking': tracking,
+  '20261124000003_webhooks': webhooks,
   '20261124000004_raw_messages': rawMessages,
   '20261124000005_suppressions': suppressions,
 };

@@ -4,6 +4,8 @@ import { createDeliverer, type DeliveryDeps } from '../../sending/delivery';
 import { startDeliveryQueue } from '../../engine/deliveryQueue';
 import { createEmbeddedEngine, startEmbeddedWorker } from '../../engine/embedded';
 import { startExecutionDispatcher } from '../../engine/executionDispatcher';
+import { startWebhookQueue, type WebhookQueueOptions } from '../../engine/webhookQueue';
+import { outboundWebhookConfig, type OutboundWebhookConfig } from '../../webhooks/config';
 import type { Engine, WorkerHandle } from '../../engine/types';
 import { createLogger } from '../../logging/logger';
 import { createMailer, type Mailer } from '../../mail/transport';
@@ -28,6 +30,8 @@ export interface TestEngineOptions {
   webhooks?: ActivityDeps['webhooks'];
   /** VERP return paths at this domain (BOUNCE_DOMAIN), and the soft-bounce rule. */
   bounces?: DeliveryDeps['bounces'];
+  /** Outbound webhooks: settings over the defaults (e.g. a loopback receiver allowed, a short retry schedule). */
+  outboundWebhooks?: Partial<OutboundWebhookConfig> & Pick<Partial<WebhookQueueOptions>, 'leaseMs' | 'livenessCheckMs' | 'staleAfterMs'>;
 }
 
 export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: TestEngineOptions = {}): Promise<TestEngine> {
@@ -38,8 +42,13 @@ export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: T
   const executorId = opts.executorId ?? `test-${db.name}`;
   const dbos = await startEmbeddedWorker({ databaseUrl: db.url, log, activities: createActivities(deps), executorId, pollingIntervalMs: 50, receivePollMs: 500 });
   const deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: opts.sendRatePerSecond ?? 1000, executorId, pollMs: 50 });
-  // As bin/runtime.ts runs them: the workflows, and the delivery queue beside them.
-  const worker: WorkerHandle = { stop: async () => { await Promise.all([deliveries.stop(), dbos.stop()]); } };
+  const { leaseMs, livenessCheckMs, staleAfterMs, ...outbound } = opts.outboundWebhooks ?? {};
+  const hooks = startWebhookQueue({
+    knex: db.knex, log, secret: TEST_SECRET, executorId, pollMs: 50, config: { ...outboundWebhookConfig({}), ...outbound },
+    ...(leaseMs !== undefined ? { leaseMs } : {}), ...(livenessCheckMs !== undefined ? { livenessCheckMs } : {}), ...(staleAfterMs !== undefined ? { staleAfterMs } : {}),
+  });
+  // As bin/runtime.ts runs them: the workflows, and the delivery queues beside them.
+  const worker: WorkerHandle = { stop: async () => { await Promise.all([deliveries.stop(), hooks.stop(), dbos.stop()]); } };
   const executions = startExecutionDispatcher({ engine, knex: db.knex, log, pollMs: 50 });
   return {
     engine,

@@ -21,7 +21,7 @@ import { clickToken, openToken } from '../../tracking/links';
 // ---------------------------------------------------------------------------------------------------------------
 // The world: what tokens resolve against.
 
-export const RESOURCE_TYPES = ['contact', 'template', 'segment', 'campaign', 'workflow', 'domain', 'execution', 'email'] as const;
+export const RESOURCE_TYPES = ['contact', 'template', 'segment', 'campaign', 'workflow', 'domain', 'execution', 'email', 'webhook', 'webhookDelivery'] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 export interface Pool {
@@ -371,6 +371,15 @@ function listQuery(type: ResourceType, extra: Record<string, fc.Arbitrary<string
 const boolText = mostly(['true', 'false'], ['TRUE', '1', '0', 'yes', '']);
 const dateText = fc.oneof({ weight: 2, arbitrary: fc.constantFrom('2024-01-01T00:00:00Z', '2030-01-01') }, { weight: 1, arbitrary: fc.constantFrom(...ODD_DATES) });
 
+const webhookFields = {
+  url: mostly(['https://hooks.example.org/herald', 'http://hooks.example.org:8080/in?x=1'], ['ftp://hooks.example.org/', 'not a url', 'https://u:p@hooks.example.org/', 'https://hooks.example.org/\r\nX: 1', `https://hooks.example.org/${'x'.repeat(2001)}`, '']),
+  events: fc.oneof(
+    { weight: 3, arbitrary: fc.subarray(['email.sent', 'email.failed', 'email.opened', 'contact.created', 'campaign.sent'], { minLength: 1 }) },
+    { weight: 1, arbitrary: fc.constantFrom<unknown>([], ['email.nope'], 'email.sent', [1], null) },
+  ),
+  enabled: fc.oneof({ weight: 3, arbitrary: fc.boolean() }, { weight: 1, arbitrary: fc.constantFrom<unknown>('yes', null) }),
+};
+
 export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'GET /health': { keys: 'none' },
   'GET /unsubscribe/:token': { keys: 'none', ids: { token: 'unsubscribe' }, html: true },
@@ -455,6 +464,14 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
       tracking: fc.record({ send: opt(fc.record({ opens: opt(fc.boolean()), clicks: opt(fc.boolean()) }).map(compact)), campaigns: opt(fc.record({ opens: opt(fc.boolean()), clicks: opt(fc.boolean()) }).map(compact)) }).map(compact),
     }),
   },
+  'GET /webhooks': { list: true, query: listQuery('webhook') },
+  'POST /webhooks': { body: fc.record(webhookFields, { requiredKeys: ['url', 'events'] }), creates: 'webhook' },
+  'GET /webhooks/:id': { ids: { id: 'webhook' } },
+  'PATCH /webhooks/:id': { ids: { id: 'webhook' }, body: fc.record(webhookFields, { requiredKeys: [] }).filter(nonEmpty) },
+  'DELETE /webhooks/:id': { ids: { id: 'webhook' }, deletes: 'webhook' },
+  'POST /webhooks/:id/rotate-secret': { ids: { id: 'webhook' } },
+  'GET /webhooks/:id/deliveries': { ids: { id: 'webhook' }, list: true, query: listQuery('webhookDelivery') },
+  'POST /webhooks/:id/deliveries/:deliveryId/redeliver': { ids: { id: 'webhook', deliveryId: 'webhookDelivery' } },
 
   'GET /workflows': { list: true, query: listQuery('workflow', { enabled: boolText }) },
   'POST /workflows': {

@@ -1,0 +1,108 @@
+import type { Knex } from 'knex';
+import { listPage, type Listed, type PageRequest } from '../pages';
+
+/** A webhook endpoint row as stored (its secret sealed). */
+export interface EndpointRow {
+  id: string;
+  project_id: string;
+  url: string;
+  events: string[];
+  enabled: boolean;
+  secret: Buffer;
+  failing_since: Date | null;
+  last_error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface DeliveryRow {
+  id: string;
+  project_id: string;
+  endpoint_id: string;
+  type: string;
+  event_id: string | null;
+  payload: Record<string, unknown>;
+  status: 'PENDING' | 'DELIVERING' | 'SUCCEEDED' | 'FAILED';
+  attempts: number;
+  next_attempt_at: Date;
+  last_status_code: number | null;
+  last_latency_ms: number | null;
+  last_error: string | null;
+  delivered_at: Date | null;
+  created_at: Date;
+}
+
+export interface AttemptRow {
+  delivery_id: string;
+  attempt: number;
+  status_code: number | null;
+  latency_ms: number;
+  error: string | null;
+  created_at: Date;
+}
+
+/** Inserts an endpoint whose sealed secret the caller computed for the id it chose. */
+export async function insertEndpoint(db: Knex, row: { id: string; projectId: string; url: string; events: string[]; enabled: boolean; secret: Buffer }): Promise<EndpointRow> {
+  const [stored] = await db('webhook_endpoints')
+    .insert({ id: row.id, project_id: row.projectId, url: row.url, events: row.events, enabled: row.enabled, secret: row.secret })
+    .returning('*');
+  return stored as EndpointRow;
+}
+
+export async function findEndpoint(db: Knex | Knex.Transaction, projectId: string, id: string): Promise<EndpointRow | undefined> {
+  return db('webhook_endpoints').where({ project_id: projectId, id }).first() as Promise<EndpointRow | undefined>;
+}
+
+export function listEndpoints(db: Knex, projectId: string, page: PageRequest): Promise<Listed<EndpointRow>> {
+  return listPage(() => db('webhook_endpoints').where('project_id', projectId), page, (r) => r as unknown as EndpointRow);
+}
+
+/** Applies a patch; undefined when the endpoint is not the project's. Re-enabling or a new URL clears the failing mark. */
+export async function updateEndpoint(db: Knex, projectId: string, id: string, patch: { url?: string; events?: string[]; enabled?: boolean; secret?: Buffer }): Promise<EndpointRow | undefined> {
+  const set: Record<string, unknown> = { updated_at: db.fn.now() };
+  if (patch.url !== undefined) set.url = patch.url;
+  if (patch.events !== undefined) set.events = patch.events;
+  if (patch.enabled !== undefined) set.enabled = patch.enabled;
+  if (patch.secret !== undefined) set.secret = patch.secret;
+  if (patch.url !== undefined || patch.enabled === true) {
+    set.failing_since = null;
+    set.last_error = null;
+  }
+  const [row] = await db('webhook_endpoints').where({ project_id: projectId, id }).update(set).returning('*');
+  return row as EndpointRow | undefined;
+}
+
+/** Deletes the endpoint and its deliveries (cascade); false when it is not the project's. */
+export async function deleteEndpoint(db: Knex, projectId: string, id: string): Promise<boolean> {
+  return (await db('webhook_endpoints').where({ project_id: projectId, id }).delete()) > 0;
+}
+
+/** A page of an endpoint's deliveries, newest first, with every attempt of each (one query for all of the page's). */
+export async function listDeliveries(db: Knex, projectId: string, endpointId: string, page: PageRequest): Promise<Listed<DeliveryRow & { attempt_log: AttemptRow[] }>> {
+  const listed = await listPage(
+    () => db('webhook_deliveries').where({ endpoint_id: endpointId, project_id: projectId }),
+    page,
+    (r) => r as unknown as DeliveryRow,
+  );
+  const ids = listed.rows.map((r) => r.id);
+  const attempts: AttemptRow[] = ids.length ? await db('webhook_attempts').whereIn('delivery_id', ids).orderBy(['delivery_id', 'id']) : [];
+  const byDelivery = new Map<string, AttemptRow[]>();
+  for (const a of attempts) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), a]);
+  return { total: listed.total, rows: listed.rows.map((r) => ({ ...r, attempt_log: byDelivery.get(r.id) ?? [] })) };
+}
+
+/**
+ * Puts one delivery back in the queue, due now, keeping its id (the `webhook-id`) and payload; one in flight is left
+ * alone (its attempt is under way). Undefined when it is not this endpoint's.
+ */
+export async function redeliver(db: Knex, projectId: string, endpointId: string, deliveryId: string): Promise<DeliveryRow | undefined> {
+  const [row] = await db('webhook_deliveries')
+    .where({ project_id: projectId, endpoint_id: endpointId, id: deliveryId })
+    .update({
+      status: db.raw("CASE WHEN status = 'DELIVERING' THEN status ELSE 'PENDING' END"),
+      next_attempt_at: db.fn.now(),
+      updated_at: db.fn.now(),
+    })
+    .returning('*');
+  return row as DeliveryRow | undefined;
+}

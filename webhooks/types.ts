@@ -1,0 +1,67 @@
+/**
+ * The event types an outbound webhook endpoint may subscribe to: the one list, read by the API's validation, the docs
+ * and the tests. Delivery follows whatever the `events` table records (a trigger writes the outbox), so `email.bounced`,
+ * `email.complained` (bounces/bounces.ts) and `email.suppressed` (sending/sends.ts) reach endpoints like the others.
+ */
+export const WEBHOOK_EVENT_TYPES = [
+  'email.sent',
+  'email.failed',
+  'email.opened',
+  'email.clicked',
+  'email.bounced',
+  'email.complained',
+  'email.suppressed',
+  'contact.created',
+  'contact.updated',
+  'contact.subscribed',
+  'contact.unsubscribed',
+  'campaign.sent',
+] as const;
+
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** The body of every webhook request (Standard Webhooks style). */
+export interface WebhookPayload {
+  type: WebhookEventType;
+  /** ISO 8601, UTC, when the event happened. */
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+export interface WebhookEndpointJson {
+  id: string;
+  url: string;
+  events: WebhookEventType[];
+  enabled: boolean;
+  /** `healthy`, or `failing` once a delivery exhausted its retries (until the next success). */
+  status: 'healthy' | 'failing';
+  failingSince: string | null;
+  lastError: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface WebhookAttemptJson {
+  attempt: number;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+  at: string;
+}
+
+export interface WebhookDeliveryJson {
+  id: string;
+  /** The `webhook-id` header: the same on every attempt and redelivery. */
+  messageId: string;
+  type: string;
+  status: 'PENDING' | 'DELIVERING' | 'SUCCEEDED' | 'FAILED';
+  attempts: number;
+  nextAttemptAt: string | null;
+  lastStatusCode: number | null;
+  lastLatencyMs: number | null;
+  lastError: string | null;
+  deliveredAt: string | null;
+  createdAt: string;
+  payload: WebhookPayload;
+  attemptLog: WebhookAttemptJson[];
+}
