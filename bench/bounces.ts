@@ -19,7 +19,7 @@ import { SMTPServer } from 'smtp-server';
 import { bounceAddress } from '../bounces/token';
 import { startCluster } from './lib/cluster';
 import { BENCH_SECRET, benchProject, prepareEngineSchema, queueEmails, startHeraldChild } from './lib/herald';
-import { cpuMs, machine, runBench } from './lib/proc';
+import { cpuMs, freePort, machine, runBench } from './lib/proc';
 import { startSink } from './lib/sink';
 
 const EMAILS = Number(process.env.BENCH_EMAILS ?? 20_000);
@@ -38,14 +38,6 @@ function dsn(recipient: string, hard: boolean): Buffer {
     '--B', 'Content-Type: text/rfc822-headers', '', 'From: Bench Shop <orders@example.com>', `To: ${recipient}`, 'Subject: Your order #100042 has shipped', '',
     '--B--', '',
   ].join('\r\n'));
-}
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as net.AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 /** Delivers every job over the pool, CONNECTIONS at a time; answers accepted count and elapsed ms. */

@@ -14,14 +14,13 @@
  *
  * Environment: BENCH_DURATION (s, default 15), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS (default 8).
  */
-import net from 'node:net';
 import autocannon from 'autocannon';
 import nodemailer, { type Transporter } from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { startCluster } from './lib/cluster';
 import { benchProject, prepareEngineSchema, startHeraldChild } from './lib/herald';
-import { cpuMs, machine, runBench } from './lib/proc';
+import { cpuMs, freePort, machine, runBench } from './lib/proc';
 import { startSink } from './lib/sink';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
@@ -34,14 +33,6 @@ const HTML = `<html><body><h1>Hello Ada</h1><p>Your order <b>#100042</b> has shi
 
 let counter = 0;
 const nextRecipient = () => `customer-${counter++}@example.org`;
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as net.AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 interface Measured { name: string; perSecond: number; p50: number; p99: number; ok: number; failed: number; serverCpuMsPerMessage: number }
 

@@ -1,9 +1,9 @@
-import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
-import { SMTPServer, type SMTPServerDataStream } from 'smtp-server';
+import { SMTPServer } from 'smtp-server';
 import { returnedMailReceiver, type BounceSettings } from '../bounces/bounces';
 import { emailOfBounceAddress } from '../bounces/token';
 import type { Logger } from '../logging/logger';
+import { listen, readMessage, smtpError, type Listening } from './listener';
 
 /**
  * The inbound listener for mail that comes back (the MX of BOUNCE_DOMAIN points here): delivery status notifications
@@ -31,15 +31,7 @@ export interface InboundOptions {
   socketTimeoutMs?: number;
 }
 
-const smtpError = (code: number, message: string) => Object.assign(new Error(message), { responseCode: code });
-
-async function readMessage(stream: SMTPServerDataStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) if (!stream.sizeExceeded) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
-export async function startInbound(opts: InboundOptions): Promise<{ port: number; close(): Promise<void> }> {
+export async function startInbound(opts: InboundOptions): Promise<Listening> {
   const { knex, secret, log } = opts;
   const maxBytes = opts.maxBytes ?? MAX_INBOUND_BYTES;
   const receive = returnedMailReceiver(knex, secret, opts.settings);
@@ -80,14 +72,5 @@ export async function startInbound(opts: InboundOptions): Promise<{ port: number
       });
     },
   });
-  server.on('error', (err) => log.warn({ err: err.message }, 'inbound SMTP connection error'));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.server.address() as AddressInfo).port;
-  return { port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return listen(server, opts.port, opts.host, log, 'inbound SMTP');
 }

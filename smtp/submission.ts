@@ -1,12 +1,12 @@
-import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
 import PostalMime, { type Address } from 'postal-mime';
-import { SMTPServer, type SMTPServerAuthentication, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import { SMTPServer, type SMTPServerAuthentication, type SMTPServerSession } from 'smtp-server';
 import { DomainError } from '../core/errors';
 import { normaliseEmail } from '../core/values';
 import type { Logger } from '../logging/logger';
 import { consumeRate, identify, type Caller } from '../projects/access';
 import { MAX_RECIPIENTS, type Sender } from '../sending/sender';
+import { listen, readMessage, smtpError, type Listening } from './listener';
 
 /**
  * SMTP submission (RFC 6409): a way in for the tools that can only speak SMTP. A client authenticates with AUTH PLAIN or
@@ -45,18 +45,10 @@ export interface SubmissionOptions {
   maxBytes?: number;
 }
 
-export interface Submission {
-  port: number;
-  close(): Promise<void>;
-}
+export type Submission = Listening;
 
 interface SessionUser {
   caller: Caller;
-}
-
-/** An SMTP refusal: smtp-server answers `responseCode` and the message. */
-function smtpError(code: number, message: string): Error {
-  return Object.assign(new Error(message), { responseCode: code });
 }
 
 const isLoopback = (address: string) => address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
@@ -69,17 +61,6 @@ function firstMailbox(from: Address | undefined): { address: string; name: strin
 
 /** Plain text as HTML, for reading a text-only message back (GET /emails): escaped, line breaks kept. */
 const textAsHtml = (text: string) => `<pre>${text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!)}</pre>`;
-
-/** Reads the DATA stream whole (at most `max` bytes are kept; smtp-server flags a larger message). */
-async function readMessage(stream: SMTPServerDataStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of stream) {
-    size += (chunk as Buffer).length;
-    if (!stream.sizeExceeded) chunks.push(chunk as Buffer);
-  }
-  return stream.sizeExceeded ? Buffer.alloc(0) : Buffer.concat(chunks, size);
-}
 
 export async function startSubmission(opts: SubmissionOptions): Promise<Submission> {
   const { knex, sender, log } = opts;
@@ -186,15 +167,5 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
       });
     },
   });
-  server.on('error', (err) => log.warn({ err: err.message }, 'SMTP submission connection error'));
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.server.address() as AddressInfo).port;
-  return { port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return listen(server, opts.port, opts.host, log, 'SMTP submission');
 }

@@ -1,5 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { stopAllClustersSync } from './cluster';
@@ -169,6 +170,15 @@ export function machineBusyMs(): number {
   const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = line;
   return ((user + nice + system + irq + softirq + steal) * 1000) / CLK_TCK;
+}
+
+/** A port free on loopback now, for a child that must be told its port (an SMTP listener). */
+export async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as net.AddressInfo;
+  await new Promise((r) => s.close(r));
+  return port;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
