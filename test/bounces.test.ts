@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
@@ -175,6 +176,22 @@ test('a recipient refused at SMTP time (550 to RCPT TO) is a hard bounce at once
   await waitFor('email BOUNCED', async () => (await knex('emails').where({ id }).first()).status === 'BOUNCED' || undefined, 20_000, 50);
   expect((await events(id)).map((e) => [e.name, e.data.type ?? null, e.data.source ?? null])).toEqual([['email.failed', null, null], ['email.bounced', 'hard', 'smtp']]);
   expect(await knex('suppressions').where({ project_id: e2e.t.project.id, email: 'nobody@example.org' }).first()).toMatchObject({ reason: 'hard_bounce', details: { status: '5.1.1' } });
+});
+
+test('a slow client holds only its own connection: a report delivered beside it is recorded at once', async () => {
+  const { id, returnPath } = await sendOne('beside-slow@example.org');
+  const slow = net.connect(inbound.port, '127.0.0.1');
+  await new Promise((r) => slow.once('data', r)); // the greeting
+  slow.write('EHLO slow.example\r\nMAIL FROM:<>\r\n');
+  const dribble = setInterval(() => slow.write('R'), 50); // a command that never ends, a byte at a time
+  try {
+    const info = await mta().sendMail({ envelope: { from: '', to: [returnPath] }, raw: dsn('beside-slow@example.org', 'failed', '5.1.1') });
+    expect(info.response).toMatch(/^250 /);
+    expect((await events(id)).map((e) => e.name)).toContain('email.bounced');
+  } finally {
+    clearInterval(dribble);
+    slow.destroy();
+  }
 });
 
 test('unsigned and foreign addresses are refused before any data; unknown emails, malformed reports and huge messages change nothing', async () => {
