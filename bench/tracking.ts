@@ -17,9 +17,12 @@
  *
  * Environment: BENCH_DURATION (s, default 15), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS (default 32),
  * BENCH_EMAILS (default 20000), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info; the log goes to /dev/null),
- * BENCH_PG_STAT=1 (pg_stat_statements: the statements' time per request), BENCH_JSON=file.
+ * BENCH_PG_STAT=1 (pg_stat_statements: the statements' time per request), BENCH_CPU_PROF=1 (V8 profile of the API
+ * process into BENCH_PROFILE_DIR, default $TMPDIR/herald-bench-profiles), BENCH_JSON=file.
  */
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import autocannon from 'autocannon';
 import type { Knex } from 'knex';
 import { startCluster } from './lib/cluster';
@@ -85,8 +88,8 @@ async function measure(name: string, child: Child, base: string, paths: string[]
   };
   console.log(`${Math.round(m.rps)} req/s`);
   if (pg.pgStat) {
-    const rows = (await pg.knex.raw('SELECT calls, mean_exec_time, total_exec_time, query FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 8')).rows as { calls: number; mean_exec_time: number; total_exec_time: number; query: string }[];
-    for (const r of rows) console.log(`  ${(r.calls / answered).toFixed(3)} calls/req, ${(r.total_exec_time / answered).toFixed(3)} ms/req, mean ${r.mean_exec_time.toFixed(3)} ms: ${r.query.replace(/\s+/g, ' ').slice(0, 110)}`);
+    const rows = (await pg.knex.raw('SELECT calls, mean_exec_time, total_exec_time, total_plan_time, query FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 8')).rows as { calls: number; mean_exec_time: number; total_exec_time: number; total_plan_time: number; query: string }[];
+    for (const r of rows) console.log(`  ${(r.calls / answered).toFixed(3)} calls/req, ${(r.total_exec_time / answered).toFixed(3)} ms/req (+ ${(r.total_plan_time / answered).toFixed(3)} ms/req planning), mean ${r.mean_exec_time.toFixed(3)} ms: ${r.query.replace(/\s+/g, ' ').slice(0, 110)}`);
   }
   return { m, total: warm.answered + answered };
 }
@@ -115,7 +118,9 @@ runBench('bench:tracking', 10 * 60_000, async () => {
     const sink = await startSink();
     sinkRef = sink;
     await prepareEngineSchema(cluster, sink.url);
-    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000' });
+    const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
+    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000' },
+      process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
     children.push(herald);
     const base = `http://127.0.0.1:${(await herald.ready).port as number}`;
     const pg = { pid: cluster.postmasterPid(), knex, pgStat: cluster.pgStat };

@@ -6,7 +6,7 @@
  * Starts its own embedded PostgreSQL, one Herald worker process exactly as `npm run worker` runs it (the embedded
  * engine; its webhook queue is engine/webhookQueue.ts, default settings but WEBHOOK_ALLOW_PRIVATE=127.0.0.1), and a
  * loopback HTTP receiver in this process that answers 204 (and checks one signature in a hundred with
- * `standardwebhooks`). Deliveries come from the outbox trigger: one INSERT of BENCH_MESSAGES contacts into a project
+ * `standardwebhooks`). Deliveries come from the contacts' outbox trigger: one INSERT of BENCH_MESSAGES contacts into a project
  * whose endpoints want `contact.created`, i.e. a backlog as a burst of sign-ups would leave it.
  *
  * 1. live alone: one endpoint; time from the INSERT's commit until every delivery is SUCCEEDED (outcome committed).
@@ -14,7 +14,8 @@
  *    each request holds its socket until WEBHOOK_TIMEOUT_MS, 10 s) and gets the same number of messages.
  * 3. live alone again (a fresh project): (2) is compared with the mean of (1) and (3), the machine's load drifting.
  *
- * 0. Before them, what the outbox triggers cost the hot paths when no endpoint wants the event (triggerCost).
+ * 0. Before them, what the contacts' outbox triggers cost the hot paths when no endpoint wants the event (triggerCost).
+ *    Events have no trigger: their outbox rows are written by EVENT_EFFECTS (db/queries/events.ts).
  *
  * Environment: BENCH_MESSAGES (default 10000), WEBHOOK_ENDPOINT_CONCURRENCY (the worker's, default 32), BENCH_JSON=file.
  */
@@ -117,9 +118,9 @@ async function phase(cluster: BenchCluster, receiver: Receiver, workerPid: numbe
 }
 
 /**
- * What the outbox triggers cost the hot paths, where no endpoint wants the event (the common case): single-row
- * statements as `/v1/send` and `/v1/track` run them (an INSERT of a new contact, an UPDATE of one, an INSERT of an
- * event), each in its own transaction, with the triggers enabled and disabled, alternating rounds, in one database.
+ * What the contacts' outbox triggers cost the hot paths, where no endpoint wants the event (the common case):
+ * single-row statements as `/v1/send` and `/v1/track` run them (an INSERT of a new contact, an UPDATE of one), each in
+ * its own transaction, with the triggers enabled and disabled, alternating rounds, in one database.
  * Answers µs per statement, median of the rounds.
  */
 async function triggerCost(cluster: BenchCluster, projectId: string): Promise<{ statement: string; withUs: number; withoutUs: number }[]> {
@@ -130,13 +131,11 @@ async function triggerCost(cluster: BenchCluster, projectId: string): Promise<{ 
   const statements: [string, () => Promise<unknown>][] = [
     ['INSERT a contact', () => knex.raw("INSERT INTO contacts (project_id, email, data) VALUES (?, ?, '{}')", [projectId, `t-${seq++}@example.org`])],
     ['UPDATE a contact (data changes)', () => knex.raw("UPDATE contacts SET data = jsonb_build_object('n', ?::int), updated_at = now() WHERE project_id = ? AND email = 't-0@example.org'", [seq++, projectId])],
-    ['INSERT an event', () => knex.raw("INSERT INTO events (project_id, name, data) VALUES (?, 'signup', '{}')", [projectId])],
   ];
   const triggers = async (on: boolean) => {
     const verb = on ? 'ENABLE' : 'DISABLE';
     await knex.raw(`ALTER TABLE contacts ${verb} TRIGGER webhook_outbox_contacts_created`);
     await knex.raw(`ALTER TABLE contacts ${verb} TRIGGER webhook_outbox_contacts_updated`);
-    await knex.raw(`ALTER TABLE events ${verb} TRIGGER webhook_outbox_events`);
   };
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const out: { statement: string; withUs: number; withoutUs: number }[] = [];

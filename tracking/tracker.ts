@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { groupCommit } from '../db/batch';
+import { groupStatement } from '../db/batch';
 import { notFound } from '../core/errors';
 import { classifyAgent } from './agents';
 import { verifyClickToken, verifyOpenToken } from './links';
@@ -8,10 +8,10 @@ import { recordHits, type Hit } from './record';
 /**
  * The open pixel and the click redirect, the hottest public endpoints: a token is verified without the database (a
  * tampered or foreign one is a 404 at once, and records nothing), then the hits that arrive together are recorded in
- * ONE transaction (group commit, db/batch.ts, as POST /v1/track), so an answer waits for one transaction at most.
+ * ONE statement (group commit, db/batch.ts groupStatement, as POST /v1/track), so an answer waits for one transaction at most.
  */
 export function createTracker(knex: Knex, secret: Buffer) {
-  const together = groupCommit<Hit, boolean>(knex, recordHits);
+  const together = groupStatement<Hit, boolean>(knex, recordHits);
 
   /** Records an open; not found for a token that does not verify or whose email is gone. */
   async function open(token: string, userAgent: string | undefined): Promise<void> {

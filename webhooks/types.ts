@@ -1,6 +1,6 @@
 /**
  * The event types an outbound webhook endpoint may subscribe to: the one list, read by the API's validation, the docs
- * and the tests. Delivery follows whatever the `events` table records (a trigger writes the outbox), so `email.bounced`,
+ * and the tests. Delivery follows whatever the `events` table records (EVENT_EFFECTS writes the outbox with the event), so `email.bounced`,
  * `email.complained` (bounces/bounces.ts) and `email.suppressed` (sending/sends.ts) reach endpoints like the others.
  */
 export const WEBHOOK_EVENT_TYPES = [

@@ -15,6 +15,7 @@ import * as tracking from './20261124000002_tracking';
 import * as webhooks from './20261124000003_webhooks';
 import * as rawMessages from './20261124000004_raw_messages';
 import * as suppressions from './20261124000005_suppressions';
+import * as eventOutbox from './20261125000001_event_outbox';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -38,6 +39,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261124000003_webhooks': webhooks,
   '20261124000004_raw_messages': rawMessages,
   '20261124000005_suppressions': suppressions,
+  '20261125000001_event_outbox': eventOutbox,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

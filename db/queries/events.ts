@@ -17,6 +17,11 @@ export interface NewEvent {
  */
 const EVENT_NAME_SHARDS = 8;
 
+/** A timestamp as JSON dates are written (ISO 8601, UTC, milliseconds), in SQL. */
+function utcTimestamp(column: string): string {
+  return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+}
+
 /**
  * The one way events are written, by the API and the workers alike: the common table expressions that insert the
  * events of a CTE named `new_events` (id uuid or null for a new UUIDv7, project_id, name, contact_id, email_id, data
@@ -26,8 +31,13 @@ const EVENT_NAME_SHARDS = 8;
  *   event's contact (its row is the outbox entry the execution dispatcher starts the engine workflow from); one
  *   active execution per workflow and contact unless it allows reentry (a unique index, ON CONFLICT DO NOTHING);
  * - every execution of the contact WAITING for one of these names records the event and is marked for a wake-up.
- * The automation parts find nothing through two small partial indexes when nobody listens. One statement: the delivery
- * queue writes a batch of outcomes and their events in one round trip (sending/delivery.ts).
+ * - every enabled webhook endpoint of the project that wants one of these names gets its outbox row
+ *   (webhook_deliveries) with the exact payload it will carry (webhooks/; engine/webhookQueue.ts delivers it).
+ * The automation and webhook parts find nothing through small indexes when nobody listens. One statement: the
+ * delivery queue writes a batch of outcomes and their events in one round trip (sending/delivery.ts), the tracker a
+ * batch of opens and clicks (tracking/record.ts). The emails and contacts the payloads name are read as they were
+ * before the statement: a statement that writes an event writes neither its email's address and subject nor its
+ * contact's address.
  */
 export const EVENT_EFFECTS = `
   inserted AS (
@@ -55,6 +65,22 @@ export const EVENT_EFFECTS = `
     INSERT INTO event_names (project_id, name, shard, count, last_seen_at)
     SELECT project_id, name, pg_backend_pid() % ${EVENT_NAME_SHARDS}, count(*), now() FROM inserted GROUP BY project_id, name ORDER BY project_id, name
     ON CONFLICT (project_id, name, shard) DO UPDATE SET count = event_names.count + excluded.count, last_seen_at = excluded.last_seen_at
+    RETURNING 1),
+  hooked AS (
+    INSERT INTO webhook_deliveries (project_id, endpoint_id, type, event_id, payload)
+    SELECT ev.project_id, w.id, ev.name, ev.id,
+           jsonb_build_object('type', ev.name, 'timestamp', ${utcTimestamp('ev.created_at')}, 'data',
+             jsonb_strip_nulls(jsonb_build_object(
+               'eventId', ev.id, 'emailId', ev.email_id, 'contactId', ev.contact_id,
+               'to', e.to_email, 'subject', e.subject, 'campaignId', e.campaign_id,
+               'email', c.email)) || ev.data)
+    FROM inserted ev
+    JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.enabled AND ev.name = ANY (w.events)
+    LEFT JOIN emails e ON e.project_id = ev.project_id AND e.id = ev.email_id
+    LEFT JOIN contacts c ON c.project_id = ev.project_id AND c.id = ev.contact_id AND ev.name LIKE 'contact.%'
+    ORDER BY ev.id, w.id
+    -- An endpoint deleted by a transaction that commits meanwhile is skipped, not an FK violation.
+    FOR KEY SHARE OF w
     RETURNING 1)`;
 
 /** Records events of one project in the caller's transaction (see EVENT_EFFECTS); answers them, in no particular order. */

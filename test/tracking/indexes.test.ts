@@ -51,7 +51,10 @@ test('campaign stats read the campaign\'s emails and their click events through 
 });
 
 test('recording a batch of opens and clicks finds the emails by their primary key', async () => {
-  const p = await plan(HITS_SQL, [emailIds.map(() => projectId), emailIds, emailIds.map(() => 1), emailIds.map(() => true), emailIds.map(() => 0), emailIds.map(() => false)]);
+  const p = await plan(HITS_SQL, [
+    emailIds.map(() => projectId), emailIds, emailIds.map(() => 1), emailIds.map(() => true), emailIds.map(() => 0), emailIds.map(() => false),
+    emailIds.map(() => projectId), emailIds, emailIds.map(() => 'email.opened'), emailIds.map(() => '{}'),
+  ]);
   expect(p).toContain('emails_pkey');
   expect(p).not.toMatch(/Seq Scan on emails/);
 });
