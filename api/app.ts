@@ -15,7 +15,6 @@ import { createSender, type Sender } from '../sending/sender';
 import { authenticate } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { errorHandler } from './middleware/errorHandler';
-import { rateLimit } from './middleware/rateLimit';
 import { requestId } from './middleware/requestId';
 import { campaignRoutes } from './routes/campaigns';
 import { contactRoutes } from './routes/contacts';
@@ -65,8 +64,8 @@ function resourceOf(path: string): string {
 const SEND_BODY_LIMIT = '15mb';
 
 /**
- * The Koa app. Order matters: request id → error envelope (and request log) → routes. Each router authenticates,
- * rate-limits and then parses the body, so unauthenticated or throttled requests cost no body parsing.
+ * The Koa app. Order matters: request id → error envelope (and request log) → routes. Each router authenticates and
+ * rate-limits (one round trip), then parses the body, so unauthenticated or throttled requests cost no body parsing.
  */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: false });
@@ -80,16 +79,16 @@ export function createApp(deps: AppDeps): Koa {
   trackingRoutes(open, createTracker(deps.knex, deps.secret));
 
   const sending = new Router();
-  sending.use(authenticate(deps.knex, ['secret']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody(SEND_BODY_LIMIT));
+  sending.use(authenticate(deps.knex, ['secret'], deps.apiRateLimitPerMinute), jsonBody(SEND_BODY_LIMIT));
   sendRoutes(sending, { knex: deps.knex, sender: deps.sender ?? createSender(deps.knex, deps) });
 
   // Public API routes that also take public keys (client-side tracking).
   const tracking = new Router();
-  tracking.use(authenticate(deps.knex, ['secret', 'public']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody());
+  tracking.use(authenticate(deps.knex, ['secret', 'public'], deps.apiRateLimitPerMinute), jsonBody());
   trackRoutes(tracking, deps.knex);
 
   const dashboard = new Router();
-  dashboard.use(authenticate(deps.knex, ['secret']), rateLimit(deps.knex, deps.apiRateLimitPerMinute), jsonBody());
+  dashboard.use(authenticate(deps.knex, ['secret'], deps.apiRateLimitPerMinute), jsonBody());
   // Ids in paths are canonical UUIDs, matched case-insensitively as in bodies (schemas/common.ts uuidSchema): upper
   // case is lower-cased here, once for every route; any other spelling is no id at all, a 404 (core/values.ts isUuid).
   for (const name of ['id', 'executionId']) {

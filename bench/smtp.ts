@@ -12,15 +12,19 @@
  * - http: autocannon at the same number of connections, POST /v1/send with the same From, subject and HTML.
  * No worker runs during the measure: neither way in waits for delivery.
  *
- * Environment: BENCH_DURATION (s, default 15), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS (default 8).
+ * Environment: BENCH_DURATION (s, default 15), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS (default 8), BENCH_CPU_PROF=1
+ * (V8 profile of the API process into BENCH_PROFILE_DIR, default $TMPDIR/herald-bench-profiles), BENCH_PG_STAT=1 (the
+ * statements per message).
  */
+import os from 'node:os';
+import path from 'node:path';
 import autocannon from 'autocannon';
 import nodemailer, { type Transporter } from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport';
-import { startCluster } from './lib/cluster';
+import { printTopStatements, startCluster } from './lib/cluster';
 import { benchProject, prepareEngineSchema, startHeraldChild } from './lib/herald';
-import { cpuMs, freePort, machine, runBench } from './lib/proc';
+import { cpuMs, freePort, machine, machineBusyMs, runBench, spawnChild } from './lib/proc';
 import { startSink } from './lib/sink';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
@@ -34,7 +38,9 @@ const HTML = `<html><body><h1>Hello Ada</h1><p>Your order <b>#100042</b> has shi
 let counter = 0;
 const nextRecipient = () => `customer-${counter++}@example.org`;
 
-interface Measured { name: string; perSecond: number; p50: number; p99: number; ok: number; failed: number; serverCpuMsPerMessage: number }
+interface Cpu { api: number; pg: number; client: number; machine: number }
+interface Measured { name: string; perSecond: number; p50: number; p99: number; ok: number; failed: number; cpu: Cpu }
+const perMessage = (c: Cpu, n: number): Cpu => ({ api: c.api / n, pg: c.pg / n, client: c.client / n, machine: c.machine / n });
 
 /** Keeps CONNECTIONS messages in flight over the pool for `seconds`; latencies of the accepted ones. */
 /**
@@ -74,24 +80,39 @@ runBench('bench:smtp', 10 * 60_000, async () => {
     const project = await benchProject();
     await prepareEngineSchema(cluster, sink.url);
     const smtpPort = await freePort();
-    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', SMTP_SUBMISSION_PORT: String(smtpPort), SMTP_SUBMISSION_HOST: '127.0.0.1' });
+    const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
+    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', SMTP_SUBMISSION_PORT: String(smtpPort), SMTP_SUBMISSION_HOST: '127.0.0.1' },
+      process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
     const httpPort = (await herald.ready).port as number;
     const results: Measured[] = [];
 
     message = await new MailComposer({ from: 'Bench Shop <orders@example.com>', to: 'Customer <customer@example.org>', subject: 'Your order #100042 has shipped', html: HTML }).compile().build();
-    const transport = nodemailer.createTransport({
-      host: '127.0.0.1', port: smtpPort, secure: false, requireTLS: true, tls: { rejectUnauthorized: false },
-      auth: { user: 'bench', pass: project.secretKey }, pool: true, maxConnections: CONNECTIONS, maxMessages: Infinity,
-    } as SMTPTransport.Options);
-    process.stdout.write(`smtp: warm-up ${WARMUP} s … `);
-    await driveSmtp(transport, WARMUP);
-    const cpu0 = cpuMs(herald.pid);
-    const smtp = await driveSmtp(transport, DURATION);
-    const smtpCpu = cpuMs(herald.pid) - cpu0;
-    transport.close();
-    const sorted = [...smtp.latencies].sort((a, b) => a - b);
-    results.push({ name: 'smtp', perSecond: smtp.ok / (smtp.ms / 1000), p50: pct(sorted, 0.5), p99: pct(sorted, 0.99), ok: smtp.ok, failed: smtp.failed, serverCpuMsPerMessage: smtpCpu / smtp.ok });
-    console.log(`${Math.round(results[0]!.perSecond)} messages/s`);
+    const pgPid = cluster.postmasterPid();
+    /** nodemailer's pool against `port` as an app configures it: a warm-up, then the measure, with the CPU of each process. */
+    const measureSmtp = async (name: string, port: number, serverPid: number): Promise<Measured> => {
+      const transport = nodemailer.createTransport({
+        host: '127.0.0.1', port, secure: false, requireTLS: true, tls: { rejectUnauthorized: false },
+        auth: { user: 'bench', pass: project.secretKey }, pool: true, maxConnections: CONNECTIONS, maxMessages: Infinity,
+      } as SMTPTransport.Options);
+      process.stdout.write(`${name}: warm-up ${WARMUP} s … `);
+      await driveSmtp(transport, WARMUP);
+      await printTopStatements(cluster, 1, 0);
+      const cpu0 = { api: cpuMs(serverPid), pg: cpuMs(pgPid, true), client: cpuMs(process.pid), machine: machineBusyMs() };
+      const smtp = await driveSmtp(transport, DURATION);
+      const cpu = { api: cpuMs(serverPid) - cpu0.api, pg: cpuMs(pgPid, true) - cpu0.pg, client: cpuMs(process.pid) - cpu0.client, machine: machineBusyMs() - cpu0.machine };
+      transport.close();
+      const sorted = [...smtp.latencies].sort((a, b) => a - b);
+      const m = { name, perSecond: smtp.ok / (smtp.ms / 1000), p50: pct(sorted, 0.5), p99: pct(sorted, 0.99), ok: smtp.ok, failed: smtp.failed, cpu: perMessage(cpu, smtp.ok) };
+      console.log(`${Math.round(m.perSecond)} messages/s`);
+      await printTopStatements(cluster, smtp.ok);
+      return m;
+    };
+
+    // The floor first: what the dialogue alone costs here (a bare smtp-server that stores nothing, in its own process).
+    const floorChild = spawnChild('smtp floor', 'bench/lib/smtp-floor-child.ts', {});
+    const floor = await measureSmtp('floor (bare smtp-server)', (await floorChild.ready).port as number, floorChild.pid);
+    await floorChild.stop();
+    results.push(await measureSmtp('smtp', smtpPort, herald.pid));
 
     const body = () => JSON.stringify({ from: 'Bench Shop <orders@example.com>', to: nextRecipient(), subject: 'Your order #100042 has shipped', body: HTML });
     const drive = (seconds: number) => autocannon({
@@ -101,18 +122,21 @@ runBench('bench:smtp', 10 * 60_000, async () => {
     });
     process.stdout.write(`http: warm-up ${WARMUP} s … `);
     await drive(WARMUP);
-    const cpu1 = cpuMs(herald.pid);
+    await printTopStatements(cluster, 1, 0);
+    const cpu1 = { api: cpuMs(herald.pid), pg: cpuMs(pgPid, true), client: cpuMs(process.pid), machine: machineBusyMs() };
     const http = await drive(DURATION);
-    const httpCpu = cpuMs(herald.pid) - cpu1;
-    results.push({ name: 'http /v1/send', perSecond: http['2xx'] / http.duration, p50: http.latency.p50, p99: http.latency.p99, ok: http['2xx'], failed: http.non2xx + http.errors, serverCpuMsPerMessage: httpCpu / http['2xx'] });
+    const httpCpu = { api: cpuMs(herald.pid) - cpu1.api, pg: cpuMs(pgPid, true) - cpu1.pg, client: cpuMs(process.pid) - cpu1.client, machine: machineBusyMs() - cpu1.machine };
+    results.push({ name: 'http /v1/send', perSecond: http['2xx'] / http.duration, p50: http.latency.p50, p99: http.latency.p99, ok: http['2xx'], failed: http.non2xx + http.errors, cpu: perMessage(httpCpu, http['2xx']) });
     console.log(`${Math.round(results[1]!.perSecond)} req/s\n`);
+    await printTopStatements(cluster, http['2xx']);
 
-    console.log('| way in | messages/s | p50 ms | p99 ms | accepted | refused or failed | API process CPU ms per message |');
-    console.log('|---|---|---|---|---|---|---|');
-    for (const r of results) console.log(`| ${r.name} | ${Math.round(r.perSecond)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.ok} | ${r.failed} | ${r.serverCpuMsPerMessage.toFixed(2)} |`);
+    console.log('| way in | messages/s | p50 ms | p99 ms | accepted | refused or failed | CPU ms per message: API | postgres | client (bench) | machine busy |');
+    console.log('|---|---|---|---|---|---|---|---|---|---|');
+    for (const r of results) console.log(`| ${r.name} | ${Math.round(r.perSecond)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.ok} | ${r.failed} | ${r.cpu.api.toFixed(2)} | ${r.cpu.pg.toFixed(2)} | ${r.cpu.client.toFixed(2)} | ${r.cpu.machine.toFixed(2)} |`);
+    console.log(`| ${floor.name} | ${Math.round(floor.perSecond)} | ${floor.p50.toFixed(1)} | ${floor.p99.toFixed(1)} | ${floor.ok} | ${floor.failed} | ${floor.cpu.api.toFixed(2)} | ${floor.cpu.pg.toFixed(2)} | ${floor.cpu.client.toFixed(2)} | ${floor.cpu.machine.toFixed(2)} |`);
     const [s, h] = results;
     const stored = (await cluster.knex('emails').whereNotNull('raw_message_id').count('* as n').first()) as { n: string };
-    console.log(`\nratio smtp / http: ${(s!.perSecond / h!.perSecond).toFixed(2)}; ${stored.n} submitted emails stored (every 250 answered, warm-up included)`);
+    console.log(`\nratio smtp / http: ${(s!.perSecond / h!.perSecond).toFixed(2)}; smtp / floor: ${(s!.perSecond / floor.perSecond).toFixed(2)}; ${stored.n} submitted emails stored (every 250 answered, warm-up included)`);
     console.log(`target: ${Math.round(s!.perSecond)} messages/s ≥ 500 with ${CONNECTIONS} connections: ${s!.perSecond >= 500 ? 'met' : 'MISSED'}`);
     await herald.stop();
   } finally {

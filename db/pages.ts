@@ -18,18 +18,23 @@ export interface Listed<R> {
 }
 
 /**
- * The two queries of a page: `limit + 1` rows after `afterId`, and the filter's count. `filtered` builds the scoped,
+ * The two queries of a page: `limit + 1` rows after `afterId`, and the filter's count (one row, `n`). `filtered` builds the scoped,
  * filtered query afresh for each (it may select columns; the count drops them). `column` is the keyset column, as the
  * query names it (`c.id` in a join).
  */
 export function pageQueries(filtered: () => Knex.QueryBuilder, { limit, afterId }: PageRequest, column = 'id') {
   const page = filtered().orderBy(column, 'desc').limit(limit + 1);
   if (afterId) page.where(column, '<', afterId);
-  const count = filtered().clearSelect().clearOrder().count('* as n').first() as unknown as Promise<{ n: string | number } | undefined>;
+  const count = filtered().clearSelect().clearOrder().count('* as n');
   return { page, count };
 }
 
-/** Runs a page's two queries side by side; `rowOf` turns a database row into the caller's type (a model, say). */
+/**
+ * Runs a page's two queries as ONE statement (two CTEs: the page, and its count beside it), so that a list costs one
+ * round trip to one database session: two queries side by side wait for the slower of two sessions, and on a busy or
+ * virtualised machine each wake-up of a session is a chance of a stall. `rowOf` turns a database row into the
+ * caller's type (a model, say).
+ */
 export async function listPage<R>(
   filtered: () => Knex.QueryBuilder,
   request: PageRequest,
@@ -37,6 +42,20 @@ export async function listPage<R>(
   column = 'id',
 ): Promise<Listed<R>> {
   const { page, count } = pageQueries(filtered, request, column);
-  const [rows, c] = await Promise.all([page as Promise<Record<string, unknown>[]>, count]);
-  return { rows: rows.map(rowOf), total: Number(c?.n ?? 0) };
+  const { rows, total } = await pageWithTotal(page, count, column);
+  return { rows: rows.map(rowOf), total };
+}
+
+/** A page query and its count query (one row, `n`) in one statement: the page's rows, and the count. */
+export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBuilder, column = 'id'): Promise<{ rows: Record<string, unknown>[]; total: number }> {
+  const key = column.split('.').pop()!;
+  // The count's one row, joined to the page's rows: a page that is empty is one row of NULLs, and still has its count.
+  const joined: Record<string, unknown>[] = await page.client.queryBuilder()
+    .with('page', page).with('total', count)
+    .from('total').joinRaw('LEFT JOIN page ON true')
+    .select('total.n AS __total', 'page.*')
+    .orderBy(`page.${key}`, 'desc');
+  const total = Number(joined[0]?.__total ?? 0);
+  const rows = joined.filter((r) => r[key] !== null).map(({ __total: _n, ...row }) => row);
+  return { rows, total };
 }

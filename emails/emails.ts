@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { notFound } from '../core/errors';
 import { isUuid } from '../core/values';
-import { pageQueries, type PageRequest } from '../db/pages';
+import { pageQueries, pageWithTotal, type PageRequest } from '../db/pages';
 import { Email, type EmailStatus } from '../db/models/Email';
 import { Event } from '../db/models/Event';
 
@@ -71,7 +71,7 @@ export function emailListQueries(db: Knex, projectId: string, filter: EmailFilte
   const filtered = filteredEmails(db, projectId, filter);
   const { page } = pageQueries(filtered, request);
   const capped = filtered().clearSelect().select(db.raw('1')).limit(EMAIL_COUNT_CAP + 1).as('capped');
-  const count = db.from(capped).count('* as n').first() as unknown as Promise<{ n: string | number } | undefined>;
+  const count = db.from(capped).count('* as n');
   return { page, count };
 }
 
@@ -85,8 +85,7 @@ export interface EmailList {
 
 export async function listEmails(db: Knex, projectId: string, filter: EmailFilter, request: PageRequest): Promise<EmailList> {
   const { page, count } = emailListQueries(db, projectId, filter, request);
-  const [rows, c] = await Promise.all([page as Promise<Record<string, unknown>[]>, count]);
-  const n = Number(c?.n ?? 0);
+  const { rows, total: n } = await pageWithTotal(page, count);
   return { rows: rows.map((r) => Email.fromDatabaseJson(r)), total: Math.min(n, EMAIL_COUNT_CAP), totalExact: n <= EMAIL_COUNT_CAP };
 }
 

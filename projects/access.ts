@@ -32,14 +32,15 @@ interface KeyRow {
  */
 const keyLoaders = new WeakMap<Knex, ReturnType<typeof newKeyLoader>>();
 
+/** The live keys (not revoked) with these lookups, and whether their project is disabled. */
+const KEY_ROWS = `SELECT k.lookup, k.id, k.project_id AS "projectId", k.type, k.hash, p.disabled
+  FROM api_keys k JOIN projects p ON p.id = k.project_id
+  WHERE k.lookup = ANY(?::text[]) AND k.revoked_at IS NULL`;
+
 function newKeyLoader(knex: Knex) {
   return batched<string, KeyRow | undefined>(async (lookups) => {
-    const rows: (KeyRow & { lookup: string })[] = await knex('api_keys as k')
-      .join('projects as p', 'p.id', 'k.project_id')
-      .whereIn('k.lookup', lookups as string[])
-      .whereNull('k.revoked_at')
-      .select('k.lookup', 'k.id', 'k.project_id as projectId', 'k.type', 'k.hash', 'p.disabled');
-    const byLookup = new Map(rows.map((r) => [r.lookup, r]));
+    const { rows } = await knex.raw(KEY_ROWS, [[...new Set(lookups)]]);
+    const byLookup = new Map((rows as (KeyRow & { lookup: string })[]).map((r) => [r.lookup, r]));
     return lookups.map((l) => byLookup.get(l));
   });
 }
@@ -50,8 +51,11 @@ export async function identify(knex: Knex, key: string): Promise<Caller | { refu
   if (!parsed) return { refused: 'malformed' };
   let loader = keyLoaders.get(knex);
   if (!loader) keyLoaders.set(knex, (loader = newKeyLoader(knex)));
-  const row = await loader.load(parsed.lookup);
-  if (!row || row.type !== parsed.type || !keyMatches(key, row.hash)) return { refused: 'invalid' };
+  return callerOf(key, parsed.type, await loader.load(parsed.lookup));
+}
+
+function callerOf(key: string, type: ApiKeyType, row: KeyRow | undefined): Caller | { refused: KeyRefusal } {
+  if (!row || row.type !== type || !keyMatches(key, row.hash)) return { refused: 'invalid' };
   if (row.disabled) return { refused: 'disabled' };
   return { projectId: row.projectId, keyId: row.id, keyType: row.type };
 }
@@ -74,35 +78,95 @@ export interface Consumed {
  */
 const counters = new WeakMap<Knex, ReturnType<typeof newCounter>>();
 
+/**
+ * The upsert of the counts, from a CTE `counts(key, n)`: a window that has ended starts again. Bindings: the new
+ * window's end, then now twice (epoch ms).
+ */
+const COUNT_UPSERT = `INSERT INTO rate_limits AS r (key, points, expire)
+  SELECT c.key, c.n, ?::bigint FROM counts c ORDER BY c.key
+  ON CONFLICT (key) DO UPDATE SET
+    points = CASE WHEN r.expire IS NULL OR r.expire <= ?::bigint THEN excluded.points ELSE r.points + excluded.points END,
+    expire = CASE WHEN r.expire IS NULL OR r.expire <= ?::bigint THEN excluded.expire ELSE r.expire END
+  RETURNING key, points, expire`;
+
+const windowBindings = (now: number) => [now + WINDOW_MS, now, now];
+
+/**
+ * Each request's place in its key's window, in arrival order: the batch's requests of one key take the window's last
+ * positions. `keys` by request (undefined: not counted), `after` the counts as the upsert left them.
+ */
+function positions(keys: readonly (string | undefined)[], after: Map<string, { points: number; expire: number }>): (Consumed | undefined)[] {
+  const counts = new Map<string, number>();
+  for (const k of keys) if (k !== undefined) counts.set(k, (counts.get(k) ?? 0) + 1);
+  const seen = new Map<string, number>();
+  return keys.map((k) => {
+    const total = k === undefined ? undefined : after.get(k);
+    if (k === undefined || !total) return undefined;
+    const i = seen.get(k) ?? 0;
+    seen.set(k, i + 1);
+    return { points: total.points - counts.get(k)! + i + 1, resetAt: total.expire };
+  });
+}
+
+const countsAfter = (rows: { key: string; points: number; expire: string }[]) =>
+  new Map(rows.map((r) => [r.key, { points: r.points, expire: Number(r.expire) }]));
+
+const rateKey = (projectId: string) => `api:${projectId}`;
+
 function newCounter(knex: Knex) {
   return batched<string, Consumed>(async (keys) => {
     const counts = new Map<string, number>();
     for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
-    const now = Date.now();
     const { rows } = await knex.raw(
-      `INSERT INTO rate_limits AS r (key, points, expire)
-       SELECT t.key, t.n, ?::bigint FROM unnest(?::text[], ?::int[]) AS t(key, n)
-       ON CONFLICT (key) DO UPDATE SET
-         points = CASE WHEN r.expire IS NULL OR r.expire <= ?::bigint THEN excluded.points ELSE r.points + excluded.points END,
-         expire = CASE WHEN r.expire IS NULL OR r.expire <= ?::bigint THEN excluded.expire ELSE r.expire END
-       RETURNING key, points, expire`,
-      [now + WINDOW_MS, [...counts.keys()], [...counts.values()], now, now],
+      `WITH counts AS (SELECT * FROM unnest(?::text[], ?::int[]) AS t(key, n)) ${COUNT_UPSERT}`,
+      [[...counts.keys()], [...counts.values()], ...windowBindings(Date.now())],
     );
-    const after = new Map<string, { points: number; expire: number }>(rows.map((r: { key: string; points: number; expire: string }) => [r.key, { points: r.points, expire: Number(r.expire) }]));
-    // The batch's requests of one key take the last positions of the window, in arrival order.
-    const seen = new Map<string, number>();
-    return keys.map((k) => {
-      const i = seen.get(k) ?? 0;
-      seen.set(k, i + 1);
-      const total = after.get(k)!;
-      return { points: total.points - counts.get(k)! + i + 1, resetAt: total.expire };
-    });
+    return positions(keys, countsAfter(rows)) as Consumed[];
   });
+}
+
+/**
+ * identify and consumeRate in ONE statement, for the HTTP API where every request does both: the keys of the requests
+ * that arrive together are looked up, and each live key's request is counted against its project's budget, in one
+ * round trip. A request whose key then fails the hash comparison was counted against the project its key's first 16
+ * characters name: only someone who holds those (secret) characters can spend a project's budget that way.
+ */
+const admitters = new WeakMap<Knex, ReturnType<typeof newAdmitter>>();
+
+function newAdmitter(knex: Knex) {
+  return batched<string, { row: KeyRow | undefined; rate: Consumed | undefined }>(async (lookups) => {
+    const { rows } = await knex.raw(
+      `WITH keys AS (${KEY_ROWS}),
+       counts AS (
+         -- rateKey, in SQL
+         SELECT 'api:' || k."projectId" AS key, count(*)::int AS n
+         FROM unnest(?::text[]) AS l(lookup) JOIN keys k USING (lookup) GROUP BY 1),
+       counted AS (${COUNT_UPSERT})
+       SELECT k.*, c.key AS rate_key, c.points, c.expire
+       FROM keys k LEFT JOIN counted c ON c.key = 'api:' || k."projectId"`,
+      [[...new Set(lookups)], lookups as string[], ...windowBindings(Date.now())],
+    );
+    const found = rows as (KeyRow & { lookup: string; rate_key: string; points: number; expire: string })[];
+    const byLookup = new Map(found.map((r) => [r.lookup, r]));
+    const rates = positions(lookups.map((l) => byLookup.get(l)?.rate_key), countsAfter(found.map((r) => ({ key: r.rate_key, points: r.points, expire: r.expire }))));
+    return lookups.map((l, i) => ({ row: byLookup.get(l), rate: rates[i] }));
+  });
+}
+
+/** The caller an API key names and this request's place in its project's rate window, or why the key is refused. */
+export async function admit(knex: Knex, key: string): Promise<(Caller & { rate: Consumed }) | { refused: KeyRefusal }> {
+  const parsed = parseKey(key);
+  if (!parsed) return { refused: 'malformed' };
+  let admitter = admitters.get(knex);
+  if (!admitter) admitters.set(knex, (admitter = newAdmitter(knex)));
+  const { row, rate } = await admitter.load(parsed.lookup);
+  const caller = callerOf(key, parsed.type, row);
+  return 'refused' in caller ? caller : { ...caller, rate: rate! };
 }
 
 /** Counts one request against the project's budget of this minute; the caller compares `points` with its limit. */
 export function consumeRate(knex: Knex, projectId: string): Promise<Consumed> {
   let c = counters.get(knex);
   if (!c) counters.set(knex, (c = newCounter(knex)));
-  return c.load(`api:${projectId}`);
+  return c.load(rateKey(projectId));
 }

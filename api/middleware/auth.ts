@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Middleware } from 'koa';
 import type { ApiKeyType } from '../../db/models/ApiKey';
-import { identify, type Caller } from '../../projects/access';
+import { admit, type Caller } from '../../projects/access';
 import { ApiError, forbidden, unauthorized } from '../errors';
 
 /** What authentication puts on `ctx.state.auth` for the handlers. */
@@ -10,26 +10,41 @@ export type AuthState = Caller;
 const SUGGEST_HEADER = 'Send the header "Authorization: Bearer <API key>" with a key from `npm run cli -- project create` or the one printed at first start.';
 
 /**
- * Bearer authentication. `accepts` lists the key types allowed on the route: secret keys everywhere,
- * public keys only where the route says so (/v1/track).
+ * Bearer authentication and the API rate limit, in one database round trip (projects/access.ts admit). `accepts`
+ * lists the key types allowed on the route: secret keys everywhere, public keys only where the route says so
+ * (/v1/track). Every authenticated answer carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`:
+ * `perMinute` requests per project per window; a 429 adds `Retry-After`. A database error is a 500, never a silent
+ * pass.
  */
-export function authenticate(knex: Knex, accepts: ApiKeyType[] = ['secret']): Middleware {
+export function authenticate(knex: Knex, accepts: ApiKeyType[], perMinute: number): Middleware {
   return async (ctx, next) => {
     const header = ctx.get('authorization');
     if (!header) throw unauthorized('Missing API key', SUGGEST_HEADER);
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!m) throw unauthorized('Malformed Authorization header: expected "Bearer <API key>"', SUGGEST_HEADER);
-    const caller = await identify(knex, m[1]!);
-    if ('refused' in caller) {
-      if (caller.refused === 'malformed') throw unauthorized('Malformed API key: keys look like sk_… or pk_… followed by 40 letters and digits');
-      if (caller.refused === 'invalid') throw unauthorized('Invalid API key');
+    const admitted = await admit(knex, m[1]!);
+    if ('refused' in admitted) {
+      if (admitted.refused === 'malformed') throw unauthorized('Malformed API key: keys look like sk_… or pk_… followed by 40 letters and digits');
+      if (admitted.refused === 'invalid') throw unauthorized('Invalid API key');
       throw new ApiError(403, 'PROJECT_DISABLED', 'This project is disabled', { suggestion: 'Ask the operator to enable the project.' });
     }
+    const { rate, ...caller } = admitted;
     if (!accepts.includes(caller.keyType)) {
       throw forbidden('Public keys (pk_) may only be used with POST /v1/track', 'Use a secret key (sk_) from a server, never from a browser.');
     }
     const auth: AuthState = caller;
     ctx.state.auth = auth;
+
+    const resetSeconds = Math.max(1, Math.ceil((rate.resetAt - Date.now()) / 1000));
+    ctx.set('RateLimit-Limit', String(perMinute));
+    ctx.set('RateLimit-Remaining', String(Math.max(0, perMinute - rate.points)));
+    ctx.set('RateLimit-Reset', String(resetSeconds));
+    if (rate.points > perMinute) {
+      throw new ApiError(429, 'RATE_LIMITED', `Rate limit of ${perMinute} requests per minute exceeded`, {
+        suggestion: `Retry after ${resetSeconds} seconds.`,
+        headers: { 'Retry-After': String(resetSeconds) },
+      });
+    }
     await next();
   };
 }

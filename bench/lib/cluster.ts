@@ -103,3 +103,18 @@ export function stopAllClustersSync(): void {
   for (const c of live) stopNow(c.dataDir);
   live.clear();
 }
+
+/**
+ * With BENCH_PG_STAT=1: the statements that took the most time (execution and planning) since the last call, per unit of
+ * work (a request, a message), printed; then the statistics are reset for the next measure.
+ */
+export async function printTopStatements(cluster: BenchCluster, units: number, limit = 10): Promise<void> {
+  if (!cluster.pgStat) return;
+  const rows = (await cluster.knex.raw(`SELECT calls, total_exec_time, total_plan_time, query FROM pg_stat_statements
+    WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time + total_plan_time DESC LIMIT ?`, [limit])).rows as
+    { calls: number; total_exec_time: number; total_plan_time: number; query: string }[];
+  for (const r of rows) {
+    console.log(`  ${(r.calls / units).toFixed(3)} calls, ${(r.total_exec_time / units).toFixed(3)} ms + ${(r.total_plan_time / units).toFixed(3)} ms planning: ${r.query.replace(/\s+/g, ' ').slice(0, 120)}`);
+  }
+  await cluster.knex.raw('SELECT pg_stat_statements_reset()');
+}

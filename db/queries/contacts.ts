@@ -182,7 +182,7 @@ export function contactListQueries(db: Knex, projectId: string, filter: ContactF
   return pageQueries(() => filtered(db, projectId, filter), page);
 }
 
-/** One page of contacts plus the total matching the filter (two queries, run side by side). */
+/** One page of contacts plus the total matching the filter (db/pages.ts: one statement). */
 export function listContacts(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest): Promise<Listed<Contact>> {
   return listPage(() => filtered(db, projectId, filter), page, (row) => Contact.fromDatabaseJson(row));
 }

@@ -44,3 +44,21 @@ test('unauthenticated requests do not spend a project budget', async () => {
   for (let i = 0; i < 10; i++) expect((await t.http().get('/contacts')).status).toBe(401);
   expect((await t.http().get('/contacts').set(bearer(p.secretKey))).headers['ratelimit-remaining']).toBe('4');
 });
+
+test('a burst of one project in one round trip: each request gets its own place in the window, the rest 429', async () => {
+  const p = await t.newProject('burst');
+  const other = await t.newProject('burst-other');
+  const server = t.http();
+  // Eight requests at once (one key lookup and count for all), beside another project's and an unknown key's.
+  const [answers, otherAnswer, bad] = await Promise.all([
+    Promise.all(Array.from({ length: 8 }, () => server.get('/contacts').set(bearer(p.secretKey)))),
+    server.get('/contacts').set(bearer(other.secretKey)),
+    server.get('/contacts').set(bearer(`sk_${'Z'.repeat(40)}`)),
+  ]);
+  expect(answers.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+  const remaining = answers.filter((r) => r.status === 200).map((r) => Number(r.headers['ratelimit-remaining'])).sort();
+  expect(remaining).toEqual([0, 1, 2, 3, 4]);
+  expect(otherAnswer.status).toBe(200);
+  expect(otherAnswer.headers['ratelimit-remaining']).toBe('4');
+  expect(bad.status).toBe(401);
+});

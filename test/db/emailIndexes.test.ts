@@ -89,5 +89,5 @@ test('the capped count and the page answer what the table holds', async () => {
   expect(rows.length).toBe(21);
   expect(rows.every((r) => r.status === 'FAILED')).toBe(true);
   const exact = await db.knex('emails').where({ project_id: projectId, status: 'FAILED' }).count('* as n').first();
-  expect(Number((await count)!.n)).toBe(Number(exact!.n));
+  expect(Number((await count)[0]!.n)).toBe(Number(exact!.n));
 });
