@@ -172,6 +172,18 @@ export function machineBusyMs(): number {
   return ((user + nice + system + irq + softirq + steal) * 1000) / CLK_TCK;
 }
 
+/**
+ * The share of the machine's CPU time that the hypervisor gave to other guests (steal) since `since` (a snapshot of
+ * this function's `at`): on a shared virtual machine, time when this one wanted to run and could not.
+ */
+export function stealSince(since?: number[]): { at: number[]; share: number } {
+  const at = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  if (!since) return { at, share: 0 };
+  const d = at.map((v, i) => v - since[i]!);
+  const total = d.reduce((a, b) => a + b, 0);
+  return { at, share: total > 0 ? d[7]! / total : 0 };
+}
+
 /** A port free on loopback now, for a child that must be told its port (an SMTP listener). */
 export async function freePort(): Promise<number> {
   const s = net.createServer();
