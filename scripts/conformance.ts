@@ -1,0 +1,89 @@
+/**
+ * Herald against its own OpenAPI document, attacked by schemathesis (a property-based API tester this project did not
+ * write): `npm run conformance`, run by `.ci/run` after the tests.
+ *
+ * Starts Herald as `npm start` does (embedded PostgreSQL and engine, API and worker) in a fresh temporary DATA_DIR,
+ * with its mail going to a loopback SMTP sink and a project whose example.com is verified. Then schemathesis (pinned,
+ * installed into .tools/ by scripts/schemathesis.js) reads GET /openapi.json and runs every operation:
+ * - phases: examples, coverage, fuzzing, and stateful (the document's `links`: create, then get, patch and delete);
+ * - bounded: CONFORMANCE_MAX_EXAMPLES test cases per operation (default 20), a fixed seed (CONFORMANCE_SEED, default 1)
+ *   so that a run can be reproduced, and CONFORMANCE_MAX_TIME seconds for the stateful phase's repetitions;
+ * - checks: not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance.
+ * The exit code is schemathesis's: any failure fails CI. Its summary is printed; the JUnit report goes to
+ * artifacts/schemathesis/.
+ *
+ * Exclusions (each with its reason) are listed in EXCLUDED below; there are none unless listed.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../config';
+import { startHerald } from '../bin/runtime';
+import { addDomain, createProject } from '../projects/service';
+import { startSink } from '../bench/lib/sink';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { ensureSchemathesis } = require('./schemathesis.js') as { ensureSchemathesis(): string };
+
+/** Operations left out of the run, each with its reason: `--exclude-path-regex` patterns. */
+const EXCLUDED: { pattern: string; reason: string }[] = [];
+
+const ROOT = path.resolve(__dirname, '..');
+
+async function main(): Promise<number> {
+  const cli = ensureSchemathesis();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-conformance-'));
+  // As root, PostgreSQL runs as the postgres user, which must be able to enter the directory.
+  fs.chmodSync(dataDir, 0o755);
+  const sink = await startSink();
+  const config = loadConfig({
+    ...process.env,
+    PORT: '0',
+    DATA_DIR: dataDir,
+    SMTP_URL: sink.url,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    ENGINE: 'embedded',
+    API_RATE_LIMIT_PER_MINUTE: '100000000',
+    SMTP_SUBMISSION_PORT: '0',
+    SMTP_INBOUND_PORT: '0',
+  });
+  const herald = await startHerald(config, { api: true, worker: true });
+  try {
+    const base = `http://127.0.0.1:${(herald.server!.address() as AddressInfo).port}`;
+    const project = await createProject('Conformance');
+    await addDomain(project.id, 'example.com', true);
+
+    const reportDir = path.join(ROOT, 'artifacts', 'schemathesis');
+    const args = [
+      'run', `${base}/openapi.json`,
+      '--header', `Authorization: Bearer ${project.secretKey}`,
+      '--checks', 'not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance',
+      '--phases', 'examples,coverage,fuzzing,stateful',
+      '--max-examples', process.env.CONFORMANCE_MAX_EXAMPLES ?? '20',
+      '--seed', process.env.CONFORMANCE_SEED ?? '1',
+      '--max-time', process.env.CONFORMANCE_MAX_TIME ?? '600',
+      '--workers', '2',
+      '--request-timeout', '30',
+      '--generation-database', 'none',
+      '--report', 'junit', '--report-dir', reportDir,
+      '--no-color',
+      ...EXCLUDED.flatMap((e) => ['--exclude-path-regex', e.pattern]),
+    ];
+    console.log(`schemathesis ${args.slice(0, 2).join(' ')} (project ${project.id}; ${EXCLUDED.length} exclusions)`);
+    return await new Promise<number>((resolve) => {
+      const run = spawn(cli, args, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, NO_COLOR: '1' } });
+      run.on('exit', (code) => resolve(code ?? 1));
+    });
+  } finally {
+    await herald.stop();
+    await sink.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().then((code) => process.exit(code), (err: Error) => {
+  console.error(`conformance: ${err.stack ?? err.message}`);
+  process.exit(1);
+});
