@@ -26,7 +26,21 @@ export function createTracker(knex: Knex, secret: Buffer) {
     return target.url;
   }
 
-  return { open, click };
+  /**
+   * A HEAD on a tracking link: what link scanners and unfurlers send to look before they fetch. The token is verified
+   * (a bad one is a 404) and nothing is recorded: no one saw the image or followed the link. Answers a click's target.
+   */
+  function peek(kind: 'open' | 'click', token: string): string | undefined {
+    if (kind === 'open') {
+      if (!verifyOpenToken(secret, token)) throw notFound('Tracking link');
+      return undefined;
+    }
+    const target = verifyClickToken(secret, token);
+    if (!target) throw notFound('Tracking link');
+    return target.url;
+  }
+
+  return { open, click, peek };
 }
 
 export type Tracker = ReturnType<typeof createTracker>;

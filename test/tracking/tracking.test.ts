@@ -167,6 +167,21 @@ describe('POST /v1/send', () => {
     expect((await emailRow(emailId)).first_opened_at).toBeInstanceOf(Date);
   });
 
+  test('a HEAD (a scanner looking) answers like a GET and records nothing; a bad token is still a 404', async () => {
+    const { emailId, html } = await sendAndReceive({ to: 'head@example.net', track: { opens: true, clicks: true } });
+    const pixel = pathOf(images(html)[0]!);
+    const link = pathOf(hrefs(html)[0]!);
+    const pixelHead = await t.http().head(pixel).set('User-Agent', BROWSER);
+    expect(pixelHead.status).toBe(200);
+    expect(pixelHead.headers['content-type']).toBe('image/gif');
+    const linkHead = await t.http().head(link).set('User-Agent', BROWSER).redirects(0);
+    expect(linkHead.status).toBe(302);
+    expect(linkHead.headers.location).toBe('https://shop.example/items?a=1&b=2');
+    expect((await t.http().head('/t/o/not-a-token')).status).toBe(404);
+    expect(await emailRow(emailId)).toMatchObject({ opens: 0, clicks: 0, first_opened_at: null, first_clicked_at: null });
+    expect(await eventsOf(emailId)).toHaveLength(0);
+  });
+
   test('opens that arrive together share one transaction and each counts', async () => {
     const { emailId, html } = await sendAndReceive({ to: 'burst@example.net', track: { opens: true } });
     expect(hrefs(html)[0]).toBe('https://shop.example/items?a=1&b=2'); // opens only: links as written
