@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.data/', 'dist/', 'coverage/', 'scratch/'] },
+  { ignores: ['node_modules/', '.data/', 'dist/', 'coverage/', 'scratch/', '.tools/', 'artifacts/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
