@@ -162,7 +162,7 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
     expect((await c.db.knex('emails').where({ project_id: c.project.id, id: rejected }).first()).attempts).toBe(1);
   }, 120_000);
 
-  test('the rate limit holds across two workers: at most 14 messages in any 1-s window, at least 13.5/s on average', async () => {
+  test('the rate limit holds across two workers: at most 14 messages in any 1-s window, at least 12/s on average', async () => {
     // Timing is measured where it means something: at an SMTP server in a process of its own, whose event loop does
     // nothing else (the test's own server shares the Jest process, whose stalls would bunch its timestamps).
     const sink = await startSinkProcess();
@@ -201,7 +201,11 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
       expect([...claimers].sort()).toEqual(['w1', 'w2']);
       expect(new Set(recipients).size).toBe(TOTAL);
       expect(worst).toBeLessThanOrEqual(14);
-      expect(mean).toBeGreaterThanOrEqual(13.5);
+      // The limit is the upper bound above. This lower one only catches a limiter that starves (two workers that each
+      // wait for the other would give 7/s): on a machine loaded by other test suites the two workers kept 12.95 and
+      // 13.18/s, so a tight bound here measured the machine, not the limiter (BENCHMARKS.md section 3 measures the
+      // accuracy on a quiet one).
+      expect(mean).toBeGreaterThanOrEqual(12);
       await waitFor('campaign SENT', async () => ((await campaignStatus(id)) === 'SENT' ? true : undefined), 120_000, 500);
       expect(await counts({ campaign_id: id })).toEqual({ SENT: TOTAL });
     } finally {
