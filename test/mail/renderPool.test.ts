@@ -29,5 +29,8 @@ test("one tenant's costly jobs leave a thread to the others", async () => {
   const a2 = pool.render([job(BUSY)], 'a').then(() => done.push('a2'));
   const b = pool.render([job(`{% for i in (1..1500) %}${'y'.repeat(1000)}{% endfor %}`)], 'b').then(() => done.push('b'));
   await Promise.all([a1, a2, b]);
-  expect(done).toEqual(['b', 'a1', 'a2']);
+  // Fair: b gets the second thread at once instead of queuing behind both of a's jobs, so it is done before a2 (which
+  // waits for a1's thread). Whether b also beats a1 (cut off by its time budget) depends on the machine's load.
+  expect(done.indexOf('b')).toBeLessThan(done.indexOf('a2'));
+  expect(done.indexOf('a1')).toBeLessThan(done.indexOf('a2'));
 });
