@@ -1,0 +1,82 @@
+import type Joi from 'joi';
+
+/**
+ * Joi → JSON Schema 2020-12 (the dialect of OpenAPI 3.1), with joi-to-json's OpenAPI 3.1 parser. The parser is
+ * extended where its output would be false for Herald's schemas (each case is what Joi accepts, measured against
+ * what the converter wrote):
+ * - `Joi.object()` without keys accepts any keys; the converter wrote `additionalProperties: false` (only `{}`).
+ * - `.pattern(keySchema, valueSchema)` with a Joi schema for the key (free-form `data`, `headers`): the converter only
+ *   knows regular-expression keys and dropped it (again only `{}`); it becomes `propertyNames` and
+ *   `additionalProperties`.
+ * - A regular expression with flags (`/…/u`) kept its `/u` inside the pattern.
+ * - A `.when()` that looks at a sibling key (`subject` required unless `template`…) cannot be said of the field alone:
+ *   the converter replaced the field's own type with "anything". The field keeps its own rules; what depends on the
+ *   sibling is said in its description.
+ */
+// joi-to-json ships no types for its parser classes.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const OpenApi31Parser = require('joi-to-json/lib/parsers/open-api-3.1') as new (opts?: object) => ParserBase;
+
+type JsonSchema = Record<string, unknown>;
+type Describe = Record<string, unknown> & { keys?: Record<string, unknown>; patterns?: { schema?: Describe; rule?: Describe; regex?: string }[]; flags?: Record<string, unknown> };
+
+interface ParserBase {
+  parse(spec: Describe, definitions?: object, level?: number): JsonSchema;
+  _setObjectProperties(schema: JsonSchema, spec: Describe, definitions: object, level: number): void;
+  _setConditionCompositionStyle(schema: JsonSchema, condition: Describe, definitions: object, level: number): JsonSchema;
+  _parseSwitchCondition(ifThenStyle: boolean, schema: JsonSchema, condition: Describe, definitions: object, level: number): void;
+}
+
+class HeraldParser extends (OpenApi31Parser as new (opts?: object) => ParserBase) {
+  override _setObjectProperties(schema: JsonSchema, spec: Describe, definitions: object, level: number): void {
+    super._setObjectProperties(schema, spec, definitions, level);
+    if (schema.type !== 'object') return;
+    const keyed = (spec.patterns ?? []).filter((p) => p.schema && p.rule);
+    if (keyed.length) {
+      const [first] = keyed;
+      schema.propertyNames = this.parse(first!.schema!, definitions, level + 1);
+      schema.additionalProperties = this.parse(first!.rule!, definitions, level + 1);
+      if (Object.keys(schema.properties as object).length === 0) delete schema.properties;
+    } else if (spec.keys === undefined && !(spec.patterns ?? []).length && spec.flags?.unknown !== false) {
+      delete schema.properties;
+      schema.additionalProperties = true;
+    }
+  }
+
+  /** A condition on a sibling (`ref`): the field keeps its own schema. */
+  override _setConditionCompositionStyle(schema: JsonSchema, condition: Describe, definitions: object, level: number): JsonSchema {
+    if (condition.ref) return schema;
+    return super._setConditionCompositionStyle(schema, condition, definitions, level);
+  }
+
+  override _parseSwitchCondition(ifThenStyle: boolean, schema: JsonSchema, condition: Describe, definitions: object, level: number): void {
+    if (condition.ref) return;
+    super._parseSwitchCondition(ifThenStyle, schema, condition, definitions, level);
+  }
+}
+
+const ANY_TYPES = ['array', 'boolean', 'number', 'object', 'string', 'null'];
+
+/** Repairs what is left after the parse: flags after a pattern, and "any of every type" written out in full. */
+function tidy(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(tidy);
+  if (node === null || typeof node !== 'object') return node;
+  const out: JsonSchema = {};
+  for (const [key, value] of Object.entries(node)) out[key] = key === 'properties' || key === 'patternProperties' || key === '$defs' || key === 'schemas'
+    ? Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k, tidy(v)]))
+    : tidy(value);
+  if (typeof out.pattern === 'string') out.pattern = out.pattern.replace(/\/[dgimsuvy]+$/, '');
+  if (Array.isArray(out.type) && ANY_TYPES.every((t) => (out.type as string[]).includes(t))) delete out.type;
+  return out;
+}
+
+/**
+ * The JSON Schema (OpenAPI 3.1) of a Joi schema. A Joi schema with an `.id()` becomes a `$ref` to
+ * `#/components/schemas/<id>`, its schema put into `components` (when given: the document's `components.schemas`).
+ */
+export function jsonSchemaOf(schema: Joi.Schema, components: Record<string, unknown> = {}): JsonSchema {
+  const definitions: Record<string, unknown> = {};
+  const { schemas: _definitions, ...json } = new HeraldParser().parse(schema.describe() as Describe, definitions);
+  for (const [id, definition] of Object.entries(definitions)) components[id] = tidy(definition);
+  return tidy(json) as JsonSchema;
+}
