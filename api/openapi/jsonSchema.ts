@@ -57,6 +57,14 @@ class HeraldParser extends (OpenApi31Parser as new (opts?: object) => ParserBase
 
 const ANY_TYPES = ['array', 'boolean', 'number', 'object', 'string', 'null'];
 
+/** The types a schema allows, when it says them all (`type`, or an `anyOf` of schemas that do); otherwise undefined. */
+function typesOf(schema: JsonSchema): string[] | undefined {
+  if (typeof schema.type === 'string') return [schema.type];
+  if (!Array.isArray(schema.anyOf)) return undefined;
+  const each = (schema.anyOf as JsonSchema[]).map(typesOf);
+  return each.every((t) => t !== undefined) ? each.flat() as string[] : undefined;
+}
+
 /** Repairs what is left after the parse: flags after a pattern, and "any of every type" written out in full. */
 function tidy(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(tidy);
@@ -66,6 +74,20 @@ function tidy(node: unknown): unknown {
     ? Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k, tidy(v)]))
     : tidy(value);
   if (typeof out.pattern === 'string') out.pattern = out.pattern.replace(/\/[dgimsuvy]+$/, '');
+  // Joi.alternatives().conditional(Joi.string(), { then, otherwise }) on the value's type alone: `if: {type}`, a `then`
+  // of that type and an `else` of another is the same as `anyOf: [then, else]`, which tools (generated types, Redoc)
+  // understand where they read if/then/else as "anything".
+  const cond = out.if as JsonSchema | undefined;
+  const then = out.then as JsonSchema | undefined;
+  const otherwise = out.else as JsonSchema | undefined;
+  const elseTypes = otherwise && typesOf(otherwise);
+  if (cond && then && elseTypes && Object.keys(cond).every((k) => k === 'type' || k === 'items') && typeof cond.type === 'string'
+    && then.type === cond.type && !elseTypes.includes(cond.type)) {
+    delete out.if;
+    delete out.then;
+    delete out.else;
+    out.anyOf = [then, otherwise];
+  }
   if (Array.isArray(out.type) && ANY_TYPES.every((t) => (out.type as string[]).includes(t))) delete out.type;
   return out;
 }
