@@ -9,6 +9,8 @@ import type Joi from 'joi';
  *   knows regular-expression keys and dropped it (again only `{}`); it becomes `propertyNames` and
  *   `additionalProperties`.
  * - A regular expression with flags (`/…/u`) kept its `/u` inside the pattern.
+ * - `.min()`, `.max()` and `.length()` of an object (how many keys) were dropped: they become `minProperties` and
+ *   `maxProperties`.
  * - A `.when()` that looks at a sibling key (`subject` required unless `template`…) cannot be said of the field alone:
  *   the converter replaced the field's own type with "anything". The field keeps its own rules; what depends on the
  *   sibling is said in its description.
@@ -18,7 +20,7 @@ import type Joi from 'joi';
 const OpenApi31Parser = require('joi-to-json/lib/parsers/open-api-3.1') as new (opts?: object) => ParserBase;
 
 type JsonSchema = Record<string, unknown>;
-type Describe = Record<string, unknown> & { keys?: Record<string, unknown>; patterns?: { schema?: Describe; rule?: Describe; regex?: string }[]; flags?: Record<string, unknown> };
+type Describe = Record<string, unknown> & { rules?: unknown[]; keys?: Record<string, unknown>; patterns?: { schema?: Describe; rule?: Describe; regex?: string }[]; flags?: Record<string, unknown> };
 
 interface ParserBase {
   parse(spec: Describe, definitions?: object, level?: number): JsonSchema;
@@ -31,6 +33,13 @@ class HeraldParser extends (OpenApi31Parser as new (opts?: object) => ParserBase
   override _setObjectProperties(schema: JsonSchema, spec: Describe, definitions: object, level: number): void {
     super._setObjectProperties(schema, spec, definitions, level);
     if (schema.type !== 'object') return;
+    // `.min(n)` / `.max(n)` / `.length(n)` on an object count its keys; the converter dropped them.
+    for (const rule of (spec.rules ?? []) as { name: string; args?: { limit?: number } }[]) {
+      const limit = rule.args?.limit;
+      if (typeof limit !== 'number') continue;
+      if (rule.name === 'min' || rule.name === 'length') schema.minProperties = limit;
+      if (rule.name === 'max' || rule.name === 'length') schema.maxProperties = limit;
+    }
     const keyed = (spec.patterns ?? []).filter((p) => p.schema && p.rule);
     if (keyed.length) {
       const [first] = keyed;

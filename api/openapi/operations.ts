@@ -72,10 +72,19 @@ const ok = (description: string, data: Joi.Schema): Record<number, Answer> => ({
 const created = (description: string, data: Joi.Schema): Record<number, Answer> => ({ 201: { description, data } });
 const noContent = (description: string): Record<number, Answer> => ({ 204: { description, media: 'none' } });
 
+/** The first item of a list answer, to an operation that takes its id (with the list's own path id, if any). */
+const first = (operationId: string, param = 'id', parent?: string): Record<string, Link> => ({
+  [operationId]: { operationId, parameters: { ...(parent ? { [parent]: `$request.path.${parent}` } : {}), [param]: '$response.body#/data/items/0/id' } },
+});
+
 /** Links from a create answer to the get, patch and delete of what it created (stateful testing, clients). */
 function crud(kind: string, id = '$response.body#/data/id', param = 'id', ops: string[] = ['get', 'update', 'delete']): Record<string, Link> {
   const links: Record<string, Link> = {};
-  for (const op of ops) links[`${op}${kind}`] = { operationId: `${op}${kind}`, parameters: { [param]: id } };
+  // `get` is getContact for kind Contact; `sendCampaign:` names its operation whole.
+  for (const op of ops) {
+    const operationId = op.endsWith(':') ? op.slice(0, -1) : `${op}${kind}`;
+    links[operationId] = { operationId, parameters: { [param]: id } };
+  }
   return links;
 }
 
@@ -103,7 +112,8 @@ export const OPERATIONS: Operation[] = [
   // Sending and tracking (the public API).
   { operationId: 'send', method: 'post', path: '/v1/send', summary: 'Send an email', tag: 'Sending', access: 'secret', body: sendSchema, idempotent: true,
     description: '`subject` and `body` are required unless `template` is given. Stores one QUEUED email per recipient (or SUPPRESSED, or SKIPPED) and answers at once; delivery is asynchronous. Body limit 15 MB.',
-    answers: ok('Stored: one entry per recipient.', A.sendAnswer) },
+    answers: ok('Stored: one entry per recipient.', A.sendAnswer),
+    links: { getEmail: { operationId: 'getEmail', parameters: { id: '$response.body#/data/emails/0/email' } } } },
   { operationId: 'track', method: 'post', path: '/v1/track', summary: 'Track an event', tag: 'Sending', access: 'secretOrPublic', body: trackSchema, idempotent: true,
     description: 'Upserts the contact and records the event. A public key (pk_) is accepted here only, and sets `subscribed` only for a contact it creates.',
     answers: ok('Recorded.', A.trackAnswer) },
@@ -112,7 +122,7 @@ export const OPERATIONS: Operation[] = [
 
   // Contacts.
   { operationId: 'listContacts', method: 'get', path: '/contacts', summary: 'List contacts', tag: 'Contacts', access: 'secret', query: listContactsQuerySchema,
-    answers: ok('A page of contacts, newest first.', A.contactPageAnswer) },
+    answers: ok('A page of contacts, newest first.', A.contactPageAnswer), links: first('getContact') },
   { operationId: 'createContact', method: 'post', path: '/contacts', summary: 'Create or update a contact by email', tag: 'Contacts', access: 'secret', body: upsertContactSchema,
     answers: { 201: { description: 'Created.', data: A.savedContactAnswer }, 200: { description: 'Updated (the address was known).', data: A.savedContactAnswer } },
     links: crud('Contact') },
@@ -132,7 +142,7 @@ export const OPERATIONS: Operation[] = [
   { operationId: 'listSegments', method: 'get', path: '/segments', summary: 'List segments', tag: 'Segments', access: 'secret', query: listQuerySchema, answers: ok('A page of segments.', A.pageOf(A.segmentAnswer)) },
   { operationId: 'createSegment', method: 'post', path: '/segments', summary: 'Create a segment', tag: 'Segments', access: 'secret', body: createSegmentSchema,
     description: '`condition` is required for a DYNAMIC segment and refused for a STATIC one.',
-    answers: created('Created.', A.segmentAnswer), links: { ...crud('Segment'), listSegmentContacts: { operationId: 'listSegmentContacts', parameters: { id: '$response.body#/data/id' } } } },
+    answers: created('Created.', A.segmentAnswer), links: crud('Segment', undefined, undefined, ['get', 'update', 'delete', 'listSegmentContacts:', 'addSegmentMembers:', 'removeSegmentMembers:']) },
   { operationId: 'previewSegment', method: 'post', path: '/segments/preview', summary: 'Preview a condition', tag: 'Segments', access: 'secret', body: previewSchema,
     answers: ok('How many contacts match, and the first of them.', A.segmentPreviewAnswer) },
   { operationId: 'getSegment', method: 'get', path: '/segments/:id', summary: 'Get a segment', tag: 'Segments', access: 'secret', answers: ok('The segment.', A.segmentAnswer) },
@@ -150,7 +160,7 @@ export const OPERATIONS: Operation[] = [
   { operationId: 'createCampaign', method: 'post', path: '/campaigns', summary: 'Create a campaign (DRAFT)', tag: 'Campaigns', access: 'secret', body: createCampaignSchema,
     description: '`segmentId` is required for a SEGMENT audience and `audienceFilter` for a FILTERED one; each is refused otherwise.',
     answers: created('Created.', A.campaignAnswer),
-    links: { ...crud('Campaign'), getCampaignStats: { operationId: 'getCampaignStats', parameters: { id: '$response.body#/data/id' } } } },
+    links: crud('Campaign', undefined, undefined, ['get', 'update', 'delete', 'getCampaignStats:', 'sendCampaign:', 'cancelCampaign:', 'testCampaign:']) },
   { operationId: 'getCampaign', method: 'get', path: '/campaigns/:id', summary: 'Get a campaign', tag: 'Campaigns', access: 'secret', answers: ok('The campaign.', A.campaignAnswer) },
   { operationId: 'updateCampaign', method: 'patch', path: '/campaigns/:id', summary: 'Update a DRAFT campaign', tag: 'Campaigns', access: 'secret', body: patchCampaignSchema, answers: ok('The campaign.', A.campaignAnswer), errors: [409] },
   { operationId: 'deleteCampaign', method: 'delete', path: '/campaigns/:id', summary: 'Delete a DRAFT or CANCELLED campaign', tag: 'Campaigns', access: 'secret', answers: noContent('Deleted.'), errors: [409] },
@@ -165,7 +175,7 @@ export const OPERATIONS: Operation[] = [
   // Events, emails, suppressions, settings.
   { operationId: 'listEvents', method: 'get', path: '/events', summary: 'List events', tag: 'Events', access: 'secret', query: listEventsQuerySchema, answers: ok('A page of events.', A.pageOf(A.eventAnswer)) },
   { operationId: 'listEventNames', method: 'get', path: '/events/names', summary: 'Event names seen, with counts', tag: 'Events', access: 'secret', answers: ok('The names.', A.eventNamesAnswer) },
-  { operationId: 'listEmails', method: 'get', path: '/emails', summary: 'List emails', tag: 'Emails', access: 'secret', query: listEmailsQuerySchema, answers: ok('A page of emails (no bodies).', A.emailPageAnswer) },
+  { operationId: 'listEmails', method: 'get', path: '/emails', summary: 'List emails', tag: 'Emails', access: 'secret', query: listEmailsQuerySchema, answers: ok('A page of emails (no bodies).', A.emailPageAnswer), links: first('getEmail') },
   { operationId: 'getEmail', method: 'get', path: '/emails/:id', summary: 'Get an email, its body and timeline', tag: 'Emails', access: 'secret', answers: ok('The email.', A.emailDetailAnswer) },
   { operationId: 'listSuppressions', method: 'get', path: '/suppressions', summary: 'List suppressed addresses', tag: 'Suppressions', access: 'secret', query: listSuppressionsQuerySchema,
     answers: ok('A page of suppressions.', A.pageOf(A.suppressionAnswer)) },
@@ -180,7 +190,7 @@ export const OPERATIONS: Operation[] = [
   // Webhooks.
   { operationId: 'createWebhook', method: 'post', path: '/webhooks', summary: 'Subscribe an endpoint', tag: 'Webhooks', access: 'secret', body: createWebhookSchema,
     answers: created('Created; the signing secret is shown here only.', A.webhookWithSecretAnswer),
-    links: { ...crud('Webhook'), rotateWebhookSecret: { operationId: 'rotateWebhookSecret', parameters: { id: '$response.body#/data/id' } }, listWebhookDeliveries: { operationId: 'listWebhookDeliveries', parameters: { id: '$response.body#/data/id' } } } },
+    links: crud('Webhook', undefined, undefined, ['get', 'update', 'delete', 'rotateWebhookSecret:', 'listWebhookDeliveries:']) },
   { operationId: 'listWebhooks', method: 'get', path: '/webhooks', summary: 'List webhook endpoints', tag: 'Webhooks', access: 'secret', query: listWebhooksQuerySchema, answers: ok('A page of endpoints.', A.pageOf(A.webhookAnswer)) },
   { operationId: 'getWebhook', method: 'get', path: '/webhooks/:id', summary: 'Get a webhook endpoint', tag: 'Webhooks', access: 'secret', answers: ok('The endpoint.', A.webhookAnswer) },
   { operationId: 'updateWebhook', method: 'patch', path: '/webhooks/:id', summary: 'Update a webhook endpoint', tag: 'Webhooks', access: 'secret', body: patchWebhookSchema, answers: ok('The endpoint.', A.webhookAnswer) },
@@ -188,7 +198,7 @@ export const OPERATIONS: Operation[] = [
   { operationId: 'rotateWebhookSecret', method: 'post', path: '/webhooks/:id/rotate-secret', summary: 'Rotate the signing secret', tag: 'Webhooks', access: 'secret',
     answers: ok('The endpoint with its new secret.', A.webhookWithSecretAnswer) },
   { operationId: 'listWebhookDeliveries', method: 'get', path: '/webhooks/:id/deliveries', summary: "List an endpoint's deliveries", tag: 'Webhooks', access: 'secret', query: listWebhooksQuerySchema,
-    answers: ok('A page of deliveries.', A.pageOf(A.webhookDeliveryAnswer)) },
+    answers: ok('A page of deliveries.', A.pageOf(A.webhookDeliveryAnswer)), links: first('redeliverWebhook', 'deliveryId', 'id') },
   { operationId: 'redeliverWebhook', method: 'post', path: '/webhooks/:id/deliveries/:deliveryId/redeliver', summary: 'Deliver again', tag: 'Webhooks', access: 'secret',
     params: { deliveryId: uuidParam }, answers: { 202: { description: 'Queued again, with the same webhook-id.', data: A.webhookDeliveryAnswer } } },
 
@@ -197,12 +207,12 @@ export const OPERATIONS: Operation[] = [
   { operationId: 'createWorkflow', method: 'post', path: '/workflows', summary: 'Create a workflow', tag: 'Workflows', access: 'secret', body: createWorkflowSchema,
     description: "A step's `config` depends on its `type` (docs/api.md, Workflows); `next` is refused on EXIT and CONDITION steps, `branches` required on CONDITION and refused elsewhere.",
     answers: created('Created.', A.workflowAnswer),
-    links: { ...crud('Workflow'), listWorkflowExecutions: { operationId: 'listWorkflowExecutions', parameters: { id: '$response.body#/data/id' } } } },
+    links: crud('Workflow', undefined, undefined, ['get', 'update', 'delete', 'listWorkflowExecutions:']) },
   { operationId: 'getWorkflow', method: 'get', path: '/workflows/:id', summary: 'Get a workflow', tag: 'Workflows', access: 'secret', answers: ok('The workflow.', A.workflowAnswer) },
   { operationId: 'updateWorkflow', method: 'patch', path: '/workflows/:id', summary: 'Update a workflow', tag: 'Workflows', access: 'secret', body: patchWorkflowSchema, answers: ok('The workflow.', A.workflowAnswer) },
   { operationId: 'deleteWorkflow', method: 'delete', path: '/workflows/:id', summary: 'Delete a workflow', tag: 'Workflows', access: 'secret', answers: noContent('Deleted.') },
   { operationId: 'listWorkflowExecutions', method: 'get', path: '/workflows/:id/executions', summary: "List a workflow's executions", tag: 'Workflows', access: 'secret', query: listExecutionsQuerySchema,
-    answers: ok('A page of executions.', A.pageOf(A.executionAnswer)) },
+    answers: ok('A page of executions.', A.pageOf(A.executionAnswer)), links: first('getWorkflowExecution', 'executionId', 'id') },
   { operationId: 'getWorkflowExecution', method: 'get', path: '/workflows/:id/executions/:executionId', summary: 'Get an execution', tag: 'Workflows', access: 'secret',
     params: { executionId: uuidParam }, answers: ok('The execution.', A.executionAnswer) },
 
@@ -210,7 +220,7 @@ export const OPERATIONS: Operation[] = [
   { operationId: 'listDomains', method: 'get', path: '/domains', summary: 'List sending domains', tag: 'Domains', access: 'secret', query: listDomainsQuerySchema, answers: ok('A page of domains.', A.pageOf(A.domainAnswer)) },
   { operationId: 'createDomain', method: 'post', path: '/domains', summary: 'Add a sending domain', tag: 'Domains', access: 'secret', body: createDomainSchema,
     answers: created('Added, with the DNS records to publish.', A.domainAnswer), errors: [409],
-    links: { getDomain: { operationId: 'getDomain', parameters: { id: '$response.body#/data/id' } }, deleteDomain: { operationId: 'deleteDomain', parameters: { id: '$response.body#/data/id' } }, verifyDomain: { operationId: 'verifyDomain', parameters: { id: '$response.body#/data/id' } } } },
+    links: crud('Domain', undefined, undefined, ['get', 'delete', 'verifyDomain:']) },
   { operationId: 'getDomain', method: 'get', path: '/domains/:id', summary: 'Get a sending domain', tag: 'Domains', access: 'secret', answers: ok('The domain.', A.domainAnswer) },
   { operationId: 'deleteDomain', method: 'delete', path: '/domains/:id', summary: 'Remove a sending domain', tag: 'Domains', access: 'secret', answers: noContent('Removed.') },
   { operationId: 'verifyDomain', method: 'post', path: '/domains/:id/verify', summary: "Check the domain's DNS records now", tag: 'Domains', access: 'secret', answers: ok('The domain after the check.', A.domainAnswer) },
