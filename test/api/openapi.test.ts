@@ -89,6 +89,21 @@ describe('the document and the routers agree', () => {
   });
 });
 
+test('where joi-to-json alone would be false, the converter says what Joi accepts', () => {
+  const send = doc.paths['/v1/send'].post.requestBody.content['application/json'].schema;
+  // Free-form data: any keys of 1 to 100 characters, at most 200 (joi-to-json alone: no key at all).
+  expect(send.properties.data).toMatchObject({ type: 'object', maxProperties: 200, propertyNames: { minLength: 1, maxLength: 100 }, additionalProperties: {} });
+  expect(send.properties.headers).toMatchObject({ maxProperties: 50, additionalProperties: { type: 'string', maxLength: 2000 } });
+  // A type-only alternative: string or mailbox object, as anyOf (joi-to-json alone: if/then/else, read as "anything").
+  expect(send.properties.from.anyOf.map((s: Json) => s.type)).toEqual(['string', 'object']);
+  // Required unless `template`: the field keeps its own type (joi-to-json alone: any type at all).
+  expect(send.properties.subject).toMatchObject({ type: 'string', minLength: 1, maxLength: 998 });
+  // A key-count rule: PATCH /settings needs at least one key.
+  expect(doc.paths['/settings'].patch.requestBody.content['application/json'].schema.minProperties).toBe(1);
+  // No regular expression keeps a flag inside its source.
+  expect(JSON.stringify(doc)).not.toMatch(/"pattern":"[^"]*\/[a-z]+"/);
+});
+
 test('the document is valid OpenAPI 3.1 (@seriousme/openapi-schema-validator)', async () => {
   expect(doc.openapi).toBe('3.1.0');
   const dir = await mkdtemp(join(tmpdir(), 'herald-openapi-'));
@@ -110,6 +125,15 @@ describe('real answers match their schemas in the document', () => {
   test('a send, a track, a contacts page, an email with its timeline', async () => {
     const sent = await http().post('/v1/send').set(key).send({ to: 'Ada <ada@example.org>', from: 'hello@example.com', subject: 'Hi', body: '<p>Hello</p>' });
     answers.check('POST', '/v1/send', sent);
+    // The request side too: a body Herald accepts, with free-form data, headers and an attachment, is one the document allows.
+    const full = {
+      to: [{ email: 'd@example.org', name: 'D' }, 'E <e@example.org>'], from: { email: 'hello@example.com', name: 'Herald' }, subject: 'Hi {{ n }}',
+      body: '# Hi', type: 'markdown', reply: 'r@example.com', headers: { 'X-Campaign': 'spring' }, subscribed: true, track: { opens: true },
+      attachments: [{ filename: 'a.txt', content: Buffer.from('hello').toString('base64'), contentType: 'text/plain' }],
+      data: { n: 1, nested: { deep: [1, 2] }, once: { value: 'x', persistent: false } },
+    };
+    expect((await http().post('/v1/send').set(key).send(full)).status).toBe(200);
+    answers.checkRequest('POST', '/v1/send', full);
     const twice = await http().post('/v1/send').set(key).send({ to: ['b@example.org', { email: 'c@example.org', name: 'C' }], from: 'hello@example.com', subject: 'Hi', body: 'x' });
     answers.check('POST', '/v1/send', twice);
     answers.check('POST', '/v1/track', await http().post('/v1/track').set(bearer(t.project.publicKey)).send({ email: 'ada@example.org', event: 'signed-up', data: { plan: 'pro' } }));
@@ -138,6 +162,7 @@ describe('real answers match their schemas in the document', () => {
 
   test('create, get, update, list and delete of each resource', async () => {
     const contact = await http().post('/contacts').set(key).send({ email: 'grace@example.org', data: { firstName: 'Grace' } });
+    expect(contact.status).toBe(201);
     answers.check('POST', '/contacts', contact);
     answers.check('POST', '/contacts', await http().post('/contacts').set(key).send({ email: 'grace@example.org' }));
     answers.check('PATCH', '/contacts/{id}', await http().patch(`/contacts/${contact.body.data.id}`).set(key).send({ subscribed: true }));
@@ -158,6 +183,7 @@ describe('real answers match their schemas in the document', () => {
     answers.check('GET', '/segments', await http().get('/segments').set(key));
 
     const campaign = await http().post('/campaigns').set(key).send({ name: 'Sale', subject: 'Sale', body: '<p>Sale</p>', from: 'news@example.com', audienceType: 'SEGMENT', segmentId: segment.body.data.id });
+    expect(campaign.status).toBe(201);
     answers.check('POST', '/campaigns', campaign);
     answers.check('PATCH', '/campaigns/{id}', await http().patch(`/campaigns/${campaign.body.data.id}`).set(key).send({ description: null }));
     answers.check('GET', '/campaigns/{id}/stats', await http().get(`/campaigns/${campaign.body.data.id}/stats`).set(key));
@@ -172,11 +198,21 @@ describe('real answers match their schemas in the document', () => {
     answers.check('GET', '/webhooks', await http().get('/webhooks').set(key));
     answers.check('DELETE', '/webhooks/{id}', await http().delete(`/webhooks/${webhook.body.data.id}`).set(key));
 
-    const workflow = await http().post('/workflows').set(key).send({
+    const definition = {
       name: 'Onboarding', trigger: { type: 'EVENT', event: 'signed-up' },
-      steps: [{ id: 'wait', type: 'DELAY', config: { amount: 1, unit: 'days' }, next: 'mail' }, { id: 'mail', type: 'SEND_EMAIL', config: { template: template.body.data.id } }],
-    });
+      steps: [
+        { id: 'wait', type: 'DELAY', config: { amount: 1, unit: 'days' }, next: 'check' },
+        { id: 'check', type: 'CONDITION', config: { filter: condition }, branches: { yes: 'mail', no: 'hook' } },
+        { id: 'mail', type: 'SEND_EMAIL', config: { template: template.body.data.id } },
+        { id: 'hook', type: 'WEBHOOK', config: { url: 'https://crm.example.org/h', headers: { 'X-Token': 't' }, body: [1, { a: 2 }] }, next: 'update' },
+        { id: 'update', type: 'UPDATE_CONTACT', config: { data: { stage: 'nudged' } }, next: 'end' },
+        { id: 'end', type: 'EXIT' },
+      ],
+    };
+    const workflow = await http().post('/workflows').set(key).send(definition);
+    expect(workflow.status).toBe(201);
     answers.check('POST', '/workflows', workflow);
+    answers.checkRequest('POST', '/workflows', definition);
     answers.check('GET', '/workflows/{id}/executions', await http().get(`/workflows/${workflow.body.data.id}/executions`).set(key));
     answers.check('GET', '/workflows', await http().get('/workflows').set(key));
 
@@ -188,6 +224,9 @@ describe('real answers match their schemas in the document', () => {
     answers.check('GET', '/domains', await http().get('/domains').set(key));
     answers.check('GET', '/settings', await http().get('/settings').set(key));
     answers.check('PATCH', '/settings', await http().patch('/settings').set(key).send({ tracking: { send: { opens: true } } }));
+    answers.checkRequest('PATCH', '/settings', { tracking: { send: { opens: true } } });
+    answers.checkRequest('POST', '/contacts', { email: 'grace@example.org', data: { firstName: 'Grace', n: null } });
+    answers.checkRequest('POST', '/campaigns', { name: 'Sale', subject: 'Sale', body: 'b', from: 'news@example.com', audienceType: 'FILTERED', audienceFilter: condition });
     answers.check('GET', '/health', await http().get('/health'));
     answers.check('GET', '/docs', await http().get('/docs'));
     expect(answers.checked.size).toBeGreaterThan(40);

@@ -23,6 +23,8 @@ const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').r
 export interface AnswerChecker {
   /** Throws (with the schema's complaints) unless the answer's status, content type and body are those the document gives the operation. */
   check(method: string, path: string, res: Response): void;
+  /** Throws unless the body matches the operation's request body schema (a body Herald accepts must be one the document allows). */
+  checkRequest(method: string, path: string, body: unknown): void;
   /** The operations whose answers were checked, `METHOD path status`. */
   checked: Set<string>;
 }
@@ -34,6 +36,11 @@ export function answerChecker(document: Json): AnswerChecker {
   const checked = new Set<string>();
   return {
     checked,
+    checkRequest(method, path, body) {
+      const where = `herald#/paths/${pointer(path, method.toLowerCase(), 'requestBody', 'content', 'application/json', 'schema')}`;
+      const validate = ajv.compile({ $ref: where });
+      if (!validate(body)) throw new Error(`${method} ${path}: the document refuses a body Herald accepts: ${JSON.stringify(validate.errors, null, 1)}`);
+    },
     check(method, path, res) {
       const op = ((document.paths as Json)[path] as Json | undefined)?.[method.toLowerCase()] as Json | undefined;
       if (!op) throw new Error(`the document has no ${method} ${path}`);
