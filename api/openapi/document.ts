@@ -148,9 +148,16 @@ function build(): Json {
 }
 
 let built: Json | undefined;
+let serialised: string | undefined;
 
 /** The OpenAPI 3.1 document of every route (built once per process: the schemas do not change while it runs). */
 export function openApiDocument(): Json {
   built ??= build();
   return built;
+}
+
+/** The document as JSON text, serialised once (about 250 KB: not worth doing again for every request). */
+export function openApiJson(): string {
+  serialised ??= JSON.stringify(openApiDocument());
+  return serialised;
 }

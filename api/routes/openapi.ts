@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type Router from '@koa/router';
-import { openApiDocument } from '../openapi/document';
+import { openApiJson } from '../openapi/document';
 
 /** Redoc's standalone bundle, as npm installed it (no CDN): read once, on the first request for it. */
 const REDOC_BUNDLE = require.resolve('redoc/bundles/redoc.standalone.js');
@@ -24,7 +24,8 @@ const CSP = [
 /** GET /openapi.json (the document, api/openapi/), GET /docs (the reference page) and the script it loads. No key needed. */
 export function openApiRoutes(router: Router): void {
   router.get('/openapi.json', (ctx) => {
-    ctx.body = openApiDocument();
+    ctx.type = 'json';
+    ctx.body = openApiJson();
   });
 
   router.get('/docs', (ctx) => {
