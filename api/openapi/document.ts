@@ -66,7 +66,7 @@ function responseOf(answer: Answer, components: Json): Json {
   const media = answer.media ?? 'json';
   const response: Json = { description: answer.description };
   if (answer.headers) {
-    response.headers = Object.fromEntries(Object.entries(answer.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }]));
+    response.headers = Object.fromEntries(Object.entries(answer.headers).map(([name, description]) => [name, { description, schema: jsonSchemaOf(Joi.string()) }]));
   }
   if (media === 'none') return response;
   const schema: Json = media === 'json'
@@ -76,11 +76,27 @@ function responseOf(answer: Answer, components: Json): Json {
   return response;
 }
 
+/** Headers of every answer (api/middleware/requestId.ts), of every authenticated one (auth.ts), and of a replay (idempotency.ts). */
+const HEADERS: Record<string, { description: string; schema: Joi.Schema }> = {
+  'X-Request-Id': { description: 'The request id (an incoming sane X-Request-Id is reused); also `error.requestId`.', schema: Joi.string() },
+  'RateLimit-Limit': { description: 'Requests per minute allowed to the project.', schema: Joi.string().pattern(/^[0-9]+$/) },
+  'RateLimit-Remaining': { description: 'Requests left in the current window.', schema: Joi.string().pattern(/^[0-9]+$/) },
+  'RateLimit-Reset': { description: 'Seconds until the window resets.', schema: Joi.string().pattern(/^[0-9]+$/) },
+  'Idempotent-Replayed': { description: '`true` when the answer is the replay of an earlier request with the same Idempotency-Key.', schema: Joi.string().valid('true') },
+};
+
+function headersOf(op: Operation, success: boolean): Json {
+  const names = ['X-Request-Id', ...(op.access === 'open' ? [] : ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']), ...(op.idempotent && success ? ['Idempotent-Replayed'] : [])];
+  return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+}
+
 function operationOf(op: Operation, components: Json): Json {
   const responses: Json = {};
   for (const [status, answer] of Object.entries(op.answers)) {
-    responses[status] = responseOf(answer, components);
-    if (op.links && Number(status) >= 200 && Number(status) < 300) (responses[status] as Json).links = op.links;
+    const response = responseOf(answer, components);
+    response.headers = { ...headersOf(op, Number(status) < 300), ...(response.headers as Json | undefined) };
+    if (op.links && Number(status) >= 200 && Number(status) < 300) response.links = op.links;
+    responses[status] = response;
   }
   for (const status of errorStatuses(op)) responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
   const operation: Json = {
@@ -113,7 +129,10 @@ function build(): Json {
   jsonSchemaOf(errorAnswer, components);
   const responses = Object.fromEntries(Object.entries(ERROR_TEXT).map(([status, description]) => [`Error${status}`, {
     description,
-    ...(status === '429' ? { headers: { 'Retry-After': { description: 'Seconds until the window resets.', schema: { type: 'string' } } } } : {}),
+    headers: {
+      'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+      ...(status === '429' ? { 'Retry-After': { description: 'Seconds until the window resets.', schema: jsonSchemaOf(Joi.string().pattern(/^[0-9]+$/)) } } : {}),
+    },
     content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
   }]));
   return {
@@ -134,6 +153,8 @@ function build(): Json {
         secretKey: { type: 'http', scheme: 'bearer', description: 'A secret key, `sk_` followed by 40 letters and digits: every route that needs a key. Never in a browser.' },
         publicKey: { type: 'http', scheme: 'bearer', description: 'A public key, `pk_…`: accepted by POST /v1/track only (client-side tracking).' },
       },
+      // Every one is always sent where it is listed, but Idempotent-Replayed (on a replay only).
+      headers: Object.fromEntries(Object.entries(HEADERS).map(([name, { description, schema }]) => [name, { description, required: name !== 'Idempotent-Replayed', schema: jsonSchemaOf(schema) }])),
       parameters: {
         IdempotencyKey: {
           name: 'Idempotency-Key', in: 'header', required: false,

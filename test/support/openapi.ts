@@ -51,6 +51,11 @@ export function answerChecker(document: Json): AnswerChecker {
         where = `herald${response.$ref}`;
         response = ((document.components as Json).responses as Json)[response.$ref.split('/').pop()!] as Json;
       }
+      // Headers the document says are always there (X-Request-Id; the rate limit's on authenticated routes).
+      for (const [name, header] of Object.entries((response.headers ?? {}) as Record<string, Json>)) {
+        const defined = typeof header.$ref === 'string' ? ((document.components as Json).headers as Json)[header.$ref.split('/').pop()!] as Json : header;
+        if (defined.required && res.headers[name.toLowerCase()] === undefined) throw new Error(`${method} ${path} ${res.status} lacks the header ${name}`);
+      }
       const content = response.content as Json | undefined;
       const type = (res.headers['content-type'] ?? '').split(';')[0]!.trim();
       if (!content) {
