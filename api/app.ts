@@ -34,6 +34,7 @@ import { createTracker } from '../tracking/tracker';
 import { verifyRoutes } from './routes/verify';
 import { webhookRoutes } from './routes/webhooks';
 import { workflowRoutes } from './routes/workflows';
+import { openApiRoutes } from './routes/openapi';
 
 export interface AppDeps {
   knex: Knex;
@@ -77,6 +78,8 @@ export function createApp(deps: AppDeps): Koa {
   unsubscribeRoutes(open, deps.knex, deps.secret);
   // Open pixel and click redirect of tracked mail: the signed token authorises (tracking/).
   trackingRoutes(open, createTracker(deps.knex, deps.secret));
+  // The API's own description (api/openapi/) and its reference page.
+  openApiRoutes(open);
 
   const sending = new Router();
   sending.use(authenticate(deps.knex, ['secret'], deps.apiRateLimitPerMinute), jsonBody(SEND_BODY_LIMIT));

@@ -4,7 +4,8 @@ import { claimIdempotency, completeIdempotency, requestHash } from '../db/querie
 import { ApiError, badRequest } from './errors';
 import type { AuthState } from './middleware/auth';
 
-const KEY = /^[\x21-\x7e]{1,255}$/;
+/** An Idempotency-Key header: 1 to 255 printable ASCII characters (also the document's schema of it, api/openapi/). */
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 export interface Answer {
   status: number;
@@ -19,7 +20,7 @@ export interface Answer {
 export async function idempotent(ctx: Context, knex: Knex, endpoint: string, body: unknown, work: (trx: Knex.Transaction) => Promise<Answer>): Promise<Answer> {
   const { projectId } = ctx.state.auth as AuthState;
   const key = ctx.get('idempotency-key');
-  if (key && !KEY.test(key)) {
+  if (key && !IDEMPOTENCY_KEY.test(key)) {
     throw badRequest('Invalid Idempotency-Key header', [{ field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters', code: 'invalid_string' }]);
   }
   const answer = await knex.transaction(async (trx): Promise<Answer> => {

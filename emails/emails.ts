@@ -36,6 +36,7 @@ export const EMAIL_COUNT_CAP = 1_000;
 const LIST_COLUMNS = [
   'id', 'project_id', 'contact_id', 'campaign_id', 'is_test', 'template_id', 'from_email', 'from_name', 'reply_to', 'to_email',
   'to_name', 'subject', 'status', 'attempts', 'message_id', 'error', 'sent_at', 'created_at', 'updated_at',
+  'track_opens', 'track_clicks', 'opens', 'first_opened_at', 'clicks', 'first_clicked_at',
 ];
 
 /**

@@ -4,7 +4,10 @@ import type { TrackInput } from '../../events/track';
 import { contactDataSchema, dateSchema, emailSchema, uuidSchema } from './common';
 
 /** Event names: printable, 1 to 100 characters. Names under the service's own prefixes are the service's to record. */
-export const eventNameSchema = Joi.string().trim().min(1).max(100).pattern(/^[^\p{Cc}]+$/u, 'printable characters');
+// No control characters (Unicode's Cc: U+0000-U+001F and U+007F-U+009F), spelt as ranges rather than \p{Cc} so that
+// the pattern means the same in every regular-expression engine that reads the OpenAPI document (schemathesis's too).
+// eslint-disable-next-line no-control-regex
+export const eventNameSchema = Joi.string().trim().min(1).max(100).pattern(/^[^\u0000-\u001f\u007f-\u009f]+$/, 'printable characters');
 export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.', 'campaign.', 'execution.'];
 
 // The tracked event's type lives with the business (events/track.ts); this schema is checked against it.

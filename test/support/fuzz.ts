@@ -352,6 +352,8 @@ export interface RouteGen {
   html?: boolean;
   /** Not JSON when it succeeds: the open pixel (a GIF) and the click redirect (a 302 with Location). */
   tracking?: 'pixel' | 'redirect';
+  /** The API's own description: the OpenAPI document (JSON, not in the envelope), the reference page, its script. */
+  reference?: 'document' | 'page' | 'script';
 }
 
 const limitArb = fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 1, max: 100 }).map(String) }, { weight: 1, arbitrary: fc.constantFrom('0', '101', '-1', 'abc', '1.5', '1e2', '', ' 5', '9'.repeat(400), '0x10') });
@@ -386,6 +388,9 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'POST /unsubscribe/:token': { keys: 'none', ids: { token: 'unsubscribe' }, html: true },
   'GET /t/o/:token': { keys: 'none', ids: { token: 'openToken' }, tracking: 'pixel' },
   'GET /t/c/:token': { keys: 'none', ids: { token: 'clickToken' }, tracking: 'redirect' },
+  'GET /openapi.json': { keys: 'none', reference: 'document' },
+  'GET /docs': { keys: 'none', reference: 'page' },
+  'GET /docs/redoc.standalone.js': { keys: 'none', reference: 'script' },
 
   'POST /v1/send': { body: sendBodyArb, creates: 'contact' },
   'POST /v1/track': {
@@ -1147,6 +1152,13 @@ export function checkAnswer(req: FuzzRequest, gen: RouteGen | undefined, a: Answ
   }
   if (gen?.html) {
     if (!/text\/html/.test(String(a.headers['content-type']))) problems.push('unsubscribe page is not HTML');
+    return problems;
+  }
+  if (gen?.reference) {
+    const type = String(a.headers['content-type']);
+    const expected = { document: /^application\/json/, page: /^text\/html/, script: /^application\/javascript/ }[gen.reference];
+    if (!expected.test(type)) problems.push(`${req.route} answered ${type}`);
+    if (gen.reference === 'document' && (a.json as { openapi?: unknown } | undefined)?.openapi !== '3.1.0') problems.push('GET /openapi.json is not the OpenAPI 3.1 document');
     return problems;
   }
   if (gen?.tracking) {

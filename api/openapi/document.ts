@@ -1,0 +1,184 @@
+import Joi from 'joi';
+import { IDEMPOTENCY_KEY } from '../idempotency';
+import { errorAnswer, successOf } from '../schemas/answers';
+import { jsonSchemaOf } from './jsonSchema';
+import { OPERATIONS, type Answer, type Operation } from './operations';
+
+type Json = Record<string, unknown>;
+
+const MEDIA: Record<string, string> = { json: 'application/json', html: 'text/html', gif: 'image/gif', javascript: 'application/javascript' };
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'Bad request: a body that is not a JSON object, malformed JSON, a Content-Type other than JSON, an invalid query parameter or cursor, or an invalid Idempotency-Key.',
+  401: 'Missing, malformed or unknown API key.',
+  403: 'The project is disabled (PROJECT_DISABLED), or a public key (pk_) was used where only secret keys are accepted.',
+  404: 'Not found in the caller\'s project (a foreign id is not found).',
+  409: 'Conflict: the state refuses the request, an Idempotency-Key reused with another body, or something it names was deleted meanwhile.',
+  413: 'The body is too large (15 MB on POST /v1/send, 1 MB elsewhere).',
+  415: 'Unsupported Content-Encoding (identity, gzip, deflate and br are accepted).',
+  422: 'Validation failed: `error.errors` names every offending field.',
+  429: 'Rate limited (API_RATE_LIMIT_PER_MINUTE per project); Retry-After says when to retry.',
+};
+
+const WITH_BODY = new Set(['post', 'patch', 'delete']);
+
+/** The error statuses an operation can give: those of its router's middleware, of its parameters and of its business. */
+export function errorStatuses(op: Operation): number[] {
+  const codes = new Set<number>(op.errors ?? []);
+  if (op.access !== 'open') {
+    [401, 403, 429].forEach((c) => codes.add(c));
+    // jsonBody (api/middleware/body.ts) reads the body of every POST, PATCH and DELETE, whether the route uses it or not.
+    if (WITH_BODY.has(op.method)) [400, 413, 415].forEach((c) => codes.add(c));
+    // A POST or PATCH writes rows that refer to others: one deleted meanwhile is a 409 (errorHandler.ts, 23503).
+    if (op.method === 'post' || op.method === 'patch') codes.add(409);
+    if (/:(id|executionId|deliveryId)\b/.test(op.path)) codes.add(404);
+  }
+  if (op.body) codes.add(422);
+  if (op.query) codes.add(400);
+  if (op.idempotent) [400, 409].forEach((c) => codes.add(c));
+  for (const status of Object.keys(op.answers)) codes.delete(Number(status));
+  return [...codes].sort((a, b) => a - b);
+}
+
+/** `/contacts/:id` → `/contacts/{id}`. */
+export const openApiPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+
+function parametersOf(op: Operation): Json[] {
+  const params: Json[] = [];
+  for (const name of op.path.match(/:([A-Za-z0-9_]+)/g)?.map((p) => p.slice(1)) ?? []) {
+    const given = op.params?.[name];
+    const schema = given ? jsonSchemaOf(given) : jsonSchemaOf(UUID_PARAM);
+    const { description, ...rest } = schema;
+    params.push({ name, in: 'path', required: true, schema: rest, ...(description ? { description } : {}) });
+  }
+  if (op.query) {
+    const schema = jsonSchemaOf(op.query) as { properties?: Record<string, Json>; required?: string[] };
+    for (const [name, prop] of Object.entries(schema.properties ?? {})) {
+      const { description, ...rest } = prop;
+      params.push({ name, in: 'query', required: schema.required?.includes(name) ?? false, schema: rest, ...(description ? { description } : {}) });
+    }
+  }
+  if (op.idempotent) params.push({ $ref: '#/components/parameters/IdempotencyKey' });
+  return params;
+}
+
+function responseOf(answer: Answer, components: Json): Json {
+  const media = answer.media ?? 'json';
+  const response: Json = { description: answer.description };
+  if (answer.headers) {
+    response.headers = Object.fromEntries(Object.entries(answer.headers).map(([name, description]) => [name, { description, schema: jsonSchemaOf(Joi.string()) }]));
+  }
+  if (media === 'none') return response;
+  const schema: Json = media === 'json'
+    ? jsonSchemaOf(answer.raw ?? successOf(answer.data as Joi.Schema), components)
+    : media === 'gif' ? { type: 'string', contentMediaType: 'image/gif' } : { type: 'string' };
+  response.content = { [MEDIA[media]!]: { schema } };
+  return response;
+}
+
+/** Headers of every answer (api/middleware/requestId.ts), of every authenticated one (auth.ts), and of a replay (idempotency.ts). */
+const HEADERS: Record<string, { description: string; schema: Joi.Schema }> = {
+  'X-Request-Id': { description: 'The request id (an incoming sane X-Request-Id is reused); also `error.requestId`.', schema: Joi.string() },
+  'RateLimit-Limit': { description: 'Requests per minute allowed to the project.', schema: Joi.string().pattern(/^[0-9]+$/) },
+  'RateLimit-Remaining': { description: 'Requests left in the current window.', schema: Joi.string().pattern(/^[0-9]+$/) },
+  'RateLimit-Reset': { description: 'Seconds until the window resets.', schema: Joi.string().pattern(/^[0-9]+$/) },
+  'Idempotent-Replayed': { description: '`true` when the answer is the replay of an earlier request with the same Idempotency-Key.', schema: Joi.string().valid('true') },
+};
+
+function headersOf(op: Operation, success: boolean): Json {
+  const names = ['X-Request-Id', ...(op.access === 'open' ? [] : ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']), ...(op.idempotent && success ? ['Idempotent-Replayed'] : [])];
+  return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+}
+
+function operationOf(op: Operation, components: Json): Json {
+  const responses: Json = {};
+  for (const [status, answer] of Object.entries(op.answers)) {
+    const response = responseOf(answer, components);
+    response.headers = { ...headersOf(op, Number(status) < 300), ...(response.headers as Json | undefined) };
+    if (op.links && Number(status) >= 200 && Number(status) < 300) response.links = op.links;
+    responses[status] = response;
+  }
+  for (const status of errorStatuses(op)) responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
+  const operation: Json = {
+    operationId: op.operationId,
+    summary: op.summary,
+    ...(op.description ? { description: op.description } : {}),
+    tags: [op.tag],
+    security: op.access === 'open' ? [] : op.access === 'secret' ? [{ secretKey: [] }] : [{ secretKey: [] }, { publicKey: [] }],
+  };
+  const parameters = parametersOf(op);
+  if (parameters.length) operation.parameters = parameters;
+  if (op.body) {
+    operation.requestBody = { required: !op.bodyOptional, content: { 'application/json': { schema: jsonSchemaOf(op.body) } } };
+  }
+  operation.responses = responses;
+  return operation;
+}
+
+// A path id: what the dashboard's param handler accepts (api/app.ts); declared in Joi like every other schema here.
+const UUID_PARAM = Joi.string().guid().description('A UUID (upper case is accepted and lower-cased); anything else is a 404.');
+
+function build(): Json {
+  const paths: Record<string, Json> = {};
+  // The answers' named shapes (Joi `.id()`: Contact, Campaign, Error…), referred to by $ref.
+  const components: Json = {};
+  for (const op of OPERATIONS) {
+    const path = openApiPath(op.path);
+    paths[path] = { ...(paths[path] ?? {}), [op.method]: operationOf(op, components) };
+  }
+  jsonSchemaOf(errorAnswer, components);
+  const responses = Object.fromEntries(Object.entries(ERROR_TEXT).map(([status, description]) => [`Error${status}`, {
+    description,
+    headers: {
+      'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+      ...(status === '429' ? { 'Retry-After': { description: 'Seconds until the window resets.', schema: jsonSchemaOf(Joi.string().pattern(/^[0-9]+$/)) } } : {}),
+    },
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  }]));
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Herald API',
+      version: '1',
+      description: 'The HTTP API of Herald, a self-hostable email platform. Generated from the Joi schemas that validate the requests '
+        + '(api/schemas/) and shape the answers (api/schemas/answers.ts). Every success is `{ "success": true, "data": … }` '
+        + '(except GET /health); every error is the envelope of the Error schema. Concepts, examples and limits: docs/api.md.',
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    tags: [...new Set(OPERATIONS.map((o) => o.tag))].map((name) => ({ name })),
+    security: [{ secretKey: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        secretKey: { type: 'http', scheme: 'bearer', description: 'A secret key, `sk_` followed by 40 letters and digits: every route that needs a key. Never in a browser.' },
+        publicKey: { type: 'http', scheme: 'bearer', description: 'A public key, `pk_…`: accepted by POST /v1/track only (client-side tracking).' },
+      },
+      // Every one is always sent where it is listed, but Idempotent-Replayed (on a replay only).
+      headers: Object.fromEntries(Object.entries(HEADERS).map(([name, { description, schema }]) => [name, { description, required: name !== 'Idempotent-Replayed', schema: jsonSchemaOf(schema) }])),
+      parameters: {
+        IdempotencyKey: {
+          name: 'Idempotency-Key', in: 'header', required: false,
+          description: 'The same key with the same body within 24 hours answers the first answer again (with `Idempotent-Replayed: true`) and does nothing; with another body it is a 409.',
+          schema: jsonSchemaOf(Joi.string().pattern(IDEMPOTENCY_KEY)),
+        },
+      },
+      schemas: Object.fromEntries(Object.entries(components).sort(([a], [b]) => a.localeCompare(b))),
+      responses,
+    },
+  };
+}
+
+let built: Json | undefined;
+let serialised: string | undefined;
+
+/** The OpenAPI 3.1 document of every route (built once per process: the schemas do not change while it runs). */
+export function openApiDocument(): Json {
+  built ??= build();
+  return built;
+}
+
+/** The document as JSON text, serialised once (about 250 KB: not worth doing again for every request). */
+export function openApiJson(): string {
+  serialised ??= JSON.stringify(openApiDocument());
+  return serialised;
+}

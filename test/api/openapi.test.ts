@@ -1,0 +1,234 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import type Router from '@koa/router';
+import { createApp } from '../../api/app';
+import { addDomain } from '../../projects/service';
+import { bearer, createTestContext, testAppDeps, type TestContext } from '../support/app';
+import { answerChecker, type AnswerChecker } from '../support/openapi';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+let t: TestContext;
+let key: { Authorization: string };
+let doc: Json;
+let answers: AnswerChecker;
+
+beforeAll(async () => {
+  t = await createTestContext();
+  key = bearer(t.project.secretKey);
+  await addDomain(t.project.id, 'example.com', true);
+  const res = await t.http().get('/openapi.json');
+  expect(res.status).toBe(200);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  doc = res.body;
+  answers = answerChecker(doc);
+});
+afterAll(() => t.close());
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+
+/** `METHOD /path/{param}` of every route of the app's routers (HEAD, which GET implies, aside). */
+function appRoutes(): Set<string> {
+  const app = createApp(testAppDeps(t.db.knex));
+  const routers = app.middleware.map((mw) => (mw as { router?: Router }).router).filter((r): r is Router => r !== undefined);
+  expect(routers.length).toBe(4); // open, sending, tracking, dashboard
+  const routes = new Set<string>();
+  for (const router of routers) {
+    for (const layer of router.stack) {
+      for (const method of layer.methods) {
+        if (method === 'HEAD' || method === 'OPTIONS') continue;
+        routes.add(`${method} ${String(layer.path).replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
+      }
+    }
+  }
+  return routes;
+}
+
+function documentRoutes(): Set<string> {
+  const routes = new Set<string>();
+  for (const [path, item] of Object.entries(doc.paths as Json)) {
+    for (const method of Object.keys(item)) if (METHODS.includes(method)) routes.add(`${method.toUpperCase()} ${path}`);
+  }
+  return routes;
+}
+
+describe('the document and the routers agree', () => {
+  test('every route of the routers is in the document, and the document names no route that does not exist', () => {
+    const app = appRoutes();
+    const documented = documentRoutes();
+    expect(app.size).toBeGreaterThan(60);
+    expect([...app].filter((r) => !documented.has(r))).toEqual([]);
+    expect([...documented].filter((r) => !app.has(r))).toEqual([]);
+  });
+
+  test('security: none on the open routes, secret keys everywhere else, public keys on POST /v1/track only', () => {
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['publicKey', 'secretKey']);
+    for (const [path, item] of Object.entries(doc.paths as Json)) {
+      for (const [method, op] of Object.entries(item as Json)) {
+        const schemes = (op.security as Json[]).flatMap((s) => Object.keys(s)).sort();
+        const open = ['/health', '/openapi.json', '/docs', '/docs/redoc.standalone.js'].includes(path) || /^\/(unsubscribe|t)\//.test(path);
+        const expected = open ? [] : path === '/v1/track' ? ['publicKey', 'secretKey'] : ['secretKey'];
+        expect({ route: `${method} ${path}`, schemes }).toEqual({ route: `${method} ${path}`, schemes: expected });
+        if (!open) expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['401', '403', '429']));
+      }
+    }
+  });
+
+  test('Idempotency-Key where api/idempotency.ts honours it; links name real operations', () => {
+    const withKey = Object.entries(doc.paths as Json).flatMap(([path, item]) => Object.entries(item as Json)
+      .filter(([, op]) => (op.parameters ?? []).some((p: Json) => p.$ref === '#/components/parameters/IdempotencyKey')).map(([m]) => `${m} ${path}`));
+    expect(withKey.sort()).toEqual(['post /v1/send', 'post /v1/track']);
+    const ids = new Set(Object.values(doc.paths as Json).flatMap((item) => Object.values(item as Json).map((op) => op.operationId)));
+    const links = Object.values(doc.paths as Json).flatMap((item) => Object.values(item as Json)
+      .flatMap((op) => Object.values(op.responses as Json).flatMap((r: Json) => Object.values(r.links ?? {}) as Json[])));
+    expect(links.length).toBeGreaterThan(20);
+    for (const link of links) expect(ids).toContain(link.operationId);
+  });
+});
+
+test('where joi-to-json alone would be false, the converter says what Joi accepts', () => {
+  const send = doc.paths['/v1/send'].post.requestBody.content['application/json'].schema;
+  // Free-form data: any keys of 1 to 100 characters, at most 200 (joi-to-json alone: no key at all).
+  expect(send.properties.data).toMatchObject({ type: 'object', maxProperties: 200, propertyNames: { minLength: 1, maxLength: 100 }, additionalProperties: {} });
+  expect(send.properties.headers).toMatchObject({ maxProperties: 50, additionalProperties: { type: 'string', maxLength: 2000 } });
+  // A type-only alternative: string or mailbox object, as anyOf (joi-to-json alone: if/then/else, read as "anything").
+  expect(send.properties.from.anyOf.map((s: Json) => s.type)).toEqual(['string', 'object']);
+  // Required unless `template`: the field keeps its own type (joi-to-json alone: any type at all).
+  expect(send.properties.subject).toMatchObject({ type: 'string', minLength: 1, maxLength: 998 });
+  // A key-count rule: PATCH /settings needs at least one key.
+  expect(doc.paths['/settings'].patch.requestBody.content['application/json'].schema.minProperties).toBe(1);
+  // No regular expression keeps a flag inside its source.
+  expect(JSON.stringify(doc)).not.toMatch(/"pattern":"[^"]*\/[a-z]+"/);
+});
+
+test('the document is valid OpenAPI 3.1 (@seriousme/openapi-schema-validator)', async () => {
+  expect(doc.openapi).toBe('3.1.0');
+  const dir = await mkdtemp(join(tmpdir(), 'herald-openapi-'));
+  try {
+    const file = join(dir, 'openapi.json');
+    await writeFile(file, JSON.stringify(doc));
+    // The validator is an ES module only; its own command line runs it outside Jest's module registry.
+    const cli = join(dirname(require.resolve('@seriousme/openapi-schema-validator')), 'bin', 'validate-api-cli.js');
+    const { stdout } = await promisify(execFile)(process.execPath, [cli, file]).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? String(err) }));
+    expect(JSON.parse(stdout)).toEqual({ valid: true });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+describe('real answers match their schemas in the document', () => {
+  const http = () => t.http();
+
+  test('a send, a track, a contacts page, an email with its timeline', async () => {
+    const sent = await http().post('/v1/send').set(key).send({ to: 'Ada <ada@example.org>', from: 'hello@example.com', subject: 'Hi', body: '<p>Hello</p>' });
+    answers.check('POST', '/v1/send', sent);
+    // The request side too: a body Herald accepts, with free-form data, headers and an attachment, is one the document allows.
+    const full = {
+      to: [{ email: 'd@example.org', name: 'D' }, 'E <e@example.org>'], from: { email: 'hello@example.com', name: 'Herald' }, subject: 'Hi {{ n }}',
+      body: '# Hi', type: 'markdown', reply: 'r@example.com', headers: { 'X-Campaign': 'spring' }, subscribed: true, track: { opens: true },
+      attachments: [{ filename: 'a.txt', content: Buffer.from('hello').toString('base64'), contentType: 'text/plain' }],
+      data: { n: 1, nested: { deep: [1, 2] }, once: { value: 'x', persistent: false } },
+    };
+    expect((await http().post('/v1/send').set(key).send(full)).status).toBe(200);
+    answers.checkRequest('POST', '/v1/send', full);
+    const twice = await http().post('/v1/send').set(key).send({ to: ['b@example.org', { email: 'c@example.org', name: 'C' }], from: 'hello@example.com', subject: 'Hi', body: 'x' });
+    answers.check('POST', '/v1/send', twice);
+    answers.check('POST', '/v1/track', await http().post('/v1/track').set(bearer(t.project.publicKey)).send({ email: 'ada@example.org', event: 'signed-up', data: { plan: 'pro' } }));
+    answers.check('GET', '/contacts', await http().get('/contacts?limit=1').set(key));
+    answers.check('GET', '/emails', await http().get('/emails').set(key));
+    answers.check('GET', '/emails/{id}', await http().get(`/emails/${sent.body.data.emails[0].email}`).set(key));
+    answers.check('GET', '/events', await http().get('/events').set(key));
+    answers.check('GET', '/events/names', await http().get('/events/names').set(key));
+  });
+
+  test('errors: a 422, a 404, a 400, a 401, a 403, a 409', async () => {
+    const invalid = await http().post('/contacts').set(key).send({ email: 'not an address', extra: 1 });
+    expect(invalid.status).toBe(422);
+    answers.check('POST', '/contacts', invalid);
+    const missing = await http().get('/contacts/0190a3f1-0000-7000-8000-000000000000').set(key);
+    expect(missing.status).toBe(404);
+    answers.check('GET', '/contacts/{id}', missing);
+    answers.check('GET', '/contacts', await http().get('/contacts?cursor=nonsense').set(key));
+    answers.check('GET', '/templates', await http().get('/templates'));
+    answers.check('POST', '/contacts', await http().post('/contacts').set(bearer(t.project.publicKey)).send({ email: 'x@example.org' }));
+    const first = await http().post('/v1/track').set(key).set('Idempotency-Key', 'k-1').send({ email: 'i@example.org', event: 'a' });
+    const other = await http().post('/v1/track').set(key).set('Idempotency-Key', 'k-1').send({ email: 'i@example.org', event: 'b' });
+    expect([first.status, other.status]).toEqual([200, 409]);
+    answers.check('POST', '/v1/track', other);
+  });
+
+  test('create, get, update, list and delete of each resource', async () => {
+    const contact = await http().post('/contacts').set(key).send({ email: 'grace@example.org', data: { firstName: 'Grace' } });
+    expect(contact.status).toBe(201);
+    answers.check('POST', '/contacts', contact);
+    answers.check('POST', '/contacts', await http().post('/contacts').set(key).send({ email: 'grace@example.org' }));
+    answers.check('PATCH', '/contacts/{id}', await http().patch(`/contacts/${contact.body.data.id}`).set(key).send({ subscribed: true }));
+
+    const template = await http().post('/templates').set(key).send({ name: 'Welcome', subject: 'Hi', body: 'Hello', type: 'MARKETING' });
+    answers.check('POST', '/templates', template);
+    answers.check('GET', '/templates/{id}', await http().get(`/templates/${template.body.data.id}`).set(key));
+    answers.check('GET', '/templates', await http().get('/templates').set(key));
+
+    const segment = await http().post('/segments').set(key).send({ name: 'VIP', type: 'STATIC' });
+    answers.check('POST', '/segments', segment);
+    answers.check('POST', '/segments/{id}/members', await http().post(`/segments/${segment.body.data.id}/members`).set(key).send({ emails: ['grace@example.org', 'new@example.org'] }));
+    answers.check('DELETE', '/segments/{id}/members', await http().delete(`/segments/${segment.body.data.id}/members`).set(key).send({ emails: ['new@example.org'] }));
+    answers.check('GET', '/segments/{id}/contacts', await http().get(`/segments/${segment.body.data.id}/contacts`).set(key));
+    const condition = { logic: 'AND', groups: [{ filters: [{ field: 'data.firstName', operator: 'equals', value: 'Grace' }] }] };
+    answers.check('POST', '/segments', await http().post('/segments').set(key).send({ name: 'Graces', type: 'DYNAMIC', condition }));
+    answers.check('POST', '/segments/preview', await http().post('/segments/preview').set(key).send({ condition }));
+    answers.check('GET', '/segments', await http().get('/segments').set(key));
+
+    const campaign = await http().post('/campaigns').set(key).send({ name: 'Sale', subject: 'Sale', body: '<p>Sale</p>', from: 'news@example.com', audienceType: 'SEGMENT', segmentId: segment.body.data.id });
+    expect(campaign.status).toBe(201);
+    answers.check('POST', '/campaigns', campaign);
+    answers.check('PATCH', '/campaigns/{id}', await http().patch(`/campaigns/${campaign.body.data.id}`).set(key).send({ description: null }));
+    answers.check('GET', '/campaigns/{id}/stats', await http().get(`/campaigns/${campaign.body.data.id}/stats`).set(key));
+    answers.check('POST', '/campaigns/{id}/cancel', await http().post(`/campaigns/${campaign.body.data.id}/cancel`).set(key));
+    answers.check('GET', '/campaigns', await http().get('/campaigns').set(key));
+    answers.check('DELETE', '/campaigns/{id}', await http().delete(`/campaigns/${campaign.body.data.id}`).set(key));
+
+    const webhook = await http().post('/webhooks').set(key).send({ url: 'https://hooks.example.org/herald', events: ['email.sent'] });
+    answers.check('POST', '/webhooks', webhook);
+    answers.check('POST', '/webhooks/{id}/rotate-secret', await http().post(`/webhooks/${webhook.body.data.id}/rotate-secret`).set(key));
+    answers.check('GET', '/webhooks/{id}/deliveries', await http().get(`/webhooks/${webhook.body.data.id}/deliveries`).set(key));
+    answers.check('GET', '/webhooks', await http().get('/webhooks').set(key));
+    answers.check('DELETE', '/webhooks/{id}', await http().delete(`/webhooks/${webhook.body.data.id}`).set(key));
+
+    const definition = {
+      name: 'Onboarding', trigger: { type: 'EVENT', event: 'signed-up' },
+      steps: [
+        { id: 'wait', type: 'DELAY', config: { amount: 1, unit: 'days' }, next: 'check' },
+        { id: 'check', type: 'CONDITION', config: { filter: condition }, branches: { yes: 'mail', no: 'hook' } },
+        { id: 'mail', type: 'SEND_EMAIL', config: { template: template.body.data.id } },
+        { id: 'hook', type: 'WEBHOOK', config: { url: 'https://crm.example.org/h', headers: { 'X-Token': 't' }, body: [1, { a: 2 }] }, next: 'update' },
+        { id: 'update', type: 'UPDATE_CONTACT', config: { data: { stage: 'nudged' } }, next: 'end' },
+        { id: 'end', type: 'EXIT' },
+      ],
+    };
+    const workflow = await http().post('/workflows').set(key).send(definition);
+    expect(workflow.status).toBe(201);
+    answers.check('POST', '/workflows', workflow);
+    answers.checkRequest('POST', '/workflows', definition);
+    answers.check('GET', '/workflows/{id}/executions', await http().get(`/workflows/${workflow.body.data.id}/executions`).set(key));
+    answers.check('GET', '/workflows', await http().get('/workflows').set(key));
+
+    const suppression = await http().post('/suppressions').set(key).send({ email: 'gone@example.org', note: 'asked' });
+    answers.check('POST', '/suppressions', suppression);
+    answers.check('GET', '/suppressions', await http().get('/suppressions').set(key));
+    answers.check('DELETE', '/suppressions/{email}', await http().delete('/suppressions/gone@example.org').set(key));
+
+    answers.check('GET', '/domains', await http().get('/domains').set(key));
+    answers.check('GET', '/settings', await http().get('/settings').set(key));
+    answers.check('PATCH', '/settings', await http().patch('/settings').set(key).send({ tracking: { send: { opens: true } } }));
+    answers.checkRequest('PATCH', '/settings', { tracking: { send: { opens: true } } });
+    answers.checkRequest('POST', '/contacts', { email: 'grace@example.org', data: { firstName: 'Grace', n: null } });
+    answers.checkRequest('POST', '/campaigns', { name: 'Sale', subject: 'Sale', body: 'b', from: 'news@example.com', audienceType: 'FILTERED', audienceFilter: condition });
+    answers.check('GET', '/health', await http().get('/health'));
+    answers.check('GET', '/docs', await http().get('/docs'));
+    expect(answers.checked.size).toBeGreaterThan(40);
+  });
+});
