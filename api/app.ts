@@ -34,6 +34,9 @@ import { createTracker } from '../tracking/tracker';
 import { verifyRoutes } from './routes/verify';
 import { webhookRoutes } from './routes/webhooks';
 import { workflowRoutes } from './routes/workflows';
+import { createMetrics } from '../metrics/metrics';
+import { httpMetrics } from './middleware/httpMetrics';
+import { metricsRoutes } from './routes/metrics';
 
 export interface AppDeps {
   knex: Knex;
@@ -52,6 +55,10 @@ export interface AppDeps {
   returnPath?: ReturnPath;
   /** The send pipeline, when the process shares it with another way in (SMTP submission); made here otherwise. */
   sender?: Sender;
+  /** METRICS_TOKEN: GET /metrics requires `Authorization: Bearer <token>`. */
+  metricsToken?: string;
+  /** METRICS_PORT is set: GET /metrics is served on a listener of its own (api/metricsApp.ts), not here. */
+  metricsOnOwnPort?: boolean;
 }
 
 /** `/campaigns/…` → `Campaign`: the resource a path names, for its 404. */
@@ -77,6 +84,8 @@ export function createApp(deps: AppDeps): Koa {
   unsubscribeRoutes(open, deps.knex, deps.secret);
   // Open pixel and click redirect of tracked mail: the signed token authorises (tracking/).
   trackingRoutes(open, createTracker(deps.knex, deps.secret));
+  // Prometheus scrapes: METRICS_TOKEN or nothing authorises, not an API key (metrics/; docs/api.md "Metrics").
+  if (!deps.metricsOnOwnPort) metricsRoutes(open, createMetrics(deps.knex, { log: deps.log }), deps.metricsToken);
 
   const sending = new Router();
   sending.use(authenticate(deps.knex, ['secret'], deps.apiRateLimitPerMinute), jsonBody(SEND_BODY_LIMIT));
@@ -115,6 +124,7 @@ export function createApp(deps: AppDeps): Koa {
   verifyRoutes(dashboard, dns);
 
   app.use(requestId());
+  app.use(httpMetrics()); // outside the error handler: it times the answer the client got, with its status
   app.use(errorHandler(deps.log));
   for (const router of [open, sending, tracking, dashboard]) {
     app.use(router.routes());
