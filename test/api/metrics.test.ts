@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import type { Server } from 'node:http';
+import path from 'node:path';
 import request from 'supertest';
 import { createApp } from '../../api/app';
 import { EMAIL_STATUSES } from '../../metrics/database';
@@ -106,6 +108,20 @@ test('the HTTP histogram is labelled with the route pattern, never the raw path;
   const routes = new Set(m.find('herald_http_request_duration_seconds_count').map((s) => s.labels.route));
   for (const route of routes) expect(route === 'unmatched' || route!.startsWith('/')).toBe(true);
   for (const route of routes) expect(route).not.toMatch(/[0-9a-f]{8}-[0-9a-f]{4}-/);
+});
+
+test('the example Grafana dashboard queries only series that a scrape has', async () => {
+  const dashboard = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'grafana-dashboard.json'), 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+  const exprs = dashboard.panels.flatMap((p) => p.targets ?? []).map((t) => t.expr);
+  expect(exprs.length).toBeGreaterThan(10);
+  const m = await scrape();
+  const names = new Set(exprs.flatMap((x) => [...x.matchAll(/\b((?:herald|process|nodejs)_[a-z_]+)/g)].map((g) => g[1]!)));
+  for (const name of names) {
+    const family = name.replace(/_(bucket|count|sum)$/, '');
+    expect([name, m.types.has(name) || m.types.get(family) === 'histogram']).toEqual([name, true]);
+  }
+  // Every series of Herald's has a panel.
+  for (const [name] of m.types) if (name.startsWith('herald_')) expect([name, [...names].some((n) => n.startsWith(name))]).toEqual([name, true]);
 });
 
 describe('METRICS_TOKEN', () => {
