@@ -35,9 +35,10 @@ export interface DatabaseSnapshot {
 /**
  * The delivery queue's depth: QUEUED rows through the queue's partial index (emails_queue_idx, which holds only
  * QUEUED rows, so the scan reads the queue, never the table), stopped at `cap` rows so that a huge backlog costs a
- * bounded scan. Exported for the EXPLAIN test (test/db/metricsIndexes.test.ts).
+ * bounded scan. The ORDER BY is the index's own order: without it, PostgreSQL 18 preferred a skip scan of
+ * emails_project_status_idx (every project's QUEUED range), measured slower on 1,000,000 emails (bench/metrics.ts). Exported for the EXPLAIN test (test/db/metricsIndexes.test.ts).
  */
-export const QUEUE_DEPTH_SQL = "SELECT count(*)::int AS n FROM (SELECT 1 FROM emails WHERE status = 'QUEUED' LIMIT ?::int) q";
+export const QUEUE_DEPTH_SQL = "SELECT count(*)::int AS n FROM (SELECT 1 FROM emails WHERE status = 'QUEUED' ORDER BY priority, id LIMIT ?::int) q";
 
 /**
  * The oldest QUEUED email's creation time: the first entry of each priority (0 transactional, 1 campaign) of the same
@@ -58,7 +59,8 @@ export const EXECUTIONS_SQL = `SELECT status, count(*)::int AS n FROM (
  * Emails by status: the emails table holds every message ever sent (millions of rows), so a `count(*) … GROUP BY
  * status` per scrape would read all of it each time. Instead:
  * - a small table (fewer than `exactBelow` rows, which the LIMITed sample finds out by reading at most that many) is
- *   counted exactly: a new or quiet installation sees its true figures;
+ *   counted exactly: a new or quiet installation sees its true figures. The sample is taken only while the statistics
+ *   say the table may be small (`reltuples` under twice the threshold, or never counted): a large table is not read;
  * - a large one is estimated as PostgreSQL's planner estimates it: `pg_class.reltuples` (rows in the table) times the
  *   status's frequency among the most common values in `pg_stats` (a status outside that list gets the planner's
  *   share of the rest). Both are refreshed by autovacuum's ANALYZE (after 10 % of the table changed), so the figures
@@ -68,8 +70,11 @@ export const EXECUTIONS_SQL = `SELECT status, count(*)::int AS n FROM (
  */
 function snapshotQuery(knex: Knex, exactBelow: number, cap: number): Knex.Raw {
   return knex.raw(
-    `WITH sample AS (SELECT status FROM emails LIMIT ?::int)
+    `WITH small AS (
+       SELECT coalesce((SELECT reltuples < 2 * ?::int FROM pg_class WHERE oid = 'emails'::regclass), true) AS maybe
+     ), sample AS (SELECT status FROM emails WHERE (SELECT maybe FROM small) LIMIT ?::int)
      SELECT
+       (SELECT maybe FROM small) AS sampling,
        (SELECT count(*) FROM sample)::int AS sampled,
        (SELECT coalesce(json_object_agg(status, n), '{}'::json) FROM (SELECT status, count(*)::int AS n FROM sample GROUP BY status) s) AS exact,
        (SELECT json_build_object('vals', most_common_vals::text::text[], 'freqs', most_common_freqs, 'distinct', n_distinct, 'nulls', null_frac)
@@ -79,7 +84,7 @@ function snapshotQuery(knex: Knex, exactBelow: number, cap: number): Knex.Raw {
        (${QUEUE_DEPTH_SQL}) AS queue_depth,
        (SELECT extract(epoch FROM now() - oldest) FROM (${QUEUE_OLDEST_SQL}) q)::float8 AS queue_age,
        (SELECT coalesce(json_object_agg(status, n), '{}'::json) FROM (${EXECUTIONS_SQL}) e) AS executions`,
-    [exactBelow, cap, cap],
+    [exactBelow, exactBelow, cap, cap],
   );
 }
 
@@ -109,11 +114,11 @@ export function estimateByStatus(stats: StatsRow, reltuples: number): Record<str
 export async function readDatabase(knex: Knex, exactBelow = DEFAULT_EXACT_EMAILS_BELOW, cap = DEFAULT_COUNT_CAP): Promise<DatabaseSnapshot> {
   const { rows } = await snapshotQuery(knex, exactBelow, cap);
   const r = rows[0] as {
-    sampled: number; exact: Record<string, number>; stats: StatsRow | null; reltuples: number | null; stats_age: number | null;
+    sampling: boolean; sampled: number; exact: Record<string, number>; stats: StatsRow | null; reltuples: number | null; stats_age: number | null;
     queue_depth: number; queue_age: number | null; executions: Record<string, number>;
   };
   let emails: DatabaseSnapshot['emails'];
-  if (r.sampled < exactBelow) {
+  if (r.sampling && r.sampled < exactBelow) {
     emails = { byStatus: Object.fromEntries(EMAIL_STATUSES.map((s) => [s, r.exact[s] ?? 0])), estimated: false, statisticsAgeSeconds: r.stats_age };
   } else if (r.stats && r.reltuples !== null && r.reltuples > 0) {
     emails = { byStatus: estimateByStatus(r.stats, r.reltuples), estimated: true, statisticsAgeSeconds: r.stats_age };
