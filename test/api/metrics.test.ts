@@ -9,15 +9,24 @@ import { startEndToEnd, type EndToEnd } from '../support/endToEnd';
 import { waitForEmails } from '../support/engine';
 import { waitFor } from '../support/processes';
 import { parseExposition, type Exposition } from '../support/prometheus';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhookReceiver';
 
 /**
  * GET /metrics end to end: a real app on the embedded engine (DBOS, the delivery queue) delivering to a real SMTP
  * server; the exposition is parsed and read as Prometheus would.
  */
 let e: EndToEnd;
+let receiver: WebhookReceiver;
 
-beforeAll(async () => { e = await startEndToEnd(); });
-afterAll(async () => { await e.close(); });
+beforeAll(async () => {
+  // Outbound webhooks to a loopback receiver: /ok answers 204, /broken 500 (two attempts, 300 ms apart).
+  receiver = await startWebhookReceiver((req) => ({ status: req.path === '/ok' ? 204 : 500 }));
+  e = await startEndToEnd({ outboundWebhooks: { http: { allowPrivate: ['127.0.0.1'], timeoutMs: 2000, maxResponseBytes: 1024 }, retryDelaysMs: [300] } });
+});
+afterAll(async () => {
+  await e.close();
+  await receiver.close();
+});
 
 async function scrape(): Promise<Exposition> {
   const res = await e.t.http().get('/metrics');
@@ -122,6 +131,70 @@ test('the example Grafana dashboard queries only series that a scrape has', asyn
   }
   // Every series of Herald's has a panel.
   for (const [name] of m.types) if (name.startsWith('herald_')) expect([name, [...names].some((n) => n.startsWith(name))]).toEqual([name, true]);
+});
+
+/** How much each series moved between two scrapes. */
+const moved = (before: Exposition, after: Exposition, name: string, labels: Record<string, string>) =>
+  (after.find(name, labels).reduce((n, x) => n + x.value, 0)) - (before.find(name, labels).reduce((n, x) => n + x.value, 0));
+
+test('campaigns and automations count as ways in, with their engine starts; transient and permanent SMTP failures as outcomes', async () => {
+  const before = await scrape();
+  // A campaign to every contact of the project.
+  const campaign = await e.t.http().post('/campaigns').set(e.key)
+    .send({ name: 'Metrics', subject: 'News', body: '<p>News</p>', from: 'news@example.com', audienceType: 'ALL' });
+  expect(campaign.status).toBe(201);
+  expect((await e.t.http().post(`/campaigns/${campaign.body.data.id}/send`).set(e.key).send({})).status).toBe(200);
+  await waitFor('the campaign SENT', async () => ((await e.t.http().get(`/campaigns/${campaign.body.data.id}`).set(e.key)).body.data.status === 'SENT' ? true : undefined), 30_000, 100);
+  const campaignEmails = Number((await e.t.db.knex('emails').where({ campaign_id: campaign.body.data.id, is_test: false }).count({ n: '*' }))[0]!.n);
+  expect(campaignEmails).toBeGreaterThan(0);
+
+  // An automation that mails a contact when it tracks an event.
+  const template = await e.t.http().post('/templates').set(e.key).send({ name: 'welcome', subject: 'Welcome', body: '<p>Hi</p>', from: 'hello@example.com' });
+  expect(template.status).toBe(201);
+  const wf = await e.t.http().post('/workflows').set(e.key)
+    .send({ name: 'welcome', enabled: true, trigger: { type: 'EVENT', event: 'metrics_signed_up' }, steps: [{ id: 'welcome', type: 'SEND_EMAIL', config: { template: template.body.data.id } }] });
+  expect(wf.status).toBe(201);
+  expect((await e.t.http().post('/v1/track').set(bearer(e.t.project.publicKey)).send({ email: 'journey@example.org', event: 'metrics_signed_up' })).status).toBe(200);
+  const automated = await waitFor('the automation\'s email', async () => (await e.t.db.knex('emails').where({ template_id: template.body.data.id, to_email: 'journey@example.org' }).first('id'))?.id as string | undefined, 30_000, 100);
+  await waitForEmails(e.t.db, [automated]);
+
+  // One send answered 451 once (retried, then sent), one refused with 550 (failed).
+  e.smtp.script([{ code: 451, message: 'Try again later' }]);
+  const transient = await e.t.http().post('/v1/send').set(e.key).send({ to: 'later@example.org', from: 'hi@example.com', subject: 'a', body: '<p>a</p>' });
+  await waitForEmails(e.t.db, [transient.body.data.emails[0].email]);
+  e.smtp.script([{ code: 550, message: 'No such user here' }]);
+  const permanent = await e.t.http().post('/v1/send').set(e.key).send({ to: 'nobody@example.org', from: 'hi@example.com', subject: 'b', body: '<p>b</p>' });
+  expect(Object.values(await waitForEmails(e.t.db, [permanent.body.data.emails[0].email]))[0]!.status).toBe('FAILED');
+
+  const after = await waitFor('the counters', async () => {
+    const m = await scrape();
+    return moved(before, m, 'herald_deliveries_total', { outcome: 'failed' }) >= 1 && moved(before, m, 'herald_deliveries_total', { outcome: 'sent' }) >= campaignEmails + 2 ? m : undefined;
+  }, 10_000, 100);
+  expect(moved(before, after, 'herald_emails_accepted_total', { way: 'campaign' })).toBe(campaignEmails);
+  expect(moved(before, after, 'herald_emails_accepted_total', { way: 'automation' })).toBe(1);
+  expect(moved(before, after, 'herald_emails_accepted_total', { way: 'http' })).toBe(2);
+  expect(moved(before, after, 'herald_engine_workflow_starts_total', { engine: 'embedded', workflow: 'sendCampaign' })).toBeGreaterThanOrEqual(1);
+  expect(moved(before, after, 'herald_engine_workflow_starts_total', { engine: 'embedded', workflow: 'runAutomation' })).toBeGreaterThanOrEqual(1);
+  expect(moved(before, after, 'herald_deliveries_total', { outcome: 'retried' })).toBe(1);
+  expect(moved(before, after, 'herald_deliveries_total', { outcome: 'failed' })).toBe(1);
+  expect(moved(before, after, 'herald_deliveries_total', { outcome: 'sent' })).toBe(campaignEmails + 1 + 1);
+  expect(after.value('herald_engine_workflow_failures_total', { engine: 'embedded', workflow: 'sendCampaign' }) ?? 0).toBe(0);
+});
+
+test('outbound webhook outcomes: succeeded, retried, failed', async () => {
+  const before = await scrape();
+  for (const path of ['/ok', '/broken']) {
+    expect((await e.t.http().post('/webhooks').set(e.key).send({ url: `${receiver.url}${path}`, events: ['contact.created'] })).status).toBe(201);
+  }
+  expect((await e.t.http().post('/contacts').set(e.key).send({ email: 'hooked@example.org' })).status).toBe(201);
+  // /ok: one attempt, a success; /broken: an attempt retried after 300 ms, then the last one, failed.
+  const after = await waitFor('the webhook outcomes', async () => {
+    const m = await scrape();
+    return moved(before, m, 'herald_webhook_deliveries_total', { outcome: 'failed' }) >= 1 ? m : undefined;
+  }, 20_000, 100);
+  expect(moved(before, after, 'herald_webhook_deliveries_total', { outcome: 'succeeded' })).toBe(1);
+  expect(moved(before, after, 'herald_webhook_deliveries_total', { outcome: 'retried' })).toBe(1);
+  expect(moved(before, after, 'herald_webhook_deliveries_total', { outcome: 'failed' })).toBe(1);
 });
 
 describe('METRICS_TOKEN', () => {
