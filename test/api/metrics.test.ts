@@ -197,6 +197,19 @@ test('outbound webhook outcomes: succeeded, retried, failed', async () => {
   expect(moved(before, after, 'herald_webhook_deliveries_total', { outcome: 'failed' })).toBe(1);
 });
 
+test('a workflow run that fails is counted, by engine and workflow', async () => {
+  const before = await scrape();
+  // A campaign run for ids that are no UUIDs: its first activity fails with a data error, a permanent failure that is
+  // not retried, and so does the one that would record the campaign FAILED: the run itself fails.
+  await e.eng.engine.start('sendCampaign', { projectId: 'not-a-uuid', campaignId: 'not-a-uuid' }, { id: 'metrics-failing-campaign' });
+  const after = await waitFor('the failed run', async () => {
+    const m = await scrape();
+    return moved(before, m, 'herald_engine_workflow_failures_total', { engine: 'embedded', workflow: 'sendCampaign' }) >= 1 ? m : undefined;
+  }, 30_000, 100);
+  expect(moved(before, after, 'herald_engine_workflow_failures_total', { engine: 'embedded', workflow: 'sendCampaign' })).toBe(1);
+  expect(moved(before, after, 'herald_engine_workflow_starts_total', { engine: 'embedded', workflow: 'sendCampaign' })).toBe(1);
+});
+
 describe('METRICS_TOKEN', () => {
   const TOKEN = 'metrics-token-0123456789abcdef';
   let server: Server;

@@ -1,3 +1,4 @@
+import { WORKFLOW_TASK_QUEUE } from '../../workflows/policy';
 import { freePort } from '../../scripts/temporalDevServer';
 import { bearer } from '../support/app';
 import { waitFor } from '../support/processes';
@@ -45,5 +46,19 @@ describeTemporal(__filename, 'Temporal: metrics of the API and of a worker', (te
     expect(w.value('herald_engine_workflow_failures_total', { engine: 'temporal', workflow: 'sendCampaign' }) ?? 0).toBe(0);
     // The worker serves no API: its metrics listener answers /metrics alone.
     expect((await fetch(`http://127.0.0.1:${workerMetricsPort}/health`)).status).toBe(404);
+  });
+
+  test('a run that fails its execution is counted by the worker that ran it, through the bundle\'s sink', async () => {
+    const before = await worker();
+    // A campaign run for ids that are no UUIDs: its activities fail with a data error (a PermanentError, not retried),
+    // the one that would record the campaign FAILED too, so the run fails its execution.
+    const handle = await c.client.workflow.start('sendCampaign', { taskQueue: WORKFLOW_TASK_QUEUE, workflowId: 'metrics-failing-campaign', args: [{ projectId: 'not-a-uuid', campaignId: 'not-a-uuid' }] });
+    await expect(handle.result()).rejects.toThrow();
+    const failures = (m: Exposition) => m.value('herald_engine_workflow_failures_total', { engine: 'temporal', workflow: 'sendCampaign' }) ?? 0;
+    const after = await waitFor('the failed run counted', async () => {
+      const m = await worker();
+      return failures(m) - failures(before) >= 1 ? m : undefined;
+    }, 30_000, 200);
+    expect(failures(after) - failures(before)).toBe(1);
   });
 });
