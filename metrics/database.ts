@@ -78,7 +78,7 @@ function snapshotQuery(knex: Knex, exactBelow: number, cap: number): Knex.Raw {
        (SELECT count(*) FROM sample)::int AS sampled,
        (SELECT coalesce(json_object_agg(status, n), '{}'::json) FROM (SELECT status, count(*)::int AS n FROM sample GROUP BY status) s) AS exact,
        (SELECT json_build_object('vals', most_common_vals::text::text[], 'freqs', most_common_freqs, 'distinct', n_distinct, 'nulls', null_frac)
-          FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'emails' AND attname = 'status') AS stats,
+          FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'emails' AND attname = 'status' AND NOT inherited) AS stats,
        (SELECT reltuples FROM pg_class WHERE oid = 'emails'::regclass)::float8 AS reltuples,
        (SELECT extract(epoch FROM now() - greatest(last_analyze, last_autoanalyze)) FROM pg_stat_user_tables WHERE relid = 'emails'::regclass)::float8 AS stats_age,
        (${QUEUE_DEPTH_SQL}) AS queue_depth,
@@ -95,18 +95,22 @@ interface StatsRow {
   nulls: number;
 }
 
-/** Email rows by status from the statistics: reltuples × frequency (most common values; the rest shared out as the planner does). */
+/**
+ * Email rows by status from the statistics: reltuples × the status's frequency among the most common values. ANALYZE
+ * leaves out of that list only values too rare to count in its sample (a status seen once in 30,000 rows); what the
+ * list does not cover (1 − its frequencies − nulls) is shared among the statuses outside it, but only when the
+ * statistics say there are such values (n_distinct above the list's length), so that the figures add up to the table.
+ */
 export function estimateByStatus(stats: StatsRow, reltuples: number): Record<string, number> {
   const vals = stats.vals ?? [];
   const freqs = stats.freqs ?? [];
-  const out: Record<string, number> = {};
   const distinct = stats.distinct >= 0 ? stats.distinct : -stats.distinct * reltuples;
-  const others = Math.max(0, distinct - vals.length);
-  const rest = Math.max(0, 1 - freqs.reduce((a, b) => a + b, 0) - stats.nulls);
+  const outside = EMAIL_STATUSES.filter((s) => !vals.includes(s));
+  const rest = distinct > vals.length ? Math.max(0, 1 - freqs.reduce((a, b) => a + b, 0) - stats.nulls) : 0;
+  const out: Record<string, number> = {};
   for (const status of EMAIL_STATUSES) {
     const i = vals.indexOf(status);
-    const freq = i >= 0 ? freqs[i]! : others > 0 ? rest / others : 0;
-    out[status] = Math.round(freq * reltuples);
+    out[status] = Math.round((i >= 0 ? freqs[i]! : rest / outside.length) * reltuples);
   }
   return out;
 }

@@ -1,5 +1,5 @@
 import { createKnex } from '../../db/database';
-import { EMAIL_STATUSES } from '../../metrics/database';
+import { EMAIL_STATUSES, estimateByStatus } from '../../metrics/database';
 import { createMetrics } from '../../metrics/metrics';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -105,4 +105,14 @@ test('a database that does not answer: herald_metrics_database_up 0, and the pro
   } finally {
     await unreachable.destroy();
   }
+});
+
+test('estimates from the statistics: the most common values as they are; the rest shared among the other statuses only when there is a rest', () => {
+  // Every status in the list: the others are 0.
+  expect(estimateByStatus({ vals: ['SENT', 'FAILED', 'QUEUED'], freqs: [0.9, 0.07, 0.03], distinct: 3, nulls: 0 }, 1_000_000))
+    .toEqual({ QUEUED: 30_000, SENDING: 0, SENT: 900_000, FAILED: 70_000, CANCELLED: 0, BOUNCED: 0, SUPPRESSED: 0 });
+  // A status too rare for the list (n_distinct 4, 3 listed): the 0.4 % not covered goes to the four statuses outside it, so the figures still add up.
+  const e = estimateByStatus({ vals: ['SENT', 'FAILED', 'QUEUED'], freqs: [0.9, 0.066, 0.03], distinct: 4, nulls: 0 }, 1_000_000);
+  expect(e).toMatchObject({ SENT: 900_000, FAILED: 66_000, QUEUED: 30_000, SENDING: 1000, CANCELLED: 1000, BOUNCED: 1000, SUPPRESSED: 1000 });
+  expect(Object.values(e).reduce((a, b) => a + b, 0)).toBe(1_000_000);
 });
