@@ -151,7 +151,8 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     });
     const port = (server.address() as { port: number }).port;
     if (created) printDefaultProject(created, port);
-    log.info({ port, engine: config.engine, database: config.databaseUrl ? 'external' : 'embedded', dataDir: config.dataDir }, 'Herald API listening');
+    log.info({ port, engine: config.engine, database: config.databaseUrl ? 'external' : 'embedded', dataDir: config.dataDir,
+      metrics: config.metrics.port !== undefined ? 'METRICS_PORT' : config.metrics.token ? '/metrics (METRICS_TOKEN)' : '/metrics (no token)' }, 'Herald API listening');
     const tls = config.smtpSubmission.port !== 0 || config.bounces.inboundPort !== 0
       ? await load<typeof import('../smtp/tls')>('../smtp/tls').smtpTls(config.smtpSubmission, config.dataDir, log)
       : undefined;
