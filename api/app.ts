@@ -35,6 +35,9 @@ import { verifyRoutes } from './routes/verify';
 import { webhookRoutes } from './routes/webhooks';
 import { workflowRoutes } from './routes/workflows';
 import { openApiRoutes } from './routes/openapi';
+import { createMetrics } from '../metrics/metrics';
+import { httpMetrics } from './middleware/httpMetrics';
+import { metricsRoutes } from './routes/metrics';
 
 export interface AppDeps {
   knex: Knex;
@@ -53,6 +56,10 @@ export interface AppDeps {
   returnPath?: ReturnPath;
   /** The send pipeline, when the process shares it with another way in (SMTP submission); made here otherwise. */
   sender?: Sender;
+  /** METRICS_TOKEN: GET /metrics requires `Authorization: Bearer <token>`. */
+  metricsToken?: string;
+  /** METRICS_PORT is set: GET /metrics is served on a listener of its own (api/metricsApp.ts), not here. */
+  metricsOnOwnPort?: boolean;
 }
 
 /** `/campaigns/…` → `Campaign`: the resource a path names, for its 404. */
@@ -80,6 +87,8 @@ export function createApp(deps: AppDeps): Koa {
   trackingRoutes(open, createTracker(deps.knex, deps.secret));
   // The API's own description (api/openapi/) and its reference page.
   openApiRoutes(open);
+  // Prometheus scrapes: METRICS_TOKEN or nothing authorises, not an API key (metrics/; docs/api.md "Metrics").
+  if (!deps.metricsOnOwnPort) metricsRoutes(open, createMetrics(deps.knex, { log: deps.log }), deps.metricsToken);
 
   const sending = new Router();
   sending.use(authenticate(deps.knex, ['secret'], deps.apiRateLimitPerMinute), jsonBody(SEND_BODY_LIMIT));
@@ -118,6 +127,7 @@ export function createApp(deps: AppDeps): Koa {
   verifyRoutes(dashboard, dns);
 
   app.use(requestId());
+  app.use(httpMetrics()); // outside the error handler: it times the answer the client got, with its status
   app.use(errorHandler(deps.log));
   for (const router of [open, sending, tracking, dashboard]) {
     app.use(router.routes());

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { durationMs, type Step } from './steps';
 import { DomainError } from '../core/errors';
-import { prepareSend, storeSends } from '../sending/sends';
+import { prepareSend, storeSends, storedEmails } from '../sending/sends';
 import { renderInline } from '../mail/render';
 import { compileCondition, loadSegments } from '../audience/compile';
 import { createWebhookClient, WebhookError, type WebhookOptions } from './webhook';
@@ -10,6 +10,7 @@ import { ACTIVE_STATUSES, endedColumns, endExecution, recordExecutionFailed } fr
 import type { Logger } from '../logging/logger';
 import { asPermanent, PermanentError } from '../engine/permanent';
 import type { ExecutionRef, ExecutionStatus, ParkedState, StepOutcome, StepRef, WaitClock, WaitState } from '../workflows/types';
+import { emailsAccepted } from '../metrics/registry';
 
 export interface AutomationDeps {
   knex: Knex;
@@ -118,6 +119,8 @@ export function executionSteps(deps: AutomationDeps) {
       const detail = stored.details.errors?.[0]?.message ?? stored.message;
       return { failed: `step "${ref.step.id}": ${detail}` };
     }
+    // Counted in the step's transaction, which commits right after it (a step retried after a failed commit counts twice).
+    emailsAccepted.inc({ way: 'automation' }, storedEmails(stored!));
     return { next }; // the committed row is in the delivery queue
   }
 

@@ -63,6 +63,8 @@ export interface Running {
   db: Database;
   engine: Engine;
   server?: Server;
+  /** The METRICS_PORT listener, when METRICS_PORT is set. */
+  metricsServer?: Server;
   stop(): Promise<void>;
 }
 
@@ -141,14 +143,16 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     renderPool = load<typeof import('../mail/renderPool')>('../mail/renderPool').createRenderPool();
     // One send pipeline for HTTP and SMTP: sends that arrive together by either way share a transaction.
     const sender = load<typeof import('../sending/sender')>('../sending/sender').createSender(db.knex, { secret, publicUrl: config.publicUrl, render: renderPool.render });
-    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config) });
+    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config),
+      metricsToken: config.metrics.token, metricsOnOwnPort: config.metrics.port !== undefined });
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, () => resolve(s));
       s.once('error', reject);
     });
     const port = (server.address() as { port: number }).port;
     if (created) printDefaultProject(created, port);
-    log.info({ port, engine: config.engine, database: config.databaseUrl ? 'external' : 'embedded', dataDir: config.dataDir }, 'Herald API listening');
+    log.info({ port, engine: config.engine, database: config.databaseUrl ? 'external' : 'embedded', dataDir: config.dataDir,
+      metrics: config.metrics.port !== undefined ? 'METRICS_PORT' : config.metrics.token ? '/metrics (METRICS_TOKEN)' : '/metrics (no token)' }, 'Herald API listening');
     const tls = config.smtpSubmission.port !== 0 || config.bounces.inboundPort !== 0
       ? await load<typeof import('../smtp/tls')>('../smtp/tls').smtpTls(config.smtpSubmission, config.dataDir, log)
       : undefined;
@@ -167,6 +171,20 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     }
   }
 
+  // METRICS_PORT: GET /metrics on a listener of its own, in API and worker processes alike (a worker has no other port,
+  // and an operator scrapes the pool through it); the API's port then has no /metrics.
+  let metricsServer: Server | undefined;
+  if (config.metrics.port !== undefined) {
+    const { createMetricsApp } = load<typeof import('../api/metricsApp')>('../api/metricsApp');
+    const { createMetrics } = load<typeof import('../metrics/metrics')>('../metrics/metrics');
+    const app = createMetricsApp({ metrics: createMetrics(db.knex, { log }), token: config.metrics.token, log });
+    metricsServer = await new Promise<Server>((resolve, reject) => {
+      const s = app.listen(config.metrics.port, () => resolve(s));
+      s.once('error', reject);
+    });
+    log.info({ port: (metricsServer.address() as { port: number }).port, token: config.metrics.token !== undefined }, 'Herald metrics listening (GET /metrics)');
+  }
+
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
@@ -174,6 +192,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       // New requests stop first; in-flight requests finish; then the worker stops taking work and hands back
       // (DBOS: resumes on restart; Temporal: the server reassigns) what it cannot finish; sends in flight finish.
       if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (metricsServer) await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
       await submission?.close();
       await inbound?.close();
       await renderPool?.close();
@@ -187,7 +206,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     })();
     return stopping;
   };
-  return { config, log, db, engine, server, stop };
+  return { config, log, db, engine, server, metricsServer, stop };
 }
 
 /** Runs until SIGTERM/SIGINT, then shuts down gracefully. */

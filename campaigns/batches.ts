@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { campaignAudience } from '../audience/campaignAudience';
 import { cancelCampaignRows, failCampaignRows, finishCampaignRows } from './lifecycle';
 import { asPermanent } from '../engine/permanent';
+import { emailsAccepted } from '../metrics/registry';
 import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types';
 
 export interface CampaignDeps {
@@ -54,6 +55,7 @@ export function campaignBatches({ knex, sendRatePerSecond }: CampaignDeps) {
         return res.rows[0] as { n: number; last: string | null; inserted: number };
       }).catch((err: unknown) => { throw asPermanent(err, 'the audience cannot be evaluated'); });
       if (!result) return { cancelled: true, inserted: 0, last: ref.after, done: true };
+      emailsAccepted.inc({ way: 'campaign' }, result.inserted); // committed
       return { cancelled: false, inserted: result.inserted, last: result.last ?? ref.after, done: result.n < ref.size };
     },
 

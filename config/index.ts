@@ -27,6 +27,15 @@ export interface Config {
   smtpSubmission: SmtpSubmissionConfig;
   /** Bounces and complaints (bounces/): the VERP domain, the inbound listener, the soft-bounce rule. */
   bounces: BounceConfig;
+  /** GET /metrics (metrics/, api/routes/metrics.ts). */
+  metrics: MetricsConfig;
+}
+
+export interface MetricsConfig {
+  /** METRICS_PORT: a listener of its own for GET /metrics (API and worker processes); unset: on the API's port. */
+  port: number | undefined;
+  /** METRICS_TOKEN: the bearer token a scrape must send; unset: none. */
+  token: string | undefined;
 }
 
 export interface BounceConfig {
@@ -106,6 +115,12 @@ const envSchema = Joi.object({
   SOFT_BOUNCE_LIMIT: Joi.number().integer().min(1).max(1000).empty('').default(3),
   SOFT_BOUNCE_WINDOW_DAYS: Joi.number().integer().min(1).max(365).empty('').default(7),
   BOUNCE_MX_HOST: Joi.string().trim().lowercase().empty('').domain({ tlds: false, minDomainSegments: 1 }),
+  // 0: an ephemeral port, as PORT=0 (tests); otherwise it must not be the API's own.
+  METRICS_PORT: Joi.number().integer().min(0).max(65535).empty('')
+    .custom((v: number, helpers) => (v !== 0 && v === Number(helpers.state.ancestors[0].PORT ?? 3000) ? helpers.error('any.invalid') : v))
+    .messages({ 'any.invalid': 'must differ from PORT (unset it to serve /metrics on the API port)' }),
+  METRICS_TOKEN: Joi.string().pattern(/^[\x21-\x7e]{16,}$/, 'token').empty('')
+    .messages({ 'string.pattern.name': 'must be at least 16 printable characters without spaces (e.g. openssl rand -hex 32)' }),
 })
   // Every other variable of the environment (PATH, HOME, …) is none of our business.
   .unknown(true)
@@ -115,7 +130,7 @@ function configError(error: Joi.ValidationError, env: NodeJS.ProcessEnv): Config
   const detail = error.details[0]!;
   const variable = String(detail.path[0] ?? 'environment');
   const given = env[variable];
-  const shown = ['DATABASE_URL', 'SMTP_URL', 'SECRET_KEY'].includes(variable) ? '(value hidden: it may hold a secret)' : JSON.stringify(given);
+  const shown = ['DATABASE_URL', 'SMTP_URL', 'SECRET_KEY', 'METRICS_TOKEN'].includes(variable) ? '(value hidden: it may hold a secret)' : JSON.stringify(given);
   const reason = detail.message.replace(/^"[^"]+" /, '');
   return new ConfigError(variable, `Invalid configuration: ${variable} ${reason}; got ${given === undefined ? 'nothing' : shown}.`);
 }
@@ -155,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       softBounceWindowDays: value.SOFT_BOUNCE_WINDOW_DAYS,
       mxHost: value.BOUNCE_MX_HOST ?? new URL(value.PUBLIC_URL ?? `http://localhost:${value.PORT}`).hostname,
     },
+    metrics: { port: value.METRICS_PORT, token: value.METRICS_TOKEN },
   };
 }
 

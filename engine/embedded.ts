@@ -8,6 +8,7 @@ import { ACTIVITY_RETRY, PERMANENT_ERROR, WEBHOOK_RETRY, type RetryPolicy } from
 import { workflows, type WorkflowInputs, type WorkflowName } from '../workflows/registry';
 import { PARK_AFTER_MS } from '../workflows/runAutomation';
 import type { Activities, OtherActivities } from '../workflows/types';
+import { workflowFailures, workflowStartFailures, workflowStarts } from '../metrics/registry';
 import { WORKFLOWS_VERSION, type Engine, type StartOptions, type WorkerHandle } from './types';
 
 /**
@@ -107,7 +108,13 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
     kind: 'embedded',
     waits: 'parked',
     async start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions) {
-      await client.enqueue(enqueueOptions(workflow, opts), input);
+      try {
+        await client.enqueue(enqueueOptions(workflow, opts), input);
+      } catch (err) {
+        workflowStartFailures.inc({ engine: 'embedded', workflow });
+        throw err;
+      }
+      workflowStarts.inc({ engine: 'embedded', workflow });
     },
     cancel: (id) => client.cancelWorkflow(id),
     async signal(id, name, payload) {
@@ -174,7 +181,15 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
   };
   for (const [name, def] of Object.entries(workflows)) {
     const run = def.run as (ctx: WorkflowContext, input: unknown) => Promise<unknown>;
-    DBOS.registerWorkflow(async (input: unknown) => run(context, input), { name });
+    DBOS.registerWorkflow(async (input: unknown) => {
+      try {
+        return await run(context, input);
+      } catch (err) {
+        // herald_engine_workflow_failures_total: a run that ended in an error; a cancel (Herald's or the CLI's) is not one.
+        if (!(err instanceof DBOSErrors.DBOSWorkflowCancelledError)) workflowFailures.inc({ engine: 'embedded', workflow: name });
+        throw err;
+      }
+    }, { name });
   }
 
   DBOS.setConfig({

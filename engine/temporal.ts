@@ -8,6 +8,9 @@ import type { WorkflowInputs, WorkflowName } from '../workflows/registry';
 import type { Activities } from '../workflows/types';
 import type { Engine, StartOptions, WorkerHandle } from './types';
 import { workflowBundlePath } from './workflowBundle';
+import { workflowFailures, workflowStartFailures, workflowStarts } from '../metrics/registry';
+import type { InjectedSinks } from '@temporalio/worker';
+import type { HeraldSinks } from '../workflows/temporal';
 
 /**
  * The cluster engine: Temporal. Connection settings come from the standard Temporal environment variables
@@ -141,8 +144,12 @@ export async function createTemporalEngine(opts: TemporalOptions): Promise<Engin
           ...(delay > 0 ? { startDelay: delay } : {}),
         }));
       } catch (err) {
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+          workflowStartFailures.inc({ engine: 'temporal', workflow });
+          throw err;
+        }
       }
+      workflowStarts.inc({ engine: 'temporal', workflow });
     },
     async schedule<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], o: { id: string; everyMs: number; summary?: string }) {
       const spec = { intervals: [{ every: o.everyMs }] };
@@ -183,6 +190,15 @@ export async function createTemporalEngine(opts: TemporalOptions): Promise<Engin
   };
 }
 
+/** The worker's side of workflows/temporal.ts's sinks: a failed run counted in this worker's metrics. */
+function heraldSinks(): InjectedSinks<HeraldSinks> {
+  return {
+    metrics: {
+      workflowFailed: { fn: (_info, workflow) => workflowFailures.inc({ engine: 'temporal', workflow }), callDuringReplay: false },
+    },
+  };
+}
+
 export interface TemporalWorkerOptions extends TemporalOptions {
   activities: Activities;
 }
@@ -216,6 +232,7 @@ export async function startTemporalWorker(opts: TemporalWorkerOptions): Promise<
     taskQueue: WORKFLOW_TASK_QUEUE,
     workflowBundle: { codePath: await workflowBundlePath() },
     activities: opts.activities,
+    sinks: heraldSinks(),
   });
   const running = worker.run();
   opts.log.info({ address: opts.address, namespace, taskQueue: WORKFLOW_TASK_QUEUE }, 'temporal worker running');

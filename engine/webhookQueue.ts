@@ -4,6 +4,7 @@ import type { Logger } from '../logging/logger';
 import { attemptDelivery, type AttemptResult, type ClaimedDelivery } from '../webhooks/delivery';
 import type { OutboundWebhookConfig } from '../webhooks/config';
 import { HEARTBEAT_MS, STALE_AFTER_MS } from './workerIdentity';
+import { webhookDeliveries, type WebhookOutcome } from '../metrics/registry';
 
 /**
  * Outbound webhook delivery, run by every worker process on both engines (bin/runtime.ts), like the email queue
@@ -92,11 +93,12 @@ export function startWebhookQueue(opts: WebhookQueueOptions): WebhookQueue {
     wake = () => { clearTimeout(timer); wake = undefined; resolve(); };
   });
 
+  const statusOf = (o: Outcome) => (o.result.ok ? 'SUCCEEDED' : o.delivery.attempt > delays.length ? 'FAILED' : 'PENDING');
+  const outcomeOf = (o: Outcome): WebhookOutcome => ({ SUCCEEDED: 'succeeded', FAILED: 'failed', PENDING: 'retried' } as const)[statusOf(o)];
   // ---- outcomes, in group commits: one writer at a time, taking whatever arrived meanwhile ----
   let pending: { outcome: Outcome; done: () => void }[] = [];
   let writing: Promise<void> | undefined;
   const write = async (batch: Outcome[]) => {
-    const statusOf = (o: Outcome) => (o.result.ok ? 'SUCCEEDED' : o.delivery.attempt > delays.length ? 'FAILED' : 'PENDING');
     await knex.raw(
       `WITH o AS (
          SELECT * FROM unnest(?::uuid[], ?::text[], ?::int[], ?::int[], ?::text[], ?::int[], ?::int[])
@@ -143,6 +145,7 @@ export function startWebhookQueue(opts: WebhookQueueOptions): WebhookQueue {
         for (let attempt = 1; ; attempt++) {
           try {
             await write(batch.map((p) => p.outcome));
+            for (const p of batch) webhookDeliveries.inc({ outcome: outcomeOf(p.outcome) }); // committed
             break;
           } catch (err) {
             // The deliveries stay DELIVERING under this worker's claim: if it dies now, they are requeued and resent.

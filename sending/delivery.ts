@@ -13,6 +13,7 @@ import { bounceAddress } from '../bounces/token';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
 import { addTracking } from '../tracking/links';
+import { deliveries, type DeliveryOutcome } from '../metrics/registry';
 
 export interface DeliveryDeps {
   knex: Knex;
@@ -42,6 +43,8 @@ export type Outcome =
   | { email: Email; status: 'FAILED'; error: string; bounce?: { status: string | null } }
   | { email: Email; status: 'CANCELLED'; error: string }
   | { email: Email; status: 'QUEUED'; error: string; retryInMs: number };
+
+const DELIVERY_OUTCOME: Record<Outcome['status'], DeliveryOutcome> = { SENT: 'sent', FAILED: 'failed', CANCELLED: 'cancelled', QUEUED: 'retried' };
 
 /**
  * What one email needs for its send: its content (null: do not send; a TemplateError: it cannot be rendered within
@@ -225,14 +228,23 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl, bounces 
       return new Set<string>(rows.map((r: { id: string }) => r.id));
     };
     const bounced = given.filter((o): o is Extract<Outcome, { status: 'FAILED' }> => o.status === 'FAILED' && o.bounce !== undefined);
-    if (!given.some(isCampaignRetry) && bounced.length === 0) return write(knex, given);
-    return knex.transaction(async (trx) => {
-      const changed = await write(trx, await cancelledCampaignsFirst(trx, given));
+    if (!given.some(isCampaignRetry) && bounced.length === 0) return counted(given, await write(knex, given));
+    let written: Outcome[] = given;
+    const changed = await knex.transaction(async (trx) => {
+      written = await cancelledCampaignsFirst(trx, given);
+      const changed = await write(trx, written);
       // A recipient refused at SMTP time is a hard bounce, recorded with its failure (rare: one statement set each).
       await recordReturns(trx, bounced.filter((b) => changed.has(b.email.id))
         .map((o) => ({ emailId: o.email.id, kind: 'bounce', bounce: { type: 'hard', status: o.bounce!.status, diagnostic: o.error, source: 'smtp' } })), settings);
       return changed;
     });
+    return counted(written, changed);
+  }
+
+  /** herald_deliveries_total: the committed outcomes (those the write changed), by what they came to. */
+  function counted(outcomes: Outcome[], changed: Set<string>): Set<string> {
+    for (const o of outcomes) if (changed.has(o.email.id)) deliveries.inc({ outcome: DELIVERY_OUTCOME[o.status] });
+    return changed;
   }
 
   return { prepare, attempt, record };

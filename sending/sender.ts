@@ -1,8 +1,9 @@
 import type { Knex } from 'knex';
 import { invalid } from '../core/errors';
 import { batched, batchedByGroup, groupCommit } from '../db/batch';
-import { checkSends, renderSends, storeSends, type CheckedSend, type PreparedSend, type SendCommand, type SendStoreDeps, type StoredSend } from './sends';
+import { checkSends, renderSends, storeSends, storedEmails, type CheckedSend, type PreparedSend, type SendCommand, type SendStoreDeps, type StoredSend } from './sends';
 import type { Mailbox, SendBody } from './types';
+import { emailsAccepted } from '../metrics/registry';
 
 /** Recipients of one send (spec section 4.1), whichever way it comes in. */
 export const MAX_RECIPIENTS = 50;
@@ -25,6 +26,12 @@ export function sendCommand(projectId: string, body: SendBody): SendCommand {
     throw invalid([{ field: 'attachments', message: `attachments total ${total} bytes; at most ${MAX_ATTACHMENT_BYTES} (10 MB) are allowed`, code: 'too_big' }]);
   }
   return { projectId, body, recipients: recipientsOf(body.to), attachments };
+}
+
+/** The send rate (herald_emails_accepted_total): the email rows a committed send stored, by its way in. */
+function counted(prepared: PreparedSend, stored: StoredSend): StoredSend {
+  emailsAccepted.inc({ way: prepared.command.raw ? 'smtp' : 'http' }, storedEmails(stored));
+  return stored;
 }
 
 export interface Sender {
@@ -52,12 +59,16 @@ export function createSender(knex: Knex, deps: SendStoreDeps): Sender {
   const prepare = async (command: SendCommand): Promise<PreparedSend> => rendering.load(await checking.load(command));
   return {
     prepare,
-    store: (prepared) => together.load(prepared),
+    store: async (prepared) => counted(prepared, await together.load(prepared)),
     async storeIn(trx, prepared) {
       const [result] = await storeSends(trx, [prepared], deps);
       if (result instanceof Error) throw result; // nothing of it may be kept
-      return result!;
+      // Counted when written into the caller's transaction (an idempotent send's), which commits right after.
+      return counted(prepared, result!);
     },
-    send: async (command) => together.load(await prepare(command)),
+    send: async (command) => {
+      const prepared = await prepare(command);
+      return counted(prepared, await together.load(prepared));
+    },
   };
 }

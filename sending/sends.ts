@@ -30,6 +30,11 @@ export interface StoredSend {
   data: Record<string, unknown>;
 }
 
+/** How many email rows a stored send wrote (recipients skipped as unsubscribed get none): the send-rate counter's step. */
+export function storedEmails(stored: StoredSend): number {
+  return ((stored.data.emails as { email: string | null }[] | undefined) ?? []).filter((e) => e.email !== null).length;
+}
+
 export interface SendStoreDeps {
   publicUrl: string;
   secret: Buffer;

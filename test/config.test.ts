@@ -36,6 +36,7 @@ describe('defaults', () => {
       automationMaxRunning: 200,
       smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false },
       bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'localhost' },
+      metrics: { port: undefined, token: undefined },
     });
   });
 
@@ -71,6 +72,8 @@ describe('valid values are read and converted', () => {
       SECRET_KEY: 'k'.repeat(40),
       EXECUTOR_ID: 'worker-3',
       AUTOMATION_MAX_RUNNING: '50',
+      METRICS_PORT: '9464',
+      METRICS_TOKEN: 't'.repeat(32),
     })).toEqual({
       port: 8080,
       dataDir: '/var/lib/herald',
@@ -88,6 +91,7 @@ describe('valid values are read and converted', () => {
       automationMaxRunning: 50,
       smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false },
       bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com' },
+      metrics: { port: 9464, token: 't'.repeat(32) },
     });
   });
 
@@ -108,6 +112,12 @@ describe('valid values are read and converted', () => {
     expect(loadConfig({ BOUNCE_DOMAIN: 'Bounces.Example.com', PUBLIC_URL: 'https://mail.example.com' }).bounces)
       .toEqual({ domain: 'bounces.example.com', inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com' });
     expect(loadConfig({ SMTP_INBOUND_PORT: '0', BOUNCE_MX_HOST: 'mx.example.com' }).bounces).toMatchObject({ inboundPort: 0, mxHost: 'mx.example.com' });
+  });
+
+  test('metrics: on the API port by default; METRICS_PORT moves them (0: an ephemeral port, as PORT=0)', () => {
+    expect(loadConfig({}).metrics).toEqual({ port: undefined, token: undefined });
+    expect(loadConfig({ METRICS_PORT: '9464', METRICS_TOKEN: '' }).metrics).toEqual({ port: 9464, token: undefined });
+    expect(loadConfig({ PORT: '0', METRICS_PORT: '0' }).metrics.port).toBe(0);
   });
 
   test('ENGINE=embedded needs no TEMPORAL_ADDRESS', () => {
@@ -143,6 +153,11 @@ describe('a bad value raises a ConfigError naming the variable', () => {
     ['BOUNCE_DOMAIN', { BOUNCE_DOMAIN: 'not a domain' }],
     ['SMTP_INBOUND_PORT', { SMTP_INBOUND_PORT: 'x' }],
     ['SOFT_BOUNCE_LIMIT', { SOFT_BOUNCE_LIMIT: '0' }],
+    ['METRICS_PORT', { METRICS_PORT: 'x' }],
+    ['METRICS_PORT', { METRICS_PORT: '3000' }],
+    ['METRICS_PORT', { PORT: '8080', METRICS_PORT: '8080' }],
+    ['METRICS_TOKEN', { METRICS_TOKEN: 'too-short' }],
+    ['METRICS_TOKEN', { METRICS_TOKEN: 'has a space in it, 0123456789' }],
   ])('%s in %j', (variable, env) => {
     const err = configError(env);
     expect(err.name).toBe('ConfigError');
@@ -168,6 +183,7 @@ describe('a bad value raises a ConfigError naming the variable', () => {
     ['DATABASE_URL', 'postgres://root:Sup3rSecretPw@db internal/herald'],
     ['DATABASE_URL', 'Sup3rSecretPw'],
     ['SMTP_URL', 'http://mailer:Sup3rSecretPw@smtp.example.com'],
+    ['METRICS_TOKEN', 'Sup3rSecretPw'],
   ])('the value of %s is never echoed (it may hold a password): %s', (variable, value) => {
     const err = configError({ [variable]: value });
     expect(err.variable).toBe(variable);

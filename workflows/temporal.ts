@@ -10,7 +10,7 @@
  * feeds back recorded results as they were: new code must still read old results. test/temporal/replay.test.ts
  * replays the histories recorded in test/temporal/histories/ in every run and enforces the rule.
  */
-import { CancellationScope, condition, defineSignal, isCancellation, makeContinueAsNewFunc, patched, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, defineSignal, isCancellation, makeContinueAsNewFunc, patched, proxyActivities, proxySinks, setHandler, sleep, TemporalFailure, workflowInfo, type Sinks } from '@temporalio/workflow';
 import type { RetryPolicy as TemporalRetryPolicy } from '@temporalio/common';
 import { checkDomains as checkDomainsLogic } from './checkDomains';
 import type { WorkflowContext } from './context';
@@ -58,15 +58,38 @@ const context: WorkflowContext = {
   patched: (id) => patched(id),
 };
 
+/**
+ * Calls out of the sandbox that leave no trace in the history (Temporal's sinks, installed on the worker by
+ * engine/temporal.ts and not called during replay): the worker's metrics (herald_engine_workflow_failures_total).
+ */
+export interface HeraldSinks extends Sinks {
+  metrics: { workflowFailed(workflow: string): void };
+}
+const { metrics } = proxySinks<HeraldSinks>();
+
+/**
+ * Counts a run that fails its execution: a TemporalFailure thrown out of the workflow (an activity's permanent
+ * failure, say). A cancellation is not a failure; continue-as-new is no TemporalFailure, nor is a bug that fails only
+ * the workflow task (Temporal retries the task).
+ */
+async function observed<T>(workflow: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof TemporalFailure && !isCancellation(err)) metrics.workflowFailed(workflow);
+    throw err;
+  }
+}
+
 export async function sendCampaign(input: CampaignInput) {
-  return sendCampaignLogic(context, input);
+  return observed('sendCampaign', () => sendCampaignLogic(context, input));
 }
 
 export async function checkDomains(input: DomainChecksInput) {
-  return checkDomainsLogic(context, input);
+  return observed('checkDomains', () => checkDomainsLogic(context, input));
 }
 
 export async function runAutomation(input: AutomationInput) {
   setHandler(wake, () => { inbox.set(WAKE_TOPIC, (inbox.get(WAKE_TOPIC) ?? 0) + 1); });
-  return runAutomationLogic(context, input);
+  return observed('runAutomation', () => runAutomationLogic(context, input));
 }

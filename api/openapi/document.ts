@@ -6,7 +6,7 @@ import { OPERATIONS, type Answer, type Operation } from './operations';
 
 type Json = Record<string, unknown>;
 
-const MEDIA: Record<string, string> = { json: 'application/json', html: 'text/html', gif: 'image/gif', javascript: 'application/javascript' };
+const MEDIA: Record<string, string> = { json: 'application/json', html: 'text/html', gif: 'image/gif', javascript: 'application/javascript', text: 'text/plain' };
 
 const ERROR_TEXT: Record<number, string> = {
   400: 'Bad request: a body that is not a JSON object, malformed JSON, a Content-Type other than JSON, an invalid query parameter or cursor, or an invalid Idempotency-Key.',

@@ -24,7 +24,7 @@ import { createWorkflowSchema, listExecutionsQuerySchema, listWorkflowsQuerySche
 /** Who may call: nobody needs a key, secret keys only, or secret and public keys (POST /v1/track). */
 export type Access = 'open' | 'secret' | 'secretOrPublic';
 
-export type Media = 'json' | 'html' | 'gif' | 'javascript' | 'none';
+export type Media = 'json' | 'html' | 'gif' | 'javascript' | 'text' | 'none';
 
 export interface Answer {
   description: string;
@@ -95,6 +95,9 @@ export const OPERATIONS: Operation[] = [
     answers: { 200: { description: 'Herald and its database answer.', raw: A.healthAnswer }, 503: { description: 'The database does not answer.', raw: A.healthAnswer } } },
   { operationId: 'getOpenApiDocument', method: 'get', path: '/openapi.json', summary: 'This OpenAPI document', tag: 'Service', access: 'open',
     answers: { 200: { description: 'The OpenAPI 3.1 document of this API.', raw: Joi.object().unknown(true) } } },
+  { operationId: 'getMetrics', method: 'get', path: '/metrics', summary: 'Prometheus metrics', tag: 'Service', access: 'open',
+    description: 'The Prometheus text exposition (docs/api.md, "Metrics"). No API key: when METRICS_TOKEN is set, `Authorization: Bearer <METRICS_TOKEN>` is required (401 otherwise). With METRICS_PORT set it is served on that port instead, and this one answers 404.',
+    answers: { 200: { description: 'The metrics, in the Prometheus text format 0.0.4.', media: 'text' } }, errors: [401] },
   { operationId: 'getReference', method: 'get', path: '/docs', summary: 'API reference page (Redoc)', tag: 'Service', access: 'open',
     answers: { 200: { description: 'The reference rendered by Redoc, served by Herald itself.', media: 'html' } } },
   { operationId: 'getReferenceScript', method: 'get', path: '/docs/redoc.standalone.js', summary: 'Redoc script of the reference page', tag: 'Service', access: 'open',

@@ -12,6 +12,7 @@ import { ensureDomainKey } from '../../db/queries/domains';
 import { Domain } from '../../db/models/Domain';
 import { createLogger } from '../../logging/logger';
 import { withHeraldHeaders } from '../../mail/rawMessage';
+import { emailsAccepted } from '../../metrics/registry';
 import { createSender } from '../../sending/sender';
 import { startSubmission, type Submission, type SubmissionOptions } from '../../smtp/submission';
 import { smtpTls } from '../../smtp/tls';
@@ -214,4 +215,15 @@ describe('withHeraldHeaders', () => {
     expect(withHeraldHeaders(Buffer.from('From: a@example.com\nSubject: s\n\nbody\n'), { 'Message-ID': '<n@e>' }).toString())
       .toBe('Message-ID: <n@e>\nFrom: a@example.com\nSubject: s\n\nbody\n');
   });
+});
+
+test('a submitted message counts in herald_emails_accepted_total{way="smtp"}, one per envelope recipient, once stored', async () => {
+  const smtpWay = async () => (await emailsAccepted.get()).values.find((v) => v.labels.way === 'smtp')!.value;
+  const httpWay = async () => (await emailsAccepted.get()).values.find((v) => v.labels.way === 'http')!.value;
+  const [before, httpBefore] = [await smtpWay(), await httpWay()];
+  const info = await client(listener.port, e2e.t.project.secretKey)
+    .sendMail({ from: 'billing@example.com', to: ['counted-1@example.org', 'counted-2@example.org'], subject: 'Counted', text: 'Hi' });
+  expect(info.response).toMatch(/^250 /);
+  expect((await smtpWay()) - before).toBe(2);
+  expect(await httpWay()).toBe(httpBefore);
 });

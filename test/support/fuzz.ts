@@ -353,7 +353,7 @@ export interface RouteGen {
   /** Not JSON when it succeeds: the open pixel (a GIF) and the click redirect (a 302 with Location). */
   tracking?: 'pixel' | 'redirect';
   /** The API's own description: the OpenAPI document (JSON, not in the envelope), the reference page, its script. */
-  reference?: 'document' | 'page' | 'script';
+  reference?: 'document' | 'page' | 'script' | 'metrics';
 }
 
 const limitArb = fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 1, max: 100 }).map(String) }, { weight: 1, arbitrary: fc.constantFrom('0', '101', '-1', 'abc', '1.5', '1e2', '', ' 5', '9'.repeat(400), '0x10') });
@@ -391,6 +391,7 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'GET /openapi.json': { keys: 'none', reference: 'document' },
   'GET /docs': { keys: 'none', reference: 'page' },
   'GET /docs/redoc.standalone.js': { keys: 'none', reference: 'script' },
+  'GET /metrics': { keys: 'none', reference: 'metrics' },
 
   'POST /v1/send': { body: sendBodyArb, creates: 'contact' },
   'POST /v1/track': {
@@ -1156,7 +1157,7 @@ export function checkAnswer(req: FuzzRequest, gen: RouteGen | undefined, a: Answ
   }
   if (gen?.reference) {
     const type = String(a.headers['content-type']);
-    const expected = { document: /^application\/json/, page: /^text\/html/, script: /^application\/javascript/ }[gen.reference];
+    const expected = { document: /^application\/json/, page: /^text\/html/, script: /^application\/javascript/, metrics: /^text\/plain/ }[gen.reference];
     if (!expected.test(type)) problems.push(`${req.route} answered ${type}`);
     if (gen.reference === 'document' && (a.json as { openapi?: unknown } | undefined)?.openapi !== '3.1.0') problems.push('GET /openapi.json is not the OpenAPI 3.1 document');
     return problems;
