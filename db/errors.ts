@@ -3,9 +3,14 @@
  * of the values it carries fails the same way every time, and must not be retried as if the database were away.
  */
 
-/** The SQLSTATE of a failed statement (pg's `code`), or undefined for anything else. */
+/**
+ * The SQLSTATE of a failed statement (pg's `code`), or undefined for anything else. Objection wraps a failed query's
+ * error (db-errors: DataError, ForeignKeyViolationError…) and keeps pg's on `nativeError`: read there too, or such an
+ * error would be retried as if the database were away.
+ */
 export function sqlState(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
+  const e = err as { code?: unknown; nativeError?: { code?: unknown } } | null;
+  const code = e?.code ?? e?.nativeError?.code;
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }
 
