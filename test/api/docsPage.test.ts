@@ -1,6 +1,6 @@
-import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { CHROMIUM_HOW, findChromium, launchChromium } from '../support/chromium';
 import { createTestContext, type TestContext } from '../support/app';
 
 /**
@@ -8,34 +8,19 @@ import { createTestContext, type TestContext } from '../support/app';
  * loads the page from Herald alone (every request to another origin is refused and recorded), Redoc renders the
  * document, and the page shows the routes. Under CI=true a missing Chromium fails the test rather than skipping it.
  */
-const HOW = 'apt-get install -y chromium, or set CHROMIUM_PATH';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
-function findChromium(): string | undefined {
-  const candidates = process.env.CHROMIUM_PATH ? [process.env.CHROMIUM_PATH] : ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
-  return candidates.find((f) => {
-    try {
-      fs.accessSync(f, fs.constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
 const chromiumPath = findChromium();
 
 if (!chromiumPath && process.env.CI !== 'true') {
-  process.stdout.write(`skipped: no Chromium for the reference page test: ${HOW}\n`);
-  test.skip(`skipped: no Chromium: ${HOW}`, () => undefined);
+  process.stdout.write(`skipped: no Chromium for the reference page test: ${CHROMIUM_HOW}\n`);
+  test.skip(`skipped: no Chromium: ${CHROMIUM_HOW}`, () => undefined);
 } else {
   let t: TestContext;
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!chromiumPath) throw new Error(`CI needs Chromium: ${HOW}`);
+    if (!chromiumPath) throw new Error(`CI needs Chromium: ${CHROMIUM_HOW}`);
     t = await createTestContext();
-    browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_ARGS });
+    browser = await launchChromium(chromiumPath);
   }, 60_000);
   afterAll(async () => {
     await browser?.close();

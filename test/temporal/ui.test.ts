@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { CHROMIUM_HOW, findChromium, launchChromium } from '../support/chromium';
 import { bearer } from '../support/app';
 import { waitFor } from '../support/processes';
 import { heraldCluster } from '../support/temporalCluster';
@@ -11,35 +12,10 @@ import { describeTemporal } from '../support/temporal';
  * playwright-core): a scheduled campaign's workflow found by Herald's search attribute, its page with the summary Herald
  * gave it, and its end after a cancel through Herald's API. Screenshots go to artifacts/ (CI lists them).
  */
-const HOW = 'apt-get install -y chromium, or set CHROMIUM_PATH';
 const ARTIFACTS = path.resolve(__dirname, '..', '..', 'artifacts');
 
-function executable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
-/** CHROMIUM_PATH when set (and only it: a wrong one is a mistake to see), else Debian's chromium, else one on PATH. */
-function findChromium(): string | undefined {
-  if (process.env.CHROMIUM_PATH) return executable(process.env.CHROMIUM_PATH) ? process.env.CHROMIUM_PATH : undefined;
-  const dirs = ['/usr/bin', ...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean)];
-  for (const name of ['chromium', 'chromium-browser']) {
-    for (const dir of dirs) if (executable(path.join(dir, name))) return path.join(dir, name);
-  }
-  return undefined;
-}
-
-// The flags keep Chromium off the network (this machine refuses its background connections) and out of a sandbox
-// (it runs as root here).
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
 const chromiumPath = findChromium();
-const missing = `no Chromium${process.env.CHROMIUM_PATH ? ` at CHROMIUM_PATH=${process.env.CHROMIUM_PATH}` : ''} for the Temporal UI test: ${HOW}`;
+const missing = `no Chromium${process.env.CHROMIUM_PATH ? ` at CHROMIUM_PATH=${process.env.CHROMIUM_PATH}` : ''} for the Temporal UI test: ${CHROMIUM_HOW}`;
 
 if (!chromiumPath && process.env.CI !== 'true') {
   process.stdout.write(`skipped: ${missing}\n`);
@@ -58,7 +34,7 @@ if (!chromiumPath && process.env.CI !== 'true') {
       fs.mkdirSync(ARTIFACTS, { recursive: true });
       // This run's screenshots only (a failure screenshot of an earlier run would mislead).
       for (const f of fs.readdirSync(ARTIFACTS)) if (f.startsWith('temporal-ui-')) fs.rmSync(path.join(ARTIFACTS, f));
-      browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_ARGS });
+      browser = await launchChromium(chromiumPath);
     }, 30_000);
     afterAll(async () => { await browser?.close(); });
 

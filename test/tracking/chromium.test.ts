@@ -1,7 +1,7 @@
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { CHROMIUM_HOW, findChromium, launchChromium } from '../support/chromium';
 import { waitForEmails } from '../support/engine';
 import { waitFor } from '../support/processes';
 import { startEndToEnd, type EndToEnd } from '../support/endToEnd';
@@ -12,28 +12,13 @@ import { startEndToEnd, type EndToEnd } from '../support/endToEnd';
  * redirect to a real HTTP server standing for the sender's site. PUBLIC_URL is http://herald.test in tests: Chromium's
  * requests to it are passed to the test's API server (route.fetch) and its answers handed back as they are.
  */
-const HOW = 'apt-get install -y chromium, or set CHROMIUM_PATH';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 // A desktop Chrome's user agent: headless Chromium's own says HeadlessChrome, which is (rightly) flagged as a bot.
 const USER_AGENT = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
-
-function findChromium(): string | undefined {
-  const candidates = process.env.CHROMIUM_PATH ? [process.env.CHROMIUM_PATH] : ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
-  return candidates.find((f) => {
-    try {
-      fs.accessSync(f, fs.constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
 const chromiumPath = findChromium();
 
 if (!chromiumPath && process.env.CI !== 'true') {
-  process.stdout.write(`skipped: no Chromium for the tracking browser test: ${HOW}\n`);
-  test.skip(`skipped: no Chromium: ${HOW}`, () => undefined);
+  process.stdout.write(`skipped: no Chromium for the tracking browser test: ${CHROMIUM_HOW}\n`);
+  test.skip(`skipped: no Chromium: ${CHROMIUM_HOW}`, () => undefined);
 } else {
   let e2e: EndToEnd;
   let browser: Browser;
@@ -41,14 +26,14 @@ if (!chromiumPath && process.env.CI !== 'true') {
   const visits: string[] = [];
 
   beforeAll(async () => {
-    if (!chromiumPath) throw new Error(`CI needs Chromium: ${HOW}`);
+    if (!chromiumPath) throw new Error(`CI needs Chromium: ${CHROMIUM_HOW}`);
     e2e = await startEndToEnd();
     site = http.createServer((req, res) => {
       visits.push(req.url ?? '');
       res.writeHead(200, { 'content-type': 'text/html' }).end('<title>Landing</title><h1>Welcome</h1>');
     });
     await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
-    browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_ARGS });
+    browser = await launchChromium(chromiumPath);
   }, 60_000);
   afterAll(async () => {
     await browser?.close();

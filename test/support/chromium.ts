@@ -1,0 +1,37 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+
+/** How to get the browser the page tests drive (Debian's Chromium with playwright-core). */
+export const CHROMIUM_HOW = 'apt-get install -y chromium, or set CHROMIUM_PATH';
+
+function executable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** CHROMIUM_PATH when set (and only it: a wrong one is a mistake to see), else Debian's chromium, else one on PATH. */
+export function findChromium(): string | undefined {
+  if (process.env.CHROMIUM_PATH) return executable(process.env.CHROMIUM_PATH) ? process.env.CHROMIUM_PATH : undefined;
+  const dirs = ['/usr/bin', ...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean)];
+  for (const name of ['chromium', 'chromium-browser']) {
+    for (const dir of dirs) if (executable(path.join(dir, name))) return path.join(dir, name);
+  }
+  return undefined;
+}
+
+/**
+ * Headless Chromium at `executablePath`. The flags keep it off the network (this machine refuses its background
+ * connections) and out of a sandbox (it runs as root here).
+ */
+export function launchChromium(executablePath: string): Promise<Browser> {
+  return chromium.launch({
+    executablePath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
