@@ -213,8 +213,17 @@ describe('docker-compose.yml (cluster mode)', () => {
   });
 
   test('api and worker share every setting (same database, Temporal, secret, send rate); worker delivers through mailpit', () => {
-    expect(environmentOf(service('worker'))).toEqual(environmentOf(service('api')));
+    // The worker adds only METRICS_PORT: it has no API port to serve GET /metrics on.
+    const { METRICS_PORT, ...workerEnv } = environmentOf(service('worker'));
+    expect(workerEnv).toEqual(environmentOf(service('api')));
     expect(Object.keys(dependenciesOf(service('worker')))).toContain('mailpit');
+  });
+
+  test('worker: its metrics on METRICS_PORT inside the network, valid for Herald, never published (workers scale)', () => {
+    const worker = service('worker');
+    expect(environmentOf(worker).METRICS_PORT).toBe('9464');
+    expect((worker as { expose?: unknown[] }).expose?.map(String)).toContain('9464');
+    expect(publishedPorts(worker)).toEqual([]);
   });
 
   test('api: `npm run api` on port 3000, healthchecked on /health', () => {
