@@ -214,7 +214,7 @@ describe('docker-compose.yml (cluster mode)', () => {
 
   test('api and worker share every setting (same database, Temporal, secret, send rate); worker delivers through mailpit', () => {
     // The worker adds only METRICS_PORT: it has no API port to serve GET /metrics on.
-    const { METRICS_PORT, ...workerEnv } = environmentOf(service('worker'));
+    const { METRICS_PORT: _metricsPort, ...workerEnv } = environmentOf(service('worker'));
     expect(workerEnv).toEqual(environmentOf(service('api')));
     expect(Object.keys(dependenciesOf(service('worker')))).toContain('mailpit');
   });
