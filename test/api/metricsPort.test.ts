@@ -43,6 +43,8 @@ beforeAll(async () => {
   children.push(spawnTsx('bin/api.ts', [], childEnv({ ...base(), PORT: String(api.port), METRICS_PORT: String(api.metricsPort) })));
   children.push(spawnWorker({ ...base(), SMTP_URL: smtp.url, METRICS_PORT: String(worker.metricsPort) }));
   await waitFor('the API', async () => ((await get(api.port, '/health').catch(() => undefined))?.status === 200 ? true : undefined), 90_000, 200);
+  // Each process opens its metrics listener last (bin/runtime.ts): the API answers /health a moment before.
+  await waitFor('the API\'s metrics', async () => ((await get(api.metricsPort, '/metrics', TOKEN).catch(() => undefined))?.status === 200 ? true : undefined), 90_000, 200);
   await waitFor('the worker\'s metrics', async () => ((await get(worker.metricsPort, '/metrics', TOKEN).catch(() => undefined))?.status === 200 ? true : undefined), 90_000, 200);
 }, 120_000);
 afterAll(async () => {

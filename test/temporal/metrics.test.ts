@@ -27,6 +27,8 @@ describeTemporal(__filename, 'Temporal: metrics of the API and of a worker', (te
 
   test('a campaign: its start counted by the API (engine temporal), its emails and deliveries by the worker', async () => {
     await c.workersReady();
+    // The worker polls Temporal (what workersReady sees) a moment before its metrics listener is up (bin/runtime.ts).
+    await waitFor('the worker\'s metrics listener', async () => ((await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`).catch(() => undefined))?.ok ? true : undefined), 30_000, 200);
     for (const email of ['t1@example.org', 't2@example.org']) expect((await c.http().post('/contacts').set(key()).send({ email, subscribed: true })).status).toBe(201);
     const [apiBefore, workerBefore] = [await api(), await worker()];
     const created = await c.http().post('/campaigns').set(key()).send({ name: 'Scraped', subject: 'Hi', body: '<p>Hi</p>', from: 'news@example.com', audienceType: 'ALL' });
