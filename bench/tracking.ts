@@ -24,8 +24,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import type { Knex } from 'knex';
-import { startCluster } from './lib/cluster';
+import { printTopStatements, startCluster, type BenchCluster } from './lib/cluster';
 import { BENCH_SECRET, benchProject, EMAIL_HTML, prepareEngineSchema, startHeraldChild } from './lib/herald';
 import { cpuMs, machine, machineBusyMs, runBench, type Child } from './lib/proc';
 import { startSink, type Sink } from './lib/sink';
@@ -70,14 +69,14 @@ function drive(url: string, paths: string[], expected: number, seconds: number) 
   });
 }
 
-async function measure(name: string, child: Child, base: string, paths: string[], expected: number, pg: { pid: number; knex: Knex; pgStat: boolean }): Promise<{ m: Measured; total: number }> {
+async function measure(name: string, child: Child, base: string, paths: string[], expected: number, cluster: BenchCluster): Promise<{ m: Measured; total: number }> {
   process.stdout.write(`${name}: warm-up ${WARMUP} s … `);
   const warm = await drive(base, paths, expected, WARMUP);
   process.stdout.write(`${Math.round(warm.answered / WARMUP)} req/s; measure ${DURATION} s … `);
-  if (pg.pgStat) await pg.knex.raw('SELECT pg_stat_statements_reset()');
-  const before = { server: cpuMs(child.pid), postgres: cpuMs(pg.pid, true), loadgen: cpuMs(process.pid), machine: machineBusyMs() };
+  await printTopStatements(cluster, 1, 0); // resets the statistics (BENCH_PG_STAT=1)
+  const before = { server: cpuMs(child.pid), postgres: cpuMs(cluster.postmasterPid(), true), loadgen: cpuMs(process.pid), machine: machineBusyMs() };
   const { r, answered, unexpected } = await drive(base, paths, expected, DURATION);
-  const after = { server: cpuMs(child.pid), postgres: cpuMs(pg.pid, true), loadgen: cpuMs(process.pid), machine: machineBusyMs() };
+  const after = { server: cpuMs(child.pid), postgres: cpuMs(cluster.postmasterPid(), true), loadgen: cpuMs(process.pid), machine: machineBusyMs() };
   const m: Measured = {
     name, rps: answered / r.duration, p50: r.latency.p50, p99: r.latency.p99, p999: r.latency.p99_9, max: r.latency.max,
     answered, unexpected, errors: r.errors + r.timeouts,
@@ -87,10 +86,7 @@ async function measure(name: string, child: Child, base: string, paths: string[]
     },
   };
   console.log(`${Math.round(m.rps)} req/s`);
-  if (pg.pgStat) {
-    const rows = (await pg.knex.raw('SELECT calls, mean_exec_time, total_exec_time, total_plan_time, query FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 8')).rows as { calls: number; mean_exec_time: number; total_exec_time: number; total_plan_time: number; query: string }[];
-    for (const r of rows) console.log(`  ${(r.calls / answered).toFixed(3)} calls/req, ${(r.total_exec_time / answered).toFixed(3)} ms/req (+ ${(r.total_plan_time / answered).toFixed(3)} ms/req planning), mean ${r.mean_exec_time.toFixed(3)} ms: ${r.query.replace(/\s+/g, ' ').slice(0, 110)}`);
-  }
+  await printTopStatements(cluster, answered, 8);
   return { m, total: warm.answered + answered };
 }
 
@@ -123,13 +119,12 @@ runBench('bench:tracking', 10 * 60_000, async () => {
       process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
     children.push(herald);
     const base = `http://127.0.0.1:${(await herald.ready).port as number}`;
-    const pg = { pid: cluster.postmasterPid(), knex, pgStat: cluster.pgStat };
 
     const results: Measured[] = [];
-    results.push((await measure('GET /health', herald, base, ['/health'], 200, pg)).m);
-    const open = await measure('GET /t/o/:token (pixel)', herald, base, opens, 200, pg);
+    results.push((await measure('GET /health', herald, base, ['/health'], 200, cluster)).m);
+    const open = await measure('GET /t/o/:token (pixel)', herald, base, opens, 200, cluster);
     results.push(open.m);
-    const click = await measure('GET /t/c/:token (redirect)', herald, base, clicks, 302, pg);
+    const click = await measure('GET /t/c/:token (redirect)', herald, base, clicks, 302, cluster);
     results.push(click.m);
 
     const f = (n: number, d = 0) => n.toFixed(d);

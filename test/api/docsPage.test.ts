@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
-import { CHROMIUM_HOW, findChromium, launchChromium } from '../support/chromium';
+import { launchChromium, withChromium } from '../support/chromium';
 import { createTestContext, type TestContext } from '../support/app';
 
 /**
@@ -8,17 +8,11 @@ import { createTestContext, type TestContext } from '../support/app';
  * loads the page from Herald alone (every request to another origin is refused and recorded), Redoc renders the
  * document, and the page shows the routes. Under CI=true a missing Chromium fails the test rather than skipping it.
  */
-const chromiumPath = findChromium();
-
-if (!chromiumPath && process.env.CI !== 'true') {
-  process.stdout.write(`skipped: no Chromium for the reference page test: ${CHROMIUM_HOW}\n`);
-  test.skip(`skipped: no Chromium: ${CHROMIUM_HOW}`, () => undefined);
-} else {
+withChromium('the reference page test', (chromiumPath) => {
   let t: TestContext;
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!chromiumPath) throw new Error(`CI needs Chromium: ${CHROMIUM_HOW}`);
     t = await createTestContext();
     browser = await launchChromium(chromiumPath);
   }, 60_000);
@@ -68,4 +62,4 @@ if (!chromiumPath && process.env.CI !== 'true') {
     expect(refused.filter((p) => !p.includes('https://cdn.redoc.ly/'))).toEqual([]);
     await context.close();
   }, 90_000);
-}
+});

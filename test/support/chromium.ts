@@ -35,3 +35,23 @@ export function launchChromium(executablePath: string): Promise<Browser> {
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
 }
+
+/**
+ * Registers a browser test file's tests with the Chromium they need: `body(executablePath)` when there is one. Without
+ * it, on a developer's machine the file skips with one line that says how to get it; under CI=true it fails instead
+ * (CI never skips a page test).
+ */
+export function withChromium(what: string, body: (executablePath: string) => void): void {
+  const found = findChromium();
+  if (found) {
+    body(found);
+    return;
+  }
+  const missing = `no Chromium${process.env.CHROMIUM_PATH ? ` at CHROMIUM_PATH=${process.env.CHROMIUM_PATH}` : ''} for ${what}: ${CHROMIUM_HOW}`;
+  if (process.env.CI === 'true') {
+    test(`Chromium is installed (CI never skips ${what})`, () => { throw new Error(`CI needs Chromium: ${missing}`); });
+    return;
+  }
+  process.stdout.write(`skipped: ${missing}\n`);
+  test.skip(`skipped: ${missing}`, () => undefined);
+}

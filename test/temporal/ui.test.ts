@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { CHROMIUM_HOW, findChromium, launchChromium } from '../support/chromium';
+import { launchChromium, withChromium } from '../support/chromium';
 import { bearer } from '../support/app';
 import { waitFor } from '../support/processes';
 import { heraldCluster } from '../support/temporalCluster';
@@ -14,17 +14,7 @@ import { describeTemporal } from '../support/temporal';
  */
 const ARTIFACTS = path.resolve(__dirname, '..', '..', 'artifacts');
 
-const chromiumPath = findChromium();
-const missing = `no Chromium${process.env.CHROMIUM_PATH ? ` at CHROMIUM_PATH=${process.env.CHROMIUM_PATH}` : ''} for the Temporal UI test: ${CHROMIUM_HOW}`;
-
-if (!chromiumPath && process.env.CI !== 'true') {
-  process.stdout.write(`skipped: ${missing}\n`);
-  test.skip(`skipped: ${missing}`, () => undefined);
-} else if (!chromiumPath) {
-  test('Chromium is installed (CI never skips the Temporal UI test)', () => {
-    throw new Error(`CI needs Chromium: ${missing}`);
-  });
-} else {
+withChromium('the Temporal UI test', (chromiumPath) => {
   describeTemporal(__filename, 'Temporal UI in headless Chromium', (temporal) => {
     const c = heraldCluster(temporal, { workers: 1 });
     let browser: Browser | undefined;
@@ -130,4 +120,4 @@ if (!chromiumPath && process.env.CI !== 'true') {
       }
     }, 90_000);
   });
-}
+});

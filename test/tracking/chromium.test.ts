@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
-import { CHROMIUM_HOW, findChromium, launchChromium } from '../support/chromium';
+import { launchChromium, withChromium } from '../support/chromium';
 import { waitForEmails } from '../support/engine';
 import { waitFor } from '../support/processes';
 import { startEndToEnd, type EndToEnd } from '../support/endToEnd';
@@ -14,19 +14,13 @@ import { startEndToEnd, type EndToEnd } from '../support/endToEnd';
  */
 // A desktop Chrome's user agent: headless Chromium's own says HeadlessChrome, which is (rightly) flagged as a bot.
 const USER_AGENT = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
-const chromiumPath = findChromium();
-
-if (!chromiumPath && process.env.CI !== 'true') {
-  process.stdout.write(`skipped: no Chromium for the tracking browser test: ${CHROMIUM_HOW}\n`);
-  test.skip(`skipped: no Chromium: ${CHROMIUM_HOW}`, () => undefined);
-} else {
+withChromium('the tracking browser test', (chromiumPath) => {
   let e2e: EndToEnd;
   let browser: Browser;
   let site: http.Server;
   const visits: string[] = [];
 
   beforeAll(async () => {
-    if (!chromiumPath) throw new Error(`CI needs Chromium: ${CHROMIUM_HOW}`);
     e2e = await startEndToEnd();
     site = http.createServer((req, res) => {
       visits.push(req.url ?? '');
@@ -92,4 +86,4 @@ if (!chromiumPath && process.env.CI !== 'true') {
       await context.close();
     }
   });
-}
+});
