@@ -18,6 +18,7 @@ import { startSubmission, type Submission, type SubmissionOptions } from '../../
 import { smtpTls } from '../../smtp/tls';
 import { dkimRecordName, dkimRecordValue } from '../../verify/domainRecords';
 import { TEST_SECRET, testAppDeps } from '../support/app';
+import { waitForEmails } from '../support/engine';
 import { startEndToEnd, type EndToEnd } from '../support/endToEnd';
 
 /**
@@ -117,6 +118,9 @@ test('a message from nodemailer is accepted with 250 once stored, and delivered 
     });
     expect(dkim.results.map((r) => [r.signingDomain, r.status.result])).toContainEqual(['example.com', 'pass']);
   }
+  // The sink has the mail once the delivery's DATA is answered; the row turns SENT (with its event) just after.
+  const rows = await waitForEmails(e2e.t.db, emails.map((x) => x.id));
+  expect(Object.values(rows).map((r) => r.status)).toEqual(['SENT', 'SENT', 'SENT']);
   const sent = await knex('events').where({ project_id: e2e.t.project.id, name: 'email.sent' }).whereIn('email_id', emails.map((x) => x.id));
   expect(sent).toHaveLength(3);
 });
