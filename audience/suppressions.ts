@@ -6,8 +6,8 @@ import { listPage, type Listed, type PageRequest } from '../db/pages';
  * The suppression list of a project (docs/api.md, "Suppressions"): addresses Herald never mails again. Hard bounces and
  * complaints put an address there (issue 17's bounce processing), the user may add and remove entries. Unsubscribes are
  * not suppressions: an unsubscribed contact still gets transactional mail (audience/subscription.ts).
- * Every way of sending asks `suppressedAmong` in the transaction that stores its emails; a campaign's audience query
- * leaves suppressed addresses out (audience/campaignAudience.ts, `notSuppressed`).
+ * Every way of sending checks the list in the statement that stores its emails (db/queries/sends.ts for sends); a
+ * campaign's audience query leaves suppressed addresses out (audience/campaignAudience.ts, `notSuppressed`).
  */
 
 /** From the mildest to the gravest: an entry's reason is replaced only by a graver one. */
@@ -65,14 +65,6 @@ export async function suppress(db: Knex | Knex.Transaction, projectId: string, g
 export async function unsuppress(db: Knex, projectId: string, email: string): Promise<void> {
   const deleted = await db('suppressions').where({ project_id: projectId, email }).delete();
   if (!deleted) throw notFound('Suppression');
-}
-
-/** Which of these addresses the project suppresses, and why: one indexed query (the primary key). */
-export async function suppressedAmong(db: Knex | Knex.Transaction, projectId: string, emails: string[]): Promise<Map<string, SuppressionReason>> {
-  if (emails.length === 0) return new Map();
-  const rows: { email: string; reason: SuppressionReason }[] = await db('suppressions')
-    .where('project_id', projectId).whereRaw('email = ANY(?::text[])', [emails]).select('email', 'reason');
-  return new Map(rows.map((r) => [r.email, r.reason]));
 }
 
 /** The condition a query over `contacts AS c` adds to leave suppressed addresses out (a campaign's audience). */

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { invalid } from '../core/errors';
-import { batched, batchedByGroup, groupCommit } from '../db/batch';
+import { batched, batchedByGroup, groupStatement } from '../db/batch';
 import { checkSends, renderSends, storeSends, storedEmails, type CheckedSend, type PreparedSend, type SendCommand, type SendStoreDeps, type StoredSend } from './sends';
 import type { Mailbox, SendBody } from './types';
 import { emailsAccepted } from '../metrics/registry';
@@ -48,14 +48,14 @@ export interface Sender {
 /**
  * The one send pipeline, for every way in. Checked together; rendered together per project (one render task per
  * project and batch, so that no project waits for another's renders); stored together: requests that arrive together
- * share one transaction (db/batch.ts groupCommit), a few statements for all of them. If that transaction fails, each
- * is retried in one of its own, so a bad request fails alone. The committed rows are the delivery queue
- * (engine/deliveryQueue.ts), on either engine: nothing here waits for SMTP.
+ * share ONE statement in autocommit (db/batch.ts groupStatement; sending/sends.ts storeSends). If it fails, each is
+ * retried in one of its own, so a bad request fails alone. A batch costs two statements: the check and the store.
+ * The committed rows are the delivery queue (engine/deliveryQueue.ts), on either engine: nothing here waits for SMTP.
  */
 export function createSender(knex: Knex, deps: SendStoreDeps): Sender {
   const checking = batched<SendCommand, CheckedSend>((commands) => checkSends(knex, commands));
   const rendering = batchedByGroup<CheckedSend, PreparedSend>((c) => c.command.projectId, (checked) => renderSends(deps, checked));
-  const together = groupCommit<PreparedSend, StoredSend>(knex, (trx, prepared) => storeSends(trx, prepared, deps));
+  const together = groupStatement<PreparedSend, StoredSend>(knex, (db, prepared) => storeSends(db, prepared, deps));
   const prepare = async (command: SendCommand): Promise<PreparedSend> => rendering.load(await checking.load(command));
   return {
     prepare,

@@ -1,13 +1,10 @@
 import type { Knex } from 'knex';
 import { v7 as uuidv7 } from 'uuid';
 import { isMarketing, marketingHeaders, skipReason } from '../audience/subscription';
-import { suppressedAmong, type SuppressionReason } from '../audience/suppressions';
-import { upsertContacts } from '../db/queries/contacts';
-import { recordEvents, type NewEvent } from '../db/queries/events';
-import { verifiedSenders } from '../db/queries/domains';
+import { isStaleSend, sendContext, storeSendRows, type ContactAsRead, type ContactWrite, type EmailWrite, type SendWrites } from '../db/queries/sends';
 import { messageScope, type Renderer, type RenderJob, type TemplateProblem } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
-import { sendTrackingDefaults, type TrackChoice } from '../tracking/settings';
+import type { TrackChoice } from '../tracking/settings';
 import { DomainError, invalid } from '../core/errors';
 import { dataValues } from '../core/requestData';
 import type { Mailbox, SendBody } from './types';
@@ -47,6 +44,8 @@ interface RenderedFor {
   id: string;
   subscribed: boolean;
   data: Record<string, unknown>;
+  /** The contact as the check read it; undefined for an address that was no contact (the store creates it). */
+  read?: ContactAsRead;
 }
 
 /** A send checked (template, sender, the contacts its recipients are or will be), ready to render. */
@@ -105,97 +104,63 @@ function byRecipient(p: Pick<CheckedSend, 'marketing'>, contacts: RenderedFor[],
 }
 
 /**
- * The first half of POST /v1/send, before any transaction, for any number of requests: one template lookup, one
- * domain check and one read of the recipients' contacts per project. A request with a missing template or an
- * unverified sender gets its error, and nothing of it is written.
+ * The first half of POST /v1/send, before any transaction, for any number of requests: ONE statement reads the
+ * templates, checks the senders' domains, and reads the tracking defaults and the recipients' contacts
+ * (db/queries/sends.ts sendContext). A request with a missing template or an unverified sender gets its error, and
+ * nothing of it is written.
  *
  * A recipient without a contact is rendered for the contact it is about to become: the id it will be given now, no
- * data, and the subscription the request asks for. storeSends checks that what it wrote is what was rendered for.
+ * data, and the subscription the request asks for. storeSends writes only if the contacts are still as read here.
  */
 export async function checkSends(db: Knex | Knex.Transaction, commands: readonly SendCommand[]): Promise<(CheckedSend | DomainError)[]> {
-  const results: (CheckedSend | DomainError | undefined)[] = commands.map(() => undefined);
-
-  const wanted = commands.filter((c) => c.body.template).map((c) => [c.projectId, c.body.template!]);
-  const templates = wanted.length
-    ? new Map((await db('templates').whereIn(['project_id', 'id'], wanted).select('project_id', 'id', 'subject', 'body', 'from_email', 'from_name', 'reply_to', 'type', 'body_type'))
-      .map((t) => [`${t.project_id}/${t.id}`, t]))
-    : new Map();
-
-  const resolved = commands.map((command, i) => {
-    const { body } = command;
-    const template = body.template ? templates.get(`${command.projectId}/${body.template}`) : undefined;
-    if (body.template && !template) {
-      results[i] = invalid([{ field: 'template', message: 'template not found', code: 'not_found' }]);
-      return undefined;
-    }
-    const from: Mailbox | undefined = body.from ?? (template?.from_email ? { email: template.from_email, ...(template.from_name ? { name: template.from_name } : {}) } : undefined);
-    if (!from) {
-      results[i] = invalid([{ field: 'from', message: 'from is required unless the template has a sender', code: 'required' }]);
-      return undefined;
-    }
-    return {
-      command, from,
-      fromName: body.name ?? from.name ?? (body.from ? null : template?.from_name ?? null),
-      templateId: (template?.id as string | undefined) ?? null,
-      replyTo: body.reply ?? template?.reply_to ?? null,
-      subject: (body.subject ?? template!.subject) as string,
-      body: (body.body ?? template!.body) as string,
-      // The request's type, else the template's for the template's own body, else HTML.
-      markdown: (body.type ?? (body.body === undefined ? template?.body_type : undefined) ?? 'html') === 'markdown',
-      marketing: isMarketing(template?.type as string | undefined),
-    };
+  const addresses = new Map<string, { projectId: string; email: string }>();
+  for (const c of commands) for (const m of c.recipients) addresses.set(`${c.projectId}/${m.email}`, { projectId: c.projectId, email: m.email });
+  const context = await sendContext(db, {
+    templates: commands.filter((c) => c.body.template).map((c) => ({ projectId: c.projectId, id: c.body.template! })),
+    senders: commands.filter((c) => c.body.from).map((c) => ({ projectId: c.projectId, email: c.body.from!.email })),
+    projectIds: [...new Set(commands.map((c) => c.projectId))],
+    contacts: [...addresses.values()],
   });
 
-  // Side by side on the pool; one after the other on a transaction's single connection.
-  const senders = () => verifiedSenders(db as Knex, resolved.filter((r) => r).map((r) => ({ projectId: r!.command.projectId, email: r!.from.email })));
-  const defaults = () => sendTrackingDefaults(db, resolved.filter((r) => r).map((r) => r!.command.projectId));
-  const [verified, trackDefaults] = (db as Knex.Transaction).isTransaction
-    ? [await senders(), await defaults()] as const
-    : await Promise.all([senders(), defaults()]);
-  resolved.forEach((r, i) => {
-    if (r && !verified.has(`${r.command.projectId}/${r.from.email}`)) {
-      results[i] = invalid(
-        [{ field: 'from', message: `${r.from.email} is not at a verified domain of this project`, code: 'unverified_domain' }],
-        `Verify ${r.from.email.split('@')[1]} first (POST /domains, or the CLI: domain add --verified).`,
-      );
-      resolved[i] = undefined;
-    }
-  });
-
-  // The recipients' contacts as they are; an address seen for the first time gets one id for the whole batch.
-  const addresses = new Map<string, Set<string>>();
-  for (const r of resolved) {
-    if (!r) continue;
-    const set = addresses.get(r.command.projectId) ?? new Set<string>();
-    for (const m of r.command.recipients) set.add(m.email);
-    addresses.set(r.command.projectId, set);
-  }
-  const existing = new Map<string, RenderedFor>();
-  await Promise.all([...addresses].map(async ([projectId, emails]) => {
-    // = ANY of one array parameter: one statement text (and plan) whatever the batch's size.
-    const rows: { id: string; email: string; subscribed: boolean; data: Record<string, unknown> }[] = await db('contacts')
-      .where('project_id', projectId).whereRaw('email = ANY(?::text[])', [[...emails]]).select('id', 'email', 'subscribed', 'data');
-    for (const c of rows) existing.set(`${projectId}/${c.email}`, { id: c.id, subscribed: c.subscribed, data: c.data });
-  }));
+  // An address seen for the first time gets one id for the whole batch.
   const newIds = new Map<string, string>();
   const contactFor = (projectId: string, email: string, subscribed: boolean | undefined): RenderedFor => {
-    const known = existing.get(`${projectId}/${email}`);
-    if (known) return { ...known, subscribed: subscribed ?? known.subscribed };
     const key = `${projectId}/${email}`;
+    const read = context.contacts.get(key);
+    if (read) return { id: read.id, subscribed: subscribed ?? read.subscribed, data: read.data, read };
     if (!newIds.has(key)) newIds.set(key, uuidv7());
     // New recipients are not subscribed to marketing unless the request says so.
     return { id: newIds.get(key)!, subscribed: subscribed ?? false, data: {} };
   };
-  resolved.forEach((r, i) => {
-    if (!r) return;
-    const defaults = trackDefaults.get(r.command.projectId) ?? { opens: false, clicks: false };
-    // A submitted message (SMTP) is delivered as its client built it: its HTML is never rewritten, so it is not tracked.
-    const track = r.command.raw
-      ? { opens: false, clicks: false }
-      : { opens: r.command.body.track?.opens ?? defaults.opens, clicks: r.command.body.track?.clicks ?? defaults.clicks };
-    results[i] = { ...r, track, contacts: r.command.recipients.map((m) => contactFor(r.command.projectId, m.email, r.command.body.subscribed)) };
+
+  return commands.map((command) => {
+    const { body, projectId } = command;
+    const template = body.template ? context.templates.get(`${projectId}/${body.template}`) : undefined;
+    if (body.template && !template) return invalid([{ field: 'template', message: 'template not found', code: 'not_found' }]);
+    const from: Mailbox | undefined = body.from ?? (template?.from_email ? { email: template.from_email, ...(template.from_name ? { name: template.from_name } : {}) } : undefined);
+    if (!from) return invalid([{ field: 'from', message: 'from is required unless the template has a sender', code: 'required' }]);
+    if (!context.verifiedSenders.has(`${projectId}/${from.email}`)) {
+      return invalid(
+        [{ field: 'from', message: `${from.email} is not at a verified domain of this project`, code: 'unverified_domain' }],
+        `Verify ${from.email.split('@')[1]} first (POST /domains, or the CLI: domain add --verified).`,
+      );
+    }
+    const defaults = context.tracking.get(projectId) ?? { opens: false, clicks: false };
+    return {
+      command, from,
+      fromName: body.name ?? from.name ?? (body.from ? null : template?.from_name ?? null),
+      templateId: template?.id ?? null,
+      replyTo: body.reply ?? template?.reply_to ?? null,
+      subject: body.subject ?? template!.subject,
+      body: body.body ?? template!.body,
+      // The request's type, else the template's for the template's own body, else HTML.
+      markdown: (body.type ?? (body.body === undefined ? template?.body_type : undefined) ?? 'html') === 'markdown',
+      marketing: isMarketing(template?.type),
+      // A submitted message (SMTP) is delivered as its client built it: its HTML is never rewritten, so it is not tracked.
+      track: command.raw ? { opens: false, clicks: false } : { opens: body.track?.opens ?? defaults.opens, clicks: body.track?.clicks ?? defaults.clicks },
+      contacts: command.recipients.map((m) => contactFor(projectId, m.email, body.subscribed)),
+    };
   });
-  return results as (CheckedSend | DomainError)[];
 }
 
 /**
@@ -225,128 +190,145 @@ export async function prepareSend(db: Knex | Knex.Transaction, command: SendComm
   return prepared!;
 }
 
-const sameContact = (a: RenderedFor, b: RenderedFor) =>
-  a.id === b.id && a.subscribed === b.subscribed && JSON.stringify(a.data) === JSON.stringify(b.data);
-
-/**
- * The second half of POST /v1/send, in the caller's transaction, for any number of prepared requests: attachments,
- * one contact upsert per project, one emails insert. When a contact came out other than it was rendered for (another
- * request created or changed it meanwhile, which is rare), that request is rendered again here. Should that render
- * fail, the request's answer is its error when it is alone (the caller rolls back on an error); in a batch the call
- * throws, so that the caller rolls back and retries each request alone.
- */
-export async function storeSends(trx: Knex.Transaction, prepared: readonly PreparedSend[], deps: SendStoreDeps): Promise<(StoredSend | DomainError)[]> {
-  const results: (StoredSend | DomainError)[] = [];
-
-  // Attachments are stored once per request and shared by its recipients' emails.
-  const attachmentIds = new Map<number, string[]>();
-  for (const [i, p] of prepared.entries()) {
-    if (p.command.attachments.length === 0) continue;
-    const ids: { id: string }[] = await trx('attachments').insert(p.command.attachments.map((a) => ({
-      project_id: p.command.projectId,
-      filename: a.filename,
-      content_type: a.contentType ?? 'application/octet-stream',
-      content_id: a.contentId ?? null,
-      disposition: a.disposition ?? (a.contentId ? 'inline' : 'attachment'),
-      content: a.bytes,
-      size: a.bytes.length,
-    }))).returning('id');
-    attachmentIds.set(i, ids.map((a) => a.id));
-  }
-  // A submitted message is stored once too, and its recipients' emails name it: one INSERT for the batch's messages.
-  const rawIds = new Map<number, string>();
-  const raws = [...prepared.entries()].filter(([, p]) => p.command.raw).map(([i, p]) => {
-    rawIds.set(i, uuidv7());
-    return { id: rawIds.get(i), project_id: p.command.projectId, content: p.command.raw!, size: p.command.raw!.length };
+/** checkSends then renderSends (one render call per project), for sends whose store found their contacts changed. */
+async function prepareAgain(db: Knex | Knex.Transaction, deps: SendStoreDeps, commands: readonly SendCommand[]): Promise<(PreparedSend | DomainError)[]> {
+  const checked = await checkSends(db, commands);
+  const results: (PreparedSend | DomainError)[] = checked.map((c) => (c instanceof DomainError ? c : (undefined as unknown as PreparedSend)));
+  const byProject = new Map<string, number[]>();
+  checked.forEach((c, i) => {
+    if (c instanceof DomainError) return;
+    byProject.set(c.command.projectId, [...(byProject.get(c.command.projectId) ?? []), i]);
   });
-  if (raws.length) await trx('raw_messages').insert(raws);
-
-  // New recipients take the id they were rendered for; existing ones keep theirs and their subscription.
-  const contacts = new Map<string, RenderedFor>();
-  const byProject = new Map<string, { email: string; id: string; subscribed?: boolean }[]>();
-  for (const p of prepared) {
-    const list = byProject.get(p.command.projectId) ?? [];
-    p.command.recipients.forEach((m, k) => list.push({ email: m.email, id: p.contacts[k]!.id, subscribed: p.command.body.subscribed }));
-    byProject.set(p.command.projectId, list);
+  for (const indexes of byProject.values()) {
+    const rendered = await renderSends(deps, indexes.map((i) => checked[i] as CheckedSend));
+    indexes.forEach((i, n) => { results[i] = rendered[n]!; });
   }
-  for (const [projectId, inputs] of byProject) {
-    const unique = [...new Set(inputs.map((c) => c.email))]; // upsertContacts answers one contact per distinct address, in order
-    (await upsertContacts(trx, projectId, inputs, false)).forEach(({ contact }, k) => {
-      contacts.set(`${projectId}/${unique[k]}`, { id: contact.id, subscribed: contact.subscribed, data: contact.data });
+  return results;
+}
+
+/** Thrown when the sends of a batch disagree about a contact (read at different moments, or subscribed both ways). */
+class InconsistentBatch extends Error {
+  constructor() {
+    super('the sends of a batch disagree about a contact; storing each alone');
+  }
+}
+
+/** A stored send's answer, and the rows that store it. */
+function writesOf(prepared: readonly PreparedSend[], deps: SendStoreDeps) {
+  // Each recipient's contact as the batch leaves it: the one all its sends were rendered for.
+  const contacts = new Map<string, ContactWrite>();
+  for (const p of prepared) {
+    const { projectId, body } = p.command;
+    p.command.recipients.forEach((m, k) => {
+      const c = p.contacts[k]!;
+      const key = `${projectId}/${m.email}`;
+      const prev = contacts.get(key);
+      const was = c.read?.subscribed ?? null;
+      const version = c.read?.version ?? null;
+      if (prev && (prev.id !== c.id || prev.was !== was || prev.version !== version)) throw new InconsistentBatch();
+      contacts.set(key, { projectId, email: m.email, id: c.id, was, version, subscribed: body.subscribed ?? prev?.subscribed ?? c.read?.subscribed ?? false });
+    });
+  }
+  for (const p of prepared) {
+    p.command.recipients.forEach((m, k) => {
+      if (contacts.get(`${p.command.projectId}/${m.email}`)!.subscribed !== p.contacts[k]!.subscribed) throw new InconsistentBatch();
     });
   }
 
-  // The suppression list (audience/suppressions.ts), as it is in this transaction: a suppressed recipient's email is
-  // stored SUPPRESSED, never queued, with an email.suppressed event; its entry in the answer says so.
-  const suppressedIn = new Map<string, Map<string, SuppressionReason>>();
-  for (const [projectId, inputs] of byProject) suppressedIn.set(projectId, await suppressedAmong(trx, projectId, [...new Set(inputs.map((c) => c.email))]));
-  const suppressedEvents = new Map<string, NewEvent[]>();
-
-  const rows: Record<string, unknown>[] = [];
-  for (const [i, p] of prepared.entries()) {
+  const writes: SendWrites = { contacts: [...contacts.values()], emails: [], attachments: [], raws: [] };
+  const answers = prepared.map((p) => {
     const { projectId, body } = p.command;
-    const actual = p.command.recipients.map((m) => contacts.get(`${projectId}/${m.email}`)!);
-    let messages = p.messages;
-    if (!p.command.raw && actual.some((c, k) => !sameContact(c, p.contacts[k]!))) {
-      const again = (await deps.render([renderJobOf(deps, p, actual)], projectId))[0]!;
-      if ('failed' in again) {
-        if (prepared.length > 1) throw new Error('a send failed to render again in a batch; retrying each alone');
-        return [renderFailure(body, again.failed)];
-      }
-      messages = byRecipient(p, actual, again.rendered);
-    }
-    // Marketing mail goes to subscribed contacts only (as they are now, in this transaction), each with its own
-    // unsubscribe headers; a skipped recipient gets no email, and its entry in the answer says why.
-    const skipped = actual.map((c) => skipReason(p.marketing, c));
-    const emails = p.command.recipients.flatMap((m, k) => {
-      if (skipped[k]) return [];
+    // Attachments and a submitted message are stored once per request and shared by its recipients' emails.
+    const attachmentIds = p.command.attachments.map((a) => {
       const id = uuidv7();
-      const unsubscribe = marketingHeaders(p.marketing, deps.publicUrl, deps.secret, { projectId, contactId: actual[k]!.id, emailId: id });
-      const suppressed = suppressedIn.get(projectId)?.get(m.email);
-      const eventId = uuidv7();
-      if (suppressed) {
-        const list = suppressedEvents.get(projectId) ?? [];
-        list.push({ id: eventId, name: 'email.suppressed', contactId: actual[k]!.id, emailId: id, data: { reason: suppressed } });
-        suppressedEvents.set(projectId, list);
-      }
-      return [{
+      writes.attachments.push({
+        id, projectId, filename: a.filename, contentType: a.contentType ?? 'application/octet-stream', contentId: a.contentId ?? null,
+        disposition: a.disposition ?? (a.contentId ? 'inline' : 'attachment'), content: a.bytes,
+      });
+      return id;
+    });
+    const rawId = p.command.raw ? uuidv7() : null;
+    if (p.command.raw) writes.raws.push({ id: rawId!, projectId, content: p.command.raw });
+    // Marketing mail goes to subscribed contacts only, each with its own unsubscribe headers; a skipped recipient gets
+    // no email, and its entry in the answer says why.
+    const skipped = p.contacts.map((c) => skipReason(p.marketing, c));
+    const emails = p.command.recipients.map((m, k): EmailWrite | undefined => {
+      if (skipped[k]) return undefined;
+      const id = uuidv7();
+      const contactId = p.contacts[k]!.id;
+      const email: EmailWrite = {
         id,
-        event_id: eventId,
-        status: suppressed ? 'SUPPRESSED' : 'QUEUED',
-        error: suppressed ? `the address is on the suppression list (${suppressed})` : null,
-        suppressed,
+        event_id: uuidv7(),
         project_id: projectId,
-        contact_id: actual[k]!.id,
+        contact_id: contactId,
         template_id: p.templateId,
         from_email: p.from.email,
         from_name: p.fromName,
         reply_to: p.replyTo,
         to_email: m.email,
         to_name: m.name || null,
-        subject: messages[k]!.subject,
-        html: messages[k]!.html,
-        headers: JSON.stringify({ ...body.headers, ...unsubscribe }),
-        attachment_ids: attachmentIds.get(i) ?? [],
-        raw_message_id: rawIds.get(i) ?? null,
+        subject: p.messages[k]!.subject,
+        html: p.messages[k]!.html,
+        headers: { ...body.headers, ...marketingHeaders(p.marketing, deps.publicUrl, deps.secret, { projectId, contactId, emailId: id }) },
+        attachment_ids: attachmentIds,
+        raw_message_id: rawId,
         track_opens: p.track.opens,
         track_clicks: p.track.clicks,
-      }];
+      };
+      writes.emails.push(email);
+      return email;
     });
-    rows.push(...emails.map(({ suppressed: _reason, ...row }) => row));
-    const emailOf = new Map(emails.map((e) => [e.to_email, e]));
-    const data: Record<string, unknown> = {
-      emails: p.command.recipients.map((m, k) => {
-        const e = emailOf.get(m.email);
-        const contact = { id: actual[k]!.id, email: m.email };
-        if (!e) return { contact, email: null, status: 'SKIPPED', skipped: skipped[k] };
-        return { contact, email: e.id, status: e.status, ...(e.suppressed ? { reason: e.suppressed } : {}) };
-      }),
-      timestamp: new Date().toISOString(),
-    };
-    if (p.command.recipients.length === 1) Object.assign(data, { contact: actual[0]!.id, event: emails[0]?.event_id ?? null });
-    results.push({ data });
+    return { p, skipped, emails };
+  });
+  return { writes, answers };
+}
+
+/**
+ * The second half of POST /v1/send, for any number of prepared requests: ONE statement stores them all (raw
+ * messages, attachments, contacts, emails, events: db/queries/sends.ts storeSendRows), in autocommit on the pool or in
+ * the caller's transaction. A suppressed recipient's email is stored SUPPRESSED (audience/suppressions.ts), with an
+ * email.suppressed event, and its entry in the answer says so.
+ *
+ * The statement writes only if every recipient's contact is still as checkSends read it. When one changed meanwhile
+ * (another request created, changed or deleted it, which is rare), nothing is written: the requests are checked and
+ * rendered again, and stored again; a request that now fails its checks or its render answers its error. Sends of a
+ * batch that disagree about a contact (read at different moments) make the call throw, so that the caller (db/batch.ts)
+ * stores each alone.
+ */
+export async function storeSends(db: Knex | Knex.Transaction, prepared: readonly PreparedSend[], deps: SendStoreDeps): Promise<(StoredSend | DomainError)[]> {
+  let current: (PreparedSend | DomainError)[] = [...prepared];
+  for (let attempt = 1; ; attempt++) {
+    const ready = current.filter((p): p is PreparedSend => !(p instanceof DomainError));
+    const { writes, answers } = writesOf(ready, deps);
+    try {
+      // In a transaction, under a savepoint: a store undone for a changed contact leaves the transaction usable.
+      const suppressed = ready.length === 0 ? new Map<string, string>()
+        : (db as Knex.Transaction).isTransaction ? await (db as Knex.Transaction).transaction((sp) => storeSendRows(sp, writes))
+          : await storeSendRows(db, writes);
+      const stored = answers.map((a) => answerOf(a, suppressed));
+      let next = 0;
+      return current.map((p) => (p instanceof DomainError ? p : stored[next++]!));
+    } catch (err) {
+      if (!isStaleSend(err) || attempt === 3) throw err;
+      const again = await prepareAgain(db, deps, ready.map((p) => p.command));
+      let next = 0;
+      current = current.map((p) => (p instanceof DomainError ? p : again[next++]!));
+    }
   }
-  if (rows.length) await trx('emails').insert(rows);
-  for (const [projectId, events] of suppressedEvents) await recordEvents(trx, projectId, events);
-  return results;
+}
+
+/** The answer's `data` of a stored send: one entry per recipient; contact and event too for a single recipient. */
+function answerOf({ p, skipped, emails }: ReturnType<typeof writesOf>['answers'][number], suppressed: Map<string, string>): StoredSend {
+  const data: Record<string, unknown> = {
+    emails: p.command.recipients.map((m, k) => {
+      const e = emails[k];
+      const contact = { id: p.contacts[k]!.id, email: m.email };
+      if (!e) return { contact, email: null, status: 'SKIPPED', skipped: skipped[k] };
+      const reason = suppressed.get(e.id);
+      return { contact, email: e.id, status: reason ? 'SUPPRESSED' : 'QUEUED', ...(reason ? { reason } : {}) };
+    }),
+    timestamp: new Date().toISOString(),
+  };
+  if (p.command.recipients.length === 1) Object.assign(data, { contact: p.contacts[0]!.id, event: emails[0]?.event_id ?? null });
+  return { data };
 }

@@ -1,3 +1,4 @@
+import { DomainError } from '../core/errors';
 import { prepareSend, storeSends } from '../sending/sends';
 import { RENDER_BUDGET, renderInline } from '../mail/render';
 import { TEST_SECRET, type TestContext } from './support/app';
@@ -159,7 +160,7 @@ describe('render budgets where templates are written and where campaigns deliver
   });
 });
 
-describe('rendering before the transaction', () => {
+describe('rendering before the store', () => {
   test('a recipient created by someone else between render and store: rendered again for the contact that exists', async () => {
     const deps = { publicUrl: 'http://herald.test', secret: TEST_SECRET, render: renderInline };
     const command = { projectId: t.project.id, body: { from: { email: 'a@example.com' }, to: 'race@example.org', subject: 'Hi {{ data.name }}', body: '{{ contact.id }}' } as never, recipients: [{ email: 'race@example.org' }], attachments: [] };
@@ -170,5 +171,73 @@ describe('rendering before the transaction', () => {
     const [stored] = await t.db.knex.transaction((trx) => storeSends(trx, [prepared!], deps));
     const email = await t.db.knex('emails').where({ project_id: t.project.id, id: (stored as { data: { emails: { email: string }[] } }).data.emails[0]!.email }).first();
     expect(email).toMatchObject({ contact_id: other.id, subject: 'Hi Grace', html: other.id });
+  });
+
+  // The store is one statement in autocommit that writes only if the contacts are as the check read them (herald_retry_unless).
+  const deps = () => ({ publicUrl: 'http://herald.test', secret: TEST_SECRET, render: renderInline });
+  const commandTo = (email: string, subject: string, extra: Record<string, unknown> = {}) => ({
+    projectId: t.project.id, recipients: [{ email }], attachments: [],
+    body: { from: { email: 'a@example.com' }, to: email, subject, body: '{{ contact.id }}', ...extra } as never,
+  });
+  const prepared = async (command: ReturnType<typeof commandTo>) => {
+    const p = await prepareSend(t.db.knex, command, deps());
+    if (p instanceof Error) throw p;
+    return p;
+  };
+  const emailOf = async (stored: unknown) => t.db.knex('emails')
+    .where({ project_id: t.project.id, id: (stored as { data: { emails: { email: string }[] } }).data.emails[0]!.email }).first();
+
+  test('a contact whose data changes between render and store: stored rendered with the new data', async () => {
+    const [c] = await t.db.knex('contacts').insert({ project_id: t.project.id, email: 'changed@example.org', data: { name: 'Ada' } }).returning('id');
+    const p = await prepared(commandTo('changed@example.org', 'Hi {{ data.name }}'));
+    expect(p.messages[0]!.subject).toBe('Hi Ada');
+    await t.db.knex('contacts').where({ id: c.id }).update({ data: { name: 'Grace' } });
+    const [stored] = await storeSends(t.db.knex, [p], deps());
+    expect(await emailOf(stored)).toMatchObject({ contact_id: c.id, subject: 'Hi Grace' });
+  });
+
+  test('a contact deleted between render and store: created again, and the email is its', async () => {
+    const [c] = await t.db.knex('contacts').insert({ project_id: t.project.id, email: 'deleted@example.org', data: { name: 'Ada' } }).returning('id');
+    const p = await prepared(commandTo('deleted@example.org', 'Hi {{ data.name }}'));
+    await t.db.knex('contacts').where({ id: c.id }).delete();
+    const [stored] = await storeSends(t.db.knex, [p], deps());
+    const email = await emailOf(stored);
+    expect(email.contact_id).not.toBe(c.id);
+    expect(email.subject).toBe('Hi');
+    expect(await t.db.knex('contacts').where({ project_id: t.project.id, email: 'deleted@example.org' }).first()).toMatchObject({ id: email.contact_id });
+  });
+
+  test('a subscription changed by someone else between render and store: the send\'s own change applies to the contact as it is, once', async () => {
+    const [c] = await t.db.knex('contacts').insert({ project_id: t.project.id, email: 'flip@example.org', subscribed: false }).returning('id');
+    const p = await prepared(commandTo('flip@example.org', 'Hi', { subscribed: true }));
+    await t.db.knex('contacts').where({ id: c.id }).update({ subscribed: true });
+    const [stored] = await storeSends(t.db.knex, [p], deps());
+    expect((await emailOf(stored)).contact_id).toBe(c.id);
+    // Already subscribed when the store ran: no contact.subscribed event of the send's.
+    expect(await t.db.knex('events').where({ project_id: t.project.id, contact_id: c.id, name: 'contact.subscribed' })).toHaveLength(0);
+  });
+
+  test('a render that fails against the changed contact: the request answers its 422 and nothing of it is written', async () => {
+    const [c] = await t.db.knex('contacts').insert({ project_id: t.project.id, email: 'fails@example.org', data: { n: 1 } }).returning('id');
+    const p = await prepared(commandTo('fails@example.org', 'Hi {% for i in (1..data.n) %}{{ i }}{% endfor %}'));
+    const before = await t.db.knex('emails').where({ project_id: t.project.id }).count('* as n').first();
+    // Now the loop passes the render budget.
+    await t.db.knex('contacts').where({ id: c.id }).update({ data: { n: 100_000_000 } });
+    const [stored] = await storeSends(t.db.knex, [p], deps());
+    expect(stored).toBeInstanceOf(DomainError);
+    expect(stored).toMatchObject({ kind: 'invalid', details: { errors: [{ field: 'subject', code: 'too_complex' }] } });
+    expect(await t.db.knex('emails').where({ project_id: t.project.id }).count('* as n').first()).toEqual(before);
+  });
+
+  test('inside a caller\'s transaction the retry runs under a savepoint: the transaction goes on', async () => {
+    const [c] = await t.db.knex('contacts').insert({ project_id: t.project.id, email: 'savepoint@example.org', data: { name: 'Ada' } }).returning('id');
+    const p = await prepared(commandTo('savepoint@example.org', 'Hi {{ data.name }}'));
+    await t.db.knex('contacts').where({ id: c.id }).update({ data: { name: 'Grace' } });
+    const email = await t.db.knex.transaction(async (trx) => {
+      const [stored] = await storeSends(trx, [p], deps());
+      const row = await trx('emails').where({ project_id: t.project.id, id: (stored as { data: { emails: { email: string }[] } }).data.emails[0]!.email }).first();
+      return row;
+    });
+    expect(email).toMatchObject({ contact_id: c.id, subject: 'Hi Grace' });
   });
 });

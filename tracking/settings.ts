@@ -46,11 +46,3 @@ export async function updateProjectSettings(db: Knex, projectId: string, patch: 
   const [row] = await db('projects').where('id', projectId).update({ ...changes, updated_at: db.fn.now() }).returning([...COLUMNS]);
   return settingsOf(row);
 }
-
-/** The transactional defaults of these projects, in one query. */
-export async function sendTrackingDefaults(db: Knex | Knex.Transaction, projectIds: string[]): Promise<Map<string, TrackChoice>> {
-  if (projectIds.length === 0) return new Map();
-  const rows: { id: string; track_send_opens: boolean; track_send_clicks: boolean }[] = await db('projects')
-    .whereIn('id', [...new Set(projectIds)]).select('id', 'track_send_opens', 'track_send_clicks');
-  return new Map(rows.map((r) => [r.id, { opens: r.track_send_opens, clicks: r.track_send_clicks }]));
-}

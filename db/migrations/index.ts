@@ -17,6 +17,7 @@ import * as rawMessages from './20261124000004_raw_messages';
 import * as suppressions from './20261124000005_suppressions';
 import * as eventOutbox from './20261125000001_event_outbox';
 import * as metricsIndexes from './20261126100001_metrics_indexes';
+import * as retryUnless from './20261127000001_retry_unless';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -42,6 +43,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261124000005_suppressions': suppressions,
   '20261125000001_event_outbox': eventOutbox,
   '20261126100001_metrics_indexes': metricsIndexes,
+  '20261127000001_retry_unless': retryUnless,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -39,7 +39,14 @@ function utcTimestamp(column: string): string {
  * before the statement: a statement that writes an event writes neither its email's address and subject nor its
  * contact's address.
  */
-export const EVENT_EFFECTS = `
+export const EVENT_EFFECTS = eventEffects();
+
+/**
+ * EVENT_EFFECTS, where the webhook payloads read the emails from `emails`, a relation (project_id, id, to_email,
+ * subject, campaign_id): a statement that writes emails and their events together names the emails it writes.
+ */
+export function eventEffects(emails = 'emails'): string {
+  return `
   inserted AS (
     INSERT INTO events (id, project_id, name, contact_id, email_id, data)
     SELECT coalesce(n.id, herald_uuidv7()), n.project_id, n.name, n.contact_id, n.email_id, n.data FROM new_events n
@@ -76,12 +83,13 @@ export const EVENT_EFFECTS = `
                'email', c.email)) || ev.data)
     FROM inserted ev
     JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.enabled AND ev.name = ANY (w.events)
-    LEFT JOIN emails e ON e.project_id = ev.project_id AND e.id = ev.email_id
+    LEFT JOIN ${emails} e ON e.project_id = ev.project_id AND e.id = ev.email_id
     LEFT JOIN contacts c ON c.project_id = ev.project_id AND c.id = ev.contact_id AND ev.name LIKE 'contact.%'
     ORDER BY ev.id, w.id
     -- An endpoint deleted by a transaction that commits meanwhile is skipped, not an FK violation.
     FOR KEY SHARE OF w
     RETURNING 1)`;
+}
 
 /** Records events of one project in the caller's transaction (see EVENT_EFFECTS); answers them, in no particular order. */
 export async function recordEvents(trx: Knex.Transaction, projectId: string, events: NewEvent[]): Promise<Event[]> {

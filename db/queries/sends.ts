@@ -1,0 +1,234 @@
+import type { Knex } from 'knex';
+import { sqlState } from '../errors';
+import { verifiedSenderSql } from './domains';
+import { eventEffects } from './events';
+
+/**
+ * The two statements of a send (sending/sends.ts), each for a whole batch of requests: the context read before
+ * rendering, and the store after. Named (prepared) statements: their text is the same whatever the batch, so each
+ * connection plans them once.
+ */
+
+export interface SendContextWanted {
+  templates: { projectId: string; id: string }[];
+  /** The requests' own senders; the templates' senders are checked too. */
+  senders: { projectId: string; email: string }[];
+  projectIds: string[];
+  contacts: { projectId: string; email: string }[];
+}
+
+export interface TemplateRow {
+  project_id: string;
+  id: string;
+  subject: string;
+  body: string;
+  from_email: string | null;
+  from_name: string | null;
+  reply_to: string | null;
+  type: string;
+  body_type: string;
+}
+
+export interface ContactAsRead {
+  id: string;
+  subscribed: boolean;
+  data: Record<string, unknown>;
+  /** The data's digest as stored (md5 of its text): what the store compares, not the data, which JSON may round. */
+  version: string;
+}
+
+export interface SendContext {
+  /** By `projectId/id`. */
+  templates: Map<string, TemplateRow>;
+  /** `projectId/email` of the senders (the requests' and the templates') at a verified domain of their project. */
+  verifiedSenders: Set<string>;
+  /** By project: its transactional tracking defaults. */
+  tracking: Map<string, { opens: boolean; clicks: boolean }>;
+  /** By `projectId/email`: the recipients that are contacts already. */
+  contacts: Map<string, ContactAsRead>;
+}
+
+const CONTEXT_SQL = `WITH picked AS (
+    SELECT t.project_id, t.id, t.subject, t.body, t.from_email, t.from_name, t.reply_to, t.type, t.body_type
+    FROM unnest(?::uuid[], ?::uuid[]) AS w(project_id, id) JOIN templates t ON t.project_id = w.project_id AND t.id = w.id
+  ),
+  senders AS (
+    SELECT DISTINCT s.project_id, s.email FROM (
+      SELECT * FROM unnest(?::uuid[], ?::text[]) AS w(project_id, email)
+      UNION ALL SELECT project_id, from_email FROM picked WHERE from_email IS NOT NULL) s
+  )
+  SELECT
+    (SELECT coalesce(jsonb_agg(to_jsonb(p)), '[]') FROM picked p) AS templates,
+    (SELECT coalesce(array_agg(s.project_id || '/' || s.email), '{}') FROM senders s
+     WHERE ${verifiedSenderSql('s.project_id', 's.email')}
+    ) AS senders,
+    (SELECT coalesce(jsonb_agg(jsonb_build_array(p.id, p.track_send_opens, p.track_send_clicks)), '[]')
+     FROM projects p WHERE p.id = ANY(?::uuid[])
+    ) AS tracking,
+    (SELECT coalesce(jsonb_agg(jsonb_build_array(c.project_id, c.email, c.id, c.subscribed, c.data, md5(c.data::text))), '[]')
+     FROM unnest(?::uuid[], ?::text[]) AS w(project_id, email) JOIN contacts c ON c.project_id = w.project_id AND c.email = w.email
+    ) AS contacts`;
+
+/** Everything a batch of sends is checked and rendered against, in one statement: templates, senders, tracking, contacts. */
+export async function sendContext(db: Knex | Knex.Transaction, wanted: SendContextWanted): Promise<SendContext> {
+  const { rows: [row] } = await db.raw(CONTEXT_SQL, [
+    wanted.templates.map((t) => t.projectId), wanted.templates.map((t) => t.id),
+    wanted.senders.map((d) => d.projectId), wanted.senders.map((d) => d.email),
+    wanted.projectIds,
+    wanted.contacts.map((c) => c.projectId), wanted.contacts.map((c) => c.email),
+  ] as Knex.RawBinding[]).options({ name: 'herald_send_context' });
+  return {
+    templates: new Map((row.templates as TemplateRow[]).map((t) => [`${t.project_id}/${t.id}`, t])),
+    verifiedSenders: new Set(row.senders as string[]),
+    tracking: new Map((row.tracking as [string, boolean, boolean][]).map(([id, opens, clicks]) => [id, { opens, clicks }])),
+    contacts: new Map((row.contacts as [string, string, string, boolean, Record<string, unknown>, string][])
+      .map(([projectId, email, id, subscribed, data, version]) => [`${projectId}/${email}`, { id, subscribed, data, version }])),
+  };
+}
+
+/** A recipient's contact as the send expects to leave it: created (`was` null) or, if it exists, as the check read it. */
+export interface ContactWrite {
+  projectId: string;
+  email: string;
+  id: string;
+  /** The subscription the check read; null for an address that was no contact then (it is created). */
+  was: boolean | null;
+  /** The digest of the data the check read (ContactAsRead.version); null for a new contact. */
+  version: string | null;
+  /** The subscription after the send: a new contact's, or an existing one's changed (a contact.(un)subscribed event). */
+  subscribed: boolean;
+}
+
+export interface EmailWrite {
+  id: string;
+  event_id: string;
+  project_id: string;
+  contact_id: string;
+  template_id: string | null;
+  from_email: string;
+  from_name: string | null;
+  reply_to: string | null;
+  to_email: string;
+  to_name: string | null;
+  subject: string;
+  html: string;
+  headers: Record<string, string>;
+  attachment_ids: string[];
+  raw_message_id: string | null;
+  track_opens: boolean;
+  track_clicks: boolean;
+}
+
+export interface FileWrite {
+  id: string;
+  projectId: string;
+  filename: string;
+  contentType: string;
+  contentId: string | null;
+  disposition: string;
+  content: Buffer;
+}
+
+export interface SendWrites {
+  contacts: ContactWrite[];
+  emails: EmailWrite[];
+  attachments: FileWrite[];
+  raws: { id: string; projectId: string; content: Buffer }[];
+}
+
+const EMAIL_COLUMNS = `id uuid, event_id uuid, project_id uuid, contact_id uuid, template_id uuid, from_email text, from_name text,
+  reply_to text, to_email text, to_name text, subject text, html text, headers jsonb, attachment_ids uuid[], raw_message_id uuid,
+  track_opens boolean, track_clicks boolean`;
+
+/*
+ * The store, in one statement (autocommit: atomic without BEGIN and COMMIT). The contacts are written only if they are
+ * still as the check read them: each new one inserted (not taken meanwhile), each existing one unchanged in this
+ * statement's snapshot, each subscription change applied to the row it was read from. Otherwise herald_retry_unless
+ * undoes the whole statement (SQLSTATE 40001). A contact deleted after the snapshot fails the emails' foreign key
+ * (23503), which undoes it too. Suppressed recipients' emails are stored SUPPRESSED with an email.suppressed event.
+ */
+const STORE_SQL = `WITH want AS (
+    SELECT * FROM jsonb_to_recordset(?::jsonb) AS w(project_id uuid, email text, id uuid, was boolean, version text, subscribed boolean)
+  ),
+  unchanged AS (
+    SELECT count(*) AS n FROM want w
+    JOIN contacts c ON c.project_id = w.project_id AND c.email = w.email AND c.id = w.id AND c.subscribed = w.was AND md5(c.data::text) = w.version
+  ),
+  created AS (
+    INSERT INTO contacts (id, project_id, email, subscribed, data)
+    SELECT w.id, w.project_id, w.email, w.subscribed, '{}'::jsonb FROM want w WHERE w.was IS NULL ORDER BY w.project_id, w.email
+    ON CONFLICT (project_id, email) DO NOTHING
+    RETURNING 1
+  ),
+  flipped AS (
+    UPDATE contacts c SET subscribed = w.subscribed, updated_at = now()
+    FROM want w
+    WHERE w.subscribed <> w.was AND c.project_id = w.project_id AND c.id = w.id AND c.subscribed = w.was
+    RETURNING c.project_id, c.id, c.subscribed
+  ),
+  raws AS (
+    INSERT INTO raw_messages (id, project_id, content, size)
+    SELECT r.id, r.project_id, r.content, length(r.content) FROM unnest(?::uuid[], ?::uuid[], ?::bytea[]) AS r(id, project_id, content)
+    RETURNING 1
+  ),
+  files AS (
+    INSERT INTO attachments (id, project_id, filename, content_type, content_id, disposition, content, size)
+    SELECT a.id, a.project_id, a.filename, a.content_type, a.content_id, a.disposition, a.content, length(a.content)
+    FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bytea[])
+      AS a(id, project_id, filename, content_type, content_id, disposition, content)
+    RETURNING 1
+  ),
+  rows AS (
+    SELECT e.*, s.reason FROM jsonb_to_recordset(?::jsonb) AS e(${EMAIL_COLUMNS})
+    LEFT JOIN suppressions s ON s.project_id = e.project_id AND s.email = e.to_email
+  ),
+  stored AS (
+    INSERT INTO emails (id, event_id, status, error, project_id, contact_id, template_id, from_email, from_name, reply_to,
+                        to_email, to_name, subject, html, headers, attachment_ids, raw_message_id, track_opens, track_clicks)
+    SELECT r.id, r.event_id, CASE WHEN r.reason IS NULL THEN 'QUEUED' ELSE 'SUPPRESSED' END,
+           'the address is on the suppression list (' || r.reason || ')',
+           r.project_id, r.contact_id, r.template_id, r.from_email, r.from_name, r.reply_to,
+           r.to_email, r.to_name, r.subject, r.html, r.headers, r.attachment_ids, r.raw_message_id, r.track_opens, r.track_clicks
+    FROM rows r
+    RETURNING 1
+  ),
+  new_events AS (
+    SELECT r.event_id AS id, r.project_id, 'email.suppressed' AS name, r.contact_id, r.id AS email_id, jsonb_build_object('reason', r.reason) AS data
+    FROM rows r WHERE r.reason IS NOT NULL
+    UNION ALL
+    SELECT NULL, f.project_id, CASE WHEN f.subscribed THEN 'contact.subscribed' ELSE 'contact.unsubscribed' END, f.id, NULL,
+           jsonb_build_object('source', 'api')
+    FROM flipped f
+  ),
+  ${eventEffects('(SELECT project_id, id, to_email, subject, NULL::uuid AS campaign_id FROM rows)')}
+  SELECT herald_retry_unless(
+           (SELECT n FROM unchanged) = (SELECT count(*) FROM want WHERE was IS NOT NULL)
+             AND (SELECT count(*) FROM created) = (SELECT count(*) FROM want WHERE was IS NULL)
+             AND (SELECT count(*) FROM flipped) = (SELECT count(*) FROM want WHERE subscribed <> was),
+           'a recipient''s contact changed while the send was stored') AS fresh,
+         (SELECT count(*) FROM stored) AS emails,
+         (SELECT count(*) FROM raws) + (SELECT count(*) FROM files) AS files,
+         (SELECT coalesce(jsonb_agg(jsonb_build_array(r.id, r.reason)), '[]') FROM rows r WHERE r.reason IS NOT NULL) AS suppressed`;
+
+/**
+ * Stores a batch of sends in one statement: raw messages, attachments, contacts, emails, and the events of suppressed
+ * recipients and changed subscriptions. Answers the suppressed emails' reasons, by email id. Throws a retryable error
+ * (isStaleSend) when a contact is no longer as the send read it; nothing is then written.
+ */
+export async function storeSendRows(db: Knex | Knex.Transaction, w: SendWrites): Promise<Map<string, string>> {
+  const { rows: [row] } = await db.raw(STORE_SQL, [
+    JSON.stringify(w.contacts.map((c) => ({ project_id: c.projectId, email: c.email, id: c.id, was: c.was, version: c.version, subscribed: c.subscribed }))),
+    w.raws.map((r) => r.id), w.raws.map((r) => r.projectId), w.raws.map((r) => r.content),
+    w.attachments.map((a) => a.id), w.attachments.map((a) => a.projectId), w.attachments.map((a) => a.filename),
+    w.attachments.map((a) => a.contentType), w.attachments.map((a) => a.contentId), w.attachments.map((a) => a.disposition),
+    w.attachments.map((a) => a.content),
+    JSON.stringify(w.emails),
+  ] as Knex.RawBinding[]).options({ name: 'herald_store_sends' });
+  return new Map(row.suppressed as [string, string][]);
+}
+
+/** A store undone because a contact changed under it (40001), or was deleted under it (23503): read again, retry. */
+export function isStaleSend(err: unknown): boolean {
+  const code = sqlState(err);
+  return code === '40001' || code === '23503';
+}
