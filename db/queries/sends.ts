@@ -66,7 +66,9 @@ const CONTEXT_SQL = `WITH picked AS (
      FROM projects p WHERE p.id = ANY(?::uuid[])
     ) AS tracking,
     (SELECT coalesce(jsonb_agg(jsonb_build_array(c.project_id, c.email, c.id, c.subscribed, c.data, md5(c.data::text))), '[]')
-     FROM unnest(?::uuid[], ?::text[]) AS w(project_id, email) JOIN contacts c ON c.project_id = w.project_id AND c.email = w.email
+     FROM unnest(?::uuid[], ?::text[]) AS w(project_id, email),
+       -- one index probe per address (see STORE_SQL)
+       LATERAL (SELECT * FROM contacts c WHERE c.project_id = w.project_id AND c.email = w.email LIMIT 1) c
     ) AS contacts`;
 
 /** Everything a batch of sends is checked and rendered against, in one statement: templates, senders, tracking, contacts. */
@@ -150,9 +152,12 @@ const EMAIL_COLUMNS = `id uuid, event_id uuid, project_id uuid, contact_id uuid,
 const STORE_SQL = `WITH want AS (
     SELECT * FROM jsonb_to_recordset(?::jsonb) AS w(project_id uuid, email text, id uuid, was boolean, version text, subscribed boolean)
   ),
+  -- Each LATERAL ... LIMIT 1 below is one index probe per row of the batch: a join would let the planner, which
+  -- expects 100 rows of jsonb_to_recordset, hash the whole table (and digest every contact's data) instead.
   unchanged AS (
-    SELECT count(*) AS n FROM want w
-    JOIN contacts c ON c.project_id = w.project_id AND c.email = w.email AND c.id = w.id AND c.subscribed = w.was AND md5(c.data::text) = w.version
+    SELECT count(*) AS n FROM want w, LATERAL (
+      SELECT 1 FROM contacts c WHERE c.project_id = w.project_id AND c.email = w.email
+        AND c.id = w.id AND c.subscribed = w.was AND md5(c.data::text) = w.version LIMIT 1) c
   ),
   created AS (
     INSERT INTO contacts (id, project_id, email, subscribed, data)
@@ -180,7 +185,7 @@ const STORE_SQL = `WITH want AS (
   ),
   rows AS (
     SELECT e.*, s.reason FROM jsonb_to_recordset(?::jsonb) AS e(${EMAIL_COLUMNS})
-    LEFT JOIN suppressions s ON s.project_id = e.project_id AND s.email = e.to_email
+    LEFT JOIN LATERAL (SELECT s.reason FROM suppressions s WHERE s.project_id = e.project_id AND s.email = e.to_email LIMIT 1) s ON true
   ),
   stored AS (
     INSERT INTO emails (id, event_id, status, error, project_id, contact_id, template_id, from_email, from_name, reply_to,
