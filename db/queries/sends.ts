@@ -48,13 +48,18 @@ export interface SendContext {
   contacts: Map<string, ContactAsRead>;
 }
 
-const CONTEXT_SQL = `WITH picked AS (
-    SELECT t.project_id, t.id, t.subject, t.body, t.from_email, t.from_name, t.reply_to, t.type, t.body_type
-    FROM unnest(?::uuid[], ?::uuid[]) AS w(project_id, id) JOIN templates t ON t.project_id = w.project_id AND t.id = w.id
+// One jsonb parameter: jsonb_to_recordset's row estimate does not depend on its value, so after a few runs the
+// statement keeps one generic plan instead of planning each batch anew (arrays' lengths would tell the planner each
+// time). The LATERAL ... LIMIT 1 probes read each row through its key whatever the estimate (see storeSql).
+const CONTEXT_SQL = `WITH input AS (SELECT ?::jsonb AS j),
+  picked AS (
+    SELECT t.* FROM input, jsonb_to_recordset(j->'templates') AS w(project_id uuid, id uuid), LATERAL (
+      SELECT t.project_id, t.id, t.subject, t.body, t.from_email, t.from_name, t.reply_to, t.type, t.body_type
+      FROM templates t WHERE t.project_id = w.project_id AND t.id = w.id LIMIT 1) t
   ),
   senders AS (
     SELECT DISTINCT s.project_id, s.email FROM (
-      SELECT * FROM unnest(?::uuid[], ?::text[]) AS w(project_id, email)
+      SELECT w.project_id, w.email FROM input, jsonb_to_recordset(j->'senders') AS w(project_id uuid, email text)
       UNION ALL SELECT project_id, from_email FROM picked WHERE from_email IS NOT NULL) s
   )
   SELECT
@@ -63,22 +68,23 @@ const CONTEXT_SQL = `WITH picked AS (
      WHERE ${verifiedSenderSql('s.project_id', 's.email')}
     ) AS senders,
     (SELECT coalesce(jsonb_agg(jsonb_build_array(p.id, p.track_send_opens, p.track_send_clicks)), '[]')
-     FROM projects p WHERE p.id = ANY(?::uuid[])
+     FROM input, jsonb_array_elements_text(j->'projects') AS w(id),
+       LATERAL (SELECT * FROM projects p WHERE p.id = w.id::uuid LIMIT 1) p
     ) AS tracking,
     (SELECT coalesce(jsonb_agg(jsonb_build_array(c.project_id, c.email, c.id, c.subscribed, c.data, md5(c.data::text))), '[]')
-     FROM unnest(?::uuid[], ?::text[]) AS w(project_id, email),
-       -- one index probe per address (see STORE_SQL)
+     FROM input, jsonb_to_recordset(j->'contacts') AS w(project_id uuid, email text),
        LATERAL (SELECT * FROM contacts c WHERE c.project_id = w.project_id AND c.email = w.email LIMIT 1) c
     ) AS contacts`;
 
 /** Everything a batch of sends is checked and rendered against, in one statement: templates, senders, tracking, contacts. */
 export async function sendContext(db: Knex | Knex.Transaction, wanted: SendContextWanted): Promise<SendContext> {
-  const { rows: [row] } = await db.raw(CONTEXT_SQL, [
-    wanted.templates.map((t) => t.projectId), wanted.templates.map((t) => t.id),
-    wanted.senders.map((d) => d.projectId), wanted.senders.map((d) => d.email),
-    wanted.projectIds,
-    wanted.contacts.map((c) => c.projectId), wanted.contacts.map((c) => c.email),
-  ] as Knex.RawBinding[]).options({ name: 'herald_send_context' });
+  const input = {
+    templates: wanted.templates.map((t) => ({ project_id: t.projectId, id: t.id })),
+    senders: wanted.senders.map((t) => ({ project_id: t.projectId, email: t.email })),
+    projects: wanted.projectIds,
+    contacts: wanted.contacts.map((t) => ({ project_id: t.projectId, email: t.email })),
+  };
+  const { rows: [row] } = await db.raw(CONTEXT_SQL, [JSON.stringify(input)]).options({ name: 'herald_send_context' });
   return {
     templates: new Map((row.templates as TemplateRow[]).map((t) => [`${t.project_id}/${t.id}`, t])),
     verifiedSenders: new Set(row.senders as string[]),
@@ -149,7 +155,7 @@ const EMAIL_COLUMNS = `id uuid, event_id uuid, project_id uuid, contact_id uuid,
  * undoes the whole statement (SQLSTATE 40001). A contact deleted after the snapshot fails the emails' foreign key
  * (23503), which undoes it too. Suppressed recipients' emails are stored SUPPRESSED with an email.suppressed event.
  */
-const STORE_SQL = `WITH want AS (
+const storeSql = (flips: boolean) => `WITH want AS (
     SELECT * FROM jsonb_to_recordset(?::jsonb) AS w(project_id uuid, email text, id uuid, was boolean, version text, subscribed boolean)
   ),
   -- Each LATERAL ... LIMIT 1 below is one index probe per row of the batch: a join would let the planner, which
@@ -165,11 +171,13 @@ const STORE_SQL = `WITH want AS (
     ON CONFLICT (project_id, email) DO NOTHING
     RETURNING 1
   ),
-  flipped AS (
+  flipped AS (${flips ? `
     UPDATE contacts c SET subscribed = w.subscribed, updated_at = now()
     FROM want w
     WHERE w.subscribed <> w.was AND c.project_id = w.project_id AND c.id = w.id AND c.subscribed = w.was
-    RETURNING c.project_id, c.id, c.subscribed
+    RETURNING c.project_id, c.id, c.subscribed`
+    // Without an UPDATE of contacts in the statement, its statement trigger (webhook_outbox_contacts_updated) does not run.
+    : 'SELECT NULL::uuid AS project_id, NULL::uuid AS id, NULL::boolean AS subscribed WHERE false'}
   ),
   raws AS (
     INSERT INTO raw_messages (id, project_id, content, size)
@@ -215,20 +223,25 @@ const STORE_SQL = `WITH want AS (
          (SELECT count(*) FROM raws) + (SELECT count(*) FROM files) AS files,
          (SELECT coalesce(jsonb_agg(jsonb_build_array(r.id, r.reason)), '[]') FROM rows r WHERE r.reason IS NOT NULL) AS suppressed`;
 
+/** Two texts: a batch that changes no subscription (nearly all) has no UPDATE of contacts. */
+const STORE_SQL = storeSql(false);
+const STORE_WITH_FLIPS = storeSql(true);
+
 /**
  * Stores a batch of sends in one statement: raw messages, attachments, contacts, emails, and the events of suppressed
  * recipients and changed subscriptions. Answers the suppressed emails' reasons, by email id. Throws a retryable error
  * (isStaleSend) when a contact is no longer as the send read it; nothing is then written.
  */
 export async function storeSendRows(db: Knex | Knex.Transaction, w: SendWrites): Promise<Map<string, string>> {
-  const { rows: [row] } = await db.raw(STORE_SQL, [
+  const flips = w.contacts.some((c) => c.was !== null && c.was !== c.subscribed);
+  const { rows: [row] } = await db.raw(flips ? STORE_WITH_FLIPS : STORE_SQL, [
     JSON.stringify(w.contacts.map((c) => ({ project_id: c.projectId, email: c.email, id: c.id, was: c.was, version: c.version, subscribed: c.subscribed }))),
     w.raws.map((r) => r.id), w.raws.map((r) => r.projectId), w.raws.map((r) => r.content),
     w.attachments.map((a) => a.id), w.attachments.map((a) => a.projectId), w.attachments.map((a) => a.filename),
     w.attachments.map((a) => a.contentType), w.attachments.map((a) => a.contentId), w.attachments.map((a) => a.disposition),
     w.attachments.map((a) => a.content),
     JSON.stringify(w.emails),
-  ] as Knex.RawBinding[]).options({ name: 'herald_store_sends' });
+  ] as Knex.RawBinding[]).options({ name: flips ? 'herald_store_sends_flips' : 'herald_store_sends' });
   return new Map(row.suppressed as [string, string][]);
 }
 
