@@ -63,6 +63,8 @@ test('bad input is a 422 naming the field', async () => {
 
 test('/v1/send: a suppressed recipient is not sent; its answer and its email say SUPPRESSED, with an email.suppressed event', async () => {
   await suppress(knex, e2e.t.project.id, [{ email: 'gone@example.org', reason: 'hard_bounce' }]);
+  // An endpoint that wants the event: its payload names the email stored by the same statement as the event.
+  const [hook] = await knex('webhook_endpoints').insert({ project_id: e2e.t.project.id, url: 'https://hooks.example.net/herald', events: ['email.suppressed'], secret: Buffer.alloc(32) }).returning('id');
   const before = e2e.smtp.received.length;
   const res = await http().post('/v1/send').set(e2e.key)
     .send({ from: 'app@example.com', to: ['gone@example.org', 'here@example.org'], subject: 'Hi', body: '<p>Hi</p>' });
@@ -74,6 +76,12 @@ test('/v1/send: a suppressed recipient is not sent; its answer and its email say
   expect(row).toMatchObject({ status: 'SUPPRESSED', to_email: 'gone@example.org' });
   const event = await knex('events').where({ project_id: e2e.t.project.id, email_id: gone.email }).first();
   expect(event).toMatchObject({ name: 'email.suppressed', contact_id: gone.contact.id, data: { reason: 'hard_bounce' } });
+  const delivery = await knex('webhook_deliveries').where({ project_id: e2e.t.project.id, endpoint_id: hook.id, event_id: event.id }).first();
+  await knex('webhook_endpoints').where({ id: hook.id }).delete();
+  expect(delivery.payload).toMatchObject({
+    type: 'email.suppressed',
+    data: { eventId: event.id, emailId: gone.email, contactId: gone.contact.id, to: 'gone@example.org', subject: 'Hi', reason: 'hard_bounce' },
+  });
 
   await e2e.smtp.waitFor(before + 1);
   // The other recipient's mail arrived; the suppressed one's never will (its row was never queued).
