@@ -184,26 +184,17 @@ const verbatim = (p: CheckedSend, contacts: RenderedFor[]) => byRecipient(p, con
 
 /** checkSends then renderSends, for one caller that has its own transaction (an automation step). */
 export async function prepareSend(db: Knex | Knex.Transaction, command: SendCommand, deps: SendStoreDeps): Promise<PreparedSend | DomainError> {
-  const [checked] = await checkSends(db, [command]);
-  if (checked instanceof DomainError) return checked;
-  const [prepared] = await renderSends(deps, [checked!]);
-  return prepared!;
+  return (await prepareSends(db, deps, [command]))[0]!;
 }
 
-/** checkSends then renderSends (one render call per project), for sends whose store found their contacts changed. */
-async function prepareAgain(db: Knex | Knex.Transaction, deps: SendStoreDeps, commands: readonly SendCommand[]): Promise<(PreparedSend | DomainError)[]> {
+/** checkSends then renderSends (one render call per project): an automation step's send, a batch whose store was undone. */
+async function prepareSends(db: Knex | Knex.Transaction, deps: SendStoreDeps, commands: readonly SendCommand[]): Promise<(PreparedSend | DomainError)[]> {
   const checked = await checkSends(db, commands);
-  const results: (PreparedSend | DomainError)[] = checked.map((c) => (c instanceof DomainError ? c : (undefined as unknown as PreparedSend)));
-  const byProject = new Map<string, number[]>();
-  checked.forEach((c, i) => {
-    if (c instanceof DomainError) return;
-    byProject.set(c.command.projectId, [...(byProject.get(c.command.projectId) ?? []), i]);
-  });
-  for (const indexes of byProject.values()) {
-    const rendered = await renderSends(deps, indexes.map((i) => checked[i] as CheckedSend));
-    indexes.forEach((i, n) => { results[i] = rendered[n]!; });
-  }
-  return results;
+  const byProject = new Map<string, CheckedSend[]>();
+  for (const c of checked) if (!(c instanceof DomainError)) byProject.set(c.command.projectId, [...(byProject.get(c.command.projectId) ?? []), c]);
+  const rendered = new Map<CheckedSend, PreparedSend | DomainError>();
+  for (const group of byProject.values()) (await renderSends(deps, group)).forEach((r, n) => rendered.set(group[n]!, r));
+  return checked.map((c) => (c instanceof DomainError ? c : rendered.get(c)!));
 }
 
 /** Thrown when the sends of a batch disagree about a contact (read at different moments, or subscribed both ways). */
@@ -310,7 +301,7 @@ export async function storeSends(db: Knex | Knex.Transaction, prepared: readonly
       return current.map((p) => (p instanceof DomainError ? p : stored[next++]!));
     } catch (err) {
       if (!isStaleSend(err) || attempt === 3) throw err;
-      const again = await prepareAgain(db, deps, ready.map((p) => p.command));
+      const again = await prepareSends(db, deps, ready.map((p) => p.command));
       let next = 0;
       current = current.map((p) => (p instanceof DomainError ? p : again[next++]!));
     }
