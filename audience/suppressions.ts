@@ -7,7 +7,7 @@ import { listPage, type Listed, type PageRequest } from '../db/pages';
  * complaints put an address there (issue 17's bounce processing), the user may add and remove entries. Unsubscribes are
  * not suppressions: an unsubscribed contact still gets transactional mail (audience/subscription.ts).
  * Every way of sending checks the list in the statement that stores its emails (db/queries/sends.ts for sends); a
- * campaign's audience query leaves suppressed addresses out (audience/campaignAudience.ts, `notSuppressed`).
+ * campaign's audience query leaves suppressed addresses out (audience/campaignAudience.ts, `NOT_SUPPRESSED`).
  */
 
 /** From the mildest to the gravest: an entry's reason is replaced only by a graver one. */

@@ -31,6 +31,11 @@ export function createKnex(url: string, opts: KnexOptions = {}): Knex {
 }
 
 /** Runs pending migrations. Several processes may start at once: the one holding knex's lock migrates, the others wait for it. */
+/** Whether `db` is a transaction (the caller's), not the pool: a query helper then runs in it instead of opening one. */
+export function isTransaction(db: Knex | Knex.Transaction): db is Knex.Transaction {
+  return (db as Knex.Transaction).isTransaction === true;
+}
+
 export async function migrate(knex: Knex, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

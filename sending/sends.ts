@@ -292,10 +292,7 @@ export async function storeSends(db: Knex | Knex.Transaction, prepared: readonly
     const ready = current.filter((p): p is PreparedSend => !(p instanceof DomainError));
     const { writes, answers } = writesOf(ready, deps);
     try {
-      // In a transaction, under a savepoint: a store undone for a changed contact leaves the transaction usable.
-      const suppressed = ready.length === 0 ? new Map<string, string>()
-        : (db as Knex.Transaction).isTransaction ? await (db as Knex.Transaction).transaction((sp) => storeSendRows(sp, writes))
-          : await storeSendRows(db, writes);
+      const suppressed = ready.length === 0 ? new Map<string, string>() : await storeSendRows(db, writes);
       const stored = answers.map((a) => answerOf(a, suppressed));
       let next = 0;
       return current.map((p) => (p instanceof DomainError ? p : stored[next++]!));

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { isTransaction } from '../database';
 import { Contact, type ContactData } from '../models/Contact';
 import { recordEvents } from './events';
 import { listPage, pageQueries, type Listed, type PageRequest } from '../pages';
@@ -18,10 +19,6 @@ export interface ContactInput {
 export interface UpsertedContact {
   contact: Contact;
   isNew: boolean;
-}
-
-function isTransaction(db: Knex | Knex.Transaction): db is Knex.Transaction {
-  return (db as Knex.Transaction).isTransaction === true;
 }
 
 /** Splits a data patch into the keys to set and the keys to delete. */

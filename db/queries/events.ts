@@ -37,7 +37,7 @@ function utcTimestamp(column: string): string {
  * delivery queue writes a batch of outcomes and their events in one round trip (sending/delivery.ts), the tracker a
  * batch of opens and clicks (tracking/record.ts). The emails and contacts the payloads name are read as they were
  * before the statement: a statement that writes an event writes neither its email's address and subject nor its
- * contact's address.
+ * contact's address, except one that stores the emails themselves and names them (eventEffects, a send's store).
  */
 export const EVENT_EFFECTS = eventEffects();
 

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { isTransaction } from '../database';
 import { sqlState } from '../errors';
 import { verifiedSenderSql } from './domains';
 import { eventEffects } from './events';
@@ -179,17 +180,16 @@ const storeSql = (flips: boolean) => `WITH want AS (
     // Without an UPDATE of contacts in the statement, its statement trigger (webhook_outbox_contacts_updated) does not run.
     : 'SELECT NULL::uuid AS project_id, NULL::uuid AS id, NULL::boolean AS subscribed WHERE false'}
   ),
+  -- Written whether or not the final SELECT reads them, as every data-modifying WITH is.
   raws AS (
     INSERT INTO raw_messages (id, project_id, content, size)
     SELECT r.id, r.project_id, r.content, length(r.content) FROM unnest(?::uuid[], ?::uuid[], ?::bytea[]) AS r(id, project_id, content)
-    RETURNING 1
   ),
   files AS (
     INSERT INTO attachments (id, project_id, filename, content_type, content_id, disposition, content, size)
     SELECT a.id, a.project_id, a.filename, a.content_type, a.content_id, a.disposition, a.content, length(a.content)
     FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bytea[])
       AS a(id, project_id, filename, content_type, content_id, disposition, content)
-    RETURNING 1
   ),
   rows AS (
     SELECT e.*, s.reason FROM jsonb_to_recordset(?::jsonb) AS e(${EMAIL_COLUMNS})
@@ -203,7 +203,6 @@ const storeSql = (flips: boolean) => `WITH want AS (
            r.project_id, r.contact_id, r.template_id, r.from_email, r.from_name, r.reply_to,
            r.to_email, r.to_name, r.subject, r.html, r.headers, r.attachment_ids, r.raw_message_id, r.track_opens, r.track_clicks
     FROM rows r
-    RETURNING 1
   ),
   new_events AS (
     SELECT r.event_id AS id, r.project_id, 'email.suppressed' AS name, r.contact_id, r.id AS email_id, jsonb_build_object('reason', r.reason) AS data
@@ -219,8 +218,6 @@ const storeSql = (flips: boolean) => `WITH want AS (
              AND (SELECT count(*) FROM created) = (SELECT count(*) FROM want WHERE was IS NULL)
              AND (SELECT count(*) FROM flipped) = (SELECT count(*) FROM want WHERE subscribed <> was),
            'a recipient''s contact changed while the send was stored') AS fresh,
-         (SELECT count(*) FROM stored) AS emails,
-         (SELECT count(*) FROM raws) + (SELECT count(*) FROM files) AS files,
          (SELECT coalesce(jsonb_agg(jsonb_build_array(r.id, r.reason)), '[]') FROM rows r WHERE r.reason IS NOT NULL) AS suppressed`;
 
 /** Two texts: a batch that changes no subscription (nearly all) has no UPDATE of contacts. */
@@ -234,14 +231,16 @@ const STORE_WITH_FLIPS = storeSql(true);
  */
 export async function storeSendRows(db: Knex | Knex.Transaction, w: SendWrites): Promise<Map<string, string>> {
   const flips = w.contacts.some((c) => c.was !== null && c.was !== c.subscribed);
-  const { rows: [row] } = await db.raw(flips ? STORE_WITH_FLIPS : STORE_SQL, [
+  const store = async (q: Knex | Knex.Transaction) => (await q.raw(flips ? STORE_WITH_FLIPS : STORE_SQL, [
     JSON.stringify(w.contacts.map((c) => ({ project_id: c.projectId, email: c.email, id: c.id, was: c.was, version: c.version, subscribed: c.subscribed }))),
     w.raws.map((r) => r.id), w.raws.map((r) => r.projectId), w.raws.map((r) => r.content),
     w.attachments.map((a) => a.id), w.attachments.map((a) => a.projectId), w.attachments.map((a) => a.filename),
     w.attachments.map((a) => a.contentType), w.attachments.map((a) => a.contentId), w.attachments.map((a) => a.disposition),
     w.attachments.map((a) => a.content),
     JSON.stringify(w.emails),
-  ] as Knex.RawBinding[]).options({ name: flips ? 'herald_store_sends_flips' : 'herald_store_sends' });
+  ] as Knex.RawBinding[]).options({ name: flips ? 'herald_store_sends_flips' : 'herald_store_sends' })).rows[0];
+  // In the caller's transaction, under a savepoint: a store undone for a changed contact leaves it usable for the retry.
+  const row = isTransaction(db) ? await db.transaction(store) : await store(db);
   return new Map(row.suppressed as [string, string][]);
 }
 
