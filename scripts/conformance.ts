@@ -76,7 +76,8 @@ async function main(): Promise<number> {
     ];
     console.log(`schemathesis ${args.slice(0, 2).join(' ')} (project ${project.id}; ${EXCLUDED.length} exclusions)`);
     return await new Promise<number>((resolve) => {
-      const run = spawn(cli, args, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, NO_COLOR: '1' } });
+      // In the temporary directory: schemathesis keeps a cache (.schemathesis/) in its working directory.
+      const run = spawn(cli, args, { cwd: dataDir, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, NO_COLOR: '1' } });
       run.on('exit', (code) => resolve(code ?? 1));
     });
   } finally {
