@@ -10,12 +10,16 @@
  *   so that a run can be reproduced, and CONFORMANCE_MAX_TIME seconds in all (default 180: fuzzing and stateful tests
  *   repeat until it is spent);
  * - checks: not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance.
- * The exit code is schemathesis's: any failure fails CI. Its summary is printed; the JUnit report goes to
- * artifacts/schemathesis/.
+ * The exit code is schemathesis's: any failure fails CI. Its output is printed with every line prefixed
+ * (`schemathesis│ `): its last line has the shape of a pytest closing line (`==== 2 warnings in 180.03s ====`) that names
+ * no test, and tools that read runners' closing lines would take the run for one that executed nothing. The run's own
+ * count follows, in the plain form `conformance: N passed, N failed, N skipped` (operations, from the JUnit report,
+ * which goes to artifacts/schemathesis/).
  *
  * Exclusions (each with its reason) are listed in EXCLUDED below; there are none unless listed.
  */
 import { spawn } from 'node:child_process';
+import readline from 'node:readline';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -57,6 +61,7 @@ async function main(): Promise<number> {
     await addDomain(project.id, 'example.com', true);
 
     const reportDir = path.join(ROOT, 'artifacts', 'schemathesis');
+    fs.rmSync(reportDir, { recursive: true, force: true }); // the count below reads this run's report, not an older one
     const args = [
       'run', `${base}/openapi.json`,
       '--header', `Authorization: Bearer ${project.secretKey}`,
@@ -75,16 +80,37 @@ async function main(): Promise<number> {
       ...EXCLUDED.flatMap((e) => ['--exclude-path-regex', e.pattern]),
     ];
     console.log(`schemathesis ${args.slice(0, 2).join(' ')} (project ${project.id}; ${EXCLUDED.length} exclusions)`);
-    return await new Promise<number>((resolve) => {
+    const code = await new Promise<number>((resolve) => {
       // In the temporary directory: schemathesis keeps a cache (.schemathesis/) in its working directory.
-      const run = spawn(cli, args, { cwd: dataDir, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, NO_COLOR: '1' } });
-      run.on('exit', (code) => resolve(code ?? 1));
+      const run = spawn(cli, args, { cwd: dataDir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+      for (const [from, to] of [[run.stdout, process.stdout], [run.stderr, process.stderr]] as const) {
+        readline.createInterface({ input: from, crlfDelay: Infinity }).on('line', (line) => to.write(`schemathesis│ ${line}\n`));
+      }
+      run.on('close', (exit) => resolve(exit ?? 1));
     });
+    const count = junitCount(reportDir);
+    console.log(count
+      ? `conformance: ${count.passed} passed, ${count.failed} failed, ${count.skipped} skipped`
+      : 'conformance: no JUnit report was written');
+    return count ? code : code || 1;
   } finally {
     await herald.stop();
     await sink.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** The newest JUnit report's operation counts (schemathesis writes one `<testsuite>` with a test case per operation). */
+function junitCount(reportDir: string): { passed: number; failed: number; skipped: number } | undefined {
+  const reports = fs.existsSync(reportDir) ? fs.readdirSync(reportDir).filter((f) => /^junit-.*\.xml$/.test(f)).sort() : [];
+  const newest = reports.at(-1);
+  if (!newest) return undefined;
+  const suite = /<testsuite\b([^>]*)>/.exec(fs.readFileSync(path.join(reportDir, newest), 'utf8'));
+  if (!suite) return undefined;
+  const attr = (name: string) => Number(new RegExp(`\\b${name}="(\\d+)"`).exec(suite[1]!)?.[1] ?? 0);
+  const failed = attr('failures') + attr('errors');
+  const skipped = attr('skipped');
+  return { passed: attr('tests') - failed - skipped, failed, skipped };
 }
 
 main().then((code) => process.exit(code), (err: Error) => {
