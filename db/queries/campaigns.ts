@@ -41,7 +41,8 @@ export const STATS_LINKS = 200;
  * A campaign's stats in one statement: its email rows by status and their open and click counts (tracking/record.ts
  * keeps them on the row), the distinct emails that have each other kind of event, and the clicks per link from the
  * click events (events_clicks_idx). The emails are read through emails_campaign_contact_key, their events through
- * the (project_id, email_id) indexes. Rates are of sent emails. Test copies are not counted.
+ * the (project_id, email_id) indexes. Rates are of sent emails. Test copies are not counted. `delivered` is what the
+ * receiving servers accepted and did not bounce since (status SENT): SMTP gives no later receipt to count.
  */
 export async function campaignStats(db: Knex, projectId: string, campaignId: string): Promise<CampaignStats> {
   const { rows } = await db.raw(campaignStatsSql, [projectId, campaignId, projectId, projectId, STATS_LINKS]);
@@ -52,7 +53,7 @@ export async function campaignStats(db: Knex, projectId: string, campaignId: str
   const ev = (name: string) => r.events[name] ?? 0;
   const rate = (n: number) => (r.sent > 0 ? Math.round((n / r.sent) * 10_000) / 10_000 : 0);
   return {
-    totalRecipients: r.total, queued: r.queued, sent: r.sent, delivered: ev('email.delivered'), opened: r.unique_opens,
+    totalRecipients: r.total, queued: r.queued, sent: r.sent, delivered: r.sent, opened: r.unique_opens,
     clicked: r.unique_clicks, bounced: ev('email.bounced'), complained: ev('email.complained'), failed: r.failed,
     unsubscribed: ev('contact.unsubscribed'), openRate: rate(r.unique_opens), clickRate: rate(r.unique_clicks),
     opens: r.opens, uniqueOpens: r.unique_opens, clicks: r.clicks, uniqueClicks: r.unique_clicks, links: r.links,
@@ -67,7 +68,7 @@ export const campaignStatsSql = `
   ev AS (
     SELECT ev.name, count(DISTINCT ev.email_id)::int AS n
     FROM events ev JOIN e ON ev.email_id = e.id
-    WHERE ev.project_id = ?::uuid AND ev.email_id IS NOT NULL AND ev.name IN ('email.delivered', 'email.bounced', 'email.complained', 'contact.unsubscribed')
+    WHERE ev.project_id = ?::uuid AND ev.email_id IS NOT NULL AND ev.name IN ('email.bounced', 'email.complained', 'contact.unsubscribed')
     GROUP BY ev.name),
   links AS (
     SELECT ev.data->>'url' AS url, count(*)::int AS clicks,

@@ -285,7 +285,7 @@ describe('campaigns', () => {
     const stats = await t.http().get(`/campaigns/${id}/stats`).set(key);
     expect(stats.status).toBe(200);
     expect(stats.body.data).toEqual({
-      totalRecipients: 4, queued: 0, sent: 4, delivered: 0, opened: 2, clicked: 2, bounced: 0, complained: 0, failed: 0,
+      totalRecipients: 4, queued: 0, sent: 4, delivered: 4, opened: 2, clicked: 2, bounced: 0, complained: 0, failed: 0,
       unsubscribed: 0, openRate: 0.5, clickRate: 0.5, opens: 4, uniqueOpens: 2, clicks: 5, uniqueClicks: 2,
       links: [
         { url: 'https://news.example/a', clicks: 3, uniqueClicks: 2 },
