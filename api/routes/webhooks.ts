@@ -1,9 +1,9 @@
 import type { AttemptRow, DeliveryRow, EndpointRow } from '../../db/queries/webhooks';
 import { messageId } from '../../webhooks/endpoints';
 import type { WebhookEventType, WebhookPayload } from '../../webhooks/types';
-import { created, crud, first, ok, uuidParam } from '../openapi/operations';
+import { created, crud, first, noContent, ok, uuidParam } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
-import { reply, route } from '../route';
+import { deleted, reply, route } from '../route';
 import * as A from '../schemas/answers';
 import { createWebhookSchema, listWebhooksQuerySchema, patchWebhookSchema } from '../schemas/webhooks';
 
@@ -87,10 +87,10 @@ export const webhookRoutes = [
   route({ operationId: 'updateWebhook', method: 'patch', path: '/webhooks/:id', summary: 'Update a webhook endpoint', tag: 'Webhooks', access: 'secret', body: patchWebhookSchema, answers: ok('The endpoint.', A.webhookAnswer),
     handle: async ({ auth, params, body, services }) => reply(endpointJson(await services.webhooks.update(auth.projectId, params.id, body))) }),
 
-  route({ operationId: 'deleteWebhook', method: 'delete', path: '/webhooks/:id', summary: 'Delete a webhook endpoint', tag: 'Webhooks', access: 'secret', answers: ok('Deleted.', A.webhookDeletedAnswer),
+  route({ operationId: 'deleteWebhook', method: 'delete', path: '/webhooks/:id', summary: 'Delete a webhook endpoint', tag: 'Webhooks', access: 'secret', answers: noContent('Deleted.'),
     async handle({ auth, params, services }) {
       await services.webhooks.remove(auth.projectId, params.id);
-      return reply({ deleted: true });
+      return deleted;
     } }),
 
   route({ operationId: 'rotateWebhookSecret', method: 'post', path: '/webhooks/:id/rotate-secret', summary: 'Rotate the signing secret', tag: 'Webhooks', access: 'secret',

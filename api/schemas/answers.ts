@@ -149,7 +149,6 @@ export const webhookAnswer = shape({
   createdAt: instant, updatedAt: instant,
 }).id('Webhook');
 export const webhookWithSecretAnswer = webhookAnswer.keys(requiredKeys({ secret: Joi.string().description('The whsec_ signing secret, shown in this answer only.') })).id('WebhookWithSecret');
-export const webhookDeletedAnswer = shape({ deleted: Joi.valid(true) });
 export const webhookDeliveryAnswer = shape({
   id, messageId: Joi.string(), type: Joi.string(), status: Joi.string().valid('PENDING', 'DELIVERING', 'SUCCEEDED', 'FAILED'),
   attempts: count, nextAttemptAt: nullable(instant), lastStatusCode: nullable(Joi.number().integer()),
