@@ -2,14 +2,13 @@ import type { Knex } from 'knex';
 import type { Context } from 'koa';
 import { claimIdempotency, completeIdempotency, requestHash } from '../db/queries/idempotency';
 import { ApiError, badRequest } from './errors';
-import type { AuthState } from './middleware/auth';
 
 /** An Idempotency-Key header: 1 to 255 printable ASCII characters (also the document's schema of it, api/openapi/). */
 export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 export interface Answer {
   status: number;
-  body: unknown;
+  body?: unknown;
 }
 
 /**
@@ -17,8 +16,7 @@ export interface Answer {
  * body within 24 hours answers the first answer again (and does nothing); the same key with another body is a
  * 409. The answer is stored in the transaction that did the work, so a replay can never see work without its answer.
  */
-export async function idempotent(ctx: Context, knex: Knex, endpoint: string, body: unknown, work: (trx: Knex.Transaction) => Promise<Answer>): Promise<Answer> {
-  const { projectId } = ctx.state.auth as AuthState;
+export async function idempotent(ctx: Context, knex: Knex, projectId: string, endpoint: string, body: unknown, work: (trx: Knex.Transaction) => Promise<Answer>): Promise<Answer> {
   const key = ctx.get('idempotency-key');
   if (key && !IDEMPOTENCY_KEY.test(key)) {
     throw badRequest('Invalid Idempotency-Key header', [{ field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters', code: 'invalid_string' }]);

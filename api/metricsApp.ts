@@ -4,7 +4,7 @@ import type { Logger } from '../logging/logger';
 import type { Metrics } from '../metrics/metrics';
 import { errorHandler } from './middleware/errorHandler';
 import { requestId } from './middleware/requestId';
-import { metricsRoutes } from './routes/metrics';
+import { serveMetrics } from './metricsServer';
 
 /**
  * The listener of METRICS_PORT: GET /metrics alone (with METRICS_TOKEN's check), for API processes whose metrics
@@ -15,7 +15,7 @@ export function createMetricsApp(deps: { metrics: Metrics; token: string | undef
   const app = new Koa({ proxy: false });
   app.silent = true;
   const router = new Router();
-  metricsRoutes(router, deps.metrics, deps.token);
+  router.get('/metrics', (ctx) => serveMetrics(ctx, deps.metrics, deps.token));
   app.use(requestId());
   app.use(errorHandler(deps.log));
   app.use(router.routes());

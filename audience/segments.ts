@@ -182,3 +182,22 @@ export async function removeMembers(db: Knex, projectId: string, id: string, ema
   const counts = await memberCounts(db, projectId, [segment]);
   return { removed: removed.rowCount ?? 0, memberCount: counts.get(segment.id)?.memberCount ?? 0 };
 }
+
+/** The functions above as one object over the app's database, the API's way in (like campaignService). */
+export function segmentService({ knex }: { knex: Knex }) {
+  return {
+    list: (projectId: string, page: PageRequest) => listSegments(knex, projectId, page),
+    get: (projectId: string, id: string) => getSegment(knex, projectId, id),
+    create: (projectId: string, input: SegmentInput) => createSegment(knex, projectId, input),
+    preview: (projectId: string, condition: AudienceCondition) => previewSegment(knex, projectId, condition),
+    update: (projectId: string, id: string, patch: SegmentPatch) => updateSegment(knex, projectId, id, patch),
+    remove: (projectId: string, id: string) => deleteSegment(knex, projectId, id),
+    members: (projectId: string, id: string, page: PageRequest) => segmentMembers(knex, projectId, id, page),
+    /** The segment if it is STATIC: not found, then a conflict for a DYNAMIC one. */
+    getStatic: (projectId: string, id: string) => staticSegment(knex, projectId, id),
+    addMembers: (projectId: string, id: string, emails: string[]) => addMembers(knex, projectId, id, emails),
+    removeMembers: (projectId: string, id: string, emails: string[]) => removeMembers(knex, projectId, id, emails),
+  };
+}
+
+export type Segments = ReturnType<typeof segmentService>;

@@ -75,3 +75,13 @@ export async function unsubscribeByLink(db: Knex, secret: Buffer, token: string)
     return (await trx('contacts').where({ project_id: target.projectId, id: target.contactId }).first('id')) !== undefined;
   });
 }
+
+/** Unsubscribe links (the functions above) over the app's database and installation secret, the API's way in. */
+export function unsubscribeService({ knex, secret }: { knex: Knex; secret: Buffer }) {
+  return {
+    target: (token: string) => unsubscribeLinkTarget(knex, secret, token),
+    unsubscribe: (token: string) => unsubscribeByLink(knex, secret, token),
+  };
+}
+
+export type Unsubscribes = ReturnType<typeof unsubscribeService>;

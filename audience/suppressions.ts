@@ -69,3 +69,15 @@ export async function unsuppress(db: Knex, projectId: string, email: string): Pr
 
 /** The condition a query over `contacts AS c` adds to leave suppressed addresses out (a campaign's audience). */
 export const NOT_SUPPRESSED = 'NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.project_id = c.project_id AND s.email = c.email)';
+
+/** The functions above as one object over the app's database, the API's way in (like campaignService). */
+export function suppressionService({ knex }: { knex: Knex }) {
+  return {
+    list: (projectId: string, filter: { reason?: SuppressionReason }, page: PageRequest) => listSuppressions(knex, projectId, filter, page),
+    /** One address; `created` is false when it was already on the list. */
+    add: async (projectId: string, entry: { email: string; reason: SuppressionReason; details?: Record<string, unknown> }) => (await suppress(knex, projectId, [entry]))[0]!,
+    remove: (projectId: string, email: string) => unsuppress(knex, projectId, email),
+  };
+}
+
+export type Suppressions = ReturnType<typeof suppressionService>;

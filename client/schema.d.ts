@@ -3703,7 +3703,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description Deleted. */
-            200: {
+            204: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -3711,16 +3711,7 @@ export interface operations {
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: true;
-                        data: {
-                            /** @constant */
-                            deleted: true;
-                        };
-                    };
-                };
+                content?: never;
             };
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];

@@ -27,7 +27,7 @@ export interface Config {
   smtpSubmission: SmtpSubmissionConfig;
   /** Bounces and complaints (bounces/): the VERP domain, the inbound listener, the soft-bounce rule. */
   bounces: BounceConfig;
-  /** GET /metrics (metrics/, api/routes/metrics.ts). */
+  /** GET /metrics (metrics/, api/metricsServer.ts). */
   metrics: MetricsConfig;
 }
 

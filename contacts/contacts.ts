@@ -37,3 +37,16 @@ export async function updateContact(db: Knex, projectId: string, id: string, pat
 export async function deleteContact(db: Knex, projectId: string, id: string): Promise<void> {
   if (!isUuid(id) || !(await rows.deleteContact(db, projectId, id))) throw notFound('Contact');
 }
+
+/** The functions above as one object over the app's database, the API's way in (like campaignService). */
+export function contactService({ knex }: { knex: Knex }) {
+  return {
+    list: (projectId: string, filter: rows.ContactFilter, page: PageRequest) => listContacts(knex, projectId, filter, page),
+    get: (projectId: string, id: string) => getContact(knex, projectId, id),
+    save: (projectId: string, input: { email: string; subscribed?: boolean; data?: ContactData }) => saveContact(knex, projectId, input),
+    update: (projectId: string, id: string, patch: { subscribed?: boolean; data?: ContactData }) => updateContact(knex, projectId, id, patch),
+    remove: (projectId: string, id: string) => deleteContact(knex, projectId, id),
+  };
+}
+
+export type Contacts = ReturnType<typeof contactService>;

@@ -133,3 +133,13 @@ export async function getEmail(db: Knex, projectId: string, id: string): Promise
   if (email.status === 'CANCELLED') timeline.push({ type: 'email.cancelled', at: email.updatedAt, eventId: null, data: {} });
   return { email, timeline };
 }
+
+/** The functions above as one object over the app's database, the API's way in (like campaignService). */
+export function emailService({ knex }: { knex: Knex }) {
+  return {
+    list: (projectId: string, filter: EmailFilter, page: PageRequest) => listEmails(knex, projectId, filter, page),
+    get: (projectId: string, id: string) => getEmail(knex, projectId, id),
+  };
+}
+
+export type Emails = ReturnType<typeof emailService>;

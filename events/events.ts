@@ -14,3 +14,13 @@ export function listEvents(db: Knex, projectId: string, filter: EventFilter, pag
 export function listEventNames(db: Knex, projectId: string): Promise<EventNameRow[]> {
   return eventNames(db, projectId);
 }
+
+/** The functions above as one object over the app's database, the API's way in (like campaignService). */
+export function eventService({ knex }: { knex: Knex }) {
+  return {
+    list: (projectId: string, filter: EventFilter, page: PageRequest) => listEvents(knex, projectId, filter, page),
+    names: (projectId: string) => listEventNames(knex, projectId),
+  };
+}
+
+export type Events = ReturnType<typeof eventService>;

@@ -62,7 +62,13 @@ export async function storeTracks(trx: Knex.Transaction, commands: readonly Trac
  * Group commit (db/batch.ts): events that arrive together share one transaction; if it fails, each is retried alone,
  * so a bad one fails alone.
  */
-export function createTracker(knex: Knex): { track(command: TrackCommand): Promise<Tracked> } {
+export function createTracker(knex: Knex): CustomEvents {
   const together = groupCommit<TrackCommand, Tracked>(knex, storeTracks);
-  return { track: (command) => together.load(command) };
+  return { track: (command) => together.load(command), trackIn: async (trx, command) => (await storeTracks(trx, [command]))[0]! };
+}
+
+export interface CustomEvents {
+  track(command: TrackCommand): Promise<Tracked>;
+  /** In the caller's transaction, alone (a request with an Idempotency-Key, whose answer is stored with it). */
+  trackIn(trx: Knex.Transaction, command: TrackCommand): Promise<Tracked>;
 }

@@ -86,3 +86,16 @@ export async function deleteTemplate(db: Knex, projectId: string, id: string): P
   const deleted = await Template.query(db).delete().where({ project_id: projectId, id });
   if (!deleted) throw notFound('Template');
 }
+
+/** The functions above as one object over the app's database and render pool, the API's way in (like campaignService). */
+export function templateService({ knex, render }: { knex: Knex; render: Renderer }) {
+  return {
+    list: (projectId: string, filter: { type?: TemplateType }, page: PageRequest) => listTemplates(knex, projectId, filter, page),
+    get: (projectId: string, id: string) => getTemplate(knex, projectId, id),
+    create: (projectId: string, input: TemplateInput) => createTemplate(knex, render, projectId, input),
+    update: (projectId: string, id: string, patch: Partial<TemplateInput>) => updateTemplate(knex, render, projectId, id, patch),
+    remove: (projectId: string, id: string) => deleteTemplate(knex, projectId, id),
+  };
+}
+
+export type Templates = ReturnType<typeof templateService>;

@@ -46,3 +46,13 @@ export async function updateProjectSettings(db: Knex, projectId: string, patch: 
   const [row] = await db('projects').where('id', projectId).update({ ...changes, updated_at: db.fn.now() }).returning([...COLUMNS]);
   return settingsOf(row);
 }
+
+/** The functions above as one object over the app's database, the API's way in (like campaignService). */
+export function settingsService({ knex }: { knex: Knex }) {
+  return {
+    get: (projectId: string) => projectSettings(knex, projectId),
+    update: (projectId: string, patch: SettingsPatch) => updateProjectSettings(knex, projectId, patch),
+  };
+}
+
+export type Settings = ReturnType<typeof settingsService>;

@@ -1,7 +1,8 @@
 import { domainToASCII } from 'node:url';
 import { run as suggestDomain } from '@zootools/email-spell-checker';
 import emailAddresses from 'email-addresses';
-import type { DnsAnswer, DnsClient } from './dns';
+import type { DnsConfig } from '../config';
+import { DnsClient, type DnsAnswer } from './dns';
 import { aliasService, isDisposableDomain, isPersonalDomain } from './providers';
 
 /** The answer of POST /v1/verify (spec section 2, plus `suggestion`). */
@@ -131,3 +132,14 @@ export async function verifyAddress(input: string, dns: DnsClient, opts: VerifyO
   result.valid = result.domainExists && result.hasMxRecords;
   return result;
 }
+
+/**
+ * One DNS client per app, with a bounded cache of positive and negative answers (verify/dns.ts), so repeated domains
+ * cost no lookup; each call spends at most `verifyBudgetMs` waiting for DNS. The API's way in (like campaignService).
+ */
+export function verifyService(config: Pick<DnsConfig, 'servers' | 'timeoutMs' | 'tries' | 'verifyBudgetMs'>) {
+  const dns = new DnsClient({ servers: config.servers, timeoutMs: config.timeoutMs, tries: config.tries });
+  return { verify: (email: string) => verifyAddress(email, dns, { budgetMs: config.verifyBudgetMs }) };
+}
+
+export type Verifier = ReturnType<typeof verifyService>;

@@ -7,7 +7,7 @@ import {
   type AttemptRow, type DeliveryRow, type EndpointRow,
 } from '../db/queries/webhooks';
 import { newWebhookSecret, sealWebhookSecret } from './secrets';
-import type { WebhookDeliveryJson, WebhookEndpointJson, WebhookEventType, WebhookPayload } from './types';
+import type { WebhookEventType } from './types';
 
 /**
  * A project's outbound webhook endpoints (POST/GET/PATCH/DELETE /webhooks). Every call is scoped to the caller's
@@ -27,55 +27,37 @@ export interface NewEndpoint {
   enabled?: boolean;
 }
 
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
-
-export function endpointJson(r: EndpointRow): WebhookEndpointJson {
-  return {
-    id: r.id, url: r.url, events: r.events as WebhookEventType[], enabled: r.enabled,
-    status: r.failing_since ? 'failing' : 'healthy', failingSince: iso(r.failing_since), lastError: r.last_error,
-    createdAt: r.created_at.toISOString(), updatedAt: r.updated_at.toISOString(),
-  };
-}
+/** An endpoint with its secret in clear: the answer of a create or a rotation, the only ones that show it. */
+export type EndpointWithSecret = Omit<EndpointRow, 'secret'> & { secret: string };
 
 /** The `webhook-id` of a delivery: the same on every attempt and redelivery. */
 export const messageId = (deliveryId: string) => `msg_${deliveryId}`;
 
-export function deliveryJson(r: DeliveryRow & { attempt_log: AttemptRow[] }): WebhookDeliveryJson {
-  return {
-    id: r.id, messageId: messageId(r.id), type: r.type, status: r.status, attempts: r.attempts,
-    nextAttemptAt: r.status === 'PENDING' ? r.next_attempt_at.toISOString() : null,
-    lastStatusCode: r.last_status_code, lastLatencyMs: r.last_latency_ms, lastError: r.last_error,
-    deliveredAt: iso(r.delivered_at), createdAt: r.created_at.toISOString(), payload: r.payload as unknown as WebhookPayload,
-    attemptLog: r.attempt_log.map((a) => ({ attempt: a.attempt, statusCode: a.status_code, latencyMs: a.latency_ms, error: a.error, at: a.created_at.toISOString() })),
-  };
-}
-
 /** Creates an endpoint; its secret is in this answer only. */
-export async function createWebhook(deps: WebhookDeps, projectId: string, input: NewEndpoint): Promise<WebhookEndpointJson & { secret: string }> {
+export async function createWebhook(deps: WebhookDeps, projectId: string, input: NewEndpoint): Promise<EndpointWithSecret> {
   const id = uuidv7();
   const secret = newWebhookSecret();
   const row = await insertEndpoint(deps.knex, {
     id, projectId, url: input.url, events: [...new Set(input.events)], enabled: input.enabled ?? true,
     secret: sealWebhookSecret(deps.secret, projectId, id, secret),
   });
-  return { ...endpointJson(row), secret };
+  return { ...row, secret };
 }
 
 export async function listWebhooks(deps: WebhookDeps, projectId: string, page: PageRequest) {
-  const { rows, total } = await listEndpoints(deps.knex, projectId, page);
-  return { rows: rows.map((r) => ({ ...endpointJson(r), id: r.id })), total };
+  return listEndpoints(deps.knex, projectId, page);
 }
 
-export async function getWebhook(deps: WebhookDeps, projectId: string, id: string): Promise<WebhookEndpointJson> {
+export async function getWebhook(deps: WebhookDeps, projectId: string, id: string): Promise<EndpointRow> {
   const row = await findEndpoint(deps.knex, projectId, id);
   if (!row) throw notFound('Webhook');
-  return endpointJson(row);
+  return row;
 }
 
-export async function updateWebhook(deps: WebhookDeps, projectId: string, id: string, patch: Partial<NewEndpoint>): Promise<WebhookEndpointJson> {
+export async function updateWebhook(deps: WebhookDeps, projectId: string, id: string, patch: Partial<NewEndpoint>): Promise<EndpointRow> {
   const row = await updateEndpoint(deps.knex, projectId, id, { ...patch, ...(patch.events ? { events: [...new Set(patch.events)] } : {}) });
   if (!row) throw notFound('Webhook');
-  return endpointJson(row);
+  return row;
 }
 
 export async function deleteWebhook(deps: WebhookDeps, projectId: string, id: string): Promise<void> {
@@ -86,22 +68,37 @@ export async function deleteWebhook(deps: WebhookDeps, projectId: string, id: st
  * A new secret, in this answer only. Deliveries signed from now on use it, including retries of earlier messages
  * (each attempt is signed when it is made).
  */
-export async function rotateWebhookSecret(deps: WebhookDeps, projectId: string, id: string): Promise<WebhookEndpointJson & { secret: string }> {
+export async function rotateWebhookSecret(deps: WebhookDeps, projectId: string, id: string): Promise<EndpointWithSecret> {
   const secret = newWebhookSecret();
   const row = await updateEndpoint(deps.knex, projectId, id, { secret: sealWebhookSecret(deps.secret, projectId, id, secret) });
   if (!row) throw notFound('Webhook');
-  return { ...endpointJson(row), secret };
+  return { ...row, secret };
 }
 
 export async function listWebhookDeliveries(deps: WebhookDeps, projectId: string, endpointId: string, page: PageRequest) {
   if (!(await findEndpoint(deps.knex, projectId, endpointId))) throw notFound('Webhook');
-  const { rows, total } = await listDeliveries(deps.knex, projectId, endpointId, page);
-  return { rows: rows.map(deliveryJson), total };
+  return listDeliveries(deps.knex, projectId, endpointId, page);
 }
 
 /** Sends one delivery again, with the same `webhook-id` and payload. */
-export async function redeliverWebhook(deps: WebhookDeps, projectId: string, endpointId: string, deliveryId: string): Promise<WebhookDeliveryJson> {
+export async function redeliverWebhook(deps: WebhookDeps, projectId: string, endpointId: string, deliveryId: string): Promise<DeliveryRow & { attempt_log: AttemptRow[] }> {
   const row = await redeliver(deps.knex, projectId, endpointId, deliveryId);
   if (!row) throw notFound('Webhook delivery');
-  return deliveryJson({ ...row, attempt_log: [] });
+  return { ...row, attempt_log: [] };
 }
+
+/** The functions above as one object over the app's deps, the API's way in (like campaignService). */
+export function webhookService(deps: WebhookDeps) {
+  return {
+    list: (projectId: string, page: PageRequest) => listWebhooks(deps, projectId, page),
+    get: (projectId: string, id: string) => getWebhook(deps, projectId, id),
+    create: (projectId: string, input: NewEndpoint) => createWebhook(deps, projectId, input),
+    update: (projectId: string, id: string, patch: Partial<NewEndpoint>) => updateWebhook(deps, projectId, id, patch),
+    remove: (projectId: string, id: string) => deleteWebhook(deps, projectId, id),
+    rotateSecret: (projectId: string, id: string) => rotateWebhookSecret(deps, projectId, id),
+    deliveries: (projectId: string, endpointId: string, page: PageRequest) => listWebhookDeliveries(deps, projectId, endpointId, page),
+    redeliver: (projectId: string, endpointId: string, deliveryId: string) => redeliverWebhook(deps, projectId, endpointId, deliveryId),
+  };
+}
+
+export type Webhooks = ReturnType<typeof webhookService>;

@@ -4,7 +4,7 @@ import type { ApiKeyType } from '../../db/models/ApiKey';
 import { admit, type Caller } from '../../projects/access';
 import { ApiError, forbidden, unauthorized } from '../errors';
 
-/** What authentication puts on `ctx.state.auth` for the handlers. */
+/** What authentication puts on `ctx.state.auth`: the caller, which handlers get typed as `call.auth` (api/route.ts). */
 export type AuthState = Caller;
 
 const SUGGEST_HEADER = 'Send the header "Authorization: Bearer <API key>" with a key from `npm run cli -- project create` or the one printed at first start.';

@@ -2,7 +2,8 @@ import Joi from 'joi';
 import { IDEMPOTENCY_KEY } from '../idempotency';
 import { errorAnswer, successOf } from '../schemas/answers';
 import { jsonSchemaOf } from './jsonSchema';
-import { OPERATIONS, type Answer, type Operation } from './operations';
+import { ROUTES } from '../routes';
+import { uuidParam, type Answer, type Operation } from './operations';
 
 type Json = Record<string, unknown>;
 
@@ -47,7 +48,7 @@ function parametersOf(op: Operation): Json[] {
   const params: Json[] = [];
   for (const name of op.path.match(/:([A-Za-z0-9_]+)/g)?.map((p) => p.slice(1)) ?? []) {
     const given = op.params?.[name];
-    const schema = given ? jsonSchemaOf(given) : jsonSchemaOf(UUID_PARAM);
+    const schema = given ? jsonSchemaOf(given) : jsonSchemaOf(uuidParam);
     const { description, ...rest } = schema;
     params.push({ name, in: 'path', required: true, schema: rest, ...(description ? { description } : {}) });
   }
@@ -115,14 +116,11 @@ function operationOf(op: Operation, components: Json): Json {
   return operation;
 }
 
-// A path id: what the dashboard's param handler accepts (api/app.ts); declared in Joi like every other schema here.
-const UUID_PARAM = Joi.string().guid().description('A UUID (upper case is accepted and lower-cased); anything else is a 404.');
-
 function build(): Json {
   const paths: Record<string, Json> = {};
   // The answers' named shapes (Joi `.id()`: Contact, Campaign, Error…), referred to by $ref.
   const components: Json = {};
-  for (const op of OPERATIONS) {
+  for (const op of ROUTES) {
     const path = openApiPath(op.path);
     paths[path] = { ...(paths[path] ?? {}), [op.method]: operationOf(op, components) };
   }
@@ -145,7 +143,7 @@ function build(): Json {
         + '(except GET /health); every error is the envelope of the Error schema. Concepts, examples and limits: docs/api.md.',
       license: { name: 'MIT', identifier: 'MIT' },
     },
-    tags: [...new Set(OPERATIONS.map((o) => o.tag))].map((name) => ({ name })),
+    tags: [...new Set(ROUTES.map((o) => o.tag))].map((name) => ({ name })),
     security: [{ secretKey: [] }],
     paths,
     components: {
@@ -171,7 +169,7 @@ function build(): Json {
 let built: Json | undefined;
 let serialised: string | undefined;
 
-/** The OpenAPI 3.1 document of every route (built once per process: the schemas do not change while it runs). */
+/** The OpenAPI 3.1 document of every route of the table (api/routes/index.ts; built once per process: the schemas do not change while it runs). */
 export function openApiDocument(): Json {
   built ??= build();
   return built;

@@ -1,12 +1,9 @@
-import type Router from '@koa/router';
-import type { CampaignRow, Campaigns } from '../../campaigns/campaigns';
-import type { AuthState } from '../middleware/auth';
+import type { CampaignRow } from '../../campaigns/campaigns';
+import { crud, created, noContent, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
-import {
-  createCampaignSchema, listCampaignsQuerySchema, patchCampaignSchema, sendCampaignSchema, testCampaignSchema,
-  type CampaignBody, type ListCampaignsQuery, type PatchCampaignBody, type SendCampaignBody, type TestCampaignBody,
-} from '../schemas/campaigns';
-import { validateBody, validateQuery } from '../validate';
+import { deleted, reply, route, type Lookup } from '../route';
+import * as A from '../schemas/answers';
+import { createCampaignSchema, listCampaignsQuerySchema, patchCampaignSchema, sendCampaignSchema, testCampaignSchema } from '../schemas/campaigns';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -21,63 +18,50 @@ export function campaignJson(c: CampaignRow) {
   };
 }
 
+// Another project's campaign is a 404 whatever the body says: the routes that take a body look the campaign up first.
+const owned = ({ auth, params, services }: Lookup<'/campaigns/:id'>) => services.campaigns.get(auth.projectId, params.id);
+
 /** Spec 4.5 (campaigns/campaigns.ts). */
-export function campaignRoutes(router: Router, campaigns: Campaigns): void {
-  router.get('/campaigns', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const q = validateQuery<ListCampaignsQuery>(ctx, listCampaignsQuerySchema);
-    const { rows, total } = await campaigns.list(projectId, { status: q.status }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-    ctx.body = { success: true, data: toPage(rows, q.limit, total, campaignJson) };
-  });
+export const campaignRoutes = [
+  route({ operationId: 'listCampaigns', method: 'get', path: '/campaigns', summary: 'List campaigns', tag: 'Campaigns', access: 'secret', query: listCampaignsQuerySchema, answers: ok('A page of campaigns.', A.pageOf(A.campaignAnswer)),
+    async handle({ auth, query: q, services }) {
+      const { rows, total } = await services.campaigns.list(auth.projectId, { status: q.status }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply(toPage(rows, q.limit, total, campaignJson));
+    } }),
 
-  router.post('/campaigns', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const row = await campaigns.create(projectId, validateBody<CampaignBody>(ctx, createCampaignSchema));
-    ctx.status = 201;
-    ctx.body = { success: true, data: campaignJson(row) };
-  });
+  route({ operationId: 'createCampaign', method: 'post', path: '/campaigns', summary: 'Create a campaign (DRAFT)', tag: 'Campaigns', access: 'secret', body: createCampaignSchema,
+    description: '`segmentId` is required for a SEGMENT audience and `audienceFilter` for a FILTERED one; each is refused otherwise.',
+    answers: created('Created.', A.campaignAnswer),
+    links: crud('Campaign', undefined, undefined, ['get', 'update', 'delete', 'getCampaignStats:', 'sendCampaign:', 'cancelCampaign:', 'testCampaign:']),
+    handle: async ({ auth, body, services }) => reply(campaignJson(await services.campaigns.create(auth.projectId, body)), 201) }),
 
-  router.get('/campaigns/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    ctx.body = { success: true, data: campaignJson(await campaigns.get(projectId, ctx.params.id!)) };
-  });
+  route({ operationId: 'getCampaign', method: 'get', path: '/campaigns/:id', summary: 'Get a campaign', tag: 'Campaigns', access: 'secret', answers: ok('The campaign.', A.campaignAnswer),
+    handle: async (call) => reply(campaignJson(await owned(call))) }),
 
-  // Another project's campaign is a 404 whatever the body says: the routes that take a body look the campaign up first.
-  router.patch('/campaigns/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    await campaigns.get(projectId, ctx.params.id!);
-    const body = validateBody<PatchCampaignBody>(ctx, patchCampaignSchema);
-    ctx.body = { success: true, data: campaignJson(await campaigns.update(projectId, ctx.params.id!, body)) };
-  });
+  route({ operationId: 'updateCampaign', method: 'patch', path: '/campaigns/:id', summary: 'Update a DRAFT campaign', tag: 'Campaigns', access: 'secret', body: patchCampaignSchema, answers: ok('The campaign.', A.campaignAnswer), errors: [409],
+    before: owned,
+    handle: async ({ auth, params, body, services }) => reply(campaignJson(await services.campaigns.update(auth.projectId, params.id, body))) }),
 
-  router.delete('/campaigns/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    await campaigns.remove(projectId, ctx.params.id!);
-    ctx.status = 204;
-  });
+  route({ operationId: 'deleteCampaign', method: 'delete', path: '/campaigns/:id', summary: 'Delete a DRAFT or CANCELLED campaign', tag: 'Campaigns', access: 'secret', answers: noContent('Deleted.'), errors: [409],
+    async handle({ auth, params, services }) {
+      await services.campaigns.remove(auth.projectId, params.id);
+      return deleted;
+    } }),
 
-  /** `{}` sends now; `{ scheduledAt }` schedules. */
-  router.post('/campaigns/:id/send', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    await campaigns.get(projectId, ctx.params.id!);
-    const body = validateBody<SendCampaignBody>(ctx, sendCampaignSchema);
-    ctx.body = { success: true, data: campaignJson(await campaigns.send(projectId, ctx.params.id!, body.scheduledAt)) };
-  });
+  route({ operationId: 'sendCampaign', method: 'post', path: '/campaigns/:id/send', summary: 'Send or schedule a campaign', tag: 'Campaigns', access: 'secret', body: sendCampaignSchema, bodyOptional: true,
+    description: '`{}` (or no body) sends now; `{ "scheduledAt" }` schedules.', answers: ok('The campaign, SENDING or SCHEDULED.', A.campaignAnswer), errors: [409],
+    before: owned,
+    handle: async ({ auth, params, body, services }) => reply(campaignJson(await services.campaigns.send(auth.projectId, params.id, body.scheduledAt))) }),
 
-  router.post('/campaigns/:id/cancel', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    ctx.body = { success: true, data: campaignJson(await campaigns.cancel(projectId, ctx.params.id!)) };
-  });
+  route({ operationId: 'cancelCampaign', method: 'post', path: '/campaigns/:id/cancel', summary: 'Cancel a scheduled or sending campaign', tag: 'Campaigns', access: 'secret',
+    answers: ok('The campaign, CANCELLED.', A.campaignAnswer), errors: [409],
+    handle: async ({ auth, params, services }) => reply(campaignJson(await services.campaigns.cancel(auth.projectId, params.id))) }),
 
-  router.post('/campaigns/:id/test', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    await campaigns.get(projectId, ctx.params.id!);
-    const { emails } = validateBody<TestCampaignBody>(ctx, testCampaignSchema);
-    ctx.body = { success: true, data: { emails: await campaigns.test(projectId, ctx.params.id!, emails) } };
-  });
+  route({ operationId: 'testCampaign', method: 'post', path: '/campaigns/:id/test', summary: 'Send [TEST] copies', tag: 'Campaigns', access: 'secret', body: testCampaignSchema,
+    answers: ok('The test emails.', A.campaignTestAnswer),
+    before: owned,
+    handle: async ({ auth, params, body, services }) => reply({ emails: await services.campaigns.test(auth.projectId, params.id, body.emails) }) }),
 
-  router.get('/campaigns/:id/stats', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    ctx.body = { success: true, data: await campaigns.stats(projectId, ctx.params.id!) };
-  });
-}
+  route({ operationId: 'getCampaignStats', method: 'get', path: '/campaigns/:id/stats', summary: "A campaign's statistics", tag: 'Campaigns', access: 'secret', answers: ok('The statistics.', A.campaignStatsAnswer),
+    handle: async ({ auth, params, services }) => reply(await services.campaigns.stats(auth.projectId, params.id)) }),
+];

@@ -1,11 +1,9 @@
-import type Router from '@koa/router';
-import type { Knex } from 'knex';
-import { deleteContact, getContact, listContacts, saveContact, updateContact } from '../../contacts/contacts';
 import type { Contact } from '../../db/models/Contact';
+import { crud, first, noContent, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
-import { listContactsQuerySchema, patchContactSchema, upsertContactSchema, type ListContactsQuery, type PatchContactBody, type UpsertContactBody } from '../schemas/contacts';
-import { validateBody, validateQuery } from '../validate';
-import type { AuthState } from '../middleware/auth';
+import { deleted, reply, route } from '../route';
+import * as A from '../schemas/answers';
+import { listContactsQuerySchema, patchContactSchema, upsertContactSchema } from '../schemas/contacts';
 
 export interface ContactJson {
   id: string;
@@ -21,37 +19,33 @@ export function contactJson(c: Contact): ContactJson {
 }
 
 /** Spec 4.2 (contacts/contacts.ts). */
-export function contactRoutes(router: Router, knex: Knex): void {
-  router.get('/contacts', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const q = validateQuery<ListContactsQuery>(ctx, listContactsQuerySchema);
-    const { rows, total } = await listContacts(knex, projectId, { subscribed: q.subscribed, search: q.search }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-    const page = toPage(rows, q.limit, total, contactJson);
-    // The spec names the list fields both ways; contacts/cursor are aliases of items/nextCursor.
-    ctx.body = { success: true, data: { ...page, contacts: page.items, cursor: page.nextCursor } };
-  });
+export const contactRoutes = [
+  route({ operationId: 'listContacts', method: 'get', path: '/contacts', summary: 'List contacts', tag: 'Contacts', access: 'secret', query: listContactsQuerySchema,
+    answers: ok('A page of contacts, newest first.', A.contactPageAnswer), links: first('getContact'),
+    async handle({ auth, query: q, services }) {
+      const { rows, total } = await services.contacts.list(auth.projectId, { subscribed: q.subscribed, search: q.search }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      const page = toPage(rows, q.limit, total, contactJson);
+      // The spec names the list fields both ways; contacts/cursor are aliases of items/nextCursor.
+      return reply({ ...page, contacts: page.items, cursor: page.nextCursor });
+    } }),
 
-  router.post('/contacts', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const { contact, isNew } = await saveContact(knex, projectId, validateBody<UpsertContactBody>(ctx, upsertContactSchema));
-    ctx.status = isNew ? 201 : 200;
-    ctx.body = { success: true, data: { ...contactJson(contact), _meta: { isNew, isUpdate: !isNew } } };
-  });
+  route({ operationId: 'createContact', method: 'post', path: '/contacts', summary: 'Create or update a contact by email', tag: 'Contacts', access: 'secret', body: upsertContactSchema,
+    answers: { 201: { description: 'Created.', data: A.savedContactAnswer }, 200: { description: 'Updated (the address was known).', data: A.savedContactAnswer } },
+    links: crud('Contact'),
+    async handle({ auth, body, services }) {
+      const { contact, isNew } = await services.contacts.save(auth.projectId, body);
+      return reply({ ...contactJson(contact), _meta: { isNew, isUpdate: !isNew } }, isNew ? 201 : 200);
+    } }),
 
-  router.get('/contacts/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    ctx.body = { success: true, data: contactJson(await getContact(knex, projectId, ctx.params.id!)) };
-  });
+  route({ operationId: 'getContact', method: 'get', path: '/contacts/:id', summary: 'Get a contact', tag: 'Contacts', access: 'secret', answers: ok('The contact.', A.contactAnswer),
+    handle: async ({ auth, params, services }) => reply(contactJson(await services.contacts.get(auth.projectId, params.id))) }),
 
-  router.patch('/contacts/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const body = validateBody<PatchContactBody>(ctx, patchContactSchema);
-    ctx.body = { success: true, data: contactJson(await updateContact(knex, projectId, ctx.params.id!, body)) };
-  });
+  route({ operationId: 'updateContact', method: 'patch', path: '/contacts/:id', summary: 'Update a contact', tag: 'Contacts', access: 'secret', body: patchContactSchema, answers: ok('The contact.', A.contactAnswer),
+    handle: async ({ auth, params, body, services }) => reply(contactJson(await services.contacts.update(auth.projectId, params.id, body))) }),
 
-  router.delete('/contacts/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    await deleteContact(knex, projectId, ctx.params.id!);
-    ctx.status = 204;
-  });
-}
+  route({ operationId: 'deleteContact', method: 'delete', path: '/contacts/:id', summary: 'Delete a contact', tag: 'Contacts', access: 'secret', answers: noContent('Deleted.'),
+    async handle({ auth, params, services }) {
+      await services.contacts.remove(auth.projectId, params.id);
+      return deleted;
+    } }),
+];

@@ -1,11 +1,10 @@
-import type Router from '@koa/router';
 import type { Domain } from '../../db/models/Domain';
-import type { Domains } from '../../domains/domains';
 import { domainRecords, type DomainRecord, type ReturnPath } from '../../verify/domainRecords';
-import type { AuthState } from '../middleware/auth';
+import { crud, created, noContent, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
-import { createDomainSchema, listDomainsQuerySchema, type CreateDomainBody, type ListDomainsQuery } from '../schemas/domains';
-import { validateBody, validateQuery } from '../validate';
+import { deleted, reply, route } from '../route';
+import * as A from '../schemas/answers';
+import { createDomainSchema, listDomainsQuerySchema } from '../schemas/domains';
 
 export interface DomainJson {
   id: string;
@@ -30,37 +29,29 @@ export function domainJson(d: Domain, returnPath?: ReturnPath): DomainJson {
   };
 }
 
-/** Spec 4.9 (domains/domains.ts). */
-export function domainRoutes(router: Router, domains: Domains, returnPath?: ReturnPath): void {
-  const json = (d: Domain) => domainJson(d, returnPath);
-  router.get('/domains', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const q = validateQuery<ListDomainsQuery>(ctx, listDomainsQuerySchema);
-    const { rows, total } = await domains.list(projectId, { status: q.status }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-    ctx.body = { success: true, data: toPage(rows, q.limit, total, json) };
-  });
+/** Spec 4.9 (domains/domains.ts). A domain is answered with its records, the bounce domain's among them. */
+export const domainRoutes = [
+  route({ operationId: 'listDomains', method: 'get', path: '/domains', summary: 'List sending domains', tag: 'Domains', access: 'secret', query: listDomainsQuerySchema, answers: ok('A page of domains.', A.pageOf(A.domainAnswer)),
+    async handle({ auth, query: q, services }) {
+      const { rows, total } = await services.domains.list(auth.projectId, { status: q.status }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply(toPage(rows, q.limit, total, (d) => domainJson(d, services.returnPath)));
+    } }),
 
-  router.post('/domains', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const body = validateBody<CreateDomainBody>(ctx, createDomainSchema);
-    ctx.status = 201;
-    ctx.body = { success: true, data: json(await domains.create(projectId, body.domain)) };
-  });
+  route({ operationId: 'createDomain', method: 'post', path: '/domains', summary: 'Add a sending domain', tag: 'Domains', access: 'secret', body: createDomainSchema,
+    answers: created('Added, with the DNS records to publish.', A.domainAnswer), errors: [409],
+    links: crud('Domain', undefined, undefined, ['get', 'delete', 'verifyDomain:']),
+    handle: async ({ auth, body, services }) => reply(domainJson(await services.domains.create(auth.projectId, body.domain), services.returnPath), 201) }),
 
-  router.get('/domains/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    ctx.body = { success: true, data: json(await domains.get(projectId, ctx.params.id!)) };
-  });
+  route({ operationId: 'getDomain', method: 'get', path: '/domains/:id', summary: 'Get a sending domain', tag: 'Domains', access: 'secret', answers: ok('The domain.', A.domainAnswer),
+    handle: async ({ auth, params, services }) => reply(domainJson(await services.domains.get(auth.projectId, params.id), services.returnPath)) }),
 
-  router.delete('/domains/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    await domains.remove(projectId, ctx.params.id!);
-    ctx.status = 204;
-  });
+  route({ operationId: 'deleteDomain', method: 'delete', path: '/domains/:id', summary: 'Remove a sending domain', tag: 'Domains', access: 'secret', answers: noContent('Removed.'),
+    async handle({ auth, params, services }) {
+      await services.domains.remove(auth.projectId, params.id);
+      return deleted;
+    } }),
 
   /** Checks the domain's records in DNS now and answers the outcome. */
-  router.post('/domains/:id/verify', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    ctx.body = { success: true, data: json(await domains.verify(projectId, ctx.params.id!)) };
-  });
-}
+  route({ operationId: 'verifyDomain', method: 'post', path: '/domains/:id/verify', summary: "Check the domain's DNS records now", tag: 'Domains', access: 'secret', answers: ok('The domain after the check.', A.domainAnswer),
+    handle: async ({ auth, params, services }) => reply(domainJson(await services.domains.verify(auth.projectId, params.id), services.returnPath)) }),
+];

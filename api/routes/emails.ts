@@ -1,11 +1,10 @@
-import type Router from '@koa/router';
-import type { Knex } from 'knex';
 import type { Email } from '../../db/models/Email';
-import { getEmail, listEmails, type TimelineEntry } from '../../emails/emails';
-import type { AuthState } from '../middleware/auth';
+import type { TimelineEntry } from '../../emails/emails';
+import { first, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
-import { listEmailsQuerySchema, type ListEmailsQuery } from '../schemas/emails';
-import { validateQuery } from '../validate';
+import { reply, route } from '../route';
+import * as A from '../schemas/answers';
+import { listEmailsQuerySchema } from '../schemas/emails';
 
 export interface EmailJson {
   id: string;
@@ -51,17 +50,16 @@ export function emailJson(e: Email): EmailJson {
 const timelineJson = (t: TimelineEntry) => ({ type: t.type, at: t.at.toISOString(), eventId: t.eventId, data: t.data });
 
 /** Emails as a resource (docs/api.md, "Emails"). The body is in the single email's answer only, never in a list. */
-export function emailRoutes(router: Router, knex: Knex): void {
-  router.get('/emails', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const q = validateQuery<ListEmailsQuery>(ctx, listEmailsQuerySchema);
-    const { rows, total, totalExact } = await listEmails(knex, projectId, q, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-    ctx.body = { success: true, data: { ...toPage(rows, q.limit, total, emailJson), totalExact } };
-  });
+export const emailRoutes = [
+  route({ operationId: 'listEmails', method: 'get', path: '/emails', summary: 'List emails', tag: 'Emails', access: 'secret', query: listEmailsQuerySchema, answers: ok('A page of emails (no bodies).', A.emailPageAnswer), links: first('getEmail'),
+    async handle({ auth, query: q, services }) {
+      const { rows, total, totalExact } = await services.emails.list(auth.projectId, q, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply({ ...toPage(rows, q.limit, total, emailJson), totalExact });
+    } }),
 
-  router.get('/emails/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const { email, timeline } = await getEmail(knex, projectId, ctx.params.id!);
-    ctx.body = { success: true, data: { ...emailJson(email), html: email.html, timeline: timeline.map(timelineJson) } };
-  });
-}
+  route({ operationId: 'getEmail', method: 'get', path: '/emails/:id', summary: 'Get an email, its body and timeline', tag: 'Emails', access: 'secret', answers: ok('The email.', A.emailDetailAnswer),
+    async handle({ auth, params, services }) {
+      const { email, timeline } = await services.emails.get(auth.projectId, params.id);
+      return reply({ ...emailJson(email), html: email.html, timeline: timeline.map(timelineJson) });
+    } }),
+];

@@ -1,11 +1,9 @@
-import type Router from '@koa/router';
-import type { Knex } from 'knex';
 import type { Event } from '../../db/models/Event';
-import { listEventNames, listEvents } from '../../events/events';
-import type { AuthState } from '../middleware/auth';
+import { ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
-import { listEventsQuerySchema, type ListEventsQuery } from '../schemas/events';
-import { validateQuery } from '../validate';
+import { reply, route } from '../route';
+import * as A from '../schemas/answers';
+import { listEventsQuerySchema } from '../schemas/events';
 
 export interface EventJson {
   id: string;
@@ -20,16 +18,14 @@ export function eventJson(e: Event): EventJson {
   return { id: e.id, name: e.name, contactId: e.contactId, emailId: e.emailId, data: e.data, createdAt: e.createdAt.toISOString() };
 }
 
-export function eventRoutes(router: Router, knex: Knex): void {
-  router.get('/events', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const q = validateQuery<ListEventsQuery>(ctx, listEventsQuerySchema);
-    const { rows, total } = await listEvents(knex, projectId, q, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-    ctx.body = { success: true, data: toPage(rows, q.limit, total, eventJson) };
-  });
+/** Events recorded for the project (events/events.ts). */
+export const eventRoutes = [
+  route({ operationId: 'listEvents', method: 'get', path: '/events', summary: 'List events', tag: 'Events', access: 'secret', query: listEventsQuerySchema, answers: ok('A page of events.', A.pageOf(A.eventAnswer)),
+    async handle({ auth, query: q, services }) {
+      const { rows, total } = await services.events.list(auth.projectId, q, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply(toPage(rows, q.limit, total, eventJson));
+    } }),
 
-  router.get('/events/names', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    ctx.body = { success: true, data: { items: await listEventNames(knex, projectId) } };
-  });
-}
+  route({ operationId: 'listEventNames', method: 'get', path: '/events/names', summary: 'Event names seen, with counts', tag: 'Events', access: 'secret', answers: ok('The names.', A.eventNamesAnswer),
+    handle: async ({ auth, services }) => reply({ items: await services.events.names(auth.projectId) }) }),
+];

@@ -1,20 +1,13 @@
-import type Router from '@koa/router';
-import type { Knex } from 'knex';
-import {
-  addMembers, createSegment, deleteSegment, getSegment, listSegments, previewSegment, removeMembers, segmentMembers,
-  staticSegment, updateSegment, type Segment,
-} from '../../audience/segments';
-import type { AuthState } from '../middleware/auth';
+import type { Segment } from '../../audience/segments';
+import { crud, created, noContent, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
-import {
-  createSegmentSchema, listQuerySchema, membersSchema, patchSegmentSchema, previewSchema,
-  type CreateSegmentBody, type ListQuery, type MembersBody, type PatchSegmentBody, type PreviewBody,
-} from '../schemas/segments';
-import { validateBody, validateQuery } from '../validate';
+import { deleted, reply, route, type Lookup } from '../route';
+import * as A from '../schemas/answers';
+import { createSegmentSchema, listQuerySchema, membersSchema, patchSegmentSchema, previewSchema } from '../schemas/segments';
 import { contactJson } from './contacts';
 
 /** `memberCount` is null, and `error` says why, for a segment whose stored condition cannot be evaluated. */
-function segmentJson(s: Segment) {
+export function segmentJson(s: Segment) {
   return {
     id: s.id, name: s.name, description: s.description, type: s.type, condition: s.condition,
     memberCount: s.members ? s.members.memberCount : 0, error: s.members?.error ?? null,
@@ -22,66 +15,58 @@ function segmentJson(s: Segment) {
   };
 }
 
+// Another project's segment is a 404 whatever the body or query says; members: 404, then 409 for a DYNAMIC one.
+const owned = ({ auth, params, services }: Lookup<'/segments/:id'>) => services.segments.get(auth.projectId, params.id);
+const ownedStatic = ({ auth, params, services }: Lookup<'/segments/:id'>) => services.segments.getStatic(auth.projectId, params.id);
+
 /** Spec 4.4 (audience/segments.ts). */
-export function segmentRoutes(router: Router, knex: Knex): void {
-  router.get('/segments', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const q = validateQuery<ListQuery>(ctx, listQuerySchema);
-    const { rows, total } = await listSegments(knex, projectId, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-    ctx.body = { success: true, data: toPage(rows, q.limit, total, segmentJson) };
-  });
+export const segmentRoutes = [
+  route({ operationId: 'listSegments', method: 'get', path: '/segments', summary: 'List segments', tag: 'Segments', access: 'secret', query: listQuerySchema, answers: ok('A page of segments.', A.pageOf(A.segmentAnswer)),
+    async handle({ auth, query: q, services }) {
+      const { rows, total } = await services.segments.list(auth.projectId, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply(toPage(rows, q.limit, total, segmentJson));
+    } }),
 
-  router.post('/segments', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const segment = await createSegment(knex, projectId, validateBody<CreateSegmentBody>(ctx, createSegmentSchema));
-    ctx.status = 201;
-    ctx.body = { success: true, data: segmentJson(segment) };
-  });
+  route({ operationId: 'createSegment', method: 'post', path: '/segments', summary: 'Create a segment', tag: 'Segments', access: 'secret', body: createSegmentSchema,
+    description: '`condition` is required for a DYNAMIC segment and refused for a STATIC one.',
+    answers: created('Created.', A.segmentAnswer), links: crud('Segment', undefined, undefined, ['get', 'update', 'delete', 'listSegmentContacts:', 'addSegmentMembers:', 'removeSegmentMembers:']),
+    handle: async ({ auth, body, services }) => reply(segmentJson(await services.segments.create(auth.projectId, body)), 201) }),
 
-  router.post('/segments/preview', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const body = validateBody<PreviewBody>(ctx, previewSchema);
-    const { count, contacts } = await previewSegment(knex, projectId, body.condition);
-    ctx.body = { success: true, data: { count, contacts: contacts.map(contactJson) } };
-  });
+  route({ operationId: 'previewSegment', method: 'post', path: '/segments/preview', summary: 'Preview a condition', tag: 'Segments', access: 'secret', body: previewSchema,
+    answers: ok('How many contacts match, and the first of them.', A.segmentPreviewAnswer),
+    async handle({ auth, body, services }) {
+      const { count, contacts } = await services.segments.preview(auth.projectId, body.condition);
+      return reply({ count, contacts: contacts.map(contactJson) });
+    } }),
 
-  router.get('/segments/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    ctx.body = { success: true, data: segmentJson(await getSegment(knex, projectId, ctx.params.id!)) };
-  });
+  route({ operationId: 'getSegment', method: 'get', path: '/segments/:id', summary: 'Get a segment', tag: 'Segments', access: 'secret', answers: ok('The segment.', A.segmentAnswer),
+    handle: async (call) => reply(segmentJson(await owned(call))) }),
 
-  router.patch('/segments/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    await getSegment(knex, projectId, ctx.params.id!); // another project's segment is a 404 whatever the body says
-    const body = validateBody<PatchSegmentBody>(ctx, patchSegmentSchema);
-    ctx.body = { success: true, data: segmentJson(await updateSegment(knex, projectId, ctx.params.id!, body)) };
-  });
+  route({ operationId: 'updateSegment', method: 'patch', path: '/segments/:id', summary: 'Update a segment', tag: 'Segments', access: 'secret', body: patchSegmentSchema, answers: ok('The segment.', A.segmentAnswer), errors: [409],
+    before: owned,
+    handle: async ({ auth, params, body, services }) => reply(segmentJson(await services.segments.update(auth.projectId, params.id, body))) }),
 
-  router.delete('/segments/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    await deleteSegment(knex, projectId, ctx.params.id!);
-    ctx.status = 204;
-  });
+  route({ operationId: 'deleteSegment', method: 'delete', path: '/segments/:id', summary: 'Delete a segment', tag: 'Segments', access: 'secret', answers: noContent('Deleted.'), errors: [409],
+    async handle({ auth, params, services }) {
+      await services.segments.remove(auth.projectId, params.id);
+      return deleted;
+    } }),
 
-  router.get('/segments/:id/contacts', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    await getSegment(knex, projectId, ctx.params.id!); // 404 before the query is looked at
-    const q = validateQuery<ListQuery>(ctx, listQuerySchema);
-    const { rows, total } = await segmentMembers(knex, projectId, ctx.params.id!, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-    ctx.body = { success: true, data: toPage(rows, q.limit, total, contactJson) };
-  });
+  route({ operationId: 'listSegmentContacts', method: 'get', path: '/segments/:id/contacts', summary: "List a segment's contacts", tag: 'Segments', access: 'secret', query: listQuerySchema,
+    answers: ok('A page of its contacts.', A.pageOf(A.contactAnswer)),
+    before: owned,
+    async handle({ auth, params, query: q, services }) {
+      const { rows, total } = await services.segments.members(auth.projectId, params.id, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply(toPage(rows, q.limit, total, contactJson));
+    } }),
 
-  router.post('/segments/:id/members', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    await staticSegment(knex, projectId, ctx.params.id!); // 404, then 409 for a DYNAMIC one, before the body
-    const { emails } = validateBody<MembersBody>(ctx, membersSchema);
-    ctx.body = { success: true, data: await addMembers(knex, projectId, ctx.params.id!, emails) };
-  });
+  route({ operationId: 'addSegmentMembers', method: 'post', path: '/segments/:id/members', summary: 'Add members to a STATIC segment', tag: 'Segments', access: 'secret', body: membersSchema,
+    answers: ok('Added (unknown addresses become contacts).', A.membersAddedAnswer), errors: [409],
+    before: ownedStatic,
+    handle: async ({ auth, params, body, services }) => reply(await services.segments.addMembers(auth.projectId, params.id, body.emails)) }),
 
-  router.delete('/segments/:id/members', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    await staticSegment(knex, projectId, ctx.params.id!);
-    const { emails } = validateBody<MembersBody>(ctx, membersSchema);
-    ctx.body = { success: true, data: await removeMembers(knex, projectId, ctx.params.id!, emails) };
-  });
-}
+  route({ operationId: 'removeSegmentMembers', method: 'delete', path: '/segments/:id/members', summary: 'Remove members from a STATIC segment', tag: 'Segments', access: 'secret', body: membersSchema,
+    answers: ok('Removed.', A.membersRemovedAnswer), errors: [409],
+    before: ownedStatic,
+    handle: async ({ auth, params, body, services }) => reply(await services.segments.removeMembers(auth.projectId, params.id, body.emails)) }),
+];

@@ -1,20 +1,13 @@
-import type Router from '@koa/router';
-import type { Knex } from 'knex';
-import type { AuthState } from '../middleware/auth';
+import { ok } from '../openapi/operations';
+import { reply, route } from '../route';
+import * as A from '../schemas/answers';
 import { settingsPatchSchema } from '../schemas/settings';
-import { projectSettings, updateProjectSettings, type SettingsPatch } from '../../tracking/settings';
-import { validateBody } from '../validate';
 
-/** The caller's project settings: open and click tracking defaults (tracking/settings.ts). */
-export function settingsRoutes(router: Router, knex: Knex): void {
-  router.get('/settings', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    ctx.body = { success: true, data: await projectSettings(knex, projectId) };
-  });
+/** The caller's project settings: open and click tracking defaults (tracking/settings.ts), answered as they are. */
+export const settingsRoutes = [
+  route({ operationId: 'getSettings', method: 'get', path: '/settings', summary: "The project's settings", tag: 'Settings', access: 'secret', answers: ok('The settings.', A.settingsAnswer),
+    handle: async ({ auth, services }) => reply(await services.settings.get(auth.projectId)) }),
 
-  router.patch('/settings', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const patch = validateBody<SettingsPatch>(ctx, settingsPatchSchema);
-    ctx.body = { success: true, data: await updateProjectSettings(knex, projectId, patch) };
-  });
-}
+  route({ operationId: 'updateSettings', method: 'patch', path: '/settings', summary: "Change the project's settings", tag: 'Settings', access: 'secret', body: settingsPatchSchema, answers: ok('The settings.', A.settingsAnswer),
+    handle: async ({ auth, body, services }) => reply(await services.settings.update(auth.projectId, body)) }),
+];

@@ -1,39 +1,40 @@
-import type Router from '@koa/router';
-import type { Knex } from 'knex';
-import { listSuppressions, suppress, unsuppress, type Suppression } from '../../audience/suppressions';
+import Joi from 'joi';
+import type { Suppression } from '../../audience/suppressions';
 import { notFound } from '../../core/errors';
 import { normaliseEmail } from '../../core/values';
-import type { AuthState } from '../middleware/auth';
+import { noContent, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
-import { listSuppressionsQuerySchema, suppressSchema, type ListSuppressionsQuery, type SuppressBody } from '../schemas/suppressions';
-import { validateBody, validateQuery } from '../validate';
+import { deleted, reply, route } from '../route';
+import * as A from '../schemas/answers';
+import { listSuppressionsQuerySchema, suppressSchema } from '../schemas/suppressions';
 
-function suppressionJson(s: Suppression) {
+export function suppressionJson(s: Suppression) {
   return { id: s.id, email: s.email, reason: s.reason, details: s.details, createdAt: s.created_at.toISOString() };
 }
 
 /** The project's suppression list (audience/suppressions.ts). An address in a path is matched as stored (lower case). */
-export function suppressionRoutes(router: Router, knex: Knex): void {
-  router.get('/suppressions', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const q = validateQuery<ListSuppressionsQuery>(ctx, listSuppressionsQuerySchema);
-    const { rows, total } = await listSuppressions(knex, projectId, { reason: q.reason }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-    ctx.body = { success: true, data: toPage(rows, q.limit, total, suppressionJson) };
-  });
+export const suppressionRoutes = [
+  route({ operationId: 'listSuppressions', method: 'get', path: '/suppressions', summary: 'List suppressed addresses', tag: 'Suppressions', access: 'secret', query: listSuppressionsQuerySchema,
+    answers: ok('A page of suppressions.', A.pageOf(A.suppressionAnswer)),
+    async handle({ auth, query: q, services }) {
+      const { rows, total } = await services.suppressions.list(auth.projectId, { reason: q.reason }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply(toPage(rows, q.limit, total, suppressionJson));
+    } }),
 
-  router.post('/suppressions', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const body = validateBody<SuppressBody>(ctx, suppressSchema);
-    const [entry] = await suppress(knex, projectId, [{ email: body.email, reason: body.reason ?? 'manual', details: body.note ? { note: body.note } : { source: 'api' } }]);
-    ctx.status = entry!.created ? 201 : 200;
-    ctx.body = { success: true, data: suppressionJson(entry!) };
-  });
+  route({ operationId: 'createSuppression', method: 'post', path: '/suppressions', summary: 'Suppress an address', tag: 'Suppressions', access: 'secret', body: suppressSchema,
+    answers: { 201: { description: 'Suppressed.', data: A.suppressionAnswer }, 200: { description: 'Already suppressed.', data: A.suppressionAnswer } },
+    links: { deleteSuppression: { operationId: 'deleteSuppression', parameters: { email: '$response.body#/data/email' } } },
+    async handle({ auth, body, services }) {
+      const entry = await services.suppressions.add(auth.projectId, { email: body.email, reason: body.reason ?? 'manual', details: body.note ? { note: body.note } : { source: 'api' } });
+      return reply(suppressionJson(entry), entry.created ? 201 : 200);
+    } }),
 
-  router.delete('/suppressions/:email', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const email = normaliseEmail(ctx.params.email!);
-    if (!email) throw notFound('Suppression');
-    await unsuppress(knex, projectId, email);
-    ctx.status = 204;
-  });
-}
+  route({ operationId: 'deleteSuppression', method: 'delete', path: '/suppressions/:email', summary: 'Remove an address from the suppression list', tag: 'Suppressions', access: 'secret',
+    params: { email: Joi.string().description('The address (matched lower-cased).') }, answers: noContent('Removed.'), errors: [404],
+    async handle({ auth, params, services }) {
+      const email = normaliseEmail(params.email);
+      if (!email) throw notFound('Suppression');
+      await services.suppressions.remove(auth.projectId, email);
+      return deleted;
+    } }),
+];

@@ -1,15 +1,9 @@
-import type Router from '@koa/router';
-import type { Knex } from 'knex';
 import type { Template } from '../../db/models/Template';
-import type { Renderer } from '../../mail/render';
-import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate } from '../../templates/templates';
-import type { AuthState } from '../middleware/auth';
+import { crud, created, noContent, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
-import {
-  createTemplateSchema, listTemplatesQuerySchema, patchTemplateSchema,
-  type ListTemplatesQuery, type PatchTemplateBody, type TemplateBody,
-} from '../schemas/templates';
-import { validateBody, validateQuery } from '../validate';
+import { deleted, reply, route } from '../route';
+import * as A from '../schemas/answers';
+import { createTemplateSchema, listTemplatesQuerySchema, patchTemplateSchema } from '../schemas/templates';
 
 export interface TemplateJson {
   id: string;
@@ -34,35 +28,27 @@ export function templateJson(t: Template): TemplateJson {
   };
 }
 
-export function templateRoutes(router: Router, { knex, render }: { knex: Knex; render: Renderer }): void {
-  router.get('/templates', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const q = validateQuery<ListTemplatesQuery>(ctx, listTemplatesQuerySchema);
-    const { rows, total } = await listTemplates(knex, projectId, { type: q.type }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-    ctx.body = { success: true, data: toPage(rows, q.limit, total, templateJson) };
-  });
+/** Templates (templates/templates.ts). */
+export const templateRoutes = [
+  route({ operationId: 'listTemplates', method: 'get', path: '/templates', summary: 'List templates', tag: 'Templates', access: 'secret', query: listTemplatesQuerySchema, answers: ok('A page of templates.', A.pageOf(A.templateAnswer)),
+    async handle({ auth, query: q, services }) {
+      const { rows, total } = await services.templates.list(auth.projectId, { type: q.type }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply(toPage(rows, q.limit, total, templateJson));
+    } }),
 
-  router.post('/templates', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const row = await createTemplate(knex, render, projectId, validateBody<TemplateBody>(ctx, createTemplateSchema));
-    ctx.status = 201;
-    ctx.body = { success: true, data: templateJson(row) };
-  });
+  route({ operationId: 'createTemplate', method: 'post', path: '/templates', summary: 'Create a template', tag: 'Templates', access: 'secret', body: createTemplateSchema,
+    answers: created('Created.', A.templateAnswer), links: crud('Template'),
+    handle: async ({ auth, body, services }) => reply(templateJson(await services.templates.create(auth.projectId, body)), 201) }),
 
-  router.get('/templates/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    ctx.body = { success: true, data: templateJson(await getTemplate(knex, projectId, ctx.params.id!)) };
-  });
+  route({ operationId: 'getTemplate', method: 'get', path: '/templates/:id', summary: 'Get a template', tag: 'Templates', access: 'secret', answers: ok('The template.', A.templateAnswer),
+    handle: async ({ auth, params, services }) => reply(templateJson(await services.templates.get(auth.projectId, params.id))) }),
 
-  router.patch('/templates/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    const body = validateBody<PatchTemplateBody>(ctx, patchTemplateSchema);
-    ctx.body = { success: true, data: templateJson(await updateTemplate(knex, render, projectId, ctx.params.id!, body)) };
-  });
+  route({ operationId: 'updateTemplate', method: 'patch', path: '/templates/:id', summary: 'Update a template', tag: 'Templates', access: 'secret', body: patchTemplateSchema, answers: ok('The template.', A.templateAnswer),
+    handle: async ({ auth, params, body, services }) => reply(templateJson(await services.templates.update(auth.projectId, params.id, body))) }),
 
-  router.delete('/templates/:id', async (ctx) => {
-    const { projectId } = ctx.state.auth as AuthState;
-    await deleteTemplate(knex, projectId, ctx.params.id!);
-    ctx.status = 204;
-  });
-}
+  route({ operationId: 'deleteTemplate', method: 'delete', path: '/templates/:id', summary: 'Delete a template', tag: 'Templates', access: 'secret', answers: noContent('Deleted.'), errors: [409],
+    async handle({ auth, params, services }) {
+      await services.templates.remove(auth.projectId, params.id);
+      return deleted;
+    } }),
+];

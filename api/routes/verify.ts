@@ -1,18 +1,11 @@
-import type Router from '@koa/router';
-import type { DnsConfig } from '../../config';
-import { verifyAddress } from '../../verify/address';
-import { DnsClient } from '../../verify/dns';
-import { verifyBodySchema, type VerifyBody } from '../schemas/verify';
-import { validateBody } from '../validate';
+import { ok } from '../openapi/operations';
+import { reply, route } from '../route';
+import * as A from '../schemas/answers';
+import { verifyBodySchema } from '../schemas/verify';
 
-/**
- * POST /v1/verify. One DNS client per app, with a bounded cache of positive and negative answers (verify/dns.ts), so
- * repeated domains cost no lookup; each call spends at most VERIFY_DNS_BUDGET_MS waiting for DNS.
- */
-export function verifyRoutes(router: Router, config: DnsConfig): void {
-  const dns = new DnsClient({ servers: config.servers, timeoutMs: config.timeoutMs, tries: config.tries });
-  router.post('/v1/verify', async (ctx) => {
-    const body = validateBody<VerifyBody>(ctx, verifyBodySchema);
-    ctx.body = { success: true, data: await verifyAddress(body.email, dns, { budgetMs: config.verifyBudgetMs }) };
-  });
-}
+/** POST /v1/verify (verify/address.ts): each call spends at most VERIFY_DNS_BUDGET_MS waiting for DNS. */
+export const verifyRoutes = [
+  route({ operationId: 'verify', method: 'post', path: '/v1/verify', summary: 'Verify an address', tag: 'Sending', access: 'secret', body: verifyBodySchema,
+    answers: ok('The verdict (a malformed address is an answer, valid: false, not an error).', A.verifyAnswer),
+    handle: async ({ body, services }) => reply(await services.verify.verify(body.email)) }),
+];

@@ -142,14 +142,13 @@ export const emailPageAnswer = pageOf(emailAnswer, { totalExact: Joi.boolean().d
 const trackChoice = shape({ opens: Joi.boolean(), clicks: Joi.boolean() });
 export const settingsAnswer = shape({ tracking: shape({ send: trackChoice, campaigns: trackChoice }) }).id('Settings');
 
-// webhooks/types.ts WebhookEndpointJson, WebhookDeliveryJson
+// api/routes/webhooks.ts endpointJson, deliveryJson
 export const webhookAnswer = shape({
   id, url: Joi.string(), events: Joi.array().items(Joi.string().valid(...WEBHOOK_EVENT_TYPES)), enabled: Joi.boolean(),
   status: Joi.string().valid('healthy', 'failing'), failingSince: nullable(instant), lastError: nullable(Joi.string()),
   createdAt: instant, updatedAt: instant,
 }).id('Webhook');
 export const webhookWithSecretAnswer = webhookAnswer.keys(requiredKeys({ secret: Joi.string().description('The whsec_ signing secret, shown in this answer only.') })).id('WebhookWithSecret');
-export const webhookDeletedAnswer = shape({ deleted: Joi.valid(true) });
 export const webhookDeliveryAnswer = shape({
   id, messageId: Joi.string(), type: Joi.string(), status: Joi.string().valid('PENDING', 'DELIVERING', 'SUCCEEDED', 'FAILED'),
   attempts: count, nextAttemptAt: nullable(instant), lastStatusCode: nullable(Joi.number().integer()),
@@ -158,7 +157,7 @@ export const webhookDeliveryAnswer = shape({
   attemptLog: Joi.array().items(shape({ attempt: Joi.number().integer(), statusCode: nullable(Joi.number().integer()), latencyMs: Joi.number().integer(), error: nullable(Joi.string()), at: instant })),
 }).id('WebhookDelivery');
 
-// api/routes/workflows.ts workflowJson, executionJson
+// api/routes/automations.ts workflowJson, executionJson
 export const workflowAnswer = shape({
   id, name: Joi.string(), description: nullable(Joi.string().allow('')), enabled: Joi.boolean(),
   trigger: shape({ type: Joi.valid('EVENT'), event: Joi.string() }),

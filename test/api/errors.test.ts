@@ -106,7 +106,7 @@ describe('401 UNAUTHORIZED', () => {
 });
 
 describe('403', () => {
-  test('public key on a dashboard route is FORBIDDEN', async () => {
+  test('public key on a management route is FORBIDDEN', async () => {
     const res = await t.http().get('/contacts').set(bearer(t.project.publicKey));
     expectEnvelope(res, 403, 'FORBIDDEN');
     expect(res.body.error.message).toMatch(/\/v1\/track/);

@@ -5,6 +5,8 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type Router from '@koa/router';
 import { createApp } from '../../api/app';
+import type { Route } from '../../api/route';
+import { ROUTES } from '../../api/routes';
 import { addDomain } from '../../projects/service';
 import { bearer, createTestContext, testAppDeps, type TestContext } from '../support/app';
 import { answerChecker, type AnswerChecker } from '../support/openapi';
@@ -30,21 +32,19 @@ afterAll(() => t.close());
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
-/** `METHOD /path/{param}` of every route of the app's routers (HEAD, which GET implies, aside). */
-function appRoutes(): Set<string> {
+const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`;
+
+/** `METHOD /path/{param}` of every route of each of the app's routers (HEAD, which GET implies, aside), in order. */
+function appRouters(): string[][] {
   const app = createApp(testAppDeps(t.db.knex));
   const routers = app.middleware.map((mw) => (mw as { router?: Router }).router).filter((r): r is Router => r !== undefined);
-  expect(routers.length).toBe(4); // open, sending, tracking, dashboard
-  const routes = new Set<string>();
-  for (const router of routers) {
-    for (const layer of router.stack) {
-      for (const method of layer.methods) {
-        if (method === 'HEAD' || method === 'OPTIONS') continue;
-        routes.add(`${method} ${String(layer.path).replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
-      }
-    }
-  }
-  return routes;
+  expect(routers.length).toBe(4); // open, sending, tracking, management
+  return routers.map((router) => router.stack.flatMap((layer) => layer.methods
+    .filter((method) => method !== 'HEAD' && method !== 'OPTIONS').map((method) => routeKey(method, String(layer.path)))));
+}
+
+function appRoutes(): Set<string> {
+  return new Set(appRouters().flat());
 }
 
 function documentRoutes(): Set<string> {
@@ -56,6 +56,20 @@ function documentRoutes(): Set<string> {
 }
 
 describe('the document and the routers agree', () => {
+  test('the routers hold the route table, each route once, in a router of its access', () => {
+    const [open, sending, tracking, management] = appRouters();
+    const table = ROUTES.map((r) => routeKey(r.method, r.path));
+    expect(new Set(table).size).toBe(table.length);
+    // Table order within each router (the order @koa/router matches in).
+    const of = (keep: (r: Route) => boolean) => ROUTES.filter(keep).map((r) => routeKey(r.method, r.path));
+    expect(open).toEqual(of((r) => r.access === 'open'));
+    expect(sending).toEqual(of((r) => r.access === 'secret' && r.largeBody === true));
+    expect(tracking).toEqual(of((r) => r.access === 'secretOrPublic'));
+    expect(management).toEqual(of((r) => r.access === 'secret' && !r.largeBody));
+    expect(sending).toEqual(['POST /v1/send']);
+    expect(tracking).toEqual(['POST /v1/track']);
+  });
+
   test('every route of the routers is in the document, and the document names no route that does not exist', () => {
     const app = appRoutes();
     const documented = documentRoutes();

@@ -42,7 +42,7 @@ test('create answers the whsec_ secret once; get, list, patch and delete never s
   expect(rotated.body.data.secret).toMatch(/^whsec_/);
   expect(rotated.body.data.secret).not.toBe(hook.secret);
 
-  expect((await t.http().delete(`/webhooks/${hook.id}`).set(key)).status).toBe(200);
+  expect((await t.http().delete(`/webhooks/${hook.id}`).set(key)).status).toBe(204);
   expect((await t.http().get(`/webhooks/${hook.id}`).set(key)).status).toBe(404);
   expect((await t.http().delete(`/webhooks/${hook.id}`).set(key)).status).toBe(404);
 });

@@ -1,0 +1,45 @@
+import type { Route } from '../route';
+import { automationRoutes } from './automations';
+import { campaignRoutes } from './campaigns';
+import { contactRoutes } from './contacts';
+import { customEventRoutes } from './customEvents';
+import { domainRoutes } from './domains';
+import { emailRoutes } from './emails';
+import { eventRoutes } from './events';
+import { opensAndClicksRoutes } from './opensAndClicks';
+import { segmentRoutes } from './segments';
+import { sendRoutes } from './send';
+import { serviceRoutes } from './service';
+import { settingsRoutes } from './settings';
+import { suppressionRoutes } from './suppressions';
+import { templateRoutes } from './templates';
+import { unsubscribeRoutes } from './unsubscribe';
+import { verifyRoutes } from './verify';
+import { webhookRoutes } from './webhooks';
+
+/**
+ * The route table: every operation of the API, declared once (api/route.ts). The routers (api/routing.ts) and the
+ * OpenAPI document (api/openapi/document.ts) are built from it, in this order; a new resource adds its file here.
+ */
+export const ROUTES: readonly Route[] = [
+  ...serviceRoutes,
+  // Recipients' links: the signed token authorises.
+  ...unsubscribeRoutes,
+  ...opensAndClicksRoutes,
+  // The public API.
+  ...sendRoutes,
+  ...customEventRoutes,
+  ...verifyRoutes,
+  // Management.
+  ...contactRoutes,
+  ...templateRoutes,
+  ...segmentRoutes,
+  ...campaignRoutes,
+  ...eventRoutes,
+  ...emailRoutes,
+  ...suppressionRoutes,
+  ...settingsRoutes,
+  ...webhookRoutes,
+  ...automationRoutes,
+  ...domainRoutes,
+];

@@ -1,0 +1,57 @@
+import { loadDnsConfig } from '../config';
+import { unsubscribeService } from '../audience/subscription';
+import { segmentService } from '../audience/segments';
+import { suppressionService } from '../audience/suppressions';
+import { workflowService } from '../automations/workflows';
+import { campaignService } from '../campaigns/campaigns';
+import { contactService } from '../contacts/contacts';
+import { ping } from '../db/database';
+import { domainService } from '../domains/domains';
+import { emailService } from '../emails/emails';
+import { eventService } from '../events/events';
+import { createTracker as createCustomEvents } from '../events/track';
+import { createMetrics } from '../metrics/metrics';
+import { createSender } from '../sending/sender';
+import { templateService } from '../templates/templates';
+import { settingsService } from '../tracking/settings';
+import { createTracker } from '../tracking/tracker';
+import { verifyService } from '../verify/address';
+import { webhookService } from '../webhooks/endpoints';
+import type { AppDeps } from './app';
+
+/**
+ * The business the routes call: one object per resource, built once per app from its deps (listmonk's core), each
+ * method taking the caller's project first. A route reaches them as `call.services` (api/route.ts); a new resource
+ * adds its line here, and the type follows.
+ */
+export function createServices(deps: AppDeps) {
+  const { knex } = deps;
+  const dns = deps.dns ?? loadDnsConfig();
+  return {
+    health: { ping: () => ping(knex) },
+    unsubscribes: unsubscribeService(deps),
+    /** The open pixel and click redirect of tracked mail (tracking/). */
+    opensAndClicks: createTracker(knex, deps.secret),
+    /** Absent when METRICS_PORT serves them elsewhere (api/metricsApp.ts). */
+    metrics: deps.metricsOnOwnPort ? undefined : { metrics: createMetrics(knex, { log: deps.log }), token: deps.metricsToken },
+    send: deps.sender ?? createSender(knex, deps),
+    /** POST /v1/track (events/track.ts). */
+    customEvents: createCustomEvents(knex),
+    verify: verifyService(dns),
+    contacts: contactService(deps),
+    templates: templateService(deps),
+    segments: segmentService(deps),
+    campaigns: campaignService(deps),
+    events: eventService(deps),
+    emails: emailService(deps),
+    suppressions: suppressionService(deps),
+    settings: settingsService(deps),
+    webhooks: webhookService(deps),
+    automations: workflowService(deps),
+    domains: domainService({ ...deps, dns }),
+    /** The bounce domain's records, shown with every sending domain's. */
+    returnPath: deps.returnPath,
+  };
+}
+
+export type Services = ReturnType<typeof createServices>;
