@@ -4,7 +4,7 @@ import { isUuid } from '../core/values';
 import { ownedRow } from '../db/owned';
 import { listPage, type Listed, type PageRequest } from '../db/pages';
 import { cancelExecutions, liveRuns } from '../db/queries/executions';
-import { cancelEngineExecutions } from '../engine/cancelExecutions';
+import { cancelEngineExecutions } from './cancelExecutions';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import { checkReferences, checkSteps, normaliseSteps } from './definition';

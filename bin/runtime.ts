@@ -6,12 +6,12 @@ import { ConfigError, loadConfig, loadDnsConfig, publicUrlWarning, returnPathOf,
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
 import { webhookConfig } from '../automations/webhook';
-import { startDeliveryQueue, type DeliveryQueue } from '../engine/deliveryQueue';
-import { startDispatcher } from '../engine/dispatch';
-import { startWebhookQueue, type WebhookQueue } from '../engine/webhookQueue';
+import { startDeliveryQueue, type DeliveryQueue } from '../worker/deliveryQueue';
+import { startDispatcher } from '../campaigns/dispatch';
+import { startWebhookQueue, type WebhookQueue } from '../worker/webhookQueue';
 import { outboundWebhookConfig } from '../webhooks/config';
-import { startExecutionDispatcher } from '../engine/executionDispatcher';
-import { claimWorkerIdentity, ExecutorIdInUseError, type WorkerIdentity } from '../engine/workerIdentity';
+import { startExecutionDispatcher } from '../worker/executionDispatcher';
+import { claimWorkerIdentity, ExecutorIdInUseError, type WorkerIdentity } from '../worker/workerIdentity';
 import type { Engine, WorkerHandle } from '../engine/types';
 import { createLogger, type Logger } from '../logging/logger';
 import type { RenderPool } from '../mail/renderPool';

@@ -1,4 +1,4 @@
-import { sharedSendWindow } from '../engine/sendWindow';
+import { sharedSendWindow } from '../worker/sendWindow';
 import { createTestDatabase, type TestDatabase } from './support/db';
 
 /**

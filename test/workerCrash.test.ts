@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { createEmbeddedEngine } from '../engine/embedded';
 import type { Engine } from '../engine/types';
-import { MAX_UNRECORDED } from '../engine/deliveryQueue';
+import { MAX_UNRECORDED } from '../worker/deliveryQueue';
 import { createLogger } from '../logging/logger';
 import { addDomain } from '../projects/service';
 import { bearer, createTestContext, type TestContext } from './support/app';

@@ -2,7 +2,7 @@ import { Resolver } from 'node:dns/promises';
 import { dkimVerify } from 'mailauth';
 import { createDeliverer } from '../../sending/delivery';
 import type { Email } from '../../db/models/Email';
-import { startDeliveryQueue } from '../../engine/deliveryQueue';
+import { startDeliveryQueue } from '../../worker/deliveryQueue';
 import { createLogger } from '../../logging/logger';
 import { createDomain } from '../../db/queries/domains';
 import { decryptPrivateKey, dkimFor, DkimKeyError, encryptPrivateKey, generateDkimKey, loadSigningKeys, type DkimKeyPair } from '../../mail/dkim';

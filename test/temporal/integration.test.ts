@@ -3,7 +3,7 @@ import { Resolver } from 'node:dns/promises';
 import { promisify } from 'node:util';
 import { dkimVerify } from 'mailauth';
 import { Domain } from '../../db/models/Domain';
-import { MAX_UNRECORDED } from '../../engine/deliveryQueue';
+import { MAX_UNRECORDED } from '../../worker/deliveryQueue';
 import { ensureDomainKey } from '../../db/queries/domains';
 import { dkimRecordName, dkimRecordValue } from '../../verify/domainRecords';
 import { bearer, TEST_SECRET } from '../support/app';

@@ -4,7 +4,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal as proto } from '@temporalio/proto';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
-import { dispatchExecutions } from '../../engine/executionDispatcher';
+import { dispatchExecutions } from '../../worker/executionDispatcher';
 import { createTemporalEngine } from '../../engine/temporal';
 import type { Engine } from '../../engine/types';
 import { createLogger } from '../../logging/logger';

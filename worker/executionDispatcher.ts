@@ -3,7 +3,7 @@ import type { Logger } from '../logging/logger';
 import { AUTOMATION_MAX_RUNNING, WAKE_TOPIC } from '../workflows/policy';
 import { workflowId } from '../workflows/registry';
 import type { ParkedState } from '../workflows/types';
-import type { Engine } from './types';
+import type { Engine } from '../engine/types';
 
 export interface ExecutionDispatcherOptions {
   engine: Engine;

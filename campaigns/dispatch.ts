@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { countCampaignAudience, type CampaignAudienceRow } from '../audience/campaignAudience';
 import type { Logger } from '../logging/logger';
 import { workflowId } from '../workflows/registry';
-import type { Engine } from './types';
+import type { Engine } from '../engine/types';
 
 /** A campaign as the dispatcher needs it: its ids, its schedule, and what an operator sees of it in the engine. */
 export interface DispatchedCampaign extends CampaignAudienceRow {
