@@ -1,11 +1,10 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Knex } from 'knex';
-import { loadDnsConfig, type DnsConfig } from '../config';
+import { loadDnsConfig, type DnsConfig, type ReturnPath } from '../config';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { Renderer } from '../mail/render';
-import type { ReturnPath } from '../verify/domainRecords';
 import { isUuid } from '../core/values';
 import { notFound } from '../core/errors';
 import { workflowService } from '../automations/workflows';

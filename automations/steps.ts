@@ -1,5 +1,5 @@
 import type { AudienceCondition, TimeUnit } from '../audience/condition';
-import type { WebhookMethod } from './webhook';
+import type { WebhookMethod } from '../outbound/http';
 
 /**
  * The steps of an automation workflow (decisions.md, "Workflows (automations)"): what each does and its config.

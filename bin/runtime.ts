@@ -5,7 +5,7 @@ import { scheduleDomainChecks } from '../domains/checks';
 import { ConfigError, loadConfig, loadDnsConfig, publicUrlWarning, returnPathOf, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
-import { webhookConfig } from '../automations/webhook';
+import { webhookConfig } from '../outbound/http';
 import { startDeliveryQueue, type DeliveryQueue } from '../worker/deliveryQueue';
 import { startDispatcher } from '../campaigns/dispatch';
 import { startWebhookQueue, type WebhookQueue } from '../worker/webhookQueue';

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { DnsConfig } from '../config';
+import type { DnsConfig, ReturnPath } from '../config';
 import { conflict, notFound } from '../core/errors';
 import { isUuid } from '../core/values';
 import type { Domain } from '../db/models/Domain';
@@ -8,7 +8,6 @@ import * as rows from '../db/queries/domains';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { DnsClient } from '../verify/dns';
-import type { ReturnPath } from '../verify/domainRecords';
 import { checkDomain, domainDnsClient, scheduleDomainChecks } from './checks';
 
 /**

@@ -5,9 +5,9 @@ import { migrateSystemDatabase } from '@dbos-inc/dbos-sdk/internal/system_databa
 import type { Logger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
 import { ACTIVITY_RETRY, PERMANENT_ERROR, WEBHOOK_RETRY, type RetryPolicy } from '../workflows/policy';
-import { workflows, type WorkflowInputs, type WorkflowName } from '../workflows/registry';
+import { workflows } from '../workflows/registry';
 import { PARK_AFTER_MS } from '../workflows/runAutomation';
-import type { Activities, OtherActivities } from '../workflows/types';
+import type { Activities, OtherActivities, WorkflowInputs, WorkflowName } from '../workflows/types';
 import { workflowFailures, workflowStartFailures, workflowStarts } from '../metrics/registry';
 import { WORKFLOWS_VERSION, type Engine, type StartOptions, type WorkerHandle } from './types';
 

@@ -1,4 +1,4 @@
-import type { WorkflowInputs, WorkflowName } from '../workflows/registry';
+import type { WorkflowInputs, WorkflowName } from '../workflows/types';
 
 export interface StartOptions {
   /** Business id (e.g. `campaign-<id>`): starting again with the same id is harmless. */

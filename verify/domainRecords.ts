@@ -1,3 +1,4 @@
+import type { ReturnPath } from '../config';
 import type { DnsClient } from './dns';
 import type { DomainStatus } from '../db/models/Domain';
 
@@ -33,15 +34,6 @@ export function dkimRecordName(domain: string, selector: string): string {
 /** The DKIM TXT value of a public key (base64 of its SubjectPublicKeyInfo DER, RFC 6376 section 3.6.1). */
 export function dkimRecordValue(publicKey: string): string {
   return `v=DKIM1; k=rsa; p=${publicKey}`;
-}
-
-/**
- * Where mail comes back: the VERP return paths' domain (BOUNCE_DOMAIN) and the host its MX must name (Herald's inbound
- * listener). Its SPF record authorises the relay for the envelope sender, which is the bounce domain's from then on.
- */
-export interface ReturnPath {
-  domain: string;
-  mxHost: string;
 }
 
 function returnPathRecords(rp: ReturnPath, statuses: RecordStatuses): DomainRecord[] {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { createWebhookClient } from '../automations/webhook';
+import { createWebhookClient } from '../outbound/http';
 import type { Logger } from '../logging/logger';
 import { attemptDelivery, type AttemptResult, type ClaimedDelivery } from '../webhooks/delivery';
 import type { OutboundWebhookConfig } from '../webhooks/config';

@@ -15,9 +15,9 @@ import type { RetryPolicy as TemporalRetryPolicy } from '@temporalio/common';
 import { checkDomains as checkDomainsLogic } from './checkDomains';
 import type { WorkflowContext } from './context';
 import { runAutomation as runAutomationLogic } from './runAutomation';
-import { sendCampaign as sendCampaignLogic, type CampaignInput } from './sendCampaign';
+import { sendCampaign as sendCampaignLogic } from './sendCampaign';
 import { ACTIVITY_RETRY, PERMANENT_ERROR, WAKE_TOPIC, WEBHOOK_RETRY, type RetryPolicy } from './policy';
-import type { AutomationInput, DomainChecksInput, OtherActivities, WebhookActivities } from './types';
+import type { AutomationInput, DomainChecksInput, OtherActivities, SendCampaignInput, WebhookActivities } from './types';
 
 function retry(p: RetryPolicy): TemporalRetryPolicy {
   return {
@@ -81,7 +81,7 @@ async function observed<T>(workflow: string, run: () => Promise<T>): Promise<T> 
   }
 }
 
-export async function sendCampaign(input: CampaignInput) {
+export async function sendCampaign(input: SendCampaignInput) {
   return observed('sendCampaign', () => sendCampaignLogic(context, input));
 }
 

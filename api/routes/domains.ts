@@ -1,7 +1,8 @@
 import type Router from '@koa/router';
 import type { Domain } from '../../db/models/Domain';
 import type { Domains } from '../../domains/domains';
-import { domainRecords, type DomainRecord, type ReturnPath } from '../../verify/domainRecords';
+import type { ReturnPath } from '../../config';
+import { domainRecords, type DomainRecord } from '../../verify/domainRecords';
 import type { AuthState } from '../middleware/auth';
 import { decodeCursor, toPage } from '../pagination';
 import { createDomainSchema, listDomainsQuerySchema, type CreateDomainBody, type ListDomainsQuery } from '../schemas/domains';

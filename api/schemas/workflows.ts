@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { RESERVED_HEADERS, WEBHOOK_METHODS } from '../../automations/webhook';
+import { RESERVED_HEADERS, WEBHOOK_METHODS } from '../../outbound/http';
 import { conditionSchema, type TimeUnit } from '../../audience/condition';
 import type { WorkflowInput, WorkflowTrigger } from '../../automations/workflows';
 import { cursorSchema, limitSchema } from '../pagination';
