@@ -4,7 +4,7 @@ import { EVENT_EFFECTS } from '../db/queries/events';
 import type { Logger } from '../logging/logger';
 import { renderCampaignEmail } from '../mail/campaign';
 import { TemplateError } from '../mail/render';
-import { dkimFor, loadSigningKeys, type DkimOptions, type SigningKey } from '../mail/dkim';
+import { dkimFor, loadSigningKeys, type DkimOptions, type SigningKey } from '../domains/dkim';
 import type { SendMailOptions } from 'nodemailer';
 import { buildMessage, buildRawMessage, domainOf, messageIdOf, type MessageContent, type StoredAttachment } from '../mail/message';
 import { enhancedStatus, failureReason, isPermanentFailure, isRecipientRejection, type Mailer } from '../mail/transport';

@@ -3,7 +3,7 @@ import { createEmbeddedEngine } from '../engine/embedded';
 import type { Engine } from '../engine/types';
 import { MAX_UNRECORDED } from '../worker/deliveryQueue';
 import { createLogger } from '../logging/logger';
-import { addDomain } from '../projects/service';
+import { addDomain } from '../domains/rows';
 import { bearer, createTestContext, type TestContext } from './support/app';
 import { createTestDatabase } from './support/db';
 import { childEnv, killGroup, runTsx, spawnWorker, waitFor } from './support/processes';

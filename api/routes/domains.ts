@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { Domain } from '../../db/models/Domain';
 import type { Domains } from '../../domains/domains';
 import type { ReturnPath } from '../../config';
-import { domainRecords, type DomainRecord } from '../../verify/domainRecords';
+import { domainRecords, type DomainRecord } from '../../domains/records';
 import type { AuthState } from '../middleware/auth';
 import { decodeCursor, toPage } from '../pagination';
 import { createDomainSchema, listDomainsQuerySchema, type CreateDomainBody, type ListDomainsQuery } from '../schemas/domains';

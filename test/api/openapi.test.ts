@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type Router from '@koa/router';
 import { createApp } from '../../api/app';
-import { addDomain } from '../../projects/service';
+import { addDomain } from '../../domains/rows';
 import { bearer, createTestContext, testAppDeps, type TestContext } from '../support/app';
 import { answerChecker, type AnswerChecker } from '../support/openapi';
 

@@ -8,7 +8,7 @@ import { dispatchExecutions } from '../../worker/executionDispatcher';
 import { createTemporalEngine } from '../../engine/temporal';
 import type { Engine } from '../../engine/types';
 import { createLogger } from '../../logging/logger';
-import { addDomain } from '../../projects/service';
+import { addDomain } from '../../domains/rows';
 import { WORKFLOW_TASK_QUEUE } from '../../workflows/policy';
 import { workflowId } from '../../workflows/registry';
 import { bearer, createTestContext, TEST_SECRET, type TestContext } from '../support/app';

@@ -1,16 +1,12 @@
 import type { ReturnPath } from '../config';
-import type { DnsClient } from './dns';
-import type { DomainStatus } from '../db/models/Domain';
+import type { DnsClient } from '../verify/dns';
+import type { DomainStatus, RecordPurpose, RecordStatus, RecordStatuses, VerifiedBy } from '../db/models/Domain';
 
 /**
  * The DNS records a sending domain publishes for Herald, and how a check against DNS turns into statuses.
  * DKIM decides the domain's status: it is what proves that the domain's owner gave Herald the right to sign for it.
  * SPF and DMARC are reported record by record, as advice: they depend on the relay the operator delivers through.
  */
-
-/** RETURN_PATH_*: the bounce domain's records (installation-wide: the same for every sending domain), see ReturnPath. */
-export type RecordPurpose = 'DKIM' | 'SPF' | 'DMARC' | 'RETURN_PATH_MX' | 'RETURN_PATH_SPF';
-export type RecordStatus = 'PENDING' | 'VERIFIED' | 'FAILED';
 
 export interface DomainRecord {
   purpose: RecordPurpose;
@@ -20,9 +16,6 @@ export interface DomainRecord {
   status: RecordStatus;
   note?: string;
 }
-
-/** What the last check found per record; a record missing here has not been checked (or could not be). */
-export type RecordStatuses = Partial<Record<RecordPurpose, RecordStatus>>;
 
 export const SPF_VALUE = 'v=spf1 a mx ~all';
 export const DMARC_VALUE = 'v=DMARC1; p=none;';
@@ -129,8 +122,6 @@ export async function checkDomainRecords(dns: DnsClient, domain: string, selecto
   }
   return statuses;
 }
-
-export type VerifiedBy = 'DNS' | 'OPERATOR';
 
 export interface DomainState {
   status: DomainStatus;
