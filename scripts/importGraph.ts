@@ -28,7 +28,8 @@ export interface ImportGraph {
   folders: Record<string, string[]>;
 }
 
-export async function importGraph(): Promise<ImportGraph> {
+/** `withTypes`: count `import type` too (for a look at the type circles; the layers are about values). */
+export async function importGraph(withTypes = false): Promise<ImportGraph> {
   const { cruise } = await import('dependency-cruiser');
   const folders = productFolders();
   const result = await cruise(folders, {
@@ -42,7 +43,7 @@ export async function importGraph(): Promise<ImportGraph> {
   for (const mod of result.output.modules) {
     if (!inProduct(mod.source)) continue;
     files[mod.source] = [...new Set(mod.dependencies
-      .filter((d) => !d.dependencyTypes.includes('type-only') && !d.coreModule && !d.couldNotResolve && inProduct(d.resolved))
+      .filter((d) => (withTypes || !d.dependencyTypes.includes('type-only')) && !d.coreModule && !d.couldNotResolve && inProduct(d.resolved))
       .map((d) => d.resolved))].sort();
   }
   return { files, folders: collapse(files) };
@@ -94,7 +95,7 @@ export function arrowsInCycles(graph: Record<string, string[]>): string[] {
 }
 
 if (require.main === module) {
-  void importGraph().then((graph) => {
+  void importGraph(process.argv.includes('--with-types')).then((graph) => {
     if (process.argv.includes('--json')) {
       process.stdout.write(JSON.stringify(graph));
       return;
