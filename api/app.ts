@@ -7,7 +7,7 @@ import type { Logger } from '../logging/logger';
 import type { Renderer } from '../mail/render';
 import { isUuid } from '../core/values';
 import { notFound } from '../core/errors';
-import { workflowService } from '../automations/workflows';
+import { automationService } from '../automations/automations';
 import { campaignService } from '../campaigns/campaigns';
 import { domainService } from '../domains/domains';
 import { createSender, type Sender } from '../sending/sender';
@@ -119,7 +119,7 @@ export function createApp(deps: AppDeps): Koa {
   emailRoutes(dashboard, deps.knex);
   settingsRoutes(dashboard, deps.knex);
   webhookRoutes(dashboard, deps);
-  workflowRoutes(dashboard, workflowService(deps));
+  workflowRoutes(dashboard, automationService(deps));
   const dns = deps.dns ?? loadDnsConfig();
   domainRoutes(dashboard, domainService({ ...deps, dns }), deps.returnPath);
   // A public API route, secret keys only: it shares the dashboard's middleware (and small JSON bodies).

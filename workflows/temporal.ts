@@ -17,7 +17,7 @@ import type { WorkflowContext } from './context';
 import { runAutomation as runAutomationLogic } from './runAutomation';
 import { sendCampaign as sendCampaignLogic } from './sendCampaign';
 import { ACTIVITY_RETRY, PERMANENT_ERROR, WAKE_TOPIC, WEBHOOK_RETRY, type RetryPolicy } from './policy';
-import type { AutomationInput, DomainChecksInput, OtherActivities, SendCampaignInput, WebhookActivities } from './types';
+import type { RunAutomationInput, CheckDomainsInput, OtherActivities, SendCampaignInput, WebhookActivities } from './types';
 
 function retry(p: RetryPolicy): TemporalRetryPolicy {
   return {
@@ -85,11 +85,11 @@ export async function sendCampaign(input: SendCampaignInput) {
   return observed('sendCampaign', () => sendCampaignLogic(context, input));
 }
 
-export async function checkDomains(input: DomainChecksInput) {
+export async function checkDomains(input: CheckDomainsInput) {
   return observed('checkDomains', () => checkDomainsLogic(context, input));
 }
 
-export async function runAutomation(input: AutomationInput) {
+export async function runAutomation(input: RunAutomationInput) {
   setHandler(wake, () => { inbox.set(WAKE_TOPIC, (inbox.get(WAKE_TOPIC) ?? 0) + 1); });
   return observed('runAutomation', () => runAutomationLogic(context, input));
 }

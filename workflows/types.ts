@@ -27,8 +27,8 @@ export interface SendCampaignInput extends CampaignRef {
  */
 export interface WorkflowInputs {
   sendCampaign: SendCampaignInput;
-  checkDomains: DomainChecksInput;
-  runAutomation: AutomationInput;
+  checkDomains: CheckDomainsInput;
+  runAutomation: RunAutomationInput;
 }
 
 export type WorkflowName = keyof WorkflowInputs;
@@ -48,7 +48,7 @@ export interface BatchResult {
  * schedules (DBOS) the run's slot (epoch ms), from which it starts the next slot's run. A run started by a Temporal
  * Schedule has no slot: the schedule starts the next one.
  */
-export interface DomainChecksInput {
+export interface CheckDomainsInput {
   slot?: number;
   after?: string | null;
 }
@@ -69,7 +69,7 @@ export interface ExecutionRef {
 }
 
 /** Input of a run of the automation interpreter: the definition, position and step count it continues from, after continue-as-new. */
-export interface AutomationInput extends ExecutionRef {
+export interface RunAutomationInput extends ExecutionRef {
   steps?: Step[];
   at?: string | null;
   seq?: number;

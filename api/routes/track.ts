@@ -1,13 +1,13 @@
 import type Router from '@koa/router';
 import type { Knex } from 'knex';
-import { createTracker, storeTracks } from '../../events/track';
+import { createTracker, storeTracks } from '../../events/customEvents';
 import type { AuthState } from '../middleware/auth';
 import { idempotent } from '../idempotency';
 import { trackSchema, type TrackBody } from '../schemas/events';
 import { validateBody } from '../validate';
 
 /**
- * POST /v1/track (public or secret key): upserts the contact and records the event (events/track.ts), group-committed
+ * POST /v1/track (public or secret key): upserts the contact and records the event (events/customEvents.ts), group-committed
  * with the requests that arrive together. A request with an Idempotency-Key takes its own transaction, which also
  * stores its answer.
  */

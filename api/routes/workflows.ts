@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import type { AutomationRow, ExecutionRow, Workflows } from '../../automations/workflows';
+import type { AutomationRow, Automations as Workflows, ExecutionRow } from '../../automations/automations';
 import type { AuthState } from '../middleware/auth';
 import { decodeCursor, toPage } from '../pagination';
 import {
@@ -25,7 +25,7 @@ function executionJson(x: ExecutionRow) {
   };
 }
 
-/** Spec 4.7 (automations/workflows.ts). */
+/** Spec 4.7 (automations/automations.ts). */
 export function workflowRoutes(router: Router, workflows: Workflows): void {
   router.get('/workflows', async (ctx) => {
     const { projectId } = ctx.state.auth as AuthState;

@@ -204,5 +204,5 @@ export const sendAnswer = shape({
   event: nullable(id).optional().description('With a single recipient: the id of its email.queued or email.suppressed event.'),
 }).id('SendResult');
 
-// events/track.ts Tracked
+// events/customEvents.ts Tracked
 export const trackAnswer = shape({ contact: id, event: id, timestamp: instant }).id('TrackResult');
