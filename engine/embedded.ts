@@ -14,7 +14,7 @@ import { WORKFLOWS_VERSION, type Engine, type StartOptions, type WorkerHandle } 
 /**
  * The embedded engine: DBOS Transact inside Herald's own PostgreSQL (schema `dbos`). Workflows run in-process
  * in every worker; queues live in the database, so several processes share them. Deliveries do not go through DBOS:
- * the emails table is their rate-limited queue (engine/deliveryQueue.ts), on this engine as on Temporal.
+ * the emails table is their rate-limited queue (worker/deliveryQueue.ts), on this engine as on Temporal.
  *
  * Starting a workflow always goes through a DBOSClient (an enqueue, i.e. one INSERT), so API-only processes run
  * no workflows at all, and `npm start` (API + worker) uses the very same path.

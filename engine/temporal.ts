@@ -15,7 +15,7 @@ import type { HeraldSinks } from '../workflows/temporal';
  * The cluster engine: Temporal. Connection settings come from the standard Temporal environment variables
  * (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*), read by @temporalio/envconfig.
  * Temporal runs campaigns, schedules, automations and the domain re-checks; emails are delivered by every worker
- * from the emails table (engine/deliveryQueue.ts), which measured about 25 times faster than a workflow per
+ * from the emails table (worker/deliveryQueue.ts), which measured about 25 times faster than a workflow per
  * email (778 vs 29 emails/s) and serves transactional mail first (README, "How delivery works").
  */
 function connectConfig(address: string, namespace: string) {

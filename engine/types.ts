@@ -17,7 +17,7 @@ export interface StartOptions {
 /**
  * The port between Herald and its workflow engine. The API and the domain code use only this; the embedded
  * (DBOS) and cluster (Temporal) adapters implement it. Emails are not workflows on either engine: the emails table
- * is the rate-limited delivery queue (engine/deliveryQueue.ts) that every worker drains.
+ * is the rate-limited delivery queue (worker/deliveryQueue.ts) that every worker drains.
  */
 export interface Engine {
   readonly kind: 'embedded' | 'temporal';

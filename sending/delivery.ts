@@ -68,7 +68,7 @@ export function outcomeOf(email: Email, result: AttemptResult, retryInMs: number
 /**
  * Delivery in three parts: `prepare` (what to send and how to sign it, a few queries for any number of emails),
  * `attempt` (one SMTP send) and `record` (any number of outcomes and their events in one transaction). The delivery
- * queue (engine/deliveryQueue.ts) runs them for batches, on both engines.
+ * queue (worker/deliveryQueue.ts) runs them for batches, on both engines.
  */
 export function createDeliverer({ knex, mailer, log, secret, publicUrl, bounces }: DeliveryDeps) {
   const settings = bounces?.settings ?? DEFAULT_BOUNCE_SETTINGS;

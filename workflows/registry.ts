@@ -8,7 +8,7 @@ import type { WorkflowName } from './types';
  * Every workflow, with its input type and where it runs. `queue: 'automation'` marks executions that spend most of
  * their life waiting: DBOS runs them on a queue without a concurrency limit (a waiting workflow holds a slot of its
  * queue); Temporal on the workflow task queue like the others. Emails are not workflows: the emails table is the
- * rate-limited delivery queue on both engines (engine/deliveryQueue.ts).
+ * rate-limited delivery queue on both engines (worker/deliveryQueue.ts).
  */
 export const workflows = {
   sendCampaign: { run: sendCampaign, queue: 'default' },

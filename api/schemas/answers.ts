@@ -172,7 +172,7 @@ export const executionAnswer = shape({
   startedAt: instant, completedAt: nullable(instant), error: nullable(Joi.string()),
 }).id('Execution');
 
-// api/routes/domains.ts domainJson, verify/domainRecords.ts DomainRecord
+// api/routes/domains.ts domainJson, domains/records.ts DomainRecord
 const recordStatus = Joi.string().valid('PENDING', 'VERIFIED', 'FAILED');
 export const domainAnswer = shape({
   id, domain: Joi.string(), status: recordStatus,

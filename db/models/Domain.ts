@@ -21,7 +21,7 @@ export class Domain extends BaseModel {
   dkimSelector!: string | null;
   /** base64 SubjectPublicKeyInfo DER (the p= of the DKIM record). */
   dkimPublicKey!: string | null;
-  /** AES-256-GCM ciphertext of the private key (mail/dkim.ts). Never serialised into a response or a log. */
+  /** AES-256-GCM ciphertext of the private key (domains/dkim.ts). Never serialised into a response or a log. */
   dkimPrivateKey!: Buffer | null;
   verifiedBy!: VerifiedBy | null;
   records!: RecordStatuses;

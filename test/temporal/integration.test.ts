@@ -256,7 +256,7 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
     console.log(`SIGKILL: killed after ${deliveredAtKill}/${TOTAL} delivered, ${inFlight} claimed by the killed worker (${allSending} SENDING in all); ${recipients.size} recipients received, ${duplicates} duplicate(s) (bound ${MAX_UNRECORDED})`);
     expect(recipients.size).toBe(TOTAL);
     // Of its claims, only the sends between SMTP's answer and the commit of their outcomes can arrive twice, and a worker
-    // has at most MAX_UNRECORDED of those (engine/deliveryQueue.ts): the same queue as on the embedded engine.
+    // has at most MAX_UNRECORDED of those (worker/deliveryQueue.ts): the same queue as on the embedded engine.
     expect(duplicates).toBeLessThanOrEqual(Math.min(inFlight, MAX_UNRECORDED));
     // A resent duplicate carries the same Message-ID, so the receiver can drop it.
     expect(new Set(mail.map((m) => m.parsed.messageId)).size).toBe(TOTAL);
