@@ -1,10 +1,9 @@
 import type { Knex } from 'knex';
-import { loadDnsConfig, type DnsConfig } from '../config';
+import { loadDnsConfig, type DnsConfig, type ReturnPath } from '../config';
 import { checkDomainBatch, domainDnsClient, scheduleDomainChecks } from '../domains/checks';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { DnsClient } from '../verify/dns';
-import type { ReturnPath } from '../verify/domainRecords';
 import type { DomainBatchResult } from '../workflows/types';
 
 export interface DomainDeps {

@@ -8,7 +8,7 @@ export type ActivityDeps = CampaignDeps & DomainDeps & AutomationDeps;
 
 /**
  * All activities, as plain async functions: Temporal workers register them, the embedded engine runs them as DBOS steps.
- * (Deliveries are not activities: every worker drains the emails table, engine/deliveryQueue.ts.) Failures that no
+ * (Deliveries are not activities: every worker drains the emails table, worker/deliveryQueue.ts.) Failures that no
  * retry can mend are thrown as PermanentErrors, which neither engine retries (engine/permanent.ts).
  */
 export function createActivities(deps: ActivityDeps): Activities {

@@ -1,10 +1,9 @@
 import Koa from 'koa';
 import type { Knex } from 'knex';
-import type { DnsConfig } from '../config';
+import type { DnsConfig, ReturnPath } from '../config';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { Renderer } from '../mail/render';
-import type { ReturnPath } from '../verify/domainRecords';
 import type { Sender } from '../sending/sender';
 import { errorHandler } from './middleware/errorHandler';
 import { httpMetrics } from './middleware/httpMetrics';

@@ -2,14 +2,14 @@ import { loadDnsConfig } from '../config';
 import { unsubscribeService } from '../audience/subscription';
 import { segmentService } from '../audience/segments';
 import { suppressionService } from '../audience/suppressions';
-import { workflowService } from '../automations/workflows';
+import { automationService } from '../automations/automations';
 import { campaignService } from '../campaigns/campaigns';
 import { contactService } from '../contacts/contacts';
 import { ping } from '../db/database';
 import { domainService } from '../domains/domains';
 import { emailService } from '../emails/emails';
 import { eventService } from '../events/events';
-import { createTracker as createCustomEvents } from '../events/track';
+import { createTracker as createCustomEvents } from '../events/customEvents';
 import { createMetrics } from '../metrics/metrics';
 import { createSender } from '../sending/sender';
 import { templateService } from '../templates/templates';
@@ -35,7 +35,7 @@ export function createServices(deps: AppDeps) {
     /** Absent when METRICS_PORT serves them elsewhere (api/metricsApp.ts). */
     metrics: deps.metricsOnOwnPort ? undefined : { metrics: createMetrics(knex, { log: deps.log }), token: deps.metricsToken },
     send: deps.sender ?? createSender(knex, deps),
-    /** POST /v1/track (events/track.ts). */
+    /** POST /v1/track (events/customEvents.ts). */
     customEvents: createCustomEvents(knex),
     verify: verifyService(dns),
     contacts: contactService(deps),
@@ -47,7 +47,7 @@ export function createServices(deps: AppDeps) {
     suppressions: suppressionService(deps),
     settings: settingsService(deps),
     webhooks: webhookService(deps),
-    automations: workflowService(deps),
+    automations: automationService(deps),
     domains: domainService({ ...deps, dns }),
     /** The bounce domain's records, shown with every sending domain's. */
     returnPath: deps.returnPath,

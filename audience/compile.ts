@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { FieldError } from '../core/errors';
+import { AudienceError, type FieldError } from '../core/errors';
 import { checkCondition, classify, referencedSegments, type FieldRef } from './check';
 import { conditionSchema, type AudienceCondition, type FilterRule, type TimeUnit } from './condition';
 
@@ -20,18 +20,6 @@ const ORDER_SQL = { greaterThan: '>', lessThan: '<', greaterThanOrEqual: '>=', l
 /** `%`, `_` and `\` in user text are literal in LIKE patterns. */
 const literal = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 const ago = (unit: TimeUnit) => `now() - make_interval(${INTERVAL[unit]} => ?)`;
-
-/**
- * A condition that cannot be compiled: a stored row the rules no longer accept (a field, operator or value refused
- * since, a shape that is not a condition), a segment it names that is gone, or segments nested in a loop. Compiling it
- * again can never succeed: callers treat it as a permanent failure (a 422, a row flagged in a list, a FAILED campaign).
- */
-export class AudienceError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'AudienceError';
-  }
-}
 
 type Where = Knex.QueryBuilder;
 type Bindings = readonly unknown[];

@@ -5,7 +5,7 @@ import type { Listed, PageRequest } from '../db/pages';
 import { listPage } from '../db/pages';
 import { ownedRow } from '../db/owned';
 import { upsertContacts } from '../db/queries/contacts';
-import { isUnusableCondition, memberCounts, segmentContacts, segmentsReferencing, unusableCondition, type MemberCount } from '../db/queries/segments';
+import { isUnusableCondition, memberCounts, segmentContacts, segmentsReferencing, unusableCondition, type MemberCount } from './segmentQueries';
 import { checkCondition } from './check';
 import { loadSegments, resolveSegments, type SegmentDef } from './compile';
 import { normaliseCondition, type AudienceCondition } from './condition';

@@ -4,7 +4,7 @@ import { DomainError } from '../core/errors';
 import { prepareSend, storeSends, storedEmails } from '../sending/sends';
 import { renderInline } from '../mail/render';
 import { compileCondition, loadSegments } from '../audience/compile';
-import { createWebhookClient, WebhookError, type WebhookOptions } from './webhook';
+import { createWebhookClient, WebhookError, type WebhookOptions } from '../outbound/http';
 import { patchContact } from '../db/queries/contacts';
 import { ACTIVE_STATUSES, endedColumns, endExecution, recordExecutionFailed } from '../db/queries/executions';
 import type { Logger } from '../logging/logger';

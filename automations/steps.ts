@@ -1,8 +1,8 @@
 import type { AudienceCondition, TimeUnit } from '../audience/condition';
-import type { WebhookMethod } from './webhook';
+import type { WebhookMethod } from '../outbound/http';
 
 /**
- * The steps of an automation workflow (decisions.md, "Workflows (automations)"): what each does and its config.
+ * The steps of an automation (decisions.md, "Workflows (automations)"): what each does and its config.
  * The request schemas (api/schemas/workflows.ts) check their shape; automations/definition.ts checks the graph.
  */
 export type { TimeUnit };

@@ -39,7 +39,8 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import { campaignBatches } from '../campaigns/batches';
 import type { WorkflowContext } from '../workflows/context';
-import { CAMPAIGN_BATCH_SIZE, sendCampaign, type CampaignInput } from '../workflows/sendCampaign';
+import { CAMPAIGN_BATCH_SIZE, sendCampaign } from '../workflows/sendCampaign';
+import type { SendCampaignInput } from '../workflows/types';
 import { startCluster, type BenchCluster } from './lib/cluster';
 import { benchProject, EMAIL_HTML, startHeraldChild } from './lib/herald';
 import { cpuMs, machine, machineBusyMs, runBench, sleep, type Child } from './lib/proc';
@@ -134,7 +135,7 @@ async function heraldMaterialise(cluster: BenchCluster, projectId: string, rep: 
     now: async () => Date.now(),
     isCancellation: () => false,
     nonCancellable: (fn) => fn(),
-    continueAsNew: (_w, input) => sendCampaign(ctx, input as CampaignInput) as Promise<never>,
+    continueAsNew: (_w, input) => sendCampaign(ctx, input as SendCampaignInput) as Promise<never>,
   };
   const timer = statementTimer(knex);
   const pgBefore = cpuMs(cluster.postmasterPid(), true);

@@ -12,7 +12,7 @@
  * (never at the sink), duplicates (at the sink more than once), and how long after the kill its claims were all SENT.
  * Environment: BENCH_EMAILS, BENCH_RATE, BENCH_RUNS (per mode, default 3), BENCH_MODES (default restart,gone).
  */
-import { MAX_UNRECORDED } from '../engine/deliveryQueue';
+import { MAX_UNRECORDED } from '../worker/deliveryQueue';
 import { startCluster } from './lib/cluster';
 import { benchProject, prepareEngineSchema, queueEmails, startHeraldChild } from './lib/herald';
 import { machine, runBench, sleep, type Child } from './lib/proc';

@@ -8,7 +8,7 @@
  * 1. raw: a child process builds the same N messages and hands them all at once to the same pooled nodemailer transport
  *    (createMailer: 10 connections) — the ceiling for this sink on this machine;
  * 2. herald: a Herald worker process exactly as `npm run worker` starts it (startHerald, embedded engine,
- *    SEND_RATE_PER_SECOND=100000) drains its delivery queue (engine/deliveryQueue.ts): claims of up to 200 rows, a
+ *    SEND_RATE_PER_SECOND=100000) drains its delivery queue (worker/deliveryQueue.ts): claims of up to 200 rows, a
  *    send per email through the pool, outcomes (SENT + email.sent events) written in batches.
  * Throughput is counted at the sink, from the first to the last accepted message.
  *

@@ -4,7 +4,7 @@
  *   npx tsx bench/webhooks.ts          (npm run bench:webhooks)
  *
  * Starts its own embedded PostgreSQL, one Herald worker process exactly as `npm run worker` runs it (the embedded
- * engine; its webhook queue is engine/webhookQueue.ts, default settings but WEBHOOK_ALLOW_PRIVATE=127.0.0.1), and a
+ * engine; its webhook queue is worker/webhookQueue.ts, default settings but WEBHOOK_ALLOW_PRIVATE=127.0.0.1), and a
  * loopback HTTP receiver in this process that answers 204 (and checks one signature in a hundred with
  * `standardwebhooks`). Deliveries come from the contacts' outbox trigger: one INSERT of BENCH_MESSAGES contacts into a project
  * whose endpoints want `contact.created`, i.e. a backlog as a burst of sign-ups would leave it.

@@ -8,7 +8,7 @@ import { ownedRow } from '../db/owned';
 import { listPage, type Listed, type PageRequest } from '../db/pages';
 import { campaignStats, type CampaignStats } from '../db/queries/campaigns';
 import { isVerifiedSender } from '../db/queries/domains';
-import { dispatchCampaign } from '../engine/dispatch';
+import { dispatchCampaign } from './dispatch';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import { checkTemplate, messageScope, type Renderer } from '../mail/render';

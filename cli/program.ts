@@ -4,12 +4,12 @@ import { isUuid } from '../core/values';
 import { ConfigError, loadConfig, returnPathOf, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
-import { ensureDomainKey, markOperatorVerified } from '../db/queries/domains';
+import { markOperatorVerified } from '../db/queries/domains';
+import { ensureDomainKey } from '../domains/rows';
 import { createLogger } from '../logging/logger';
-import { domainRecords } from '../verify/domainRecords';
-import {
-  addDomain, createKey, createProject, listProjects, revokeKey, setProjectDisabled,
-} from '../projects/service';
+import { domainRecords } from '../domains/records';
+import { createKey, createProject, listProjects, revokeKey, setProjectDisabled } from '../projects/service';
+import { addDomain } from '../domains/rows';
 
 /** A failure the operator caused: printed as one line on stderr, exit code 1. */
 class CliError extends Error {}

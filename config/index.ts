@@ -1,9 +1,10 @@
 import path from 'node:path';
 import Joi from 'joi';
-import type { ReturnPath } from '../verify/domainRecords';
-import { AUTOMATION_MAX_RUNNING } from '../workflows/policy';
 
-/** Herald's configuration, read once from environment variables and validated at start-up. */
+/**
+ * Herald's configuration, read once from environment variables and validated at start-up. It sits below every other
+ * module and imports none of them: the business reads its settings from here, never the other way round.
+ */
 export interface Config {
   port: number;
   dataDir: string;
@@ -51,10 +52,22 @@ export interface BounceConfig {
   mxHost: string;
 }
 
+/**
+ * Where mail comes back: the VERP return paths' domain (BOUNCE_DOMAIN) and the host its MX must name (Herald's inbound
+ * listener). Its SPF record authorises the relay for the envelope sender, which is the bounce domain's from then on.
+ */
+export interface ReturnPath {
+  domain: string;
+  mxHost: string;
+}
+
 /** The bounce domain's records that each sending domain's record list shows; none without BOUNCE_DOMAIN. */
 export function returnPathOf(config: Pick<Config, 'bounces'>): ReturnPath | undefined {
   return config.bounces.domain ? { domain: config.bounces.domain, mxHost: config.bounces.mxHost } : undefined;
 }
+
+/** Default of AUTOMATION_MAX_RUNNING: automation executions live in the engine at once, across all workers. */
+export const AUTOMATION_MAX_RUNNING = 200;
 
 /** The inbound (bounce) port when SMTP_INBOUND_PORT is unset: 25's unprivileged twin. */
 export const DEFAULT_SMTP_INBOUND_PORT = 2525;

@@ -29,3 +29,17 @@ export const notFound = (what: string) => new DomainError('not_found', `${what} 
 
 /** The request meets a state that refuses it (a campaign already sent, a segment still in use…). */
 export const conflict = (message: string, suggestion?: string) => new DomainError('conflict', message, { suggestion });
+
+/**
+ * An audience condition that cannot be compiled (audience/compile.ts): a stored row the rules no longer accept (a
+ * field, operator or value refused since, a shape that is not a condition), a segment it names that is gone, or
+ * segments nested in a loop. Compiling it again can never succeed: callers treat it as a permanent failure (a 422, a
+ * row flagged in a list, a FAILED campaign). Here, below the audience, so that the engines' reading of permanent
+ * failures (engine/permanent.ts) needs no business module.
+ */
+export class AudienceError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AudienceError';
+  }
+}

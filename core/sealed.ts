@@ -3,8 +3,9 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:cr
 /**
  * Secrets stored at rest, sealed with the installation's secret (config/secret.ts): AES-256-GCM under a key derived
  * (HKDF-SHA256) for one purpose, with associated data that binds the ciphertext to its row, so that a blob copied onto
- * another row, or read for another purpose, does not open. The same construction as the DKIM private keys
- * (mail/dkim.ts). Layout: version byte, 12-byte IV, 16-byte tag, ciphertext.
+ * another row, or read for another purpose, does not open. The one construction for every sealed column: the DKIM
+ * private keys (domains/dkim.ts) and the webhook secrets (webhooks/secrets.ts). Layout: version byte, 12-byte IV,
+ * 16-byte tag, ciphertext.
  */
 const VERSION = 1;
 

@@ -1,11 +1,12 @@
 import type { Knex } from 'knex';
-import type { DnsConfig } from '../config';
+import type { DnsConfig, ReturnPath } from '../config';
 import type { Domain } from '../db/models/Domain';
-import { domainsAfter, ensureDomainKey, saveCheck } from '../db/queries/domains';
+import { domainsAfter } from '../db/queries/domains';
+import { ensureDomainKey, saveCheck } from './rows';
 import type { Logger } from '../logging/logger';
 import type { Engine } from '../engine/types';
 import { DnsClient } from '../verify/dns';
-import { checkDomainRecords, type ReturnPath } from '../verify/domainRecords';
+import { checkDomainRecords } from './records';
 import { workflowId } from '../workflows/registry';
 
 /* A sending domain's DNS check, and the schedule of the re-checks: called by the API (POST /domains/:id/verify) and by

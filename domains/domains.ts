@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { DnsConfig } from '../config';
+import type { DnsConfig, ReturnPath } from '../config';
 import { conflict, notFound } from '../core/errors';
 import { isUuid } from '../core/values';
 import type { Domain } from '../db/models/Domain';
@@ -8,8 +8,8 @@ import * as rows from '../db/queries/domains';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { DnsClient } from '../verify/dns';
-import type { ReturnPath } from '../verify/domainRecords';
 import { checkDomain, domainDnsClient, scheduleDomainChecks } from './checks';
+import { createDomain, ensureDomainKey } from './rows';
 
 /**
  * A project's sending domains (spec 4.9): added with a fresh DKIM key, checked in DNS on demand and on a schedule.
@@ -40,7 +40,7 @@ export function domainService({ knex, engine, log, secret, dns: dnsConfig, retur
   const dns: DnsClient = domainDnsClient(dnsConfig);
   const intervalMs = dnsConfig.domainCheckIntervalMinutes * 60_000;
   // Rows from before DKIM keys (or added by the operator's tools) get their key when first shown.
-  const keyed = (d: Domain) => rows.ensureDomainKey(knex, secret, d);
+  const keyed = (d: Domain) => ensureDomainKey(knex, secret, d);
   const find = async (projectId: string, id: string): Promise<Domain> => {
     const d = isUuid(id) ? await rows.getDomain(knex, projectId, id) : undefined;
     if (!d) throw notFound('Domain');
@@ -62,7 +62,7 @@ export function domainService({ knex, engine, log, secret, dns: dnsConfig, retur
     },
     get: async (projectId, id) => keyed(await find(projectId, id)),
     async create(projectId, domain) {
-      const row = await rows.createDomain(knex, secret, projectId, domain);
+      const row = await createDomain(knex, secret, projectId, domain);
       if (!row) throw conflict(`The project already has the domain ${domain}`, 'GET /domains lists it with its records; POST /domains/:id/verify checks it again.');
       await schedule();
       return row;

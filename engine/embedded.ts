@@ -5,16 +5,16 @@ import { migrateSystemDatabase } from '@dbos-inc/dbos-sdk/internal/system_databa
 import type { Logger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
 import { ACTIVITY_RETRY, PERMANENT_ERROR, WEBHOOK_RETRY, type RetryPolicy } from '../workflows/policy';
-import { workflows, type WorkflowInputs, type WorkflowName } from '../workflows/registry';
+import { workflows } from '../workflows/registry';
 import { PARK_AFTER_MS } from '../workflows/runAutomation';
-import type { Activities, OtherActivities } from '../workflows/types';
+import type { Activities, OtherActivities, WorkflowInputs, WorkflowName } from '../workflows/types';
 import { workflowFailures, workflowStartFailures, workflowStarts } from '../metrics/registry';
 import { WORKFLOWS_VERSION, type Engine, type StartOptions, type WorkerHandle } from './types';
 
 /**
  * The embedded engine: DBOS Transact inside Herald's own PostgreSQL (schema `dbos`). Workflows run in-process
  * in every worker; queues live in the database, so several processes share them. Deliveries do not go through DBOS:
- * the emails table is their rate-limited queue (engine/deliveryQueue.ts), on this engine as on Temporal.
+ * the emails table is their rate-limited queue (worker/deliveryQueue.ts), on this engine as on Temporal.
  *
  * Starting a workflow always goes through a DBOSClient (an enqueue, i.e. one INSERT), so API-only processes run
  * no workflows at all, and `npm start` (API + worker) uses the very same path.

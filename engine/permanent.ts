@@ -1,4 +1,4 @@
-import { AudienceError } from '../audience/compile';
+import { AudienceError } from '../core/errors';
 import { databaseMessage, isDataError } from '../db/errors';
 import { PERMANENT_ERROR } from '../workflows/policy';
 

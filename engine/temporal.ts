@@ -4,8 +4,7 @@ import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { temporal as proto } from '@temporalio/proto';
 import type { Logger } from '../logging/logger';
 import { WORKFLOW_TASK_QUEUE } from '../workflows/policy';
-import type { WorkflowInputs, WorkflowName } from '../workflows/registry';
-import type { Activities } from '../workflows/types';
+import type { Activities, WorkflowInputs, WorkflowName } from '../workflows/types';
 import type { Engine, StartOptions, WorkerHandle } from './types';
 import { workflowBundlePath } from './workflowBundle';
 import { workflowFailures, workflowStartFailures, workflowStarts } from '../metrics/registry';
@@ -16,7 +15,7 @@ import type { HeraldSinks } from '../workflows/temporal';
  * The cluster engine: Temporal. Connection settings come from the standard Temporal environment variables
  * (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*), read by @temporalio/envconfig.
  * Temporal runs campaigns, schedules, automations and the domain re-checks; emails are delivered by every worker
- * from the emails table (engine/deliveryQueue.ts), which measured about 25 times faster than a workflow per
+ * from the emails table (worker/deliveryQueue.ts), which measured about 25 times faster than a workflow per
  * email (778 vs 29 emails/s) and serves transactional mail first (README, "How delivery works").
  */
 function connectConfig(address: string, namespace: string) {

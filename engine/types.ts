@@ -1,4 +1,4 @@
-import type { WorkflowInputs, WorkflowName } from '../workflows/registry';
+import type { WorkflowInputs, WorkflowName } from '../workflows/types';
 
 export interface StartOptions {
   /** Business id (e.g. `campaign-<id>`): starting again with the same id is harmless. */
@@ -17,7 +17,7 @@ export interface StartOptions {
 /**
  * The port between Herald and its workflow engine. The API and the domain code use only this; the embedded
  * (DBOS) and cluster (Temporal) adapters implement it. Emails are not workflows on either engine: the emails table
- * is the rate-limited delivery queue (engine/deliveryQueue.ts) that every worker drains.
+ * is the rate-limited delivery queue (worker/deliveryQueue.ts) that every worker drains.
  */
 export interface Engine {
   readonly kind: 'embedded' | 'temporal';

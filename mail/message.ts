@@ -34,7 +34,7 @@ export interface MessageContent {
 }
 
 export interface BuildOptions {
-  /** DKIM signing (mail/dkim.ts dkimFor): nodemailer signs the message with the sending domain's key. */
+  /** DKIM signing (domains/dkim.ts dkimFor): nodemailer signs the message with the sending domain's key. */
   dkim?: SendMailOptions['dkim'];
   /** The envelope sender (Return-Path): the email's VERP bounce address (bounces/token.ts); the From address without. */
   returnPath?: string;

@@ -33,7 +33,7 @@ export const deliveries = new Counter({
   registers: [processRegistry],
 });
 
-/** Outcomes of outbound webhook attempts (engine/webhookQueue.ts). */
+/** Outcomes of outbound webhook attempts (worker/webhookQueue.ts). */
 export type WebhookOutcome = 'succeeded' | 'retried' | 'failed';
 
 export const webhookDeliveries = new Counter({

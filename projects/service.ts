@@ -1,10 +1,9 @@
 import type { Knex } from 'knex';
 import { ApiKey, type ApiKeyType } from '../db/models/ApiKey';
-import { Domain } from '../db/models/Domain';
 import { Project } from '../db/models/Project';
 import { generateKey } from './keys';
 
-/** Operator-level operations on projects, keys and domains (used by the CLI and the first start). */
+/** Operator-level operations on projects and keys (used by the CLI and the first start); domains/rows.ts adds domains. */
 
 export interface CreatedProject {
   id: string;
@@ -93,22 +92,3 @@ export async function revokeKey(keyId: string): Promise<boolean> {
   return n > 0;
 }
 
-/**
- * Adds a sending domain to a project. `verified` records it as verified by the operator, without a DNS check
- * (DNS verification is the API's job); otherwise it waits as PENDING. Adding an existing domain again with
- * `verified` marks it verified; without, it is left as it is. Returns null when the project does not exist.
- */
-export async function addDomain(projectId: string, domain: string, verified: boolean): Promise<Domain | null> {
-  const project = await Project.query().findById(projectId);
-  if (!project) return null;
-  const now = new Date();
-  const insert = Domain.query().insert({ projectId, domain, status: verified ? 'VERIFIED' : 'PENDING', verifiedAt: verified ? now : null })
-    .onConflict(['project_id', 'domain']);
-  if (verified) {
-    return (await insert.merge({ status: 'VERIFIED', verified_at: now, updated_at: now } as never).returning('*')) as unknown as Domain;
-  }
-  // ON CONFLICT DO NOTHING returns no row for an existing domain, yet Objection's insert() still resolves to a model
-  // built from the input (no id, status PENDING): read the stored row instead.
-  await insert.ignore();
-  return (await Domain.query().findOne({ project_id: projectId, domain }))!;
-}

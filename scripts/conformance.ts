@@ -26,7 +26,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../config';
 import { startHerald } from '../bin/runtime';
-import { addDomain, createProject } from '../projects/service';
+import { createProject } from '../projects/service';
+import { addDomain } from '../domains/rows';
 import { startSink } from '../bench/lib/sink';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -4,7 +4,7 @@ import { EVENT_EFFECTS } from '../db/queries/events';
 import type { Logger } from '../logging/logger';
 import { renderCampaignEmail } from '../mail/campaign';
 import { TemplateError } from '../mail/render';
-import { dkimFor, loadSigningKeys, type DkimOptions, type SigningKey } from '../mail/dkim';
+import { dkimFor, loadSigningKeys, type DkimOptions, type SigningKey } from '../domains/dkim';
 import type { SendMailOptions } from 'nodemailer';
 import { buildMessage, buildRawMessage, domainOf, messageIdOf, type MessageContent, type StoredAttachment } from '../mail/message';
 import { enhancedStatus, failureReason, isPermanentFailure, isRecipientRejection, type Mailer } from '../mail/transport';
@@ -68,7 +68,7 @@ export function outcomeOf(email: Email, result: AttemptResult, retryInMs: number
 /**
  * Delivery in three parts: `prepare` (what to send and how to sign it, a few queries for any number of emails),
  * `attempt` (one SMTP send) and `record` (any number of outcomes and their events in one transaction). The delivery
- * queue (engine/deliveryQueue.ts) runs them for batches, on both engines.
+ * queue (worker/deliveryQueue.ts) runs them for batches, on both engines.
  */
 export function createDeliverer({ knex, mailer, log, secret, publicUrl, bounces }: DeliveryDeps) {
   const settings = bounces?.settings ?? DEFAULT_BOUNCE_SETTINGS;

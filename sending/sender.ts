@@ -50,7 +50,7 @@ export interface Sender {
  * project and batch, so that no project waits for another's renders); stored together: requests that arrive together
  * share ONE statement in autocommit (db/batch.ts groupStatement; sending/sends.ts storeSends). If it fails, each is
  * retried in one of its own, so a bad request fails alone. A batch costs two statements: the check and the store.
- * The committed rows are the delivery queue (engine/deliveryQueue.ts), on either engine: nothing here waits for SMTP.
+ * The committed rows are the delivery queue (worker/deliveryQueue.ts), on either engine: nothing here waits for SMTP.
  */
 export function createSender(knex: Knex, deps: SendStoreDeps): Sender {
   const checking = batched<SendCommand, CheckedSend>((commands) => checkSends(knex, commands));

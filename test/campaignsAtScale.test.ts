@@ -1,4 +1,4 @@
-import { addDomain } from '../projects/service';
+import { addDomain } from '../domains/rows';
 import { bearer, createTestContext, type TestContext } from './support/app';
 import { createTestDatabase } from './support/db';
 import { startTestEngine, type TestEngine } from './support/engine';

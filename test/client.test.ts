@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createHeraldClient, type HeraldClient } from '../client';
-import { addDomain } from '../projects/service';
+import { addDomain } from '../domains/rows';
 import { createTestContext, type TestContext } from './support/app';
 
 /** The typed client (client/): generated from the document, and used against a running Herald over real HTTP. */

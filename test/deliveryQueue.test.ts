@@ -1,5 +1,5 @@
 import { createDeliverer } from '../sending/delivery';
-import { retryDelayMs, startDeliveryQueue, type DeliveryQueue } from '../engine/deliveryQueue';
+import { retryDelayMs, startDeliveryQueue, type DeliveryQueue } from '../worker/deliveryQueue';
 import { createLogger } from '../logging/logger';
 import { createMailer, type Mailer } from '../mail/transport';
 import { createProject } from '../projects/service';

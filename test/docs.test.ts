@@ -3,7 +3,7 @@ import path from 'node:path';
 
 /**
  * The docs name only files that exist (issue 14: docs/api.md cited spec files that are not in the repository).
- * Checked: markdown link targets, and file names in backticks (`engine/deliveryQueue.ts`, `decisions.md`).
+ * Checked: markdown link targets, and file names in backticks (`worker/deliveryQueue.ts`, `decisions.md`).
  */
 const ROOT = path.resolve(__dirname, '..');
 const DOCS = ['README.md', 'BENCHMARKS.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];

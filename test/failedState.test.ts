@@ -1,6 +1,6 @@
 import { campaignBatches } from '../campaigns/batches';
 import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
-import { dispatchCampaign } from '../engine/dispatch';
+import { dispatchCampaign } from '../campaigns/dispatch';
 import { createLogger } from '../logging/logger';
 import { bearer, type TestContext } from './support/app';
 import { waitForExecutions, type ExecutionJson } from './support/automations';

@@ -1,4 +1,4 @@
-import { addDomain } from '../projects/service';
+import { addDomain } from '../domains/rows';
 import { createDeliverer } from '../sending/delivery';
 import { Email } from '../db/models/Email';
 import { createLogger } from '../logging/logger';

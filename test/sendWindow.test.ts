@@ -1,8 +1,8 @@
-import { sharedSendWindow } from '../engine/sendWindow';
+import { sharedSendWindow } from '../worker/sendWindow';
 import { createTestDatabase, type TestDatabase } from './support/db';
 
 /**
- * The shared send window (engine/sendWindow.ts) against a real PostgreSQL: two workers' gates, sends of uneven length
+ * The shared send window (worker/sendWindow.ts) against a real PostgreSQL: two workers' gates, sends of uneven length
  * (5 to 185 ms, as SMTP sends are), never more than the limit begun within any second; and a worker's restart frees
  * the room its dead sends held.
  */

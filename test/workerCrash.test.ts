@@ -1,9 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { createEmbeddedEngine } from '../engine/embedded';
 import type { Engine } from '../engine/types';
-import { MAX_UNRECORDED } from '../engine/deliveryQueue';
+import { MAX_UNRECORDED } from '../worker/deliveryQueue';
 import { createLogger } from '../logging/logger';
-import { addDomain } from '../projects/service';
+import { addDomain } from '../domains/rows';
 import { bearer, createTestContext, type TestContext } from './support/app';
 import { createTestDatabase } from './support/db';
 import { childEnv, killGroup, runTsx, spawnWorker, waitFor } from './support/processes';
@@ -13,7 +13,7 @@ import { startSinkProcess, type SinkProcess } from './support/smtp';
  * What a crashed worker costs, as an operator meets it (issue 12): the API, two worker processes (bin/worker.ts) at a
  * lifted rate, 5,000 emails, one worker SIGKILLed when 40 % have reached the SMTP server.
  * - Restarted under its EXECUTOR_ID: nothing lost, and no more duplicates than the sends it may have had between SMTP's
- *   answer and the commit of their outcomes (MAX_UNRECORDED, engine/deliveryQueue.ts).
+ *   answer and the commit of their outcomes (MAX_UNRECORDED, worker/deliveryQueue.ts).
  * - Never restarted: the other worker notices the stale heartbeat and delivers the dead one's claims within 30 s.
  * - Identity: a second process under a live EXECUTOR_ID refuses to start; without EXECUTOR_ID, each takes its own.
  * The SMTP server is a sink in a process of its own, so that the test's process (the API) does not slow the workers.

@@ -1,9 +1,9 @@
 import { ConfigError } from '../config';
-import { webhookConfig, type WebhookOptions } from '../automations/webhook';
+import { webhookConfig, type WebhookOptions } from '../outbound/http';
 
 /**
  * Settings of outbound webhook delivery, from the environment. The target guard (WEBHOOK_ALLOW_PRIVATE), the timeout
- * (WEBHOOK_TIMEOUT_MS) and the response cap are those of WEBHOOK steps (automations/webhook.ts): one setting for
+ * (WEBHOOK_TIMEOUT_MS) and the response cap are those of WEBHOOK steps (outbound/http.ts): one setting for
  * every request Herald makes on a project's behalf.
  */
 export interface OutboundWebhookConfig {

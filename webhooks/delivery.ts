@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { WebhookError, type WebhookClient } from '../automations/webhook';
+import { WebhookError, type WebhookClient } from '../outbound/http';
 import { messageId } from './endpoints';
 import { openWebhookSecret } from './secrets';
 

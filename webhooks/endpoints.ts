@@ -12,7 +12,7 @@ import type { WebhookEventType } from './types';
 /**
  * A project's outbound webhook endpoints (POST/GET/PATCH/DELETE /webhooks). Every call is scoped to the caller's
  * project: another project's id is not found. URLs and event types arrive validated (api/schemas/webhooks.ts); the
- * address a URL reaches is judged at each delivery (engine/webhookQueue.ts), where DNS answers are.
+ * address a URL reaches is judged at each delivery (worker/webhookQueue.ts), where DNS answers are.
  */
 
 export interface WebhookDeps {

@@ -1,5 +1,5 @@
 import type { WorkflowContext } from './context';
-import type { DomainChecksInput } from './types';
+import type { CheckDomainsInput } from './types';
 
 /** Domains per batch activity: each is checked against DNS (10 at a time) and its outcome stored. */
 export const DOMAIN_CHECK_BATCH = 50;
@@ -19,7 +19,7 @@ export const DOMAIN_BATCHES_PER_RUN = 500;
  *   run of the next slot, whose id is that slot: however often it is asked for (a retried step, a worker's start, the
  *   API when a domain is added), one run per slot starts.
  */
-export async function checkDomains(ctx: WorkflowContext, input: DomainChecksInput): Promise<{ checked: number }> {
+export async function checkDomains(ctx: WorkflowContext, input: CheckDomainsInput): Promise<{ checked: number }> {
   let after = input.after ?? null;
   let checked = 0;
   for (let batches = 0; ; batches++) {

@@ -1,5 +1,4 @@
-import type { WorkflowInputs, WorkflowName } from './registry';
-import type { OtherActivities, WebhookActivities } from './types';
+import type { OtherActivities, WebhookActivities, WorkflowInputs, WorkflowName } from './types';
 
 /**
  * The small durable context that workflow logic is written against, once, for both engines.

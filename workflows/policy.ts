@@ -35,9 +35,6 @@ export const WEBHOOK_RETRY = {
   maximumAttempts: 6,
 } as const;
 
-/** Default of AUTOMATION_MAX_RUNNING: automation executions live in the engine at once, across all workers. */
-export const AUTOMATION_MAX_RUNNING = 200;
-
 /** Topic of the nudge that wakes an automation execution from a wait (an event arrived, or its deadline moved). */
 export const WAKE_TOPIC = 'wake';
 

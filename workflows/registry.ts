@@ -1,28 +1,20 @@
 import { checkDomains } from './checkDomains';
 import type { WorkflowContext } from './context';
 import { runAutomation } from './runAutomation';
-import { sendCampaign, type CampaignInput } from './sendCampaign';
-import type { AutomationInput, DomainChecksInput } from './types';
+import { sendCampaign } from './sendCampaign';
+import type { WorkflowName } from './types';
 
 /**
  * Every workflow, with its input type and where it runs. `queue: 'automation'` marks executions that spend most of
  * their life waiting: DBOS runs them on a queue without a concurrency limit (a waiting workflow holds a slot of its
  * queue); Temporal on the workflow task queue like the others. Emails are not workflows: the emails table is the
- * rate-limited delivery queue on both engines (engine/deliveryQueue.ts).
+ * rate-limited delivery queue on both engines (worker/deliveryQueue.ts).
  */
 export const workflows = {
   sendCampaign: { run: sendCampaign, queue: 'default' },
   checkDomains: { run: checkDomains, queue: 'default' },
   runAutomation: { run: runAutomation, queue: 'automation' },
-} as const satisfies Record<string, { run: (ctx: WorkflowContext, input: never) => Promise<unknown>; queue: 'default' | 'automation' }>;
-
-export type WorkflowName = keyof typeof workflows;
-
-export interface WorkflowInputs {
-  sendCampaign: CampaignInput;
-  checkDomains: DomainChecksInput;
-  runAutomation: AutomationInput;
-}
+} as const satisfies Record<WorkflowName, { run: (ctx: WorkflowContext, input: never) => Promise<unknown>; queue: 'default' | 'automation' }>;
 
 /** Business ids of workflows: a repeated start with the same id is harmless in both engines. */
 export const workflowId = {

@@ -1,7 +1,7 @@
 import type { WorkflowContext } from './context';
 import { activityFailureMessage } from './failure';
 import { WAKE_TOPIC } from './policy';
-import type { AutomationInput, ExecutionRef, ExecutionStatus, Step, StepOutcome, WaitClock, WaitState } from './types';
+import type { RunAutomationInput, ExecutionRef, ExecutionStatus, Step, StepOutcome, WaitClock, WaitState } from './types';
 
 /**
  * Step runs per engine run before continue-as-new. A step is one or two activities (about 3 history events each)
@@ -52,7 +52,7 @@ async function wait(ctx: WorkflowContext, ref: ExecutionRef, seq: number, step: 
  * effect is an activity that also mirrors the execution's status and current step into its row; the row decides
  * races (a cancel against a step, an event against a timeout), so the same logic runs on DBOS and on Temporal.
  */
-export async function runAutomation(ctx: WorkflowContext, input: AutomationInput): Promise<ExecutionStatus> {
+export async function runAutomation(ctx: WorkflowContext, input: RunAutomationInput): Promise<ExecutionStatus> {
   const ref: ExecutionRef = { projectId: input.projectId, executionId: input.executionId };
   const result = await walk(ctx, ref, input);
   // Outside walk's try: Temporal's continue-as-new is thrown, and must not be taken for a failed step.
@@ -61,7 +61,7 @@ export async function runAutomation(ctx: WorkflowContext, input: AutomationInput
 }
 
 /** Runs steps until the execution ends (its status) or the run has done its share (the input of the next run). */
-async function walk(ctx: WorkflowContext, ref: ExecutionRef, input: AutomationInput): Promise<ExecutionStatus | AutomationInput> {
+async function walk(ctx: WorkflowContext, ref: ExecutionRef, input: RunAutomationInput): Promise<ExecutionStatus | RunAutomationInput> {
   try {
     let steps = input.steps;
     let at = input.at ?? null;

@@ -1,6 +1,6 @@
 import type { WorkflowContext } from './context';
 import { activityFailureMessage } from './failure';
-import type { CampaignPhase, CampaignRef } from './types';
+import type { CampaignPhase, CampaignRef, SendCampaignInput } from './types';
 
 /** Contacts per batch: one activity resolves them (one SQL statement) and stores their emails in the delivery queue. */
 export const CAMPAIGN_BATCH_SIZE = 500;
@@ -15,13 +15,6 @@ export const CAMPAIGN_BATCH_SIZE = 500;
 export const BATCHES_PER_RUN = 100;
 export const DRAIN_POLLS_PER_RUN = 100;
 
-export interface CampaignInput extends CampaignRef {
-  /** Keyset position: the last contact id of the previous run (continue-as-new). */
-  after?: string | null;
-  /** Every batch is stored: a continued run only waits for the deliveries. */
-  draining?: boolean;
-}
-
 /** How long to wait before looking at the deliveries again: about half the time they need at the send rate, 2 s to 60 s. */
 export function drainPollMs(pending: number, ratePerSecond = 14): number {
   return Math.min(60_000, Math.max(2_000, Math.round((pending / ratePerSecond) * 500)));
@@ -35,7 +28,7 @@ export function drainPollMs(pending: number, ratePerSecond = 14): number {
  * evaluated, or the last of its retries), the campaign ends FAILED with the reason, its queued emails cancelled and a
  * `campaign.failed` event recorded (campaigns/lifecycle.ts, failCampaignRows), instead of staying SENDING for ever.
  */
-export async function sendCampaign(ctx: WorkflowContext, input: CampaignInput): Promise<CampaignPhase> {
+export async function sendCampaign(ctx: WorkflowContext, input: SendCampaignInput): Promise<CampaignPhase> {
   const ref: CampaignRef = { projectId: input.projectId, campaignId: input.campaignId };
   const result = await run(ctx, ref, input);
   // Outside run's try: Temporal's continue-as-new is thrown, and must not be taken for a failed activity.
@@ -44,7 +37,7 @@ export async function sendCampaign(ctx: WorkflowContext, input: CampaignInput): 
 }
 
 /** The campaign's work until it ends (its phase) or the run has done its share (the input of the next run). */
-async function run(ctx: WorkflowContext, ref: CampaignRef, input: CampaignInput): Promise<CampaignPhase | CampaignInput> {
+async function run(ctx: WorkflowContext, ref: CampaignRef, input: SendCampaignInput): Promise<CampaignPhase | SendCampaignInput> {
   try {
     const phase = await ctx.activities.beginCampaign(ref);
     if (phase !== 'SENDING') return phase;

@@ -15,9 +15,9 @@ import type { RetryPolicy as TemporalRetryPolicy } from '@temporalio/common';
 import { checkDomains as checkDomainsLogic } from './checkDomains';
 import type { WorkflowContext } from './context';
 import { runAutomation as runAutomationLogic } from './runAutomation';
-import { sendCampaign as sendCampaignLogic, type CampaignInput } from './sendCampaign';
+import { sendCampaign as sendCampaignLogic } from './sendCampaign';
 import { ACTIVITY_RETRY, PERMANENT_ERROR, WAKE_TOPIC, WEBHOOK_RETRY, type RetryPolicy } from './policy';
-import type { AutomationInput, DomainChecksInput, OtherActivities, WebhookActivities } from './types';
+import type { RunAutomationInput, CheckDomainsInput, OtherActivities, SendCampaignInput, WebhookActivities } from './types';
 
 function retry(p: RetryPolicy): TemporalRetryPolicy {
   return {
@@ -81,15 +81,15 @@ async function observed<T>(workflow: string, run: () => Promise<T>): Promise<T> 
   }
 }
 
-export async function sendCampaign(input: CampaignInput) {
+export async function sendCampaign(input: SendCampaignInput) {
   return observed('sendCampaign', () => sendCampaignLogic(context, input));
 }
 
-export async function checkDomains(input: DomainChecksInput) {
+export async function checkDomains(input: CheckDomainsInput) {
   return observed('checkDomains', () => checkDomainsLogic(context, input));
 }
 
-export async function runAutomation(input: AutomationInput) {
+export async function runAutomation(input: RunAutomationInput) {
   setHandler(wake, () => { inbox.set(WAKE_TOPIC, (inbox.get(WAKE_TOPIC) ?? 0) + 1); });
   return observed('runAutomation', () => runAutomationLogic(context, input));
 }

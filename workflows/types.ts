@@ -13,6 +13,26 @@ export interface CampaignRef {
 
 export type CampaignPhase = 'DRAFT' | 'SCHEDULED' | 'SENDING' | 'SENT' | 'CANCELLED' | 'FAILED';
 
+/** The input of the sendCampaign workflow (not the API's campaign body, campaigns/campaigns.ts CampaignInput). */
+export interface SendCampaignInput extends CampaignRef {
+  /** Keyset position: the last contact id of the previous run (continue-as-new). */
+  after?: string | null;
+  /** Every batch is stored: a continued run only waits for the deliveries. */
+  draining?: boolean;
+}
+
+/**
+ * Every engine workflow's input, by name (workflows/registry.ts holds their code). Here, with the other types, so
+ * that the context a workflow is written against does not import the registry that imports the workflows.
+ */
+export interface WorkflowInputs {
+  sendCampaign: SendCampaignInput;
+  checkDomains: CheckDomainsInput;
+  runAutomation: RunAutomationInput;
+}
+
+export type WorkflowName = keyof WorkflowInputs;
+
 export interface BatchResult {
   /** The campaign is no longer SENDING (cancelled): stop. */
   cancelled: boolean;
@@ -28,7 +48,7 @@ export interface BatchResult {
  * schedules (DBOS) the run's slot (epoch ms), from which it starts the next slot's run. A run started by a Temporal
  * Schedule has no slot: the schedule starts the next one.
  */
-export interface DomainChecksInput {
+export interface CheckDomainsInput {
   slot?: number;
   after?: string | null;
 }
@@ -49,7 +69,7 @@ export interface ExecutionRef {
 }
 
 /** Input of a run of the automation interpreter: the definition, position and step count it continues from, after continue-as-new. */
-export interface AutomationInput extends ExecutionRef {
+export interface RunAutomationInput extends ExecutionRef {
   steps?: Step[];
   at?: string | null;
   seq?: number;

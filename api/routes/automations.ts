@@ -1,4 +1,4 @@
-import type { AutomationRow, ExecutionRow } from '../../automations/workflows';
+import type { AutomationRow, ExecutionRow } from '../../automations/automations';
 import { crud, created, first, noContent, ok, uuidParam } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
 import { deleted, reply, route, type Lookup } from '../route';
@@ -25,7 +25,7 @@ export function executionJson(x: ExecutionRow) {
 // Another project's workflow is a 404 whatever the body or query says.
 const owned = ({ auth, params, services }: Lookup<'/workflows/:id'>) => services.automations.get(auth.projectId, params.id);
 
-/** Spec 4.7: automations, which the API calls workflows (automations/workflows.ts). */
+/** Spec 4.7: automations, which the API calls workflows (automations/automations.ts). */
 export const automationRoutes = [
   route({ operationId: 'listWorkflows', method: 'get', path: '/workflows', summary: 'List workflows', tag: 'Workflows', access: 'secret', query: listWorkflowsQuerySchema, answers: ok('A page of workflows.', A.pageOf(A.workflowAnswer)),
     async handle({ auth, query: q, services }) {

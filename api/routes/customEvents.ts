@@ -4,7 +4,7 @@ import * as A from '../schemas/answers';
 import { trackSchema } from '../schemas/events';
 
 /**
- * POST /v1/track (public or secret key): upserts the contact and records the event (events/track.ts), group-committed
+ * POST /v1/track (public or secret key): upserts the contact and records the event (events/customEvents.ts), group-committed
  * with the requests that arrive together. A request with an Idempotency-Key takes its own transaction, which also
  * stores its answer.
  */

@@ -1,5 +1,6 @@
 import type { Domain } from '../../db/models/Domain';
-import { domainRecords, type DomainRecord, type ReturnPath } from '../../verify/domainRecords';
+import type { ReturnPath } from '../../config';
+import { domainRecords, type DomainRecord } from '../../domains/records';
 import { crud, created, noContent, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
 import { deleted, reply, route } from '../route';

@@ -171,7 +171,7 @@ export const executionAnswer = shape({
   startedAt: instant, completedAt: nullable(instant), error: nullable(Joi.string()),
 }).id('Execution');
 
-// api/routes/domains.ts domainJson, verify/domainRecords.ts DomainRecord
+// api/routes/domains.ts domainJson, domains/records.ts DomainRecord
 const recordStatus = Joi.string().valid('PENDING', 'VERIFIED', 'FAILED');
 export const domainAnswer = shape({
   id, domain: Joi.string(), status: recordStatus,
@@ -203,5 +203,5 @@ export const sendAnswer = shape({
   event: nullable(id).optional().description('With a single recipient: the id of its email.queued or email.suppressed event.'),
 }).id('SendResult');
 
-// events/track.ts Tracked
+// events/customEvents.ts Tracked
 export const trackAnswer = shape({ contact: id, event: id, timestamp: instant }).id('TrackResult');

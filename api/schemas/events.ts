@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { cursorSchema, limitSchema } from '../pagination';
-import type { TrackInput } from '../../events/track';
+import type { TrackInput } from '../../events/customEvents';
 import { contactDataSchema, dateSchema, emailSchema, uuidSchema } from './common';
 
 /** Event names: printable, 1 to 100 characters. Names under the service's own prefixes are the service's to record. */
@@ -10,7 +10,7 @@ import { contactDataSchema, dateSchema, emailSchema, uuidSchema } from './common
 export const eventNameSchema = Joi.string().trim().min(1).max(100).pattern(/^[^\u0000-\u001f\u007f-\u009f]+$/, 'printable characters');
 export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.', 'campaign.', 'execution.'];
 
-// The tracked event's type lives with the business (events/track.ts); this schema is checked against it.
+// The tracked event's type lives with the business (events/customEvents.ts); this schema is checked against it.
 export type TrackBody = TrackInput;
 
 export const trackSchema = Joi.object<TrackBody, true>({

@@ -1,7 +1,7 @@
 import Joi from 'joi';
-import { RESERVED_HEADERS, WEBHOOK_METHODS } from '../../automations/webhook';
+import { RESERVED_HEADERS, WEBHOOK_METHODS } from '../../outbound/http';
 import { conditionSchema, type TimeUnit } from '../../audience/condition';
-import type { WorkflowInput, WorkflowTrigger } from '../../automations/workflows';
+import type { AutomationInput as WorkflowInput, AutomationTrigger as WorkflowTrigger } from '../../automations/automations';
 import { cursorSchema, limitSchema } from '../pagination';
 import { contactDataSchema, headerTextSchema, uuidSchema } from './common';
 import { eventNameSchema } from './events';
@@ -20,7 +20,7 @@ import {
   type UpdateContactConfig, type WaitForEventConfig, type WebhookConfig,
 } from '../../automations/steps';
 
-// The workflow's types live with the business (automations/workflows.ts); these schemas are checked against them.
+// The workflow's types live with the business (automations/automations.ts); these schemas are checked against them.
 export type CreateWorkflowBody = WorkflowInput;
 
 export type PatchWorkflowBody = Partial<CreateWorkflowBody>;

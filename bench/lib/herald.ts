@@ -1,7 +1,8 @@
 import path from 'node:path';
-import { ensureDomainKey } from '../../db/queries/domains';
-import { decryptPrivateKey } from '../../mail/dkim';
-import { addDomain, createProject, type CreatedProject } from '../../projects/service';
+import { ensureDomainKey } from '../../domains/rows';
+import { decryptPrivateKey } from '../../domains/dkim';
+import { createProject, type CreatedProject } from '../../projects/service';
+import { addDomain } from '../../domains/rows';
 import type { BenchCluster } from './cluster';
 import { spawnChild, type Child } from './proc';
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * The embedded engine's delivery queue is the emails table itself (engine/deliveryQueue.ts): workers claim QUEUED
+ * The embedded engine's delivery queue is the emails table itself (worker/deliveryQueue.ts): workers claim QUEUED
  * rows in batches, paced by one shared row. Each index names the query it serves.
  */
 export async function up(knex: Knex): Promise<void> {

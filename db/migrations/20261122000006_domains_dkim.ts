@@ -2,15 +2,15 @@ import type { Knex } from 'knex';
 
 /**
  * Sending domains get their DKIM key pair and the outcome of their DNS checks.
- * The key columns are nullable: rows from before this migration get their key on first use (db/queries/domains.ts
+ * The key columns are nullable: rows from before this migration get their key on first use (domains/rows.ts
  * ensureDomainKey), since the encryption key comes from the installation secret, which SQL does not have.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('domains', (t) => {
     t.text('dkim_selector');
     t.text('dkim_public_key'); // base64 SubjectPublicKeyInfo DER: the p= of the DKIM record
-    t.binary('dkim_private_key'); // AES-256-GCM ciphertext of the PKCS#8 PEM (mail/dkim.ts)
-    // Who made the domain VERIFIED: a DNS check, or the operator (CLI --verified). See verify/domainRecords.ts afterCheck.
+    t.binary('dkim_private_key'); // AES-256-GCM ciphertext of the PKCS#8 PEM (domains/dkim.ts)
+    // Who made the domain VERIFIED: a DNS check, or the operator (CLI --verified). See domains/records.ts afterCheck.
     t.text('verified_by').checkIn(['DNS', 'OPERATOR']);
     t.jsonb('records').notNullable().defaultTo('{}'); // status per record (DKIM, SPF, DMARC) of the last check
     t.timestamp('checked_at', { useTz: true });

@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
  * An execution row is written in the same transaction as the event that triggers it (db/queries/events.ts
  * recordEvents), so a trigger is never lost: the row is the outbox entry of the engine workflow that runs it.
  * `outbox` says what the engine still has to be told — START (run it) or WAKE (a waited-for event arrived, or
- * its wait was shortened) — and the execution dispatcher (engine/executionDispatcher.ts) tells it and clears the
+ * its wait was shortened) — and the execution dispatcher (worker/executionDispatcher.ts) tells it and clears the
  * column in one transaction. The row is also the truth about the execution: the interpreter's activities mirror its
  * status, step and wait into it, and decide races (an event against a timeout, a cancel against a step) here.
  */

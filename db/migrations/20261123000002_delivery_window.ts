@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * The sends of the last second, across all workers (engine/sendWindow.ts): at low rates a send begins only while fewer
+ * The sends of the last second, across all workers (worker/sendWindow.ts): at low rates a send begins only while fewer
  * than the limit have completed within the window or are still in flight, so no second at the receiving server holds
  * more than the limit, however late a send's bytes arrive. A handful of rows: finished ones are pruned as it goes.
  */

@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
 
 /**
- * Worker identity and liveness (engine/workerIdentity.ts), and event-name totals that concurrent writers do not queue on.
+ * Worker identity and liveness (worker/workerIdentity.ts), and event-name totals that concurrent writers do not queue on.
  *
  * `workers`: one row per executor id. A process holds its id with a session-level advisory lock (so two live processes
  * never share one) and stamps `heartbeat_at` every few seconds; the claims of a worker whose heartbeat is stale are
- * requeued by whichever worker notices first (engine/deliveryQueue.ts). A handful of rows: ids are reused.
+ * requeued by whichever worker notices first (worker/deliveryQueue.ts). A handful of rows: ids are reused.
  *
  * `event_names.shard`: each event insert bumped one row per (project, name), so every worker's batch of `email.sent`
  * outcomes, and every tracked event of that name, waited for the previous writer's commit on that one row. The total

@@ -13,7 +13,7 @@ import type { Knex } from 'knex';
  * - `contacts` (AFTER INSERT / AFTER UPDATE, per statement): contact.created and contact.updated (a real change:
  *   `updated_at` moved), from upsertContacts, patchContact or any other writer.
  * Only endpoints that are enabled and want the type get a row: a project without one pays an index probe per statement.
- * The worker (engine/webhookQueue.ts) claims due rows per endpoint with FOR UPDATE SKIP LOCKED.
+ * The worker (worker/webhookQueue.ts) claims due rows per endpoint with FOR UPDATE SKIP LOCKED.
  *
  * `webhook_attempts`: every attempt's status code, latency and error (GET /webhooks/:id/deliveries).
  */

@@ -32,7 +32,7 @@ function utcTimestamp(column: string): string {
  *   active execution per workflow and contact unless it allows reentry (a unique index, ON CONFLICT DO NOTHING);
  * - every execution of the contact WAITING for one of these names records the event and is marked for a wake-up.
  * - every enabled webhook endpoint of the project that wants one of these names gets its outbox row
- *   (webhook_deliveries) with the exact payload it will carry (webhooks/; engine/webhookQueue.ts delivers it).
+ *   (webhook_deliveries) with the exact payload it will carry (webhooks/; worker/webhookQueue.ts delivers it).
  * The automation and webhook parts find nothing through small indexes when nobody listens. One statement: the
  * delivery queue writes a batch of outcomes and their events in one round trip (sending/delivery.ts), the tracker a
  * batch of opens and clicks (tracking/record.ts). The emails and contacts the payloads name are read as they were

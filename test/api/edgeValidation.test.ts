@@ -5,7 +5,7 @@ import pino from 'pino';
 import request from 'supertest';
 import { errorHandler } from '../../api/middleware/errorHandler';
 import { requestId } from '../../api/middleware/requestId';
-import { addDomain } from '../../projects/service';
+import { addDomain } from '../../domains/rows';
 import { bearer, createTestContext, type TestContext } from '../support/app';
 
 /**

@@ -7,7 +7,7 @@ import type Router from '@koa/router';
 import { createApp } from '../../api/app';
 import type { Route } from '../../api/route';
 import { ROUTES } from '../../api/routes';
-import { addDomain } from '../../projects/service';
+import { addDomain } from '../../domains/rows';
 import { bearer, createTestContext, testAppDeps, type TestContext } from '../support/app';
 import { answerChecker, type AnswerChecker } from '../support/openapi';
 

@@ -1,5 +1,5 @@
 import { recordEvents } from '../../db/queries/events';
-import { dispatchExecutions } from '../../engine/executionDispatcher';
+import { dispatchExecutions } from '../../worker/executionDispatcher';
 import type { Engine } from '../../engine/types';
 import { createLogger } from '../../logging/logger';
 import { bearer, createTestContext, type TestContext } from '../support/app';

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { upsertContacts } from '../../db/queries/contacts';
 import { recordEvents } from '../../db/queries/events';
-import { addDomain } from '../../projects/service';
+import { addDomain } from '../../domains/rows';
 import { bearer, createTestContext, type TestContext } from '../support/app';
 import { DAY, executionsOf, stepClock, waitForExecutions, type ExecutionJson } from '../support/automations';
 import { createTestDatabase } from '../support/db';

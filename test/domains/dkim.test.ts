@@ -2,14 +2,15 @@ import { Resolver } from 'node:dns/promises';
 import { dkimVerify } from 'mailauth';
 import { createDeliverer } from '../../sending/delivery';
 import type { Email } from '../../db/models/Email';
-import { startDeliveryQueue } from '../../engine/deliveryQueue';
+import { startDeliveryQueue } from '../../worker/deliveryQueue';
 import { createLogger } from '../../logging/logger';
-import { createDomain } from '../../db/queries/domains';
-import { decryptPrivateKey, dkimFor, DkimKeyError, encryptPrivateKey, generateDkimKey, loadSigningKeys, type DkimKeyPair } from '../../mail/dkim';
+import { createDomain } from '../../domains/rows';
+import { decryptPrivateKey, dkimFor, DkimKeyError, encryptPrivateKey, generateDkimKey, loadSigningKeys, type DkimKeyPair } from '../../domains/dkim';
 import { buildMessage } from '../../mail/message';
 import { createMailer, type Mailer } from '../../mail/transport';
-import { addDomain, createProject } from '../../projects/service';
-import { dkimRecordName, dkimRecordValue } from '../../verify/domainRecords';
+import { createProject } from '../../projects/service';
+import { addDomain } from '../../domains/rows';
+import { dkimRecordName, dkimRecordValue } from '../../domains/records';
 import { TEST_SECRET } from '../support/app';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { startDnsServer, type TestDnsServer } from '../support/dns';
@@ -79,6 +80,13 @@ describe('keys', () => {
       expect((err as Error).message).toMatch(/DKIM key of .* cannot be decrypted/);
       expect((err as Error).message).not.toMatch(/PRIVATE|MII/);
     }
+  });
+
+  test('a key stored by the earlier code of its own (before core/sealed.ts sealed it) still opens', () => {
+    // Sealed by mail/dkim.ts's own AES-GCM code, as rows in existing databases were: the format must not change.
+    const stored = Buffer.from('AVRv5aYyRLaXzFQ6A/3SKIjBNzoxEY0j3qjj7C7L3c6OciqP5suTXKBMR6ZTCnFQzDlB8NIWpzcKH1jn69cPVLGiPngZ5UMD61K+YTkCvW5nEsFfxcC/8E8CtugYaWjk/dwZK95VoQoRTiPb28D9X7oLi8bR4caulSU=', 'base64');
+    expect(decryptPrivateKey(Buffer.alloc(32, 7), '0190b7a2-7c1e-7000-8000-000000000001', 'stored.example', stored))
+      .toBe('-----BEGIN PRIVATE KEY-----\nstored before seal and unseal were one\n-----END PRIVATE KEY-----\n');
   });
 });
 

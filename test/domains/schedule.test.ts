@@ -1,10 +1,11 @@
-import { createDomain, getDomain, isVerifiedSender, saveCheck } from '../../db/queries/domains';
+import { getDomain, isVerifiedSender } from '../../db/queries/domains';
+import { createDomain, saveCheck } from '../../domains/rows';
 import { nextCheckSlot } from '../../domains/checks';
 import { workflowId } from '../../workflows/registry';
 import type { WorkflowContext } from '../../workflows/context';
 import { checkDomains, DOMAIN_BATCHES_PER_RUN, DOMAIN_CHECK_BATCH } from '../../workflows/checkDomains';
 import { createProject } from '../../projects/service';
-import { dkimRecordName, dkimRecordValue } from '../../verify/domainRecords';
+import { dkimRecordName, dkimRecordValue } from '../../domains/records';
 import { TEST_SECRET } from '../support/app';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { startDnsServer, type TestDnsServer } from '../support/dns';

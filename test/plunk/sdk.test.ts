@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import Plunk from '@plunk/node';
 import { NotFoundError } from '@plunk/node/dist/errors/NotFound';
 import { TokenError } from '@plunk/node/dist/errors/TokenError';
-import { createDomain } from '../../db/queries/domains';
+import { createDomain } from '../../domains/rows';
 import { TEST_SECRET } from '../support/app';
 import { waitForEmails } from '../support/engine';
 import { startEndToEnd, type EndToEnd } from '../support/endToEnd';

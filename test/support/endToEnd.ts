@@ -1,4 +1,4 @@
-import { addDomain } from '../../projects/service';
+import { addDomain } from '../../domains/rows';
 import { bearer, createTestContext, type TestContext } from './app';
 import { createTestDatabase } from './db';
 import { startTestEngine, type TestEngine, type TestEngineOptions } from './engine';

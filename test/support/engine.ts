@@ -1,10 +1,10 @@
 import { TEST_SECRET } from './app';
 import { createActivities, type ActivityDeps } from '../../activities';
 import { createDeliverer, type DeliveryDeps } from '../../sending/delivery';
-import { startDeliveryQueue } from '../../engine/deliveryQueue';
+import { startDeliveryQueue } from '../../worker/deliveryQueue';
 import { createEmbeddedEngine, startEmbeddedWorker } from '../../engine/embedded';
-import { startExecutionDispatcher } from '../../engine/executionDispatcher';
-import { startWebhookQueue, type WebhookQueueOptions } from '../../engine/webhookQueue';
+import { startExecutionDispatcher } from '../../worker/executionDispatcher';
+import { startWebhookQueue, type WebhookQueueOptions } from '../../worker/webhookQueue';
 import { outboundWebhookConfig, type OutboundWebhookConfig } from '../../webhooks/config';
 import type { Engine, WorkerHandle } from '../../engine/types';
 import { createLogger } from '../../logging/logger';

@@ -1,7 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { Client, Connection } from '@temporalio/client';
 import request from 'supertest';
-import { addDomain, createProject, type CreatedProject } from '../../projects/service';
+import { createProject, type CreatedProject } from '../../projects/service';
+import { addDomain } from '../../domains/rows';
 import { freePort } from '../../scripts/temporalDevServer';
 import { TEST_SECRET } from './app';
 import { createTestDatabase, type TestDatabase } from './db';

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createEmbeddedEngine } from '../../engine/embedded';
 import type { Engine } from '../../engine/types';
 import { createLogger } from '../../logging/logger';
-import { addDomain } from '../../projects/service';
+import { addDomain } from '../../domains/rows';
 import { createTestContext, type TestContext } from './app';
 import { createTestDatabase } from './db';
 import { killGroup, spawnWorker } from './processes';

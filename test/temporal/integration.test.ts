@@ -3,9 +3,9 @@ import { Resolver } from 'node:dns/promises';
 import { promisify } from 'node:util';
 import { dkimVerify } from 'mailauth';
 import { Domain } from '../../db/models/Domain';
-import { MAX_UNRECORDED } from '../../engine/deliveryQueue';
-import { ensureDomainKey } from '../../db/queries/domains';
-import { dkimRecordName, dkimRecordValue } from '../../verify/domainRecords';
+import { MAX_UNRECORDED } from '../../worker/deliveryQueue';
+import { ensureDomainKey } from '../../domains/rows';
+import { dkimRecordName, dkimRecordValue } from '../../domains/records';
 import { bearer, TEST_SECRET } from '../support/app';
 import { startDnsServer, type TestDnsServer } from '../support/dns';
 import { killGroup, waitFor } from '../support/processes';
@@ -256,7 +256,7 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
     console.log(`SIGKILL: killed after ${deliveredAtKill}/${TOTAL} delivered, ${inFlight} claimed by the killed worker (${allSending} SENDING in all); ${recipients.size} recipients received, ${duplicates} duplicate(s) (bound ${MAX_UNRECORDED})`);
     expect(recipients.size).toBe(TOTAL);
     // Of its claims, only the sends between SMTP's answer and the commit of their outcomes can arrive twice, and a worker
-    // has at most MAX_UNRECORDED of those (engine/deliveryQueue.ts): the same queue as on the embedded engine.
+    // has at most MAX_UNRECORDED of those (worker/deliveryQueue.ts): the same queue as on the embedded engine.
     expect(duplicates).toBeLessThanOrEqual(Math.min(inFlight, MAX_UNRECORDED));
     // A resent duplicate carries the same Message-ID, so the receiver can drop it.
     expect(new Set(mail.map((m) => m.parsed.messageId)).size).toBe(TOTAL);

@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { DOMAIN_CHECKS_SCHEDULE } from '../../domains/checks';
-import { createDomain, getDomain } from '../../db/queries/domains';
-import { dkimRecordName, dkimRecordValue } from '../../verify/domainRecords';
+import { getDomain } from '../../db/queries/domains';
+import { createDomain } from '../../domains/rows';
+import { dkimRecordName, dkimRecordValue } from '../../domains/records';
 import { bearer, TEST_SECRET } from '../support/app';
 import { DAY, stepClock, waitForExecutions, type ExecutionJson } from '../support/automations';
 import { startDnsServer, type TestDnsServer } from '../support/dns';

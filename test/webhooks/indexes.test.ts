@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { pageQueries } from '../../db/pages';
-import { CLAIM_SQL } from '../../engine/webhookQueue';
+import { CLAIM_SQL } from '../../worker/webhookQueue';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 

@@ -1,6 +1,6 @@
 import type { WorkflowContext } from '../../workflows/context';
 import { runAutomation, STEPS_PER_RUN, WAIT_CHUNK_MS } from '../../workflows/runAutomation';
-import type { AutomationInput, Step, StepOutcome, WaitState } from '../../workflows/types';
+import type { RunAutomationInput, Step, StepOutcome, WaitState } from '../../workflows/types';
 
 /**
  * The interpreter's logic against a scripted context that records every command it emits (activity calls, receives
@@ -9,7 +9,7 @@ import type { AutomationInput, Step, StepOutcome, WaitState } from '../../workfl
  * test/automations/engine.test.ts). The command counts bound a run's Temporal history.
  */
 class ContinuedAsNew extends Error {
-  constructor(readonly input: AutomationInput) { super('continue-as-new'); }
+  constructor(readonly input: RunAutomationInput) { super('continue-as-new'); }
 }
 class Cancelled extends Error {}
 
@@ -58,7 +58,7 @@ function scripted(s: Script) {
     now: async () => 0,
     isCancellation: (err) => err instanceof Cancelled,
     nonCancellable: (fn) => fn(),
-    continueAsNew: async (_wf, input) => { throw new ContinuedAsNew(input as AutomationInput); },
+    continueAsNew: async (_wf, input) => { throw new ContinuedAsNew(input as RunAutomationInput); },
   };
   return { ctx, commands };
 }

@@ -1,8 +1,9 @@
-import { createCipheriv, createDecipheriv, generateKeyPair, hkdfSync, randomBytes } from 'node:crypto';
+import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { Knex } from 'knex';
 import type { SendMailOptions } from 'nodemailer';
-import { domainOf, domainSuffixes } from './message';
+import { seal, SealedError, unseal } from '../core/sealed';
+import { domainOf, domainSuffixes } from '../mail/message';
 
 /**
  * DKIM keys of sending domains: an RSA-2048 key pair per domain, the private key encrypted at rest with AES-256-GCM
@@ -13,8 +14,12 @@ import { domainOf, domainSuffixes } from './message';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
-/** Format of the stored blob: version byte, 12-byte IV, 16-byte GCM tag, ciphertext of the PKCS#8 PEM. */
-const BLOB_VERSION = 1;
+/**
+ * The private key is sealed by core/sealed.ts (its layout: version byte, 12-byte IV, 16-byte GCM tag, ciphertext of the
+ * PKCS#8 PEM) for this purpose, bound to its domain row: a blob copied onto another domain does not open.
+ */
+const PURPOSE = 'dkim-private-key/v1';
+const boundTo = (projectId: string, domain: string) => `${projectId}/${domain}`;
 
 export interface DkimKeyPair {
   /** The DNS selector: the key is published at `<selector>._domainkey.<domain>`. */
@@ -40,19 +45,8 @@ export async function generateDkimKey(now = new Date()): Promise<DkimKeyPair> {
   return { selector: newSelector(now), publicKey: (publicKey as Buffer).toString('base64'), privateKey: privateKey as string };
 }
 
-function encryptionKey(secret: Buffer): Buffer {
-  return Buffer.from(hkdfSync('sha256', secret, 'herald', 'dkim-private-key/v1', 32));
-}
-
-/** The associated data binds a ciphertext to its domain row: a blob copied onto another domain does not decrypt. */
-const aad = (projectId: string, domain: string) => Buffer.from(`${projectId}/${domain}`, 'utf8');
-
 export function encryptPrivateKey(secret: Buffer, projectId: string, domain: string, privateKeyPem: string): Buffer {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', encryptionKey(secret), iv);
-  cipher.setAAD(aad(projectId, domain));
-  const ciphertext = Buffer.concat([cipher.update(privateKeyPem, 'utf8'), cipher.final()]);
-  return Buffer.concat([Buffer.from([BLOB_VERSION]), iv, cipher.getAuthTag(), ciphertext]);
+  return seal(secret, PURPOSE, boundTo(projectId, domain), privateKeyPem);
 }
 
 export class DkimKeyError extends Error {
@@ -62,12 +56,9 @@ export class DkimKeyError extends Error {
 /** Decrypts a stored key; throws DkimKeyError (naming the domain, never the key) when the secret changed or the blob was altered. */
 export function decryptPrivateKey(secret: Buffer, projectId: string, domain: string, blob: Buffer): string {
   try {
-    if (blob[0] !== BLOB_VERSION) throw new Error('unknown format');
-    const decipher = createDecipheriv('aes-256-gcm', encryptionKey(secret), blob.subarray(1, 13));
-    decipher.setAAD(aad(projectId, domain));
-    decipher.setAuthTag(blob.subarray(13, 29));
-    return Buffer.concat([decipher.update(blob.subarray(29)), decipher.final()]).toString('utf8');
-  } catch {
+    return unseal(secret, PURPOSE, boundTo(projectId, domain), blob);
+  } catch (err) {
+    if (!(err instanceof SealedError)) throw err;
     throw new DkimKeyError(`the DKIM key of ${domain} cannot be decrypted (was SECRET_KEY or DATA_DIR/secret.key changed?)`);
   }
 }

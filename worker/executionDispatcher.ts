@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logging/logger';
-import { AUTOMATION_MAX_RUNNING, WAKE_TOPIC } from '../workflows/policy';
+import { AUTOMATION_MAX_RUNNING } from '../config';
+import { WAKE_TOPIC } from '../workflows/policy';
 import { workflowId } from '../workflows/registry';
 import type { ParkedState } from '../workflows/types';
-import type { Engine } from './types';
+import type { Engine } from '../engine/types';
 
 export interface ExecutionDispatcherOptions {
   engine: Engine;

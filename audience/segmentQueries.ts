@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
-import { AudienceError, compileCondition, loadSegments, type SegmentDef, type SegmentMap } from '../../audience/compile';
-import { databaseMessage, isDataError } from '../errors';
+import { AudienceError } from '../core/errors';
+import { compileCondition, loadSegments, type SegmentDef, type SegmentMap } from './compile';
+import { databaseMessage, isDataError } from '../db/errors';
 
 /**
  * The contacts of a segment as a query over `contacts AS c` (select what you need from it). Dynamic segments are

@@ -4,28 +4,30 @@ import { isUuid } from '../core/values';
 import { ownedRow } from '../db/owned';
 import { listPage, type Listed, type PageRequest } from '../db/pages';
 import { cancelExecutions, liveRuns } from '../db/queries/executions';
-import { cancelEngineExecutions } from '../engine/cancelExecutions';
+import { cancelEngineExecutions } from './cancelExecutions';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import { checkReferences, checkSteps, normaliseSteps } from './definition';
 import { templateIdsOf, type ExecutionStatus, type Step } from './steps';
 
 /**
- * Automation workflows (spec 4.7, decisions.md): a trigger event and steps, run per contact as executions by the
- * engine (workflows/runAutomation.ts). Every call is scoped to the project; another project's workflow is not found.
+ * Automations (spec 4.7, decisions.md; the API's /workflows): a trigger event and steps, run per contact as
+ * executions by the runAutomation engine workflow (workflows/runAutomation.ts). An automation is the user's
+ * definition; the engine workflows of workflows/ are Herald's durable code. Every call is scoped to the project;
+ * another project's automation is not found (its error names it a Workflow, as the API does).
  */
 
-export interface WorkflowTrigger {
+export interface AutomationTrigger {
   type: 'EVENT';
   event: string;
 }
 
-/** A workflow as written through any way in (create; an update takes any part of it). */
-export interface WorkflowInput {
+/** An automation as written through any way in (create; an update takes any part of it). */
+export interface AutomationInput {
   name: string;
   description?: string | null;
   enabled?: boolean;
-  trigger: WorkflowTrigger;
+  trigger: AutomationTrigger;
   steps: Step[];
   allowReentry?: boolean;
 }
@@ -64,19 +66,19 @@ async function checkDefinition(db: Knex, projectId: string, steps: Step[]): Prom
   if (refs.length) throw invalid(refs);
 }
 
-export interface Workflows {
+export interface Automations {
   list(projectId: string, filter: { enabled?: boolean }, page: PageRequest): Promise<Listed<AutomationRow>>;
   get(projectId: string, id: string): Promise<AutomationRow>;
-  create(projectId: string, input: WorkflowInput): Promise<AutomationRow>;
+  create(projectId: string, input: AutomationInput): Promise<AutomationRow>;
   /** Disabling stops the journeys under way; editing the steps does not (each execution keeps the steps it started with). */
-  update(projectId: string, id: string, patch: Partial<WorkflowInput>): Promise<AutomationRow>;
+  update(projectId: string, id: string, patch: Partial<AutomationInput>): Promise<AutomationRow>;
   /** Deletes the workflow with its executions; those under way are cancelled in the engine too. */
   remove(projectId: string, id: string): Promise<void>;
   executions(projectId: string, workflowId: string, filter: { status?: ExecutionStatus; contactId?: string }, page: PageRequest): Promise<Listed<ExecutionRow>>;
   execution(projectId: string, workflowId: string, id: string): Promise<ExecutionRow>;
 }
 
-export function workflowService({ knex, engine, log }: { knex: Knex; engine: Engine; log: Logger }): Workflows {
+export function automationService({ knex, engine, log }: { knex: Knex; engine: Engine; log: Logger }): Automations {
   const get = (projectId: string, id: string) => ownedRow<AutomationRow>(knex, 'automations', 'Workflow', projectId, id);
 
   return {

@@ -7,8 +7,9 @@ import ipaddr from 'ipaddr.js';
 import { ConfigError } from '../config';
 
 /**
- * The HTTP client behind an automation's WEBHOOK step. Webhook URLs are written by project users, so every call is
- * treated as a request on behalf of an untrusted party: it may only reach public addresses (no SSRF into the network
+ * The HTTP client of every request Herald makes on a project's behalf: an automation's WEBHOOK step
+ * (automations/executions.ts) and the outbound webhooks (webhooks/, delivered by worker/webhookQueue.ts). Their URLs
+ * are written by project users, so every call is treated as a request on behalf of an untrusted party: it may only reach public addresses (no SSRF into the network
  * Herald runs in), may not be steered by redirects, and is bounded in time and in how much it reads.
  */
 

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { createWebhookClient } from '../automations/webhook';
+import { createWebhookClient } from '../outbound/http';
 import type { Logger } from '../logging/logger';
 import { attemptDelivery, type AttemptResult, type ClaimedDelivery } from '../webhooks/delivery';
 import type { OutboundWebhookConfig } from '../webhooks/config';
@@ -8,7 +8,7 @@ import { webhookDeliveries, type WebhookOutcome } from '../metrics/registry';
 
 /**
  * Outbound webhook delivery, run by every worker process on both engines (bin/runtime.ts), like the email queue
- * (engine/deliveryQueue.ts): the `webhook_deliveries` outbox is the queue.
+ * (worker/deliveryQueue.ts): the `webhook_deliveries` outbox is the queue.
  *
  * Claim: per enabled endpoint with due deliveries, at most `endpointConcurrency` minus those already in flight to it
  * (counted across workers), oldest first, FOR UPDATE SKIP LOCKED, in one statement. So a hanging or dead endpoint

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { isIP } from 'node:net';
 import {
   createWebhookClient, webhookConfig, WebhookError, type WebhookLookup, type WebhookOptions, type WebhookRequest,
-} from '../../automations/webhook';
+} from '../../outbound/http';
 
 /**
  * The WEBHOOK step's HTTP client against a real server on 127.0.0.1. Every destination other than loopback is only

@@ -1,15 +1,12 @@
-import type { DnsClient } from './dns';
-import type { DomainStatus } from '../db/models/Domain';
+import type { ReturnPath } from '../config';
+import type { DnsClient } from '../verify/dns';
+import type { DomainStatus, RecordPurpose, RecordStatus, RecordStatuses, VerifiedBy } from '../db/models/Domain';
 
 /**
  * The DNS records a sending domain publishes for Herald, and how a check against DNS turns into statuses.
  * DKIM decides the domain's status: it is what proves that the domain's owner gave Herald the right to sign for it.
  * SPF and DMARC are reported record by record, as advice: they depend on the relay the operator delivers through.
  */
-
-/** RETURN_PATH_*: the bounce domain's records (installation-wide: the same for every sending domain), see ReturnPath. */
-export type RecordPurpose = 'DKIM' | 'SPF' | 'DMARC' | 'RETURN_PATH_MX' | 'RETURN_PATH_SPF';
-export type RecordStatus = 'PENDING' | 'VERIFIED' | 'FAILED';
 
 export interface DomainRecord {
   purpose: RecordPurpose;
@@ -19,9 +16,6 @@ export interface DomainRecord {
   status: RecordStatus;
   note?: string;
 }
-
-/** What the last check found per record; a record missing here has not been checked (or could not be). */
-export type RecordStatuses = Partial<Record<RecordPurpose, RecordStatus>>;
 
 export const SPF_VALUE = 'v=spf1 a mx ~all';
 export const DMARC_VALUE = 'v=DMARC1; p=none;';
@@ -33,15 +27,6 @@ export function dkimRecordName(domain: string, selector: string): string {
 /** The DKIM TXT value of a public key (base64 of its SubjectPublicKeyInfo DER, RFC 6376 section 3.6.1). */
 export function dkimRecordValue(publicKey: string): string {
   return `v=DKIM1; k=rsa; p=${publicKey}`;
-}
-
-/**
- * Where mail comes back: the VERP return paths' domain (BOUNCE_DOMAIN) and the host its MX must name (Herald's inbound
- * listener). Its SPF record authorises the relay for the envelope sender, which is the bounce domain's from then on.
- */
-export interface ReturnPath {
-  domain: string;
-  mxHost: string;
 }
 
 function returnPathRecords(rp: ReturnPath, statuses: RecordStatuses): DomainRecord[] {
@@ -137,8 +122,6 @@ export async function checkDomainRecords(dns: DnsClient, domain: string, selecto
   }
   return statuses;
 }
-
-export type VerifiedBy = 'DNS' | 'OPERATOR';
 
 export interface DomainState {
   status: DomainStatus;

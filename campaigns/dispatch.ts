@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { countCampaignAudience, type CampaignAudienceRow } from '../audience/campaignAudience';
 import type { Logger } from '../logging/logger';
 import { workflowId } from '../workflows/registry';
-import type { Engine } from './types';
+import type { Engine } from '../engine/types';
 
 /** A campaign as the dispatcher needs it: its ids, its schedule, and what an operator sees of it in the engine. */
 export interface DispatchedCampaign extends CampaignAudienceRow {
@@ -30,7 +30,7 @@ async function campaignSummary(knex: Knex, c: DispatchedCampaign): Promise<strin
 
 /**
  * Starts (or schedules) a campaign's workflow and records that the engine accepted it; the dispatcher retries otherwise.
- * Emails need no dispatch: a committed QUEUED row is in the delivery queue (engine/deliveryQueue.ts).
+ * Emails need no dispatch: a committed QUEUED row is in the delivery queue (worker/deliveryQueue.ts).
  */
 export async function dispatchCampaign(engine: Engine, knex: Knex, c: DispatchedCampaign, log: Logger): Promise<boolean> {
   const ref = { projectId: c.project_id, campaignId: c.id };

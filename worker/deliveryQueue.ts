@@ -20,7 +20,7 @@ import { HEARTBEAT_MS, STALE_AFTER_MS } from './workerIdentity';
  * about one second ahead.
  *
  * Durability: a claimed email is SENDING with `claimed_by` = this worker's executor id, unique among live processes
- * (engine/workerIdentity.ts). It counts as in flight from its claim until its outcome is committed, and at most
+ * (worker/workerIdentity.ts). It counts as in flight from its claim until its outcome is committed, and at most
  * `maxUnrecorded` emails of a worker may be between the start of their send and that commit: a send waits for one of
  * those places, and a place frees only when the outcome is written. A crash therefore re-sends at most `maxUnrecorded`
  * emails (at-least-once, with the same Message-ID), however far the database lags behind the SMTP server. Outcomes are

@@ -7,6 +7,11 @@ import type { ApiKeyType } from '../db/models/ApiKey';
 import { upsertContacts } from '../db/queries/contacts';
 import { recordEvents } from '../db/queries/events';
 
+/*
+ * Custom events: what a client reports of its contacts through POST /v1/track, the events automations listen to.
+ * Open and click tracking of the mail Herald sends is another thing, in tracking/.
+ */
+
 /** One event a client tracks (POST /v1/track): its contact is upserted, the event recorded. */
 export interface TrackInput {
   email: string;

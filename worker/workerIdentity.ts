@@ -15,7 +15,7 @@ import type { Logger } from '../logging/logger';
  *   any host and under any hostname, thus takes over the id of a worker that died, with its claims and workflows.
  *
  * Liveness: the same connection stamps `workers.heartbeat_at` every HEARTBEAT_MS. The delivery queue of any worker
- * requeues the claims of an id whose heartbeat is older than STALE_AFTER_MS (engine/deliveryQueue.ts): a worker that
+ * requeues the claims of an id whose heartbeat is older than STALE_AFTER_MS (worker/deliveryQueue.ts): a worker that
  * never comes back costs 15 s, not a lease of minutes.
  *
  * The advisory lock needs a real session: behind PgBouncer, point workers at PostgreSQL or use session pooling.

@@ -1,8 +1,8 @@
 import type { Logger } from '../logging/logger';
 import { workflowId } from '../workflows/registry';
-import type { Engine } from './types';
+import type { Engine } from '../engine/types';
 
-/** Engine cancels in flight at once: a workflow with thousands of journeys under way must not flood the engine. */
+/** Engine cancels in flight at once: an automation with thousands of journeys under way must not flood the engine. */
 const CONCURRENCY = 16;
 
 /**
