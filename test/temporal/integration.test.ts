@@ -11,6 +11,7 @@ import { startDnsServer, type TestDnsServer } from '../support/dns';
 import { killGroup, waitFor } from '../support/processes';
 import { startSinkProcess, type Received } from '../support/smtp';
 import { addGroupContacts, heraldCluster } from '../support/temporalCluster';
+import { cancelMidFlight, type CancelRun } from '../support/cancelStops';
 import { describeTemporal } from '../support/temporal';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -214,6 +215,30 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
     }
   }, 300_000);
 
+  /**
+   * Cancel means stop (issue 25): claimed emails waiting for their send slots are not sent once the cancel is answered,
+   * by the API (its reply) or by a cancel of the workflow as Temporal UI makes it (the campaign CANCELLED in the
+   * database). test/support/cancelStops.ts; the same on the embedded engine: test/cancelStops.test.ts.
+   */
+  const cancelHarness = () => ({ knex: c.db.knex, projectId: c.project.id, smtp: c.smtp, http: () => c.http(), key: key() });
+  const apiCancel: CancelRun['cancel'] = async (id) => {
+    const res = await c.http().post(`/campaigns/${id}/cancel`).set(key());
+    expect(res.status).toBe(200);
+    expect(res.body.data.status).toBe('CANCELLED');
+  };
+  const workflowCancel: CancelRun['cancel'] = async (id) => {
+    await c.client.workflow.getHandle(`campaign-${id}`).cancel();
+    await waitFor('the campaign CANCELLED in the database', async () => ((await campaignStatus(id)) === 'CANCELLED' ? true : undefined), 30_000, 10);
+  };
+
+  test('cancel at 14/s through the API: at most the two sends handed to SMTP arrive after the answer', async () => {
+    await cancelMidFlight(cancelHarness(), { group: 'stop14-api', total: 60, after: 5, cancel: apiCancel, bound: 2 });
+  }, 120_000);
+
+  test('cancel at 14/s of the workflow, as Temporal UI does it: at most the two sends handed to SMTP arrive after the answer', async () => {
+    await cancelMidFlight(cancelHarness(), { group: 'stop14-ui', total: 60, after: 5, cancel: workflowCancel, bound: 2 });
+  }, 120_000);
+
   // ---- workers at 5000/s ----
 
   test('a campaign to 10,000 contacts is delivered exactly once', async () => {
@@ -367,4 +392,12 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
     expect((await c.http().post(`/campaigns/${id}/cancel`).set(key())).status).toBe(200);
     await queueDrained();
   }, 180_000);
+
+  test('cancel at 2/s through the API: at most the one send handed to SMTP arrives after the answer', async () => {
+    await cancelMidFlight(cancelHarness(), { group: 'stop2-api', total: 12, after: 2, cancel: apiCancel, bound: 1 });
+  }, 120_000);
+
+  test('cancel at 2/s of the workflow, as Temporal UI does it: at most the one send handed to SMTP arrives after the answer', async () => {
+    await cancelMidFlight(cancelHarness(), { group: 'stop2-ui', total: 12, after: 2, cancel: workflowCancel, bound: 1 });
+  }, 120_000);
 });
