@@ -360,13 +360,15 @@ const campaignKey = (email: Email) => `${email.projectId}/${email.campaignId}`;
 function campaignStops(knex: Knex, maxAgeMs: number) {
   /** The campaigns of the emails in flight here, with how many each has. */
   const held = new Map<string, { projectId: string; campaignId: string; n: number }>();
-  type Look = { startedAt: number; result: Promise<Map<string, string>>; done: boolean };
+  /** One query: which of `covers` (the campaigns held when it began) are stopped, with the error to record. */
+  type Look = { startedAt: number; covers: Set<string>; result: Promise<Map<string, string>>; done: boolean };
   let current: Look | undefined;
   let next: Promise<Map<string, string>> | undefined;
   const begin = (): Look => {
     const keys = [...held.values()].map((c) => [c.projectId, c.campaignId]);
     const look: Look = {
       startedAt: performance.now(),
+      covers: new Set(held.keys()),
       done: false,
       result: (async () => {
         const rows: { project_id: string; id: string; status: string }[] = keys.length === 0 ? []
@@ -377,8 +379,8 @@ function campaignStops(knex: Knex, maxAgeMs: number) {
     current = look;
     return look;
   };
-  const lookSince = (askedAt: number): Promise<Map<string, string>> => {
-    if (current && current.startedAt >= askedAt - maxAgeMs) return current.result;
+  const lookSince = (askedAt: number, key: string): Promise<Map<string, string>> => {
+    if (current && current.startedAt >= askedAt - maxAgeMs && current.covers.has(key)) return current.result;
     if (!current || current.done) return begin().result;
     // A look under way began too early for this send: the one after it serves every send that asks meanwhile.
     next ??= current.result.catch(() => undefined).then(() => { next = undefined; return begin().result; });
@@ -402,7 +404,8 @@ function campaignStops(knex: Knex, maxAgeMs: number) {
     /** Why this email must not be sent (its campaign's end), or undefined. */
     async stopped(email: Email): Promise<string | undefined> {
       if (!applies(email)) return undefined;
-      return (await lookSince(performance.now())).get(campaignKey(email));
+      const key = campaignKey(email);
+      return (await lookSince(performance.now(), key)).get(key);
     },
   };
 }
