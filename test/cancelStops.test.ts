@@ -21,7 +21,17 @@ async function runWorker(rate: number): Promise<void> {
     killGroup(w, 'SIGTERM');
     await gone;
   }
-  worker = h.startWorker({ SEND_RATE_PER_SECOND: String(rate) });
+  // At info the worker logs "delivering mail" once it runs: the cancel is not measured during its start-up.
+  const w = h.startWorker({ SEND_RATE_PER_SECOND: String(rate), LOG_LEVEL: 'info' });
+  worker = w;
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    w.stdout!.on('data', (c: Buffer) => {
+      out = (out + c.toString()).slice(-4096);
+      if (out.includes('"msg":"delivering mail"')) resolve();
+    });
+    w.once('exit', (code) => reject(new Error(`the worker exited (${code}) before it started delivering`)));
+  });
 }
 
 const harness = () => ({ knex: h.t.db.knex, projectId: h.t.project.id, smtp: h.smtp, http: () => h.t.http(), key: bearer(h.t.project.secretKey) });

@@ -268,10 +268,12 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
   };
 
   test('cancel at 14/s through the API: at most the two sends handed to SMTP arrive after the answer', async () => {
+    await c.workersReady(); // a worker's start takes a core for a second or two: not during the cancel
     await cancelMidFlight(cancelHarness(), { group: 'stop14-api', total: 60, after: 5, cancel: apiCancel, bound: 2 });
   }, 120_000);
 
   test('cancel at 14/s of the workflow, as Temporal UI does it: at most the two sends handed to SMTP arrive after the answer', async () => {
+    await c.workersReady(); // a worker's start takes a core for a second or two: not during the cancel
     await cancelMidFlight(cancelHarness(), { group: 'stop14-ui', total: 60, after: 5, cancel: workflowCancel, bound: 2 });
   }, 120_000);
 
@@ -432,10 +434,12 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
   test('cancel at 2/s through the API: at most the one send handed to SMTP arrives after the answer', async () => {
     // Every worker restarted at 2/s (runWorkers): that is how an operator changes the cluster's rate.
     expect(await c.db.knex('delivery_pace').where({ name: 'email' }).first('engine', 'send_rate_per_second')).toEqual({ engine: 'temporal', send_rate_per_second: 2 });
+    await c.workersReady(); // a worker's start takes a core for a second or two: not during the cancel
     await cancelMidFlight(cancelHarness(), { group: 'stop2-api', total: 12, after: 2, cancel: apiCancel, bound: 1 });
   }, 120_000);
 
   test('cancel at 2/s of the workflow, as Temporal UI does it: at most the one send handed to SMTP arrives after the answer', async () => {
+    await c.workersReady(); // a worker's start takes a core for a second or two: not during the cancel
     await cancelMidFlight(cancelHarness(), { group: 'stop2-ui', total: 12, after: 2, cancel: workflowCancel, bound: 1 });
   }, 120_000);
 });
