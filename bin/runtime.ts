@@ -11,7 +11,7 @@ import { startDispatcher } from '../campaigns/dispatch';
 import { startWebhookQueue, type WebhookQueue } from '../worker/webhookQueue';
 import { outboundWebhookConfig } from '../webhooks/config';
 import { startExecutionDispatcher } from '../worker/executionDispatcher';
-import { claimWorkerIdentity, ExecutorIdInUseError, type WorkerIdentity } from '../worker/workerIdentity';
+import { checkClusterEngine, claimWorkerIdentity, ClusterMismatchError, ExecutorIdInUseError, type WorkerIdentity } from '../worker/workerIdentity';
 import type { Engine, WorkerHandle } from '../engine/types';
 import { createLogger, type Logger } from '../logging/logger';
 import type { RenderPool } from '../mail/renderPool';
@@ -77,6 +77,31 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   const secret = loadSecret(config);
   const temporal = { address: config.temporalAddress!, namespace: config.temporalNamespace, log };
 
+  // Before the engine, whose start has effects of its own (DBOS's system database): a worker takes its id, unique among
+  // live processes and taken over by the next process when this one dies (DBOS recovers what it had in flight, the
+  // delivery queue requeues its claims), and checks that its ENGINE and SEND_RATE_PER_SECOND are the cluster's; an API
+  // process checks its ENGINE (worker/workerIdentity.ts).
+  let identity: WorkerIdentity | undefined;
+  try {
+    if (roles.worker) {
+      identity = await claimWorkerIdentity({
+        databaseUrl: db.url,
+        log,
+        ...(config.executorId ? { requested: config.executorId } : {}),
+        cluster: { engine: config.engine, sendRatePerSecond: config.sendRatePerSecond },
+        onLost: (err) => {
+          log.fatal({ err: err.message }, 'this worker lost its executor id; stopping');
+          void stop().finally(() => process.exit(1));
+        },
+      });
+    } else {
+      await checkClusterEngine(db.url, config.engine, log);
+    }
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+
   // Each engine's SDK, and the HTTP app, load only in the processes that run them: a Temporal worker spared DBOS and
   // the API's modules is ~70 MB smaller (BENCHMARKS.md section 7).
   const embedded = config.engine === 'temporal' ? undefined : load<typeof import('../engine/embedded')>('../engine/embedded');
@@ -88,7 +113,6 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   let worker: WorkerHandle | undefined;
   let deliveries: DeliveryQueue | undefined;
   let webhookDeliveries: WebhookQueue | undefined;
-  let identity: WorkerIdentity | undefined;
   if (roles.worker) {
     // The queue limits how fast deliveries start; the gate holds the same limit where the SMTP server counts.
     mailer = createMailer(config, { rateLimit: rateWindow(config.sendRatePerSecond) });
@@ -97,28 +121,13 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       bounces: { domain: config.bounces.domain, settings: config.bounces }, returnPath: returnPathOf(config),
     };
     const activities = createActivities(deps);
-    // Unique among live processes, and taken over by the next process when this one dies: DBOS recovers what it had in
-    // flight, the delivery queue requeues its claims (engine/workerIdentity.ts).
-    identity = await claimWorkerIdentity({
-      databaseUrl: db.url,
-      log,
-      ...(config.executorId ? { requested: config.executorId } : {}),
-      onLost: (err) => {
-        log.fatal({ err: err.message }, 'this worker lost its executor id; stopping');
-        void stop().finally(() => process.exit(1));
-      },
-    }).catch(async (err: Error) => {
-      await engine.close();
-      await db.close();
-      throw err;
-    });
-    const executorId = identity.executorId;
+    const executorId = identity!.executorId;
     worker = cluster
-      ? await cluster.startTemporalWorker({ ...temporal, activities })
+      ? await cluster.startTemporalWorker({ ...temporal, activities, identity: executorId })
       : await embedded!.startEmbeddedWorker({ databaseUrl: db.url, log, activities, executorId });
-    // On either engine, every worker drains the emails table at the shared rate (engine/deliveryQueue.ts).
+    // On either engine, every worker drains the emails table at the shared rate (worker/deliveryQueue.ts).
     deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: config.sendRatePerSecond, executorId });
-    // And every worker delivers the projects' outbound webhooks from their outbox (engine/webhookQueue.ts).
+    // And every worker delivers the projects' outbound webhooks from their outbox (worker/webhookQueue.ts).
     webhookDeliveries = startWebhookQueue({ knex: db.knex, log, secret, executorId, config: outboundWebhookConfig(process.env) });
     log.info({ mail: mailer.describe, executorId, rate: config.sendRatePerSecond }, 'delivering mail');
   }
@@ -231,6 +240,6 @@ export function main(roles: Roles): void {
   startHerald(config, roles).then(stopOnSignals, (err: Error) => {
     console.error(`Herald failed to start: ${err.message}`);
     // Like a bad variable (configOrExit): restarting cannot help until someone changes the configuration.
-    process.exit(err instanceof ExecutorIdInUseError ? 2 : 1);
+    process.exit(err instanceof ExecutorIdInUseError || err instanceof ClusterMismatchError ? 2 : 1);
   });
 }

@@ -38,6 +38,9 @@ export async function failCampaignRows(knex: Knex, ref: CampaignRef, error: stri
 /**
  * DRAFT, SCHEDULED or SENDING → CANCELLED, and every still-queued email of the campaign with it, in one
  * transaction (a batch in progress holds the campaign row, so this waits for it and then cancels its emails too).
+ * Emails a worker has claimed (SENDING) are left to it: it looks at the campaign's status right before each send and
+ * records CANCELLED instead of sending (worker/deliveryQueue.ts), so after this commits only sends already handed to
+ * SMTP still leave, and they end SENT.
  * `changed` is false when the campaign was already final; `status` is its status after the call.
  */
 export async function cancelCampaignRows(knex: Knex, ref: CampaignRef): Promise<{ changed: boolean; status: CampaignPhase }> {

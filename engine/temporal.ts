@@ -200,6 +200,11 @@ function heraldSinks(): InjectedSinks<HeraldSinks> {
 
 export interface TemporalWorkerOptions extends TemporalOptions {
   activities: Activities;
+  /**
+   * The worker's identity at the server, as Temporal UI shows it (pollers, activity attempts): Herald's executor id
+   * (worker/workerIdentity.ts), the name the worker's claims and logs carry, instead of the SDK's `pid@host`.
+   */
+  identity?: string;
 }
 
 /**
@@ -229,12 +234,13 @@ export async function startTemporalWorker(opts: TemporalWorkerOptions): Promise<
     connection,
     namespace,
     taskQueue: WORKFLOW_TASK_QUEUE,
+    ...(opts.identity ? { identity: opts.identity } : {}),
     workflowBundle: { codePath: await workflowBundlePath() },
     activities: opts.activities,
     sinks: heraldSinks(),
   });
   const running = worker.run();
-  opts.log.info({ address: opts.address, namespace, taskQueue: WORKFLOW_TASK_QUEUE }, 'temporal worker running');
+  opts.log.info({ address: opts.address, namespace, taskQueue: WORKFLOW_TASK_QUEUE, identity: worker.options.identity }, 'temporal worker running');
   return {
     async stop() {
       // Graceful: stop polling, let in-flight tasks finish (or time out and go back to the server), then close.

@@ -9,10 +9,15 @@
  *
  * Environment: the usual Herald variables (PORT, DATA_DIR, SMTP_URL, SEND_RATE_PER_SECOND, …), plus TEMPORAL_PORT
  * (default 7233) and TEMPORAL_UI_PORT (default 8233). Temporal's state is kept in DATA_DIR/temporal.db.
+ * The banner comes once every worker polls the task queue (under its EXECUTOR_ID, cluster-worker-<n>); a worker that
+ * exits first (e.g. it refuses to join a database run at another SEND_RATE_PER_SECOND) stops the cluster, exit code 1.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
+import { WORKFLOW_TASK_QUEUE } from '../workflows/policy';
 import { startDevServer } from './temporalDevServer';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -35,6 +40,31 @@ function herald(script: string, env: Record<string, string>, name: string): Chil
 
 let stopping = false;
 
+/**
+ * Waits until a poller of every worker (its Temporal identity is its EXECUTOR_ID) is on the task queue, so that the
+ * banner comes once the cluster runs; throws when a worker exits first (a refusal names its reason above).
+ */
+async function workersPolling(address: string, namespace: string, ids: string[], workers: ChildProcess[]): Promise<void> {
+  const connection = await Connection.connect({ address, connectTimeout: '5s' });
+  try {
+    const client = new Client({ connection, namespace });
+    const deadline = Date.now() + 180_000;
+    for (;;) {
+      const dead = workers.findIndex((w) => w.exitCode !== null || w.signalCode !== null);
+      if (dead !== -1) throw new Error(`worker ${dead + 1} (${ids[dead]}) exited before it polled Temporal; see its message above`);
+      const { pollers } = await client.workflowService.describeTaskQueue({
+        namespace, taskQueue: { name: WORKFLOW_TASK_QUEUE }, taskQueueType: proto.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      });
+      const polling = new Set((pollers ?? []).map((p) => p.identity));
+      if (ids.every((id) => polling.has(id))) return;
+      if (Date.now() > deadline) throw new Error(`workers ${ids.filter((id) => !polling.has(id)).join(', ')} did not poll Temporal within 3 minutes`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
 async function main(): Promise<void> {
   if (!Number.isInteger(WORKERS) || WORKERS < 1) throw new Error('--workers must be a whole number ≥ 1');
   fs.mkdirSync(dataDir, { recursive: true });
@@ -49,13 +79,13 @@ async function main(): Promise<void> {
   });
   const env = { ENGINE: 'temporal', TEMPORAL_ADDRESS: temporal.address, DATA_DIR: dataDir, PORT: port };
   const children: ChildProcess[] = [];
-  const stop = async () => {
+  const stop = async (code = 0) => {
     if (stopping) return;
     stopping = true;
     for (const c of children) c.kill('SIGTERM');
-    await Promise.all(children.map((c) => (c.exitCode !== null ? undefined : new Promise((r) => c.once('exit', r)))));
+    await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r)))));
     await temporal.stop();
-    process.exit(0);
+    process.exit(code);
   };
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
@@ -66,10 +96,21 @@ async function main(): Promise<void> {
     if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  for (let i = 1; i <= WORKERS; i++) children.push(herald('bin/worker.ts', { ...env, EXECUTOR_ID: `cluster-worker-${i}` }, `worker ${i}`));
+  const ids = Array.from({ length: WORKERS }, (_, i) => `cluster-worker-${i + 1}`);
+  const workers = ids.map((id, i) => herald('bin/worker.ts', { ...env, EXECUTOR_ID: id }, `worker ${i + 1}`));
+  children.push(...workers);
+  const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
+  try {
+    await workersPolling(temporal.address, namespace, ids, workers);
+  } catch (err) {
+    console.error(`npm run cluster: ${(err as Error).message}`);
+    await stop(1);
+    return;
+  }
   console.log(`
 Herald cluster: API on http://localhost:${port}, ${WORKERS} worker process(es), Temporal at ${temporal.address}
-Temporal UI: ${temporal.uiUrl}/namespaces/${process.env.TEMPORAL_NAMESPACE ?? 'default'}/workflows
+Temporal UI: ${temporal.uiUrl}/namespaces/${namespace}/workflows
+  the workers (pollers of task queue ${WORKFLOW_TASK_QUEUE}): ${ids.join(', ')}
   find a campaign's workflow:  HeraldCampaignId="<campaign id>"   (or open campaign-<id>)
   every campaign:              HeraldKind="campaign"
   the domain re-check:         Schedules tab, domain-checks

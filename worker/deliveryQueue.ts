@@ -4,6 +4,7 @@ import { Email } from '../db/models/Email';
 import type { Logger } from '../logging/logger';
 import { DELIVERY_RETRY } from '../workflows/policy';
 import { gaveUp } from '../workflows/failure';
+import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
 import { SHARED_WINDOW_MAX_RATE, sharedSendWindow } from './sendWindow';
 import { HEARTBEAT_MS, STALE_AFTER_MS } from './workerIdentity';
 
@@ -30,6 +31,15 @@ import { HEARTBEAT_MS, STALE_AFTER_MS } from './workerIdentity';
  * heartbeats, or a queue started without an identity) are requeued after the lease.
  * Transient SMTP failures go back to QUEUED with `available_at` = now + backoff (DELIVERY_RETRY); after the last
  * attempt the email is FAILED.
+ *
+ * Cancel means stop: a cancel (campaigns/lifecycle.ts) marks the campaign's QUEUED emails CANCELLED, but those a worker
+ * has claimed are SENDING and wait for their slot, up to HORIZON_MS ahead. Right before each send, once it has its slot
+ * (and its place in the shared window), the worker looks whether the email's campaign is CANCELLED or FAILED
+ * (`campaignStops`: one query for every campaign this worker has in flight, shared by the sends that ask together);
+ * if so the email is not sent and its outcome is CANCELLED. So once a cancel has committed, only the sends that had
+ * already passed that look (handed to SMTP, a millisecond or two later) may still leave. The cancel itself leaves
+ * SENDING rows to their worker: only it knows whether a send has been handed to SMTP (then the row ends SENT, as the
+ * message did) or not (CANCELLED). A final outcome is never overwritten (sending/delivery.ts, record).
  */
 
 export interface DeliveryQueueOptions {
@@ -73,6 +83,11 @@ const HORIZON_MS = 1000;
  * so that the pool stays busy while the previous sends' outcomes are written.
  */
 export const MAX_UNRECORDED = 20;
+/**
+ * At rates above SHARED_WINDOW_MAX_RATE, a send may rely on a look at its campaign's status begun at most this long
+ * before it asks (one query serves the sends of this many milliseconds); at lower rates every send looks afresh.
+ */
+const STOP_LOOK_MAX_AGE_MS = 20;
 /** Outcome writes in flight at once per worker. */
 const WRITERS = 2;
 /** How long a write waits for more outcomes while sends are still out (see flush). */
@@ -91,6 +106,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
   const intervalMs = (1000 / opts.ratePerSecond) * 1.02;
   // At low rates the shared window makes the limit strict at the receiving server, whatever the sends' latencies.
   const window = opts.ratePerSecond <= SHARED_WINDOW_MAX_RATE ? sharedSendWindow(knex, opts.ratePerSecond, executorId) : undefined;
+  const stops = campaignStops(knex, opts.ratePerSecond <= SHARED_WINDOW_MAX_RATE ? 0 : STOP_LOOK_MAX_AGE_MS);
   // The first slot of a claim is at least this far ahead, so that loading the batch's content does not make its first
   // sends late (a late send bunches up with the next worker's punctual ones). Zero when the rate is effectively lifted.
   const leadMs = Math.min(50, intervalMs);
@@ -228,9 +244,11 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     emails.forEach((email, i) => {
       inflight++;
       let placed = false;
+      stops.hold(email);
       // In flight until its outcome is committed: only then may the claim loop take another email in its stead.
       const done = () => {
         if (placed) freePlace();
+        stops.drop(email);
         inflight--;
         wake?.();
       };
@@ -240,10 +258,20 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
         await takePlace();
         placed = true;
         const ticket = await window?.acquire();
+        let sent = false;
         try {
+          // The last look before SMTP: a campaign cancelled (or failed) since the claim is not sent (see above).
+          const stopped = await stops.stopped(email);
+          if (stopped) {
+            settle({ email, status: 'CANCELLED', error: stopped }, done);
+            return;
+          }
+          sent = true;
           settle(await attempt(email, prepared.get(email.id)!), done);
         } finally {
-          if (ticket) await window!.release(ticket);
+          // A send that did not happen leaves no trace in the window: it would take a send's room for a second. (Its
+          // outcome is settled already: a failure here must not settle it again.)
+          if (ticket) await (sent ? window!.release(ticket) : window!.abandon(ticket)).catch((err: unknown) => log.warn({ err }, 'could not update the send window'));
         }
       })().catch((err) => {
         log.error({ err, emailId: email.id }, 'delivery crashed; the email goes back to the queue');
@@ -316,6 +344,68 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
       await loop;
       while (inflight > 0) await nap(20);
       await written();
+    },
+  };
+}
+
+/** A key of a campaign: its project and id. */
+const campaignKey = (email: Email) => `${email.projectId}/${email.campaignId}`;
+
+/**
+ * Which of the campaigns this worker has emails in flight for are stopped (CANCELLED or FAILED), for the look before
+ * each send (see the top of this file). Sends that ask while a look is under way share the next one: at most one query
+ * at a time, and none for transactional or test mail. A look counts for a send when it began no more than `maxAgeMs`
+ * before the send asked (0: after it asked).
+ */
+function campaignStops(knex: Knex, maxAgeMs: number) {
+  /** The campaigns of the emails in flight here, with how many each has. */
+  const held = new Map<string, { projectId: string; campaignId: string; n: number }>();
+  /** One query: which of `covers` (the campaigns held when it began) are stopped, with the error to record. */
+  type Look = { startedAt: number; covers: Set<string>; result: Promise<Map<string, string>>; done: boolean };
+  let current: Look | undefined;
+  let next: Promise<Map<string, string>> | undefined;
+  const begin = (): Look => {
+    const keys = [...held.values()].map((c) => [c.projectId, c.campaignId]);
+    const look: Look = {
+      startedAt: performance.now(),
+      covers: new Set(held.keys()),
+      done: false,
+      result: (async () => {
+        const rows: { project_id: string; id: string; status: string }[] = keys.length === 0 ? []
+          : await knex('campaigns').whereIn(['project_id', 'id'], keys).whereIn('status', ['CANCELLED', 'FAILED']).select('project_id', 'id', 'status');
+        return new Map(rows.map((r) => [`${r.project_id}/${r.id}`, r.status === 'FAILED' ? CAMPAIGN_FAILED_EMAIL_ERROR : 'the campaign was cancelled']));
+      })().finally(() => { look.done = true; }),
+    };
+    current = look;
+    return look;
+  };
+  const lookSince = (askedAt: number, key: string): Promise<Map<string, string>> => {
+    if (current && current.startedAt >= askedAt - maxAgeMs && current.covers.has(key)) return current.result;
+    if (!current || current.done) return begin().result;
+    // A look under way began too early for this send: the one after it serves every send that asks meanwhile.
+    next ??= current.result.catch(() => undefined).then(() => { next = undefined; return begin().result; });
+    return next;
+  };
+  const applies = (email: Email) => email.campaignId !== null && !email.isTest;
+  return {
+    hold(email: Email) {
+      if (!applies(email)) return;
+      const key = campaignKey(email);
+      const c = held.get(key);
+      if (c) c.n++;
+      else held.set(key, { projectId: email.projectId, campaignId: email.campaignId!, n: 1 });
+    },
+    drop(email: Email) {
+      if (!applies(email)) return;
+      const key = campaignKey(email);
+      const c = held.get(key);
+      if (c && --c.n === 0) held.delete(key);
+    },
+    /** Why this email must not be sent (its campaign's end), or undefined. */
+    async stopped(email: Email): Promise<string | undefined> {
+      if (!applies(email)) return undefined;
+      const key = campaignKey(email);
+      return (await lookSince(performance.now(), key)).get(key);
     },
   };
 }

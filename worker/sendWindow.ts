@@ -24,6 +24,8 @@ export interface SendWindow {
   acquire(): Promise<string>;
   /** Records the send as completed. */
   release(ticket: string): Promise<void>;
+  /** Forgets a send that did not happen (its campaign was cancelled meanwhile): it takes no room in the window. */
+  abandon(ticket: string): Promise<void>;
 }
 
 export function sharedSendWindow(knex: Knex, ratePerSecond: number, holder: string): SendWindow {
@@ -66,6 +68,9 @@ export function sharedSendWindow(knex: Knex, ratePerSecond: number, holder: stri
     },
     async release(ticket) {
       await knex('delivery_window').where({ id: ticket }).update({ completed_at: knex.fn.now() });
+    },
+    async abandon(ticket) {
+      await knex('delivery_window').where({ id: ticket }).delete();
     },
   };
 }

@@ -19,6 +19,14 @@ import type { Logger } from '../logging/logger';
  * never comes back costs 15 s, not a lease of minutes.
  *
  * The advisory lock needs a real session: behind PgBouncer, point workers at PostgreSQL or use session pooling.
+ *
+ * One pool, one engine, one rate (issue 25): a worker joining a database whose live workers run another ENGINE or
+ * SEND_RATE_PER_SECOND would run workflows no other worker sees, or pace the shared queue at its own rate. So, holding
+ * its id, a worker compares its settings with those recorded on the pace row (`joinCluster`): the first worker records
+ * them; one with other values refuses to start, naming the difference, while any worker of the recorded ones lives
+ * (holds its id's lock); when none does, its values become the cluster's. Changing the rate is thus: stop every
+ * worker, start them all with the new value. An API process (which starts workflows on its ENGINE) refuses an engine
+ * other than that of the live workers.
  */
 export const HEARTBEAT_MS = 3_000;
 export const STALE_AFTER_MS = 15_000;
@@ -28,6 +36,15 @@ const LOCK_SPACE = 0x48657264; // "Herd"
 const MAX_SLOTS = 1000;
 
 export class ExecutorIdInUseError extends Error {}
+/** A process whose ENGINE or SEND_RATE_PER_SECOND differs from those of the live workers on its database. */
+export class ClusterMismatchError extends Error {}
+
+/** What every process of one Herald database must agree on. */
+export interface ClusterSettings {
+  engine: 'embedded' | 'temporal';
+  /** Workers only: the API does not deliver. */
+  sendRatePerSecond?: number;
+}
 
 export interface WorkerIdentity {
   readonly executorId: string;
@@ -40,6 +57,8 @@ export interface IdentityOptions {
   log: Logger;
   /** EXECUTOR_ID: this id or none. */
   requested?: string;
+  /** This worker's engine and rate: checked against (or recorded as) the cluster's before the id is registered. */
+  cluster?: ClusterSettings;
   /** Called when the id cannot be held any longer: the database session was lost and another process now holds it. */
   onLost(err: Error): void;
   heartbeatMs?: number;
@@ -64,6 +83,68 @@ async function register(client: pg.Client, id: string): Promise<void> {
   );
 }
 
+/** The workers other than this session that hold their id now (see above), by executor id, with host and pid. */
+async function liveWorkers(client: pg.Client): Promise<string[]> {
+  const { rows } = await client.query<{ executor_id: string; host: string; pid: number }>(
+    `SELECT w.executor_id, w.host, w.pid FROM workers w
+     WHERE EXISTS (SELECT 1 FROM pg_locks l
+       WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.pid <> pg_backend_pid()
+         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+         AND l.classid::text::bigint = $1 AND l.objid::text::bigint = (hashtext(w.executor_id)::bigint & 4294967295))
+     ORDER BY w.executor_id`,
+    [LOCK_SPACE],
+  );
+  return rows.map((r) => `${r.executor_id} (host ${r.host}, pid ${r.pid})`);
+}
+
+const describeSettings = (engine: string, rate: number | undefined) => `ENGINE=${engine}${rate === undefined ? '' : ` at SEND_RATE_PER_SECOND=${rate}`}`;
+
+/**
+ * Compares `wanted` with the cluster's settings on the pace row, under that row's lock (so two workers starting at once
+ * with different values cannot both win): records them when none are recorded, or when they differ and no other worker
+ * lives (with `sendRatePerSecond` only: the API records nothing); refuses when they differ and one does.
+ */
+export async function joinCluster(client: pg.Client, wanted: ClusterSettings, log: Logger): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    const { rows: [pace] } = await client.query<{ engine: string | null; send_rate_per_second: number | null }>(
+      "SELECT engine, send_rate_per_second FROM delivery_pace WHERE name = 'email' FOR UPDATE");
+    const recorded = pace?.engine ? { engine: pace.engine, rate: pace.send_rate_per_second === null ? undefined : Number(pace.send_rate_per_second) } : undefined;
+    const differences = recorded ? [
+      ...(recorded.engine !== wanted.engine ? ['ENGINE'] : []),
+      ...(wanted.sendRatePerSecond !== undefined && recorded.rate !== wanted.sendRatePerSecond ? ['SEND_RATE_PER_SECOND'] : []),
+    ] : [];
+    if (recorded && differences.length) {
+      const live = await liveWorkers(client);
+      if (live.length) {
+        throw new ClusterMismatchError(`this database's workers run ${describeSettings(recorded.engine, recorded.rate)} (live: ${live.join(', ')}); `
+          + `this process has ${describeSettings(wanted.engine, wanted.sendRatePerSecond)}: ${differences.join(' and ')} differ${differences.length === 1 ? 's' : ''}. `
+          + 'Start it with the same values, or, to change the cluster\'s, stop every worker and start them all with the new values (README, "Changing the engine or the send rate").');
+      }
+      if (wanted.sendRatePerSecond !== undefined) {
+        log.warn({ from: describeSettings(recorded.engine, recorded.rate), to: describeSettings(wanted.engine, wanted.sendRatePerSecond) }, 'no worker of the cluster\'s settings is running: this worker\'s become the cluster\'s');
+      }
+    }
+    if (wanted.sendRatePerSecond !== undefined && (!recorded || differences.length)) {
+      await client.query("UPDATE delivery_pace SET engine = $1, send_rate_per_second = $2 WHERE name = 'email'", [wanted.engine, wanted.sendRatePerSecond]);
+    }
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
+
+/** For an API process: refuses an ENGINE other than that of the live workers (joinCluster without a rate). */
+export async function checkClusterEngine(databaseUrl: string, engine: ClusterSettings['engine'], log: Logger): Promise<void> {
+  const client = await connect(databaseUrl);
+  try {
+    await joinCluster(client, { engine }, log);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
 /** Takes this process's executor id (see above) and starts its heartbeat. */
 export async function claimWorkerIdentity(opts: IdentityOptions): Promise<WorkerIdentity> {
   const { databaseUrl, log } = opts;
@@ -84,6 +165,7 @@ export async function claimWorkerIdentity(opts: IdentityOptions): Promise<Worker
       }
       if (!executorId) throw new ExecutorIdInUseError(`all of herald-1 to herald-${MAX_SLOTS} are held by live workers; set EXECUTOR_ID`);
     }
+    if (opts.cluster) await joinCluster(client, opts.cluster, log);
     await register(client, executorId);
   } catch (err) {
     await client.end().catch(() => undefined);

@@ -18,6 +18,7 @@ import * as suppressions from './20261124000005_suppressions';
 import * as eventOutbox from './20261125000001_event_outbox';
 import * as metricsIndexes from './20261126100001_metrics_indexes';
 import * as retryUnless from './20261127000001_retry_unless';
+import * as clusterSettings from './20261128000001_cluster_settings';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -44,6 +45,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125000001_event_outbox': eventOutbox,
   '20261126100001_metrics_indexes': metricsIndexes,
   '20261127000001_retry_unless': retryUnless,
+  '20261128000001_cluster_settings': clusterSettings,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -8,9 +8,12 @@ import { ensureDomainKey } from '../../domains/rows';
 import { dkimRecordName, dkimRecordValue } from '../../domains/records';
 import { bearer, TEST_SECRET } from '../support/app';
 import { startDnsServer, type TestDnsServer } from '../support/dns';
-import { killGroup, waitFor } from '../support/processes';
+import { temporal as proto } from '@temporalio/proto';
+import { WORKFLOW_TASK_QUEUE } from '../../workflows/policy';
+import { killGroup, runTsx, waitFor } from '../support/processes';
 import { startSinkProcess, type Received } from '../support/smtp';
 import { addGroupContacts, heraldCluster } from '../support/temporalCluster';
+import { cancelMidFlight, type CancelRun } from '../support/cancelStops';
 import { describeTemporal } from '../support/temporal';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -114,6 +117,40 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
 
   // ---- workers at the default 14/s ----
 
+  test('the workers poll Temporal under their executor ids (Temporal UI names them so), not pid@host', async () => {
+    await c.workersReady();
+    const { TaskQueueType } = proto.api.enums.v1;
+    const identities = async (type: proto.api.enums.v1.TaskQueueType) => (await c.client.workflowService.describeTaskQueue({
+      namespace: temporal.namespace, taskQueue: { name: WORKFLOW_TASK_QUEUE }, taskQueueType: type,
+    })).pollers?.map((p) => p.identity ?? '') ?? [];
+    for (const type of [TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY]) {
+      const seen = await waitFor(`pollers w1 and w2 (${TaskQueueType[type]})`, async () => {
+        const ids = await identities(type);
+        return ids.includes('w1') && ids.includes('w2') ? ids : undefined;
+      }, 30_000, 200);
+      expect(seen.filter((id) => id.includes('@'))).toEqual([]);
+    }
+  }, 60_000);
+
+  test('one pool, one engine, one rate: a worker of another ENGINE or SEND_RATE_PER_SECOND, or an API of another ENGINE, refuses to start, naming the difference', async () => {
+    await c.workersReady(); // w1 and w2 live, at ENGINE=temporal and 14/s
+    const [engine, rate, api] = await Promise.all([
+      runTsx('bin/worker.ts', [], c.env({ EXECUTOR_ID: 'intruder-1', ENGINE: 'embedded', SEND_RATE_PER_SECOND: '14' })),
+      runTsx('bin/worker.ts', [], c.env({ EXECUTOR_ID: 'intruder-2', SEND_RATE_PER_SECOND: '20' })),
+      runTsx('bin/api.ts', [], c.env({ ENGINE: 'embedded', PORT: '0' })),
+    ]);
+    console.log(`refusals:\n${[engine, rate, api].map((r) => r.stderr.trim()).join('\n')}`);
+    expect(engine.code).toBe(2);
+    expect(engine.stderr).toMatch(/this database's workers run ENGINE=temporal at SEND_RATE_PER_SECOND=14 \(live: w1 .*w2 .*\); this process has ENGINE=embedded at SEND_RATE_PER_SECOND=14: ENGINE differs/);
+    expect(rate.code).toBe(2);
+    expect(rate.stderr).toMatch(/ENGINE=temporal at SEND_RATE_PER_SECOND=14 .*this process has ENGINE=temporal at SEND_RATE_PER_SECOND=20: SEND_RATE_PER_SECOND differs/);
+    expect(api.code).toBe(2);
+    expect(api.stderr).toMatch(/this process has ENGINE=embedded: ENGINE differs/);
+    // Nothing of theirs stays: no claims, no registered ids, the cluster's settings unchanged.
+    expect(Number((await c.db.knex('workers').whereIn('executor_id', ['intruder-1', 'intruder-2']).count('* as n').first())!.n)).toBe(0);
+    expect(await c.db.knex('delivery_pace').where({ name: 'email' }).first('engine', 'send_rate_per_second')).toEqual({ engine: 'temporal', send_rate_per_second: 14 });
+  }, 120_000);
+
   test('POST /v1/send is delivered once and DKIM-signed with the domain key', async () => {
     const before = c.smtp.received.length;
     const emailId = await send('ada@example.org');
@@ -213,6 +250,32 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
       sink.close();
     }
   }, 300_000);
+
+  /**
+   * Cancel means stop (issue 25): claimed emails waiting for their send slots are not sent once the cancel is answered,
+   * by the API (its reply) or by a cancel of the workflow as Temporal UI makes it (the campaign CANCELLED in the
+   * database). test/support/cancelStops.ts; the same on the embedded engine: test/cancelStops.test.ts.
+   */
+  const cancelHarness = () => ({ knex: c.db.knex, projectId: c.project.id, smtp: c.smtp, http: () => c.http(), key: key() });
+  const apiCancel: CancelRun['cancel'] = async (id) => {
+    const res = await c.http().post(`/campaigns/${id}/cancel`).set(key());
+    expect(res.status).toBe(200);
+    expect(res.body.data.status).toBe('CANCELLED');
+  };
+  const workflowCancel: CancelRun['cancel'] = async (id) => {
+    await c.client.workflow.getHandle(`campaign-${id}`).cancel();
+    await waitFor('the campaign CANCELLED in the database', async () => ((await campaignStatus(id)) === 'CANCELLED' ? true : undefined), 30_000, 10);
+  };
+
+  test('cancel at 14/s through the API: at most the two sends handed to SMTP arrive after the answer', async () => {
+    await c.workersReady(); // a worker's start takes a core for a second or two: not during the cancel
+    await cancelMidFlight(cancelHarness(), { group: 'stop14-api', total: 60, after: 5, cancel: apiCancel, bound: 2 });
+  }, 120_000);
+
+  test('cancel at 14/s of the workflow, as Temporal UI does it: at most the two sends handed to SMTP arrive after the answer', async () => {
+    await c.workersReady(); // a worker's start takes a core for a second or two: not during the cancel
+    await cancelMidFlight(cancelHarness(), { group: 'stop14-ui', total: 60, after: 5, cancel: workflowCancel, bound: 2 });
+  }, 120_000);
 
   // ---- workers at 5000/s ----
 
@@ -367,4 +430,16 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
     expect((await c.http().post(`/campaigns/${id}/cancel`).set(key())).status).toBe(200);
     await queueDrained();
   }, 180_000);
+
+  test('cancel at 2/s through the API: at most the one send handed to SMTP arrives after the answer', async () => {
+    // Every worker restarted at 2/s (runWorkers): that is how an operator changes the cluster's rate.
+    expect(await c.db.knex('delivery_pace').where({ name: 'email' }).first('engine', 'send_rate_per_second')).toEqual({ engine: 'temporal', send_rate_per_second: 2 });
+    await c.workersReady(); // a worker's start takes a core for a second or two: not during the cancel
+    await cancelMidFlight(cancelHarness(), { group: 'stop2-api', total: 12, after: 2, cancel: apiCancel, bound: 1 });
+  }, 120_000);
+
+  test('cancel at 2/s of the workflow, as Temporal UI does it: at most the one send handed to SMTP arrives after the answer', async () => {
+    await c.workersReady(); // a worker's start takes a core for a second or two: not during the cancel
+    await cancelMidFlight(cancelHarness(), { group: 'stop2-ui', total: 12, after: 2, cancel: workflowCancel, bound: 1 });
+  }, 120_000);
 });
