@@ -107,7 +107,13 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   const embedded = config.engine === 'temporal' ? undefined : load<typeof import('../engine/embedded')>('../engine/embedded');
   const cluster = config.engine === 'temporal' ? load<typeof import('../engine/temporal')>('../engine/temporal') : undefined;
   // The engine first: the API starts workflows with it, and so do activities (a domain check schedules the next).
-  const engine = cluster ? await cluster.createTemporalEngine(temporal) : await embedded!.createEmbeddedEngine({ databaseUrl: db.url, log });
+  const engine = await (cluster ? cluster.createTemporalEngine(temporal) : embedded!.createEmbeddedEngine({ databaseUrl: db.url, log }))
+    .catch(async (err: unknown) => {
+      // The id goes back at once (not when the process exits): an in-process caller may try again.
+      await identity?.release();
+      await db.close();
+      throw err;
+    });
 
   let mailer: Mailer | undefined;
   let worker: WorkerHandle | undefined;

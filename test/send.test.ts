@@ -210,6 +210,18 @@ describe('idempotency', () => {
     expect((await t.db.knex('emails').where({ id: emailId }).first()).status).toBe('SENT');
     expect(await t.db.knex('events').where({ project_id: t.project.id, email_id: emailId }).count('* as n').first()).toEqual({ n: 1 });
   });
+
+  test('an outcome never overwrites CANCELLED: a SENT or FAILED written for a cancelled email changes nothing, records no event', async () => {
+    const [row] = await t.db.knex('emails').insert({
+      project_id: t.project.id, from_email: 'hi@example.com', to_email: 'cancelled@example.org', subject: 's', html: '<p>b</p>', status: 'CANCELLED',
+    }).returning('*');
+    const deliverer = createDeliverer({ knex: t.db.knex, mailer: eng.mailer, log: createLogger('silent'), secret: TEST_SECRET, publicUrl: 'http://herald.test' });
+    const email = Email.fromDatabaseJson(row);
+    expect((await deliverer.record([{ email, status: 'SENT', messageId: '<late@herald>' }])).size).toBe(0);
+    expect((await deliverer.record([{ email, status: 'FAILED', error: '550 late' }])).size).toBe(0);
+    expect((await t.db.knex('emails').where({ id: row.id }).first()).status).toBe('CANCELLED');
+    expect(Number((await t.db.knex('events').where({ project_id: t.project.id, email_id: row.id }).count('* as n').first())!.n)).toBe(0);
+  });
 });
 
 describe('validation (nothing stored, nothing sent)', () => {
