@@ -11,6 +11,7 @@ import { emailService } from '../emails/emails';
 import { eventService } from '../events/events';
 import { createTracker as createCustomEvents } from '../events/customEvents';
 import { createMetrics } from '../metrics/metrics';
+import { openApiJson } from './openapi/document';
 import { createSender } from '../sending/sender';
 import { templateService } from '../templates/templates';
 import { settingsService } from '../tracking/settings';
@@ -29,6 +30,8 @@ export function createServices(deps: AppDeps) {
   const dns = deps.dns ?? loadDnsConfig();
   return {
     health: { ping: () => ping(knex) },
+    /** GET /openapi.json: the document is built from the route table, so a route reaches it here (no circle of files). */
+    openApi: { json: openApiJson },
     unsubscribes: unsubscribeService(deps),
     /** The open pixel and click redirect of tracked mail (tracking/). */
     opensAndClicks: createTracker(knex, deps.secret),

@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import Joi from 'joi';
 import { serveMetrics } from '../metricsServer';
-import { openApiJson } from '../openapi/document';
 import { rawRoute } from '../route';
 import * as A from '../schemas/answers';
 
@@ -38,9 +37,9 @@ export const serviceRoutes = [
 
   rawRoute({ operationId: 'getOpenApiDocument', method: 'get', path: '/openapi.json', summary: 'This OpenAPI document', tag: 'Service', access: 'open',
     answers: { 200: { description: 'The OpenAPI 3.1 document of this API.', raw: Joi.object().unknown(true) } },
-    serve(ctx) {
+    serve(ctx, services) {
       ctx.type = 'json';
-      ctx.body = openApiJson();
+      ctx.body = services.openApi.json();
     } }),
 
   rawRoute({ operationId: 'getMetrics', method: 'get', path: '/metrics', summary: 'Prometheus metrics', tag: 'Service', access: 'open',
