@@ -9,6 +9,8 @@ export interface Received {
   parsed: ParsedMail;
   /** When the server accepted it (performance.now() of this process). */
   at: number;
+  /** When its SMTP transaction began (MAIL FROM): the moment the sender had handed it to SMTP. */
+  begunAt: number;
 }
 
 /** What the server answers to the next DATA commands: accept, or an SMTP error code with text. */
@@ -39,6 +41,8 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
   let verdicts: Verdict[] = [];
   let waiters: { n: number; resolve: () => void }[] = [];
   const unknownUsers = new Set<string>();
+  /** The last MAIL FROM of each session (a pooled connection carries one transaction after another). */
+  const mailFromAt = new Map<string, number>();
 
   const make = () => new SMTPServer({
     authOptional: true,
@@ -47,6 +51,10 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
     size: 30 * 1024 * 1024,
     // pause()/close() drop pooled client connections at once instead of waiting 30 s for them to leave.
     closeTimeout: 100,
+    onMailFrom(_address, session, callback) {
+      mailFromAt.set(session.id, performance.now());
+      callback();
+    },
     onRcptTo(address, _session, callback) {
       if (unknownUsers.has(address.address.toLowerCase())) {
         callback(Object.assign(new Error(`5.1.1 <${address.address}>: Recipient address rejected: User unknown`), { responseCode: 550 }));
@@ -67,6 +75,7 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
         const raw = Buffer.concat(chunks);
         received.push({
           at: performance.now(),
+          begunAt: mailFromAt.get(session.id) ?? performance.now(),
           envelopeFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           envelopeTo: session.envelope.rcptTo.map((r) => r.address),
           raw,
