@@ -7,6 +7,7 @@ import { gaveUp } from '../workflows/failure';
 import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
 import { SHARED_WINDOW_MAX_RATE, sharedSendWindow } from './sendWindow';
 import { HEARTBEAT_MS, STALE_AFTER_MS } from './workerIdentity';
+import { loopState, runClaimLoop } from './claimLoop';
 
 /**
  * The embedded engine's rate-limited delivery queue: the emails table itself. Every worker process claims QUEUED
@@ -113,13 +114,9 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
   // Claim in batches: at a finite rate, at most what the horizon allows; otherwise whatever is free.
   const maxClaim = Math.max(1, Math.min(MAX_CLAIM, Math.floor(opts.ratePerSecond * HORIZON_MS / 1000)));
 
-  let stopping = false;
+  // Whether the loop stops, and its nap, which a finished send ends (`run.wake`): shared with the webhook queue's loop.
+  const run = loopState();
   let inflight = 0;
-  let wake: (() => void) | undefined;
-  const nap = (ms: number) => new Promise<void>((resolve) => {
-    const timer = setTimeout(() => { wake = undefined; resolve(); }, ms);
-    wake = () => { clearTimeout(timer); wake = undefined; resolve(); };
-  });
 
   // ---- outcomes, written in group commits ----
   // `unrecorded`: sends begun whose outcome is not committed yet; a send waits in `places` for room under the bound.
@@ -143,7 +140,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
       } catch (err) {
         // The emails stay SENDING under this worker's claim: if the process dies now, its restart sends them again.
         log.error({ err, count: batch.length, attempt }, 'could not record delivery outcomes; retrying');
-        if (stopping && attempt >= 3) return;
+        if (run.stopping && attempt >= 3) return;
         await new Promise((r) => setTimeout(r, Math.min(5000, 200 * attempt)));
       }
     }
@@ -237,7 +234,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
       log.error({ err }, 'could not load what to send; the emails go back to the queue');
       for (const email of emails) {
         inflight++;
-        settle({ email, status: 'QUEUED', error: 'could not load the email', retryInMs: retryDelayMs(1) }, () => { inflight--; wake?.(); });
+        settle({ email, status: 'QUEUED', error: 'could not load the email', retryInMs: retryDelayMs(1) }, () => { inflight--; run.wake?.(); });
       }
       return;
     }
@@ -250,7 +247,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
         if (placed) freePlace();
         stops.drop(email);
         inflight--;
-        wake?.();
+        run.wake?.();
       };
       void (async () => {
         const wait = firstSlotAt + i * intervalMs - performance.now();
@@ -280,71 +277,46 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     });
   }
 
-  /**
-   * Requeues claims left by a crash: this worker's own (at start: its id is held by no other live process), or those
-   * of dead workers (a stale heartbeat; an id without one after the lease).
-   */
-  async function requeue(own: boolean): Promise<void> {
-    const q = knex('emails').where('status', 'SENDING');
-    if (own) q.where('claimed_by', executorId);
-    else {
-      q.where((w) => w
-        .whereIn('claimed_by', knex('workers').select('executor_id').where('heartbeat_at', '<', knex.raw("now() - ?::int * interval '1 millisecond'", [staleAfterMs])))
-        .orWhere((l) => l.whereNotIn('claimed_by', knex('workers').select('executor_id'))
-          .where('claimed_at', '<', knex.raw("now() - ?::int * interval '1 millisecond'", [leaseMs]))));
+  // The loop (worker/claimLoop.ts) requeues crashed claims (own at start, dead workers' every livenessCheckMs), logs a
+  // failed turn and naps max(pollMs, 1000) after it. A turn claims:
+  const turn = async () => {
+    const free = concurrency - inflight;
+    // While busy, wait for half of the slots rather than claiming a few emails at a time.
+    if (free < Math.min(maxClaim, Math.ceil(concurrency / 2))) {
+      await run.nap(pollMs);
+      return;
     }
-    const n = await q.update({ status: 'QUEUED', claimed_by: null, claimed_at: null, updated_at: knex.fn.now() });
-    if (n) log.warn({ count: n, own }, own ? 'requeued the claims this worker left when it stopped' : 'requeued the claims of a worker that stopped beating');
-  }
-
-  const loop = (async () => {
-    try {
-      await requeue(true);
-    } catch (err) {
-      log.error({ err }, 'could not requeue this worker\'s earlier claims');
+    // Idle: one read of the (small) queue index instead of a claim, which locks and writes the shared pace row.
+    if (inflight === 0 && !(await anyDue())) {
+      await run.nap(pollMs);
+      return;
     }
-    let lastLivenessCheck = 0; // at start too: claims of workers that never came back
-    while (!stopping) {
-      try {
-        if (Date.now() - lastLivenessCheck > livenessCheckMs) {
-          lastLivenessCheck = Date.now();
-          await requeue(false);
-        }
-        const free = concurrency - inflight;
-        // While busy, wait for half of the slots rather than claiming a few emails at a time.
-        if (free < Math.min(maxClaim, Math.ceil(concurrency / 2))) {
-          await nap(pollMs);
-          continue;
-        }
-        // Idle: one read of the (small) queue index instead of a claim, which locks and writes the shared pace row.
-        if (inflight === 0 && !(await anyDue())) {
-          await nap(pollMs);
-          continue;
-        }
-        const { emails, firstSlotAt, waitMs } = await claim(Math.min(free, maxClaim));
-        if (emails.length === 0) {
-          // Nothing due, or the pace is booked ahead: look again when it frees up.
-          await nap(Math.max(5, Math.min(pollMs, waitMs > 0 ? waitMs : pollMs)));
-          continue;
-        }
-        await deliverBatch(emails, firstSlotAt);
-        // At a finite rate the claim above booked up to a second ahead: the next claim waits for the pace anyway.
-      } catch (err) {
-        if (stopping) break;
-        log.error({ err }, 'delivery queue: claim failed; retrying');
-        await nap(Math.max(pollMs, 1000));
-      }
+    const { emails, firstSlotAt, waitMs } = await claim(Math.min(free, maxClaim));
+    if (emails.length === 0) {
+      // Nothing due, or the pace is booked ahead: look again when it frees up.
+      await run.nap(Math.max(5, Math.min(pollMs, waitMs > 0 ? waitMs : pollMs)));
+      return;
     }
-  })();
+    await deliverBatch(emails, firstSlotAt);
+    // At a finite rate the claim above booked up to a second ahead: the next claim waits for the pace anyway.
+  };
+  const loop = runClaimLoop(run, {
+    knex, log, pollMs, livenessCheckMs, turn,
+    claims: { table: 'emails', claimedStatus: 'SENDING', queuedStatus: 'QUEUED', executorId, staleAfterMs, leaseMs },
+    logs: {
+      requeuedOwn: 'requeued the claims this worker left when it stopped',
+      requeuedDead: 'requeued the claims of a worker that stopped beating',
+      requeueOwnFailed: 'could not requeue this worker\'s earlier claims',
+      claimFailed: 'delivery queue: claim failed; retrying',
+    },
+  });
 
   return {
-    async stop() {
-      stopping = true;
-      wake?.();
-      await loop;
-      while (inflight > 0) await nap(20);
+    // A finished send ends the nap (`run.wake`): the drain ends with the last outcome, not up to 20 ms later.
+    stop: () => loop.stop(async () => {
+      while (inflight > 0) await run.nap(20);
       await written();
-    },
+    }),
   };
 }
 

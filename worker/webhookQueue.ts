@@ -4,6 +4,7 @@ import type { Logger } from '../logging/logger';
 import { attemptDelivery, type AttemptResult, type ClaimedDelivery } from '../webhooks/delivery';
 import type { OutboundWebhookConfig } from '../webhooks/config';
 import { HEARTBEAT_MS, STALE_AFTER_MS } from './workerIdentity';
+import { loopState, runClaimLoop } from './claimLoop';
 import { webhookDeliveries, type WebhookOutcome } from '../metrics/registry';
 
 /**
@@ -85,13 +86,9 @@ export function startWebhookQueue(opts: WebhookQueueOptions): WebhookQueue {
   const livenessCheckMs = opts.livenessCheckMs ?? HEARTBEAT_MS;
   const delays = config.retryDelaysMs;
 
-  let stopping = false;
+  // Whether the loop stops, and its nap, which a finished delivery ends (`run.wake`): shared with the email queue's loop.
+  const run = loopState();
   let inflight = 0;
-  let wake: (() => void) | undefined;
-  const nap = (ms: number) => new Promise<void>((resolve) => {
-    const timer = setTimeout(() => { wake = undefined; resolve(); }, ms);
-    wake = () => { clearTimeout(timer); wake = undefined; resolve(); };
-  });
 
   const statusOf = (o: Outcome) => (o.result.ok ? 'SUCCEEDED' : o.delivery.attempt > delays.length ? 'FAILED' : 'PENDING');
   const outcomeOf = (o: Outcome): WebhookOutcome => ({ SUCCEEDED: 'succeeded', FAILED: 'failed', PENDING: 'retried' } as const)[statusOf(o)];
@@ -150,7 +147,7 @@ export function startWebhookQueue(opts: WebhookQueueOptions): WebhookQueue {
           } catch (err) {
             // The deliveries stay DELIVERING under this worker's claim: if it dies now, they are requeued and resent.
             log.error({ err, count: batch.length, attempt }, 'could not record webhook outcomes; retrying');
-            if (stopping && attempt >= 3) break;
+            if (run.stopping && attempt >= 3) break;
             await new Promise((r) => setTimeout(r, Math.min(5000, 200 * attempt)));
           }
         }
@@ -169,67 +166,50 @@ export function startWebhookQueue(opts: WebhookQueueOptions): WebhookQueue {
       .map((r) => ({ id: r.id, projectId: r.project_id, endpointId: r.endpoint_id, payload: r.payload, attempt: r.attempts, url: r.url, secret: r.secret }));
   }
 
-  async function requeue(own: boolean): Promise<void> {
-    const q = knex('webhook_deliveries').where('status', 'DELIVERING');
-    if (own) q.where('claimed_by', executorId);
-    else {
-      q.where((w) => w
-        .whereIn('claimed_by', knex('workers').select('executor_id').where('heartbeat_at', '<', knex.raw("now() - ?::int * interval '1 millisecond'", [staleAfterMs])))
-        .orWhere((l) => l.whereNotIn('claimed_by', knex('workers').select('executor_id'))
-          .where('claimed_at', '<', knex.raw("now() - ?::int * interval '1 millisecond'", [leaseMs]))));
-    }
-    const n = await q.update({ status: 'PENDING', claimed_by: null, claimed_at: null, next_attempt_at: knex.fn.now(), updated_at: knex.fn.now() });
-    if (n) log.warn({ count: n, own }, own ? 'requeued the webhook deliveries this worker left when it stopped' : 'requeued the webhook deliveries of a worker that stopped beating');
-  }
-
   const deliver = (d: ClaimedDelivery) => {
     inflight++;
-    const done = () => { inflight--; wake?.(); };
+    const done = () => { inflight--; run.wake?.(); };
     void attemptDelivery(client, opts.secret, d).then((result) => {
       pending.push({ outcome: { delivery: d, result }, done });
       flush();
     });
   };
 
-  const loop = (async () => {
-    try {
-      await requeue(true);
-    } catch (err) {
-      log.error({ err }, 'could not requeue this worker\'s earlier webhook claims');
+  // The loop (worker/claimLoop.ts) requeues crashed claims (own at start, dead workers' every livenessCheckMs), logs a
+  // failed turn and naps max(pollMs, 1000) after it. A turn claims:
+  const turn = async () => {
+    const free = concurrency - inflight;
+    if (free < Math.min(MAX_CLAIM, Math.ceil(concurrency / 4))) {
+      await run.nap(pollMs);
+      return;
     }
-    let lastLivenessCheck = 0;
-    while (!stopping) {
-      try {
-        if (Date.now() - lastLivenessCheck > livenessCheckMs) {
-          lastLivenessCheck = Date.now();
-          await requeue(false);
-        }
-        const free = concurrency - inflight;
-        if (free < Math.min(MAX_CLAIM, Math.ceil(concurrency / 4))) {
-          await nap(pollMs);
-          continue;
-        }
-        const claimed = await claim(Math.min(free, MAX_CLAIM));
-        if (claimed.length === 0) {
-          await nap(pollMs);
-          continue;
-        }
-        for (const d of claimed) deliver(d);
-      } catch (err) {
-        if (stopping) break;
-        log.error({ err }, 'webhook queue: claim failed; retrying');
-        await nap(Math.max(pollMs, 1000));
-      }
+    const claimed = await claim(Math.min(free, MAX_CLAIM));
+    if (claimed.length === 0) {
+      await run.nap(pollMs);
+      return;
     }
-  })();
+    for (const d of claimed) deliver(d);
+  };
+  const loop = runClaimLoop(run, {
+    knex, log, pollMs, livenessCheckMs, turn,
+    claims: {
+      table: 'webhook_deliveries', claimedStatus: 'DELIVERING', queuedStatus: 'PENDING', executorId, staleAfterMs, leaseMs,
+      // A requeued delivery is due at once.
+      extra: () => ({ next_attempt_at: knex.fn.now() }),
+    },
+    logs: {
+      requeuedOwn: 'requeued the webhook deliveries this worker left when it stopped',
+      requeuedDead: 'requeued the webhook deliveries of a worker that stopped beating',
+      requeueOwnFailed: 'could not requeue this worker\'s earlier webhook claims',
+      claimFailed: 'webhook queue: claim failed; retrying',
+    },
+  });
 
   return {
-    async stop() {
-      stopping = true;
-      wake?.();
-      await loop;
+    // Unlike the email queue's, this drain polls every 20 ms rather than napping (which a finished delivery would end).
+    stop: () => loop.stop(async () => {
       while (inflight > 0) await new Promise((r) => setTimeout(r, 20));
       await writing;
-    },
+    }),
   };
 }
