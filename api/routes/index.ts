@@ -9,7 +9,7 @@ import { eventRoutes } from './events';
 import { opensAndClicksRoutes } from './opensAndClicks';
 import { segmentRoutes } from './segments';
 import { sendRoutes } from './send';
-import { serviceRoutes } from './service';
+import { systemRoutes } from './system';
 import { settingsRoutes } from './settings';
 import { suppressionRoutes } from './suppressions';
 import { templateRoutes } from './templates';
@@ -22,7 +22,7 @@ import { webhookRoutes } from './webhooks';
  * OpenAPI document (api/openapi/document.ts) are built from it, in this order; a new resource adds its file here.
  */
 export const ROUTES: readonly Route[] = [
-  ...serviceRoutes,
+  ...systemRoutes,
   // Recipients' links: the signed token authorises.
   ...unsubscribeRoutes,
   ...opensAndClicksRoutes,

@@ -25,7 +25,7 @@ const CSP = [
   "connect-src 'self'", "worker-src 'self' blob:", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
 ].join('; ');
 
-export const serviceRoutes = [
+export const systemRoutes = [
   rawRoute({ operationId: 'health', method: 'get', path: '/health', summary: 'Health check', tag: 'Service', access: 'open',
     description: 'No key needed: 200 when the database answers, 503 otherwise (load balancers, compose healthchecks).',
     answers: { 200: { description: 'Herald and its database answer.', raw: A.healthAnswer }, 503: { description: 'The database does not answer.', raw: A.healthAnswer } },
