@@ -225,12 +225,20 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
 }
 
 /** Runs until SIGTERM/SIGINT, then shuts down gracefully. */
-export function stopOnSignals(running: Pick<Running, 'stop' | 'log'>): void {
+export function stopOnSignals(running: Pick<Running, 'stop' | 'log'> | Promise<Pick<Running, 'stop' | 'log'>>, log?: Logger): void {
   const onSignal = (signal: NodeJS.Signals) => {
-    running.log.info({ signal }, 'signal received');
-    running.stop().then(() => process.exit(0), (err) => {
-      running.log.error({ err }, 'shutdown failed');
-      process.exit(1);
+    // A signal during start-up waits for the start to finish, then stops what it started: the handlers are in place
+    // from the first moment, so a SIGTERM while a worker is still starting (recovering, scheduling) is never the
+    // default action that kills it mid-way.
+    void Promise.resolve(running).then((r) => {
+      r.log.info({ signal }, 'signal received');
+      return r.stop().then(() => process.exit(0), (err) => {
+        r.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      });
+    }, (err: Error) => {
+      // The start failed: main() reports it and exits.
+      log?.debug({ err, signal }, 'signal received while the start failed');
     });
   };
   // `on`, not `once`: a signal to the process group reaches this process twice (directly, and relayed by tsx or a
@@ -243,7 +251,10 @@ export function stopOnSignals(running: Pick<Running, 'stop' | 'log'>): void {
 /** Entry point helper of bin/start.ts, bin/api.ts and bin/worker.ts. */
 export function main(roles: Roles): void {
   const config = configOrExit();
-  startHerald(config, roles).then(stopOnSignals, (err: Error) => {
+  const log = createLogger(config.logLevel);
+  const starting = startHerald(config, roles, log);
+  stopOnSignals(starting, log);
+  starting.catch((err: Error) => {
     console.error(`Herald failed to start: ${err.message}`);
     // Like a bad variable (configOrExit): restarting cannot help until someone changes the configuration.
     process.exit(err instanceof ExecutorIdInUseError || err instanceof ClusterMismatchError ? 2 : 1);
