@@ -174,13 +174,14 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     if (config.smtpSubmission.port !== 0) {
       submission = await load<typeof import('../smtp/submission')>('../smtp/submission').startSubmission({
         knex: db.knex, sender, log, port: config.smtpSubmission.port, host: config.smtpSubmission.host, tls: tls!,
-        insecureAuthOnLoopback: config.smtpSubmission.insecureAuthOnLoopback, ratePerMinute: config.apiRateLimitPerMinute,
+        insecureAuthOnLoopback: config.smtpSubmission.insecureAuthOnLoopback, ratePerMinute: config.apiRateLimitPerMinute, limits: config.smtpLimits,
       });
       log.info({ port: submission.port }, 'Herald SMTP submission listening (STARTTLS, AUTH PLAIN/LOGIN with a secret API key)');
     }
     if (config.bounces.inboundPort !== 0) {
       inbound = await load<typeof import('../smtp/inbound')>('../smtp/inbound').startInbound({
-        knex: db.knex, secret, log, settings: config.bounces, port: config.bounces.inboundPort, host: config.bounces.inboundHost, tls: tls!,
+        knex: db.knex, secret, log, settings: config.bounces, bounceDomain: config.bounces.domain, port: config.bounces.inboundPort, host: config.bounces.inboundHost, tls: tls!,
+        limits: config.smtpLimits,
       });
       log.info({ port: inbound.port, bounceDomain: config.bounces.domain ?? null }, 'Herald inbound SMTP listening for bounces and complaints');
     }

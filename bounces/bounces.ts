@@ -2,15 +2,17 @@ import type { Knex } from 'knex';
 import { suppress, type SuppressionReason } from '../audience/suppressions';
 import { groupCommit } from '../db/batch';
 import { recordEvents, type NewEvent } from '../db/queries/events';
-import { parseReport, type DeliveryFailure } from './reports';
+import type { DeliveryFailure, Report } from './reports';
 import { emailOfBounceAddress } from './token';
 
 /**
  * Mail that comes back: bounces and complaints, recorded against the email they concern and acted on.
- * - A hard bounce (a 5xx to RCPT TO at delivery, or a DSN that says `failed` with a 5.x.x status): `email.bounced`
- *   (type hard), the email BOUNCED, the address suppressed at once (`hard_bounce`).
- * - A soft bounce (a DSN that says `delayed`, or `failed` with 4.x.x): `email.bounced` (type soft); the address is
- *   suppressed (`soft_bounce`) once it has soft-bounced `softBounceLimit` times within `softBounceWindowDays`.
+ * - A hard bounce (a 5xx to RCPT TO at delivery, or a DSN that says `failed` with a 5.x.x status, or with none):
+ *   `email.bounced` (type hard), the email BOUNCED, the address suppressed at once (`hard_bounce`).
+ * - A soft bounce (a DSN that says `delayed`, or `failed` with any other status): `email.bounced` (type soft); the
+ *   address is suppressed (`soft_bounce`) once it has soft-bounced `softBounceLimit` times within
+ *   `softBounceWindowDays`, each email counting once.
+ * An email records one bounce of each type and one complaint: a report that comes back again records nothing.
  * - A complaint (an ARF feedback report): `email.complained`, the contact unsubscribed (`contact.unsubscribed`, source
  *   `complaint`) and the address suppressed (`complaint`).
  * Any number of them are recorded in one transaction by a few statements (`recordReturns`): the inbound listener
@@ -45,17 +47,45 @@ interface EmailRow {
   to_email: string;
 }
 
-/** Which of the returns were recorded (false: their email no longer exists). */
-export async function recordReturns(trx: Knex.Transaction, returns: readonly Returned[], settings: BounceSettings): Promise<boolean[]> {
+/** What became of a return: recorded; `repeated`, its email already has one of its kind (nothing new); `unknown`, no such email. */
+export type ReturnResult = 'recorded' | 'repeated' | 'unknown';
+
+/** One of each kind per email: a bounce per type (hard, soft), a complaint. */
+const kindOf = (r: Returned) => (r.kind === 'bounce' ? `email.bounced:${r.bounce.type}` : 'email.complained');
+
+/**
+ * Records the returns; each email counts one bounce of each type and one complaint, however often a report comes back
+ * (a replayed or repeated DSN records nothing new, and one email adds at most one soft bounce to its address's count).
+ * The emails' rows are locked first (in id order), so that two copies of a report arriving at once, in two
+ * transactions or two processes, cannot both find nothing recorded.
+ */
+export async function recordReturns(trx: Knex.Transaction, returns: readonly Returned[], settings: BounceSettings): Promise<ReturnResult[]> {
+  const ids = [...new Set(returns.map((r) => r.emailId))];
   const emails: EmailRow[] = returns.length
-    ? await trx('emails').whereRaw('id = ANY(?::uuid[])', [[...new Set(returns.map((r) => r.emailId))]]).select('project_id', 'id', 'contact_id', 'to_email')
+    ? await trx('emails').whereRaw('id = ANY(?::uuid[])', [ids]).orderBy('id').forUpdate().select('project_id', 'id', 'contact_id', 'to_email')
     : [];
   const emailOf = new Map(emails.map((e) => [e.id, e]));
+  const { rows: already } = emails.length
+    ? await trx.raw(
+      `SELECT email_id, name, data->>'type' AS type FROM events
+       WHERE project_id = ANY(?::uuid[]) AND email_id = ANY(?::uuid[]) AND name IN ('email.bounced', 'email.complained')`,
+      [[...new Set(emails.map((e) => e.project_id))], emails.map((e) => e.id)],
+    )
+    : { rows: [] };
+  const seen = new Set((already as { email_id: string; name: string; type: string | null }[])
+    .map((e) => `${e.email_id} ${e.name === 'email.bounced' ? `email.bounced:${e.type}` : e.name}`));
+  const results: ReturnResult[] = [];
   const byProject = new Map<string, { email: EmailRow; returned: Returned }[]>();
   for (const returned of returns) {
     const email = emailOf.get(returned.emailId);
-    if (!email) continue;
-    byProject.set(email.project_id, [...(byProject.get(email.project_id) ?? []), { email, returned }]);
+    const key = `${returned.emailId} ${kindOf(returned)}`;
+    if (!email) results.push('unknown');
+    else if (seen.has(key)) results.push('repeated');
+    else {
+      seen.add(key);
+      results.push('recorded');
+      byProject.set(email.project_id, [...(byProject.get(email.project_id) ?? []), { email, returned }]);
+    }
   }
 
   for (const [projectId, items] of byProject) {
@@ -112,34 +142,36 @@ export async function recordReturns(trx: Knex.Transaction, returns: readonly Ret
     }
     await suppress(trx, projectId, suppressions);
   }
-  return returns.map((r) => emailOf.has(r.emailId));
+  return results;
 }
 
 export type InboundOutcome =
   | { kind: 'bounce'; emailId: string; failure: DeliveryFailure }
   | { kind: 'complaint'; emailId: string }
-  | { kind: 'dropped'; reason: 'unknown address' | 'unknown email' | 'not a report' };
+  | { kind: 'dropped'; reason: 'unknown address' | 'unknown email' | 'not a report' | 'already recorded' };
 
 /**
  * The inbound side: a message received at a bounce address. The address names the email (unsigned or foreign
- * addresses are dropped), the report says what happened (a message that is no report is dropped); the reports that
+ * addresses, or any at another domain than BOUNCE_DOMAIN, are dropped), the report says what happened (a message that is no report is dropped); the reports that
  * arrive together are recorded together (group commit: one transaction, a few statements; a batch that fails is retried
  * report by report).
  */
-export function returnedMailReceiver(knex: Knex, secret: Buffer, settings: BounceSettings) {
-  const together = groupCommit<Returned, boolean>(knex, (trx, returns) => recordReturns(trx, returns, settings));
-  return async function receive(recipients: string[], raw: Buffer): Promise<InboundOutcome> {
-    const emailId = recipients.map((r) => emailOfBounceAddress(secret, r)).find((id) => id !== undefined);
+const dropped = (result: 'repeated' | 'unknown'): InboundOutcome => ({ kind: 'dropped', reason: result === 'repeated' ? 'already recorded' : 'unknown email' });
+
+export function returnedMailReceiver(knex: Knex, secret: Buffer, settings: BounceSettings, bounceDomain: string | undefined) {
+  const together = groupCommit<Returned, ReturnResult>(knex, (trx, returns) => recordReturns(trx, returns, settings));
+  /** `report`: what parseReport read from the message (the caller parses it: a message that cannot be parsed is its fault). */
+  return async function receive(recipients: string[], report: Report | undefined): Promise<InboundOutcome> {
+    const emailId = recipients.map((r) => emailOfBounceAddress(secret, r, bounceDomain)).find((id) => id !== undefined);
     if (!emailId) return { kind: 'dropped', reason: 'unknown address' };
-    const report = await parseReport(raw);
     if (!report) return { kind: 'dropped', reason: 'not a report' };
     if (report.kind === 'complaint') {
-      const recorded = await together.load({ emailId, kind: 'complaint', feedbackType: report.feedbackType, userAgent: report.userAgent });
-      return recorded ? { kind: 'complaint', emailId } : { kind: 'dropped', reason: 'unknown email' };
+      const result = await together.load({ emailId, kind: 'complaint', feedbackType: report.feedbackType, userAgent: report.userAgent });
+      return result === 'recorded' ? { kind: 'complaint', emailId } : dropped(result);
     }
     // One email per bounce address: its failure (a report that lists several recipients names this one among them).
     const failure = report.failures[0]!;
-    const recorded = await together.load({ emailId, kind: 'bounce', bounce: { type: failure.type, status: failure.status, diagnostic: failure.diagnostic, source: 'dsn' } });
-    return recorded ? { kind: 'bounce', emailId, failure } : { kind: 'dropped', reason: 'unknown email' };
+    const result = await together.load({ emailId, kind: 'bounce', bounce: { type: failure.type, status: failure.status, diagnostic: failure.diagnostic, source: 'dsn' } });
+    return result === 'recorded' ? { kind: 'bounce', emailId, failure } : dropped(result);
   };
 }

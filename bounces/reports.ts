@@ -14,7 +14,7 @@ import PostalMime from 'postal-mime';
 export interface DeliveryFailure {
   /** `failed`: the message will not be delivered; `delayed`: still being tried (a soft bounce). */
   action: 'failed' | 'delayed';
-  /** hard: permanent (status 5.x.x, or a failure without a status); soft: transient (4.x.x, or delayed). */
+  /** hard: permanent (status 5.x.x, or a failure without a status); soft: anything else (4.x.x, an invalid status, delayed). */
   type: 'hard' | 'soft';
   recipient: string | null;
   status: string | null;
@@ -83,10 +83,14 @@ export async function parseReport(raw: Buffer): Promise<Report | undefined> {
   for (const fields of perRecipient) {
     const action = fields.get('action')?.toLowerCase();
     if (action !== 'failed' && action !== 'delayed') continue; // delivered, relayed, expanded: not a bounce
-    const code = /^([245])\.\d{1,3}\.\d{1,3}/.exec(fields.get('status') ?? '')?.[0] ?? null;
+    // RFC 3463: class 2, 4 or 5, subject and detail of 1 to 3 digits. A status that is none (9.9.9, 5.x) is no proof
+    // of a permanent failure: soft. Only a failure without any status is taken as hard (as RFC 3464 requires one,
+    // an MTA that leaves it out reports a plain failure).
+    const given = fields.get('status')?.trim() ?? '';
+    const code = /^[245]\.\d{1,3}\.\d{1,3}(?![\d.])/.exec(given)?.[0] ?? null;
     failures.push({
       action,
-      type: action === 'failed' && (code === null || code.startsWith('5')) ? 'hard' : 'soft',
+      type: action === 'failed' && (given === '' || code?.startsWith('5')) ? 'hard' : 'soft',
       recipient: address(fields.get('final-recipient') ?? fields.get('original-recipient')),
       status: code,
       diagnostic: fields.get('diagnostic-code')?.replace(/^smtp;\s*/i, '').slice(0, 1000) ?? null,

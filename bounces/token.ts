@@ -5,7 +5,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  * email and is signed with the installation's secret. A bounce (or a complaint) that comes back to that address maps to
  * its email without reading anything the remote server wrote; a token we did not sign maps to nothing.
  *
- * The token is base32 (lower case: some servers lower-case local parts) of the email's id (16 bytes) and an 80-bit
+ * The token is base32 (lower case: some servers lower-case local parts; no other case is accepted back) of the email's id (16 bytes) and an 80-bit
  * HMAC-SHA256 tag: 42 characters, so the local part (50) stays within RFC 5321's 64.
  */
 
@@ -56,12 +56,25 @@ export function bounceAddress(secret: Buffer, emailId: string, bounceDomain: str
   return `${PREFIX}${base32(Buffer.concat([id, tag(secret, id)]))}@${bounceDomain}`;
 }
 
-/** The email a bounce address names, or undefined for an address Herald did not sign (any case; any domain). */
-export function emailOfBounceAddress(secret: Buffer, address: string): string | undefined {
-  const local = address.slice(0, address.lastIndexOf('@')).toLowerCase();
-  if (!local.startsWith(PREFIX)) return undefined;
-  const raw = unbase32(local.slice(PREFIX.length));
-  if (!raw || raw.length !== 26) return undefined;
+/** The length of a token: 26 bytes (id and tag) in base32, the last character carrying 3 bits and 2 zero bits. */
+const TOKEN_LENGTH = 42;
+
+/**
+ * The email a bounce address names, or undefined for any address that is not exactly one Herald wrote: the prefix and
+ * the token as `bounceAddress` spells them (lower case, 42 characters, the unused bits of the last one zero: the token
+ * decoded and encoded again must give the same text), at `bounceDomain` (any case: domains are case-insensitive), and
+ * signed with this installation's secret. No other spelling names the email, so a report counts only through the one
+ * address the email was sent with.
+ */
+export function emailOfBounceAddress(secret: Buffer, address: string, bounceDomain: string | undefined): string | undefined {
+  if (!bounceDomain) return undefined;
+  const at = address.lastIndexOf('@');
+  if (at < 0 || address.slice(at + 1).toLowerCase() !== bounceDomain.toLowerCase()) return undefined;
+  const local = address.slice(0, at);
+  if (!local.startsWith(PREFIX) || local.length !== PREFIX.length + TOKEN_LENGTH) return undefined;
+  const token = local.slice(PREFIX.length);
+  const raw = unbase32(token);
+  if (!raw || raw.length !== 26 || base32(raw) !== token) return undefined;
   const id = raw.subarray(0, 16);
   const given = raw.subarray(16);
   return timingSafeEqual(given, tag(secret, id)) ? uuidOf(id) : undefined;

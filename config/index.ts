@@ -26,6 +26,8 @@ export interface Config {
   automationMaxRunning: number;
   /** SMTP submission (smtp/submission.ts), served by the API processes. */
   smtpSubmission: SmtpSubmissionConfig;
+  /** What one client may hold of either SMTP listener (submission and inbound; smtp/listener.ts). */
+  smtpLimits: SmtpLimitsConfig;
   /** Bounces and complaints (bounces/): the VERP domain, the inbound listener, the soft-bounce rule. */
   bounces: BounceConfig;
   /** GET /metrics (metrics/, api/metricsServer.ts). */
@@ -84,6 +86,15 @@ export interface SmtpSubmissionConfig {
   insecureAuthOnLoopback: boolean;
 }
 
+export interface SmtpLimitsConfig {
+  /** SMTP_MAX_CONNECTIONS_PER_ADDRESS: connections at once from one remote address (IPv6: one /64); more get 421. */
+  maxConnectionsPerAddress: number;
+  /** SMTP_SESSION_TIMEOUT_MS: the longest a connection may last, however active; then 421 and closed. */
+  sessionTimeoutMs: number;
+  /** SMTP_COMMAND_TIMEOUT_MS: the longest from a reply to the end of the client's next command line; then 421 and closed. */
+  commandTimeoutMs: number;
+}
+
 /** The submission port when SMTP_SUBMISSION_PORT is unset: 587's unprivileged twin, so a non-root process can bind it. */
 export const DEFAULT_SMTP_SUBMISSION_PORT = 2587;
 
@@ -122,6 +133,9 @@ const envSchema = Joi.object({
   SMTP_TLS_KEY: Joi.string().trim().empty('').when('SMTP_TLS_CERT', { is: Joi.exist(), then: Joi.required(), otherwise: Joi.forbidden() })
     .messages({ 'any.required': 'is required with SMTP_TLS_CERT', 'any.unknown': 'needs SMTP_TLS_CERT beside it' }),
   SMTP_INSECURE_AUTH_LOOPBACK: Joi.boolean().truthy('1').falsy('0').empty('').default(false),
+  SMTP_MAX_CONNECTIONS_PER_ADDRESS: Joi.number().integer().min(1).max(100_000).empty('').default(20),
+  SMTP_SESSION_TIMEOUT_MS: Joi.number().integer().min(1000).max(86_400_000).empty('').default(600_000),
+  SMTP_COMMAND_TIMEOUT_MS: Joi.number().integer().min(1000).max(3_600_000).empty('').default(60_000),
   BOUNCE_DOMAIN: Joi.string().trim().lowercase().empty('').domain({ tlds: false, minDomainSegments: 1 }),
   SMTP_INBOUND_PORT: Joi.number().integer().min(0).max(65535).empty('').default(DEFAULT_SMTP_INBOUND_PORT),
   SMTP_INBOUND_HOST: Joi.string().trim().empty(''),
@@ -174,6 +188,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tlsCertFile: value.SMTP_TLS_CERT,
       tlsKeyFile: value.SMTP_TLS_KEY,
       insecureAuthOnLoopback: value.SMTP_INSECURE_AUTH_LOOPBACK,
+    },
+    smtpLimits: {
+      maxConnectionsPerAddress: value.SMTP_MAX_CONNECTIONS_PER_ADDRESS,
+      sessionTimeoutMs: value.SMTP_SESSION_TIMEOUT_MS,
+      commandTimeoutMs: value.SMTP_COMMAND_TIMEOUT_MS,
     },
     bounces: {
       domain: value.BOUNCE_DOMAIN,

@@ -6,7 +6,7 @@ import { normaliseEmail } from '../core/values';
 import type { Logger } from '../logging/logger';
 import { consumeRate, identify, type Caller } from '../projects/access';
 import { MAX_RECIPIENTS, type Sender } from '../sending/sender';
-import { listen, readMessage, smtpError, type Listening } from './listener';
+import { listen, readMessage, smtpError, type ListenerLimits, type Listening } from './listener';
 
 /**
  * SMTP submission (RFC 6409): a way in for the tools that can only speak SMTP. A client authenticates with AUTH PLAIN or
@@ -43,6 +43,8 @@ export interface SubmissionOptions {
   /** Idle time after which a connection is closed. */
   socketTimeoutMs?: number;
   maxBytes?: number;
+  /** Per-address connections, session and command deadlines (smtp/listener.ts); unset ones: the defaults. */
+  limits?: Partial<ListenerLimits>;
 }
 
 export type Submission = Listening;
@@ -167,5 +169,5 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
       });
     },
   });
-  return listen(server, opts.port, opts.host, log, 'SMTP submission');
+  return listen(server, opts.port, opts.host, log, 'SMTP submission', opts.limits);
 }

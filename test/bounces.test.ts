@@ -32,7 +32,7 @@ beforeAll(async () => {
   knex = e2e.t.db.knex;
   tlsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-inbound-tls-'));
   const tls = await smtpTls({ port: 0, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false }, tlsDir, createLogger('silent'));
-  inbound = await startInbound({ knex, secret: TEST_SECRET, log: createLogger('silent'), settings: { softBounceLimit: 2, softBounceWindowDays: 7 }, port: 0, host: '127.0.0.1', tls, maxBytes: 16 * 1024 * 1024 });
+  inbound = await startInbound({ knex, secret: TEST_SECRET, log: createLogger('silent'), settings: { softBounceLimit: 2, softBounceWindowDays: 7 }, bounceDomain: BOUNCE_DOMAIN, port: 0, host: '127.0.0.1', tls, maxBytes: 16 * 1024 * 1024 });
 });
 afterAll(async () => {
   await inbound.close();
@@ -41,7 +41,7 @@ afterAll(async () => {
 });
 
 /** A remote MTA delivering to the inbound listener: no AUTH, STARTTLS when offered (with any certificate). */
-const mta = () => nodemailer.createTransport({ host: '127.0.0.1', port: inbound.port, secure: false, tls: { rejectUnauthorized: false } });
+const mta = (extra: { ignoreTLS?: boolean } = {}) => nodemailer.createTransport({ host: '127.0.0.1', port: inbound.port, secure: false, tls: { rejectUnauthorized: false }, ...extra });
 
 function dsn(recipient: string, action: 'failed' | 'delayed', status: string): Buffer {
   return Buffer.from([
@@ -107,16 +107,96 @@ test('the domain records gain the bounce domain\'s MX and the return path\'s SPF
   }
 });
 
-test('bounce addresses: signed, case-insensitive, within 64 characters; a tampered or foreign one names nothing', () => {
+test('bounce addresses: signed, within 64 characters; a tampered or foreign one names nothing', () => {
   const address = bounceAddress(TEST_SECRET, '0190b4d2-0000-7000-8000-000000000001', BOUNCE_DOMAIN);
   expect(address.split('@')[0]!.length).toBeLessThanOrEqual(64);
-  expect(emailOfBounceAddress(TEST_SECRET, address)).toBe('0190b4d2-0000-7000-8000-000000000001');
-  expect(emailOfBounceAddress(TEST_SECRET, address.toUpperCase())).toBe('0190b4d2-0000-7000-8000-000000000001');
+  expect(emailOfBounceAddress(TEST_SECRET, address, BOUNCE_DOMAIN)).toBe('0190b4d2-0000-7000-8000-000000000001');
   const [local, domain] = address.split('@') as [string, string];
+  // The domain is case-insensitive; the local part is not.
+  expect(emailOfBounceAddress(TEST_SECRET, `${local}@${domain.toUpperCase()}`, BOUNCE_DOMAIN)).toBe('0190b4d2-0000-7000-8000-000000000001');
   const flipped = `${local.slice(0, -1)}${local.endsWith('a') ? 'b' : 'a'}@${domain}`;
-  expect(emailOfBounceAddress(TEST_SECRET, flipped)).toBeUndefined();
-  expect(emailOfBounceAddress(Buffer.from('another-installation-secret-0123456789'), address)).toBeUndefined();
-  expect(emailOfBounceAddress(TEST_SECRET, 'postmaster@bounces.herald.test')).toBeUndefined();
+  expect(emailOfBounceAddress(TEST_SECRET, flipped, BOUNCE_DOMAIN)).toBeUndefined();
+  expect(emailOfBounceAddress(Buffer.from('another-installation-secret-0123456789'), address, BOUNCE_DOMAIN)).toBeUndefined();
+  expect(emailOfBounceAddress(TEST_SECRET, 'postmaster@bounces.herald.test', BOUNCE_DOMAIN)).toBeUndefined();
+  expect(emailOfBounceAddress(TEST_SECRET, address, undefined)).toBeUndefined(); // no BOUNCE_DOMAIN: no address is Herald's
+});
+
+/** Issue 26, point 2: the spellings of one signed token that used to name its email too. */
+function variants(address: string): Record<string, string[]> {
+  const [local, domain] = address.split('@') as [string, string];
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
+  const last = alphabet.indexOf(local.at(-1)!);
+  const head = local.slice(0, -1);
+  return {
+    'one extra character': [...alphabet].map((c) => `${local}${c}@${domain}`),
+    // The last character carries 3 bits of the tag and 2 unused ones: the 3 other values of those 2 bits.
+    'last-character variants': [1, 2, 3].map((b) => `${head}${alphabet[last ^ b]}@${domain}`),
+    'upper case': [address.toUpperCase(), `${local.toUpperCase()}@${domain}`, `Bounces+${local.slice(8)}@${domain}`],
+    'another domain': [`${local}@evil.test`, `${local}@sub.${domain}`, `${local}@${domain}.evil.test`],
+  };
+}
+
+test('issue 26: only the canonical spelling of a token, at BOUNCE_DOMAIN, names its email; the others are refused at RCPT TO', async () => {
+  const { id, returnPath } = await sendOne('canonical@example.org');
+  expect(emailOfBounceAddress(TEST_SECRET, returnPath, BOUNCE_DOMAIN)).toBe(id);
+  const byKind = variants(returnPath);
+  const named = Object.fromEntries(Object.entries(byKind).map(([kind, list]) => [kind, list.filter((a) => emailOfBounceAddress(TEST_SECRET, a, BOUNCE_DOMAIN) !== undefined).length]));
+  expect(named).toEqual({ 'one extra character': 0, 'last-character variants': 0, 'upper case': 0, 'another domain': 0 });
+  // Through the listener, as a remote MTA: each spelling refused with 550 at RCPT TO, before any data; nothing recorded.
+  const all = Object.values(byKind).flat();
+  const answers: (string | number)[] = [];
+  for (const to of all) {
+    answers.push(await mta({ ignoreTLS: true }).sendMail({ envelope: { from: '', to: [to] }, raw: dsn('canonical@example.org', 'failed', '5.1.1') })
+      .then(() => 250, (err: { responseCode?: number; command?: string }) => `${err.responseCode} ${err.command}`));
+  }
+  expect(new Set(answers)).toEqual(new Set(['550 RCPT TO']));
+  expect((await events(id)).map((e) => e.name)).toEqual(['email.sent']);
+  expect((await knex('emails').where({ id }).first()).status).toBe('SENT');
+});
+
+test('issue 26: a replayed hard bounce records one email.bounced; forged delayed DSNs count one soft bounce per email', async () => {
+  const { id, returnPath } = await sendOne('replayed@example.org');
+  const answers: string[] = [];
+  for (let i = 0; i < 11; i++) answers.push((await mta().sendMail({ envelope: { from: '', to: [returnPath] }, raw: dsn('replayed@example.org', 'failed', '5.1.1') })).response);
+  expect(answers[0]).toMatch(/^250 2\.0\.0 Recorded/);
+  expect(answers.slice(1).every((a) => /^250 2\.0\.0 Received/.test(a))).toBe(true); // accepted: the sender stops sending it
+  expect((await events(id)).map((e) => [e.name, e.data.type ?? null])).toEqual([['email.sent', null], ['email.bounced', 'hard']]);
+  expect(await knex('suppressions').where({ project_id: e2e.t.project.id, email: 'replayed@example.org' })).toHaveLength(1);
+
+  // SOFT_BOUNCE_LIMIT is 2 here: five "delayed" reports for one email are one soft bounce, not a suppression.
+  const soft = await sendOne('delayed-forged@example.org');
+  await Promise.all(Array.from({ length: 5 }, () => mta().sendMail({ envelope: { from: '', to: [soft.returnPath] }, raw: dsn('delayed-forged@example.org', 'delayed', '4.2.2') })));
+  expect((await events(soft.id)).map((e) => [e.name, e.data.type ?? null])).toEqual([['email.sent', null], ['email.bounced', 'soft']]);
+  expect(await knex('suppressions').where({ project_id: e2e.t.project.id, email: 'delayed-forged@example.org' }).first()).toBeUndefined();
+});
+
+test('issue 26: a status that is no RFC 3463 code (9.9.9) is no hard bounce', async () => {
+  for (const status of ['9.9.9', '6.1.1', '5.1', '5.1.1.1', 'x.1.1', '5.1234.1']) {
+    expect(await parseReport(dsn('a@example.org', 'failed', status))).toMatchObject({ kind: 'bounce', failures: [{ type: 'soft', status: null }] });
+  }
+  expect(await parseReport(dsn('a@example.org', 'failed', '2.0.0'))).toMatchObject({ kind: 'bounce', failures: [{ type: 'soft', status: '2.0.0' }] });
+  expect(await parseReport(dsn('a@example.org', 'failed', '5.7.26'))).toMatchObject({ kind: 'bounce', failures: [{ type: 'hard', status: '5.7.26' }] });
+  const { id, returnPath } = await sendOne('odd-status@example.org');
+  await mta().sendMail({ envelope: { from: '', to: [returnPath] }, raw: dsn('odd-status@example.org', 'failed', '9.9.9') });
+  expect((await knex('emails').where({ id }).first()).status).toBe('SENT');
+  expect(await knex('suppressions').where({ project_id: e2e.t.project.id, email: 'odd-status@example.org', reason: 'hard_bounce' }).first()).toBeUndefined();
+});
+
+test('issue 26: a message that can never be read (a NUL byte, a header over 2 MB, MIME nested over 256 levels) is refused for good, 554 5.6.0', async () => {
+  const { id, returnPath } = await sendOne('unreadable@example.org');
+  const withNul = Buffer.from(dsn('unreadable@example.org', 'failed', '5.1.1').toString().replace('mailbox', 'mail\0box'));
+  const bigHeader = Buffer.concat([Buffer.from(`X-Filler: ${'a'.repeat(3 * 1024 * 1024)}\r\n`), dsn('unreadable@example.org', 'failed', '5.1.1')]);
+  const depth = 300;
+  const nested = Buffer.from([
+    ...Array.from({ length: depth }, (_, i) => `Content-Type: multipart/mixed; boundary="b${i}"\r\n\r\n--b${i}\r\n`),
+    'Content-Type: text/plain\r\n\r\nx\r\n',
+    ...Array.from({ length: depth }, (_, i) => `--b${depth - 1 - i}--\r\n`),
+  ].join(''));
+  for (const [name, raw] of [['NUL', withNul], ['header over 2 MB', bigHeader], [`MIME nested ${depth} levels`, nested]] as const) {
+    const err = await mta().sendMail({ envelope: { from: '', to: [returnPath] }, raw }).then(() => undefined, (e: { responseCode?: number; response?: string }) => e);
+    expect([name, err?.responseCode, err?.response?.slice(0, 9)]).toEqual([name, 554, '554 5.6.0']);
+  }
+  expect((await events(id)).map((e) => e.name)).toEqual(['email.sent']);
 });
 
 test('DSNs and ARF reports are read; anything else is no report', async () => {
@@ -131,7 +211,7 @@ test('DSNs and ARF reports are read; anything else is no report', async () => {
 test('every message carries its VERP return path; a hard-bounce DSN marks the email BOUNCED and suppresses the address', async () => {
   const { id, returnPath } = await sendOne('gone@example.org');
   expect(returnPath).toMatch(new RegExp(`^bounces\\+[a-z2-7]{42}@${BOUNCE_DOMAIN.replace(/\./g, '\\.')}$`));
-  expect(emailOfBounceAddress(TEST_SECRET, returnPath)).toBe(id);
+  expect(emailOfBounceAddress(TEST_SECRET, returnPath, BOUNCE_DOMAIN)).toBe(id);
 
   const info = await mta().sendMail({ envelope: { from: '', to: [returnPath] }, raw: dsn('gone@example.org', 'failed', '5.1.1') });
   expect(info.response).toMatch(/^250 2\.0\.0 Recorded/);

@@ -35,6 +35,7 @@ describe('defaults', () => {
       executorId: undefined,
       automationMaxRunning: 200,
       smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false },
+      smtpLimits: { maxConnectionsPerAddress: 20, sessionTimeoutMs: 600_000, commandTimeoutMs: 60_000 },
       bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'localhost' },
       metrics: { port: undefined, token: undefined },
     });
@@ -90,6 +91,7 @@ describe('valid values are read and converted', () => {
       executorId: 'worker-3',
       automationMaxRunning: 50,
       smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false },
+      smtpLimits: { maxConnectionsPerAddress: 20, sessionTimeoutMs: 600_000, commandTimeoutMs: 60_000 },
       bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com' },
       metrics: { port: 9464, token: 't'.repeat(32) },
     });
@@ -106,6 +108,11 @@ describe('valid values are read and converted', () => {
     expect(loadConfig({ SMTP_SUBMISSION_PORT: '0' }).smtpSubmission.port).toBe(0);
     expect(loadConfig({ SMTP_TLS_CERT: '/c.pem', SMTP_TLS_KEY: '/k.pem', SMTP_INSECURE_AUTH_LOOPBACK: 'true' }).smtpSubmission)
       .toMatchObject({ tlsCertFile: '/c.pem', tlsKeyFile: '/k.pem', insecureAuthOnLoopback: true });
+  });
+
+  test('SMTP listener limits: 20 connections per address, a 10-minute session, a minute per command; each settable', () => {
+    expect(loadConfig({ SMTP_MAX_CONNECTIONS_PER_ADDRESS: '5', SMTP_SESSION_TIMEOUT_MS: '120000', SMTP_COMMAND_TIMEOUT_MS: '15000' }).smtpLimits)
+      .toEqual({ maxConnectionsPerAddress: 5, sessionTimeoutMs: 120_000, commandTimeoutMs: 15_000 });
   });
 
   test('bounces: VERP off without BOUNCE_DOMAIN; the inbound listener on 2525; the MX host defaults to PUBLIC_URL\'s', () => {
@@ -150,6 +157,9 @@ describe('a bad value raises a ConfigError naming the variable', () => {
     ['SMTP_TLS_KEY', { SMTP_TLS_CERT: '/c.pem' }],
     ['SMTP_TLS_KEY', { SMTP_TLS_KEY: '/k.pem' }],
     ['SMTP_INSECURE_AUTH_LOOPBACK', { SMTP_INSECURE_AUTH_LOOPBACK: 'maybe' }],
+    ['SMTP_MAX_CONNECTIONS_PER_ADDRESS', { SMTP_MAX_CONNECTIONS_PER_ADDRESS: '0' }],
+    ['SMTP_SESSION_TIMEOUT_MS', { SMTP_SESSION_TIMEOUT_MS: '10' }],
+    ['SMTP_COMMAND_TIMEOUT_MS', { SMTP_COMMAND_TIMEOUT_MS: 'soon' }],
     ['BOUNCE_DOMAIN', { BOUNCE_DOMAIN: 'not a domain' }],
     ['SMTP_INBOUND_PORT', { SMTP_INBOUND_PORT: 'x' }],
     ['SOFT_BOUNCE_LIMIT', { SOFT_BOUNCE_LIMIT: '0' }],
