@@ -28,8 +28,8 @@ import { listen, readMessage, smtpError, type Listening } from './listener';
  * disabled; 550 for a From or Sender that is not one mailbox at a verified domain, or a message the send rules refuse,
  * with the reason; 552 over the size limit; 554 for a message that cannot be read (a NUL byte, headers over 2 MB, MIME
  * nested over 256 levels) or holds a value the database refuses, which no retry mends; 451 when rate-limited or when
- * the message cannot be stored now (the client retries); 421 when too many clients are connected, too many logins
- * failed, or the session is over.
+ * the message cannot be stored now (the client retries); 503 and the connection closed for content sent before the
+ * 354; 421 when too many clients are connected, too many logins failed, or the session is over.
  */
 
 /** The largest message accepted: the 10 MB attachments of an API send, base64-encoded, plus headers and text. */
@@ -202,10 +202,12 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
     }
   }
 
+  const connectionOf = (id: string) => [...server.connections].find((c) => c.session.id === id);
+
   /** Closes the session once its lifetime is over: at once when idle, else once its message is answered. */
   function armLifetime(id: string, state: SessionState, delayMs: number) {
     state.timer = setTimeout(() => {
-      const connection = [...server.connections].find((c) => c.session.id === id);
+      const connection = connectionOf(id);
       if (!connection) return;
       if (connection.session.envelope.mailFrom) {
         armLifetime(id, state, 1000); // a message in progress finishes first
@@ -340,10 +342,28 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
     },
     onData(stream, session, callback) {
       inFlight++;
+      // smtp-server answers 354 right after this call and then hands the parser's rest of the same read to the stream:
+      // content there was sent before the client could have seen the 354 (RFC 2920 has it wait for it). It is
+      // refused, and the connection closed at once, rather than taken as a message or waited on until the timeout.
+      let early = false;
+      process.nextTick(() => {
+        // byteLength: what the parser has fed the stream so far (read by readMessage or not); a lone "." ends it.
+        if (stream.byteLength === 0 && !stream.writableEnded) return;
+        early = true;
+        log.warn({ remoteAddress: session.remoteAddress }, 'SMTP message content sent before the 354: refused, connection closed');
+        const connection = connectionOf(session.id);
+        connection?.send(503, '5.5.0 Message content sent before the 354 reply (RFC 2920: wait for it); closing the connection');
+        connection?.close();
+      });
       readMessage(stream).then(async (raw) => {
+        if (early) throw smtpError(503, '5.5.0 Message content sent before the 354 reply');
         if (stream.sizeExceeded) throw smtpError(552, `5.3.4 Message too big: at most ${maxBytes} bytes`);
         return submit(session, raw);
       }).finally(() => { inFlight--; }).then((answer) => callback(null, answer), (err: Error & { responseCode?: number }) => {
+        if (early) {
+          callback(smtpError(503, '5.5.0 Message content sent before the 354 reply'));
+          return;
+        }
         if (err.responseCode) {
           callback(err);
           return;

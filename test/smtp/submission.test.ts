@@ -447,6 +447,20 @@ describe('issue 26', () => {
     expect(await d.cmd(`AUTH PLAIN ${Buffer.from(`\0raw\0${e2e.t.project.secretKey}`).toString('base64')}`)).toMatch(/^235 /);
   });
 
+  test('message content sent before the 354 is refused and the connection closed at once', async () => {
+    const c = await raw(listener.port);
+    expect(await c.login(e2e.t.project.secretKey)).toMatch(/^235 /);
+    const started = Date.now();
+    c.write('MAIL FROM:<billing@example.com>\r\nRCPT TO:<early@example.org>\r\nDATA\r\nFrom: billing@example.com\r\nSubject: early\r\n\r\nbody\r\n.\r\n');
+    // smtp-server has sent its 354 by the time the early content is seen; the refusal follows it.
+    const replies = [await c.reply(), await c.reply(), await c.reply(), await c.reply()];
+    expect(replies.slice(0, 3).map((r) => r.slice(0, 3))).toEqual(['250', '250', '354']);
+    expect(replies[3]).toMatch(/^503 .*before the 354/);
+    await c.closed;
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(await e2e.t.db.knex('emails').where({ to_email: 'early@example.org' })).toHaveLength(0);
+  });
+
   const nested = (depth: number) => {
     let body = 'Content-Type: text/plain\r\n\r\ninnermost\r\n';
     for (let i = depth - 1; i >= 0; i--) body = `Content-Type: multipart/mixed; boundary="b${i}"\r\n\r\n--b${i}\r\n${body}--b${i}--\r\n`;
