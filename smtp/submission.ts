@@ -79,6 +79,8 @@ export const SUBMISSION_DEFAULTS = {
 };
 
 const MAX_AUTH_DELAY_MS = 8000;
+/** Remote addresses whose failed logins are counted at once; memory stays bounded whatever the number of addresses. */
+const MAX_TRACKED_ADDRESSES = 100_000;
 
 export type Submission = Listening;
 
@@ -150,6 +152,11 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
     entry.count++;
     failuresByAddress.set(address, entry);
     if (failuresByAddress.size > 10_000) for (const [a, e] of failuresByAddress) if (e.resetAt <= now) failuresByAddress.delete(a);
+    // Still too many (failures from very many addresses): the oldest windows go first (a Map keeps insertion order).
+    for (const a of failuresByAddress.keys()) {
+      if (failuresByAddress.size <= MAX_TRACKED_ADDRESSES) break;
+      failuresByAddress.delete(a);
+    }
     return entry.count;
   }
 

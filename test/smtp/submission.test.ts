@@ -391,10 +391,15 @@ describe('issue 26', () => {
     expect(await e2e.t.db.knex('emails').where({ to_email: to })).toHaveLength(0);
   });
 
-  test('one From mailbox with a Sender at a verified domain is accepted', async () => {
+  test('one From mailbox (an encoded name with a comma too) with a Sender at a verified domain is accepted', async () => {
     const rawMessage = Buffer.from('From: Billing <billing@example.com>\r\nSender: robot@example.com\r\nSubject: s\r\n\r\nx\r\n');
     const info = await client(listener.port, e2e.t.project.secretKey).sendMail({ envelope: { from: 'billing@example.com', to: ['sender-ok@example.org'] }, raw: rawMessage });
     expect(info.response).toMatch(/^250 /);
+    // A comma inside an encoded display name is one mailbox still.
+    const encoded = Buffer.from('From: =?utf-8?Q?Doe=2C_J=C3=B6hn?= <billing@example.com>\r\nSubject: s\r\n\r\nx\r\n');
+    const second = await client(listener.port, e2e.t.project.secretKey).sendMail({ envelope: { from: 'billing@example.com', to: ['encoded-name@example.org'] }, raw: encoded });
+    expect(second.response).toMatch(/^250 /);
+    expect(await e2e.t.db.knex('emails').where({ to_email: 'encoded-name@example.org' }).first()).toMatchObject({ from_name: 'Doe, Jöhn' });
   });
 
   test('failed logins are logged without the key, answered later each time, and the connection is closed (421) past the limit', async () => {
