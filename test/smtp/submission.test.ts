@@ -17,7 +17,7 @@ import { createLogger } from '../../logging/logger';
 import { withHeraldHeaders } from '../../mail/rawMessage';
 import { emailsAccepted } from '../../metrics/registry';
 import { createKey, revokeKey, setProjectDisabled } from '../../projects/service';
-import { createSender } from '../../sending/sender';
+import { createSender, type Sender } from '../../sending/sender';
 import { startSubmission, type Submission, type SubmissionOptions } from '../../smtp/submission';
 import { smtpTls } from '../../smtp/tls';
 import { dkimRecordName, dkimRecordValue } from '../../domains/records';
@@ -464,6 +464,16 @@ describe('issue 26', () => {
     await c.closed;
     expect(Date.now() - started).toBeLessThan(5000);
     expect(await e2e.t.db.knex('emails').where({ to_email: 'early@example.org' })).toHaveLength(0);
+  });
+
+  test('a database that refuses a value is 554 too; a database away stays 451 (the client retries)', async () => {
+    const failing = (code: string) => ({ send: async () => { throw Object.assign(new Error(`pg says ${code}`), { code }); } }) as unknown as Sender;
+    const refusing = await listen({ sender: failing('22021') }); // invalid byte sequence: the same every time
+    await expect(client(refusing.port, e2e.t.project.secretKey).sendMail({ from: 'billing@example.com', to: 'db@example.org', subject: 's', text: 'x' }))
+      .rejects.toMatchObject({ responseCode: 554, response: expect.stringContaining('SQLSTATE 22021') });
+    const away = await listen({ sender: failing('57P01') }); // admin shutdown: it passes
+    await expect(client(away.port, e2e.t.project.secretKey).sendMail({ from: 'billing@example.com', to: 'db@example.org', subject: 's', text: 'x' }))
+      .rejects.toMatchObject({ responseCode: 451 });
   });
 
   const nested = (depth: number) => {
