@@ -174,7 +174,10 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     if (config.smtpSubmission.port !== 0) {
       submission = await load<typeof import('../smtp/submission')>('../smtp/submission').startSubmission({
         knex: db.knex, sender, log, port: config.smtpSubmission.port, host: config.smtpSubmission.host, tls: tls!,
-        insecureAuthOnLoopback: config.smtpSubmission.insecureAuthOnLoopback, ratePerMinute: config.apiRateLimitPerMinute, limits: config.smtpLimits,
+        insecureAuthOnLoopback: config.smtpSubmission.insecureAuthOnLoopback, ratePerMinute: config.apiRateLimitPerMinute,
+        maxSessionMessages: config.smtpSubmission.sessionMaxMessages, maxSessionMs: config.smtpSubmission.sessionMaxSeconds * 1000,
+        maxAuthFailures: config.smtpSubmission.authMaxFailures, maxAuthFailuresPerAddress: config.smtpSubmission.authMaxFailuresPerAddress,
+        authFailureWindowMs: config.smtpSubmission.authFailureWindowSeconds * 1000, limits: config.smtpLimits,
       });
       log.info({ port: submission.port }, 'Herald SMTP submission listening (STARTTLS, AUTH PLAIN/LOGIN with a secret API key)');
     }

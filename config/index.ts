@@ -84,6 +84,15 @@ export interface SmtpSubmissionConfig {
   tlsKeyFile: string | undefined;
   /** AUTH before STARTTLS from loopback addresses (a local app). Never from elsewhere. */
   insecureAuthOnLoopback: boolean;
+  /** Messages one connection may send (SMTP_SESSION_MAX_MESSAGES); then 421 and the connection is closed. */
+  sessionMaxMessages: number;
+  /** A connection's lifetime in seconds (SMTP_SESSION_MAX_SECONDS); then 421 and the connection is closed. */
+  sessionMaxSeconds: number;
+  /** Failed AUTHs one connection may make (SMTP_AUTH_MAX_FAILURES); the last is answered 421 and the connection closed. */
+  authMaxFailures: number;
+  /** Failed AUTHs one remote address may make in SMTP_AUTH_FAILURE_WINDOW_SECONDS; beyond them its AUTHs get 421. */
+  authMaxFailuresPerAddress: number;
+  authFailureWindowSeconds: number;
 }
 
 export interface SmtpLimitsConfig {
@@ -136,6 +145,11 @@ const envSchema = Joi.object({
   SMTP_MAX_CONNECTIONS_PER_ADDRESS: Joi.number().integer().min(1).max(100_000).empty('').default(20),
   SMTP_SESSION_TIMEOUT_MS: Joi.number().integer().min(1000).max(86_400_000).empty('').default(600_000),
   SMTP_COMMAND_TIMEOUT_MS: Joi.number().integer().min(1000).max(3_600_000).empty('').default(60_000),
+  SMTP_SESSION_MAX_MESSAGES: Joi.number().integer().min(1).max(1_000_000).empty('').default(1000),
+  SMTP_SESSION_MAX_SECONDS: Joi.number().integer().min(1).max(7 * 24 * 3600).empty('').default(3600),
+  SMTP_AUTH_MAX_FAILURES: Joi.number().integer().min(1).max(100).empty('').default(3),
+  SMTP_AUTH_MAX_FAILURES_PER_ADDRESS: Joi.number().integer().min(1).max(100_000).empty('').default(20),
+  SMTP_AUTH_FAILURE_WINDOW_SECONDS: Joi.number().integer().min(1).max(7 * 24 * 3600).empty('').default(900),
   BOUNCE_DOMAIN: Joi.string().trim().lowercase().empty('').domain({ tlds: false, minDomainSegments: 1 }),
   SMTP_INBOUND_PORT: Joi.number().integer().min(0).max(65535).empty('').default(DEFAULT_SMTP_INBOUND_PORT),
   SMTP_INBOUND_HOST: Joi.string().trim().empty(''),
@@ -188,6 +202,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tlsCertFile: value.SMTP_TLS_CERT,
       tlsKeyFile: value.SMTP_TLS_KEY,
       insecureAuthOnLoopback: value.SMTP_INSECURE_AUTH_LOOPBACK,
+      sessionMaxMessages: value.SMTP_SESSION_MAX_MESSAGES,
+      sessionMaxSeconds: value.SMTP_SESSION_MAX_SECONDS,
+      authMaxFailures: value.SMTP_AUTH_MAX_FAILURES,
+      authMaxFailuresPerAddress: value.SMTP_AUTH_MAX_FAILURES_PER_ADDRESS,
+      authFailureWindowSeconds: value.SMTP_AUTH_FAILURE_WINDOW_SECONDS,
     },
     smtpLimits: {
       maxConnectionsPerAddress: value.SMTP_MAX_CONNECTIONS_PER_ADDRESS,

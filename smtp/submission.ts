@@ -1,8 +1,10 @@
 import type { Knex } from 'knex';
-import PostalMime, { type Address } from 'postal-mime';
+import PostalMime, { addressParser, type Address, type Email } from 'postal-mime';
 import { SMTPServer, type SMTPServerAuthentication, type SMTPServerSession } from 'smtp-server';
 import { DomainError } from '../core/errors';
 import { normaliseEmail } from '../core/values';
+import { isDataError, sqlState } from '../db/errors';
+import { isVerifiedSender } from '../db/queries/domains';
 import type { Logger } from '../logging/logger';
 import { consumeRate, identify, type Caller } from '../projects/access';
 import { MAX_RECIPIENTS, type Sender } from '../sending/sender';
@@ -15,9 +17,19 @@ import { listen, readMessage, smtpError, type ListenerLimits, type Listening } f
  * the project's rate limit. The message is kept as the client built it (MIME bytes), apart from the headers Herald sets
  * (mail/rawMessage.ts). The 250 is answered only once the message is stored: what was accepted is never lost.
  *
- * Answers: 535 for a bad key; 538 for AUTH before STARTTLS (unless allowed on loopback); 550 for an unverified From
- * domain or a message the send rules refuse, with the reason; 552 over the size limit; 451 when rate-limited or when
- * the message cannot be stored now (the client retries); 421 when too many clients are connected.
+ * A session is checked at every message, not only at AUTH: MAIL FROM looks its key up again (the same uncached lookup
+ * as every HTTP request, projects/access.ts), so a revoked key or a disabled project stops the next message (530). A
+ * session has a lifetime and a number of messages (SMTP_SESSION_MAX_SECONDS, SMTP_SESSION_MAX_MESSAGES); past either,
+ * 421 and the connection is closed. AUTH is offered only after STARTTLS (unless allowed on loopback); a failed AUTH is
+ * logged (never its password) and answered later the more failures the connection has had, and past a limit per
+ * connection or per remote address (in a window) the answer is 421 and the connection is closed.
+ *
+ * Answers: 535 for a bad key; 530 for MAIL FROM without AUTH, or once the session's key is revoked or its project
+ * disabled; 550 for a From or Sender that is not one mailbox at a verified domain, or a message the send rules refuse,
+ * with the reason; 552 over the size limit; 554 for a message that cannot be read (a NUL byte, headers over 2 MB, MIME
+ * nested over 256 levels) or holds a value the database refuses, which no retry mends; 451 when rate-limited or when
+ * the message cannot be stored now (the client retries); 503 and the connection closed for content sent before the
+ * 354; 421 when too many clients are connected, too many logins failed, or the session is over.
  */
 
 /** The largest message accepted: the 10 MB attachments of an API send, base64-encoded, plus headers and text. */
@@ -45,7 +57,32 @@ export interface SubmissionOptions {
   maxBytes?: number;
   /** Per-address connections, session and command deadlines (smtp/listener.ts); unset ones: the defaults. */
   limits?: Partial<ListenerLimits>;
+  /** Messages (MAIL FROM) one connection may send; the next gets 421 and the connection is closed. */
+  maxSessionMessages?: number;
+  /** A connection's lifetime; past it, 421 and the connection is closed (after the message in progress, if any). */
+  maxSessionMs?: number;
+  /** Failed AUTHs on one connection; the last of them is answered 421 and the connection is closed. */
+  maxAuthFailures?: number;
+  /** Failed AUTHs from one remote address within `authFailureWindowMs`; beyond them every AUTH from it gets 421. */
+  maxAuthFailuresPerAddress?: number;
+  authFailureWindowMs?: number;
+  /** The delay before the first failed AUTH is answered; it doubles with each failure of the connection (up to 8 s). */
+  authFailureDelayMs?: number;
 }
+
+/** The defaults of SubmissionOptions (and of the SMTP_* variables that set them, config/index.ts). */
+export const SUBMISSION_DEFAULTS = {
+  maxSessionMessages: 1000,
+  maxSessionMs: 3600_000,
+  maxAuthFailures: 3,
+  maxAuthFailuresPerAddress: 20,
+  authFailureWindowMs: 15 * 60_000,
+  authFailureDelayMs: 500,
+};
+
+const MAX_AUTH_DELAY_MS = 8000;
+/** Remote addresses whose failed logins are counted at once; memory stays bounded whatever the number of addresses. */
+const MAX_TRACKED_ADDRESSES = 100_000;
 
 export type Submission = Listening;
 
@@ -53,13 +90,39 @@ interface SessionUser {
   caller: Caller;
 }
 
+/** What Herald keeps of a connection beside smtp-server's session, by session id. */
+interface SessionState {
+  startedAt: number;
+  /** The key the session authenticated with, looked up again at each MAIL FROM. Never logged. */
+  key?: string;
+  messages: number;
+  authFailures: number;
+  /** Closes the session once its lifetime is over. */
+  timer?: NodeJS.Timeout;
+}
+
 const isLoopback = (address: string) => address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 
-function firstMailbox(from: Address | undefined): { address: string; name: string } | undefined {
-  if (!from) return undefined;
-  const mailbox = 'address' in from && from.address ? from : ('group' in from ? from.group?.find((m) => m.address) : undefined);
-  return mailbox?.address ? { address: mailbox.address, name: mailbox.name ?? '' } : undefined;
+/**
+ * The one mailbox of an originator field (From, Sender), or why the field is refused: RFC 5322 allows a From of several
+ * mailboxes (with a Sender) and a group, but Herald signs the message for its From domain, so every address the reader
+ * may take for the author must be at a verified domain, and checking one is checking all only when there is one.
+ */
+function singleMailbox(parsed: Email, field: 'from' | 'sender'): { address: string; name: string } | { refused: string } | undefined {
+  const Field = field === 'from' ? 'From' : 'Sender';
+  const fields = parsed.headers.filter((h) => h.key === field);
+  if (fields.length === 0) return undefined;
+  if (fields.length > 1) return { refused: `The message has ${fields.length} ${Field} fields; exactly one is allowed` };
+  const addresses: Address[] = addressParser(fields[0]!.value);
+  if (addresses.some((a) => a.group !== undefined)) return { refused: `The ${Field} field is a group; it must be exactly one mailbox` };
+  if (addresses.length !== 1) return { refused: `The ${Field} field names ${addresses.length} addresses; it must be exactly one mailbox` };
+  // postal-mime decodes the display name (encoded words) of its parsed.from; the header's own is still encoded.
+  const decoded = field === 'from' && parsed.from && !parsed.from.group ? parsed.from : addresses[0]!;
+  return { address: decoded.address ?? '', name: decoded.name ?? '' };
 }
+
+/** A message no retry can mend: answered 554 (the client gives up), never 451 (it would retry for ever). */
+const permanent = (why: string) => smtpError(554, `5.6.0 ${why}`);
 
 /** Plain text as HTML, for reading a text-only message back (GET /emails): escaped, line breaks kept. */
 const textAsHtml = (text: string) => `<pre>${text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!)}</pre>`;
@@ -68,20 +131,64 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
   const { knex, sender, log } = opts;
   const maxBytes = opts.maxBytes ?? MAX_SUBMISSION_BYTES;
   const maxInFlight = opts.maxInFlight ?? 256;
+  const limits: typeof SUBMISSION_DEFAULTS = {
+    maxSessionMessages: opts.maxSessionMessages ?? SUBMISSION_DEFAULTS.maxSessionMessages,
+    maxSessionMs: opts.maxSessionMs ?? SUBMISSION_DEFAULTS.maxSessionMs,
+    maxAuthFailures: opts.maxAuthFailures ?? SUBMISSION_DEFAULTS.maxAuthFailures,
+    maxAuthFailuresPerAddress: opts.maxAuthFailuresPerAddress ?? SUBMISSION_DEFAULTS.maxAuthFailuresPerAddress,
+    authFailureWindowMs: opts.authFailureWindowMs ?? SUBMISSION_DEFAULTS.authFailureWindowMs,
+    authFailureDelayMs: opts.authFailureDelayMs ?? SUBMISSION_DEFAULTS.authFailureDelayMs,
+  };
   let inFlight = 0;
+  const sessions = new Map<string, SessionState>();
+  /** Failed AUTHs by remote address in the current window. Pruned of ended windows as it grows. */
+  const failuresByAddress = new Map<string, { count: number; resetAt: number }>();
+
+  const addressFailures = (address: string, now = Date.now()) => {
+    const entry = failuresByAddress.get(address);
+    return entry && entry.resetAt > now ? entry : undefined;
+  };
+  function countAddressFailure(address: string): number {
+    const now = Date.now();
+    const entry = addressFailures(address, now) ?? { count: 0, resetAt: now + limits.authFailureWindowMs };
+    entry.count++;
+    failuresByAddress.set(address, entry);
+    if (failuresByAddress.size > 10_000) for (const [a, e] of failuresByAddress) if (e.resetAt <= now) failuresByAddress.delete(a);
+    // Still too many (failures from very many addresses): the oldest windows go first (a Map keeps insertion order).
+    for (const a of failuresByAddress.keys()) {
+      if (failuresByAddress.size <= MAX_TRACKED_ADDRESSES) break;
+      failuresByAddress.delete(a);
+    }
+    return entry.count;
+  }
 
   /** One message of an authenticated session: stored through the send pipeline; the answer of its DATA. */
   async function submit(session: SMTPServerSession, raw: Buffer): Promise<string> {
     const { caller } = session.user as unknown as SessionUser;
+    // RFC 5322 allows no NUL anywhere in a message (only BINARYMIME would, which is not offered).
+    if (raw.includes(0)) throw permanent('The message contains a NUL byte, which mail may not carry');
     // The rate check (a batched upsert) runs while the message is parsed: one database round trip fewer in the dialogue.
-    const [rate, parsed] = await Promise.all([consumeRate(knex, caller.projectId), PostalMime.parse(raw, { attachmentEncoding: 'arraybuffer' })]);
+    const [rate, parsed] = await Promise.all([
+      consumeRate(knex, caller.projectId),
+      PostalMime.parse(raw, { attachmentEncoding: 'arraybuffer' }).catch((err: Error) => { throw permanent(`The message cannot be read: ${err.message}`); }),
+    ]);
     if (rate.points > opts.ratePerMinute) {
       const seconds = Math.max(1, Math.ceil((rate.resetAt - Date.now()) / 1000));
       throw smtpError(451, `4.7.1 Rate limit of ${opts.ratePerMinute} requests per minute exceeded; try again in ${seconds} s`);
     }
-    const from = firstMailbox(parsed.from);
+    const from = singleMailbox(parsed, 'from');
+    if (from && 'refused' in from) throw smtpError(550, `5.7.1 ${from.refused}`);
     const fromEmail = from && normaliseEmail(from.address);
     if (!fromEmail) throw smtpError(550, '5.6.0 The message has no valid From address');
+    const onBehalf = singleMailbox(parsed, 'sender');
+    if (onBehalf && 'refused' in onBehalf) throw smtpError(550, `5.7.1 ${onBehalf.refused}`);
+    if (onBehalf) {
+      const senderEmail = normaliseEmail(onBehalf.address);
+      if (!senderEmail) throw smtpError(550, '5.7.1 The Sender field holds no valid address');
+      if (!(await isVerifiedSender(knex, caller.projectId, senderEmail))) {
+        throw smtpError(550, `5.7.1 Sender ${senderEmail} is not at a verified domain of this project`);
+      }
+    }
     const recipients = session.envelope.rcptTo.map((r) => ({ email: r.address }));
     const body = {
       to: recipients,
@@ -98,8 +205,26 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
         const detail = err.details.errors?.map((e) => e.message).join('; ') ?? err.message;
         throw smtpError(550, `5.7.1 ${detail}${err.details.suggestion ? ` ${err.details.suggestion}` : ''}`);
       }
+      // A value of the message the database cannot hold fails the same way on every retry.
+      if (isDataError(err)) throw permanent(`The message holds a value that cannot be stored (SQLSTATE ${sqlState(err)})`);
       throw err;
     }
+  }
+
+  const connectionOf = (id: string) => [...server.connections].find((c) => c.session.id === id);
+
+  /** Closes the session once its lifetime is over: at once when idle, else once its message is answered. */
+  function armLifetime(id: string, state: SessionState, delayMs: number) {
+    state.timer = setTimeout(() => {
+      const connection = connectionOf(id);
+      if (!connection) return;
+      if (connection.session.envelope.mailFrom) {
+        armLifetime(id, state, 1000); // a message in progress finishes first
+        return;
+      }
+      connection.send(421, `4.4.2 Session lifetime of ${Math.round(limits.maxSessionMs / 1000)} s reached; reconnect`);
+    }, delayMs);
+    state.timer.unref();
   }
 
   const server = new SMTPServer({
@@ -109,8 +234,9 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
     key: opts.tls.key,
     cert: opts.tls.cert,
     authMethods: ['PLAIN', 'LOGIN'],
-    // AUTH is offered before STARTTLS so that onAuth can answer 538 with the reason, and let loopback clients in when
-    // the operator allows it; smtp-server's own refusal would also refuse those.
+    // AUTH is offered (and accepted) only once the session is encrypted, or from loopback when the operator allows it:
+    // onConnect disables it for the session, onSecure enables it again. smtp-server's own refusal (538 for any AUTH
+    // before STARTTLS) stays off, as it would also refuse the loopback clients.
     allowInsecureAuth: true,
     size: maxBytes,
     maxClients: opts.maxClients ?? 5000,
@@ -118,28 +244,98 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
     closeTimeout: 30_000,
     disabledCommands: [],
     logger: false,
+    onConnect(session, callback) {
+      const state: SessionState = { startedAt: Date.now(), messages: 0, authFailures: 0 };
+      sessions.set(session.id, state);
+      armLifetime(session.id, state, limits.maxSessionMs);
+      if (!(opts.insecureAuthOnLoopback && isLoopback(session.remoteAddress))) session.disabledCommands = ['AUTH'];
+      callback();
+    },
+    onSecure(_socket, session, callback) {
+      session.disabledCommands = undefined;
+      callback();
+    },
+    onClose(session) {
+      const state = sessions.get(session.id);
+      if (state?.timer) clearTimeout(state.timer);
+      sessions.delete(session.id);
+    },
     onAuth(auth: SMTPServerAuthentication, session: SMTPServerSession, callback) {
       if (!session.secure && !(opts.insecureAuthOnLoopback && isLoopback(session.remoteAddress))) {
         callback(smtpError(538, '5.7.11 Encryption required: STARTTLS first'));
         return;
       }
-      identify(knex, auth.password ?? '').then((caller) => {
+      const state = sessions.get(session.id)!;
+      const address = session.remoteAddress;
+      const blocked = addressFailures(address);
+      if (blocked && blocked.count >= limits.maxAuthFailuresPerAddress) {
+        const seconds = Math.max(1, Math.ceil((blocked.resetAt - Date.now()) / 1000));
+        callback(smtpError(421, `4.7.0 Too many failed logins from ${address}; try again in ${seconds} s`));
+        return;
+      }
+      const key = auth.password ?? '';
+      identify(knex, key).then((caller) => {
         if ('refused' in caller || caller.keyType !== 'secret') {
-          callback(smtpError(535, '5.7.8 Authentication failed: the password is a project\'s secret API key (sk_…)'));
+          state.authFailures++;
+          const fromAddress = countAddressFailure(address);
+          log.warn({
+            remoteAddress: address, user: (auth.username ?? '').slice(0, 100), method: auth.method,
+            reason: 'refused' in caller ? caller.refused : 'public key', failures: state.authFailures, failuresFromAddress: fromAddress,
+          }, 'SMTP AUTH failed');
+          const delay = Math.min(MAX_AUTH_DELAY_MS, limits.authFailureDelayMs * 2 ** (state.authFailures - 1));
+          setTimeout(() => {
+            if (state.authFailures >= limits.maxAuthFailures || fromAddress >= limits.maxAuthFailuresPerAddress) {
+              callback(smtpError(421, '4.7.0 Authentication failed too many times; closing the connection'));
+            } else {
+              callback(smtpError(535, '5.7.8 Authentication failed: the password is a project\'s secret API key (sk_…)'));
+            }
+          }, delay).unref();
           return;
         }
+        state.key = key;
         callback(null, { user: { caller } satisfies SessionUser as unknown as string });
       }, (err: Error) => {
         log.error({ err: err.message }, 'SMTP AUTH lookup failed');
         callback(smtpError(454, '4.7.0 Temporary authentication failure, try again'));
       });
     },
-    onMailFrom(_address, _session, callback) {
+    onMailFrom(_address, session, callback) {
+      const state = sessions.get(session.id);
+      if (!session.user || !state?.key) {
+        // AUTH is not offered before STARTTLS, so smtp-server lets MAIL through: the refusal is Herald's.
+        callback(smtpError(530, '5.7.0 Authentication required: STARTTLS, then AUTH with a project\'s secret API key'));
+        return;
+      }
+      if (state.messages >= limits.maxSessionMessages) {
+        callback(smtpError(421, `4.7.0 At most ${limits.maxSessionMessages} messages per connection; reconnect`));
+        return;
+      }
+      if (Date.now() - state.startedAt >= limits.maxSessionMs) {
+        callback(smtpError(421, `4.4.2 Session lifetime of ${Math.round(limits.maxSessionMs / 1000)} s reached; reconnect`));
+        return;
+      }
       if (inFlight >= maxInFlight) {
         callback(smtpError(421, '4.3.2 Too busy to take a message now; try again shortly'));
         return;
       }
-      callback();
+      // The key again, as an HTTP request would present it: revoked, or its project disabled, since AUTH? Then the
+      // session is no longer authenticated (it may AUTH again with a live key).
+      const { caller } = session.user as unknown as SessionUser;
+      identify(knex, state.key).then((now) => {
+        if ('refused' in now || now.projectId !== caller.projectId) {
+          log.warn({ remoteAddress: session.remoteAddress, projectId: caller.projectId, keyId: caller.keyId, reason: 'refused' in now ? now.refused : 'other project' },
+            'SMTP session refused: its key was revoked or its project disabled since AUTH');
+          session.user = undefined;
+          state.key = undefined;
+          callback(smtpError(530, '5.7.0 Authentication required: the API key of this session was revoked or its project disabled'));
+          return;
+        }
+        state.messages++;
+        callback();
+      }, (err: Error) => {
+        log.error({ err: err.message }, 'SMTP MAIL FROM key lookup failed');
+        callback(smtpError(451, '4.3.0 Temporary failure, try again'));
+      });
     },
     onRcptTo(address, session, callback) {
       if (!normaliseEmail(address.address)) {
@@ -155,10 +351,28 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
     },
     onData(stream, session, callback) {
       inFlight++;
+      // smtp-server answers 354 right after this call and then hands the parser's rest of the same read to the stream:
+      // content there was sent before the client could have seen the 354 (RFC 2920 has it wait for it). It is
+      // refused, and the connection closed at once, rather than taken as a message or waited on until the timeout.
+      let early = false;
+      process.nextTick(() => {
+        // byteLength: what the parser has fed the stream so far (read by readMessage or not); a lone "." ends it.
+        if (stream.byteLength === 0 && !stream.writableEnded) return;
+        early = true;
+        log.warn({ remoteAddress: session.remoteAddress }, 'SMTP message content sent before the 354: refused, connection closed');
+        const connection = connectionOf(session.id);
+        connection?.send(503, '5.5.0 Message content sent before the 354 reply (RFC 2920: wait for it); closing the connection');
+        connection?.close();
+      });
       readMessage(stream).then(async (raw) => {
+        if (early) throw smtpError(503, '5.5.0 Message content sent before the 354 reply');
         if (stream.sizeExceeded) throw smtpError(552, `5.3.4 Message too big: at most ${maxBytes} bytes`);
         return submit(session, raw);
       }).finally(() => { inFlight--; }).then((answer) => callback(null, answer), (err: Error & { responseCode?: number }) => {
+        if (early) {
+          callback(smtpError(503, '5.5.0 Message content sent before the 354 reply'));
+          return;
+        }
         if (err.responseCode) {
           callback(err);
           return;

@@ -4,13 +4,16 @@ import selfsigned from 'selfsigned';
 import type { SmtpSubmissionConfig } from '../config';
 import type { Logger } from '../logging/logger';
 
+/** The part of the submission settings the certificate depends on (the others may come along). */
+export type SmtpTlsConfig = Pick<SmtpSubmissionConfig, 'host' | 'tlsCertFile' | 'tlsKeyFile'> & Partial<SmtpSubmissionConfig>;
+
 /**
  * The certificate the SMTP listeners (submission, inbound) offer with STARTTLS: the operator's (SMTP_TLS_CERT and SMTP_TLS_KEY, PEM files), or
  * a self-signed one generated once into DATA_DIR/smtp-tls/ (key mode 0600) and reused on every start. Clients must
  * then be told to accept it (nodemailer: `tls: { rejectUnauthorized: false }`); the log says so at every start. It is
  * this installation's own key: never smtp-server's built-in test certificate, whose private key everyone has.
  */
-export async function smtpTls(config: SmtpSubmissionConfig, dataDir: string, log: Logger): Promise<{ key: Buffer; cert: Buffer }> {
+export async function smtpTls(config: SmtpTlsConfig, dataDir: string, log: Logger): Promise<{ key: Buffer; cert: Buffer }> {
   if (config.tlsCertFile && config.tlsKeyFile) {
     return { cert: fs.readFileSync(config.tlsCertFile), key: fs.readFileSync(config.tlsKeyFile) };
   }

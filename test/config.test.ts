@@ -34,7 +34,8 @@ describe('defaults', () => {
       secretKey: undefined,
       executorId: undefined,
       automationMaxRunning: 200,
-      smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false },
+      smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false,
+        sessionMaxMessages: 1000, sessionMaxSeconds: 3600, authMaxFailures: 3, authMaxFailuresPerAddress: 20, authFailureWindowSeconds: 900 },
       smtpLimits: { maxConnectionsPerAddress: 20, sessionTimeoutMs: 600_000, commandTimeoutMs: 60_000 },
       bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'localhost' },
       metrics: { port: undefined, token: undefined },
@@ -90,7 +91,8 @@ describe('valid values are read and converted', () => {
       secretKey: 'k'.repeat(40),
       executorId: 'worker-3',
       automationMaxRunning: 50,
-      smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false },
+      smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false,
+        sessionMaxMessages: 1000, sessionMaxSeconds: 3600, authMaxFailures: 3, authMaxFailuresPerAddress: 20, authFailureWindowSeconds: 900 },
       smtpLimits: { maxConnectionsPerAddress: 20, sessionTimeoutMs: 600_000, commandTimeoutMs: 60_000 },
       bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com' },
       metrics: { port: 9464, token: 't'.repeat(32) },
@@ -104,7 +106,8 @@ describe('valid values are read and converted', () => {
   });
 
   test('SMTP submission listens on 2587 by default; 0 turns it off; the certificate files come in pairs', () => {
-    expect(loadConfig({}).smtpSubmission).toEqual({ port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false });
+    expect(loadConfig({}).smtpSubmission).toEqual({ port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false,
+        sessionMaxMessages: 1000, sessionMaxSeconds: 3600, authMaxFailures: 3, authMaxFailuresPerAddress: 20, authFailureWindowSeconds: 900 });
     expect(loadConfig({ SMTP_SUBMISSION_PORT: '0' }).smtpSubmission.port).toBe(0);
     expect(loadConfig({ SMTP_TLS_CERT: '/c.pem', SMTP_TLS_KEY: '/k.pem', SMTP_INSECURE_AUTH_LOOPBACK: 'true' }).smtpSubmission)
       .toMatchObject({ tlsCertFile: '/c.pem', tlsKeyFile: '/k.pem', insecureAuthOnLoopback: true });
@@ -113,6 +116,14 @@ describe('valid values are read and converted', () => {
   test('SMTP listener limits: 20 connections per address, a 10-minute session, a minute per command; each settable', () => {
     expect(loadConfig({ SMTP_MAX_CONNECTIONS_PER_ADDRESS: '5', SMTP_SESSION_TIMEOUT_MS: '120000', SMTP_COMMAND_TIMEOUT_MS: '15000' }).smtpLimits)
       .toEqual({ maxConnectionsPerAddress: 5, sessionTimeoutMs: 120_000, commandTimeoutMs: 15_000 });
+  });
+
+  test('SMTP sessions and failed logins have limits of their own, set by SMTP_SESSION_* and SMTP_AUTH_*', () => {
+    expect(loadConfig({
+      SMTP_SESSION_MAX_MESSAGES: '10', SMTP_SESSION_MAX_SECONDS: '60', SMTP_AUTH_MAX_FAILURES: '5', SMTP_AUTH_MAX_FAILURES_PER_ADDRESS: '50', SMTP_AUTH_FAILURE_WINDOW_SECONDS: '300',
+    }).smtpSubmission).toMatchObject({ sessionMaxMessages: 10, sessionMaxSeconds: 60, authMaxFailures: 5, authMaxFailuresPerAddress: 50, authFailureWindowSeconds: 300 });
+    expect(() => loadConfig({ SMTP_SESSION_MAX_MESSAGES: '0' })).toThrow(/SMTP_SESSION_MAX_MESSAGES/);
+    expect(() => loadConfig({ SMTP_AUTH_MAX_FAILURES: 'many' })).toThrow(/SMTP_AUTH_MAX_FAILURES/);
   });
 
   test('bounces: VERP off without BOUNCE_DOMAIN; the inbound listener on 2525; the MX host defaults to PUBLIC_URL\'s', () => {

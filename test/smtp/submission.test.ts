@@ -3,9 +3,12 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
+import nodeTls from 'node:tls';
 import { promisify } from 'node:util';
 import { dkimVerify } from 'mailauth';
 import nodemailer from 'nodemailer';
+import pino from 'pino';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { ensureDomainKey } from '../../domains/rows';
@@ -13,7 +16,8 @@ import { Domain } from '../../db/models/Domain';
 import { createLogger } from '../../logging/logger';
 import { withHeraldHeaders } from '../../mail/rawMessage';
 import { emailsAccepted } from '../../metrics/registry';
-import { createSender } from '../../sending/sender';
+import { createKey, revokeKey, setProjectDisabled } from '../../projects/service';
+import { createSender, type Sender } from '../../sending/sender';
 import { startSubmission, type Submission, type SubmissionOptions } from '../../smtp/submission';
 import { smtpTls } from '../../smtp/tls';
 import { dkimRecordName, dkimRecordValue } from '../../domains/records';
@@ -159,10 +163,10 @@ test('a bad key, a public key or a key of no project is refused with 535, and no
   expect(await e2e.t.db.knex('emails').count('* as n').first()).toEqual(before);
 });
 
-test('AUTH before STARTTLS is refused with 538; a loopback client may when the operator allows it', async () => {
+test('without STARTTLS AUTH is not offered, so nodemailer never sends the key, and its MAIL FROM is 530; a loopback client may when the operator allows it', async () => {
   const plain = { requireTLS: false, ignoreTLS: true };
   await expect(client(listener.port, e2e.t.project.secretKey, plain).sendMail({ from: 'a@example.com', to: 'b@example.org', text: 'x' }))
-    .rejects.toMatchObject({ responseCode: 538 });
+    .rejects.toMatchObject({ responseCode: 530, response: expect.stringContaining('STARTTLS, then AUTH') });
   const lax = await listen({ insecureAuthOnLoopback: true });
   const info = await client(lax.port, e2e.t.project.secretKey, plain).sendMail({ from: 'local@example.com', to: 'dev@example.org', subject: 'plain', text: 'x' });
   expect(info.response).toMatch(/^250 /);
@@ -232,4 +236,259 @@ test('a submitted message counts in herald_emails_accepted_total{way="smtp"}, on
   expect(info.response).toMatch(/^250 /);
   expect((await smtpWay()) - before).toBe(2);
   expect(await httpWay()).toBe(httpBefore);
+});
+
+/**
+ * A raw SMTP client over node:net, upgraded with node:tls on STARTTLS: for what real clients hide (EHLO's list,
+ * pipelining, the timing of answers, the connection closing).
+ */
+class RawSmtp {
+  private buffer = '';
+  private waiting?: () => void;
+  closed: Promise<void>;
+  private constructor(private socket: net.Socket | nodeTls.TLSSocket) {
+    this.closed = new Promise((resolve) => socket.once('close', () => resolve()));
+    this.listen(socket);
+  }
+
+  private listen(socket: net.Socket | nodeTls.TLSSocket) {
+    socket.on('data', (d: Buffer) => { this.buffer += d.toString('latin1'); this.waiting?.(); });
+    socket.on('close', () => this.waiting?.());
+    socket.on('error', () => undefined);
+  }
+
+  static async connect(port: number): Promise<RawSmtp> {
+    const c = new RawSmtp(net.connect(port, '127.0.0.1'));
+    await c.reply(); // the greeting
+    return c;
+  }
+
+  /** The next complete reply (every line of a multi-line one); '' once the connection is closed without one. */
+  async reply(): Promise<string> {
+    for (;;) {
+      const m = /^(?:\d{3}-[^\n]*\n)*\d{3}(?: [^\n]*)?\n/.exec(this.buffer);
+      if (m) {
+        this.buffer = this.buffer.slice(m[0].length);
+        return m[0].trimEnd();
+      }
+      if (this.socket.destroyed) return '';
+      await new Promise<void>((resolve) => { this.waiting = resolve; });
+    }
+  }
+
+  write(data: string | Buffer) { this.socket.write(data); }
+
+  async cmd(line: string): Promise<string> {
+    this.write(`${line}\r\n`);
+    return this.reply();
+  }
+
+  async starttls(): Promise<void> {
+    expect(await this.cmd('STARTTLS')).toMatch(/^220 /);
+    const secure = nodeTls.connect({ socket: this.socket as net.Socket, rejectUnauthorized: false });
+    await new Promise<void>((resolve, reject) => { secure.once('secureConnect', () => resolve()); secure.once('error', reject); });
+    this.socket = secure;
+    this.listen(secure);
+  }
+
+  /** EHLO, STARTTLS, EHLO and AUTH PLAIN with the key: the answer of the AUTH. */
+  async login(key: string): Promise<string> {
+    await this.cmd('EHLO raw.test');
+    await this.starttls();
+    await this.cmd('EHLO raw.test');
+    return this.cmd(`AUTH PLAIN ${Buffer.from(`\0raw\0${key}`).toString('base64')}`);
+  }
+
+  /** One message in the usual steps: the answers of MAIL, RCPT and the end of DATA. */
+  async send(from: string, to: string, message: string): Promise<string[]> {
+    const mail = await this.cmd(`MAIL FROM:<${from}>`);
+    if (!mail.startsWith('250')) return [mail];
+    const rcpt = await this.cmd(`RCPT TO:<${to}>`);
+    const data = await this.cmd('DATA');
+    if (!data.startsWith('354')) return [mail, rcpt, data];
+    return [mail, rcpt, await this.cmd(`${message.replace(/\r?\n/g, '\r\n')}\r\n.`)];
+  }
+
+  destroy() { this.socket.destroy(); }
+}
+
+const sockets: RawSmtp[] = [];
+afterEach(() => { for (const s of sockets.splice(0)) s.destroy(); });
+async function raw(port: number): Promise<RawSmtp> {
+  const c = await RawSmtp.connect(port);
+  sockets.push(c);
+  return c;
+}
+
+/** A logger that keeps what it writes, to read the log lines back. */
+function capturingLog() {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({ write(chunk: Buffer, _enc, done) { lines.push(JSON.parse(chunk.toString())); done(); } });
+  return { log: pino({ level: 'info' }, stream), lines };
+}
+
+describe('issue 26', () => {
+  test('a revoked key stops the session\'s next message at MAIL FROM (530), as HTTP refuses it; nothing more is stored', async () => {
+    const key = (await createKey(e2e.t.project.id, 'secret'))!;
+    const c = await raw(listener.port);
+    expect(await c.login(key.key)).toMatch(/^235 /);
+    const [, , first] = await c.send('billing@example.com', 'revoked-1@example.org', 'From: billing@example.com\nSubject: one\n\nfirst');
+    expect(first).toMatch(/^250 /);
+    expect(await revokeKey(key.id)).toBe(true);
+    expect(await c.cmd('NOOP')).toMatch(/^250 /);
+    expect(await c.send('billing@example.com', 'revoked-2@example.org', 'From: billing@example.com\nSubject: two\n\nsecond'))
+      .toEqual([expect.stringMatching(/^530 .*revoked or its project disabled/)]);
+    // And the next MAIL FROM too: the session is no longer authenticated.
+    expect(await c.cmd('MAIL FROM:<billing@example.com>')).toMatch(/^530 /);
+    expect(await e2e.t.db.knex('emails').where({ to_email: 'revoked-2@example.org' })).toHaveLength(0);
+  });
+
+  test('a disabled project stops the session\'s next message at MAIL FROM (530)', async () => {
+    const project = await e2e.t.newProject('Disabled mid-session');
+    const c = await raw(listener.port);
+    expect(await c.login(project.secretKey)).toMatch(/^235 /);
+    expect(await c.cmd('MAIL FROM:<a@nowhere.example>')).toMatch(/^250 /);
+    expect(await c.cmd('RSET')).toMatch(/^250 /);
+    await setProjectDisabled(project.id, true);
+    expect(await c.cmd('MAIL FROM:<a@nowhere.example>')).toMatch(/^530 /);
+  });
+
+  test('a session past its message cap or its lifetime gets 421 and is closed, even one kept alive with NOOP', async () => {
+    const capped = await listen({ maxSessionMessages: 2 });
+    const c = await raw(capped.port);
+    expect(await c.login(e2e.t.project.secretKey)).toMatch(/^235 /);
+    for (let i = 0; i < 2; i++) {
+      expect(await c.cmd('MAIL FROM:<billing@example.com>')).toMatch(/^250 /);
+      expect(await c.cmd('RSET')).toMatch(/^250 /);
+    }
+    expect(await c.cmd('MAIL FROM:<billing@example.com>')).toMatch(/^421 .*At most 2 messages per connection/);
+    await c.closed;
+
+    const short = await listen({ maxSessionMs: 600 });
+    const d = await raw(short.port);
+    expect(await d.login(e2e.t.project.secretKey)).toMatch(/^235 /);
+    const started = Date.now();
+    let answer = '';
+    while (Date.now() - started < 5000) {
+      answer = await d.cmd('NOOP');
+      if (!answer.startsWith('250')) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(answer).toMatch(/^421 .*lifetime/);
+    await d.closed;
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  test.each([
+    ['two From fields', 'From: billing@example.com\nFrom: ceo@other.test\nSubject: s\n\nx', /2 From fields; exactly one is allowed/],
+    ['a From of two mailboxes', 'From: billing@example.com, ceo@other.test\nSubject: s\n\nx', /From field names 2 addresses/],
+    ['a From group', 'From: Team: billing@example.com, ceo@other.test;\nSubject: s\n\nx', /From field is a group/],
+    ['a Sender at a foreign domain', 'From: billing@example.com\nSender: ceo@other.test\nSubject: s\n\nx', /Sender ceo@other\.test is not at a verified domain/],
+    ['two Sender fields', 'From: billing@example.com\nSender: billing@example.com\nSender: ceo@other.test\nSubject: s\n\nx', /2 Sender fields/],
+  ])('%s is refused with 550 5.7.1 saying why, and nothing is stored', async (_name, message, why) => {
+    const to = `from-check-${Math.random().toString(36).slice(2)}@example.org`;
+    const rawMessage = Buffer.from(message.replace(/\n/g, '\r\n'));
+    await expect(client(listener.port, e2e.t.project.secretKey).sendMail({ envelope: { from: 'billing@example.com', to: [to] }, raw: rawMessage }))
+      .rejects.toMatchObject({ responseCode: 550, response: expect.stringMatching(why) });
+    expect(await e2e.t.db.knex('emails').where({ to_email: to })).toHaveLength(0);
+  });
+
+  test('one From mailbox (an encoded name with a comma too) with a Sender at a verified domain is accepted', async () => {
+    const rawMessage = Buffer.from('From: Billing <billing@example.com>\r\nSender: robot@example.com\r\nSubject: s\r\n\r\nx\r\n');
+    const info = await client(listener.port, e2e.t.project.secretKey).sendMail({ envelope: { from: 'billing@example.com', to: ['sender-ok@example.org'] }, raw: rawMessage });
+    expect(info.response).toMatch(/^250 /);
+    // A comma inside an encoded display name is one mailbox still.
+    const encoded = Buffer.from('From: =?utf-8?Q?Doe=2C_J=C3=B6hn?= <billing@example.com>\r\nSubject: s\r\n\r\nx\r\n');
+    const second = await client(listener.port, e2e.t.project.secretKey).sendMail({ envelope: { from: 'billing@example.com', to: ['encoded-name@example.org'] }, raw: encoded });
+    expect(second.response).toMatch(/^250 /);
+    expect(await e2e.t.db.knex('emails').where({ to_email: 'encoded-name@example.org' }).first()).toMatchObject({ from_name: 'Doe, Jöhn' });
+  });
+
+  test('failed logins are logged without the key, answered later each time, and the connection is closed (421) past the limit', async () => {
+    const { log: captured, lines } = capturingLog();
+    const guarded = await listen({ log: captured, authFailureDelayMs: 100, maxAuthFailures: 3 });
+    const c = await raw(guarded.port);
+    await c.cmd('EHLO raw.test');
+    await c.starttls();
+    await c.cmd('EHLO raw.test');
+    const wrong = `sk_${'b'.repeat(40)}`;
+    const answers: [string, number][] = [];
+    for (let i = 0; i < 3; i++) {
+      const t = Date.now();
+      answers.push([await c.cmd(`AUTH PLAIN ${Buffer.from(`\0app\0${wrong}`).toString('base64')}`), Date.now() - t]);
+    }
+    expect(answers.map(([a]) => a.slice(0, 3))).toEqual(['535', '535', '421']);
+    // 100 ms, 200 ms, 400 ms: growing.
+    expect(answers[0]![1]).toBeGreaterThanOrEqual(90);
+    expect(answers[1]![1]).toBeGreaterThanOrEqual(190);
+    expect(answers[2]![1]).toBeGreaterThanOrEqual(390);
+    await c.closed;
+    const failed = lines.filter((l) => l.msg === 'SMTP AUTH failed');
+    expect(failed).toHaveLength(3);
+    expect(failed[2]).toMatchObject({ remoteAddress: '127.0.0.1', user: 'app', reason: 'invalid', failures: 3 });
+    expect(JSON.stringify(lines)).not.toContain(wrong);
+  });
+
+  test('past the failed logins of a remote address in the window, its AUTHs get 421, even on a new connection with a good key', async () => {
+    const guarded = await listen({ authFailureDelayMs: 1, maxAuthFailures: 10, maxAuthFailuresPerAddress: 2 });
+    const c = await raw(guarded.port);
+    expect(await c.login('sk_wrong')).toMatch(/^535 /);
+    expect(await c.cmd(`AUTH PLAIN ${Buffer.from('\0raw\0sk_wrong').toString('base64')}`)).toMatch(/^421 /);
+    await c.closed;
+    const d = await raw(guarded.port);
+    expect(await d.login(e2e.t.project.secretKey)).toMatch(/^421 .*Too many failed logins from 127\.0\.0\.1/);
+  });
+
+  test('AUTH is offered only after STARTTLS; MAIL FROM before it is 530; loopback may have it in clear when allowed', async () => {
+    const c = await raw(listener.port);
+    const before = await c.cmd('EHLO raw.test');
+    expect(before).toContain('STARTTLS');
+    expect(before).not.toMatch(/AUTH/);
+    expect(await c.cmd('MAIL FROM:<billing@example.com>')).toMatch(/^530 /);
+    await c.starttls();
+    expect(await c.cmd('EHLO raw.test')).toMatch(/250[- ]AUTH PLAIN LOGIN/);
+
+    const lax = await listen({ insecureAuthOnLoopback: true });
+    const d = await raw(lax.port);
+    expect(await d.cmd('EHLO raw.test')).toMatch(/250[- ]AUTH PLAIN LOGIN/);
+    expect(await d.cmd(`AUTH PLAIN ${Buffer.from(`\0raw\0${e2e.t.project.secretKey}`).toString('base64')}`)).toMatch(/^235 /);
+  });
+
+  test('message content sent before the 354 is refused and the connection closed at once', async () => {
+    const c = await raw(listener.port);
+    expect(await c.login(e2e.t.project.secretKey)).toMatch(/^235 /);
+    const started = Date.now();
+    c.write('MAIL FROM:<billing@example.com>\r\nRCPT TO:<early@example.org>\r\nDATA\r\nFrom: billing@example.com\r\nSubject: early\r\n\r\nbody\r\n.\r\n');
+    // smtp-server has sent its 354 by the time the early content is seen; the refusal follows it.
+    const replies = [await c.reply(), await c.reply(), await c.reply(), await c.reply()];
+    expect(replies.slice(0, 3).map((r) => r.slice(0, 3))).toEqual(['250', '250', '354']);
+    expect(replies[3]).toMatch(/^503 .*before the 354/);
+    await c.closed;
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(await e2e.t.db.knex('emails').where({ to_email: 'early@example.org' })).toHaveLength(0);
+  });
+
+  test('a database that refuses a value is 554 too; a database away stays 451 (the client retries)', async () => {
+    const failing = (code: string) => ({ send: async () => { throw Object.assign(new Error(`pg says ${code}`), { code }); } }) as unknown as Sender;
+    const refusing = await listen({ sender: failing('22021') }); // invalid byte sequence: the same every time
+    await expect(client(refusing.port, e2e.t.project.secretKey).sendMail({ from: 'billing@example.com', to: 'db@example.org', subject: 's', text: 'x' }))
+      .rejects.toMatchObject({ responseCode: 554, response: expect.stringContaining('SQLSTATE 22021') });
+    const away = await listen({ sender: failing('57P01') }); // admin shutdown: it passes
+    await expect(client(away.port, e2e.t.project.secretKey).sendMail({ from: 'billing@example.com', to: 'db@example.org', subject: 's', text: 'x' }))
+      .rejects.toMatchObject({ responseCode: 451 });
+  });
+
+  const nested = (depth: number) => {
+    let body = 'Content-Type: text/plain\r\n\r\ninnermost\r\n';
+    for (let i = depth - 1; i >= 0; i--) body = `Content-Type: multipart/mixed; boundary="b${i}"\r\n\r\n--b${i}\r\n${body}--b${i}--\r\n`;
+    return `From: billing@example.com\r\nSubject: deep\r\nMIME-Version: 1.0\r\n${body}`;
+  };
+  test.each([
+    ['a NUL byte', 'From: billing@example.com\r\nSubject: nul\r\n\r\nbefore\0after\r\n', /NUL byte/],
+    ['headers over 2 MB', `From: billing@example.com\r\nSubject: big\r\nX-Big: ${Array.from({ length: 2200 }, () => 'a'.repeat(990)).join('\r\n ')}\r\n\r\nbody\r\n`, /header size/],
+    ['MIME nested over 256 levels', nested(300), /nesting depth/],
+  ])('%s is a permanent fault: 554 5.6.0, not 451', async (_name, message, why) => {
+    await expect(client(listener.port, e2e.t.project.secretKey).sendMail({ envelope: { from: 'billing@example.com', to: ['faulty@example.org'] }, raw: Buffer.from(message) }))
+      .rejects.toMatchObject({ responseCode: 554, response: expect.stringMatching(why) });
+  });
 });
