@@ -8,7 +8,7 @@ import { isVerifiedSender } from '../db/queries/domains';
 import type { Logger } from '../logging/logger';
 import { consumeRate, identify, type Caller } from '../projects/access';
 import { MAX_RECIPIENTS, type Sender } from '../sending/sender';
-import { listen, readMessage, smtpError, type ListenerLimits, type Listening } from './listener';
+import { listen, malformedMessage, messageFault, parsing, readMessage, smtpError, type ListenerLimits, type Listening } from './listener';
 
 /**
  * SMTP submission (RFC 6409): a way in for the tools that can only speak SMTP. A client authenticates with AUTH PLAIN or
@@ -121,8 +121,6 @@ function singleMailbox(parsed: Email, field: 'from' | 'sender'): { address: stri
   return { address: decoded.address ?? '', name: decoded.name ?? '' };
 }
 
-/** A message no retry can mend: answered 554 (the client gives up), never 451 (it would retry for ever). */
-const permanent = (why: string) => smtpError(554, `5.6.0 ${why}`);
 
 /** Plain text as HTML, for reading a text-only message back (GET /emails): escaped, line breaks kept. */
 const textAsHtml = (text: string) => `<pre>${text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!)}</pre>`;
@@ -166,11 +164,12 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
   async function submit(session: SMTPServerSession, raw: Buffer): Promise<string> {
     const { caller } = session.user as unknown as SessionUser;
     // RFC 5322 allows no NUL anywhere in a message (only BINARYMIME would, which is not offered).
-    if (raw.includes(0)) throw permanent('The message contains a NUL byte, which mail may not carry');
+    const fault = messageFault(raw);
+    if (fault) throw fault;
     // The rate check (a batched upsert) runs while the message is parsed: one database round trip fewer in the dialogue.
     const [rate, parsed] = await Promise.all([
       consumeRate(knex, caller.projectId),
-      PostalMime.parse(raw, { attachmentEncoding: 'arraybuffer' }).catch((err: Error) => { throw permanent(`The message cannot be read: ${err.message}`); }),
+      parsing(PostalMime.parse(raw, { attachmentEncoding: 'arraybuffer' })),
     ]);
     if (rate.points > opts.ratePerMinute) {
       const seconds = Math.max(1, Math.ceil((rate.resetAt - Date.now()) / 1000));
@@ -206,7 +205,7 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
         throw smtpError(550, `5.7.1 ${detail}${err.details.suggestion ? ` ${err.details.suggestion}` : ''}`);
       }
       // A value of the message the database cannot hold fails the same way on every retry.
-      if (isDataError(err)) throw permanent(`The message holds a value that cannot be stored (SQLSTATE ${sqlState(err)})`);
+      if (isDataError(err)) throw malformedMessage(`The message holds a value that cannot be stored (SQLSTATE ${sqlState(err)})`);
       throw err;
     }
   }
