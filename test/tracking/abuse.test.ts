@@ -8,6 +8,7 @@ import { unsubscribeToken } from '../../mail/unsubscribe';
 import type { WebhookLookup } from '../../outbound/http';
 import { createProject, type CreatedProject } from '../../projects/service';
 import { clickToken, openToken } from '../../tracking/links';
+import { addressThrottle } from '../../tracking/throttle';
 import { outboundWebhookConfig } from '../../webhooks/config';
 import { startWebhookQueue, type WebhookQueue } from '../../worker/webhookQueue';
 import { bearer, TEST_SECRET, testAppDeps } from '../support/app';
@@ -21,6 +22,11 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhookRe
  */
 let db: TestDatabase;
 let server: Server;
+/** The tracking routes with a short event window and no address limit, and with a low address limit. */
+let windowed: Server;
+let throttled: Server;
+let receiver: WebhookReceiver;
+let queue: WebhookQueue;
 let project: CreatedProject;
 const logLines: string[] = [];
 const http = () => request.agent(server);
@@ -29,13 +35,35 @@ const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like
 beforeAll(async () => {
   db = await createTestDatabase();
   const log = pino({ level: 'info' }, { write: (line: string) => { logLines.push(line); } });
-  server = createApp(testAppDeps(db.knex, { log })).listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
+  const listen = async (tracking?: { eventWindowMs: number; ratePerAddress: number }) => {
+    const s = createApp(testAppDeps(db.knex, { log, ...(tracking ? { tracking } : {}) })).listen(0, '127.0.0.1');
+    await new Promise((r) => s.once('listening', r));
+    return s;
+  };
+  server = await listen();
+  windowed = await listen({ eventWindowMs: 60_000, ratePerAddress: 0 });
+  throttled = await listen({ eventWindowMs: 60_000, ratePerAddress: 10 });
   project = await createProject('Issue 26');
   await addDomain(project.id, 'example.com', true);
+
+  receiver = await startWebhookReceiver();
+  // The operator's network as a fake resolver: "vm" and "db.internal" are internal names; "hooks.example" is allowed.
+  const table: Record<string, string[]> = { vm: ['127.0.0.1'], 'db.internal': ['10.20.30.40'], 'hooks.example': ['127.0.0.1'] };
+  const lookup: WebhookLookup = async (name) => {
+    const addresses = table[name];
+    if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+    return addresses.map((address) => ({ address, family: isIP(address) }));
+  };
+  const config = outboundWebhookConfig({});
+  queue = startWebhookQueue({
+    knex: db.knex, log: pino({ level: 'silent' }), secret: TEST_SECRET, executorId: `issue26-${db.name}`, pollMs: 50,
+    config: { ...config, retryDelaysMs: [], http: { ...config.http, allowPrivate: ['hooks.example'], timeoutMs: 2000, lookup } },
+  });
 });
 afterAll(async () => {
-  await new Promise((r) => server.close(r));
+  await queue.stop();
+  await receiver.close();
+  for (const s of [server, windowed, throttled]) await new Promise((r) => s.close(r));
   await db.close();
 });
 
@@ -127,28 +155,6 @@ test('the request log redacts tracking and unsubscribe tokens; query strings are
 });
 
 describe('webhook targets that resolve to private addresses', () => {
-  let receiver: WebhookReceiver;
-  let queue: WebhookQueue;
-  beforeAll(async () => {
-    receiver = await startWebhookReceiver();
-    // The operator's network as a fake resolver: "vm" and "db.internal" are internal names; "hooks.example" is allowed.
-    const table: Record<string, string[]> = { vm: ['127.0.0.1'], 'db.internal': ['10.20.30.40'], 'hooks.example': ['127.0.0.1'] };
-    const lookup: WebhookLookup = async (name) => {
-      const addresses = table[name];
-      if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
-      return addresses.map((address) => ({ address, family: isIP(address) }));
-    };
-    const config = outboundWebhookConfig({});
-    queue = startWebhookQueue({
-      knex: db.knex, log: pino({ level: 'silent' }), secret: TEST_SECRET, executorId: `issue26-${db.name}`, pollMs: 50,
-      config: { ...config, retryDelaysMs: [], http: { ...config.http, allowPrivate: ['hooks.example'], timeoutMs: 2000, lookup } },
-    });
-  });
-  afterAll(async () => {
-    await queue.stop();
-    await receiver.close();
-  });
-
   test('lastError says "refused: private address", never what a name resolved to', async () => {
     const key = bearer(project.secretKey);
     const hook = async (url: string) => {
@@ -176,5 +182,82 @@ describe('webhook targets that resolve to private addresses', () => {
       }
     }
     expect(receiver.received.filter((r) => r.path === '/probe')).toHaveLength(0);
+  });
+});
+
+describe('floods of one pixel or link', () => {
+  const GMAIL_PROXY = 'Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)';
+  const events = (emailId: string) => db.knex('events').where({ project_id: project.id, email_id: emailId }).whereIn('name', ['email.opened', 'email.clicked'])
+    .orderBy('id').select('name', 'data');
+  /** `n` GETs of `path` on `s`, 50 at a time; answers their statuses and Location headers. */
+  async function flood(s: Server, path: string, n: number, ua = BROWSER): Promise<{ status: number; location?: string }[]> {
+    const out: { status: number; location?: string }[] = [];
+    for (let i = 0; i < n; i += 50) {
+      const batch = await Promise.all(Array.from({ length: Math.min(50, n - i) }, () => request(s).get(path).set('User-Agent', ua).redirects(0)));
+      out.push(...batch.map((r) => ({ status: r.status, location: r.headers.location as string | undefined })));
+    }
+    return out;
+  }
+
+  test('one event, and so one webhook, per email and kind (open; click per link) per window; the counts take every hit', async () => {
+    const key = bearer(project.secretKey);
+    const hook = await http().post('/webhooks').set(key).send({ url: `http://hooks.example:${receiver.port}/tracking`, events: ['email.opened', 'email.clicked'] });
+    expect(hook.status).toBe(201);
+    const { emailId } = await newEmail('flooded@example.org');
+    const open = `/t/o/${openToken(TEST_SECRET, { projectId: project.id, emailId })}`;
+    const linkA = `/t/c/${clickToken(TEST_SECRET, { projectId: project.id, emailId, url: 'https://a.example/' })}`;
+    const linkB = `/t/c/${clickToken(TEST_SECRET, { projectId: project.id, emailId, url: 'https://b.example/' })}`;
+
+    const answers = await Promise.all([flood(windowed, open, 300), flood(windowed, linkA, 100), flood(windowed, linkB, 100)]);
+    expect(answers[0]!.every((a) => a.status === 200)).toBe(true);
+    expect(answers[1]!.every((a) => a.status === 302 && a.location === 'https://a.example/')).toBe(true);
+    expect(answers[2]!.every((a) => a.status === 302 && a.location === 'https://b.example/')).toBe(true);
+    expect(await counts(emailId)).toEqual({ opens: 300, clicks: 200 });
+    expect((await events(emailId)).map((e) => [e.name, e.data.url]).sort()).toEqual([
+      ['email.clicked', 'https://a.example/'], ['email.clicked', 'https://b.example/'], ['email.opened', undefined],
+    ]);
+    // A proxy's fetch is windowed apart from people's (its prefetch never hides a person's open), once per window too.
+    await flood(windowed, open, 20, GMAIL_PROXY);
+    expect((await events(emailId)).filter((e) => e.data.proxy === 'gmail')).toHaveLength(1);
+
+    // Once the window has passed (moved back an hour here, rather than waited for), the next hit is an event again.
+    await db.knex('tracking_event_windows').where({ project_id: project.id, email_id: emailId }).update({ last_event_at: db.knex.raw("last_event_at - interval '1 hour'") });
+    await flood(windowed, open, 30);
+    expect(await counts(emailId)).toEqual({ opens: 350, clicks: 200 });
+    const all = await events(emailId);
+    expect(all).toHaveLength(5);
+    // The webhooks are the events': five, not 550.
+    await waitFor('the tracking webhooks', () => (receiver.received.filter((r) => r.path === '/tracking').length >= 5 ? true : undefined));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.received.filter((r) => r.path === '/tracking')).toHaveLength(5);
+  });
+
+  test('over the per-address rate the pixel and the redirect are still answered, and nothing is recorded', async () => {
+    const { emailId } = await newEmail('throttled@example.org');
+    const open = `/t/o/${openToken(TEST_SECRET, { projectId: project.id, emailId })}`;
+    const link = `/t/c/${clickToken(TEST_SECRET, { projectId: project.id, emailId, url: 'https://a.example/' })}`;
+    const started = Date.now();
+    const [opens, clicks] = await Promise.all([flood(throttled, open, 60), flood(throttled, link, 60)]);
+    const seconds = Math.floor(Date.now() / 1000) - Math.floor(started / 1000) + 1;
+    expect(opens.every((a) => a.status === 200)).toBe(true);
+    expect(clicks.every((a) => a.status === 302 && a.location === 'https://a.example/')).toBe(true);
+    const c = await counts(emailId);
+    // 10 hits a second from 127.0.0.1, opens and clicks together.
+    expect(c.opens + c.clicks).toBeGreaterThanOrEqual(10);
+    expect(c.opens + c.clicks).toBeLessThanOrEqual(10 * seconds);
+    expect(c.opens + c.clicks).toBeLessThan(120);
+    // A bad token is still a 404 when the address is over its rate.
+    expect((await request(throttled).get(`${open}x`)).status).toBe(404);
+  });
+
+  test('the address throttle counts per address and per second', () => {
+    let now = 5_000;
+    const admit = addressThrottle(3, () => now);
+    expect(['a', 'a', 'a', 'a', 'b'].map(admit)).toEqual([true, true, true, false, true]);
+    now = 5_999;
+    expect(admit('a')).toBe(false);
+    now = 6_000;
+    expect(admit('a')).toBe(true);
+    expect(addressThrottle(0)('a')).toBe(true);
   });
 });
