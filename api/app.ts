@@ -1,6 +1,6 @@
 import Koa from 'koa';
 import type { Knex } from 'knex';
-import type { DnsConfig, ReturnPath } from '../config';
+import type { DnsConfig, ReturnPath, TrackingConfig } from '../config';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { Renderer } from '../mail/render';
@@ -23,6 +23,8 @@ export interface AppDeps {
   publicUrl: string;
   /** Where templates are rendered on the request path: a render pool (mail/renderPool.ts), off the event loop. */
   render: Renderer;
+  /** The tracking routes' event window and per-address rate; read from the environment when not given. */
+  tracking?: TrackingConfig;
   /** DNS resolvers and timeouts (domain checks, /v1/verify); read from the environment when not given. */
   dns?: DnsConfig;
   /** The bounce domain's records, shown and checked with every sending domain's (BOUNCE_DOMAIN). */

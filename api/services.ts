@@ -1,4 +1,4 @@
-import { loadDnsConfig } from '../config';
+import { loadDnsConfig, loadTrackingConfig } from '../config';
 import { unsubscribeService } from '../audience/subscription';
 import { segmentService } from '../audience/segments';
 import { suppressionService } from '../audience/suppressions';
@@ -34,7 +34,7 @@ export function createServices(deps: AppDeps) {
     openApi: { json: openApiJson },
     unsubscribes: unsubscribeService(deps),
     /** The open pixel and click redirect of tracked mail (tracking/). */
-    opensAndClicks: createTracker(knex, deps.secret),
+    opensAndClicks: createTracker(knex, deps.secret, deps.tracking ?? loadTrackingConfig()),
     /** Absent when METRICS_PORT serves them elsewhere (api/metricsApp.ts). */
     metrics: deps.metricsOnOwnPort ? undefined : { metrics: createMetrics(knex, { log: deps.log }), token: deps.metricsToken },
     send: deps.sender ?? createSender(knex, deps),

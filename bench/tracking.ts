@@ -115,7 +115,7 @@ runBench('bench:tracking', 10 * 60_000, async () => {
     sinkRef = sink;
     await prepareEngineSchema(cluster, sink.url);
     const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
-    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000' },
+    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', TRACKING_RATE_PER_ADDRESS: '0' /* one load generator: no per-address limit */ },
       process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
     children.push(herald);
     const base = `http://127.0.0.1:${(await herald.ready).port as number}`;

@@ -181,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const { value, error } = envSchema.validate(env);
   if (error) throw configError(error, env);
   loadDnsConfig(env); // validated here too, so that a bad DNS setting also stops Herald at start-up
+  loadTrackingConfig(env); // and a bad tracking setting
   return {
     port: value.PORT,
     dataDir: path.resolve(value.DATA_DIR),
@@ -265,6 +266,26 @@ export function loadDnsConfig(env: NodeJS.ProcessEnv = process.env): DnsConfig {
     verifyBudgetMs: value.VERIFY_DNS_BUDGET_MS,
     domainCheckIntervalMinutes: value.DOMAIN_CHECK_INTERVAL_MINUTES,
   };
+}
+
+/** Open and click tracking's defences against floods (issue 26; tracking/tracker.ts). */
+export interface TrackingConfig {
+  /** One `email.opened` per email, one `email.clicked` per email and link, per this window (ms); counts take every hit. */
+  eventWindowMs: number;
+  /** Hits recorded per remote address and second on the tracking routes; beyond, answered but not recorded. 0: no limit. */
+  ratePerAddress: number;
+}
+
+const trackingSchema = Joi.object({
+  TRACKING_EVENT_WINDOW_SECONDS: Joi.number().integer().min(1).max(86_400).empty('').default(60),
+  TRACKING_RATE_PER_ADDRESS: Joi.number().integer().min(0).max(1_000_000).empty('').default(50),
+}).unknown(true).prefs({ convert: true, abortEarly: true });
+
+/** Reads and validates the tracking settings (part of loadConfig's validation; read on their own by the API's tracker). */
+export function loadTrackingConfig(env: NodeJS.ProcessEnv = process.env): TrackingConfig {
+  const { value, error } = trackingSchema.validate(env);
+  if (error) throw configError(error, env);
+  return { eventWindowMs: value.TRACKING_EVENT_WINDOW_SECONDS * 1000, ratePerAddress: value.TRACKING_RATE_PER_ADDRESS };
 }
 
 /**

@@ -135,23 +135,28 @@ function allowedRange(ip: Address, allow: AllowList): boolean {
   return allow.ranges.some(([net, bits]) => net.kind() === ip.kind() && ip.match(net, bits));
 }
 
-/** Why an address may not be connected to ("10.0.0.1, a private/loopback (private) address"), or undefined when it may. */
-function refusal(address: string, allow: AllowList): string | undefined {
+/** Whether an address may not be connected to (private, loopback, link-local, reserved, unclassifiable …). */
+function isRefused(address: string, allow: AllowList): boolean {
   let ip: Address;
   try {
     ip = effectiveAddress(ipaddr.parse(address));
   } catch {
-    return `"${address}", which ipaddr.js cannot classify`;
+    return true;
   }
   // 'unicast' is ipaddr.js's name for "none of the special ranges": every other one (loopback, private, linkLocal,
   // carrierGradeNat, uniqueLocal, multicast, reserved, 6to4, teredo, …) may lead into a private network.
   const range = ip instanceof ipaddr.IPv6 && ip.match(IPV4_COMPATIBLE) && ip.range() === 'unicast' ? 'ipv4Compatible' : ip.range();
-  if (range === 'unicast' || allowedRange(ip, allow)) return undefined;
-  return `${ip.toString()}, a private/loopback (${range}) address`;
+  return range !== 'unicast' && !allowedRange(ip, allow);
 }
 
-const refused = (what: string) =>
-  new WebhookError(`webhook refused: ${what}; add the host, address or range to WEBHOOK_ALLOW_PRIVATE to allow it`, { permanent: true });
+/**
+ * The one answer for a refused target, whatever the address and however it was reached. Its message is shown to the
+ * project (a delivery's and an endpoint's `lastError`, a WEBHOOK step's error): it names neither the address a name
+ * resolved to nor its range, or a project user could map the operator's network name by name ("vm resolves to
+ * 127.0.0.1").
+ */
+export const REFUSED_MESSAGE = 'webhook refused: private address (the operator may allow it with WEBHOOK_ALLOW_PRIVATE)';
+const refused = () => new WebhookError(REFUSED_MESSAGE, { permanent: true });
 
 const defaultLookup: WebhookLookup = (hostname) => dns.promises.lookup(hostname, { all: true });
 
@@ -169,10 +174,7 @@ function guardedLookup(resolve: WebhookLookup, allow: AllowList, hostAllowed: bo
         const [first] = addresses;
         if (!first) throw Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' });
         if (!hostAllowed) {
-          for (const { address } of addresses) {
-            const why = refusal(address, allow);
-            if (why) throw refused(`${hostname} resolves to ${why}`);
-          }
+          if (addresses.some(({ address }) => isRefused(address, allow))) throw refused();
         }
         // Node asks for every address when it races IPv4 against IPv6 (autoSelectFamily), otherwise for one.
         if (options.all) callback(null, addresses);
@@ -266,10 +268,7 @@ export function createWebhookClient(opts: Partial<WebhookOptions>): WebhookClien
     const host = url.hostname.replace(/^\[|\]$/g, '');
     const hostAllowed = allow.names.has(normaliseHost(host));
     // Node calls no lookup for what net.isIP calls an address, so such a host is judged here.
-    if (isIP(host) && !hostAllowed) {
-      const why = refusal(host, allow);
-      if (why) throw refused(`${host} is ${why}`);
-    }
+    if (isIP(host) && !hostAllowed && isRefused(host, allow)) throw refused();
 
     return new Promise<WebhookResponse>((resolve, reject) => {
       let settled = false;

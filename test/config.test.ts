@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig, publicUrlWarning } from '../config';
+import { ConfigError, loadConfig, loadTrackingConfig, publicUrlWarning } from '../config';
 import { childEnv, runTsx } from './support/processes';
 
 /** Configuration from environment variables (issue 2, point 2): defaults, and a clear error naming any bad variable. */
@@ -143,6 +143,11 @@ describe('valid values are read and converted', () => {
   });
 });
 
+test('tracking: one event per email and kind per 60 s, 50 recorded hits per address and second; 0 lifts the limit', () => {
+  expect(loadTrackingConfig({})).toEqual({ eventWindowMs: 60_000, ratePerAddress: 50 });
+  expect(loadTrackingConfig({ TRACKING_EVENT_WINDOW_SECONDS: '5', TRACKING_RATE_PER_ADDRESS: '0' })).toEqual({ eventWindowMs: 5_000, ratePerAddress: 0 });
+});
+
 describe('a bad value raises a ConfigError naming the variable', () => {
   test.each([
     ['PORT', { PORT: 'abc' }],
@@ -179,6 +184,10 @@ describe('a bad value raises a ConfigError naming the variable', () => {
     ['METRICS_PORT', { PORT: '8080', METRICS_PORT: '8080' }],
     ['METRICS_TOKEN', { METRICS_TOKEN: 'too-short' }],
     ['METRICS_TOKEN', { METRICS_TOKEN: 'has a space in it, 0123456789' }],
+    ['TRACKING_EVENT_WINDOW_SECONDS', { TRACKING_EVENT_WINDOW_SECONDS: '0' }],
+    ['TRACKING_EVENT_WINDOW_SECONDS', { TRACKING_EVENT_WINDOW_SECONDS: '1.5' }],
+    ['TRACKING_RATE_PER_ADDRESS', { TRACKING_RATE_PER_ADDRESS: '-1' }],
+    ['TRACKING_RATE_PER_ADDRESS', { TRACKING_RATE_PER_ADDRESS: 'many' }],
   ])('%s in %j', (variable, env) => {
     const err = configError(env);
     expect(err.name).toBe('ConfigError');

@@ -14,7 +14,8 @@ export interface Hit {
 
 /**
  * recordHits' one statement (exported for EXPLAIN). Bindings: per email (project ids, email ids, opens, human open,
- * clicks, human click), then per hit in order (project ids, email ids, event names, event data as JSON).
+ * clicks, human click), then per hit in order (project ids, email ids, event names, event data as JSON, window keys:
+ * windowKey), then the event window in milliseconds.
  */
 export const HITS_SQL = `WITH h AS (
        SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::int[], ?::bool[], ?::int[], ?::bool[])
@@ -27,23 +28,51 @@ export const HITS_SQL = `WITH h AS (
          first_clicked_at = CASE WHEN h.human_click THEN coalesce(e.first_clicked_at, now()) ELSE e.first_clicked_at END
        FROM h WHERE e.project_id = h.project_id AND e.id = h.id
        RETURNING e.project_id, e.id, e.contact_id),
+     hit AS (
+       SELECT x.*, md5(x.window_key)::uuid AS link
+       FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS x(project_id, email_id, name, data, window_key, ord)),
+     -- The first hit of each email and window key (open; click per link; each for people and for bots) of the batch,
+     -- of an email that exists.
+     firsts AS (
+       SELECT DISTINCT ON (hit.project_id, hit.email_id, hit.link) hit.*, c.contact_id
+       FROM hit JOIN counted c ON c.project_id = hit.project_id AND c.id = hit.email_id
+       ORDER BY hit.project_id, hit.email_id, hit.link, hit.ord),
+     -- Its window: a new row, or one whose last event is older than the window, is (re)stamped and gets its event. The
+     -- rows of an email are only written with the email's row locked (counted), so concurrent batches take turns.
+     windowed AS (
+       INSERT INTO tracking_event_windows AS w (project_id, email_id, link, last_event_at)
+       SELECT project_id, email_id, link, now() FROM firsts ORDER BY project_id, email_id, link
+       ON CONFLICT (project_id, email_id, link) DO UPDATE SET last_event_at = excluded.last_event_at
+         WHERE w.last_event_at <= now() - ?::int * interval '1 millisecond'
+       RETURNING w.project_id, w.email_id, w.link),
      new_events AS (
-       SELECT NULL::uuid AS id, c.project_id, x.name, c.contact_id, c.id AS email_id, x.data::jsonb AS data
-       FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[]) WITH ORDINALITY AS x(project_id, email_id, name, data, ord)
-       JOIN counted c ON c.project_id = x.project_id AND c.id = x.email_id
-       ORDER BY x.ord),
+       SELECT NULL::uuid AS id, f.project_id, f.name, f.contact_id, f.email_id, f.data::jsonb AS data
+       FROM firsts f JOIN windowed w ON w.project_id = f.project_id AND w.email_id = f.email_id AND w.link = f.link
+       ORDER BY f.ord),
      ${EVENT_EFFECTS}
      SELECT project_id, id FROM counted`;
+
+/**
+ * What one window covers, within an email: its opens, or its clicks of one link; those of people and those of proxies
+ * and scanners apart, so that a privacy proxy's prefetch at delivery never hides the person's own open a moment later
+ * (nor a link scanner's click a person's). Stored as md5 of this (tracking_event_windows.link).
+ */
+export const windowKey = (h: Hit) => `${h.kind}:${h.agent.bot ? 'bot' : 'person'}:${h.kind === 'click' ? h.url ?? '' : ''}`;
+
+/** One tracking event per email and kind (open; click per link) per this window, unless configured otherwise. */
+export const DEFAULT_EVENT_WINDOW_MS = 60_000;
 
 /**
  * Records any number of hits in ONE statement, atomic on its own (group commit in autocommit, db/batch.ts
  * groupStatement): one update of the emails' counts (every hit counts in `opens` / `clicks`; the first hit that is not
  * a proxy or a scanner sets `first_opened_at` / `first_clicked_at`, which is what makes an open or click unique), and
- * the events `email.opened` and `email.clicked` in the order of the hits, through EVENT_EFFECTS (the one way events
- * are written). A named (prepared) statement: planned once per connection, not for every batch. Answers, by hit,
- * whether its email exists: a hit on an email that is gone records nothing.
+ * the events `email.opened` and `email.clicked` through EVENT_EFFECTS (the one way events are written, and so the
+ * webhooks and automations they start): at most one per email and kind (open; click per link), for people and for
+ * bots each (windowKey), per `windowMs`, the first hit's, in the order of the hits. A flood of one pixel or link
+ * thus makes one event (one webhook) per window, however many hits it counts. A named (prepared) statement: planned once per connection, not for every batch.
+ * Answers, by hit, whether its email exists: a hit on an email that is gone records nothing.
  */
-export async function recordHits(db: Knex, hits: readonly Hit[]): Promise<boolean[]> {
+export async function recordHits(db: Knex, hits: readonly Hit[], windowMs = DEFAULT_EVENT_WINDOW_MS): Promise<boolean[]> {
   const perEmail = new Map<string, { projectId: string; emailId: string; opens: number; humanOpen: boolean; clicks: number; humanClick: boolean }>();
   for (const h of hits) {
     const key = `${h.projectId}/${h.emailId}`;
@@ -68,6 +97,7 @@ export async function recordHits(db: Knex, hits: readonly Hit[]): Promise<boolea
     rows.map((r) => r.projectId), rows.map((r) => r.emailId), rows.map((r) => r.opens), rows.map((r) => r.humanOpen),
     rows.map((r) => r.clicks), rows.map((r) => r.humanClick),
     hits.map((h) => h.projectId), hits.map((h) => h.emailId), hits.map((h) => (h.kind === 'open' ? 'email.opened' : 'email.clicked')), hits.map(data),
+    hits.map(windowKey), windowMs,
   ] as Knex.RawBinding[]).options({ name: 'herald_record_hits' });
   const exists = new Set(found.map((r: { project_id: string; id: string }) => `${r.project_id}/${r.id}`));
   return hits.map((h) => exists.has(`${h.projectId}/${h.emailId}`));

@@ -18,6 +18,17 @@ const HTTP_CODES: Record<number, { code: string; message?: string; suggestion?: 
 
 
 /**
+ * A request's path as the logs show it: the signed tokens of tracking and unsubscribe links redacted. A click token
+ * decodes to the link's target (a password-reset link, say) and every token is a recipient's credential, so nothing
+ * after `/t/o/`, `/t/c/` or `/unsubscribe/` is written (matched as the router matches: any case, repeated slashes).
+ * Query strings (where a `token` parameter could be) are never logged at all.
+ */
+const TOKEN_PATH = /^(\/+(?:t\/+[oc]|unsubscribe)\/+)[^?#]*/i;
+export function redactPath(path: string): string {
+  return path.replace(TOKEN_PATH, (_m, prefix: string) => `${prefix}[redacted]`);
+}
+
+/**
  * Both error shapes of the spec at once. The envelope (`success`, `error{…}`, `timestamp`) is whole; of the second
  * shape (`{code: integer, error: string, message: string, time: integer}`, which Plunk's clients read) the top-level
  * `code` (the HTTP status), `message` (= `error.message`) and `time` (epoch ms, the same instant as `timestamp`) are
@@ -63,7 +74,7 @@ function render(ctx: Parameters<Middleware>[0], status: number, code: string, me
 /**
  * The one place where failures become responses, always in the spec's envelope (with the second shape's `code`,
  * `message` and `time` beside it: ErrorBody). Also turns "no route
- * matched" into a 404 in the same envelope, and logs each request once (never its body or headers).
+ * matched" into a 404 in the same envelope, and logs each request once (never its body, headers or query string; tokens in the path redacted: redactPath).
  */
 export function errorHandler(log: Logger): Middleware {
   return async (ctx, next) => {
@@ -89,7 +100,7 @@ export function errorHandler(log: Logger): Middleware {
       } else if (sqlState(err) === '23503') {
         // A row this request refers to was deleted by a request that committed meanwhile (the routes check what they
         // refer to, but a delete can land between the check and the write): the client's race, to retry, not a 500.
-        log.warn({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, sqlState: '23503', constraint: (err as { constraint?: string }).constraint },
+        log.warn({ requestId: ctx.state.requestId, method: ctx.method, path: redactPath(ctx.path), sqlState: '23503', constraint: (err as { constraint?: string }).constraint },
           'a row the request refers to was deleted meanwhile');
         render(ctx, 409, 'CONFLICT', 'Something this request refers to was deleted while it was being handled', {
           suggestion: 'Check that what the request names still exists, then retry.',
@@ -99,7 +110,7 @@ export function errorHandler(log: Logger): Middleware {
         // values first; one that still reaches the database is the client's value all the same: a 422, never a 500.
         // Neither the SQL nor the value is shown or logged: the SQLSTATE and where it arose are enough to find the gap.
         const e = err as { table?: string; column?: string; dataType?: string; routine?: string };
-        log.warn({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, sqlState: sqlState(err), table: e.table, column: e.column, dataType: e.dataType, routine: e.routine },
+        log.warn({ requestId: ctx.state.requestId, method: ctx.method, path: redactPath(ctx.path), sqlState: sqlState(err), table: e.table, column: e.column, dataType: e.dataType, routine: e.routine },
           'a request value was refused by the database');
         render(ctx, 422, 'VALIDATION_ERROR', 'A value in the request cannot be stored: it is malformed or out of range', {
           suggestion: 'Check the values against the API reference; the requestId finds the details in the logs.',
@@ -114,7 +125,7 @@ export function errorHandler(log: Logger): Middleware {
           const message = malformed ? 'Malformed JSON in request body' : (known.message ?? (e.expose && e.message ? e.message : known.code));
           render(ctx, status, known.code, message, { suggestion: known.suggestion });
         } else {
-          log.error({ err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'unhandled error');
+          log.error({ err, requestId: ctx.state.requestId, method: ctx.method, path: redactPath(ctx.path) }, 'unhandled error');
           render(ctx, 500, 'INTERNAL_ERROR', 'An unexpected error occurred', {
             suggestion: 'Retry later; if it persists, report the requestId to the operator.',
           });
@@ -122,7 +133,7 @@ export function errorHandler(log: Logger): Middleware {
       }
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      log.info({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, projectId: ctx.state.auth?.projectId }, 'request');
+      log.info({ requestId: ctx.state.requestId, method: ctx.method, path: redactPath(ctx.path), status: ctx.status, ms: Math.round(ms * 10) / 10, projectId: ctx.state.auth?.projectId }, 'request');
     }
   };
 }

@@ -19,6 +19,7 @@ import * as eventOutbox from './20261125000001_event_outbox';
 import * as metricsIndexes from './20261126100001_metrics_indexes';
 import * as retryUnless from './20261127000001_retry_unless';
 import * as clusterSettings from './20261128000001_cluster_settings';
+import * as trackingWindows from './20261129000001_tracking_windows';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -46,6 +47,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261126100001_metrics_indexes': metricsIndexes,
   '20261127000001_retry_unless': retryUnless,
   '20261128000001_cluster_settings': clusterSettings,
+  '20261129000001_tracking_windows': trackingWindows,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -696,7 +696,7 @@ function pathWithIds(path: string, ids: Record<string, { text: string; kind: str
 }
 
 function unsubArb(): fc.Arbitrary<{ text: string; kind: string }> {
-  return fc.tuple(fc.constantFrom('own', 'own', 'other', 'random', 'withEmail', 'tampered', 'truncated', 'extraDot', 'garbage', 'empty'), fc.nat(50))
+  return fc.tuple(fc.constantFrom('own', 'own', 'other', 'random', 'withEmail', 'tampered', 'truncated', 'extraDot', 'garbage', 'empty', ...NON_CANONICAL), fc.nat(50))
     .map(([k, n]) => ({ text: `⟦unsub:${k}:${n}⟧`, kind: k }));
 }
 
@@ -710,8 +710,35 @@ function addressArb(): fc.Arbitrary<{ text: string; kind: string }> {
 
 /** Open and click tokens: signed for an email that is not there (own or another project's), altered, or no token at all. */
 function trackTokenArb(kind: 'o' | 'c'): fc.Arbitrary<{ text: string; kind: string }> {
-  return fc.tuple(fc.constantFrom('own', 'other', 'tampered', 'truncated', 'swapped', 'evil', 'garbage', 'empty'), fc.nat(50))
+  return fc.tuple(fc.constantFrom('own', 'real', 'other', 'tampered', 'truncated', 'swapped', 'evil', 'garbage', 'empty', ...NON_CANONICAL, ...NON_CANONICAL), fc.nat(50))
     .map(([k, n]) => ({ text: `⟦track:${kind}:${k}:${n}⟧`, kind: k }));
+}
+
+/**
+ * Other spellings of a valid token (of a real email or contact of the caller's project) that Node's lenient base64url
+ * decoder reads as the same bytes (issue 26): each must be a 404 that records nothing, like any bad token.
+ */
+export const NON_CANONICAL = ['ncPadded', 'ncSuffix', 'ncSpace', 'ncAlphabet', 'ncLastChar'] as const;
+const isRespelling = (kind: string) => (NON_CANONICAL as readonly string[]).includes(kind);
+const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/** The token `valid` respelt as `kind` says (a NON_CANONICAL kind); the spelling always differs from `valid`. */
+export function respell(valid: string, kind: string, n: number): string {
+  const [payload, sig] = valid.split('.') as [string, string];
+  const std = (x: string) => encodeURIComponent(x.replace(/-/g, '+').replace(/_/g, '/'));
+  switch (kind) {
+    case 'ncPadded': return n % 2 ? `${payload}.${sig}==` : `${payload}=.${sig}`;
+    case 'ncSuffix': return `${payload}.${sig}${['!', '=', '%21', '*'][n % 4]}`;
+    case 'ncSpace': return `${payload}.${sig}%20`;
+    // The +/ alphabet where the token has a - or _; otherwise (rare) padding.
+    case 'ncAlphabet': return /[-_]/.test(sig) ? `${payload}.${std(sig)}` : /[-_]/.test(payload) ? `${std(payload)}.${sig}` : `${payload}.${sig}=`;
+    case 'ncLastChar': {
+      // The last of 27 characters carries 4 bits and 2 unused ones: 3 other characters decode to the same bytes.
+      const i = B64URL.indexOf(sig[sig.length - 1]!);
+      return `${payload}.${sig.slice(0, -1)}${B64URL[(i & ~3) | (((i & 3) + 1 + (n % 3)) % 4)]}`;
+    }
+    default: throw new Error(`not a respelling: ${kind}`);
+  }
 }
 
 /** Requests for one route of the app. */
@@ -884,7 +911,7 @@ export function resolveToken(world: FuzzWorld, p: 0 | 1, token: string, ghost = 
         case 'truncated': return valid.slice(0, Number(n) % valid.length);
         case 'extraDot': return `${valid}.x`;
         case 'garbage': return ['%00', '%ZZ', 'a.b', '..', '.', 'x'.repeat(3000), '%ED%A0%80.%FF'][Number(n) % 7]!;
-        default: return '';
+        default: return isRespelling(kind) ? respell(valid, kind, Number(n)) : '';
       }
     }
     case 'track': {
@@ -900,7 +927,13 @@ export function resolveToken(world: FuzzWorld, p: 0 | 1, token: string, ghost = 
         case 'swapped': return which === 'o' ? clickToken(world.secret, { projectId: own.id, emailId, url: 'https://example.org/' }) : openToken(world.secret, { projectId: own.id, emailId });
         case 'evil': return sign(own.id, ['javascript:alert(1)', 'https://evil.example/\r\nSet-Cookie: x=1', '//evil.example', 'data:text/html,x'][Number(n) % 4]);
         case 'garbage': return ['%00', '%ZZ', 'a.b', '..', '.', 'x'.repeat(3000), '%ED%A0%80.%FF'][Number(n) % 7]!;
-        default: return '';
+        default: {
+          // A token of one of the project's real emails: canonical ('real': found), or respelt (a 404 all the same).
+          const real = pick(own.pools.email.keep, Number(n)) ?? NIL;
+          const token = which === 'o' ? openToken(world.secret, { projectId: own.id, emailId: real }) : clickToken(world.secret, { projectId: own.id, emailId: real, url: 'https://example.org/landing' });
+          if (kind === 'real') return token;
+          return isRespelling(kind) ? respell(token, kind, Number(n)) : '';
+        }
       }
     }
     default: return token;
@@ -1106,6 +1139,8 @@ export function checkAnswer(req: FuzzRequest, gen: RouteGen | undefined, a: Answ
   const problems: string[] = [];
   if (a.error) return [`no answer: ${a.error}`];
   if (a.status >= 500) problems.push(`status ${a.status}`);
+  // A respelt tracking or unsubscribe token is no token (issue 26): a 404, never the pixel, a redirect or a page.
+  if (req.idKinds.some(isRespelling) && req.method !== 'OPTIONS' && a.status !== 404) problems.push(`a non-canonical token answered ${a.status}`);
   const requestId = a.headers['x-request-id'];
   if (typeof requestId !== 'string' || !requestId) problems.push('no X-Request-Id header');
   if (req.method === 'HEAD') return problems;

@@ -53,8 +53,9 @@ test('campaign stats read the campaign\'s emails and their click events through 
 test('recording a batch of opens and clicks finds the emails by their primary key', async () => {
   const p = await plan(HITS_SQL, [
     emailIds.map(() => projectId), emailIds, emailIds.map(() => 1), emailIds.map(() => true), emailIds.map(() => 0), emailIds.map(() => false),
-    emailIds.map(() => projectId), emailIds, emailIds.map(() => 'email.opened'), emailIds.map(() => '{}'),
+    emailIds.map(() => projectId), emailIds, emailIds.map(() => 'email.opened'), emailIds.map(() => '{}'), emailIds.map(() => 'open:person:'), 60_000,
   ]);
   expect(p).toContain('emails_pkey');
   expect(p).not.toMatch(/Seq Scan on emails/);
+  expect(p).toContain('tracking_event_windows'); // the window is part of the same statement
 });
