@@ -6,7 +6,7 @@ import { normaliseEmail } from '../core/values';
 import { isDataError, sqlState } from '../db/errors';
 import { isVerifiedSender } from '../db/queries/domains';
 import type { Logger } from '../logging/logger';
-import { consumeRate, identify, type Caller } from '../projects/access';
+import { admit, identify, type Caller } from '../projects/access';
 import { MAX_RECIPIENTS, type Sender } from '../sending/sender';
 import { listen, malformedMessage, messageFault, parsing, readMessage, smtpError, type ListenerLimits, type Listening } from './listener';
 
@@ -166,15 +166,8 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
     // RFC 5322 allows no NUL anywhere in a message (only BINARYMIME would, which is not offered).
     const fault = messageFault(raw);
     if (fault) throw fault;
-    // The rate check (a batched upsert) runs while the message is parsed: one database round trip fewer in the dialogue.
-    const [rate, parsed] = await Promise.all([
-      consumeRate(knex, caller.projectId),
-      parsing(PostalMime.parse(raw, { attachmentEncoding: 'arraybuffer' })),
-    ]);
-    if (rate.points > opts.ratePerMinute) {
-      const seconds = Math.max(1, Math.ceil((rate.resetAt - Date.now()) / 1000));
-      throw smtpError(451, `4.7.1 Rate limit of ${opts.ratePerMinute} requests per minute exceeded; try again in ${seconds} s`);
-    }
+    // The rate was counted with the key's check at MAIL FROM (one statement, as an HTTP request's).
+    const parsed = await parsing(PostalMime.parse(raw, { attachmentEncoding: 'arraybuffer' }));
     const from = singleMailbox(parsed, 'from');
     if (from && 'refused' in from) throw smtpError(550, `5.7.1 ${from.refused}`);
     const fromEmail = from && normaliseEmail(from.address);
@@ -317,16 +310,22 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
         callback(smtpError(421, '4.3.2 Too busy to take a message now; try again shortly'));
         return;
       }
-      // The key again, as an HTTP request would present it: revoked, or its project disabled, since AUTH? Then the
-      // session is no longer authenticated (it may AUTH again with a live key).
+      // The key again, as an HTTP request would present it, and the message counted against the project's rate, in
+      // one statement (projects/access.ts admit, as HTTP's authentication): revoked, or its project disabled, since
+      // AUTH? Then the session is no longer authenticated (it may AUTH again with a live key).
       const { caller } = session.user as unknown as SessionUser;
-      identify(knex, state.key).then((now) => {
+      admit(knex, state.key).then((now) => {
         if ('refused' in now || now.projectId !== caller.projectId) {
           log.warn({ remoteAddress: session.remoteAddress, projectId: caller.projectId, keyId: caller.keyId, reason: 'refused' in now ? now.refused : 'other project' },
             'SMTP session refused: its key was revoked or its project disabled since AUTH');
           session.user = undefined;
           state.key = undefined;
           callback(smtpError(530, '5.7.0 Authentication required: the API key of this session was revoked or its project disabled'));
+          return;
+        }
+        if (now.rate.points > opts.ratePerMinute) {
+          const seconds = Math.max(1, Math.ceil((now.rate.resetAt - Date.now()) / 1000));
+          callback(smtpError(451, `4.7.1 Rate limit of ${opts.ratePerMinute} requests per minute exceeded; try again in ${seconds} s`));
           return;
         }
         state.messages++;
