@@ -145,7 +145,9 @@ function newAdmitter(knex: Knex) {
        SELECT k.*, c.key AS rate_key, c.points, c.expire
        FROM keys k LEFT JOIN counted c ON c.key = 'api:' || k."projectId"`,
       [[...new Set(lookups)], lookups as string[], ...windowBindings(Date.now())],
-    );
+    // Named (prepared once per connection): it runs for every request and every SMTP message, and planning its
+    // unnamed text each time cost more than running it (0.17 ms against 0.06 ms, bench:smtp with BENCH_PG_STAT=1).
+    ).options({ name: 'herald_admit' });
     const found = rows as (KeyRow & { lookup: string; rate_key: string; points: number; expire: string })[];
     const byLookup = new Map(found.map((r) => [r.lookup, r]));
     const rates = positions(lookups.map((l) => byLookup.get(l)?.rate_key), countsAfter(found.map((r) => ({ key: r.rate_key, points: r.points, expire: r.expire }))));
