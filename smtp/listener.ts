@@ -1,6 +1,7 @@
-import { isIPv6, type AddressInfo, type Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { SMTPServer, SMTPServerDataStream } from 'smtp-server';
 import type { Logger } from '../logging/logger';
+import { addressKey } from '../core/addresses';
 
 /**
  * What the SMTP listeners (submission, inbound) share: refusals, reading DATA, the limits that keep one client from
@@ -24,17 +25,6 @@ export interface ListenerLimits {
 }
 
 export const DEFAULT_LISTENER_LIMITS: ListenerLimits = { maxConnectionsPerAddress: 20, sessionTimeoutMs: 600_000, commandTimeoutMs: 60_000 };
-
-/** The key a connection counts under: the address itself, or an IPv6 address's /64. */
-export function addressKey(address: string): string {
-  const plain = address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '').replace(/%.*$/, '');
-  if (!isIPv6(plain)) return plain;
-  const [head, tail] = plain.toLowerCase().split('::') as [string, string | undefined];
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
-}
 
 /** The parts of smtp-server's connection (smtp-connection.js, 3.x) the limits work with; checked at start. */
 interface Connection {

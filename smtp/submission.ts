@@ -8,6 +8,7 @@ import { isVerifiedSender } from '../db/queries/domains';
 import type { Logger } from '../logging/logger';
 import { admit, identify, type Caller } from '../projects/access';
 import { MAX_RECIPIENTS, type Sender } from '../sending/sender';
+import { addressKey, isLoopback } from '../core/addresses';
 import { listen, malformedMessage, messageFault, parsing, readMessage, smtpError, type ListenerLimits, type Listening } from './listener';
 
 /**
@@ -101,7 +102,6 @@ interface SessionState {
   timer?: NodeJS.Timeout;
 }
 
-const isLoopback = (address: string) => address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 
 /**
  * The one mailbox of an originator field (From, Sender), or why the field is refused: RFC 5322 allows a From of several
@@ -258,7 +258,7 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
         return;
       }
       const state = sessions.get(session.id)!;
-      const address = session.remoteAddress;
+      const address = addressKey(session.remoteAddress); // an IPv6 client counts by its /64, as at the listener
       const blocked = addressFailures(address);
       if (blocked && blocked.count >= limits.maxAuthFailuresPerAddress) {
         const seconds = Math.max(1, Math.ceil((blocked.resetAt - Date.now()) / 1000));
@@ -271,7 +271,7 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
           state.authFailures++;
           const fromAddress = countAddressFailure(address);
           log.warn({
-            remoteAddress: address, user: (auth.username ?? '').slice(0, 100), method: auth.method,
+            remoteAddress: session.remoteAddress, user: (auth.username ?? '').slice(0, 100), method: auth.method,
             reason: 'refused' in caller ? caller.refused : 'public key', failures: state.authFailures, failuresFromAddress: fromAddress,
           }, 'SMTP AUTH failed');
           const delay = Math.min(MAX_AUTH_DELAY_MS, limits.authFailureDelayMs * 2 ** (state.authFailures - 1));

@@ -5,6 +5,7 @@ import { classifyAgent } from './agents';
 import { verifyClickToken, verifyOpenToken } from './links';
 import { DEFAULT_EVENT_WINDOW_MS, recordHits, type Hit } from './record';
 import { addressThrottle } from './throttle';
+import { addressKey } from '../core/addresses';
 
 export interface TrackerOptions {
   /** One `email.opened` per email, one `email.clicked` per email and link, per this window (TRACKING_EVENT_WINDOW_SECONDS). */
@@ -30,7 +31,7 @@ export function createTracker(knex: Knex, secret: Buffer, options: TrackerOption
   async function open(token: string, userAgent: string | undefined, address: string): Promise<void> {
     const target = verifyOpenToken(secret, token);
     if (!target) throw notFound('Tracking link');
-    if (!admit(address)) return;
+    if (!admit(addressKey(address))) return;
     if (!(await together.load({ kind: 'open', ...target, agent: classifyAgent(userAgent) }))) throw notFound('Tracking link');
   }
 
@@ -38,7 +39,7 @@ export function createTracker(knex: Knex, secret: Buffer, options: TrackerOption
   async function click(token: string, userAgent: string | undefined, address: string): Promise<string> {
     const target = verifyClickToken(secret, token);
     if (!target) throw notFound('Tracking link');
-    if (!admit(address)) return target.url;
+    if (!admit(addressKey(address))) return target.url;
     if (!(await together.load({ kind: 'click', ...target, agent: classifyAgent(userAgent) }))) throw notFound('Tracking link');
     return target.url;
   }
