@@ -328,7 +328,7 @@ function capturingLog() {
 }
 
 describe('issue 26', () => {
-  test('a revoked key stops the session\'s next message at MAIL FROM (530), as HTTP refuses it; nothing more is stored', async () => {
+  test('a revoked key stops the session\'s next message (530 at its recipient or its end of DATA), as HTTP refuses it; nothing more is stored', async () => {
     const key = (await createKey(e2e.t.project.id, 'secret'))!;
     const c = await raw(listener.port);
     expect(await c.login(key.key)).toMatch(/^235 /);
@@ -336,20 +336,29 @@ describe('issue 26', () => {
     expect(first).toMatch(/^250 /);
     expect(await revokeKey(key.id)).toBe(true);
     expect(await c.cmd('NOOP')).toMatch(/^250 /);
-    expect(await c.send('billing@example.com', 'revoked-2@example.org', 'From: billing@example.com\nSubject: two\n\nsecond'))
-      .toEqual([expect.stringMatching(/^530 .*revoked or its project disabled/)]);
+    // The key's fresh look (started at MAIL FROM) runs beside the dialogue: the message is refused at its recipient once
+    // the answer is known, else at the end of its DATA, before anything is stored.
+    const answers = await c.send('billing@example.com', 'revoked-2@example.org', 'From: billing@example.com\nSubject: two\n\nsecond');
+    expect(answers[0]).toMatch(/^250 /);
+    expect(answers.filter((a) => /^530 .*revoked or its project disabled/.test(a))).toHaveLength(1);
+    expect(answers.at(-1)).toMatch(/^530 /);
     // And the next MAIL FROM too: the session is no longer authenticated.
     expect(await c.cmd('MAIL FROM:<billing@example.com>')).toMatch(/^530 /);
     expect(await e2e.t.db.knex('emails').where({ to_email: 'revoked-2@example.org' })).toHaveLength(0);
   });
 
-  test('a disabled project stops the session\'s next message at MAIL FROM (530)', async () => {
+  test('a disabled project stops the session\'s next message (530 to its recipients once known, then at MAIL FROM)', async () => {
     const project = await e2e.t.newProject('Disabled mid-session');
     const c = await raw(listener.port);
     expect(await c.login(project.secretKey)).toMatch(/^235 /);
     expect(await c.cmd('MAIL FROM:<a@nowhere.example>')).toMatch(/^250 /);
     expect(await c.cmd('RSET')).toMatch(/^250 /);
     await setProjectDisabled(project.id, true);
+    expect(await c.cmd('MAIL FROM:<a@nowhere.example>')).toMatch(/^250 /);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the check has answered: the recipient has its refusal
+    expect(await c.cmd('RCPT TO:<b@example.org>')).toMatch(/^530 .*revoked or its project disabled/);
+    expect(await c.cmd('RCPT TO:<c@example.org>')).toMatch(/^530 /);
+    expect(await c.cmd('RSET')).toMatch(/^250 /);
     expect(await c.cmd('MAIL FROM:<a@nowhere.example>')).toMatch(/^530 /);
   });
 
