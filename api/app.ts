@@ -16,6 +16,12 @@ export interface AppDeps {
   knex: Knex;
   log: Logger;
   apiRateLimitPerMinute: number;
+  /**
+   * TRUST_PROXY_HOPS: the reverse proxies in front of the API. With n > 0 a request's address (the tracking routes'
+   * per-address throttle) is the n-th from the right of X-Forwarded-For, the one the nearest trusted proxy saw; the
+   * entries left of it are the client's to write and never trusted. 0 (default): the connection's address.
+   */
+  trustProxyHops?: number;
   engine: Engine;
   /** Installation secret (signatures of unsubscribe and tracking links). */
   secret: Buffer;
@@ -42,7 +48,8 @@ export interface AppDeps {
  * the route table (api/routes/index.ts, api/routing.ts), the services the routes call from these deps (api/services.ts).
  */
 export function createApp(deps: AppDeps): Koa {
-  const app = new Koa({ proxy: false });
+  const hops = deps.trustProxyHops ?? 0;
+  const app = new Koa({ proxy: hops > 0, maxIpsCount: hops });
   app.silent = true; // errors are logged once, by errorHandler
 
   const { open, sending, tracking, management } = buildRouters(ROUTES, createServices(deps), deps);

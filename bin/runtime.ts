@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { createActivities } from '../activities';
 import { createDeliverer } from '../sending/delivery';
 import { scheduleDomainChecks } from '../domains/checks';
-import { ConfigError, loadConfig, loadDnsConfig, publicUrlWarning, returnPathOf, type Config } from '../config';
+import { ConfigError, loadConfig, loadDnsConfig, loadTrackingConfig, publicUrlWarning, returnPathOf, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
 import { webhookConfig } from '../outbound/http';
@@ -11,6 +11,7 @@ import { startDispatcher } from '../campaigns/dispatch';
 import { startWebhookQueue, type WebhookQueue } from '../worker/webhookQueue';
 import { outboundWebhookConfig } from '../webhooks/config';
 import { startExecutionDispatcher } from '../worker/executionDispatcher';
+import { startHousekeeping, type Housekeeping } from '../worker/housekeeping';
 import { checkClusterEngine, claimWorkerIdentity, ClusterMismatchError, ExecutorIdInUseError, type WorkerIdentity } from '../worker/workerIdentity';
 import type { Engine, WorkerHandle } from '../engine/types';
 import { createLogger, type Logger } from '../logging/logger';
@@ -119,6 +120,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   let worker: WorkerHandle | undefined;
   let deliveries: DeliveryQueue | undefined;
   let webhookDeliveries: WebhookQueue | undefined;
+  let housekeeping: Housekeeping | undefined;
   if (roles.worker) {
     // The queue limits how fast deliveries start; the gate holds the same limit where the SMTP server counts.
     mailer = createMailer(config, { rateLimit: rateWindow(config.sendRatePerSecond) });
@@ -135,6 +137,8 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: config.sendRatePerSecond, executorId });
     // And every worker delivers the projects' outbound webhooks from their outbox (worker/webhookQueue.ts).
     webhookDeliveries = startWebhookQueue({ knex: db.knex, log, secret, executorId, config: outboundWebhookConfig(process.env) });
+    // And deletes what has served its time: passed tracking windows, expired idempotency keys (worker/housekeeping.ts).
+    housekeeping = startHousekeeping({ knex: db.knex, log, eventWindowMs: loadTrackingConfig().eventWindowMs });
     log.info({ mail: mailer.describe, executorId, rate: config.sendRatePerSecond }, 'delivering mail');
   }
   const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log) : undefined;
@@ -158,7 +162,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     renderPool = load<typeof import('../mail/renderPool')>('../mail/renderPool').createRenderPool();
     // One send pipeline for HTTP and SMTP: sends that arrive together by either way share a transaction.
     const sender = load<typeof import('../sending/sender')>('../sending/sender').createSender(db.knex, { secret, publicUrl: config.publicUrl, render: renderPool.render });
-    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config),
+    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, trustProxyHops: config.trustProxyHops, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config),
       metricsToken: config.metrics.token, metricsOnOwnPort: config.metrics.port !== undefined });
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, () => resolve(s));
@@ -217,7 +221,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       await renderPool?.close();
       await dispatcher?.stop();
       await executions?.stop();
-      await Promise.all([deliveries?.stop(), webhookDeliveries?.stop(), worker?.stop()]);
+      await Promise.all([deliveries?.stop(), webhookDeliveries?.stop(), housekeeping?.stop(), worker?.stop()]);
       await engine.close();
       await identity?.release();
       mailer?.close();

@@ -15,6 +15,11 @@ export interface Config {
   temporalNamespace: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   apiRateLimitPerMinute: number;
+  /**
+   * Reverse proxies in front of the API that append to X-Forwarded-For (0: none, the connection's address is the
+   * client's). With n, the client is the n-th address from the right of X-Forwarded-For (what the nearest proxy saw).
+   */
+  trustProxyHops: number;
   sendRatePerSecond: number;
   /** Base URL under which recipients reach Herald (unsubscribe links). */
   publicUrl: string;
@@ -131,6 +136,7 @@ const envSchema = Joi.object({
   TEMPORAL_NAMESPACE: Joi.string().trim().empty('').default('default'),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').empty('').default('info'),
   API_RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).empty('').default(1000),
+  TRUST_PROXY_HOPS: Joi.number().integer().min(0).max(10).empty('').default(0),
   SEND_RATE_PER_SECOND: Joi.number().positive().max(100000).empty('').default(14),
   PUBLIC_URL: urlWithScheme(['http', 'https']).empty(''),
   SECRET_KEY: Joi.string().min(32).empty('').messages({ 'string.min': 'must be at least 32 characters (e.g. openssl rand -hex 32)' }),
@@ -192,6 +198,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     temporalNamespace: value.TEMPORAL_NAMESPACE,
     logLevel: value.LOG_LEVEL,
     apiRateLimitPerMinute: value.API_RATE_LIMIT_PER_MINUTE,
+    trustProxyHops: value.TRUST_PROXY_HOPS,
     sendRatePerSecond: value.SEND_RATE_PER_SECOND,
     publicUrl: (value.PUBLIC_URL ?? `http://localhost:${value.PORT}`).replace(/\/+$/, ''),
     secretKey: value.SECRET_KEY,

@@ -27,6 +27,7 @@ describe('defaults', () => {
       engine: 'embedded',
       temporalAddress: undefined,
       temporalNamespace: 'default',
+      trustProxyHops: 0,
       logLevel: 'info',
       apiRateLimitPerMinute: 1000,
       sendRatePerSecond: 14,
@@ -76,6 +77,7 @@ describe('valid values are read and converted', () => {
       AUTOMATION_MAX_RUNNING: '50',
       METRICS_PORT: '9464',
       METRICS_TOKEN: 't'.repeat(32),
+      TRUST_PROXY_HOPS: '2',
     })).toEqual({
       port: 8080,
       dataDir: '/var/lib/herald',
@@ -84,6 +86,7 @@ describe('valid values are read and converted', () => {
       engine: 'temporal',
       temporalAddress: 'temporal.internal:7233',
       temporalNamespace: 'herald',
+      trustProxyHops: 2,
       logLevel: 'debug',
       apiRateLimitPerMinute: 60,
       sendRatePerSecond: 2.5,

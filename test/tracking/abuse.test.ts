@@ -250,6 +250,32 @@ describe('floods of one pixel or link', () => {
     expect((await request(throttled).get(`${open}x`)).status).toBe(404);
   });
 
+  test('behind TRUST_PROXY_HOPS proxies the address is the one the nearest proxy forwarded; without, X-Forwarded-For is ignored', async () => {
+    const proxied = createApp(testAppDeps(db.knex, { trustProxyHops: 1, tracking: { eventWindowMs: 60_000, ratePerAddress: 10 } })).listen(0, '127.0.0.1');
+    await new Promise((r) => proxied.once('listening', r));
+    try {
+      /** 15 opens of each of two emails, one per client (X-Forwarded-For as a proxy appends it), inside one second. */
+      const opensOfTwoClients = async (s: Server, forwarded: [string, string]) => {
+        for (;;) {
+          const emails = [await newEmail('client-a@example.org'), await newEmail('client-b@example.org')];
+          await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000))); // at the start of a second
+          const second = Math.floor(Date.now() / 1000);
+          await Promise.all(emails.flatMap(({ emailId }, i) => Array.from({ length: 15 }, () =>
+            request(s).get(`/t/o/${openToken(TEST_SECRET, { projectId: project.id, emailId })}`).set('User-Agent', BROWSER).set('X-Forwarded-For', forwarded[i]!))));
+          if (Math.floor(Date.now() / 1000) !== second) continue; // the hits straddled two seconds: again
+          return Promise.all(emails.map(async ({ emailId }) => (await counts(emailId)).opens));
+        }
+      };
+      // Each client its own 10 a second, whatever it writes left of the proxy's entry.
+      expect(await opensOfTwoClients(proxied, ['10.9.9.9, 198.51.100.1', '198.51.100.1, 203.0.113.7'])).toEqual([10, 10]);
+      // No proxy trusted: the header is the client's to write, so both share the connection's address and its 10.
+      const [a, b] = await opensOfTwoClients(throttled, ['198.51.100.1', '203.0.113.7']);
+      expect(a! + b!).toBe(10);
+    } finally {
+      await new Promise((r) => proxied.close(r));
+    }
+  });
+
   test('the address throttle counts per address and per second', () => {
     let now = 5_000;
     const admit = addressThrottle(3, () => now);
