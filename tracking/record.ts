@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { deleteInBatches } from '../db/prune';
 import { EVENT_EFFECTS } from '../db/queries/events';
 import type { Agent } from './agents';
 
@@ -101,4 +102,12 @@ export async function recordHits(db: Knex, hits: readonly Hit[], windowMs = DEFA
   ] as Knex.RawBinding[]).options({ name: 'herald_record_hits' });
   const exists = new Set(found.map((r: { project_id: string; id: string }) => `${r.project_id}/${r.id}`));
   return hits.map((h) => exists.has(`${h.projectId}/${h.emailId}`));
+}
+
+/**
+ * Deletes the windows that have passed (worker/housekeeping.ts): a passed window's row only lets its next hit through,
+ * as no row does, so deleting it changes nothing but the table's size (at most the last window's hits between sweeps).
+ */
+export function pruneEventWindows(db: Knex, windowMs = DEFAULT_EVENT_WINDOW_MS): Promise<number> {
+  return deleteInBatches(db, 'tracking_event_windows', `last_event_at <= now() - ?::int * interval '1 millisecond'`, [windowMs]);
 }

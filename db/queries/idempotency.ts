@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
+import { deleteInBatches } from '../prune';
 
 /** Idempotency keys are honoured for 24 hours (decisions.md), then a key may be used for a new request. */
 export const IDEMPOTENCY_TTL_HOURS = 24;
@@ -37,7 +38,7 @@ export async function completeIdempotency(trx: Knex.Transaction, projectId: stri
   await trx('idempotency_keys').where({ project_id: projectId, key }).update({ response_status: status, response_body: JSON.stringify(body) });
 }
 
-/** Deletes expired keys (run periodically by the worker). */
-export async function purgeExpiredIdempotencyKeys(db: Knex): Promise<number> {
-  return db('idempotency_keys').where('created_at', '<', db.raw(`now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})`)).delete();
+/** Deletes expired keys (worker/housekeeping.ts), in batches, by idempotency_keys_created_idx. */
+export function purgeExpiredIdempotencyKeys(db: Knex): Promise<number> {
+  return deleteInBatches(db, 'idempotency_keys', `created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})`, []);
 }

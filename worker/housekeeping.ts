@@ -1,0 +1,61 @@
+import type { Knex } from 'knex';
+import { purgeExpiredIdempotencyKeys } from '../db/queries/idempotency';
+import type { Logger } from '../logging/logger';
+import { pruneEventWindows } from '../tracking/record';
+import { loopState } from './claimLoop';
+
+/**
+ * Rows that matter only for a while, deleted by every worker once they no longer do: tracking windows that have passed
+ * (tracking/record.ts) and idempotency keys past their 24 hours (db/queries/idempotency.ts). Each sweep deletes in
+ * short batches (db/prune.ts), so workers sweeping at once share the rows rather than wait on each other. A failed
+ * sweep is logged and tried again at the next round.
+ */
+export interface HousekeepingOptions {
+  knex: Knex;
+  log: Logger;
+  /** The tracking routes' event window (TRACKING_EVENT_WINDOW_SECONDS): a window row older than it has passed. */
+  eventWindowMs: number;
+  /** Between rounds; the first round runs at start. */
+  intervalMs?: number;
+}
+
+export interface Housekeeping {
+  /** Runs a round now (tests); answers the rows deleted by sweep. */
+  round(): Promise<Record<string, number>>;
+  stop(): Promise<void>;
+}
+
+export function startHousekeeping(opts: HousekeepingOptions): Housekeeping {
+  const { knex, log } = opts;
+  const sweeps: Record<string, () => Promise<number>> = {
+    trackingWindows: () => pruneEventWindows(knex, opts.eventWindowMs),
+    idempotencyKeys: () => purgeExpiredIdempotencyKeys(knex),
+  };
+  async function round(): Promise<Record<string, number>> {
+    const deleted: Record<string, number> = {};
+    for (const [name, sweep] of Object.entries(sweeps)) {
+      try {
+        deleted[name] = await sweep();
+      } catch (err) {
+        log.warn({ err: (err as Error).message, sweep: name }, 'housekeeping sweep failed; next round retries');
+      }
+    }
+    if (Object.values(deleted).some((n) => n > 0)) log.debug({ deleted }, 'housekeeping');
+    return deleted;
+  }
+  const state = loopState();
+  const loop = (async () => {
+    while (!state.stopping) {
+      await round();
+      if (!state.stopping) await state.nap(opts.intervalMs ?? 60_000);
+    }
+  })();
+  return {
+    round,
+    stop: async () => {
+      state.stopping = true;
+      state.wake?.();
+      await loop;
+    },
+  };
+}
