@@ -1,6 +1,7 @@
 import type { RouterContext } from '@koa/router';
 import type Joi from 'joi';
 import type { Knex } from 'knex';
+import type { Permission } from '../projects/roles';
 import type { AuthState } from './middleware/auth';
 import type { Operation } from './openapi/operations';
 import type { Services } from './services';
@@ -56,8 +57,10 @@ interface Serving {
 }
 
 /** A JSON route: the common case. */
-export interface JsonRoute<P extends string = string, B = unknown, Q = unknown> extends Omit<Operation, 'path' | 'body' | 'query'>, Serving {
+export interface JsonRoute<P extends string = string, B = unknown, Q = unknown> extends Omit<Operation, 'path' | 'body' | 'query' | 'permission'>, Serving {
   path: P;
+  /** What the caller must be allowed (projects/roles.ts): checked by the routers before anything else of the route. */
+  permission: Permission;
   body?: Joi.ObjectSchema<B>;
   query?: Joi.ObjectSchema<Q>;
   /**

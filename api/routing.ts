@@ -2,6 +2,8 @@ import Router, { type RouterMiddleware } from '@koa/router';
 import type { Knex } from 'knex';
 import { notFound } from '../core/errors';
 import { isUuid } from '../core/values';
+import { allows, type Permission } from '../projects/roles';
+import { forbidden } from './errors';
 import { idempotent } from './idempotency';
 import { authenticate, type AuthState } from './middleware/auth';
 import { jsonBody } from './middleware/body';
@@ -46,6 +48,23 @@ function checkUuids(route: Route): RouterMiddleware<CallerState> | undefined {
       const id = params[name]!.toLowerCase();
       if (!isUuid(id)) throw notFound(NOT_FOUND_AS[name] ?? resourceOf(route.path));
       params[name] = id;
+    }
+    return next();
+  };
+}
+
+/**
+ * The one check of what a caller may do (issue 27), for keys and sessions alike: before the path's ids are looked up,
+ * so a caller without the permission learns nothing of what exists.
+ */
+function permit(route: JsonRoute): RouterMiddleware<CallerState> {
+  const needs: Permission = route.permission;
+  return (ctx, next) => {
+    const { principal } = ctx.state.auth;
+    if (!allows(principal, needs)) {
+      const who = principal.kind === 'key' ? `This API key (scope ${principal.scope})` : `Your role (${principal.role})`;
+      throw forbidden(`${who} may not ${route.summary.toLowerCase()}: it needs the ${needs} permission`,
+        principal.kind === 'key' ? 'Use a key with the full scope, or sign in as a member allowed to.' : 'Ask an admin of the project for a role that allows it.');
     }
     return next();
   };
@@ -109,7 +128,7 @@ export function buildRouters(routes: readonly Route[], services: Services, deps:
     if (route.access === 'open') throw new Error(`${route.operationId}: an open route serves its own answer (rawRoute), having no caller`);
     const router = route.access === 'secretOrPublic' ? routers.tracking : route.largeBody ? routers.sending : routers.management;
     const uuids = checkUuids(route);
-    router.register(route.path, methods, [...(uuids ? [uuids] : []), jsonHandler(route, services, deps.knex)]);
+    router.register(route.path, methods, [permit(route), ...(uuids ? [uuids] : []), jsonHandler(route, services, deps.knex)]);
   }
   return routers;
 }

@@ -1,11 +1,23 @@
 import type { Knex } from 'knex';
 import type { Middleware } from 'koa';
 import type { ApiKeyType } from '../../db/models/ApiKey';
-import { admit, type Caller } from '../../projects/access';
+import { admit } from '../../projects/access';
+import type { Principal } from '../../projects/roles';
 import { ApiError, forbidden, unauthorized } from '../errors';
 
 /** What authentication puts on `ctx.state.auth`: the caller, which handlers get typed as `call.auth` (api/route.ts). */
-export type AuthState = Caller;
+export interface AuthState {
+  projectId: string;
+  /**
+   * How far the request is trusted with what contacts say of themselves (audience/subscription.ts): `public` for a
+   * public key (a browser), `secret` for a secret key or a person signed in.
+   */
+  keyType: ApiKeyType;
+  /** Who: a key of the project or a member signed in; what it may do is `allows(principal, permission)`. */
+  principal: Principal;
+  /** The client's address (as TRUST_PROXY_HOPS reads it): the audit log's "from where". */
+  address: string;
+}
 
 const SUGGEST_HEADER = 'Send the header "Authorization: Bearer <API key>" with a key from `npm run cli -- project create` or the one printed at first start.';
 
@@ -32,7 +44,12 @@ export function authenticate(knex: Knex, accepts: ApiKeyType[], perMinute: numbe
     if (!accepts.includes(caller.keyType)) {
       throw forbidden('Public keys (pk_) may only be used with POST /v1/track', 'Use a secret key (sk_) from a server, never from a browser.');
     }
-    const auth: AuthState = caller;
+    const auth: AuthState = {
+      projectId: caller.projectId,
+      keyType: caller.keyType,
+      principal: { kind: 'key', keyId: caller.keyId, keyType: caller.keyType, scope: 'full' },
+      address: ctx.ip,
+    };
     ctx.state.auth = auth;
 
     const resetSeconds = Math.max(1, Math.ceil((rate.resetAt - Date.now()) / 1000));

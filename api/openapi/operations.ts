@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import type { Permission } from '../../projects/roles';
 
 /**
  * What the OpenAPI document (api/openapi/document.ts) says of an operation, and the helpers that write it. Each route
@@ -36,6 +37,8 @@ export interface Operation {
   description?: string;
   tag: string;
   access: Access;
+  /** What a caller of a non-open operation must be allowed (projects/roles.ts); the document prints it. */
+  permission?: Permission;
   /** The JSON body's schema; its absence means the route reads no body. */
   body?: Joi.ObjectSchema;
   /** Whether the body may be left out (POST /campaigns/:id/send sends now with none). */

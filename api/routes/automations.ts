@@ -27,32 +27,32 @@ const owned = ({ auth, params, services }: Lookup<'/workflows/:id'>) => services
 
 /** Spec 4.7: automations, which the API calls workflows (automations/automations.ts). */
 export const automationRoutes = [
-  route({ operationId: 'listWorkflows', method: 'get', path: '/workflows', summary: 'List workflows', tag: 'Workflows', access: 'secret', query: listWorkflowsQuerySchema, answers: ok('A page of workflows.', A.pageOf(A.workflowAnswer)),
+  route({ operationId: 'listWorkflows', method: 'get', path: '/workflows', summary: 'List workflows', tag: 'Workflows', access: 'secret', permission: 'read', query: listWorkflowsQuerySchema, answers: ok('A page of workflows.', A.pageOf(A.workflowAnswer)),
     async handle({ auth, query: q, services }) {
       const { rows, total } = await services.automations.list(auth.projectId, { enabled: q.enabled }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       return reply(toPage(rows, q.limit, total, workflowJson));
     } }),
 
-  route({ operationId: 'createWorkflow', method: 'post', path: '/workflows', summary: 'Create a workflow', tag: 'Workflows', access: 'secret', body: createWorkflowSchema,
+  route({ operationId: 'createWorkflow', method: 'post', path: '/workflows', summary: 'Create a workflow', tag: 'Workflows', access: 'secret', permission: 'write', body: createWorkflowSchema,
     description: "A step's `config` depends on its `type` (docs/api.md, Workflows); `next` is refused on EXIT and CONDITION steps, `branches` required on CONDITION and refused elsewhere.",
     answers: created('Created.', A.workflowAnswer),
     links: crud('Workflow', undefined, undefined, ['get', 'update', 'delete', 'listWorkflowExecutions:']),
     handle: async ({ auth, body, services }) => reply(workflowJson(await services.automations.create(auth.projectId, body)), 201) }),
 
-  route({ operationId: 'getWorkflow', method: 'get', path: '/workflows/:id', summary: 'Get a workflow', tag: 'Workflows', access: 'secret', answers: ok('The workflow.', A.workflowAnswer),
+  route({ operationId: 'getWorkflow', method: 'get', path: '/workflows/:id', summary: 'Get a workflow', tag: 'Workflows', access: 'secret', permission: 'read', answers: ok('The workflow.', A.workflowAnswer),
     handle: async (call) => reply(workflowJson(await owned(call))) }),
 
-  route({ operationId: 'updateWorkflow', method: 'patch', path: '/workflows/:id', summary: 'Update a workflow', tag: 'Workflows', access: 'secret', body: patchWorkflowSchema, answers: ok('The workflow.', A.workflowAnswer),
+  route({ operationId: 'updateWorkflow', method: 'patch', path: '/workflows/:id', summary: 'Update a workflow', tag: 'Workflows', access: 'secret', permission: 'write', body: patchWorkflowSchema, answers: ok('The workflow.', A.workflowAnswer),
     before: owned,
     handle: async ({ auth, params, body, services }) => reply(workflowJson(await services.automations.update(auth.projectId, params.id, body))) }),
 
-  route({ operationId: 'deleteWorkflow', method: 'delete', path: '/workflows/:id', summary: 'Delete a workflow', tag: 'Workflows', access: 'secret', answers: noContent('Deleted.'),
+  route({ operationId: 'deleteWorkflow', method: 'delete', path: '/workflows/:id', summary: 'Delete a workflow', tag: 'Workflows', access: 'secret', permission: 'write', answers: noContent('Deleted.'),
     async handle({ auth, params, services }) {
       await services.automations.remove(auth.projectId, params.id);
       return deleted;
     } }),
 
-  route({ operationId: 'listWorkflowExecutions', method: 'get', path: '/workflows/:id/executions', summary: "List a workflow's executions", tag: 'Workflows', access: 'secret', query: listExecutionsQuerySchema,
+  route({ operationId: 'listWorkflowExecutions', method: 'get', path: '/workflows/:id/executions', summary: "List a workflow's executions", tag: 'Workflows', access: 'secret', permission: 'read', query: listExecutionsQuerySchema,
     answers: ok('A page of executions.', A.pageOf(A.executionAnswer)), links: first('getWorkflowExecution', 'executionId', 'id'),
     before: owned,
     async handle({ auth, params, query: q, services }) {
@@ -60,7 +60,7 @@ export const automationRoutes = [
       return reply(toPage(rows, q.limit, total, executionJson));
     } }),
 
-  route({ operationId: 'getWorkflowExecution', method: 'get', path: '/workflows/:id/executions/:executionId', summary: 'Get an execution', tag: 'Workflows', access: 'secret',
+  route({ operationId: 'getWorkflowExecution', method: 'get', path: '/workflows/:id/executions/:executionId', summary: 'Get an execution', tag: 'Workflows', access: 'secret', permission: 'read',
     params: { executionId: uuidParam }, answers: ok('The execution.', A.executionAnswer),
     handle: async ({ auth, params, services }) => reply(executionJson(await services.automations.execution(auth.projectId, params.id, params.executionId))) }),
 ];

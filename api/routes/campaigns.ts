@@ -23,45 +23,45 @@ const owned = ({ auth, params, services }: Lookup<'/campaigns/:id'>) => services
 
 /** Spec 4.5 (campaigns/campaigns.ts). */
 export const campaignRoutes = [
-  route({ operationId: 'listCampaigns', method: 'get', path: '/campaigns', summary: 'List campaigns', tag: 'Campaigns', access: 'secret', query: listCampaignsQuerySchema, answers: ok('A page of campaigns.', A.pageOf(A.campaignAnswer)),
+  route({ operationId: 'listCampaigns', method: 'get', path: '/campaigns', summary: 'List campaigns', tag: 'Campaigns', access: 'secret', permission: 'read', query: listCampaignsQuerySchema, answers: ok('A page of campaigns.', A.pageOf(A.campaignAnswer)),
     async handle({ auth, query: q, services }) {
       const { rows, total } = await services.campaigns.list(auth.projectId, { status: q.status }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       return reply(toPage(rows, q.limit, total, campaignJson));
     } }),
 
-  route({ operationId: 'createCampaign', method: 'post', path: '/campaigns', summary: 'Create a campaign (DRAFT)', tag: 'Campaigns', access: 'secret', body: createCampaignSchema,
+  route({ operationId: 'createCampaign', method: 'post', path: '/campaigns', summary: 'Create a campaign (DRAFT)', tag: 'Campaigns', access: 'secret', permission: 'write', body: createCampaignSchema,
     description: '`segmentId` is required for a SEGMENT audience and `audienceFilter` for a FILTERED one; each is refused otherwise.',
     answers: created('Created.', A.campaignAnswer),
     links: crud('Campaign', undefined, undefined, ['get', 'update', 'delete', 'getCampaignStats:', 'sendCampaign:', 'cancelCampaign:', 'testCampaign:']),
     handle: async ({ auth, body, services }) => reply(campaignJson(await services.campaigns.create(auth.projectId, body)), 201) }),
 
-  route({ operationId: 'getCampaign', method: 'get', path: '/campaigns/:id', summary: 'Get a campaign', tag: 'Campaigns', access: 'secret', answers: ok('The campaign.', A.campaignAnswer),
+  route({ operationId: 'getCampaign', method: 'get', path: '/campaigns/:id', summary: 'Get a campaign', tag: 'Campaigns', access: 'secret', permission: 'read', answers: ok('The campaign.', A.campaignAnswer),
     handle: async (call) => reply(campaignJson(await owned(call))) }),
 
-  route({ operationId: 'updateCampaign', method: 'patch', path: '/campaigns/:id', summary: 'Update a DRAFT campaign', tag: 'Campaigns', access: 'secret', body: patchCampaignSchema, answers: ok('The campaign.', A.campaignAnswer), errors: [409],
+  route({ operationId: 'updateCampaign', method: 'patch', path: '/campaigns/:id', summary: 'Update a DRAFT campaign', tag: 'Campaigns', access: 'secret', permission: 'write', body: patchCampaignSchema, answers: ok('The campaign.', A.campaignAnswer), errors: [409],
     before: owned,
     handle: async ({ auth, params, body, services }) => reply(campaignJson(await services.campaigns.update(auth.projectId, params.id, body))) }),
 
-  route({ operationId: 'deleteCampaign', method: 'delete', path: '/campaigns/:id', summary: 'Delete a DRAFT or CANCELLED campaign', tag: 'Campaigns', access: 'secret', answers: noContent('Deleted.'), errors: [409],
+  route({ operationId: 'deleteCampaign', method: 'delete', path: '/campaigns/:id', summary: 'Delete a DRAFT or CANCELLED campaign', tag: 'Campaigns', access: 'secret', permission: 'write', answers: noContent('Deleted.'), errors: [409],
     async handle({ auth, params, services }) {
       await services.campaigns.remove(auth.projectId, params.id);
       return deleted;
     } }),
 
-  route({ operationId: 'sendCampaign', method: 'post', path: '/campaigns/:id/send', summary: 'Send or schedule a campaign', tag: 'Campaigns', access: 'secret', body: sendCampaignSchema, bodyOptional: true,
+  route({ operationId: 'sendCampaign', method: 'post', path: '/campaigns/:id/send', summary: 'Send or schedule a campaign', tag: 'Campaigns', access: 'secret', permission: 'write', body: sendCampaignSchema, bodyOptional: true,
     description: '`{}` (or no body) sends now; `{ "scheduledAt" }` schedules.', answers: ok('The campaign, SENDING or SCHEDULED.', A.campaignAnswer), errors: [409],
     before: owned,
     handle: async ({ auth, params, body, services }) => reply(campaignJson(await services.campaigns.send(auth.projectId, params.id, body.scheduledAt))) }),
 
-  route({ operationId: 'cancelCampaign', method: 'post', path: '/campaigns/:id/cancel', summary: 'Cancel a scheduled or sending campaign', tag: 'Campaigns', access: 'secret',
+  route({ operationId: 'cancelCampaign', method: 'post', path: '/campaigns/:id/cancel', summary: 'Cancel a scheduled or sending campaign', tag: 'Campaigns', access: 'secret', permission: 'write',
     answers: ok('The campaign, CANCELLED.', A.campaignAnswer), errors: [409],
     handle: async ({ auth, params, services }) => reply(campaignJson(await services.campaigns.cancel(auth.projectId, params.id))) }),
 
-  route({ operationId: 'testCampaign', method: 'post', path: '/campaigns/:id/test', summary: 'Send [TEST] copies', tag: 'Campaigns', access: 'secret', body: testCampaignSchema,
+  route({ operationId: 'testCampaign', method: 'post', path: '/campaigns/:id/test', summary: 'Send [TEST] copies', tag: 'Campaigns', access: 'secret', permission: 'write', body: testCampaignSchema,
     answers: ok('The test emails.', A.campaignTestAnswer),
     before: owned,
     handle: async ({ auth, params, body, services }) => reply({ emails: await services.campaigns.test(auth.projectId, params.id, body.emails) }) }),
 
-  route({ operationId: 'getCampaignStats', method: 'get', path: '/campaigns/:id/stats', summary: "A campaign's statistics", tag: 'Campaigns', access: 'secret', answers: ok('The statistics.', A.campaignStatsAnswer),
+  route({ operationId: 'getCampaignStats', method: 'get', path: '/campaigns/:id/stats', summary: "A campaign's statistics", tag: 'Campaigns', access: 'secret', permission: 'read', answers: ok('The statistics.', A.campaignStatsAnswer),
     handle: async ({ auth, params, services }) => reply(await services.campaigns.stats(auth.projectId, params.id)) }),
 ];

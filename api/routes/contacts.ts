@@ -20,7 +20,7 @@ export function contactJson(c: Contact): ContactJson {
 
 /** Spec 4.2 (contacts/contacts.ts). */
 export const contactRoutes = [
-  route({ operationId: 'listContacts', method: 'get', path: '/contacts', summary: 'List contacts', tag: 'Contacts', access: 'secret', query: listContactsQuerySchema,
+  route({ operationId: 'listContacts', method: 'get', path: '/contacts', summary: 'List contacts', tag: 'Contacts', access: 'secret', permission: 'read', query: listContactsQuerySchema,
     answers: ok('A page of contacts, newest first.', A.contactPageAnswer), links: first('getContact'),
     async handle({ auth, query: q, services }) {
       const { rows, total } = await services.contacts.list(auth.projectId, { subscribed: q.subscribed, search: q.search }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
@@ -29,7 +29,7 @@ export const contactRoutes = [
       return reply({ ...page, contacts: page.items, cursor: page.nextCursor });
     } }),
 
-  route({ operationId: 'createContact', method: 'post', path: '/contacts', summary: 'Create or update a contact by email', tag: 'Contacts', access: 'secret', body: upsertContactSchema,
+  route({ operationId: 'createContact', method: 'post', path: '/contacts', summary: 'Create or update a contact by email', tag: 'Contacts', access: 'secret', permission: 'write', body: upsertContactSchema,
     answers: { 201: { description: 'Created.', data: A.savedContactAnswer }, 200: { description: 'Updated (the address was known).', data: A.savedContactAnswer } },
     links: crud('Contact'),
     async handle({ auth, body, services }) {
@@ -37,13 +37,13 @@ export const contactRoutes = [
       return reply({ ...contactJson(contact), _meta: { isNew, isUpdate: !isNew } }, isNew ? 201 : 200);
     } }),
 
-  route({ operationId: 'getContact', method: 'get', path: '/contacts/:id', summary: 'Get a contact', tag: 'Contacts', access: 'secret', answers: ok('The contact.', A.contactAnswer),
+  route({ operationId: 'getContact', method: 'get', path: '/contacts/:id', summary: 'Get a contact', tag: 'Contacts', access: 'secret', permission: 'read', answers: ok('The contact.', A.contactAnswer),
     handle: async ({ auth, params, services }) => reply(contactJson(await services.contacts.get(auth.projectId, params.id))) }),
 
-  route({ operationId: 'updateContact', method: 'patch', path: '/contacts/:id', summary: 'Update a contact', tag: 'Contacts', access: 'secret', body: patchContactSchema, answers: ok('The contact.', A.contactAnswer),
+  route({ operationId: 'updateContact', method: 'patch', path: '/contacts/:id', summary: 'Update a contact', tag: 'Contacts', access: 'secret', permission: 'write', body: patchContactSchema, answers: ok('The contact.', A.contactAnswer),
     handle: async ({ auth, params, body, services }) => reply(contactJson(await services.contacts.update(auth.projectId, params.id, body))) }),
 
-  route({ operationId: 'deleteContact', method: 'delete', path: '/contacts/:id', summary: 'Delete a contact', tag: 'Contacts', access: 'secret', answers: noContent('Deleted.'),
+  route({ operationId: 'deleteContact', method: 'delete', path: '/contacts/:id', summary: 'Delete a contact', tag: 'Contacts', access: 'secret', permission: 'write', answers: noContent('Deleted.'),
     async handle({ auth, params, services }) {
       await services.contacts.remove(auth.projectId, params.id);
       return deleted;

@@ -9,7 +9,7 @@ import { trackSchema } from '../schemas/events';
  * stores its answer.
  */
 export const customEventRoutes = [
-  route({ operationId: 'track', method: 'post', path: '/v1/track', summary: 'Track an event', tag: 'Sending', access: 'secretOrPublic', body: trackSchema, idempotent: true,
+  route({ operationId: 'track', method: 'post', path: '/v1/track', summary: 'Track an event', tag: 'Sending', access: 'secretOrPublic', permission: 'send', body: trackSchema, idempotent: true,
     description: 'Upserts the contact and records the event. A public key (pk_) is accepted here only, and sets `subscribed` only for a contact it creates.',
     answers: ok('Recorded.', A.trackAnswer),
     handle: ({ auth: { projectId, keyType }, body, services: { customEvents }, once }) => once(async (trx) => {

@@ -32,27 +32,27 @@ export function domainJson(d: Domain, returnPath?: ReturnPath): DomainJson {
 
 /** Spec 4.9 (domains/domains.ts). A domain is answered with its records, the bounce domain's among them. */
 export const domainRoutes = [
-  route({ operationId: 'listDomains', method: 'get', path: '/domains', summary: 'List sending domains', tag: 'Domains', access: 'secret', query: listDomainsQuerySchema, answers: ok('A page of domains.', A.pageOf(A.domainAnswer)),
+  route({ operationId: 'listDomains', method: 'get', path: '/domains', summary: 'List sending domains', tag: 'Domains', access: 'secret', permission: 'read', query: listDomainsQuerySchema, answers: ok('A page of domains.', A.pageOf(A.domainAnswer)),
     async handle({ auth, query: q, services }) {
       const { rows, total } = await services.domains.list(auth.projectId, { status: q.status }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       return reply(toPage(rows, q.limit, total, (d) => domainJson(d, services.returnPath)));
     } }),
 
-  route({ operationId: 'createDomain', method: 'post', path: '/domains', summary: 'Add a sending domain', tag: 'Domains', access: 'secret', body: createDomainSchema,
+  route({ operationId: 'createDomain', method: 'post', path: '/domains', summary: 'Add a sending domain', tag: 'Domains', access: 'secret', permission: 'admin', body: createDomainSchema,
     answers: created('Added, with the DNS records to publish.', A.domainAnswer), errors: [409],
     links: crud('Domain', undefined, undefined, ['get', 'delete', 'verifyDomain:']),
     handle: async ({ auth, body, services }) => reply(domainJson(await services.domains.create(auth.projectId, body.domain), services.returnPath), 201) }),
 
-  route({ operationId: 'getDomain', method: 'get', path: '/domains/:id', summary: 'Get a sending domain', tag: 'Domains', access: 'secret', answers: ok('The domain.', A.domainAnswer),
+  route({ operationId: 'getDomain', method: 'get', path: '/domains/:id', summary: 'Get a sending domain', tag: 'Domains', access: 'secret', permission: 'read', answers: ok('The domain.', A.domainAnswer),
     handle: async ({ auth, params, services }) => reply(domainJson(await services.domains.get(auth.projectId, params.id), services.returnPath)) }),
 
-  route({ operationId: 'deleteDomain', method: 'delete', path: '/domains/:id', summary: 'Remove a sending domain', tag: 'Domains', access: 'secret', answers: noContent('Removed.'),
+  route({ operationId: 'deleteDomain', method: 'delete', path: '/domains/:id', summary: 'Remove a sending domain', tag: 'Domains', access: 'secret', permission: 'admin', answers: noContent('Removed.'),
     async handle({ auth, params, services }) {
       await services.domains.remove(auth.projectId, params.id);
       return deleted;
     } }),
 
   /** Checks the domain's records in DNS now and answers the outcome. */
-  route({ operationId: 'verifyDomain', method: 'post', path: '/domains/:id/verify', summary: "Check the domain's DNS records now", tag: 'Domains', access: 'secret', answers: ok('The domain after the check.', A.domainAnswer),
+  route({ operationId: 'verifyDomain', method: 'post', path: '/domains/:id/verify', summary: "Check the domain's DNS records now", tag: 'Domains', access: 'secret', permission: 'admin', answers: ok('The domain after the check.', A.domainAnswer),
     handle: async ({ auth, params, services }) => reply(domainJson(await services.domains.verify(auth.projectId, params.id), services.returnPath)) }),
 ];

@@ -51,13 +51,13 @@ const timelineJson = (t: TimelineEntry) => ({ type: t.type, at: t.at.toISOString
 
 /** Emails as a resource (docs/api.md, "Emails"). The body is in the single email's answer only, never in a list. */
 export const emailRoutes = [
-  route({ operationId: 'listEmails', method: 'get', path: '/emails', summary: 'List emails', tag: 'Emails', access: 'secret', query: listEmailsQuerySchema, answers: ok('A page of emails (no bodies).', A.emailPageAnswer), links: first('getEmail'),
+  route({ operationId: 'listEmails', method: 'get', path: '/emails', summary: 'List emails', tag: 'Emails', access: 'secret', permission: 'read', query: listEmailsQuerySchema, answers: ok('A page of emails (no bodies).', A.emailPageAnswer), links: first('getEmail'),
     async handle({ auth, query: q, services }) {
       const { rows, total, totalExact } = await services.emails.list(auth.projectId, q, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       return reply({ ...toPage(rows, q.limit, total, emailJson), totalExact });
     } }),
 
-  route({ operationId: 'getEmail', method: 'get', path: '/emails/:id', summary: 'Get an email, its body and timeline', tag: 'Emails', access: 'secret', answers: ok('The email.', A.emailDetailAnswer),
+  route({ operationId: 'getEmail', method: 'get', path: '/emails/:id', summary: 'Get an email, its body and timeline', tag: 'Emails', access: 'secret', permission: 'read', answers: ok('The email.', A.emailDetailAnswer),
     async handle({ auth, params, services }) {
       const { email, timeline } = await services.emails.get(auth.projectId, params.id);
       return reply({ ...emailJson(email), html: email.html, timeline: timeline.map(timelineJson) });

@@ -20,12 +20,12 @@ export function eventJson(e: Event): EventJson {
 
 /** Events recorded for the project (events/events.ts). */
 export const eventRoutes = [
-  route({ operationId: 'listEvents', method: 'get', path: '/events', summary: 'List events', tag: 'Events', access: 'secret', query: listEventsQuerySchema, answers: ok('A page of events.', A.pageOf(A.eventAnswer)),
+  route({ operationId: 'listEvents', method: 'get', path: '/events', summary: 'List events', tag: 'Events', access: 'secret', permission: 'read', query: listEventsQuerySchema, answers: ok('A page of events.', A.pageOf(A.eventAnswer)),
     async handle({ auth, query: q, services }) {
       const { rows, total } = await services.events.list(auth.projectId, q, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       return reply(toPage(rows, q.limit, total, eventJson));
     } }),
 
-  route({ operationId: 'listEventNames', method: 'get', path: '/events/names', summary: 'Event names seen, with counts', tag: 'Events', access: 'secret', answers: ok('The names.', A.eventNamesAnswer),
+  route({ operationId: 'listEventNames', method: 'get', path: '/events/names', summary: 'Event names seen, with counts', tag: 'Events', access: 'secret', permission: 'read', answers: ok('The names.', A.eventNamesAnswer),
     handle: async ({ auth, services }) => reply({ items: await services.events.names(auth.projectId) }) }),
 ];

@@ -21,38 +21,38 @@ const ownedStatic = ({ auth, params, services }: Lookup<'/segments/:id'>) => ser
 
 /** Spec 4.4 (audience/segments.ts). */
 export const segmentRoutes = [
-  route({ operationId: 'listSegments', method: 'get', path: '/segments', summary: 'List segments', tag: 'Segments', access: 'secret', query: listQuerySchema, answers: ok('A page of segments.', A.pageOf(A.segmentAnswer)),
+  route({ operationId: 'listSegments', method: 'get', path: '/segments', summary: 'List segments', tag: 'Segments', access: 'secret', permission: 'read', query: listQuerySchema, answers: ok('A page of segments.', A.pageOf(A.segmentAnswer)),
     async handle({ auth, query: q, services }) {
       const { rows, total } = await services.segments.list(auth.projectId, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       return reply(toPage(rows, q.limit, total, segmentJson));
     } }),
 
-  route({ operationId: 'createSegment', method: 'post', path: '/segments', summary: 'Create a segment', tag: 'Segments', access: 'secret', body: createSegmentSchema,
+  route({ operationId: 'createSegment', method: 'post', path: '/segments', summary: 'Create a segment', tag: 'Segments', access: 'secret', permission: 'write', body: createSegmentSchema,
     description: '`condition` is required for a DYNAMIC segment and refused for a STATIC one.',
     answers: created('Created.', A.segmentAnswer), links: crud('Segment', undefined, undefined, ['get', 'update', 'delete', 'listSegmentContacts:', 'addSegmentMembers:', 'removeSegmentMembers:']),
     handle: async ({ auth, body, services }) => reply(segmentJson(await services.segments.create(auth.projectId, body)), 201) }),
 
-  route({ operationId: 'previewSegment', method: 'post', path: '/segments/preview', summary: 'Preview a condition', tag: 'Segments', access: 'secret', body: previewSchema,
+  route({ operationId: 'previewSegment', method: 'post', path: '/segments/preview', summary: 'Preview a condition', tag: 'Segments', access: 'secret', permission: 'write', body: previewSchema,
     answers: ok('How many contacts match, and the first of them.', A.segmentPreviewAnswer),
     async handle({ auth, body, services }) {
       const { count, contacts } = await services.segments.preview(auth.projectId, body.condition);
       return reply({ count, contacts: contacts.map(contactJson) });
     } }),
 
-  route({ operationId: 'getSegment', method: 'get', path: '/segments/:id', summary: 'Get a segment', tag: 'Segments', access: 'secret', answers: ok('The segment.', A.segmentAnswer),
+  route({ operationId: 'getSegment', method: 'get', path: '/segments/:id', summary: 'Get a segment', tag: 'Segments', access: 'secret', permission: 'read', answers: ok('The segment.', A.segmentAnswer),
     handle: async (call) => reply(segmentJson(await owned(call))) }),
 
-  route({ operationId: 'updateSegment', method: 'patch', path: '/segments/:id', summary: 'Update a segment', tag: 'Segments', access: 'secret', body: patchSegmentSchema, answers: ok('The segment.', A.segmentAnswer), errors: [409],
+  route({ operationId: 'updateSegment', method: 'patch', path: '/segments/:id', summary: 'Update a segment', tag: 'Segments', access: 'secret', permission: 'write', body: patchSegmentSchema, answers: ok('The segment.', A.segmentAnswer), errors: [409],
     before: owned,
     handle: async ({ auth, params, body, services }) => reply(segmentJson(await services.segments.update(auth.projectId, params.id, body))) }),
 
-  route({ operationId: 'deleteSegment', method: 'delete', path: '/segments/:id', summary: 'Delete a segment', tag: 'Segments', access: 'secret', answers: noContent('Deleted.'), errors: [409],
+  route({ operationId: 'deleteSegment', method: 'delete', path: '/segments/:id', summary: 'Delete a segment', tag: 'Segments', access: 'secret', permission: 'write', answers: noContent('Deleted.'), errors: [409],
     async handle({ auth, params, services }) {
       await services.segments.remove(auth.projectId, params.id);
       return deleted;
     } }),
 
-  route({ operationId: 'listSegmentContacts', method: 'get', path: '/segments/:id/contacts', summary: "List a segment's contacts", tag: 'Segments', access: 'secret', query: listQuerySchema,
+  route({ operationId: 'listSegmentContacts', method: 'get', path: '/segments/:id/contacts', summary: "List a segment's contacts", tag: 'Segments', access: 'secret', permission: 'read', query: listQuerySchema,
     answers: ok('A page of its contacts.', A.pageOf(A.contactAnswer)),
     before: owned,
     async handle({ auth, params, query: q, services }) {
@@ -60,12 +60,12 @@ export const segmentRoutes = [
       return reply(toPage(rows, q.limit, total, contactJson));
     } }),
 
-  route({ operationId: 'addSegmentMembers', method: 'post', path: '/segments/:id/members', summary: 'Add members to a STATIC segment', tag: 'Segments', access: 'secret', body: membersSchema,
+  route({ operationId: 'addSegmentMembers', method: 'post', path: '/segments/:id/members', summary: 'Add members to a STATIC segment', tag: 'Segments', access: 'secret', permission: 'write', body: membersSchema,
     answers: ok('Added (unknown addresses become contacts).', A.membersAddedAnswer), errors: [409],
     before: ownedStatic,
     handle: async ({ auth, params, body, services }) => reply(await services.segments.addMembers(auth.projectId, params.id, body.emails)) }),
 
-  route({ operationId: 'removeSegmentMembers', method: 'delete', path: '/segments/:id/members', summary: 'Remove members from a STATIC segment', tag: 'Segments', access: 'secret', body: membersSchema,
+  route({ operationId: 'removeSegmentMembers', method: 'delete', path: '/segments/:id/members', summary: 'Remove members from a STATIC segment', tag: 'Segments', access: 'secret', permission: 'write', body: membersSchema,
     answers: ok('Removed.', A.membersRemovedAnswer), errors: [409],
     before: ownedStatic,
     handle: async ({ auth, params, body, services }) => reply(await services.segments.removeMembers(auth.projectId, params.id, body.emails)) }),

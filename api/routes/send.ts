@@ -10,7 +10,7 @@ import { sendSchema } from '../schemas/send';
  * Idempotency-Key takes its own transaction, which also stores its answer.
  */
 export const sendRoutes = [
-  route({ operationId: 'send', method: 'post', path: '/v1/send', summary: 'Send an email', tag: 'Sending', access: 'secret', body: sendSchema, idempotent: true, largeBody: true,
+  route({ operationId: 'send', method: 'post', path: '/v1/send', summary: 'Send an email', tag: 'Sending', access: 'secret', permission: 'send', body: sendSchema, idempotent: true, largeBody: true,
     description: '`subject` and `body` are required unless `template` is given. Stores one QUEUED email per recipient (or SUPPRESSED, or SKIPPED) and answers at once; delivery is asynchronous. Body limit 15 MB.',
     answers: ok('Stored: one entry per recipient.', A.sendAnswer),
     links: { getEmail: { operationId: 'getEmail', parameters: { id: '$response.body#/data/emails/0/email' } } },

@@ -5,9 +5,9 @@ import { settingsPatchSchema } from '../schemas/settings';
 
 /** The caller's project settings: open and click tracking defaults (tracking/settings.ts), answered as they are. */
 export const settingsRoutes = [
-  route({ operationId: 'getSettings', method: 'get', path: '/settings', summary: "The project's settings", tag: 'Settings', access: 'secret', answers: ok('The settings.', A.settingsAnswer),
+  route({ operationId: 'getSettings', method: 'get', path: '/settings', summary: "The project's settings", tag: 'Settings', access: 'secret', permission: 'read', answers: ok('The settings.', A.settingsAnswer),
     handle: async ({ auth, services }) => reply(await services.settings.get(auth.projectId)) }),
 
-  route({ operationId: 'updateSettings', method: 'patch', path: '/settings', summary: "Change the project's settings", tag: 'Settings', access: 'secret', body: settingsPatchSchema, answers: ok('The settings.', A.settingsAnswer),
+  route({ operationId: 'updateSettings', method: 'patch', path: '/settings', summary: "Change the project's settings", tag: 'Settings', access: 'secret', permission: 'admin', body: settingsPatchSchema, answers: ok('The settings.', A.settingsAnswer),
     handle: async ({ auth, body, services }) => reply(await services.settings.update(auth.projectId, body)) }),
 ];

@@ -14,14 +14,14 @@ export function suppressionJson(s: Suppression) {
 
 /** The project's suppression list (audience/suppressions.ts). An address in a path is matched as stored (lower case). */
 export const suppressionRoutes = [
-  route({ operationId: 'listSuppressions', method: 'get', path: '/suppressions', summary: 'List suppressed addresses', tag: 'Suppressions', access: 'secret', query: listSuppressionsQuerySchema,
+  route({ operationId: 'listSuppressions', method: 'get', path: '/suppressions', summary: 'List suppressed addresses', tag: 'Suppressions', access: 'secret', permission: 'read', query: listSuppressionsQuerySchema,
     answers: ok('A page of suppressions.', A.pageOf(A.suppressionAnswer)),
     async handle({ auth, query: q, services }) {
       const { rows, total } = await services.suppressions.list(auth.projectId, { reason: q.reason }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       return reply(toPage(rows, q.limit, total, suppressionJson));
     } }),
 
-  route({ operationId: 'createSuppression', method: 'post', path: '/suppressions', summary: 'Suppress an address', tag: 'Suppressions', access: 'secret', body: suppressSchema,
+  route({ operationId: 'createSuppression', method: 'post', path: '/suppressions', summary: 'Suppress an address', tag: 'Suppressions', access: 'secret', permission: 'admin', body: suppressSchema,
     answers: { 201: { description: 'Suppressed.', data: A.suppressionAnswer }, 200: { description: 'Already suppressed.', data: A.suppressionAnswer } },
     links: { deleteSuppression: { operationId: 'deleteSuppression', parameters: { email: '$response.body#/data/email' } } },
     async handle({ auth, body, services }) {
@@ -29,7 +29,7 @@ export const suppressionRoutes = [
       return reply(suppressionJson(entry), entry.created ? 201 : 200);
     } }),
 
-  route({ operationId: 'deleteSuppression', method: 'delete', path: '/suppressions/:email', summary: 'Remove an address from the suppression list', tag: 'Suppressions', access: 'secret',
+  route({ operationId: 'deleteSuppression', method: 'delete', path: '/suppressions/:email', summary: 'Remove an address from the suppression list', tag: 'Suppressions', access: 'secret', permission: 'admin',
     params: { email: Joi.string().description('The address (matched lower-cased).') }, answers: noContent('Removed.'), errors: [404],
     async handle({ auth, params, services }) {
       const email = normaliseEmail(params.email);

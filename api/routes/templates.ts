@@ -30,23 +30,23 @@ export function templateJson(t: Template): TemplateJson {
 
 /** Templates (templates/templates.ts). */
 export const templateRoutes = [
-  route({ operationId: 'listTemplates', method: 'get', path: '/templates', summary: 'List templates', tag: 'Templates', access: 'secret', query: listTemplatesQuerySchema, answers: ok('A page of templates.', A.pageOf(A.templateAnswer)),
+  route({ operationId: 'listTemplates', method: 'get', path: '/templates', summary: 'List templates', tag: 'Templates', access: 'secret', permission: 'read', query: listTemplatesQuerySchema, answers: ok('A page of templates.', A.pageOf(A.templateAnswer)),
     async handle({ auth, query: q, services }) {
       const { rows, total } = await services.templates.list(auth.projectId, { type: q.type }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       return reply(toPage(rows, q.limit, total, templateJson));
     } }),
 
-  route({ operationId: 'createTemplate', method: 'post', path: '/templates', summary: 'Create a template', tag: 'Templates', access: 'secret', body: createTemplateSchema,
+  route({ operationId: 'createTemplate', method: 'post', path: '/templates', summary: 'Create a template', tag: 'Templates', access: 'secret', permission: 'write', body: createTemplateSchema,
     answers: created('Created.', A.templateAnswer), links: crud('Template'),
     handle: async ({ auth, body, services }) => reply(templateJson(await services.templates.create(auth.projectId, body)), 201) }),
 
-  route({ operationId: 'getTemplate', method: 'get', path: '/templates/:id', summary: 'Get a template', tag: 'Templates', access: 'secret', answers: ok('The template.', A.templateAnswer),
+  route({ operationId: 'getTemplate', method: 'get', path: '/templates/:id', summary: 'Get a template', tag: 'Templates', access: 'secret', permission: 'read', answers: ok('The template.', A.templateAnswer),
     handle: async ({ auth, params, services }) => reply(templateJson(await services.templates.get(auth.projectId, params.id))) }),
 
-  route({ operationId: 'updateTemplate', method: 'patch', path: '/templates/:id', summary: 'Update a template', tag: 'Templates', access: 'secret', body: patchTemplateSchema, answers: ok('The template.', A.templateAnswer),
+  route({ operationId: 'updateTemplate', method: 'patch', path: '/templates/:id', summary: 'Update a template', tag: 'Templates', access: 'secret', permission: 'write', body: patchTemplateSchema, answers: ok('The template.', A.templateAnswer),
     handle: async ({ auth, params, body, services }) => reply(templateJson(await services.templates.update(auth.projectId, params.id, body))) }),
 
-  route({ operationId: 'deleteTemplate', method: 'delete', path: '/templates/:id', summary: 'Delete a template', tag: 'Templates', access: 'secret', answers: noContent('Deleted.'), errors: [409],
+  route({ operationId: 'deleteTemplate', method: 'delete', path: '/templates/:id', summary: 'Delete a template', tag: 'Templates', access: 'secret', permission: 'write', answers: noContent('Deleted.'), errors: [409],
     async handle({ auth, params, services }) {
       await services.templates.remove(auth.projectId, params.id);
       return deleted;

@@ -70,41 +70,41 @@ export function deliveryJson(r: DeliveryRow & { attempt_log: AttemptRow[] }): We
 
 /** Outbound webhook endpoints (issue 16, point 3; docs/api.md "Webhooks"). The business is webhooks/endpoints.ts. */
 export const webhookRoutes = [
-  route({ operationId: 'createWebhook', method: 'post', path: '/webhooks', summary: 'Subscribe an endpoint', tag: 'Webhooks', access: 'secret', body: createWebhookSchema,
+  route({ operationId: 'createWebhook', method: 'post', path: '/webhooks', summary: 'Subscribe an endpoint', tag: 'Webhooks', access: 'secret', permission: 'admin', body: createWebhookSchema,
     answers: created('Created; the signing secret is shown here only.', A.webhookWithSecretAnswer),
     links: crud('Webhook', undefined, undefined, ['get', 'update', 'delete', 'rotateWebhookSecret:', 'listWebhookDeliveries:']),
     handle: async ({ auth, body, services }) => reply(withSecret(await services.webhooks.create(auth.projectId, body)), 201) }),
 
-  route({ operationId: 'listWebhooks', method: 'get', path: '/webhooks', summary: 'List webhook endpoints', tag: 'Webhooks', access: 'secret', query: listWebhooksQuerySchema, answers: ok('A page of endpoints.', A.pageOf(A.webhookAnswer)),
+  route({ operationId: 'listWebhooks', method: 'get', path: '/webhooks', summary: 'List webhook endpoints', tag: 'Webhooks', access: 'secret', permission: 'read', query: listWebhooksQuerySchema, answers: ok('A page of endpoints.', A.pageOf(A.webhookAnswer)),
     async handle({ auth, query: q, services }) {
       const { rows, total } = await services.webhooks.list(auth.projectId, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       return reply(toPage(rows, q.limit, total, endpointJson));
     } }),
 
-  route({ operationId: 'getWebhook', method: 'get', path: '/webhooks/:id', summary: 'Get a webhook endpoint', tag: 'Webhooks', access: 'secret', answers: ok('The endpoint.', A.webhookAnswer),
+  route({ operationId: 'getWebhook', method: 'get', path: '/webhooks/:id', summary: 'Get a webhook endpoint', tag: 'Webhooks', access: 'secret', permission: 'read', answers: ok('The endpoint.', A.webhookAnswer),
     handle: async ({ auth, params, services }) => reply(endpointJson(await services.webhooks.get(auth.projectId, params.id))) }),
 
-  route({ operationId: 'updateWebhook', method: 'patch', path: '/webhooks/:id', summary: 'Update a webhook endpoint', tag: 'Webhooks', access: 'secret', body: patchWebhookSchema, answers: ok('The endpoint.', A.webhookAnswer),
+  route({ operationId: 'updateWebhook', method: 'patch', path: '/webhooks/:id', summary: 'Update a webhook endpoint', tag: 'Webhooks', access: 'secret', permission: 'admin', body: patchWebhookSchema, answers: ok('The endpoint.', A.webhookAnswer),
     handle: async ({ auth, params, body, services }) => reply(endpointJson(await services.webhooks.update(auth.projectId, params.id, body))) }),
 
-  route({ operationId: 'deleteWebhook', method: 'delete', path: '/webhooks/:id', summary: 'Delete a webhook endpoint', tag: 'Webhooks', access: 'secret', answers: noContent('Deleted.'),
+  route({ operationId: 'deleteWebhook', method: 'delete', path: '/webhooks/:id', summary: 'Delete a webhook endpoint', tag: 'Webhooks', access: 'secret', permission: 'admin', answers: noContent('Deleted.'),
     async handle({ auth, params, services }) {
       await services.webhooks.remove(auth.projectId, params.id);
       return deleted;
     } }),
 
-  route({ operationId: 'rotateWebhookSecret', method: 'post', path: '/webhooks/:id/rotate-secret', summary: 'Rotate the signing secret', tag: 'Webhooks', access: 'secret',
+  route({ operationId: 'rotateWebhookSecret', method: 'post', path: '/webhooks/:id/rotate-secret', summary: 'Rotate the signing secret', tag: 'Webhooks', access: 'secret', permission: 'admin',
     answers: ok('The endpoint with its new secret.', A.webhookWithSecretAnswer),
     handle: async ({ auth, params, services }) => reply(withSecret(await services.webhooks.rotateSecret(auth.projectId, params.id))) }),
 
-  route({ operationId: 'listWebhookDeliveries', method: 'get', path: '/webhooks/:id/deliveries', summary: "List an endpoint's deliveries", tag: 'Webhooks', access: 'secret', query: listWebhooksQuerySchema,
+  route({ operationId: 'listWebhookDeliveries', method: 'get', path: '/webhooks/:id/deliveries', summary: "List an endpoint's deliveries", tag: 'Webhooks', access: 'secret', permission: 'read', query: listWebhooksQuerySchema,
     answers: ok('A page of deliveries.', A.pageOf(A.webhookDeliveryAnswer)), links: first('redeliverWebhook', 'deliveryId', 'id'),
     async handle({ auth, params, query: q, services }) {
       const { rows, total } = await services.webhooks.deliveries(auth.projectId, params.id, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       return reply(toPage(rows, q.limit, total, deliveryJson));
     } }),
 
-  route({ operationId: 'redeliverWebhook', method: 'post', path: '/webhooks/:id/deliveries/:deliveryId/redeliver', summary: 'Deliver again', tag: 'Webhooks', access: 'secret',
+  route({ operationId: 'redeliverWebhook', method: 'post', path: '/webhooks/:id/deliveries/:deliveryId/redeliver', summary: 'Deliver again', tag: 'Webhooks', access: 'secret', permission: 'read',
     params: { deliveryId: uuidParam }, answers: { 202: { description: 'Queued again, with the same webhook-id.', data: A.webhookDeliveryAnswer } },
     handle: async ({ auth, params, services }) => reply(deliveryJson(await services.webhooks.redeliver(auth.projectId, params.id, params.deliveryId)), 202) }),
 ];
