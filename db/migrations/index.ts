@@ -20,6 +20,7 @@ import * as metricsIndexes from './20261126100001_metrics_indexes';
 import * as retryUnless from './20261127000001_retry_unless';
 import * as clusterSettings from './20261128000001_cluster_settings';
 import * as trackingWindows from './20261129000001_tracking_windows';
+import * as people from './20261130000001_people';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -48,6 +49,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261127000001_retry_unless': retryUnless,
   '20261128000001_cluster_settings': clusterSettings,
   '20261129000001_tracking_windows': trackingWindows,
+  '20261130000001_people': people,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
