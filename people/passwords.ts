@@ -24,6 +24,11 @@ export function hashPassword(password: string): Promise<string> {
  */
 let dummy: Promise<string> | undefined;
 
+/** Makes the dummy hash now (at start), so that the first unknown address costs no more than a wrong password either. */
+export function warmPasswords(): void {
+  dummy ??= hashPassword(`no account ${Math.random()}`);
+}
+
 /** Whether `password` matches `stored`; with no stored hash, the same work and false. */
 export async function passwordMatches(password: string, stored: string | null | undefined): Promise<boolean> {
   if (!stored) {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { notFound } from '../core/errors';
 import { login, type LoginOutcome } from './login';
+import { warmPasswords } from './passwords';
 import { endSession, endSessionByToken, endUserSession, listSessions, type SessionInfo, type SessionLifetimes } from './sessions';
 import type { ThrottleLimits } from './throttle';
 import { membershipsOf, type Membership } from './users';
@@ -8,6 +9,7 @@ import { membershipsOf, type Membership } from './users';
 /** What the /auth routes call (api/routes/auth.ts): people's logins and sessions, bound to the database and settings. */
 export function peopleService(deps: { knex: Knex; sessions: SessionLifetimes & ThrottleLimits }) {
   const { knex, sessions } = deps;
+  warmPasswords();
   return {
     lifetimes: sessions,
     /** A login; the session the browser had before (if any) ends, so that a login never keeps an old id alive. */
