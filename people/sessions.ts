@@ -42,14 +42,16 @@ export interface LiveSession {
  * last_seen_at when it is more than a minute old; one statement, by sessions_token_hash_key.
  */
 export async function sessionOf(knex: Knex, token: string, lifetimes: Pick<SessionLifetimes, 'idleMinutes'>): Promise<LiveSession | undefined> {
-  const { rows } = await knex.raw(`WITH s AS (
-      SELECT s.id, s.user_id, s.created_at, s.expires_at, s.last_seen_at FROM sessions s
-      WHERE s.token_hash = ? AND s.ended_at IS NULL AND s.expires_at > now() AND s.last_seen_at > now() - make_interval(mins => ?)),
-    touched AS (UPDATE sessions SET last_seen_at = now() WHERE id IN (SELECT id FROM s WHERE last_seen_at < now() - interval '1 minute'))
-    SELECT s.id AS "sessionId", s.user_id AS "userId", u.email, u.name, u.operator, s.created_at AS "createdAt", s.expires_at AS "expiresAt"
-    FROM s JOIN users u ON u.id = s.user_id WHERE NOT u.disabled`, [tokenHash(token), lifetimes.idleMinutes]);
+  const { rows } = await knex.raw(SESSION_OF, [tokenHash(token), lifetimes.idleMinutes]);
   return rows[0];
 }
+
+export const SESSION_OF = `WITH s AS (
+    SELECT s.id, s.user_id, s.created_at, s.expires_at, s.last_seen_at FROM sessions s
+    WHERE s.token_hash = ? AND s.ended_at IS NULL AND s.expires_at > now() AND s.last_seen_at > now() - make_interval(mins => ?)),
+  touched AS (UPDATE sessions SET last_seen_at = now() WHERE id IN (SELECT id FROM s WHERE last_seen_at < now() - interval '1 minute'))
+  SELECT s.id AS "sessionId", s.user_id AS "userId", u.email, u.name, u.operator, s.created_at AS "createdAt", s.expires_at AS "expiresAt"
+  FROM s JOIN users u ON u.id = s.user_id WHERE NOT u.disabled`;
 
 /** What a request signed in with a session may do in the project it names. */
 export type SessionAdmission =
@@ -81,7 +83,7 @@ interface AdmitRow {
  * An operator who is no member of the project reads it as a viewer (operators "see all"); changing it takes a
  * membership.
  */
-const ADMIT_SESSIONS = `WITH req AS (
+export const ADMIT_SESSIONS = `WITH req AS (
     SELECT decode(r.h, 'hex') AS token_hash, r.p AS project_id, r.i FROM unnest(?::text[], ?::uuid[]) WITH ORDINALITY AS r(h, p, i)),
   found AS (
     SELECT r.i, s.id AS "sessionId", s.user_id AS "userId", s.last_seen_at < now() - interval '1 minute' AS stale,
@@ -161,9 +163,11 @@ export interface SessionInfo {
 
 /** The user's live sessions, newest first (sessions_user_idx). At most 100: older ones are ended by their expiries. */
 export async function listSessions(knex: Knex, userId: string, lifetimes: SessionLifetimes): Promise<SessionInfo[]> {
-  const { rows } = await knex.raw(`SELECT id, created_at AS "createdAt", last_seen_at AS "lastSeenAt",
-      LEAST(expires_at, last_seen_at + make_interval(mins => ?)) AS "expiresAt", address, user_agent AS "userAgent"
-    FROM sessions WHERE user_id = ? AND ended_at IS NULL AND expires_at > now() AND last_seen_at > now() - make_interval(mins => ?)
-    ORDER BY id DESC LIMIT 100`, [lifetimes.idleMinutes, userId, lifetimes.idleMinutes]);
+  const { rows } = await knex.raw(LIST_SESSIONS, [lifetimes.idleMinutes, userId, lifetimes.idleMinutes]);
   return rows as SessionInfo[];
 }
+
+export const LIST_SESSIONS = `SELECT id, created_at AS "createdAt", last_seen_at AS "lastSeenAt",
+    LEAST(expires_at, last_seen_at + make_interval(mins => ?)) AS "expiresAt", address, user_agent AS "userAgent"
+  FROM sessions WHERE user_id = ? AND ended_at IS NULL AND expires_at > now() AND last_seen_at > now() - make_interval(mins => ?)
+  ORDER BY id DESC LIMIT 100`;
