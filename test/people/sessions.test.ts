@@ -1,5 +1,6 @@
 import request from 'supertest';
 import { bearer, createTestContext, type TestContext } from '../support/app';
+import { answerChecker } from '../support/openapi';
 import { asPerson, cookieOf, ORIGIN, PASSWORD, person, signIn } from './support';
 
 /** People signing in (issue 27): login, logout, who is signed in, their sessions, expiries, and the session on project routes. */
@@ -238,4 +239,20 @@ test('no cookie, or a cookie of nothing, on the people routes: 401', async () =>
   expect(bogus.status).toBe(401);
   expect(([] as string[]).concat(bogus.headers['set-cookie'] ?? [])[0]).toMatch(/^herald_session=; Max-Age=0/);
   expect((await http().get('/contacts').set({ Cookie: 'herald_session=abc', 'Herald-Project': t.project.id })).status).toBe(401);
+});
+
+test('the answers of the /auth routes, and their errors, match the OpenAPI document', async () => {
+  const answers = answerChecker((await http().get('/openapi.json')).body);
+  const p = await person(t.db.knex, { [t.project.id]: 'viewer' });
+  const login = await http().post('/auth/login').send({ email: p.email, password: PASSWORD });
+  answers.check('POST', '/auth/login', login);
+  const cookie = cookieOf(login);
+  answers.check('GET', '/auth/session', await http().get('/auth/session').set('Cookie', cookie));
+  const list = await http().get('/auth/sessions').set('Cookie', cookie);
+  answers.check('GET', '/auth/sessions', list);
+  answers.check('POST', '/auth/login', await http().post('/auth/login').send({ email: p.email, password: 'wrong password here' }));
+  answers.check('GET', '/contacts', await http().get('/contacts').set('Cookie', cookie));
+  answers.check('POST', '/contacts', await http().post('/contacts').set(asPerson(cookie, t.project.id)).send({ email: 'viewer-may-not@example.org' }));
+  answers.check('DELETE', '/auth/sessions/{id}', await http().delete(`/auth/sessions/${list.body.data.items[0].id}`).set({ Cookie: cookie, Origin: ORIGIN }));
+  answers.check('POST', '/auth/logout', await http().post('/auth/logout').set({ Cookie: cookie, Origin: ORIGIN }));
 });
