@@ -11,10 +11,10 @@ type Json = Record<string, unknown>;
 const MEDIA: Record<string, string> = { json: 'application/json', html: 'text/html', gif: 'image/gif', javascript: 'application/javascript', text: 'text/plain' };
 
 const ERROR_TEXT: Record<number, string> = {
-  400: 'Bad request: a body that is not a JSON object, malformed JSON, a Content-Type other than JSON, an invalid query parameter or cursor, or an invalid Idempotency-Key.',
+  400: 'Bad request: a body that is not a JSON object, malformed JSON, a Content-Type other than JSON, an invalid query parameter or cursor, an invalid Idempotency-Key, or with a session a missing or malformed Herald-Project header.',
   401: 'Missing, malformed or unknown API key; or a session that ended or expired (sign in again), or a wrong login.',
   403: 'The project is disabled (PROJECT_DISABLED); a public key (pk_) where only secret keys are accepted; a caller without the operation\'s permission; or a request with a session from another origin.',
-  404: 'Not found in the caller\'s project (a foreign id is not found).',
+  404: 'Not found in the caller\'s project (a foreign id is not found); with a session, also a Herald-Project that is not one of the person\'s projects.',
   409: 'Conflict: the state refuses the request, an Idempotency-Key reused with another body, or something it names was deleted meanwhile.',
   413: 'The body is too large (15 MB on POST /v1/send, 1 MB elsewhere).',
   415: 'Unsupported Content-Encoding (identity, gzip, deflate and br are accepted).',
@@ -33,7 +33,8 @@ export function errorStatuses(op: Operation): number[] {
     if (WITH_BODY.has(op.method)) [400, 413, 415].forEach((c) => codes.add(c));
     if (/:(id)\b/.test(op.path)) codes.add(404);
   } else if (op.access !== 'open') {
-    [401, 403, 429].forEach((c) => codes.add(c));
+    // 404: with a session, a Herald-Project that is not one of the person's projects (api/middleware/auth.ts).
+    [401, 403, 404, 429].forEach((c) => codes.add(c));
     // jsonBody (api/middleware/body.ts) reads the body of every POST, PATCH and DELETE, whether the route uses it or not.
     if (WITH_BODY.has(op.method)) [400, 413, 415].forEach((c) => codes.add(c));
     // A POST or PATCH writes rows that refer to others: one deleted meanwhile is a 409 (errorHandler.ts, 23503).
