@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { addressKey } from '../core/addresses';
+import { deleteInBatches } from '../db/prune';
 
 /**
  * Failed logins, slowed and then locked per account and per client address (issue 27), counted in PostgreSQL
@@ -54,8 +55,11 @@ export async function attemptSucceeded(knex: Knex, keys: { account: string; addr
     UPDATE login_failures SET failures = GREATEST(failures - 1, 0) WHERE key = ?`, [keys.account, keys.address]);
 }
 
-/** Deletes the counts of those who have not tried for an hour (login_failures_last_failure_idx). */
-export async function pruneLoginFailures(knex: Knex): Promise<number> {
-  const { rowCount } = await knex.raw(`DELETE FROM login_failures WHERE last_failure_at < now() - ${WINDOW} AND (locked_until IS NULL OR locked_until < now())`);
-  return rowCount as number;
+/**
+ * Deletes the counts of those who have not tried for an hour (login_failures_last_failure_idx), in short batches
+ * (db/prune.ts): the workers' housekeeping (worker/housekeeping.ts) runs it, so that guesses at many addresses leave
+ * no table that grows without bound.
+ */
+export function pruneLoginFailures(knex: Knex): Promise<number> {
+  return deleteInBatches(knex, 'login_failures', `last_failure_at < now() - ${WINDOW} AND (locked_until IS NULL OR locked_until < now())`, []);
 }

@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import request from 'supertest';
 import { createApp } from '../../api/app';
+import { pruneLoginFailures } from '../../people/throttle';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { testAppDeps } from '../support/app';
 import { cookieOf, ORIGIN, PASSWORD, person } from './support';
@@ -95,4 +96,12 @@ test('passwords, cookies and tokens never reach the request log', async () => {
   expect(text).not.toContain(PASSWORD);
   expect(text).not.toContain(cookie.split('=')[1]);
   expect(text).not.toContain('herald_session');
+});
+
+test('the workers\' housekeeping deletes counts an hour old, and keeps live ones and locks', async () => {
+  await db.knex.raw(`INSERT INTO login_failures (key, failures, last_failure_at, locked_until) VALUES
+    ('address:old', 3, now() - interval '2 hours', NULL), ('address:recent', 3, now(), NULL),
+    ('address:locked', 30, now() - interval '2 hours', now() + interval '5 minutes')`);
+  expect(await pruneLoginFailures(db.knex)).toBeGreaterThanOrEqual(1);
+  expect(await db.knex('login_failures').whereIn('key', ['address:old', 'address:recent', 'address:locked']).orderBy('key').pluck('key')).toEqual(['address:locked', 'address:recent']);
 });

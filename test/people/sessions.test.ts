@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { bearer, createTestContext, type TestContext } from '../support/app';
 import { answerChecker } from '../support/openapi';
+import { endAllSessions } from '../../people/sessions';
 import { asPerson, cookieOf, ORIGIN, PASSWORD, person, signIn } from './support';
 
 /** People signing in (issue 27): login, logout, who is signed in, their sessions, expiries, and the session on project routes. */
@@ -255,4 +256,14 @@ test('the answers of the /auth routes, and their errors, match the OpenAPI docum
   answers.check('POST', '/contacts', await http().post('/contacts').set(asPerson(cookie, t.project.id)).send({ email: 'viewer-may-not@example.org' }));
   answers.check('DELETE', '/auth/sessions/{id}', await http().delete(`/auth/sessions/${list.body.data.items[0].id}`).set({ Cookie: cookie, Origin: ORIGIN }));
   answers.check('POST', '/auth/logout', await http().post('/auth/logout').set({ Cookie: cookie, Origin: ORIGIN }));
+});
+
+test('endAllSessions ends every session of one user (a password changed, an account disabled), none of another', async () => {
+  const p = await person(t.db.knex, { [t.project.id]: 'member' });
+  const other = await person(t.db.knex, { [t.project.id]: 'member' });
+  const cookies = [await signIn(t.server, p.email), await signIn(t.server, p.email)];
+  const theirs = await signIn(t.server, other.email);
+  expect(await endAllSessions(t.db.knex, p.id)).toBe(2);
+  for (const c of cookies) expect((await http().get('/contacts').set(asPerson(c, t.project.id))).status).toBe(401);
+  expect((await http().get('/contacts').set(asPerson(theirs, t.project.id))).status).toBe(200);
 });
