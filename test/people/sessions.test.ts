@@ -1,5 +1,6 @@
 import request from 'supertest';
-import { bearer, createTestContext, type TestContext } from '../support/app';
+import { createApp } from '../../api/app';
+import { bearer, createTestContext, testAppDeps, type TestContext } from '../support/app';
 import { answerChecker } from '../support/openapi';
 import { endAllSessions } from '../../people/sessions';
 import { asPerson, cookieOf, ORIGIN, PASSWORD, person, signIn } from './support';
@@ -266,4 +267,23 @@ test('endAllSessions ends every session of one user (a password changed, an acco
   expect(await endAllSessions(t.db.knex, p.id)).toBe(2);
   for (const c of cookies) expect((await http().get('/contacts').set(asPerson(c, t.project.id))).status).toBe(401);
   expect((await http().get('/contacts').set(asPerson(theirs, t.project.id))).status).toBe(200);
+});
+
+test('under an https PUBLIC_URL the cookie is Secure, and its origin is the one a session\'s writes must come from', async () => {
+  const server = createApp(testAppDeps(t.db.knex, { publicUrl: 'https://mail.example.com' })).listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  try {
+    const p = await person(t.db.knex, { [t.project.id]: 'member' });
+    const login = await request(server).post('/auth/login').set('Origin', 'https://mail.example.com').send({ email: p.email, password: PASSWORD });
+    expect(login.status).toBe(200);
+    expect(([] as string[]).concat(login.headers['set-cookie'] ?? [])[0]).toMatch(/; Path=\/; HttpOnly; SameSite=Lax; Secure$/);
+    const cookie = cookieOf(login);
+    const headers = { Cookie: cookie, 'Herald-Project': t.project.id };
+    expect((await request(server).post('/contacts').set({ ...headers, Origin: 'https://mail.example.com' }).send({ email: 'secure@example.org' })).status).toBe(201);
+    expect((await request(server).post('/contacts').set({ ...headers, Origin: 'http://mail.example.com' }).send({ email: 'plain@example.org' })).status).toBe(403);
+    const out = await request(server).post('/auth/logout').set({ Cookie: cookie, Origin: 'https://mail.example.com' });
+    expect(([] as string[]).concat(out.headers['set-cookie'] ?? [])[0]).toMatch(/^herald_session=; Max-Age=0;.*; Secure$/);
+  } finally {
+    await new Promise((r) => server.close(r));
+  }
 });
