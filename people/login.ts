@@ -5,7 +5,7 @@ import { accountKey, attemptSucceeded, beginAttempt, clientKey, type ThrottleLim
 import { findUserByEmail, membershipsOf, type Membership, type User } from './users';
 
 export type LoginOutcome =
-  | { user: User; memberships: Membership[]; session: { id: string; token: string; expiresAt: Date } }
+  | { user: User; memberships: Membership[]; session: { id: string; token: string; createdAt: Date; expiresAt: Date } }
   /** Wrong password, unknown address, disabled account or no password: one refusal, told apart by nothing. */
   | { refused: 'credentials' }
   /** Too many failed attempts of this account or from this address: retry after `wait` seconds. */

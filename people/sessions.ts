@@ -18,12 +18,12 @@ export interface SessionLifetimes {
 
 /** Opens a session at login: a fresh token every time (never one the client brought), answered once, stored hashed. */
 export async function startSession(knex: Knex, userId: string, lifetimes: SessionLifetimes, client: { address?: string; userAgent?: string }):
-  Promise<{ token: string; id: string; expiresAt: Date }> {
+  Promise<{ token: string; id: string; createdAt: Date; expiresAt: Date }> {
   const { token, hash } = newToken();
   const { rows } = await knex.raw(`INSERT INTO sessions (token_hash, user_id, expires_at, address, user_agent)
-    VALUES (?, ?, now() + make_interval(days => ?), ?, ?) RETURNING id, expires_at AS "expiresAt"`,
+    VALUES (?, ?, now() + make_interval(days => ?), ?, ?) RETURNING id, created_at AS "createdAt", expires_at AS "expiresAt"`,
   [hash, userId, lifetimes.maxDays, client.address ?? null, client.userAgent?.slice(0, 512) ?? null]);
-  return { token, id: rows[0].id, expiresAt: rows[0].expiresAt };
+  return { token, id: rows[0].id, createdAt: rows[0].createdAt, expiresAt: rows[0].expiresAt };
 }
 
 /** A live session, as the /auth routes see it. */

@@ -4,7 +4,7 @@ import { ApiError } from '../errors';
 import { noContent, ok } from '../openapi/operations';
 import { deleted, personRoute, reply } from '../route';
 import * as A from '../schemas/answers';
-import { loginSchema } from '../schemas/auth';
+import { loginSchema, type LoginBody } from '../schemas/auth';
 
 const SET_COOKIE = { 'Set-Cookie': 'herald_session: HttpOnly; Path=/; SameSite=Lax; Secure when PUBLIC_URL is https.' };
 
@@ -20,7 +20,7 @@ const signedIn = (user: User, projects: Membership[], session: { id: string; cre
  * route is open to the person in the project named by `Herald-Project`, as their role allows (api/middleware/auth.ts).
  */
 export const authRoutes = [
-  personRoute<'/auth/login', A_Login, undefined, 'open'>({ operationId: 'login', method: 'post', path: '/auth/login', summary: 'Sign in', tag: 'People', access: 'open', people: true,
+  personRoute<'/auth/login', LoginBody, undefined, 'open'>({ operationId: 'login', method: 'post', path: '/auth/login', summary: 'Sign in', tag: 'People', access: 'open', people: true,
     description: 'Checks the email and password and opens a session: a new `herald_session` cookie at every login. A wrong password, an unknown address and a disabled account answer the same 401. '
       + 'Failed logins of an account and from an address are slowed and then locked (429 with Retry-After). A request with an `Origin` header must come from Herald\'s own origin.',
     body: loginSchema, answers: { 200: { description: 'Signed in: the user, their projects and the session.', data: A.signedInAnswer, headers: SET_COOKIE } }, errors: [400, 401, 403, 413, 415, 429],
@@ -36,7 +36,7 @@ export const authRoutes = [
       }
       const { session, user, memberships } = outcome;
       const maxAge = (session.expiresAt.getTime() - Date.now()) / 1000;
-      return { ...reply(signedIn(user, memberships, { ...session, createdAt: new Date() })), headers: { 'Set-Cookie': sessionCookie(session.token, maxAge, client.secureCookies) } };
+      return { ...reply(signedIn(user, memberships, session)), headers: { 'Set-Cookie': sessionCookie(session.token, maxAge, client.secureCookies) } };
     } }),
 
   personRoute({ operationId: 'logout', method: 'post', path: '/auth/logout', summary: 'Sign out', tag: 'People', access: 'session', people: true,
@@ -74,5 +74,3 @@ export const authRoutes = [
       return deleted;
     } }),
 ];
-
-type A_Login = import('../schemas/auth').LoginBody;
