@@ -1,6 +1,6 @@
 import Koa from 'koa';
 import type { Knex } from 'knex';
-import type { DnsConfig, ReturnPath, TrackingConfig } from '../config';
+import { loadSessionConfig, type DnsConfig, type ReturnPath, type SessionConfig, type TrackingConfig } from '../config';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { Renderer } from '../mail/render';
@@ -29,6 +29,8 @@ export interface AppDeps {
   publicUrl: string;
   /** Where templates are rendered on the request path: a render pool (mail/renderPool.ts), off the event loop. */
   render: Renderer;
+  /** People's sessions and the login throttle (SESSION_IDLE_MINUTES…); read from the environment when not given. */
+  sessions?: SessionConfig;
   /** The tracking routes' event window and per-address rate; read from the environment when not given. */
   tracking?: TrackingConfig;
   /** DNS resolvers and timeouts (domain checks, /v1/verify); read from the environment when not given. */
@@ -52,12 +54,13 @@ export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: hops > 0, maxIpsCount: hops });
   app.silent = true; // errors are logged once, by errorHandler
 
-  const { open, sending, tracking, management } = buildRouters(ROUTES, createServices(deps), deps);
+  const sessions = deps.sessions ?? loadSessionConfig();
+  const { open, people, sending, tracking, management } = buildRouters(ROUTES, createServices({ ...deps, sessions }), { ...deps, sessions });
 
   app.use(requestId());
   app.use(httpMetrics()); // outside the error handler: it times the answer the client got, with its status
   app.use(errorHandler(deps.log));
-  for (const router of [open, sending, tracking, management]) {
+  for (const router of [open, people, sending, tracking, management]) {
     app.use(router.routes());
     app.use(router.allowedMethods()); // sets 405/501 + Allow; errorHandler renders the envelope
   }

@@ -16,6 +16,8 @@ import type { Services } from './services';
 export interface Reply {
   status: number;
   body?: unknown;
+  /** Headers to set (the session cookie of /auth/login and /auth/logout). */
+  headers?: Record<string, string | string[]>;
 }
 
 /** `{ success: true, data }`, 200 unless said otherwise. */
@@ -71,6 +73,51 @@ export interface JsonRoute<P extends string = string, B = unknown, Q = unknown> 
   handle(call: Call<P, B, Q>): Promise<Reply>;
 }
 
+/** The person a session names, on the /auth routes (no project). */
+export interface Person {
+  userId: string;
+  sessionId: string;
+  email: string;
+  name: string;
+  operator: boolean;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+/** The client of a request, as the /auth routes need it: its address (TRUST_PROXY_HOPS), user agent and cookie. */
+export interface Client {
+  address: string;
+  userAgent: string | undefined;
+  /** The `herald_session` cookie's value, if any. */
+  sessionToken: string | undefined;
+  /** Whether cookies must be `Secure` (PUBLIC_URL is https). */
+  secureCookies: boolean;
+}
+
+/** What a people route's handler is given: the person (a `session` route) or nobody (`open`: the login). */
+export interface PersonCall<P extends string = string, B = undefined, Q = undefined, A extends 'open' | 'session' = 'open' | 'session'> {
+  person: A extends 'session' ? Person : undefined;
+  client: Client;
+  params: Params<P>;
+  body: B;
+  query: Q;
+  services: Services;
+}
+
+/**
+ * A route of people themselves (/auth/…): no project and no key. `open` (the login) takes anyone; `session` a person
+ * signed in, whatever their projects. JSON in and out, as a JsonRoute.
+ */
+export interface PersonRoute<P extends string = string, B = unknown, Q = unknown, A extends 'open' | 'session' = 'open' | 'session'>
+  extends Omit<Operation, 'path' | 'body' | 'query' | 'permission' | 'access'>, Serving {
+  access: A;
+  people: true;
+  path: P;
+  body?: Joi.ObjectSchema<B>;
+  query?: Joi.ObjectSchema<Q>;
+  handle(call: PersonCall<P, B, Q, A>): Promise<Reply>;
+}
+
 /**
  * A route that writes its own answer on the Koa context: other media than JSON (HTML pages, the pixel, a redirect,
  * the document, metrics) or an answer outside the envelope (GET /health). Open routes only: no caller to type.
@@ -80,13 +127,20 @@ export interface RawRoute extends Operation, Serving {
   serve(ctx: RouterContext, services: Services): Promise<void> | void;
 }
 
-export type Route = (JsonRoute<string, unknown, unknown> & { serve?: undefined }) | (RawRoute & { handle?: undefined });
+export type Route = (JsonRoute<string, unknown, unknown> & { serve?: undefined; people?: undefined })
+  | (RawRoute & { handle?: undefined; people?: undefined })
+  | (PersonRoute<string, unknown, unknown> & { serve?: undefined; permission?: undefined });
 
 /**
  * A JSON route, its handler typed by its declaration: `params` by the path, `body` and `query` by their schemas. No
  * body schema: `body` is undefined (nothing is read); likewise the query.
  */
 export function route<P extends string, B = undefined, Q = undefined>(r: JsonRoute<P, B, Q>): Route {
+  return r as unknown as Route;
+}
+
+/** A people route (/auth/…), its handler typed by its declaration as `route`'s. */
+export function personRoute<P extends string, B = undefined, Q = undefined, A extends 'open' | 'session' = 'session'>(r: PersonRoute<P, B, Q, A>): Route {
   return r as unknown as Route;
 }
 

@@ -1,14 +1,17 @@
 import Router, { type RouterMiddleware } from '@koa/router';
 import type { Knex } from 'knex';
+import type { SessionConfig } from '../config';
 import { notFound } from '../core/errors';
 import { isUuid } from '../core/values';
+import { sessionOf } from '../people/sessions';
 import { allows, type Permission } from '../projects/roles';
-import { forbidden } from './errors';
+import { clearedSessionCookie, fromOwnOrigin, originOf, sessionTokenOf } from './cookies';
+import { ApiError, forbidden } from './errors';
 import { idempotent } from './idempotency';
-import { authenticate, type AuthState } from './middleware/auth';
+import { authenticate, crossSite, SAFE_METHODS, type AuthState, type SessionAuth } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { uuidParam } from './openapi/operations';
-import type { Call, JsonRoute, Lookup, Reply, Route } from './route';
+import type { Call, Client, JsonRoute, Lookup, PersonCall, PersonRoute, Reply, Route } from './route';
 import type { Services } from './services';
 import { validateBody, validateQuery } from './validate';
 
@@ -22,7 +25,8 @@ const LARGE_BODY_LIMIT = '15mb';
 
 /** `/campaigns/…` → `Campaign`: the resource a path names, for its 404. */
 function resourceOf(path: string): string {
-  const collection = path.split('/')[1] ?? '';
+  // `/auth/sessions/:id` → Session: the people routes' collections sit under /auth.
+  const collection = path.replace(/^\/auth\//, '/').split('/')[1] ?? '';
   return collection.charAt(0).toUpperCase() + collection.slice(1).replace(/s$/, '');
 }
 
@@ -83,15 +87,51 @@ function jsonHandler(route: JsonRoute, services: Services, knex: Knex): RouterMi
         ? idempotent(ctx, knex, lookup.auth.projectId, route.operationId, body, work)
         : work(undefined)),
     };
-    const answer: Reply = await route.handle(call);
-    ctx.status = answer.status;
-    if (answer.body !== undefined) ctx.body = answer.body;
+    answer(ctx, await route.handle(call));
+  };
+}
+
+function answer(ctx: Parameters<RouterMiddleware>[0], reply: Reply): void {
+  for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);
+  ctx.status = reply.status;
+  if (reply.body !== undefined) ctx.body = reply.body;
+}
+
+/**
+ * The handler of a people route (/auth/…). A `session` route needs a live session (people/sessions.ts sessionOf, one
+ * statement); one that changes anything also its own origin, as on the project routes. The login (`open`) checks the
+ * Origin when there is one: a cross-site page cannot sign a browser in to an account of its choosing.
+ */
+function personHandler(route: PersonRoute, services: Services, knex: Knex, sessions: SessionAuth): RouterMiddleware {
+  return async (ctx) => {
+    const token = sessionTokenOf(ctx);
+    const client: Client = { address: ctx.ip, userAgent: ctx.get('user-agent') || undefined, sessionToken: token, secureCookies: sessions.secureCookies };
+    const changes = !SAFE_METHODS.has(ctx.method);
+    let person: PersonCall['person'];
+    if (route.access === 'session') {
+      if (changes && !fromOwnOrigin(ctx, sessions.publicOrigin)) throw crossSite();
+      person = token ? await sessionOf(knex, token, sessions) : undefined;
+      if (!person) {
+        throw new ApiError(401, 'UNAUTHORIZED', token ? 'Session expired or ended: sign in again' : 'Not signed in', {
+          suggestion: 'POST /auth/login with your email and password.',
+          ...(token ? { headers: { 'Set-Cookie': clearedSessionCookie(sessions.secureCookies) } } : {}),
+        });
+      }
+    } else if (ctx.get('origin') && !fromOwnOrigin(ctx, sessions.publicOrigin)) {
+      throw crossSite();
+    }
+    const query = route.query ? validateQuery(ctx, route.query) : undefined;
+    const body = route.body ? validateBody(ctx, route.body) : undefined;
+    const call = { person, client, params: ctx.params, query, body, services } as PersonCall<string, unknown, unknown>;
+    answer(ctx, await route.handle(call));
   };
 }
 
 export interface Routers {
   /** No API key: health, the document, metrics, and recipients' links (a signed token authorises). */
   open: Router;
+  /** People's own routes (/auth/…): the login, and what a session may do whatever its projects. JSON bodies. */
+  people: Router;
   /** POST /v1/send: secret keys, large bodies. */
   sending: Router<CallerState>;
   /** POST /v1/track: secret or public keys (client-side tracking). */
@@ -105,14 +145,23 @@ export interface Routers {
  * round trip), then parses the body, so unauthenticated or throttled requests cost no body parsing; a route then
  * checks its path ids, looks up what they name, validates its query and body, and calls its handler.
  */
-export function buildRouters(routes: readonly Route[], services: Services, deps: { knex: Knex; apiRateLimitPerMinute: number }): Routers {
+export function buildRouters(routes: readonly Route[], services: Services,
+  deps: { knex: Knex; apiRateLimitPerMinute: number; publicUrl: string; sessions: SessionConfig }): Routers {
+  const sessions: SessionAuth = {
+    idleMinutes: deps.sessions.idleMinutes,
+    publicOrigin: originOf(deps.publicUrl),
+    secureCookies: deps.publicUrl.startsWith('https:'),
+  };
   const authenticated = (accepts: AuthState['keyType'][], limit?: string) => {
     const router = new Router<CallerState>();
-    router.use(authenticate(deps.knex, accepts, deps.apiRateLimitPerMinute), jsonBody(limit));
+    router.use(authenticate(deps.knex, accepts, deps.apiRateLimitPerMinute, sessions), jsonBody(limit));
     return router;
   };
+  const people = new Router();
+  // Only the people routes' own paths parse a body here: the router runs its middleware for matched paths only.
   const routers: Routers = {
     open: new Router(),
+    people,
     sending: authenticated(['secret'], LARGE_BODY_LIMIT),
     tracking: authenticated(['secret', 'public']),
     management: authenticated(['secret']),
@@ -123,6 +172,11 @@ export function buildRouters(routes: readonly Route[], services: Services, deps:
     if (route.serve) {
       const serve = route.serve;
       routers.open.register(route.path, methods, (ctx) => serve(ctx, services));
+      continue;
+    }
+    if (route.people) {
+      const ids = checkUuids(route);
+      people.register(route.path, methods, [...(ids ? [ids as RouterMiddleware] : []), jsonBody(), personHandler(route, services, deps.knex, sessions)]);
       continue;
     }
     if (route.access === 'open') throw new Error(`${route.operationId}: an open route serves its own answer (rawRoute), having no caller`);

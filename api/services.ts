@@ -11,6 +11,8 @@ import { emailService } from '../emails/emails';
 import { eventService } from '../events/events';
 import { createTracker as createCustomEvents } from '../events/customEvents';
 import { createMetrics } from '../metrics/metrics';
+import { peopleService } from '../people/service';
+import { loadSessionConfig } from '../config';
 import { openApiJson } from './openapi/document';
 import { createSender } from '../sending/sender';
 import { templateService } from '../templates/templates';
@@ -52,6 +54,8 @@ export function createServices(deps: AppDeps) {
     webhooks: webhookService(deps),
     automations: automationService(deps),
     domains: domainService({ ...deps, dns }),
+    /** People's logins and sessions (people/). */
+    people: peopleService({ knex, sessions: deps.sessions ?? loadSessionConfig() }),
     /** The bounce domain's records, shown with every sending domain's. */
     returnPath: deps.returnPath,
   };

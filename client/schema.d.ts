@@ -95,6 +95,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in
+         * @description Checks the email and password and opens a session: a new `herald_session` cookie at every login. A wrong password, an unknown address and a disabled account answer the same 401. Failed logins of an account and from an address are slowed and then locked (429 with Retry-After). A request with an `Origin` header must come from Herald's own origin.
+         */
+        post: operations["login"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign out
+         * @description Ends the session on the server (its cookie opens nothing from now on) and clears the cookie.
+         */
+        post: operations["logout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who is signed in
+         * @description The person of the session, whether they are an operator, and their projects with their role in each.
+         */
+        get: operations["getSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your sessions
+         * @description The live sessions of the person signed in (every browser they signed in from), newest first; `current` marks this one.
+         */
+        get: operations["listSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End one of your sessions
+         * @description Ends one of your own sessions (a browser left signed in elsewhere). Another person's session id is not found.
+         */
+        delete: operations["deleteSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/unsubscribe/{token}": {
         parameters: {
             query?: never;
@@ -162,6 +262,8 @@ export interface paths {
         /**
          * Send an email
          * @description `subject` and `body` are required unless `template` is given. Stores one QUEUED email per recipient (or SUPPRESSED, or SKIPPED) and answers at once; delivery is asynchronous. Body limit 15 MB.
+         *
+         *     Permission `send`: owner, admin, member; keys: full, sending.
          */
         post: operations["send"];
         delete?: never;
@@ -182,6 +284,8 @@ export interface paths {
         /**
          * Track an event
          * @description Upserts the contact and records the event. A public key (pk_) is accepted here only, and sets `subscribed` only for a contact it creates.
+         *
+         *     Permission `send`: owner, admin, member; keys: full, sending.
          */
         post: operations["track"];
         delete?: never;
@@ -199,7 +303,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Verify an address */
+        /**
+         * Verify an address
+         * @description Permission `send`: owner, admin, member; keys: full, sending.
+         */
         post: operations["verify"];
         delete?: never;
         options?: never;
@@ -214,10 +321,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List contacts */
+        /**
+         * List contacts
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listContacts"];
         put?: never;
-        /** Create or update a contact by email */
+        /**
+         * Create or update a contact by email
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         post: operations["createContact"];
         delete?: never;
         options?: never;
@@ -232,15 +345,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a contact */
+        /**
+         * Get a contact
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["getContact"];
         put?: never;
         post?: never;
-        /** Delete a contact */
+        /**
+         * Delete a contact
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         delete: operations["deleteContact"];
         options?: never;
         head?: never;
-        /** Update a contact */
+        /**
+         * Update a contact
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         patch: operations["updateContact"];
         trace?: never;
     };
@@ -251,10 +373,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List templates */
+        /**
+         * List templates
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listTemplates"];
         put?: never;
-        /** Create a template */
+        /**
+         * Create a template
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         post: operations["createTemplate"];
         delete?: never;
         options?: never;
@@ -269,15 +397,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a template */
+        /**
+         * Get a template
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["getTemplate"];
         put?: never;
         post?: never;
-        /** Delete a template */
+        /**
+         * Delete a template
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         delete: operations["deleteTemplate"];
         options?: never;
         head?: never;
-        /** Update a template */
+        /**
+         * Update a template
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         patch: operations["updateTemplate"];
         trace?: never;
     };
@@ -288,12 +425,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List segments */
+        /**
+         * List segments
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listSegments"];
         put?: never;
         /**
          * Create a segment
          * @description `condition` is required for a DYNAMIC segment and refused for a STATIC one.
+         *
+         *     Permission `write`: owner, admin, member; keys: full.
          */
         post: operations["createSegment"];
         delete?: never;
@@ -311,7 +453,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Preview a condition */
+        /**
+         * Preview a condition
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         post: operations["previewSegment"];
         delete?: never;
         options?: never;
@@ -326,15 +471,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a segment */
+        /**
+         * Get a segment
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["getSegment"];
         put?: never;
         post?: never;
-        /** Delete a segment */
+        /**
+         * Delete a segment
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         delete: operations["deleteSegment"];
         options?: never;
         head?: never;
-        /** Update a segment */
+        /**
+         * Update a segment
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         patch: operations["updateSegment"];
         trace?: never;
     };
@@ -345,7 +499,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a segment's contacts */
+        /**
+         * List a segment's contacts
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listSegmentContacts"];
         put?: never;
         post?: never;
@@ -364,9 +521,15 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add members to a STATIC segment */
+        /**
+         * Add members to a STATIC segment
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         post: operations["addSegmentMembers"];
-        /** Remove members from a STATIC segment */
+        /**
+         * Remove members from a STATIC segment
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         delete: operations["removeSegmentMembers"];
         options?: never;
         head?: never;
@@ -380,12 +543,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List campaigns */
+        /**
+         * List campaigns
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listCampaigns"];
         put?: never;
         /**
          * Create a campaign (DRAFT)
          * @description `segmentId` is required for a SEGMENT audience and `audienceFilter` for a FILTERED one; each is refused otherwise.
+         *
+         *     Permission `write`: owner, admin, member; keys: full.
          */
         post: operations["createCampaign"];
         delete?: never;
@@ -401,15 +569,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a campaign */
+        /**
+         * Get a campaign
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["getCampaign"];
         put?: never;
         post?: never;
-        /** Delete a DRAFT or CANCELLED campaign */
+        /**
+         * Delete a DRAFT or CANCELLED campaign
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         delete: operations["deleteCampaign"];
         options?: never;
         head?: never;
-        /** Update a DRAFT campaign */
+        /**
+         * Update a DRAFT campaign
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         patch: operations["updateCampaign"];
         trace?: never;
     };
@@ -425,6 +602,8 @@ export interface paths {
         /**
          * Send or schedule a campaign
          * @description `{}` (or no body) sends now; `{ "scheduledAt" }` schedules.
+         *
+         *     Permission `write`: owner, admin, member; keys: full.
          */
         post: operations["sendCampaign"];
         delete?: never;
@@ -442,7 +621,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel a scheduled or sending campaign */
+        /**
+         * Cancel a scheduled or sending campaign
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         post: operations["cancelCampaign"];
         delete?: never;
         options?: never;
@@ -459,7 +641,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send [TEST] copies */
+        /**
+         * Send [TEST] copies
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         post: operations["testCampaign"];
         delete?: never;
         options?: never;
@@ -474,7 +659,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A campaign's statistics */
+        /**
+         * A campaign's statistics
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["getCampaignStats"];
         put?: never;
         post?: never;
@@ -491,7 +679,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List events */
+        /**
+         * List events
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listEvents"];
         put?: never;
         post?: never;
@@ -508,7 +699,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Event names seen, with counts */
+        /**
+         * Event names seen, with counts
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listEventNames"];
         put?: never;
         post?: never;
@@ -525,7 +719,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List emails */
+        /**
+         * List emails
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listEmails"];
         put?: never;
         post?: never;
@@ -542,7 +739,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an email, its body and timeline */
+        /**
+         * Get an email, its body and timeline
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["getEmail"];
         put?: never;
         post?: never;
@@ -559,10 +759,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List suppressed addresses */
+        /**
+         * List suppressed addresses
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listSuppressions"];
         put?: never;
-        /** Suppress an address */
+        /**
+         * Suppress an address
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
         post: operations["createSuppression"];
         delete?: never;
         options?: never;
@@ -580,7 +786,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove an address from the suppression list */
+        /**
+         * Remove an address from the suppression list
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
         delete: operations["deleteSuppression"];
         options?: never;
         head?: never;
@@ -594,14 +803,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The project's settings */
+        /**
+         * The project's settings
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["getSettings"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Change the project's settings */
+        /**
+         * Change the project's settings
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
         patch: operations["updateSettings"];
         trace?: never;
     };
@@ -612,10 +827,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List webhook endpoints */
+        /**
+         * List webhook endpoints
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listWebhooks"];
         put?: never;
-        /** Subscribe an endpoint */
+        /**
+         * Subscribe an endpoint
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
         post: operations["createWebhook"];
         delete?: never;
         options?: never;
@@ -630,15 +851,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a webhook endpoint */
+        /**
+         * Get a webhook endpoint
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["getWebhook"];
         put?: never;
         post?: never;
-        /** Delete a webhook endpoint */
+        /**
+         * Delete a webhook endpoint
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        /** Update a webhook endpoint */
+        /**
+         * Update a webhook endpoint
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
         patch: operations["updateWebhook"];
         trace?: never;
     };
@@ -651,7 +881,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Rotate the signing secret */
+        /**
+         * Rotate the signing secret
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
         post: operations["rotateWebhookSecret"];
         delete?: never;
         options?: never;
@@ -666,7 +899,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List an endpoint's deliveries */
+        /**
+         * List an endpoint's deliveries
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
@@ -685,7 +921,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Deliver again */
+        /**
+         * Deliver again
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         post: operations["redeliverWebhook"];
         delete?: never;
         options?: never;
@@ -700,12 +939,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List workflows */
+        /**
+         * List workflows
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listWorkflows"];
         put?: never;
         /**
          * Create a workflow
          * @description A step's `config` depends on its `type` (docs/api.md, Workflows); `next` is refused on EXIT and CONDITION steps, `branches` required on CONDITION and refused elsewhere.
+         *
+         *     Permission `write`: owner, admin, member; keys: full.
          */
         post: operations["createWorkflow"];
         delete?: never;
@@ -721,15 +965,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a workflow */
+        /**
+         * Get a workflow
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["getWorkflow"];
         put?: never;
         post?: never;
-        /** Delete a workflow */
+        /**
+         * Delete a workflow
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         delete: operations["deleteWorkflow"];
         options?: never;
         head?: never;
-        /** Update a workflow */
+        /**
+         * Update a workflow
+         * @description Permission `write`: owner, admin, member; keys: full.
+         */
         patch: operations["updateWorkflow"];
         trace?: never;
     };
@@ -740,7 +993,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a workflow's executions */
+        /**
+         * List a workflow's executions
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listWorkflowExecutions"];
         put?: never;
         post?: never;
@@ -757,7 +1013,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an execution */
+        /**
+         * Get an execution
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["getWorkflowExecution"];
         put?: never;
         post?: never;
@@ -774,10 +1033,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List sending domains */
+        /**
+         * List sending domains
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["listDomains"];
         put?: never;
-        /** Add a sending domain */
+        /**
+         * Add a sending domain
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
         post: operations["createDomain"];
         delete?: never;
         options?: never;
@@ -792,11 +1057,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a sending domain */
+        /**
+         * Get a sending domain
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
         get: operations["getDomain"];
         put?: never;
         post?: never;
-        /** Remove a sending domain */
+        /**
+         * Remove a sending domain
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
         delete: operations["deleteDomain"];
         options?: never;
         head?: never;
@@ -812,7 +1083,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check the domain's DNS records now */
+        /**
+         * Check the domain's DNS records now
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
         post: operations["verifyDomain"];
         delete?: never;
         options?: never;
@@ -1084,6 +1358,14 @@ export interface components {
             completedAt: string | null;
             error: string | null;
         };
+        Membership: {
+            /** Format: uuid */
+            projectId: string;
+            projectName: string;
+            /** @enum {string} */
+            role: "owner" | "admin" | "member" | "viewer";
+            projectDisabled: boolean;
+        };
         SavedContact: {
             /** Format: uuid */
             id: string;
@@ -1165,6 +1447,25 @@ export interface components {
              */
             event?: string | null;
         };
+        SessionInfo: {
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            lastSeenAt: string;
+            /**
+             * Format: date-time
+             * @description When it ends unless used again (idle) or at the latest (absolute).
+             */
+            expiresAt: string;
+            address: string | null;
+            userAgent: string | null;
+            current: boolean;
+        };
+        SessionList: {
+            items: components["schemas"]["SessionInfo"][];
+        };
         Settings: {
             tracking: {
                 send: {
@@ -1175,6 +1476,19 @@ export interface components {
                     opens: boolean;
                     clicks: boolean;
                 };
+            };
+        };
+        SignedIn: {
+            user: components["schemas"]["User"];
+            operator: boolean;
+            projects: components["schemas"]["Membership"][];
+            session: {
+                /** Format: uuid */
+                id: string;
+                /** Format: date-time */
+                createdAt: string;
+                /** Format: date-time */
+                expiresAt: string;
             };
         };
         Suppression: {
@@ -1215,6 +1529,13 @@ export interface components {
             event: string;
             /** Format: date-time */
             timestamp: string;
+        };
+        User: {
+            /** Format: uuid */
+            id: string;
+            email: string;
+            name: string;
+            operator: boolean;
         };
         Verification: {
             email: string;
@@ -1324,7 +1645,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description Bad request: a body that is not a JSON object, malformed JSON, a Content-Type other than JSON, an invalid query parameter or cursor, or an invalid Idempotency-Key. */
+        /** @description Bad request: a body that is not a JSON object, malformed JSON, a Content-Type other than JSON, an invalid query parameter or cursor, an invalid Idempotency-Key, or with a session a missing or malformed Herald-Project header. */
         Error400: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1334,7 +1655,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Missing, malformed or unknown API key. */
+        /** @description Missing, malformed or unknown API key; or a session that ended or expired (sign in again), or a wrong login. */
         Error401: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1344,7 +1665,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The project is disabled (PROJECT_DISABLED), or a public key (pk_) was used where only secret keys are accepted. */
+        /** @description The project is disabled (PROJECT_DISABLED); a public key (pk_) where only secret keys are accepted; a caller without the operation's permission; or a request with a session from another origin. */
         Error403: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1354,7 +1675,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Not found in the caller's project (a foreign id is not found). */
+        /** @description Not found in the caller's project (a foreign id is not found); with a session, also a Herald-Project that is not one of the person's projects. */
         Error404: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1404,7 +1725,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Rate limited (API_RATE_LIMIT_PER_MINUTE per project); Retry-After says when to retry. */
+        /** @description Rate limited (API_RATE_LIMIT_PER_MINUTE per project), or too many failed logins; Retry-After says when to retry. */
         Error429: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1568,6 +1889,155 @@ export interface operations {
                     "application/javascript": string;
                 };
             };
+        };
+    };
+    login: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email: string;
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed in: the user, their projects and the session. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description herald_session: HttpOnly; Path=/; SameSite=Lax; Secure when PUBLIC_URL is https. */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["SignedIn"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    logout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description herald_session: HttpOnly; Path=/; SameSite=Lax; Secure when PUBLIC_URL is https. */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+        };
+    };
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The person signed in. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["SignedIn"];
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+        };
+    };
+    listSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["SessionList"];
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+        };
+    };
+    deleteSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
         };
     };
     unsubscribePage: {
@@ -1767,6 +2237,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
@@ -1819,6 +2290,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
@@ -1861,6 +2333,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
@@ -1912,6 +2385,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
         };
     };
@@ -1972,6 +2446,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
@@ -2134,6 +2609,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
         };
     };
@@ -2184,6 +2660,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
@@ -2355,6 +2832,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
         };
     };
@@ -2413,6 +2891,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
@@ -2474,6 +2953,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
@@ -2796,6 +3276,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
         };
     };
@@ -2862,6 +3343,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
@@ -3226,6 +3708,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
         };
     };
@@ -3264,6 +3747,7 @@ export interface operations {
             };
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
         };
     };
@@ -3312,6 +3796,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
         };
     };
@@ -3389,6 +3874,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
         };
     };
@@ -3448,6 +3934,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
@@ -3515,6 +4002,7 @@ export interface operations {
             };
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
         };
     };
@@ -3562,6 +4050,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
@@ -3607,6 +4096,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
         };
     };
@@ -3648,6 +4138,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
@@ -3935,6 +4426,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
         };
     };
@@ -3993,6 +4485,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
@@ -4254,6 +4747,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
         };
     };
@@ -4292,6 +4786,7 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];

@@ -188,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (error) throw configError(error, env);
   loadDnsConfig(env); // validated here too, so that a bad DNS setting also stops Herald at start-up
   loadTrackingConfig(env); // and a bad tracking setting
+  loadSessionConfig(env); // and a bad session setting
   return {
     port: value.PORT,
     dataDir: path.resolve(value.DATA_DIR),
@@ -293,6 +294,40 @@ export function loadTrackingConfig(env: NodeJS.ProcessEnv = process.env): Tracki
   const { value, error } = trackingSchema.validate(env);
   if (error) throw configError(error, env);
   return { eventWindowMs: value.TRACKING_EVENT_WINDOW_SECONDS * 1000, ratePerAddress: value.TRACKING_RATE_PER_ADDRESS };
+}
+
+/** People's sessions (issue 27; people/sessions.ts) and the throttle of failed logins (people/throttle.ts). */
+export interface SessionConfig {
+  /** A session not used for this long ends (SESSION_IDLE_MINUTES). */
+  idleMinutes: number;
+  /** A session ends this long after its login, however used (SESSION_MAX_DAYS). */
+  maxDays: number;
+  /** Failed logins of one account before each next one waits (LOGIN_FREE_FAILURES_PER_ACCOUNT). */
+  freeFailuresPerAccount: number;
+  /** Failed logins from one client address before each next one waits (LOGIN_FREE_FAILURES_PER_ADDRESS). */
+  freeFailuresPerAddress: number;
+}
+
+const sessionSchema = Joi.object({
+  // 12 hours: a working day of the console without signing in again, and a forgotten browser closes by morning.
+  SESSION_IDLE_MINUTES: Joi.number().integer().min(5).max(30 * 24 * 60).empty('').default(720),
+  // 14 days: an absolute bound on what a stolen cookie is worth, whatever its use.
+  SESSION_MAX_DAYS: Joi.number().integer().min(1).max(365).empty('').default(14),
+  LOGIN_FREE_FAILURES_PER_ACCOUNT: Joi.number().integer().min(1).max(1000).empty('').default(5),
+  // Higher: many people can share one address (an office behind NAT).
+  LOGIN_FREE_FAILURES_PER_ADDRESS: Joi.number().integer().min(1).max(100_000).empty('').default(20),
+}).unknown(true).prefs({ convert: true, abortEarly: true });
+
+/** Reads and validates the session settings (part of loadConfig's validation; read on their own by the API). */
+export function loadSessionConfig(env: NodeJS.ProcessEnv = process.env): SessionConfig {
+  const { value, error } = sessionSchema.validate(env);
+  if (error) throw configError(error, env);
+  return {
+    idleMinutes: value.SESSION_IDLE_MINUTES,
+    maxDays: value.SESSION_MAX_DAYS,
+    freeFailuresPerAccount: value.LOGIN_FREE_FAILURES_PER_ACCOUNT,
+    freeFailuresPerAddress: value.LOGIN_FREE_FAILURES_PER_ADDRESS,
+  };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { hash, verify, Algorithm } from '@node-rs/argon2';
+import { hash, verify, type Algorithm } from '@node-rs/argon2';
 
 /**
  * Passwords, hashed with argon2id through @node-rs/argon2: a maintained binding whose prebuilt binaries are npm
@@ -7,7 +7,8 @@ import { hash, verify, Algorithm } from '@node-rs/argon2';
  *
  * Parameters: OWASP's Password Storage Cheat Sheet (2025), argon2id with m = 19 MiB, t = 2, p = 1.
  */
-const PARAMS = { algorithm: Algorithm.Argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
+// Algorithm.Argon2id (2): the package's enum is an ambient const enum, which isolated modules cannot read.
+const PARAMS = { algorithm: 2 as Algorithm, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
 
 /** Shortest password accepted (NIST SP 800-63B: at least 8; no composition rules). */
 export const MIN_PASSWORD_LENGTH = 10;
@@ -22,6 +23,11 @@ export function hashPassword(password: string): Promise<string> {
  * email costs the same time as a wrong password, so timing does not tell which addresses have accounts.
  */
 let dummy: Promise<string> | undefined;
+
+/** Makes the dummy hash now (at start), so that the first unknown address costs no more than a wrong password either. */
+export function warmPasswords(): void {
+  dummy ??= hashPassword(`no account ${Math.random()}`);
+}
 
 /** Whether `password` matches `stored`; with no stored hash, the same work and false. */
 export async function passwordMatches(password: string, stored: string | null | undefined): Promise<boolean> {

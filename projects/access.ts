@@ -82,20 +82,20 @@ const counters = new WeakMap<Knex, ReturnType<typeof newCounter>>();
  * The upsert of the counts, from a CTE `counts(key, n)`: a window that has ended starts again. Bindings: the new
  * window's end, then now twice (epoch ms).
  */
-const COUNT_UPSERT = `INSERT INTO rate_limits AS r (key, points, expire)
+export const COUNT_UPSERT = `INSERT INTO rate_limits AS r (key, points, expire)
   SELECT c.key, c.n, ?::bigint FROM counts c ORDER BY c.key
   ON CONFLICT (key) DO UPDATE SET
     points = CASE WHEN r.expire IS NULL OR r.expire <= ?::bigint THEN excluded.points ELSE r.points + excluded.points END,
     expire = CASE WHEN r.expire IS NULL OR r.expire <= ?::bigint THEN excluded.expire ELSE r.expire END
   RETURNING key, points, expire`;
 
-const windowBindings = (now: number) => [now + WINDOW_MS, now, now];
+export const windowBindings = (now: number) => [now + WINDOW_MS, now, now];
 
 /**
  * Each request's place in its key's window, in arrival order: the batch's requests of one key take the window's last
  * positions. `keys` by request (undefined: not counted), `after` the counts as the upsert left them.
  */
-function positions(keys: readonly (string | undefined)[], after: Map<string, { points: number; expire: number }>): (Consumed | undefined)[] {
+export function positions(keys: readonly (string | undefined)[], after: Map<string, { points: number; expire: number }>): (Consumed | undefined)[] {
   const counts = new Map<string, number>();
   for (const k of keys) if (k !== undefined) counts.set(k, (counts.get(k) ?? 0) + 1);
   const seen = new Map<string, number>();
@@ -108,7 +108,7 @@ function positions(keys: readonly (string | undefined)[], after: Map<string, { p
   });
 }
 
-const countsAfter = (rows: { key: string; points: number; expire: string }[]) =>
+export const countsAfter = (rows: { key: string; points: number; expire: string }[]) =>
   new Map(rows.map((r) => [r.key, { points: r.points, expire: Number(r.expire) }]));
 
 const rateKey = (projectId: string) => `api:${projectId}`;

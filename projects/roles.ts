@@ -52,3 +52,14 @@ export function allows(principal: Principal, needs: Permission): boolean {
 export function mayGrant(granter: Role, role: Role): boolean {
   return ROLES.indexOf(role) >= ROLES.indexOf(granter);
 }
+
+/** Who has a permission, for the docs: the roles and the key scopes (docs/api.md's matrix, the OpenAPI document). */
+export function holdersOf(needs: Permission): { roles: Role[]; scopes: KeyScope[] } {
+  return { roles: ROLES.filter((r) => roleAllows(r, needs)), scopes: (['full', 'sending'] as KeyScope[]).filter((k) => scopeAllows(k, needs)) };
+}
+
+/** `write` → "Permission `write`: owner, admin, member; keys: full." */
+export function permissionLine(needs: Permission): string {
+  const { roles, scopes } = holdersOf(needs);
+  return `Permission \`${needs}\`: ${roles.join(', ')}; keys: ${scopes.length ? scopes.join(', ') : 'none'}.`;
+}

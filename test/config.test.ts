@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig, loadTrackingConfig, publicUrlWarning } from '../config';
+import { ConfigError, loadConfig, loadSessionConfig, loadTrackingConfig, publicUrlWarning } from '../config';
 import { childEnv, runTsx } from './support/processes';
 
 /** Configuration from environment variables (issue 2, point 2): defaults, and a clear error naming any bad variable. */
@@ -151,6 +151,12 @@ test('tracking: one event per email and kind per 60 s, 50 recorded hits per addr
   expect(loadTrackingConfig({ TRACKING_EVENT_WINDOW_SECONDS: '5', TRACKING_RATE_PER_ADDRESS: '0' })).toEqual({ eventWindowMs: 5_000, ratePerAddress: 0 });
 });
 
+test('sessions: 12 hours idle, 14 days at most; 5 free failed logins per account, 20 per address', () => {
+  expect(loadSessionConfig({})).toEqual({ idleMinutes: 720, maxDays: 14, freeFailuresPerAccount: 5, freeFailuresPerAddress: 20 });
+  expect(loadSessionConfig({ SESSION_IDLE_MINUTES: '30', SESSION_MAX_DAYS: '1', LOGIN_FREE_FAILURES_PER_ACCOUNT: '3', LOGIN_FREE_FAILURES_PER_ADDRESS: '' }))
+    .toEqual({ idleMinutes: 30, maxDays: 1, freeFailuresPerAccount: 3, freeFailuresPerAddress: 20 });
+});
+
 describe('a bad value raises a ConfigError naming the variable', () => {
   test.each([
     ['PORT', { PORT: 'abc' }],
@@ -191,6 +197,10 @@ describe('a bad value raises a ConfigError naming the variable', () => {
     ['TRACKING_EVENT_WINDOW_SECONDS', { TRACKING_EVENT_WINDOW_SECONDS: '1.5' }],
     ['TRACKING_RATE_PER_ADDRESS', { TRACKING_RATE_PER_ADDRESS: '-1' }],
     ['TRACKING_RATE_PER_ADDRESS', { TRACKING_RATE_PER_ADDRESS: 'many' }],
+    ['SESSION_IDLE_MINUTES', { SESSION_IDLE_MINUTES: '1' }],
+    ['SESSION_MAX_DAYS', { SESSION_MAX_DAYS: '0' }],
+    ['LOGIN_FREE_FAILURES_PER_ACCOUNT', { LOGIN_FREE_FAILURES_PER_ACCOUNT: 'lots' }],
+    ['LOGIN_FREE_FAILURES_PER_ADDRESS', { LOGIN_FREE_FAILURES_PER_ADDRESS: '0' }],
   ])('%s in %j', (variable, env) => {
     const err = configError(env);
     expect(err.name).toBe('ConfigError');

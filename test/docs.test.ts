@@ -43,3 +43,11 @@ test.each(DOCS)('%s names only files that exist', (doc) => {
   }
   expect(missing).toEqual([]);
 });
+
+test('docs/api.md prints the permission matrix the route table gives now (run `npm run docs:matrix` after changing a permission)', () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { API_DOC, withMatrix } = require('../bin/permission-matrix') as typeof import('../bin/permission-matrix');
+  const doc = fs.readFileSync(API_DOC, 'utf8');
+  expect(withMatrix(doc)).toBe(doc);
+  expect(doc).toContain('| `DELETE /contacts/:id` | write | ✓ | ✓ | ✓ | · | ✓ | · |');
+});

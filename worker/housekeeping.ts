@@ -1,12 +1,14 @@
 import type { Knex } from 'knex';
 import { purgeExpiredIdempotencyKeys } from '../db/queries/idempotency';
 import type { Logger } from '../logging/logger';
+import { pruneLoginFailures } from '../people/throttle';
 import { pruneEventWindows } from '../tracking/record';
 import { loopState } from './claimLoop';
 
 /**
  * Rows that matter only for a while, deleted by every worker once they no longer do: tracking windows that have passed
- * (tracking/record.ts) and idempotency keys past their 24 hours (db/queries/idempotency.ts). Each sweep deletes in
+ * (tracking/record.ts), idempotency keys past their 24 hours (db/queries/idempotency.ts) and failed-login counts an hour
+ old (people/throttle.ts). Each sweep deletes in
  * short batches (db/prune.ts), so workers sweeping at once share the rows rather than wait on each other. A failed
  * sweep is logged and tried again at the next round.
  */
@@ -30,6 +32,7 @@ export function startHousekeeping(opts: HousekeepingOptions): Housekeeping {
   const sweeps: Record<string, () => Promise<number>> = {
     trackingWindows: () => pruneEventWindows(knex, opts.eventWindowMs),
     idempotencyKeys: () => purgeExpiredIdempotencyKeys(knex),
+    loginFailures: () => pruneLoginFailures(knex),
   };
   async function round(): Promise<Record<string, number>> {
     const deleted: Record<string, number> = {};

@@ -1,9 +1,12 @@
 import type { Knex } from 'knex';
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
+import { isUuid } from '../../core/values';
 import type { ApiKeyType } from '../../db/models/ApiKey';
-import { admit } from '../../projects/access';
+import { admitSession } from '../../people/sessions';
+import { admit, type Consumed } from '../../projects/access';
 import type { Principal } from '../../projects/roles';
-import { ApiError, forbidden, unauthorized } from '../errors';
+import { clearedSessionCookie, fromOwnOrigin, sessionTokenOf } from '../cookies';
+import { ApiError, badRequest, forbidden, unauthorized } from '../errors';
 
 /** What authentication puts on `ctx.state.auth`: the caller, which handlers get typed as `call.auth` (api/route.ts). */
 export interface AuthState {
@@ -21,17 +24,103 @@ export interface AuthState {
 
 const SUGGEST_HEADER = 'Send the header "Authorization: Bearer <API key>" with a key from `npm run cli -- project create` or the one printed at first start.';
 
+/** How a person's session is checked on the project routes (people/sessions.ts admitSession). */
+export interface SessionAuth {
+  idleMinutes: number;
+  /** PUBLIC_URL's origin: a session's request that changes anything must come from it (or from the address it was sent to). */
+  publicOrigin: string;
+  /** PUBLIC_URL is https: cookies are `Secure`. */
+  secureCookies: boolean;
+}
+
+export const PROJECT_HEADER = 'Herald-Project';
+
+/** Methods that change nothing, which need no Origin check. */
+export const SAFE_METHODS = new Set(['GET', 'HEAD']);
+
+/** A 403 for a request with a session from another origin: it changes nothing. */
+export const crossSite = () => forbidden('Cross-site request refused: a request signed in with a session that changes anything must come from Herald\'s own origin',
+  'Send it from the console (same origin), or use an API key from a script.');
+
+/** The rate headers of every authenticated answer, and the 429 beyond the limit. */
+function rateLimit(ctx: Context, rate: Consumed, perMinute: number): void {
+  const resetSeconds = Math.max(1, Math.ceil((rate.resetAt - Date.now()) / 1000));
+  ctx.set('RateLimit-Limit', String(perMinute));
+  ctx.set('RateLimit-Remaining', String(Math.max(0, perMinute - rate.points)));
+  ctx.set('RateLimit-Reset', String(resetSeconds));
+  if (rate.points > perMinute) {
+    throw new ApiError(429, 'RATE_LIMITED', `Rate limit of ${perMinute} requests per minute exceeded`, {
+      suggestion: `Retry after ${resetSeconds} seconds.`,
+      headers: { 'Retry-After': String(resetSeconds) },
+    });
+  }
+}
+
 /**
- * Bearer authentication and the API rate limit, in one database round trip (projects/access.ts admit). `accepts`
+ * A person's session on a project route: the cookie, the project the request names (Herald-Project), the Origin of a
+ * request that changes anything (checked before any lookup, so a forged request costs nothing and changes nothing),
+ * then membership, user, session and the rate count in one statement (people/sessions.ts admitSession), as a key's.
+ */
+async function sessionCaller(ctx: Context, knex: Knex, token: string, sessions: SessionAuth): Promise<{ auth: AuthState; rate: Consumed }> {
+  if (!SAFE_METHODS.has(ctx.method) && !fromOwnOrigin(ctx, sessions.publicOrigin)) throw crossSite();
+  const header = ctx.get(PROJECT_HEADER);
+  if (!header) {
+    throw badRequest(`Missing ${PROJECT_HEADER} header: a request signed in with a session names its project`,
+      [{ field: PROJECT_HEADER, message: `${PROJECT_HEADER} is required with a session`, code: 'required' }], `Send "${PROJECT_HEADER}: <project id>", one of the projects of GET /auth/session.`);
+  }
+  const projectId = header.trim().toLowerCase();
+  if (!isUuid(projectId)) {
+    throw badRequest(`Malformed ${PROJECT_HEADER} header: expected a project id (UUID)`,
+      [{ field: PROJECT_HEADER, message: `${PROJECT_HEADER} must be a UUID`, code: 'invalid' }], 'GET /auth/session lists your projects and their ids.');
+  }
+  const admitted = await admitSession(knex, token, projectId, sessions.idleMinutes);
+  if ('refused' in admitted) {
+    if (admitted.refused === 'session') {
+      throw new ApiError(401, 'UNAUTHORIZED', 'Session expired or ended: sign in again', {
+        suggestion: 'POST /auth/login, or use an API key.', headers: { 'Set-Cookie': clearedSessionCookie(sessions.secureCookies) },
+      });
+    }
+    if (admitted.refused === 'project') {
+      // Another project's id is not found, as any foreign id: whether it exists is none of a non-member's business.
+      throw new ApiError(404, 'NOT_FOUND', 'Project not found', {
+        errors: [{ field: PROJECT_HEADER, message: `${PROJECT_HEADER} names no project of yours`, code: 'not_found' }],
+        suggestion: 'GET /auth/session lists your projects and their ids.',
+      });
+    }
+    throw new ApiError(403, 'PROJECT_DISABLED', 'This project is disabled', { suggestion: 'Ask the operator to enable the project.' });
+  }
+  return {
+    auth: {
+      projectId: admitted.projectId,
+      keyType: 'secret',
+      principal: { kind: 'user', userId: admitted.userId, sessionId: admitted.sessionId, role: admitted.role },
+      address: ctx.ip,
+    },
+    rate: admitted.rate,
+  };
+}
+
+/**
+ * Bearer authentication and the API rate limit, in one database round trip (projects/access.ts admit); without an
+ * Authorization header, a person's session cookie with the project it names (sessionCaller), also one round trip.
+ * `accepts`
  * lists the key types allowed on the route: secret keys everywhere, public keys only where the route says so
  * (/v1/track). Every authenticated answer carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`:
  * `perMinute` requests per project per window; a 429 adds `Retry-After`. A database error is a 500, never a silent
  * pass.
  */
-export function authenticate(knex: Knex, accepts: ApiKeyType[], perMinute: number): Middleware {
+export function authenticate(knex: Knex, accepts: ApiKeyType[], perMinute: number, sessions: SessionAuth): Middleware {
   return async (ctx, next) => {
     const header = ctx.get('authorization');
-    if (!header) throw unauthorized('Missing API key', SUGGEST_HEADER);
+    if (!header) {
+      // No key: a person's session, if the request carries one. A key, when present, always wins.
+      const token = sessionTokenOf(ctx);
+      if (!token) throw unauthorized('Missing API key', SUGGEST_HEADER);
+      const { auth, rate } = await sessionCaller(ctx, knex, token, sessions);
+      ctx.state.auth = auth;
+      rateLimit(ctx, rate, perMinute);
+      return next();
+    }
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!m) throw unauthorized('Malformed Authorization header: expected "Bearer <API key>"', SUGGEST_HEADER);
     const admitted = await admit(knex, m[1]!);
@@ -51,17 +140,7 @@ export function authenticate(knex: Knex, accepts: ApiKeyType[], perMinute: numbe
       address: ctx.ip,
     };
     ctx.state.auth = auth;
-
-    const resetSeconds = Math.max(1, Math.ceil((rate.resetAt - Date.now()) / 1000));
-    ctx.set('RateLimit-Limit', String(perMinute));
-    ctx.set('RateLimit-Remaining', String(Math.max(0, perMinute - rate.points)));
-    ctx.set('RateLimit-Reset', String(resetSeconds));
-    if (rate.points > perMinute) {
-      throw new ApiError(429, 'RATE_LIMITED', `Rate limit of ${perMinute} requests per minute exceeded`, {
-        suggestion: `Retry after ${resetSeconds} seconds.`,
-        headers: { 'Retry-After': String(resetSeconds) },
-      });
-    }
+    rateLimit(ctx, rate, perMinute);
     await next();
   };
 }

@@ -2,6 +2,7 @@ import Joi from 'joi';
 import { IDEMPOTENCY_KEY } from '../idempotency';
 import { errorAnswer, successOf } from '../schemas/answers';
 import { jsonSchemaOf } from './jsonSchema';
+import { permissionLine } from '../../projects/roles';
 import { ROUTES } from '../routes';
 import { uuidParam, type Answer, type Operation } from './operations';
 
@@ -10,15 +11,15 @@ type Json = Record<string, unknown>;
 const MEDIA: Record<string, string> = { json: 'application/json', html: 'text/html', gif: 'image/gif', javascript: 'application/javascript', text: 'text/plain' };
 
 const ERROR_TEXT: Record<number, string> = {
-  400: 'Bad request: a body that is not a JSON object, malformed JSON, a Content-Type other than JSON, an invalid query parameter or cursor, or an invalid Idempotency-Key.',
-  401: 'Missing, malformed or unknown API key.',
-  403: 'The project is disabled (PROJECT_DISABLED), or a public key (pk_) was used where only secret keys are accepted.',
-  404: 'Not found in the caller\'s project (a foreign id is not found).',
+  400: 'Bad request: a body that is not a JSON object, malformed JSON, a Content-Type other than JSON, an invalid query parameter or cursor, an invalid Idempotency-Key, or with a session a missing or malformed Herald-Project header.',
+  401: 'Missing, malformed or unknown API key; or a session that ended or expired (sign in again), or a wrong login.',
+  403: 'The project is disabled (PROJECT_DISABLED); a public key (pk_) where only secret keys are accepted; a caller without the operation\'s permission; or a request with a session from another origin.',
+  404: 'Not found in the caller\'s project (a foreign id is not found); with a session, also a Herald-Project that is not one of the person\'s projects.',
   409: 'Conflict: the state refuses the request, an Idempotency-Key reused with another body, or something it names was deleted meanwhile.',
   413: 'The body is too large (15 MB on POST /v1/send, 1 MB elsewhere).',
   415: 'Unsupported Content-Encoding (identity, gzip, deflate and br are accepted).',
   422: 'Validation failed: `error.errors` names every offending field.',
-  429: 'Rate limited (API_RATE_LIMIT_PER_MINUTE per project); Retry-After says when to retry.',
+  429: 'Rate limited (API_RATE_LIMIT_PER_MINUTE per project), or too many failed logins; Retry-After says when to retry.',
 };
 
 const WITH_BODY = new Set(['post', 'patch', 'delete']);
@@ -26,8 +27,14 @@ const WITH_BODY = new Set(['post', 'patch', 'delete']);
 /** The error statuses an operation can give: those of its router's middleware, of its parameters and of its business. */
 export function errorStatuses(op: Operation): number[] {
   const codes = new Set<number>(op.errors ?? []);
-  if (op.access !== 'open') {
-    [401, 403, 429].forEach((c) => codes.add(c));
+  if (op.access === 'session') {
+    // A person signed in, no project: no rate window; 403 for a request from another origin.
+    [401, 403].forEach((c) => codes.add(c));
+    if (WITH_BODY.has(op.method)) [400, 413, 415].forEach((c) => codes.add(c));
+    if (/:(id)\b/.test(op.path)) codes.add(404);
+  } else if (op.access !== 'open') {
+    // 404: with a session, a Herald-Project that is not one of the person's projects (api/middleware/auth.ts).
+    [401, 403, 404, 429].forEach((c) => codes.add(c));
     // jsonBody (api/middleware/body.ts) reads the body of every POST, PATCH and DELETE, whether the route uses it or not.
     if (WITH_BODY.has(op.method)) [400, 413, 415].forEach((c) => codes.add(c));
     // A POST or PATCH writes rows that refer to others: one deleted meanwhile is a 409 (errorHandler.ts, 23503).
@@ -87,9 +94,17 @@ const HEADERS: Record<string, { description: string; schema: Joi.Schema }> = {
 };
 
 function headersOf(op: Operation, success: boolean): Json {
-  const names = ['X-Request-Id', ...(op.access === 'open' ? [] : ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']), ...(op.idempotent && success ? ['Idempotent-Replayed'] : [])];
+  const names = ['X-Request-Id', ...(op.access === 'open' || op.access === 'session' ? [] : ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']), ...(op.idempotent && success ? ['Idempotent-Replayed'] : [])];
   return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 }
+
+/** A session (with Herald-Project) is accepted wherever a secret key is (api/middleware/auth.ts). */
+const SECURITY: Record<Operation['access'], Json[]> = {
+  open: [],
+  secret: [{ secretKey: [] }, { sessionCookie: [], projectHeader: [] }],
+  secretOrPublic: [{ secretKey: [] }, { publicKey: [] }, { sessionCookie: [], projectHeader: [] }],
+  session: [{ sessionCookie: [] }],
+};
 
 function operationOf(op: Operation, components: Json): Json {
   const responses: Json = {};
@@ -100,12 +115,15 @@ function operationOf(op: Operation, components: Json): Json {
     responses[status] = response;
   }
   for (const status of errorStatuses(op)) responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
+  // What the caller needs (projects/roles.ts), in the description for people and as x-herald-permission for tools.
+  const description = [op.description, op.permission ? permissionLine(op.permission) : undefined].filter(Boolean).join('\n\n');
   const operation: Json = {
     operationId: op.operationId,
     summary: op.summary,
-    ...(op.description ? { description: op.description } : {}),
+    ...(description ? { description } : {}),
     tags: [op.tag],
-    security: op.access === 'open' ? [] : op.access === 'secret' ? [{ secretKey: [] }] : [{ secretKey: [] }, { publicKey: [] }],
+    security: SECURITY[op.access],
+    ...(op.permission ? { 'x-herald-permission': op.permission } : {}),
   };
   const parameters = parametersOf(op);
   if (parameters.length) operation.parameters = parameters;
@@ -150,6 +168,8 @@ function build(): Json {
       securitySchemes: {
         secretKey: { type: 'http', scheme: 'bearer', description: 'A secret key, `sk_` followed by 40 letters and digits: every route that needs a key. Never in a browser.' },
         publicKey: { type: 'http', scheme: 'bearer', description: 'A public key, `pk_…`: accepted by POST /v1/track only (client-side tracking).' },
+        sessionCookie: { type: 'apiKey', in: 'cookie', name: 'herald_session', description: 'A person\'s session, set by POST /auth/login. On a project route it goes with `Herald-Project`; a request that changes anything must come from Herald\'s own origin (`Origin` or `Sec-Fetch-Site: same-origin`), else 403. A Bearer key, when present, wins.' },
+        projectHeader: { type: 'apiKey', in: 'header', name: 'Herald-Project', description: 'The project (its id) a request signed in with a session acts on; the person\'s role in it decides what is allowed.' },
       },
       // Every one is always sent where it is listed, but Idempotent-Replayed (on a replay only).
       headers: Object.fromEntries(Object.entries(HEADERS).map(([name, { description, schema }]) => [name, { description, required: name !== 'Idempotent-Replayed', schema: jsonSchemaOf(schema) }])),

@@ -8,8 +8,11 @@ import type { Permission } from '../../projects/roles';
  * statuses it can give and who may call it. The routers are built from the same entries (api/routing.ts).
  */
 
-/** Who may call: nobody needs a key, secret keys only, or secret and public keys (POST /v1/track). */
-export type Access = 'open' | 'secret' | 'secretOrPublic';
+/**
+ * Who may call: nobody needs a key; secret keys (or a person's session naming the project: Herald-Project); secret
+ * and public keys (POST /v1/track); or a person signed in, whatever the project (`session`: the /auth routes).
+ */
+export type Access = 'open' | 'secret' | 'secretOrPublic' | 'session';
 
 export type Media = 'json' | 'html' | 'gif' | 'javascript' | 'text' | 'none';
 

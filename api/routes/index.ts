@@ -1,4 +1,5 @@
 import type { Route } from '../route';
+import { authRoutes } from './auth';
 import { automationRoutes } from './automations';
 import { campaignRoutes } from './campaigns';
 import { contactRoutes } from './contacts';
@@ -23,6 +24,8 @@ import { webhookRoutes } from './webhooks';
  */
 export const ROUTES: readonly Route[] = [
   ...systemRoutes,
+  // People signing in: the login and their sessions.
+  ...authRoutes,
   // Recipients' links: the signed token authorises.
   ...unsubscribeRoutes,
   ...opensAndClicksRoutes,

@@ -205,3 +205,20 @@ export const sendAnswer = shape({
 
 // events/customEvents.ts Tracked
 export const trackAnswer = shape({ contact: id, event: id, timestamp: instant }).id('TrackResult');
+
+// api/routes/auth.ts: people, their projects and sessions.
+export const userAnswer = shape({ id, email: Joi.string(), name: Joi.string().allow(''), operator: Joi.boolean() }).id('User');
+export const membershipAnswer = shape({
+  projectId: id, projectName: Joi.string(), role: Joi.string().valid('owner', 'admin', 'member', 'viewer'), projectDisabled: Joi.boolean(),
+}).id('Membership');
+export const sessionInfoAnswer = shape({
+  id, createdAt: instant, lastSeenAt: instant, expiresAt: instant.description('When it ends unless used again (idle) or at the latest (absolute).'),
+  address: nullable(Joi.string()), userAgent: nullable(Joi.string()), current: Joi.boolean(),
+}).id('SessionInfo');
+export const signedInAnswer = shape({
+  user: userAnswer,
+  operator: Joi.boolean(),
+  projects: Joi.array().items(membershipAnswer),
+  session: shape({ id, createdAt: instant, expiresAt: instant }),
+}).id('SignedIn');
+export const sessionListAnswer = shape({ items: Joi.array().items(sessionInfoAnswer) }).id('SessionList');

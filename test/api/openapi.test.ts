@@ -38,7 +38,7 @@ const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${pa
 function appRouters(): string[][] {
   const app = createApp(testAppDeps(t.db.knex));
   const routers = app.middleware.map((mw) => (mw as { router?: Router }).router).filter((r): r is Router => r !== undefined);
-  expect(routers.length).toBe(4); // open, sending, tracking, management
+  expect(routers.length).toBe(5); // open, people, sending, tracking, management
   return routers.map((router) => router.stack.flatMap((layer) => layer.methods
     .filter((method) => method !== 'HEAD' && method !== 'OPTIONS').map((method) => routeKey(method, String(layer.path)))));
 }
@@ -57,12 +57,14 @@ function documentRoutes(): Set<string> {
 
 describe('the document and the routers agree', () => {
   test('the routers hold the route table, each route once, in a router of its access', () => {
-    const [open, sending, tracking, management] = appRouters();
+    const [open, people, sending, tracking, management] = appRouters();
     const table = ROUTES.map((r) => routeKey(r.method, r.path));
     expect(new Set(table).size).toBe(table.length);
     // Table order within each router (the order @koa/router matches in).
     const of = (keep: (r: Route) => boolean) => ROUTES.filter(keep).map((r) => routeKey(r.method, r.path));
-    expect(open).toEqual(of((r) => r.access === 'open'));
+    expect(open).toEqual(of((r) => r.access === 'open' && !r.people));
+    expect(people).toEqual(of((r) => r.people === true));
+    expect(people).toEqual(['POST /auth/login', 'POST /auth/logout', 'GET /auth/session', 'GET /auth/sessions', 'DELETE /auth/sessions/{id}']);
     expect(sending).toEqual(of((r) => r.access === 'secret' && r.largeBody === true));
     expect(tracking).toEqual(of((r) => r.access === 'secretOrPublic'));
     expect(management).toEqual(of((r) => r.access === 'secret' && !r.largeBody));
@@ -78,15 +80,21 @@ describe('the document and the routers agree', () => {
     expect([...documented].filter((r) => !app.has(r))).toEqual([]);
   });
 
-  test('security: none on the open routes, secret keys everywhere else, public keys on POST /v1/track only', () => {
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['publicKey', 'secretKey']);
+  test('security: none on the open routes, a secret key or a session with its project everywhere else, public keys on POST /v1/track only, the session alone on /auth', () => {
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['projectHeader', 'publicKey', 'secretKey', 'sessionCookie']);
     for (const [path, item] of Object.entries(doc.paths as Json)) {
       for (const [method, op] of Object.entries(item as Json)) {
-        const schemes = (op.security as Json[]).flatMap((s) => Object.keys(s)).sort();
-        const open = ['/health', '/metrics', '/openapi.json', '/docs', '/docs/redoc.standalone.js'].includes(path) || /^\/(unsubscribe|t)\//.test(path);
-        const expected = open ? [] : path === '/v1/track' ? ['publicKey', 'secretKey'] : ['secretKey'];
+        const schemes = (op.security as Json[]).map((s) => Object.keys(s).sort().join('+')).sort();
+        const open = ['/health', '/metrics', '/openapi.json', '/docs', '/docs/redoc.standalone.js', '/auth/login'].includes(path) || /^\/(unsubscribe|t)\//.test(path);
+        const person = !open && path.startsWith('/auth/');
+        const expected = open ? [] : person ? ['sessionCookie'] : path === '/v1/track' ? ['projectHeader+sessionCookie', 'publicKey', 'secretKey'] : ['projectHeader+sessionCookie', 'secretKey'];
         expect({ route: `${method} ${path}`, schemes }).toEqual({ route: `${method} ${path}`, schemes: expected });
-        if (!open) expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['401', '403', '429']));
+        if (!open) expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(person ? ['401', '403'] : ['401', '403', '429']));
+        // Each project operation says what it needs (projects/roles.ts), for tools and for people.
+        if (!open && !person) {
+          expect(op['x-herald-permission']).toMatch(/^(read|send|write|admin|owner)$/);
+          expect(op.description).toContain(`Permission \`${op['x-herald-permission']}\``);
+        }
       }
     }
   });

@@ -393,6 +393,13 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'GET /docs/redoc.standalone.js': { keys: 'none', reference: 'script' },
   'GET /metrics': { keys: 'none', reference: 'metrics' },
 
+  // People (issue 27): without a session cookie (the fuzz sends keys), every one but the login is a 401.
+  'POST /auth/login': { keys: 'none', body: fc.record({ email: emailArb, password: fc.string({ minLength: 0, maxLength: 300 }) }) },
+  'POST /auth/logout': { keys: 'none' },
+  'GET /auth/session': { keys: 'none' },
+  'GET /auth/sessions': { keys: 'none' },
+  'DELETE /auth/sessions/:id': { keys: 'none', ids: { id: 'contact' } },
+
   'POST /v1/send': { body: sendBodyArb, creates: 'contact' },
   'POST /v1/track': {
     keys: 'any',

@@ -1,0 +1,52 @@
+import type { Knex } from 'knex';
+import { invalid } from '../core/errors';
+import { normaliseEmail } from '../core/values';
+import type { Role } from '../projects/roles';
+import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './passwords';
+
+/** An account (issue 27): who signs in, and whether they run the instance. */
+export interface User {
+  id: string;
+  email: string;
+  name: string;
+  operator: boolean;
+  disabled: boolean;
+}
+
+/** A project the user belongs to, with their role in it. */
+export interface Membership {
+  projectId: string;
+  projectName: string;
+  role: Role;
+  projectDisabled: boolean;
+}
+
+const USER_COLUMNS = 'id, email, name, operator, disabled';
+
+/** Creates an account with its password hashed (argon2id, off the event loop). The address is stored lower-cased. */
+export async function createUser(knex: Knex, input: { email: string; name?: string; password: string; operator?: boolean }): Promise<User> {
+  const email = normaliseEmail(input.email);
+  if (!email) throw invalid([{ field: 'email', message: 'email must be a valid email address', code: 'invalid' }]);
+  if (input.password.length < MIN_PASSWORD_LENGTH || input.password.length > MAX_PASSWORD_LENGTH) {
+    throw invalid([{ field: 'password', message: `password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`, code: 'invalid' }]);
+  }
+  const passwordHash = await hashPassword(input.password);
+  const { rows } = await knex.raw(`INSERT INTO users (email, name, password_hash, operator) VALUES (?, ?, ?, ?) RETURNING ${USER_COLUMNS}`,
+    [email, input.name ?? '', passwordHash, input.operator ?? false]);
+  return rows[0] as User;
+}
+
+/** The account of an address (any case), with its password hash for the login's check; served by users_email_key. */
+export async function findUserByEmail(knex: Knex, email: string): Promise<(User & { passwordHash: string | null }) | undefined> {
+  const normal = normaliseEmail(email);
+  if (!normal) return undefined;
+  const { rows } = await knex.raw(`SELECT ${USER_COLUMNS}, password_hash AS "passwordHash" FROM users WHERE email = ?`, [normal]);
+  return rows[0];
+}
+
+/** The user's projects and roles, by project name (memberships_user_idx, then each project by its key). */
+export async function membershipsOf(knex: Knex, userId: string): Promise<Membership[]> {
+  const { rows } = await knex.raw(`SELECT m.project_id AS "projectId", p.name AS "projectName", m.role, p.disabled AS "projectDisabled"
+    FROM memberships m JOIN projects p ON p.id = m.project_id WHERE m.user_id = ? ORDER BY p.name, p.id`, [userId]);
+  return rows as Membership[];
+}
