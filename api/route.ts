@@ -80,13 +80,40 @@ export interface RawRoute extends Operation, Serving {
   serve(ctx: RouterContext, services: Services): Promise<void> | void;
 }
 
-export type Route = (JsonRoute<string, unknown, unknown> & { serve?: undefined }) | (RawRoute & { handle?: undefined });
+/** What an open JSON route's handler is given: no caller (nobody is authenticated), its validated body. */
+export interface OpenCall<P extends string = string, B = undefined> {
+  params: Params<P>;
+  body: B;
+  services: Services;
+  /** The client's address (as TRUST_PROXY_HOPS reads it). */
+  address: string;
+}
+
+/**
+ * A JSON route with no key (people's links: accepting an invitation, resetting a password, first-start setup): the
+ * token in its body authorises. Its body is parsed and validated as on any JSON route; its answers use the envelope.
+ */
+export interface OpenJsonRoute<P extends string = string, B = unknown> extends Omit<Operation, 'path' | 'body' | 'query' | 'permission' | 'access'>, Serving {
+  access: 'open';
+  path: P;
+  body?: Joi.ObjectSchema<B>;
+  handleOpen(call: OpenCall<P, B>): Promise<Reply>;
+}
+
+export type Route =
+  | (JsonRoute<string, unknown, unknown> & { serve?: undefined; handleOpen?: undefined })
+  | (RawRoute & { handle?: undefined; handleOpen?: undefined })
+  | (OpenJsonRoute<string, unknown> & { serve?: undefined; handle?: undefined });
 
 /**
  * A JSON route, its handler typed by its declaration: `params` by the path, `body` and `query` by their schemas. No
  * body schema: `body` is undefined (nothing is read); likewise the query.
  */
 export function route<P extends string, B = undefined, Q = undefined>(r: JsonRoute<P, B, Q>): Route {
+  return r as unknown as Route;
+}
+
+export function openRoute<P extends string, B = undefined>(r: OpenJsonRoute<P, B>): Route {
   return r as unknown as Route;
 }
 

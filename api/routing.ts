@@ -8,7 +8,7 @@ import { idempotent } from './idempotency';
 import { authenticate, type AuthState } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { uuidParam } from './openapi/operations';
-import type { Call, JsonRoute, Lookup, Reply, Route } from './route';
+import type { Call, JsonRoute, Lookup, OpenJsonRoute, Reply, Route } from './route';
 import type { Services } from './services';
 import { validateBody, validateQuery } from './validate';
 
@@ -89,6 +89,16 @@ function jsonHandler(route: JsonRoute, services: Services, knex: Knex): RouterMi
   };
 }
 
+/** The handler of an open JSON route (openRoute): no caller; validate the body, call, answer. */
+function openHandler(route: OpenJsonRoute, services: Services): RouterMiddleware {
+  return async (ctx) => {
+    const body = route.body ? validateBody(ctx, route.body) : undefined;
+    const answer = await route.handleOpen({ params: ctx.params, body, services, address: ctx.ip });
+    ctx.status = answer.status;
+    if (answer.body !== undefined) ctx.body = answer.body;
+  };
+}
+
 export interface Routers {
   /** No API key: health, the document, metrics, and recipients' links (a signed token authorises). */
   open: Router;
@@ -125,7 +135,11 @@ export function buildRouters(routes: readonly Route[], services: Services, deps:
       routers.open.register(route.path, methods, (ctx) => serve(ctx, services));
       continue;
     }
-    if (route.access === 'open') throw new Error(`${route.operationId}: an open route serves its own answer (rawRoute), having no caller`);
+    if (route.handleOpen) {
+      routers.open.register(route.path, methods, [jsonBody(), openHandler(route, services)]);
+      continue;
+    }
+    if (route.access === 'open') throw new Error(`${route.operationId}: an open route is a rawRoute or an openRoute, having no caller`);
     const router = route.access === 'secretOrPublic' ? routers.tracking : route.largeBody ? routers.sending : routers.management;
     const uuids = checkUuids(route);
     router.register(route.path, methods, [permit(route), ...(uuids ? [uuids] : []), jsonHandler(route, services, deps.knex)]);
