@@ -13,6 +13,7 @@ import { createTracker as createCustomEvents } from '../events/customEvents';
 import { createMetrics } from '../metrics/metrics';
 import { openApiJson } from './openapi/document';
 import { createSender } from '../sending/sender';
+import { systemMail } from '../people/mail';
 import { templateService } from '../templates/templates';
 import { settingsService } from '../tracking/settings';
 import { createTracker } from '../tracking/tracker';
@@ -28,6 +29,8 @@ import type { AppDeps } from './app';
 export function createServices(deps: AppDeps) {
   const { knex } = deps;
   const dns = deps.dns ?? loadDnsConfig();
+  const send = deps.sender ?? createSender(knex, deps);
+  const systemSender = deps.people?.systemSender;
   return {
     health: { ping: () => ping(knex) },
     /** GET /openapi.json: the document is built from the route table, so a route reaches it here (no circle of files). */
@@ -37,7 +40,13 @@ export function createServices(deps: AppDeps) {
     opensAndClicks: createTracker(knex, deps.secret, deps.tracking ?? loadTrackingConfig()),
     /** Absent when METRICS_PORT serves them elsewhere (api/metricsApp.ts). */
     metrics: deps.metricsOnOwnPort ? undefined : { metrics: createMetrics(knex, { log: deps.log }), token: deps.metricsToken },
-    send: deps.sender ?? createSender(knex, deps),
+    send,
+    /** Members, invitations, password resets and first-start setup (people/). */
+    people: {
+      knex, publicUrl: deps.publicUrl, invitationTtlHours: deps.people?.invitationTtlHours,
+      mail: systemSender ? systemMail(send, systemSender) : undefined,
+      log: deps.log,
+    },
     /** POST /v1/track (events/customEvents.ts). */
     customEvents: createCustomEvents(knex),
     verify: verifyService(dns),
