@@ -14,10 +14,12 @@ const RESET_REQUESTED = 'If this address has an account, a link to reset its pas
  */
 export const accountRoutes = [
   openRoute({ operationId: 'requestPasswordReset', method: 'post', path: '/auth/password-reset', summary: 'Ask for a password reset link', tag: 'Accounts', access: 'open', body: resetRequestSchema,
-    description: `Always the same answer. With a system sender Herald mails an account's address a link valid one hour; without one nothing is sent (the operator prints a link with \`npm run cli -- user reset --email E\`).`,
+    description: `Always the same answer, at the same time. With a system sender Herald mails an account's address a link valid one hour (at most one every 5 minutes); without one nothing is sent (the operator prints a link with \`npm run cli -- user reset --email E\`).`,
     answers: ok('Asked.', A.resetRequestedAnswer), errors: [400, 413, 415],
     async handleOpen({ body, services }) {
-      const { mailed } = await requestReset(services.people, body.email);
+      const { mailed, delivery } = await requestReset(services.people, body.email);
+      // Not waited for (people/resets.ts); a failure is the operator's to see, not the asker's.
+      delivery.catch((err: unknown) => services.people.log.warn({ err: (err as Error).message }, 'a password reset mail could not be sent'));
       // No secret here, nor the address: only that the operator has to help.
       if (!mailed) services.people.log.info('a password reset was asked for, but no system sender is configured (SYSTEM_PROJECT_ID, SYSTEM_FROM_EMAIL): the operator can print a link with `user reset --email`');
       return reply({ message: RESET_REQUESTED });
