@@ -53,11 +53,18 @@ export async function createInvitation(deps: PeopleDeps, projectId: string, inpu
     { project_id: projectId, email, role: input.role, created_by: grantor.userId ?? null });
   const link = linkTo(deps.publicUrl, 'invitation', token);
   if (deps.mail && opts.mail !== false) {
-    await deps.mail({
-      to: email,
-      subject: `You are invited to ${name} on Herald`,
-      text: `You are invited to join the project "${name}" on Herald as ${input.role}.\n\nAccept the invitation here (the link works once, until ${row.expires_at.toISOString()}):\n${link}\n\nIf you did not expect this, ignore this message.\n`,
-    });
+    try {
+      await deps.mail({
+        to: email,
+        subject: `You are invited to ${name} on Herald`,
+        text: `You are invited to join the project "${name}" on Herald as ${input.role}.\n\nAccept the invitation here (the link works once, until ${row.expires_at.toISOString()}):\n${link}\n\nIf you did not expect this, ignore this message.\n`,
+      });
+    } catch (err) {
+      // Not mailed, and the link is not answered either: the invitation would be pending with nobody able to accept it.
+      await deps.knex('auth_tokens').where({ id: row.id }).delete();
+      throw conflict(`Herald could not mail the invitation: ${(err as Error).message}`,
+        "The operator must verify SYSTEM_FROM_EMAIL's domain in the SYSTEM_PROJECT_ID project, or unset both (links are then answered to the inviter).");
+    }
     return invitationOf(row);
   }
   return { ...invitationOf(row), link };

@@ -252,6 +252,17 @@ describe('members', () => {
 });
 
 describe('with a system sender', () => {
+  test('a system sender that cannot send (its domain unverified) refuses the invitation (409) and leaves none pending', async () => {
+    const system = await t.newProject('Unverified system');
+    await addDomain(system.id, 'unverified-system.test', false);
+    const app = createApp(testAppDeps(t.db.knex, { people: { invitationTtlHours: 72, systemSender: { projectId: system.id, email: 'noreply@unverified-system.test' } } }));
+    const res = await request(app.callback()).post('/invitations').set(bearer(t.project.secretKey)).send({ email: 'unmailed@example.com', role: 'viewer' });
+    expect(res.status).toBe(409);
+    expect(res.body.error.message).toMatch(/could not mail the invitation/);
+    expect(res.body.error.suggestion).toMatch(/SYSTEM_FROM_EMAIL/);
+    expect(await t.db.knex('auth_tokens').where({ email: 'unmailed@example.com' })).toEqual([]);
+  });
+
   test('the invitation is mailed through the send pipeline and the answer carries no link; no token reaches the log', async () => {
     const system = await t.newProject('System');
     await addDomain(system.id, 'herald-system.test', true);
