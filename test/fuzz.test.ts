@@ -124,6 +124,13 @@ async function seedProject(name: string, domain: string): Promise<FuzzProject> {
     return res.body.data;
   };
   pools.domain.keep.push((await addDomain(created.id, domain, true))!.id);
+  // Members to change and remove (accounts made here: accepting invitations is the open routes' business).
+  for (const role of ['admin', 'member', 'viewer'] as const) {
+    const [user] = await db.knex('users').insert({ email: `${role}@${domain}`, name: role }).returning<{ id: string }[]>('id');
+    await db.knex('memberships').insert({ project_id: created.id, user_id: user!.id, role });
+    pools.member.keep.push(user!.id);
+  }
+  await post('/invitations', { email: `invited@${domain}`, role: 'viewer' }, 'invitation');
   // Before the contacts: their contact.created deliveries are the webhook's (never sent: no worker runs here).
   await post('/webhooks', { url: `https://hooks.${domain}/herald`, events: ['contact.created', 'email.sent'] }, 'webhook');
   const contact = await post('/contacts', { email: `seed@${domain}`, data: { plan: 'pro', firstName: 'Ada' } }, 'contact');
