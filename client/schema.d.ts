@@ -930,7 +930,7 @@ export interface paths {
         put?: never;
         /**
          * Ask for a password reset link
-         * @description Always the same answer. With a system sender Herald mails an account's address a link valid one hour; without one nothing is sent (the operator prints a link with `npm run cli -- user reset --email E`).
+         * @description Always the same answer, at the same time. With a system sender Herald mails an account's address a link valid one hour (at most one every 5 minutes); without one nothing is sent (the operator prints a link with `npm run cli -- user reset --email E`).
          */
         post: operations["requestPasswordReset"];
         delete?: never;
