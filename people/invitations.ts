@@ -109,8 +109,12 @@ export async function acceptInvitation(deps: PeopleDeps, input: { token: string;
       const already = await trx('memberships').where({ project_id: projectId, user_id: userId }).first('role');
       if (already) throw conflict(`${email} is already a member of this project`);
     } else {
-      const [user] = await trx('users').insert({ email, name: input.name, password_hash: await hashPassword(input.password) }).returning<{ id: string }[]>('id');
-      userId = user!.id;
+      // Another invitation to the same address accepted at the same moment may have made the account meanwhile: then
+      // this one refuses (nothing changed) and the person accepts again, with that account's password.
+      const [user] = await trx('users').insert({ email, name: input.name, password_hash: await hashPassword(input.password) })
+        .onConflict('email').ignore().returning<{ id: string }[]>('id');
+      if (!user) throw conflict(`An account for ${email} was just created`, 'Accept the invitation again with that account\'s password.');
+      userId = user.id;
     }
     await trx('memberships').insert({ project_id: projectId, user_id: userId, role });
     await useToken(trx, invitation.id);

@@ -34,11 +34,14 @@ export function checkGrant(grantor: Grantor, role: Role): void {
   }
 }
 
+const members = (knex: Knex, projectId: string) => knex('memberships as m').join('users as u', 'u.id', 'm.user_id').where('m.project_id', projectId)
+  .select<{ user_id: string; email: string; name: string; role: Role; created_at: Date }[]>('m.user_id', 'u.email', 'u.name', 'm.role', 'm.created_at');
+const memberOf = (r: { user_id: string; email: string; name: string; role: Role; created_at: Date }): Member =>
+  ({ userId: r.user_id, email: r.email, name: r.name, role: r.role, createdAt: r.created_at });
+
 /** The project's members, by user id (memberships' primary key, project first, serves it). */
 export async function listMembers(knex: Knex, projectId: string): Promise<Member[]> {
-  const rows = await knex('memberships as m').join('users as u', 'u.id', 'm.user_id').where('m.project_id', projectId)
-    .orderBy('m.user_id').select<{ user_id: string; email: string; name: string; role: Role; created_at: Date }[]>('m.user_id', 'u.email', 'u.name', 'm.role', 'm.created_at');
-  return rows.map((r) => ({ userId: r.user_id, email: r.email, name: r.name, role: r.role, createdAt: r.created_at }));
+  return (await members(knex, projectId).orderBy('m.user_id')).map(memberOf);
 }
 
 /**
@@ -63,9 +66,9 @@ export async function changeRole(knex: Knex, projectId: string, userId: string, 
     if (target.role === 'owner' && role !== 'owner' && target.owners === 1) throw lastOwner();
     await trx('memberships').where({ project_id: projectId, user_id: userId }).update({ role, updated_at: trx.fn.now() });
   });
-  const member = (await listMembers(knex, projectId)).find((m) => m.userId === userId);
-  if (!member) throw notFound('Member'); // removed meanwhile
-  return member;
+  const [row] = await members(knex, projectId).where('m.user_id', userId);
+  if (!row) throw notFound('Member'); // removed meanwhile
+  return memberOf(row);
 }
 
 export async function removeMember(knex: Knex, projectId: string, userId: string, grantor: Grantor): Promise<void> {

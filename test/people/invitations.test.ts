@@ -138,6 +138,19 @@ describe('invitations', () => {
     expect((await t.db.knex('users').where({ id: userId }).first()).name).toBe('existing');
   });
 
+  test('two invitations of one new address accepted at once: one account, never a 5xx', async () => {
+    const other = await t.newProject('Race');
+    const a = await invite('race@example.com', 'viewer');
+    const b = await invite('race@example.com', 'viewer', other.secretKey);
+    const answers = await Promise.all([accept(tokenOf(a.link)), accept(tokenOf(b.link))]);
+    const statuses = answers.map((r) => r.status).sort();
+    expect([[200, 200], [200, 409]]).toContainEqual(statuses);
+    expect(await t.db.knex('users').where({ email: 'race@example.com' })).toHaveLength(1);
+    // A refused one is still unused: accepted again, with the account's password, it joins.
+    const refused = answers.findIndex((r) => r.status === 409);
+    if (refused >= 0) expect((await accept(tokenOf([a, b][refused]!.link))).status).toBe(200);
+  });
+
   test('inviting a member again is a 409; bad input is a 422 naming the field', async () => {
     const userId = await addUser('already@example.com');
     await addMember(t.project.id, userId, 'viewer');
