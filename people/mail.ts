@@ -9,7 +9,9 @@ import type { SystemMail } from './links';
  */
 export function systemMail(sender: Pick<Sender, 'send'>, from: { projectId: string; email: string }): SystemMail {
   return async ({ to, subject, text }) => {
-    const escaped = text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+    const escaped = text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
+      // The link clickable; its token is base64url, nothing in it to escape.
+      .replace(/https?:\/\/\S+/g, (url) => `<a href="${url}">${url}</a>`);
     await sender.send(sendCommand(from.projectId, {
       from: { email: from.email, name: 'Herald' },
       to: { email: to },

@@ -41,6 +41,8 @@ test('an invitation arrives by mail from the system sender; its link joins once;
   expect(invitation!.parsed.subject).toBe('You are invited to Test project on Herald');
   const token = tokenIn(invitation!.parsed.text ?? '', 'invitation');
   expect(token).toBeDefined();
+  // Clickable, and not rewritten through the click redirect (system mail is not tracked).
+  expect(invitation!.parsed.html).toContain(`<a href="http://herald.test/app/invitation#token=${token}">`);
 
   const accepted = await t.http().post('/invitations/accept').send({ token, name: 'Ada', password: 'the first password' });
   expect(accepted.status).toBe(200);
