@@ -1,6 +1,6 @@
 import Koa from 'koa';
 import type { Knex } from 'knex';
-import { loadSessionConfig, type DnsConfig, type ReturnPath, type SessionConfig, type TrackingConfig } from '../config';
+import { loadSessionConfig, type DnsConfig, type PeopleConfig, type ReturnPath, type SessionConfig, type TrackingConfig } from '../config';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { Renderer } from '../mail/render';
@@ -39,6 +39,8 @@ export interface AppDeps {
   returnPath?: ReturnPath;
   /** The send pipeline, when the process shares it with another way in (SMTP submission); made here otherwise. */
   sender?: Sender;
+  /** Invitations and password resets (INVITATION_TTL_HOURS, the system sender); defaults and no mail when not given. */
+  people?: PeopleConfig;
   /** METRICS_TOKEN: GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string;
   /** METRICS_PORT is set: GET /metrics is served on a listener of its own (api/metricsApp.ts), not here. */

@@ -15,6 +15,7 @@ import { peopleService } from '../people/service';
 import { loadSessionConfig } from '../config';
 import { openApiJson } from './openapi/document';
 import { createSender } from '../sending/sender';
+import { systemMail } from '../people/mail';
 import { templateService } from '../templates/templates';
 import { settingsService } from '../tracking/settings';
 import { createTracker } from '../tracking/tracker';
@@ -30,6 +31,8 @@ import type { AppDeps } from './app';
 export function createServices(deps: AppDeps) {
   const { knex } = deps;
   const dns = deps.dns ?? loadDnsConfig();
+  const send = deps.sender ?? createSender(knex, deps);
+  const systemSender = deps.people?.systemSender;
   return {
     health: { ping: () => ping(knex) },
     /** GET /openapi.json: the document is built from the route table, so a route reaches it here (no circle of files). */
@@ -39,7 +42,13 @@ export function createServices(deps: AppDeps) {
     opensAndClicks: createTracker(knex, deps.secret, deps.tracking ?? loadTrackingConfig()),
     /** Absent when METRICS_PORT serves them elsewhere (api/metricsApp.ts). */
     metrics: deps.metricsOnOwnPort ? undefined : { metrics: createMetrics(knex, { log: deps.log }), token: deps.metricsToken },
-    send: deps.sender ?? createSender(knex, deps),
+    send,
+    /** Members, invitations, password resets and first-start setup (people/). */
+    accounts: {
+      knex, publicUrl: deps.publicUrl, invitationTtlHours: deps.people?.invitationTtlHours,
+      mail: systemSender ? systemMail(send, systemSender) : undefined,
+      log: deps.log,
+    },
     /** POST /v1/track (events/customEvents.ts). */
     customEvents: createCustomEvents(knex),
     verify: verifyService(dns),

@@ -47,6 +47,15 @@ Try it:
 `);
 }
 
+function printSetupLink(link: string, hours: number): void {
+  // On stdout, not through the logger: the link holds a token that creates the first account (an operator's).
+  console.log(`
+No account exists yet. Create the first one (an operator, owner of every project) with this one-time link,
+valid ${hours} hours (a new one is printed at each start until an account exists):
+  ${link}
+`);
+}
+
 /** A module loaded only by the processes that use it (see startHerald). */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const load = <T>(path: string): T => require(path) as T;
@@ -163,13 +172,17 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     // One send pipeline for HTTP and SMTP: sends that arrive together by either way share a transaction.
     const sender = load<typeof import('../sending/sender')>('../sending/sender').createSender(db.knex, { secret, publicUrl: config.publicUrl, render: renderPool.render });
     const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, trustProxyHops: config.trustProxyHops, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config),
-      metricsToken: config.metrics.token, metricsOnOwnPort: config.metrics.port !== undefined });
+      metricsToken: config.metrics.token, metricsOnOwnPort: config.metrics.port !== undefined, people: config.people });
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, () => resolve(s));
       s.once('error', reject);
     });
     const port = (server.address() as { port: number }).port;
     if (created) printDefaultProject(created, port);
+    // While no account exists, every start prints a fresh one-time link to create the first (an operator).
+    const people = load<typeof import('../people/setup')>('../people/setup');
+    const setup = await people.setupLink({ knex: db.knex, publicUrl: config.publicUrl });
+    if (setup) printSetupLink(setup, people.SETUP_TTL_HOURS);
     log.info({ port, engine: config.engine, database: config.databaseUrl ? 'external' : 'embedded', dataDir: config.dataDir,
       metrics: config.metrics.port !== undefined ? 'METRICS_PORT' : config.metrics.token ? '/metrics (METRICS_TOKEN)' : '/metrics (no token)' }, 'Herald API listening');
     const tls = config.smtpSubmission.port !== 0 || config.bounces.inboundPort !== 0

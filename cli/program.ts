@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import Joi from 'joi';
-import { isUuid } from '../core/values';
+import { DomainError } from '../core/errors';
+import { isUuid, normaliseEmail } from '../core/values';
 import { ConfigError, loadConfig, returnPathOf, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
@@ -10,6 +11,10 @@ import { createLogger } from '../logging/logger';
 import { domainRecords } from '../domains/records';
 import { createKey, createProject, listProjects, revokeKey, setProjectDisabled } from '../projects/service';
 import { addDomain } from '../domains/rows';
+import { createInvitation } from '../people/invitations';
+import { createResetLink } from '../people/resets';
+import { listUsers } from '../people/users';
+import { ROLES, type Role } from '../projects/roles';
 
 /** A failure the operator caused: printed as one line on stderr, exit code 1. */
 class CliError extends Error {}
@@ -40,6 +45,8 @@ export async function runCli(argv: string[]): Promise<number> {
     db = await openDatabase(config, log);
     await fn(...args);
   };
+
+  const peopleDeps = () => ({ knex: db!.knex, publicUrl: config!.publicUrl, invitationTtlHours: config!.people.invitationTtlHours });
 
   const program = new Command('herald')
     .description('Herald operator CLI')
@@ -97,6 +104,28 @@ export async function runCli(argv: string[]): Promise<number> {
         records: domainRecords(row.domain, row.dkimSelector!, row.dkimPublicKey!, row.records ?? {}, returnPathOf(config!)),
       });
     }));
+
+  const user = program.command('user').description('manage people: invitations, password resets, accounts');
+  user.command('add').description('invite someone to a project with a role: prints the invitation link (never mailed)')
+    .requiredOption('--email <address>', 'their email address')
+    .requiredOption('--project <id>', 'project id')
+    .addOption(new Option('--role <role>', 'their role in the project').choices([...ROLES]).makeOptionMandatory())
+    .action(withDb(async (opts: { email: string; project: string; role: Role }) => {
+      if (!normaliseEmail(opts.email)) throw new CliError(`--email ${JSON.stringify(opts.email)} is not a valid email address`);
+      // The operator stands above projects: any role may be granted, owner included.
+      const invited = await createInvitation(peopleDeps(), requireUuid(opts.project, 'project'), { email: opts.email, role: opts.role }, { role: 'owner' }, { mail: false });
+      print({ id: invited.id, projectId: opts.project.toLowerCase(), email: invited.email, role: invited.role, expiresAt: invited.expiresAt.toISOString(), link: invited.link });
+    }));
+  user.command('reset').description("print a one-hour link that sets a new password for an account (and ends its sessions)")
+    .requiredOption('--email <address>', "the account's email address")
+    .action(withDb(async (opts: { email: string }) => {
+      const reset = await createResetLink(peopleDeps(), opts.email).catch((err: unknown) => {
+        throw err instanceof DomainError && err.kind === 'not_found' ? new CliError(`no account with the address ${JSON.stringify(opts.email)}`) : err;
+      });
+      print({ email: reset.email, expiresAt: reset.expiresAt.toISOString(), link: reset.link });
+    }));
+  user.command('list').description('list accounts and their projects and roles')
+    .action(withDb(async () => print((await listUsers(db!.knex)).map((u) => ({ ...u, createdAt: u.createdAt.toISOString() })))));
 
   try {
     await program.parseAsync(argv);

@@ -37,6 +37,18 @@ export interface Config {
   bounces: BounceConfig;
   /** GET /metrics (metrics/, api/metricsServer.ts). */
   metrics: MetricsConfig;
+  /** Invitations and password resets (people/). */
+  people: PeopleConfig;
+}
+
+export interface PeopleConfig {
+  /** INVITATION_TTL_HOURS: how long an invitation link may be accepted. */
+  invitationTtlHours: number;
+  /**
+   * SYSTEM_PROJECT_ID and SYSTEM_FROM_EMAIL: Herald mails invitations and resets from this address, as a send of this
+   * project (whose domain must be verified, as for any send); unset, links are shown to the inviter or the operator.
+   */
+  systemSender: { projectId: string; email: string } | undefined;
 }
 
 export interface MetricsConfig {
@@ -166,6 +178,12 @@ const envSchema = Joi.object({
   METRICS_PORT: Joi.number().integer().min(0).max(65535).empty('')
     .custom((v: number, helpers) => (v !== 0 && v === Number(helpers.state.ancestors[0].PORT ?? 3000) ? helpers.error('any.invalid') : v))
     .messages({ 'any.invalid': 'must differ from PORT (unset it to serve /metrics on the API port)' }),
+  INVITATION_TTL_HOURS: Joi.number().integer().min(1).max(24 * 90).empty('').default(72),
+  // Both or neither: the system sender mails invitations and password resets through the project's own pipeline.
+  SYSTEM_PROJECT_ID: Joi.string().trim().lowercase().guid().empty(''),
+  SYSTEM_FROM_EMAIL: Joi.string().trim().lowercase().email({ tlds: false }).empty('')
+    .when('SYSTEM_PROJECT_ID', { is: Joi.exist(), then: Joi.required(), otherwise: Joi.forbidden() })
+    .messages({ 'any.required': 'is required when SYSTEM_PROJECT_ID is set', 'any.unknown': 'needs SYSTEM_PROJECT_ID (the project whose verified domain sends it)' }),
   METRICS_TOKEN: Joi.string().pattern(/^[\x21-\x7e]{16,}$/, 'token').empty('')
     .messages({ 'string.pattern.name': 'must be at least 16 printable characters without spaces (e.g. openssl rand -hex 32)' }),
 })
@@ -231,6 +249,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       mxHost: value.BOUNCE_MX_HOST ?? new URL(value.PUBLIC_URL ?? `http://localhost:${value.PORT}`).hostname,
     },
     metrics: { port: value.METRICS_PORT, token: value.METRICS_TOKEN },
+    people: {
+      invitationTtlHours: value.INVITATION_TTL_HOURS,
+      systemSender: value.SYSTEM_PROJECT_ID ? { projectId: value.SYSTEM_PROJECT_ID, email: value.SYSTEM_FROM_EMAIL } : undefined,
+    },
   };
 }
 

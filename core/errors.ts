@@ -10,8 +10,11 @@ export interface FieldError {
   code: string;
 }
 
-/** What kind of refusal: the request's values, something it names that is not there, or the state it meets. */
-export type DomainErrorKind = 'invalid' | 'not_found' | 'conflict';
+/**
+ * What kind of refusal: the request's values, something it names that is not there, the state it meets, or a caller
+ * who may run the operation but not with these values (a role above their own: people/members.ts).
+ */
+export type DomainErrorKind = 'invalid' | 'not_found' | 'conflict' | 'forbidden';
 
 export class DomainError extends Error {
   constructor(readonly kind: DomainErrorKind, message: string, readonly details: { errors?: FieldError[]; suggestion?: string } = {}) {
@@ -29,6 +32,9 @@ export const notFound = (what: string) => new DomainError('not_found', `${what} 
 
 /** The request meets a state that refuses it (a campaign already sent, a segment still in use…). */
 export const conflict = (message: string, suggestion?: string) => new DomainError('conflict', message, { suggestion });
+
+/** The caller may not do this with these values (grant a role above their own, say). */
+export const refused = (message: string, suggestion?: string) => new DomainError('forbidden', message, { suggestion });
 
 /**
  * An audience condition that cannot be compiled (audience/compile.ts): a stored row the rules no longer accept (a

@@ -325,6 +325,52 @@ describe('domain add', () => {
   });
 });
 
+describe('user add / reset / list', () => {
+  interface Invited { id: string; projectId: string; email: string; role: string; expiresAt: string; link: string }
+  interface Reset { email: string; expiresAt: string; link: string }
+  interface User { id: string; email: string; name: string; operator: boolean; disabled: boolean; createdAt: string; projects: { projectId: string; role: string }[] }
+  const tokenOf = (link: string) => /#token=([A-Za-z0-9_-]{43})$/.exec(link)![1]!;
+  const PUBLIC_URL = 'http://localhost:3000'; // the CLI's default PUBLIC_URL (PORT 3000)
+
+  test('user add prints an invitation link (never mailed) that accepts once; the operator may invite an owner', async () => {
+    const invited = await cliJson<Invited>('user', 'add', '--email', 'Lin@Example.com', '--project', t.project.id, '--role', 'owner');
+    expect(Object.keys(invited).sort()).toEqual(['email', 'expiresAt', 'id', 'link', 'projectId', 'role']);
+    expect(invited).toEqual(expect.objectContaining({ projectId: t.project.id, email: 'lin@example.com', role: 'owner' }));
+    expect(invited.link).toMatch(new RegExp(`^${PUBLIC_URL}/app/invitation#token=[A-Za-z0-9_-]{43}$`));
+    const res = await t.http().post('/invitations/accept').send({ token: tokenOf(invited.link), name: 'Lin', password: 'the first password' });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual(expect.objectContaining({ projectId: t.project.id, role: 'owner', newAccount: true }));
+    // Stored hashed: the token is nowhere in the row.
+    const row = await t.db.knex('auth_tokens').where({ id: invited.id }).first();
+    expect(JSON.stringify(row)).not.toContain(tokenOf(invited.link));
+  });
+
+  test('user reset prints a one-hour link that sets a new password; user list shows accounts with their roles', async () => {
+    const reset = await cliJson<Reset>('user', 'reset', '--email', 'lin@example.com');
+    expect(reset.link).toMatch(new RegExp(`^${PUBLIC_URL}/app/reset#token=[A-Za-z0-9_-]{43}$`));
+    expect((Date.parse(reset.expiresAt) - Date.now()) / 60_000).toBeLessThan(60.5);
+    const res = await t.http().post('/auth/password-reset/confirm').send({ token: tokenOf(reset.link), password: 'the second password' });
+    expect(res.status).toBe(200);
+
+    const users = await cliJson<User[]>('user', 'list');
+    const lin = users.find((u) => u.email === 'lin@example.com')!;
+    expect(lin).toEqual(expect.objectContaining({ name: 'Lin', operator: false, disabled: false, projects: [{ projectId: t.project.id, role: 'owner' }] }));
+    expect(JSON.stringify(users)).not.toMatch(/password|hash/i);
+  });
+
+  test('refusals: unknown account, unknown project, bad address or role, a member already; nothing made', async () => {
+    const before = await t.db.knex('auth_tokens').count({ n: '*' });
+    await Promise.all([
+      cliFails(1, /no account/, 'user', 'reset', '--email', 'nobody@example.com'),
+      cliFails(1, /Project not found/, 'user', 'add', '--email', 'x@example.com', '--project', UNKNOWN_ID, '--role', 'viewer'),
+      cliFails(1, /not a valid email/, 'user', 'add', '--email', 'nope', '--project', t.project.id, '--role', 'viewer'),
+      cliFails('non-zero', /--role/, 'user', 'add', '--email', 'x@example.com', '--project', t.project.id, '--role', 'king'),
+      cliFails(1, /already a member/, 'user', 'add', '--email', 'lin@example.com', '--project', t.project.id, '--role', 'viewer'),
+    ]);
+    expect(await t.db.knex('auth_tokens').count({ n: '*' })).toEqual(before);
+  });
+});
+
 describe('usage errors', () => {
   test('project create without --name exits non-zero and creates nothing', async () => {
     const before = await t.db.knex('projects').count({ n: '*' });

@@ -40,6 +40,7 @@ describe('defaults', () => {
       smtpLimits: { maxConnectionsPerAddress: 20, sessionTimeoutMs: 600_000, commandTimeoutMs: 60_000 },
       bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'localhost' },
       metrics: { port: undefined, token: undefined },
+      people: { invitationTtlHours: 72, systemSender: undefined },
     });
   });
 
@@ -99,7 +100,14 @@ describe('valid values are read and converted', () => {
       smtpLimits: { maxConnectionsPerAddress: 20, sessionTimeoutMs: 600_000, commandTimeoutMs: 60_000 },
       bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com' },
       metrics: { port: 9464, token: 't'.repeat(32) },
+      people: { invitationTtlHours: 72, systemSender: undefined },
     });
+  });
+
+  test('INVITATION_TTL_HOURS, and the system sender: SYSTEM_PROJECT_ID with SYSTEM_FROM_EMAIL', () => {
+    const id = '01890000-0000-7000-8000-00000000000A';
+    expect(loadConfig({ INVITATION_TTL_HOURS: '24', SYSTEM_PROJECT_ID: id, SYSTEM_FROM_EMAIL: 'NoReply@Example.com' }).people)
+      .toEqual({ invitationTtlHours: 24, systemSender: { projectId: id.toLowerCase(), email: 'noreply@example.com' } });
   });
 
   test('PORT=0 (an ephemeral port) is allowed; postgresql:// and smtp:// schemes too', () => {
@@ -201,6 +209,11 @@ describe('a bad value raises a ConfigError naming the variable', () => {
     ['SESSION_MAX_DAYS', { SESSION_MAX_DAYS: '0' }],
     ['LOGIN_FREE_FAILURES_PER_ACCOUNT', { LOGIN_FREE_FAILURES_PER_ACCOUNT: 'lots' }],
     ['LOGIN_FREE_FAILURES_PER_ADDRESS', { LOGIN_FREE_FAILURES_PER_ADDRESS: '0' }],
+    ['INVITATION_TTL_HOURS', { INVITATION_TTL_HOURS: '0' }],
+    ['SYSTEM_PROJECT_ID', { SYSTEM_PROJECT_ID: 'default', SYSTEM_FROM_EMAIL: 'a@example.com' }],
+    ['SYSTEM_FROM_EMAIL', { SYSTEM_PROJECT_ID: '01890000-0000-7000-8000-000000000000' }],
+    ['SYSTEM_FROM_EMAIL', { SYSTEM_FROM_EMAIL: 'a@example.com' }],
+    ['SYSTEM_FROM_EMAIL', { SYSTEM_PROJECT_ID: '01890000-0000-7000-8000-000000000000', SYSTEM_FROM_EMAIL: 'nope' }],
   ])('%s in %j', (variable, env) => {
     const err = configError(env);
     expect(err.name).toBe('ConfigError');

@@ -138,6 +138,15 @@ describe('server and CLI on one DATA_DIR', () => {
     expect((await server.request('GET', '/contacts', defaultSecretKey)).status).toBe(200);
   });
 
+  test('the first start also prints a one-time setup link that creates the first account, an operator', async () => {
+    const token = /\/app\/setup#token=([A-Za-z0-9_-]{43})/.exec(server.stdout())?.[1];
+    expect(token).toBeDefined();
+    const body = { token, email: 'operator@example.com', name: 'Operator', password: 'a long enough password' };
+    const res = await server.request('POST', '/auth/setup', undefined, body);
+    expect(res.status).toBe(201);
+    expect((await server.request('POST', '/auth/setup', undefined, body)).status).toBe(409);
+  });
+
   test('the CLI attaches to the server\'s cluster instead of starting a second one', async () => {
     const before = livePostmasterPid(pgDir);
     expect(before).toBeDefined();
@@ -185,6 +194,7 @@ describe('server and CLI on one DATA_DIR', () => {
     try {
       expect(again.stdout()).not.toContain('secret key:');
       expect(again.stdout()).not.toContain('Herald created the project');
+      expect(again.stdout()).not.toContain('/app/setup#token=');
       // Kept between runs: the Default key from the first start works, Acme is still disabled.
       expect((await again.request('GET', '/contacts', defaultSecretKey)).status).toBe(200);
       const acmeRes = await again.request('GET', '/contacts', acme.secretKey);

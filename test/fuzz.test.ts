@@ -5,7 +5,7 @@ import type Koa from 'koa';
 import pino from 'pino';
 import request from 'supertest';
 import { createApp } from '../api/app';
-import type { DnsConfig } from '../config';
+import { loadSessionConfig, type DnsConfig } from '../config';
 import type { Engine } from '../engine/types';
 import { createKey, createProject, revokeKey, setProjectDisabled } from '../projects/service';
 import { addDomain } from '../domains/rows';
@@ -90,7 +90,9 @@ beforeAll(async () => {
       else otherLogLines.push(entry);
     },
   });
-  app = createApp(testAppDeps(db.knex, { log, engine: acceptingEngine, dns: dnsConfig, apiRateLimitPerMinute: 1_000_000 }));
+  // No 429 is expected below: the API's rate limit and the failed-login throttle (its own tests: test/people) are high.
+  const sessions = { ...loadSessionConfig({}), freeFailuresPerAccount: 1_000_000, freeFailuresPerAddress: 1_000_000 };
+  app = createApp(testAppDeps(db.knex, { log, engine: acceptingEngine, dns: dnsConfig, apiRateLimitPerMinute: 1_000_000, sessions }));
   server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   port = (server.address() as AddressInfo).port;
@@ -124,6 +126,13 @@ async function seedProject(name: string, domain: string): Promise<FuzzProject> {
     return res.body.data;
   };
   pools.domain.keep.push((await addDomain(created.id, domain, true))!.id);
+  // Members to change and remove (accounts made here: accepting invitations is the open routes' business).
+  for (const role of ['admin', 'member', 'viewer'] as const) {
+    const [user] = await db.knex('users').insert({ email: `${role}@${domain}`, name: role }).returning<{ id: string }[]>('id');
+    await db.knex('memberships').insert({ project_id: created.id, user_id: user!.id, role });
+    pools.member.keep.push(user!.id);
+  }
+  await post('/invitations', { email: `invited@${domain}`, role: 'viewer' }, 'invitation');
   // Before the contacts: their contact.created deliveries are the webhook's (never sent: no worker runs here).
   await post('/webhooks', { url: `https://hooks.${domain}/herald`, events: ['contact.created', 'email.sent'] }, 'webhook');
   const contact = await post('/contacts', { email: `seed@${domain}`, data: { plan: 'pro', firstName: 'Ada' } }, 'contact');

@@ -39,6 +39,7 @@ const DOMAIN_STATUS: Record<DomainErrorKind, { status: number; code: string }> =
   invalid: { status: 422, code: 'VALIDATION_ERROR' },
   not_found: { status: 404, code: 'NOT_FOUND' },
   conflict: { status: 409, code: 'CONFLICT' },
+  forbidden: { status: 403, code: 'FORBIDDEN' },
 };
 
 export interface ErrorBody {

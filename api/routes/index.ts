@@ -1,4 +1,5 @@
 import type { Route } from '../route';
+import { accountRoutes } from './accounts';
 import { authRoutes } from './auth';
 import { automationRoutes } from './automations';
 import { campaignRoutes } from './campaigns';
@@ -7,6 +8,8 @@ import { customEventRoutes } from './customEvents';
 import { domainRoutes } from './domains';
 import { emailRoutes } from './emails';
 import { eventRoutes } from './events';
+import { invitationRoutes } from './invitations';
+import { memberRoutes } from './members';
 import { opensAndClicksRoutes } from './opensAndClicks';
 import { segmentRoutes } from './segments';
 import { sendRoutes } from './send';
@@ -45,4 +48,8 @@ export const ROUTES: readonly Route[] = [
   ...webhookRoutes,
   ...automationRoutes,
   ...domainRoutes,
+  // People: members and invitations of the project; accounts' links (open: the token authorises).
+  ...memberRoutes,
+  ...invitationRoutes,
+  ...accountRoutes,
 ];

@@ -222,3 +222,14 @@ export const signedInAnswer = shape({
   session: shape({ id, createdAt: instant, expiresAt: instant }),
 }).id('SignedIn');
 export const sessionListAnswer = shape({ items: Joi.array().items(sessionInfoAnswer) }).id('SessionList');
+/** People (api/routes/members.ts, invitations.ts, auth.ts). */
+const role = Joi.string().valid('owner', 'admin', 'member', 'viewer');
+export const memberAnswer = shape({ userId: id, email: Joi.string(), name: Joi.string().allow(''), role, createdAt: instant });
+export const invitationAnswer = shape({
+  id, email: Joi.string(), role, createdAt: instant, expiresAt: instant, invitedBy: nullable(id),
+  link: Joi.string().uri().optional().description('The link to pass on (`PUBLIC_URL/app/invitation#token=…`): only when Herald did not mail it (no system sender).'),
+});
+export const acceptedAnswer = shape({ userId: id, email: Joi.string(), projectId: id, role, newAccount: Joi.boolean() });
+export const resetRequestedAnswer = shape({ message: Joi.string() });
+export const resetAnswer = shape({ userId: id, sessionsEnded: count });
+export const setupAnswer = shape({ userId: id, email: Joi.string(), projects: count });

@@ -24,6 +24,8 @@ export interface TestAppOptions {
   engine?: Engine;
   /** A database the caller already made (e.g. for the engine); otherwise a new one. */
   db?: TestDatabase;
+  /** Invitations and resets: INVITATION_TTL_HOURS and the system sender (none by default: links are answered). */
+  people?: AppDeps['people'];
 }
 
 export const TEST_SECRET = Buffer.from('test-secret-test-secret-test-secret!');
@@ -48,7 +50,7 @@ export function testAppDeps(knex: TestDatabase['knex'], overrides: Partial<AppDe
 /** A real app on a real (per-file) PostgreSQL database, listening on an ephemeral loopback port. */
 export async function createTestContext(opts: TestAppOptions = {}): Promise<TestContext> {
   const db = opts.db ?? (await createTestDatabase());
-  const app = createApp(testAppDeps(db.knex, { apiRateLimitPerMinute: opts.apiRateLimitPerMinute ?? 100_000, ...(opts.engine ? { engine: opts.engine } : {}) }));
+  const app = createApp(testAppDeps(db.knex, { apiRateLimitPerMinute: opts.apiRateLimitPerMinute ?? 100_000, ...(opts.engine ? { engine: opts.engine } : {}), ...(opts.people ? { people: opts.people } : {}) }));
   const server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   const project = await createProject('Test project');

@@ -21,7 +21,7 @@ import { clickToken, openToken } from '../../tracking/links';
 // ---------------------------------------------------------------------------------------------------------------
 // The world: what tokens resolve against.
 
-export const RESOURCE_TYPES = ['contact', 'template', 'segment', 'campaign', 'workflow', 'domain', 'execution', 'email', 'webhook', 'webhookDelivery'] as const;
+export const RESOURCE_TYPES = ['contact', 'template', 'segment', 'campaign', 'workflow', 'domain', 'execution', 'email', 'webhook', 'webhookDelivery', 'member', 'invitation'] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 export interface Pool {
@@ -214,6 +214,10 @@ const dataArb: fc.Arbitrary<Record<string, unknown>> = fc.dictionary(
   ),
   { maxKeys: 4 },
 );
+const roleArb = mostly(['admin', 'member', 'viewer'], ['owner', 'OWNER', '', 'god']);
+/** A link's token: well-shaped (43 base64url characters, unknown to the database) or not. */
+const linkTokenArb = mostly(['A'.repeat(43), 'abcdefghijklmnopqrstuvwxyz0123456789_-ABCDE'], ['', 'short', 'A'.repeat(44), '!'.repeat(43), 'A'.repeat(42) + '\u0000']);
+const passwordArb = mostly(['correct horse battery', 'x'.repeat(256)], ['', 'short', 'x'.repeat(257)]);
 const textArb = mostly(['', 'a description', 'x'.repeat(1000)], ['x'.repeat(2001)]);
 
 // Audience conditions (campaign audienceFilter, segment condition).
@@ -517,6 +521,18 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'GET /domains/:id': { ids: { id: 'domain' } },
   'DELETE /domains/:id': { ids: { id: 'domain' }, deletes: 'domain' },
   'POST /domains/:id/verify': { ids: { id: 'domain' } },
+
+  // People: members and invitations (a key acts as an admin), and the open routes of people's links.
+  'GET /members': { list: true },
+  'PATCH /members/:userId': { ids: { userId: 'member' }, body: fc.record({ role: roleArb }) },
+  'DELETE /members/:userId': { ids: { userId: 'member' } },
+  'POST /invitations': { body: fc.record({ email: emailArb, role: roleArb }), creates: 'invitation' },
+  'GET /invitations': { list: true },
+  'DELETE /invitations/:id': { ids: { id: 'invitation' }, deletes: 'invitation' },
+  'POST /invitations/accept': { keys: 'none', body: fc.record({ token: linkTokenArb, name: nameArb, password: passwordArb }) },
+  'POST /auth/password-reset': { keys: 'none', body: fc.record({ email: emailArb }) },
+  'POST /auth/password-reset/confirm': { keys: 'none', body: fc.record({ token: linkTokenArb, password: passwordArb }) },
+  'POST /auth/setup': { keys: 'none', body: fc.record({ token: linkTokenArb, email: emailArb, name: nameArb, password: passwordArb }) },
 };
 
 // ---------------------------------------------------------------------------------------------------------------
