@@ -2,6 +2,7 @@ import { loadDnsConfig, loadTrackingConfig } from '../config';
 import { unsubscribeService } from '../audience/subscription';
 import { segmentService } from '../audience/segments';
 import { suppressionService } from '../audience/suppressions';
+import { auditService } from '../audit/log';
 import { automationService } from '../automations/automations';
 import { campaignService } from '../campaigns/campaigns';
 import { contactService } from '../contacts/contacts';
@@ -12,6 +13,7 @@ import { eventService } from '../events/events';
 import { createTracker as createCustomEvents } from '../events/customEvents';
 import { createMetrics } from '../metrics/metrics';
 import { openApiJson } from './openapi/document';
+import { keyService } from '../projects/apiKeys';
 import { createSender } from '../sending/sender';
 import { templateService } from '../templates/templates';
 import { settingsService } from '../tracking/settings';
@@ -52,6 +54,10 @@ export function createServices(deps: AppDeps) {
     webhooks: webhookService(deps),
     automations: automationService(deps),
     domains: domainService({ ...deps, dns }),
+    /** GET/POST/DELETE /keys (projects/apiKeys.ts). */
+    keys: keyService(deps),
+    /** GET /audit-log (audit/log.ts). */
+    audit: auditService(deps),
     /** The bounce domain's records, shown with every sending domain's. */
     returnPath: deps.returnPath,
   };

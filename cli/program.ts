@@ -67,9 +67,19 @@ export async function runCli(argv: string[]): Promise<number> {
   const key = program.command('key').description('manage API keys');
   key.command('create').description('create an API key for a project (printed once)')
     .requiredOption('--project <id>', 'project id')
-    .addOption(new Option('--type <type>', 'key type').choices(['secret', 'public']).makeOptionMandatory())
-    .action(withDb(async (opts: { project: string; type: 'secret' | 'public' }) => {
-      const created = await createKey(requireUuid(opts.project, 'project'), opts.type);
+    .addOption(new Option('--type <type>', 'key type').choices(['secret', 'public']).default('secret'))
+    .option('--name <name>', 'what the key is for (GET /keys shows it); default: named for its type')
+    .addOption(new Option('--scope <scope>', 'full, or sending: the sending routes and SMTP submission only').choices(['full', 'sending']).default('full'))
+    .option('--domains <list>', 'comma-separated sending domains the key may send From (and their subdomains); default: any')
+    .action(withDb(async (opts: { project: string; type: 'secret' | 'public'; name?: string; scope: 'full' | 'sending'; domains?: string }) => {
+      const name = opts.name?.trim();
+      if (name !== undefined && (!name || name.length > 200)) throw new CliError('--name must be 1 to 200 characters');
+      const domains = opts.domains?.split(',').map((d) => d.trim()).filter(Boolean).map((d) => {
+        const { value, error } = domainName.validate(d);
+        if (error) throw new CliError(`--domains: ${JSON.stringify(d)} is not a domain name`);
+        return value as string;
+      });
+      const created = await createKey(requireUuid(opts.project, 'project'), opts.type, { name, scope: opts.scope, domains: domains?.length ? domains : null });
       if (!created) throw new CliError(`no project ${opts.project}`);
       print(created);
     }));

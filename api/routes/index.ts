@@ -1,10 +1,12 @@
 import type { Route } from '../route';
+import { auditLogRoutes } from './auditLog';
 import { automationRoutes } from './automations';
 import { campaignRoutes } from './campaigns';
 import { contactRoutes } from './contacts';
 import { customEventRoutes } from './customEvents';
 import { domainRoutes } from './domains';
 import { emailRoutes } from './emails';
+import { keyRoutes } from './keys';
 import { eventRoutes } from './events';
 import { opensAndClicksRoutes } from './opensAndClicks';
 import { segmentRoutes } from './segments';
@@ -42,4 +44,6 @@ export const ROUTES: readonly Route[] = [
   ...webhookRoutes,
   ...automationRoutes,
   ...domainRoutes,
+  ...keyRoutes,
+  ...auditLogRoutes,
 ];

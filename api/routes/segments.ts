@@ -1,3 +1,4 @@
+import { actorOf } from '../../audit/log';
 import type { Segment } from '../../audience/segments';
 import { crud, created, noContent, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
@@ -48,7 +49,7 @@ export const segmentRoutes = [
 
   route({ operationId: 'deleteSegment', method: 'delete', path: '/segments/:id', summary: 'Delete a segment', tag: 'Segments', access: 'secret', permission: 'write', answers: noContent('Deleted.'), errors: [409],
     async handle({ auth, params, services }) {
-      await services.segments.remove(auth.projectId, params.id);
+      await services.segments.remove(auth.projectId, params.id, actorOf(auth));
       return deleted;
     } }),
 
