@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { listPage, type Listed, type PageRequest } from '../db/pages';
+import { listPage, pageQueries, type Listed, type PageRequest } from '../db/pages';
 import type { Principal } from '../projects/roles';
 
 /**
@@ -90,9 +90,9 @@ export interface AuditFilter {
   until?: Date;
 }
 
-/** A page of the project's log, newest first; every filter leads with the project in its index (the migration). */
-export function listAudit(db: Knex, projectId: string, filter: AuditFilter, page: PageRequest): Promise<Listed<AuditRow>> {
-  return listPage<AuditRow>(() => {
+/** The project's entries that pass the filter: each filter leads with the project in its index (the migration). */
+function filteredAudit(db: Knex, projectId: string, filter: AuditFilter): () => Knex.QueryBuilder {
+  return () => {
     const q = db('audit_log').where('project_id', projectId)
       .select('id', 'actor_kind', 'actor_id', 'operation', 'resource_type', 'resource_id', 'address', 'at', 'details');
     if (filter.actor) q.where('actor_id', filter.actor);
@@ -102,7 +102,15 @@ export function listAudit(db: Knex, projectId: string, filter: AuditFilter, page
     if (filter.since) q.where('at', '>=', filter.since);
     if (filter.until) q.where('at', '<', filter.until);
     return q;
-  }, page);
+  };
+}
+
+/** The page and count queries of a list (for test/db's plans: every query path has its index). */
+export const auditListQueries = (db: Knex, projectId: string, filter: AuditFilter, page: PageRequest) => pageQueries(filteredAudit(db, projectId, filter), page);
+
+/** A page of the project's log, newest first. */
+export function listAudit(db: Knex, projectId: string, filter: AuditFilter, page: PageRequest): Promise<Listed<AuditRow>> {
+  return listPage<AuditRow>(filteredAudit(db, projectId, filter), page);
 }
 
 export function auditService({ knex }: { knex: Knex }) {

@@ -20,7 +20,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`UPDATE api_keys SET name = CASE type WHEN 'secret' THEN 'Default secret key' ELSE 'Default public key' END`);
 
   await knex.raw(`CREATE TABLE audit_log (
-    id uuid PRIMARY KEY DEFAULT herald_uuidv7(),
+    id uuid NOT NULL DEFAULT herald_uuidv7(),
     project_id uuid NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
     actor_kind text NOT NULL CONSTRAINT audit_log_actor_kind_check CHECK (actor_kind IN ('key', 'user', 'operator')),
     -- The key's or the user's id; NULL for the operator's CLI.
@@ -31,11 +31,13 @@ export async function up(knex: Knex): Promise<void> {
     resource_id text,
     address text,
     at timestamptz NOT NULL DEFAULT now(),
-    details jsonb NOT NULL DEFAULT '{}'
+    details jsonb NOT NULL DEFAULT '{}',
+    -- The key leads with the tenant (as contacts'): serves GET /audit-log (keyset on id, newest first, and its date
+    -- range: ids are time-ordered), its count and the cascade from projects. An id-only key tempted the planner to
+    -- walk every tenant's newest entries filtering for one project (test/db/auditIndexes.test.ts).
+    CONSTRAINT audit_log_pkey PRIMARY KEY (project_id, id)
   )`);
-  // Serves GET /audit-log (keyset on id, newest first), its count and the cascade from projects; the filters below
-  // each lead with the project too, so a busy project's log is never walked for a rare actor or resource.
-  await knex.raw('CREATE INDEX audit_log_project_idx ON audit_log (project_id, id DESC)');
+  // The filters each lead with the project too, so a busy project's log is never walked for a rare actor or resource.
   await knex.raw('CREATE INDEX audit_log_actor_idx ON audit_log (project_id, actor_id, id DESC)');
   await knex.raw('CREATE INDEX audit_log_operation_idx ON audit_log (project_id, operation, id DESC)');
   await knex.raw('CREATE INDEX audit_log_resource_idx ON audit_log (project_id, resource_type, resource_id, id DESC)');
