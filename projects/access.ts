@@ -154,8 +154,13 @@ function newAdmitter(knex: Knex) {
          FROM unnest(?::text[]) AS l(lookup) JOIN keys k USING (lookup) GROUP BY 1),
        counted AS (${COUNT_UPSERT}),
        touched AS (
+         -- SKIP LOCKED: a key another statement is marking (or revoking) is left to it. Never a wait on the hot path,
+         -- and no deadlock between two batches that lock the same keys in different orders.
          UPDATE api_keys SET last_used_at = now()
-         WHERE id IN (SELECT id FROM keys) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+         WHERE id IN (
+           SELECT id FROM api_keys
+           WHERE id IN (SELECT id FROM keys) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+           FOR UPDATE SKIP LOCKED)
          RETURNING id)
        SELECT k.*, c.key AS rate_key, c.points, c.expire
        FROM keys k LEFT JOIN counted c ON c.key = 'api:' || k."projectId"`,
