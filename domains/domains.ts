@@ -23,7 +23,7 @@ export interface Domains {
   create(projectId: string, domain: string, actor: Actor): Promise<Domain>;
   remove(projectId: string, id: string, actor: Actor): Promise<void>;
   /** Checks the domain's records in DNS now and stores the outcome. */
-  verify(projectId: string, id: string): Promise<Domain>;
+  verify(projectId: string, id: string, actor: Actor): Promise<Domain>;
 }
 
 export interface DomainDeps {
@@ -77,9 +77,17 @@ export function domainService({ knex, engine, log, secret, dns: dnsConfig, retur
         if (!(await rows.deleteDomain(trx, projectId, id))) throw notFound('Domain');
       });
     },
-    async verify(projectId, id) {
-      const checked = await checkDomain(knex, dns, secret, await find(projectId, id), { returnPath });
-      if (!checked) throw notFound('Domain'); // deleted meanwhile
+    async verify(projectId, id, actor) {
+      // The DNS lookups run before the transaction; the stored outcome and its audit entry commit together.
+      const checked = await checkDomain(knex, dns, secret, await find(projectId, id), {
+        returnPath,
+        save: (write) => audited(knex, projectId, actor, (d: Domain | undefined) => ({ operation: 'verifyDomain', resourceType: 'domain', resourceId: id, details: { status: d?.status ?? null } }), async (trx) => {
+          const d = await write(trx);
+          if (!d) throw notFound('Domain'); // deleted meanwhile: nothing changed, nothing recorded
+          return d;
+        }),
+      });
+      if (!checked) throw notFound('Domain');
       await schedule();
       return checked;
     },

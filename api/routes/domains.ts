@@ -55,5 +55,5 @@ export const domainRoutes = [
 
   /** Checks the domain's records in DNS now and answers the outcome. */
   route({ operationId: 'verifyDomain', method: 'post', path: '/domains/:id/verify', summary: "Check the domain's DNS records now", tag: 'Domains', access: 'secret', permission: 'admin', answers: ok('The domain after the check.', A.domainAnswer),
-    handle: async ({ auth, params, services }) => reply(domainJson(await services.domains.verify(auth.projectId, params.id), services.returnPath)) }),
+    handle: async ({ auth, params, services }) => reply(domainJson(await services.domains.verify(auth.projectId, params.id, actorOf(auth)), services.returnPath)) }),
 ];
