@@ -61,10 +61,12 @@ export function createApiKey(db: Knex, projectId: string, actor: Actor, input: N
  * once: every request looks its key up afresh (projects/access.ts never caches).
  */
 export async function revokeApiKey(db: Knex, projectId: string, actor: Actor, id: string, operation = 'revokeKey'): Promise<void> {
-  await audited(db, projectId, actor, { operation, resourceType: 'key', resourceId: id }, async (trx) => {
+  // The entry names the key (its name, not its hint): the log stays readable once the key has left GET /keys.
+  await audited(db, projectId, actor, (name: string) => ({ operation, resourceType: 'key', resourceId: id, details: { name } }), async (trx) => {
     const [row] = await trx('api_keys').where({ project_id: projectId, id }).whereNull('revoked_at')
       .update({ revoked_at: trx.fn.now() }).returning(['name']);
     if (!row) throw notFound('Key');
+    return row.name as string;
   });
 }
 

@@ -43,7 +43,9 @@ test('every listed change by a key has its entry: who, what, which id, from wher
   let e = await change(async () => { const r = await http().post('/keys').set(key).send({ name: 'audited', scope: 'sending' }); id = r.body.data.id; return r; }, 201);
   expectEntry(e, 'createKey', 'key', id);
   expect(JSON.stringify(e.details)).not.toMatch(/sk_/);
-  expectEntry(await change(() => http().delete(`/keys/${id}`).set(key), 204), 'revokeKey', 'key', id);
+  e = await change(() => http().delete(`/keys/${id}`).set(key), 204);
+  expectEntry(e, 'revokeKey', 'key', id);
+  expect(e.details).toEqual({ name: 'audited' });
 
   // Domains.
   e = await change(async () => { const r = await http().post('/domains').set(key).send({ domain: 'audit.example.net' }); id = r.body.data.id; return r; }, 201);
