@@ -199,7 +199,10 @@ export function segmentService({ knex }: { knex: Knex }) {
     /** The segment if it is STATIC: not found, then a conflict for a DYNAMIC one. */
     getStatic: (projectId: string, id: string) => staticSegment(knex, projectId, id),
     addMembers: (projectId: string, id: string, emails: string[]) => addMembers(knex, projectId, id, emails),
-    removeMembers: (projectId: string, id: string, emails: string[]) => removeMembers(knex, projectId, id, emails),
+    /** A DELETE, so audited (audit/log.ts): how many left, never their addresses. */
+    removeMembers: (projectId: string, id: string, emails: string[], actor: Actor) =>
+      audited(knex, projectId, actor, (r: { removed: number }) => ({ operation: 'removeSegmentMembers', resourceType: 'segment', resourceId: id, details: { removed: r.removed } }),
+        (trx) => removeMembers(trx, projectId, id, emails)),
   };
 }
 

@@ -69,5 +69,5 @@ export const segmentRoutes = [
   route({ operationId: 'removeSegmentMembers', method: 'delete', path: '/segments/:id/members', summary: 'Remove members from a STATIC segment', tag: 'Segments', access: 'secret', permission: 'write', body: membersSchema,
     answers: ok('Removed.', A.membersRemovedAnswer), errors: [409],
     before: ownedStatic,
-    handle: async ({ auth, params, body, services }) => reply(await services.segments.removeMembers(auth.projectId, params.id, body.emails)) }),
+    handle: async ({ auth, params, body, services }) => reply(await services.segments.removeMembers(auth.projectId, params.id, body.emails, actorOf(auth))) }),
 ];

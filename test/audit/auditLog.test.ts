@@ -1,3 +1,4 @@
+import { ROUTES } from '../../api/routes/index';
 import { audited, OPERATOR, recordAudit } from '../../audit/log';
 import { addDomain } from '../../domains/rows';
 import { bearer, createTestContext, type TestContext } from '../support/app';
@@ -84,9 +85,23 @@ test('every listed change by a key has its entry: who, what, which id, from wher
   const template = (await http().post('/templates').set(key).send({ name: 't', subject: 's', body: 'b' })).body.data.id;
   expectEntry(await change(() => http().delete(`/templates/${template}`).set(key), 204), 'deleteTemplate', 'template', template);
   const segment = (await http().post('/segments').set(key).send({ name: 's', type: 'STATIC' })).body.data.id;
+  await http().post(`/segments/${segment}/members`).set(key).send({ emails: ['m1@example.org', 'm2@example.org'] });
+  e = await change(() => http().delete(`/segments/${segment}/members`).set(key).send({ emails: ['m1@example.org'] }), 200);
+  expectEntry(e, 'removeSegmentMembers', 'segment', segment);
+  expect(e.details).toEqual({ removed: 1 });
   expectEntry(await change(() => http().delete(`/segments/${segment}`).set(key), 204), 'deleteSegment', 'segment', segment);
   const workflow = (await http().post('/workflows').set(key).send({ name: 'w', trigger: { type: 'EVENT', event: 'x' }, steps: [{ id: 'end', type: 'EXIT' }] })).body.data.id;
   expectEntry(await change(() => http().delete(`/workflows/${workflow}`).set(key), 204), 'deleteWorkflow', 'workflow', workflow);
+});
+
+test('no change of the route table escapes the audit: every DELETE and every admin change is among those recorded above', async () => {
+  const recorded = new Set((await entries()).map((e) => e.operation as string));
+  const expected = ROUTES.filter((r) => !r.serve && (r.method === 'delete' || (r.permission === 'admin' && r.method !== 'get')))
+    .map((r) => r.operationId)
+    // Checked against a DNS server of the test's own in test/domains/api.test.ts.
+    .filter((op) => op !== 'verifyDomain');
+  expect(expected.filter((op) => !recorded.has(op))).toEqual([]);
+  for (const op of ['sendCampaign', 'cancelCampaign']) expect(recorded).toContain(op);
 });
 
 test('a failed change leaves no entry: a refused delete, a foreign id, a conflict', async () => {
