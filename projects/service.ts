@@ -66,7 +66,7 @@ export interface ProjectSummary {
   name: string;
   disabled: boolean;
   createdAt: string;
-  keys: { id: string; type: ApiKeyType; hint: string; revoked: boolean }[];
+  keys: { id: string; type: ApiKeyType; name: string; scope: NewKey['scope']; hint: string; revoked: boolean }[];
 }
 
 export async function listProjects(): Promise<ProjectSummary[]> {
@@ -77,7 +77,7 @@ export async function listProjects(): Promise<ProjectSummary[]> {
     name: p.name,
     disabled: p.disabled,
     createdAt: p.createdAt.toISOString(),
-    keys: keys.filter((k) => k.projectId === p.id).map((k) => ({ id: k.id, type: k.type, hint: `…${k.hint}`, revoked: k.revokedAt !== null })),
+    keys: keys.filter((k) => k.projectId === p.id).map((k) => ({ id: k.id, type: k.type, name: k.name, scope: k.scope, hint: `…${k.hint}`, revoked: k.revokedAt !== null })),
   }));
 }
 

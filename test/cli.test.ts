@@ -35,7 +35,7 @@ async function cliFails(code: number | 'non-zero', stderrPattern: RegExp, ...arg
 }
 
 interface Created { id: string; name: string; secretKey: string; publicKey: string }
-interface Listed { id: string; name: string; disabled: boolean; createdAt: string; keys: { id: string; type: string; hint: string; revoked: boolean }[] }
+interface Listed { id: string; name: string; disabled: boolean; createdAt: string; keys: { id: string; type: string; name: string; scope: string; hint: string; revoked: boolean }[] }
 interface CreatedKey { id: string; projectId: string; type: string; key: string }
 interface AddedDomain { id: string; projectId: string; domain: string; status: string; verifiedAt: string | null; records: { purpose: string; type: string; name: string; value: string }[] }
 
@@ -249,7 +249,10 @@ describe('key create / revoke', () => {
     const list = await cli('project', 'list');
     expect(list.stdout).not.toContain(k.key);
     const listed = (JSON.parse(list.stdout) as Listed[]).find((x) => x.id === p.id)!.keys.find((x) => x.id === k.id);
-    expect(listed).toEqual({ id: k.id, type: 'secret', hint: `…${k.key.slice(-4)}`, revoked: true });
+    expect(listed).toEqual({ id: k.id, type: 'secret', name: 'Default secret key', scope: 'full', hint: `…${k.key.slice(-4)}`, revoked: true });
+    // Audited as the operator's, in the revocation's transaction (issue 27).
+    expect(await t.db.knex('audit_log').where({ resource_id: k.id, operation: 'key.revoke' }).select('actor_kind', 'actor_id', 'project_id'))
+      .toEqual([{ actor_kind: 'operator', actor_id: null, project_id: p.id }]);
 
     // Revoking it again, or an unknown key, is an error.
     await Promise.all([
