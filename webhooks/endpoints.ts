@@ -88,14 +88,20 @@ export async function redeliverWebhook(deps: WebhookDeps, projectId: string, end
   return { ...row, attempt_log: [] };
 }
 
+/** A receiver's URL as the audit log keeps it: its origin and path, without the query, where receivers put tokens. */
+export function urlForAudit(url: string): string {
+  const u = new URL(url);
+  return `${u.origin}${u.pathname}`;
+}
+
 /** The functions above as one object over the app's deps, the API's way in (like campaignService). */
 export function webhookService(deps: WebhookDeps) {
   return {
     list: (projectId: string, page: PageRequest) => listWebhooks(deps, projectId, page),
     get: (projectId: string, id: string) => getWebhook(deps, projectId, id),
-    // Changes are audited in their transaction (audit/log.ts): the URL and events, never the secret.
+    // Changes are audited in their transaction (audit/log.ts): where the URL points and the events, never the secret.
     create: (projectId: string, input: NewEndpoint, actor: Actor) =>
-      audited(deps.knex, projectId, actor, (w: EndpointWithSecret) => ({ operation: 'createWebhook', resourceType: 'webhook', resourceId: w.id, details: { url: w.url, events: w.events } }),
+      audited(deps.knex, projectId, actor, (w: EndpointWithSecret) => ({ operation: 'createWebhook', resourceType: 'webhook', resourceId: w.id, details: { url: urlForAudit(w.url), events: w.events } }),
         (trx) => createWebhook({ ...deps, knex: trx }, projectId, input)),
     update: (projectId: string, id: string, patch: Partial<NewEndpoint>, actor: Actor) =>
       audited(deps.knex, projectId, actor, { operation: 'updateWebhook', resourceType: 'webhook', resourceId: id, details: { changed: Object.keys(patch) } },

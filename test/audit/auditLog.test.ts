@@ -1,5 +1,5 @@
 import { ROUTES } from '../../api/routes/index';
-import { audited, OPERATOR, recordAudit } from '../../audit/log';
+import { actorOf, audited, OPERATOR, recordAudit } from '../../audit/log';
 import { addDomain } from '../../domains/rows';
 import { bearer, createTestContext, type TestContext } from '../support/app';
 
@@ -54,8 +54,10 @@ test('every listed change by a key has its entry: who, what, which id, from wher
   expectEntry(await change(() => http().delete(`/domains/${id}`).set(key), 204), 'deleteDomain', 'domain', id);
 
   // Webhooks, the rotation of their secret included; the secret is never in an entry.
-  e = await change(async () => { const r = await http().post('/webhooks').set(key).send({ url: 'https://hooks.example.org/h', events: ['email.sent'] }); id = r.body.data.id; return r; }, 201);
+  e = await change(async () => { const r = await http().post('/webhooks').set(key).send({ url: 'https://hooks.example.org/h?token=s3cret', events: ['email.sent'] }); id = r.body.data.id; return r; }, 201);
   expectEntry(e, 'createWebhook', 'webhook', id);
+  // Receivers put tokens in the query: the entry keeps the origin and path only.
+  expect(e.details).toEqual({ url: 'https://hooks.example.org/h', events: ['email.sent'] });
   expectEntry(await change(() => http().patch(`/webhooks/${id}`).set(key).send({ enabled: false }), 200), 'updateWebhook', 'webhook', id);
   const rotated = await change(() => http().post(`/webhooks/${id}/rotate-secret`).set(key), 200);
   expectEntry(rotated, 'rotateWebhookSecret', 'webhook', id);
@@ -120,6 +122,11 @@ test('a failed change leaves no entry: a refused delete, a foreign id, a conflic
   // Sends and tracking are not audited.
   expect((await t.http().post('/v1/send').set(key).send({ to: 'r@example.org', from: 'a@example.com', subject: 's', body: 'b' })).status).toBe(200);
   expect(await entries()).toHaveLength(afterSend);
+});
+
+test("actorOf: a key's id, or a signed-in person's (sessions), with the request's address", () => {
+  expect(actorOf({ principal: { kind: 'key', keyId: 'k', keyType: 'secret', scope: 'full' }, address: '192.0.2.1' })).toEqual({ kind: 'key', id: 'k', address: '192.0.2.1' });
+  expect(actorOf({ principal: { kind: 'user', userId: 'u', sessionId: 's', role: 'admin' }, address: '2001:db8::1' })).toEqual({ kind: 'user', id: 'u', address: '2001:db8::1' });
 });
 
 test('the entry rolls back with its change, and commits only with it', async () => {
