@@ -2,6 +2,7 @@ import { loadDnsConfig, loadTrackingConfig } from '../config';
 import { unsubscribeService } from '../audience/subscription';
 import { segmentService } from '../audience/segments';
 import { suppressionService } from '../audience/suppressions';
+import { auditService } from '../audit/log';
 import { automationService } from '../automations/automations';
 import { campaignService } from '../campaigns/campaigns';
 import { contactService } from '../contacts/contacts';
@@ -14,6 +15,7 @@ import { createMetrics } from '../metrics/metrics';
 import { peopleService } from '../people/service';
 import { loadSessionConfig } from '../config';
 import { openApiJson } from './openapi/document';
+import { keyService } from '../projects/apiKeys';
 import { createSender } from '../sending/sender';
 import { systemMail } from '../people/mail';
 import { templateService } from '../templates/templates';
@@ -65,6 +67,10 @@ export function createServices(deps: AppDeps) {
     domains: domainService({ ...deps, dns }),
     /** People's logins and sessions (people/). */
     people: peopleService({ knex, sessions: deps.sessions ?? loadSessionConfig() }),
+    /** GET/POST/DELETE /keys (projects/apiKeys.ts). */
+    keys: keyService(deps),
+    /** GET /audit-log (audit/log.ts). */
+    audit: auditService(deps),
     /** The bounce domain's records, shown with every sending domain's. */
     returnPath: deps.returnPath,
   };

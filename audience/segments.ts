@@ -9,6 +9,7 @@ import { isUnusableCondition, memberCounts, segmentContacts, segmentsReferencing
 import { checkCondition } from './check';
 import { loadSegments, resolveSegments, type SegmentDef } from './compile';
 import { normaliseCondition, type AudienceCondition } from './condition';
+import { audited, type Actor } from '../audit/log';
 
 /**
  * Segments (spec 4.4): DYNAMIC ones are their condition, evaluated when read; STATIC ones hold members. Every call is
@@ -191,12 +192,17 @@ export function segmentService({ knex }: { knex: Knex }) {
     create: (projectId: string, input: SegmentInput) => createSegment(knex, projectId, input),
     preview: (projectId: string, condition: AudienceCondition) => previewSegment(knex, projectId, condition),
     update: (projectId: string, id: string, patch: SegmentPatch) => updateSegment(knex, projectId, id, patch),
-    remove: (projectId: string, id: string) => deleteSegment(knex, projectId, id),
+    /** Audited in the transaction of the delete (audit/log.ts). */
+    remove: (projectId: string, id: string, actor: Actor) =>
+      audited(knex, projectId, actor, { operation: 'deleteSegment', resourceType: 'segment', resourceId: id }, (trx) => deleteSegment(trx, projectId, id)),
     members: (projectId: string, id: string, page: PageRequest) => segmentMembers(knex, projectId, id, page),
     /** The segment if it is STATIC: not found, then a conflict for a DYNAMIC one. */
     getStatic: (projectId: string, id: string) => staticSegment(knex, projectId, id),
     addMembers: (projectId: string, id: string, emails: string[]) => addMembers(knex, projectId, id, emails),
-    removeMembers: (projectId: string, id: string, emails: string[]) => removeMembers(knex, projectId, id, emails),
+    /** A DELETE, so audited (audit/log.ts): how many left, never their addresses. */
+    removeMembers: (projectId: string, id: string, emails: string[], actor: Actor) =>
+      audited(knex, projectId, actor, (r: { removed: number }) => ({ operation: 'removeSegmentMembers', resourceType: 'segment', resourceId: id, details: { removed: r.removed } }),
+        (trx) => removeMembers(trx, projectId, id, emails)),
   };
 }
 

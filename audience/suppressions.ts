@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { notFound } from '../core/errors';
 import { listPage, type Listed, type PageRequest } from '../db/pages';
+import { audited, type Actor } from '../audit/log';
 
 /**
  * The suppression list of a project (docs/api.md, "Suppressions"): addresses Herald never mails again. Hard bounces and
@@ -75,8 +76,14 @@ export function suppressionService({ knex }: { knex: Knex }) {
   return {
     list: (projectId: string, filter: { reason?: SuppressionReason }, page: PageRequest) => listSuppressions(knex, projectId, filter, page),
     /** One address; `created` is false when it was already on the list. */
-    add: async (projectId: string, entry: { email: string; reason: SuppressionReason; details?: Record<string, unknown> }) => (await suppress(knex, projectId, [entry]))[0]!,
-    remove: (projectId: string, email: string) => unsuppress(knex, projectId, email),
+    add: (projectId: string, entry: { email: string; reason: SuppressionReason; details?: Record<string, unknown> }, actor: Actor) =>
+      audited(knex, projectId, actor,
+        // Recorded even when the address was already there (`created: false`): the caller asked for it.
+        (s: Suppression & { created: boolean }) => ({ operation: 'createSuppression', resourceType: 'suppression', resourceId: s.email, details: { reason: s.reason, created: s.created } }),
+        async (trx) => (await suppress(trx, projectId, [entry]))[0]!),
+    /** Audited in the transaction of the delete (audit/log.ts); the entry is named by its address. */
+    remove: (projectId: string, email: string, actor: Actor) =>
+      audited(knex, projectId, actor, { operation: 'deleteSuppression', resourceType: 'suppression', resourceId: email }, (trx) => unsuppress(trx, projectId, email)),
   };
 }
 

@@ -9,6 +9,7 @@ import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import { checkReferences, checkSteps, normaliseSteps } from './definition';
 import { templateIdsOf, type ExecutionStatus, type Step } from './steps';
+import { audited, type Actor } from '../audit/log';
 
 /**
  * Automations (spec 4.7, decisions.md; the API's /workflows): a trigger event and steps, run per contact as
@@ -73,7 +74,7 @@ export interface Automations {
   /** Disabling stops the journeys under way; editing the steps does not (each execution keeps the steps it started with). */
   update(projectId: string, id: string, patch: Partial<AutomationInput>): Promise<AutomationRow>;
   /** Deletes the workflow with its executions; those under way are cancelled in the engine too. */
-  remove(projectId: string, id: string): Promise<void>;
+  remove(projectId: string, id: string, actor: Actor): Promise<void>;
   executions(projectId: string, workflowId: string, filter: { status?: ExecutionStatus; contactId?: string }, page: PageRequest): Promise<Listed<ExecutionRow>>;
   execution(projectId: string, workflowId: string, id: string): Promise<ExecutionRow>;
 }
@@ -125,9 +126,9 @@ export function automationService({ knex, engine, log }: { knex: Knex; engine: E
       return row;
     },
 
-    async remove(projectId, id) {
+    async remove(projectId, id, actor) {
       const current = await get(projectId, id);
-      const cancelled = await knex.transaction(async (trx) => {
+      const cancelled = await audited(knex, projectId, actor, { operation: 'deleteWorkflow', resourceType: 'workflow', resourceId: current.id, details: { name: current.name } }, async (trx) => {
         const live = await liveRuns(trx, projectId, current.id);
         await trx('automations').where({ project_id: projectId, id: current.id }).delete(); // its executions with it
         return live;

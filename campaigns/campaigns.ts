@@ -14,6 +14,7 @@ import type { Logger } from '../logging/logger';
 import { checkTemplate, messageScope, type Renderer } from '../mail/render';
 import { workflowId } from '../workflows/registry';
 import { cancelCampaignRows } from './lifecycle';
+import { audited, type Actor } from '../audit/log';
 
 /**
  * Campaigns (spec 4.5): written as DRAFTs, sent now or at a time by the engine (workflows/sendCampaign.ts), cancelled,
@@ -108,11 +109,11 @@ export interface Campaigns {
   /** Only a DRAFT can be edited; changing the audience type drops what belonged to the old one. */
   update(projectId: string, id: string, patch: Partial<CampaignInput>): Promise<CampaignRow>;
   /** Only a DRAFT or CANCELLED campaign can be deleted. */
-  remove(projectId: string, id: string): Promise<void>;
+  remove(projectId: string, id: string, actor: Actor): Promise<void>;
   /** Sends a DRAFT now, or at `scheduledAt`; its content is checked again first. */
-  send(projectId: string, id: string, scheduledAt?: Date): Promise<CampaignRow>;
+  send(projectId: string, id: string, scheduledAt: Date | undefined, actor: Actor): Promise<CampaignRow>;
   /** A SCHEDULED campaign never sends; a SENDING one stops before its next batch and its unsent emails are cancelled. */
-  cancel(projectId: string, id: string): Promise<CampaignRow>;
+  cancel(projectId: string, id: string, actor: Actor): Promise<CampaignRow>;
   /** `[TEST]` copies to up to 10 addresses, through the same rendering and delivery; nothing else changes. */
   test(projectId: string, id: string, emails: string[]): Promise<{ email: string; id: string }[]>;
   stats(projectId: string, id: string): Promise<CampaignStats>;
@@ -175,14 +176,17 @@ export function campaignService({ knex, engine, log, render }: CampaignDeps): Ca
       return row as CampaignRow;
     }),
 
-    async remove(projectId, id) {
+    async remove(projectId, id, actor) {
       const current = await get(projectId, id);
-      const deleted = await knex('campaigns').where({ project_id: projectId, id: current.id }).whereIn('status', ['DRAFT', 'CANCELLED']).delete();
-      if (!deleted) throw conflict(`Only DRAFT or CANCELLED campaigns can be deleted; this one is ${current.status}`, 'Cancel it first.');
+      await audited(knex, projectId, actor, { operation: 'deleteCampaign', resourceType: 'campaign', resourceId: current.id, details: { name: current.name } }, async (trx) => {
+        const deleted = await trx('campaigns').where({ project_id: projectId, id: current.id }).whereIn('status', ['DRAFT', 'CANCELLED']).delete();
+        if (!deleted) throw conflict(`Only DRAFT or CANCELLED campaigns can be deleted; this one is ${current.status}`, 'Cancel it first.');
+      });
     },
 
-    async send(projectId, id, scheduledAt) {
-      const row = await knex.transaction(async (trx) => {
+    async send(projectId, id, scheduledAt, actor) {
+      // Sent now or scheduled: one operation, told apart by `scheduledAt` in the entry's details.
+      const row = await audited(knex, projectId, actor, (r: CampaignRow) => ({ operation: 'sendCampaign', resourceType: 'campaign', resourceId: r.id, details: { scheduledAt: scheduledAt?.toISOString() ?? null } }), async (trx) => {
         const current = await locked(trx, projectId, id);
         if (current.status !== 'DRAFT') throw conflict(`Campaign is ${current.status}; only a DRAFT campaign can be sent or scheduled`);
         await checkContent(trx, render, projectId, {
@@ -197,10 +201,12 @@ export function campaignService({ knex, engine, log, render }: CampaignDeps): Ca
       return (await knex('campaigns').where({ project_id: projectId, id: row.id }).first()) ?? row;
     },
 
-    async cancel(projectId, id) {
+    async cancel(projectId, id, actor) {
       const current = await get(projectId, id);
-      const result = await cancelCampaignRows(knex, { projectId, campaignId: current.id });
-      if (!result.changed) throw conflict(`Campaign is ${result.status}; only DRAFT, SCHEDULED or SENDING campaigns can be cancelled`);
+      await audited(knex, projectId, actor, { operation: 'cancelCampaign', resourceType: 'campaign', resourceId: current.id, details: { was: current.status } }, async (trx) => {
+        const result = await cancelCampaignRows(trx, { projectId, campaignId: current.id });
+        if (!result.changed) throw conflict(`Campaign is ${result.status}; only DRAFT, SCHEDULED or SENDING campaigns can be cancelled`);
+      });
       // The database is already final; the engine cancel releases a pending schedule at once (it is also safe to lose).
       await engine.cancel(workflowId.sendCampaign({ campaignId: current.id }))
         .catch((err) => log.warn({ err, campaignId: current.id }, 'engine cancel failed; the workflow will see the CANCELLED status'));

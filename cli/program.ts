@@ -1,3 +1,4 @@
+import { OPERATOR } from '../audit/log';
 import { Command, CommanderError, Option } from 'commander';
 import Joi from 'joi';
 import { DomainError } from '../core/errors';
@@ -74,9 +75,19 @@ export async function runCli(argv: string[]): Promise<number> {
   const key = program.command('key').description('manage API keys');
   key.command('create').description('create an API key for a project (printed once)')
     .requiredOption('--project <id>', 'project id')
-    .addOption(new Option('--type <type>', 'key type').choices(['secret', 'public']).makeOptionMandatory())
-    .action(withDb(async (opts: { project: string; type: 'secret' | 'public' }) => {
-      const created = await createKey(requireUuid(opts.project, 'project'), opts.type);
+    .addOption(new Option('--type <type>', 'key type').choices(['secret', 'public']).default('secret'))
+    .option('--name <name>', 'what the key is for (GET /keys shows it); default: named for its type')
+    .addOption(new Option('--scope <scope>', 'full, or sending: the sending routes and SMTP submission only').choices(['full', 'sending']).default('full'))
+    .option('--domains <list>', 'comma-separated sending domains the key may send From (and their subdomains); default: any')
+    .action(withDb(async (opts: { project: string; type: 'secret' | 'public'; name?: string; scope: 'full' | 'sending'; domains?: string }) => {
+      const name = opts.name?.trim();
+      if (name !== undefined && (!name || name.length > 200)) throw new CliError('--name must be 1 to 200 characters');
+      const domains = opts.domains?.split(',').map((d) => d.trim()).filter(Boolean).map((d) => {
+        const { value, error } = domainName.validate(d);
+        if (error) throw new CliError(`--domains: ${JSON.stringify(d)} is not a domain name`);
+        return value as string;
+      });
+      const created = await createKey(requireUuid(opts.project, 'project'), opts.type, { name, scope: opts.scope, domains: domains?.length ? domains : null });
       if (!created) throw new CliError(`no project ${opts.project}`);
       print(created);
     }));
@@ -113,7 +124,7 @@ export async function runCli(argv: string[]): Promise<number> {
     .action(withDb(async (opts: { email: string; project: string; role: Role }) => {
       if (!normaliseEmail(opts.email)) throw new CliError(`--email ${JSON.stringify(opts.email)} is not a valid email address`);
       // The operator stands above projects: any role may be granted, owner included.
-      const invited = await createInvitation(peopleDeps(), requireUuid(opts.project, 'project'), { email: opts.email, role: opts.role }, { role: 'owner' }, { mail: false });
+      const invited = await createInvitation(peopleDeps(), requireUuid(opts.project, 'project'), { email: opts.email, role: opts.role }, { role: 'owner', actor: OPERATOR }, { mail: false });
       print({ id: invited.id, projectId: opts.project.toLowerCase(), email: invited.email, role: invited.role, expiresAt: invited.expiresAt.toISOString(), link: invited.link });
     }));
   user.command('reset').description("print a one-hour link that sets a new password for an account (and ends its sessions)")

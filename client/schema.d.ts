@@ -1268,10 +1268,147 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List API keys
+         * @description The live keys of the project, secret and public (pk_), newest first; revoked keys are not listed. `lastUsedAt` is kept to the minute.
+         *
+         *     Permission `admin`: owner, admin; keys: full.
+         */
+        get: operations["listKeys"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description A new secret key. `scope: sending` limits it to /v1/send, /v1/track, /v1/verify and SMTP submission; `domains` to sending From those domains and their subdomains.
+         *
+         *     Permission `admin`: owner, admin; keys: full.
+         */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description The key stops working at the next request. A key of another project, or one already revoked, is not found.
+         *
+         *     Permission `admin`: owner, admin; keys: full.
+         */
+        delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the audit log
+         * @description Changes made by keys and people to keys, domains, webhooks, settings, suppressions, campaign sends and every delete, newest first. Sends, tracking and SMTP are not listed: their events are their record.
+         *
+         *     Permission `admin`: owner, admin; keys: full.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        ApiKey: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /**
+             * @description public: a pk_ key, for POST /v1/track from browsers.
+             * @enum {string}
+             */
+            type: "secret" | "public";
+            /** @enum {string} */
+            scope: "full" | "sending";
+            domains: string[] | null;
+            /** @description The last four characters of the key. */
+            hint: string;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description Kept to the minute.
+             */
+            lastUsedAt: string | null;
+        };
+        ApiKeyWithSecret: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /**
+             * @description public: a pk_ key, for POST /v1/track from browsers.
+             * @enum {string}
+             */
+            type: "secret" | "public";
+            /** @enum {string} */
+            scope: "full" | "sending";
+            domains: string[] | null;
+            /** @description The last four characters of the key. */
+            hint: string;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description Kept to the minute.
+             */
+            lastUsedAt: string | null;
+            /** @description The key, shown in this answer only. */
+            key: string;
+        };
+        AuditEntry: {
+            /** Format: uuid */
+            id: string;
+            actor: {
+                /** @enum {string} */
+                kind: "key" | "user" | "operator";
+                /** Format: uuid */
+                id: string | null;
+            };
+            operation: string;
+            resourceType: string;
+            resourceId: string | null;
+            address: string | null;
+            /** Format: date-time */
+            at: string;
+            details: {
+                [key: string]: unknown;
+            };
+        };
         Campaign: {
             /** Format: uuid */
             id: string;
@@ -5540,6 +5677,182 @@ export interface operations {
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of keys. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            items: components["schemas"]["ApiKey"][];
+                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            total: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description What the key is for ("CI", "billing service"). */
+                    name: string;
+                    /**
+                     * @description `full`: what an admin may do, through the API; `sending`: only /v1/send, /v1/track, /v1/verify and SMTP submission.
+                     * @enum {string}
+                     */
+                    scope: "full" | "sending";
+                    /** @description Sending domains the key may send From (their subdomains too); absent: any verified domain of the project. */
+                    domains?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Created; the key is shown here only. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["ApiKeyWithSecret"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                /** @description A key's or a user's id. */
+                actor?: string;
+                /** @description An operationId (deleteContact) or a CLI verb (key.create). */
+                operation?: string;
+                /** @description key, contact, template, segment, campaign, workflow, domain, webhook, suppression, settings. */
+                resourceType?: string;
+                resourceId?: string;
+                since?: string;
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            items: components["schemas"]["AuditEntry"][];
+                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            total: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
         };
     };
 }

@@ -4,6 +4,7 @@ import { isUuid } from '../core/values';
 import type { Contact, ContactData } from '../db/models/Contact';
 import * as rows from '../db/queries/contacts';
 import type { Listed, PageRequest } from '../db/pages';
+import { audited, type Actor } from '../audit/log';
 
 /**
  * Contacts as the dashboard manages them (spec 4.2). Every call is scoped to the caller's project: another
@@ -45,7 +46,9 @@ export function contactService({ knex }: { knex: Knex }) {
     get: (projectId: string, id: string) => getContact(knex, projectId, id),
     save: (projectId: string, input: { email: string; subscribed?: boolean; data?: ContactData }) => saveContact(knex, projectId, input),
     update: (projectId: string, id: string, patch: { subscribed?: boolean; data?: ContactData }) => updateContact(knex, projectId, id, patch),
-    remove: (projectId: string, id: string) => deleteContact(knex, projectId, id),
+    /** Audited in the transaction of the delete (audit/log.ts). */
+    remove: (projectId: string, id: string, actor: Actor) =>
+      audited(knex, projectId, actor, { operation: 'deleteContact', resourceType: 'contact', resourceId: id }, (trx) => deleteContact(trx, projectId, id)),
   };
 }
 

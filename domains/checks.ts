@@ -18,10 +18,16 @@ export function domainDnsClient(config: DnsConfig): DnsClient {
 }
 
 /** Looks one domain's records up in DNS and stores the outcome; undefined when the domain was deleted meanwhile. */
-export async function checkDomain(db: Knex, dns: DnsClient, secret: Buffer, domain: Domain, opts: { now?: Date; returnPath?: ReturnPath } = {}): Promise<Domain | undefined> {
+export async function checkDomain(
+  db: Knex, dns: DnsClient, secret: Buffer, domain: Domain,
+  opts: { now?: Date; returnPath?: ReturnPath; save?: (write: (trx: Knex) => Promise<Domain | undefined>) => Promise<Domain | undefined> } = {},
+): Promise<Domain | undefined> {
   const keyed = await ensureDomainKey(db, secret, domain);
+  // DNS first, outside any transaction (it may take seconds); then the outcome is stored, through `save` when the
+  // caller writes it in a transaction of its own (the API's check is audited: domains/domains.ts).
   const found = await checkDomainRecords(dns, keyed.domain, keyed.dkimSelector!, keyed.dkimPublicKey!, opts.returnPath);
-  return saveCheck(db, keyed.projectId, keyed.id, found, opts.now ?? new Date());
+  const write = (trx: Knex) => saveCheck(trx, keyed.projectId, keyed.id, found, opts.now ?? new Date());
+  return opts.save ? opts.save(write) : write(db);
 }
 
 /** Concurrent DNS checks within one batch of the re-check. */

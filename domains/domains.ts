@@ -10,6 +10,7 @@ import type { Logger } from '../logging/logger';
 import type { DnsClient } from '../verify/dns';
 import { checkDomain, domainDnsClient, scheduleDomainChecks } from './checks';
 import { createDomain, ensureDomainKey } from './rows';
+import { audited, type Actor } from '../audit/log';
 
 /**
  * A project's sending domains (spec 4.9): added with a fresh DKIM key, checked in DNS on demand and on a schedule.
@@ -19,10 +20,10 @@ export interface Domains {
   list(projectId: string, filter: { status?: Domain['status'] }, page: PageRequest): Promise<Listed<Domain>>;
   get(projectId: string, id: string): Promise<Domain>;
   /** Adds a PENDING domain; 409 when the project already has it. Starts the re-check schedule. */
-  create(projectId: string, domain: string): Promise<Domain>;
-  remove(projectId: string, id: string): Promise<void>;
+  create(projectId: string, domain: string, actor: Actor): Promise<Domain>;
+  remove(projectId: string, id: string, actor: Actor): Promise<void>;
   /** Checks the domain's records in DNS now and stores the outcome. */
-  verify(projectId: string, id: string): Promise<Domain>;
+  verify(projectId: string, id: string, actor: Actor): Promise<Domain>;
 }
 
 export interface DomainDeps {
@@ -61,18 +62,32 @@ export function domainService({ knex, engine, log, secret, dns: dnsConfig, retur
       return { ...listed, rows: await Promise.all(listed.rows.map(keyed)) };
     },
     get: async (projectId, id) => keyed(await find(projectId, id)),
-    async create(projectId, domain) {
-      const row = await createDomain(knex, secret, projectId, domain);
-      if (!row) throw conflict(`The project already has the domain ${domain}`, 'GET /domains lists it with its records; POST /domains/:id/verify checks it again.');
+    async create(projectId, domain, actor) {
+      const row = await audited(knex, projectId, actor, (d: Domain) => ({ operation: 'createDomain', resourceType: 'domain', resourceId: d.id, details: { domain: d.domain } }), async (trx) => {
+        const made = await createDomain(trx, secret, projectId, domain);
+        if (!made) throw conflict(`The project already has the domain ${domain}`, 'GET /domains lists it with its records; POST /domains/:id/verify checks it again.');
+        return made;
+      });
       await schedule();
       return row;
     },
-    async remove(projectId, id) {
-      if (!isUuid(id) || !(await rows.deleteDomain(knex, projectId, id))) throw notFound('Domain');
+    async remove(projectId, id, actor) {
+      if (!isUuid(id)) throw notFound('Domain');
+      await audited(knex, projectId, actor, { operation: 'deleteDomain', resourceType: 'domain', resourceId: id }, async (trx) => {
+        if (!(await rows.deleteDomain(trx, projectId, id))) throw notFound('Domain');
+      });
     },
-    async verify(projectId, id) {
-      const checked = await checkDomain(knex, dns, secret, await find(projectId, id), { returnPath });
-      if (!checked) throw notFound('Domain'); // deleted meanwhile
+    async verify(projectId, id, actor) {
+      // The DNS lookups run before the transaction; the stored outcome and its audit entry commit together.
+      const checked = await checkDomain(knex, dns, secret, await find(projectId, id), {
+        returnPath,
+        save: (write) => audited(knex, projectId, actor, (d: Domain | undefined) => ({ operation: 'verifyDomain', resourceType: 'domain', resourceId: id, details: { status: d?.status ?? null } }), async (trx) => {
+          const d = await write(trx);
+          if (!d) throw notFound('Domain'); // deleted meanwhile: nothing changed, nothing recorded
+          return d;
+        }),
+      });
+      if (!checked) throw notFound('Domain');
       await schedule();
       return checked;
     },

@@ -1,3 +1,4 @@
+import { recordAudit, type Actor } from '../audit/log';
 import { conflict, invalid, notFound } from '../core/errors';
 import { normaliseEmail } from '../core/values';
 import type { Role } from '../projects/roles';
@@ -49,25 +50,29 @@ export async function createInvitation(deps: PeopleDeps, projectId: string, inpu
   const member = await deps.knex('memberships as m').join('users as u', 'u.id', 'm.user_id')
     .where({ 'm.project_id': projectId, 'u.email': email }).first('m.user_id');
   if (member) throw conflict(`${email} is already a member of this project`, 'Change their role with PATCH /members/:userId.');
-  const { row, token } = await insertToken(deps.knex, 'invitation', deps.invitationTtlHours ?? DEFAULT_INVITATION_TTL_HOURS,
-    { project_id: projectId, email, role: input.role, created_by: grantor.userId ?? null });
-  const link = linkTo(deps.publicUrl, 'invitation', token);
-  if (deps.mail && opts.mail !== false) {
-    try {
-      await deps.mail({
-        to: email,
-        subject: `You are invited to ${name} on Herald`,
-        text: `You are invited to join the project "${name}" on Herald as ${input.role}.\n\nAccept the invitation here (the link works once, until ${row.expires_at.toISOString()}):\n${link}\n\nIf you did not expect this, ignore this message.\n`,
-      });
-    } catch (err) {
-      // Not mailed, and the link is not answered either: the invitation would be pending with nobody able to accept it.
-      await deps.knex('auth_tokens').where({ id: row.id }).delete();
-      throw conflict(`Herald could not mail the invitation: ${(err as Error).message}`,
-        "The operator must verify SYSTEM_FROM_EMAIL's domain in the SYSTEM_PROJECT_ID project, or unset both (links are then answered to the inviter).");
+  const mailing = Boolean(deps.mail && opts.mail !== false);
+  // The invitation, its audit entry and (with a system sender) its mail: one transaction, so an invitation that could
+  // not be mailed is neither kept (nobody could accept it: its link is not answered either) nor in the log.
+  const { row, link } = await deps.knex.transaction(async (trx) => {
+    const made = await insertToken(trx, 'invitation', deps.invitationTtlHours ?? DEFAULT_INVITATION_TTL_HOURS,
+      { project_id: projectId, email, role: input.role, created_by: grantor.userId ?? null });
+    const link = linkTo(deps.publicUrl, 'invitation', made.token);
+    await recordAudit(trx, { projectId, actor: grantor.actor, operation: 'createInvitation', resourceType: 'invitation', resourceId: made.row.id, details: { email, role: input.role } });
+    if (mailing) {
+      try {
+        await deps.mail!({
+          to: email,
+          subject: `You are invited to ${name} on Herald`,
+          text: `You are invited to join the project "${name}" on Herald as ${input.role}.\n\nAccept the invitation here (the link works once, until ${made.row.expires_at.toISOString()}):\n${link}\n\nIf you did not expect this, ignore this message.\n`,
+        });
+      } catch (err) {
+        throw conflict(`Herald could not mail the invitation: ${(err as Error).message}`,
+          "The operator must verify SYSTEM_FROM_EMAIL's domain in the SYSTEM_PROJECT_ID project, or unset both (links are then answered to the inviter).");
+      }
     }
-    return invitationOf(row);
-  }
-  return { ...invitationOf(row), link };
+    return { row: made.row, link };
+  });
+  return mailing ? invitationOf(row) : { ...invitationOf(row), link };
 }
 
 /** The project's invitations not yet accepted, revoked or expired (auth_tokens_project_idx). */
@@ -78,9 +83,12 @@ export async function listInvitations(deps: PeopleDeps, projectId: string): Prom
 }
 
 /** Revokes a pending invitation: its row goes, so its link is unknown from then on. Another project's is a 404. */
-export async function revokeInvitation(deps: PeopleDeps, projectId: string, id: string): Promise<void> {
-  const n = await deps.knex('auth_tokens').where({ id, project_id: projectId, kind: 'invitation' }).whereNull('used_at').delete();
-  if (n === 0) throw notFound('Invitation');
+export async function revokeInvitation(deps: PeopleDeps, projectId: string, id: string, actor: Actor): Promise<void> {
+  await deps.knex.transaction(async (trx) => {
+    const [gone] = await trx('auth_tokens').where({ id, project_id: projectId, kind: 'invitation' }).whereNull('used_at').delete().returning(['email', 'role']);
+    if (!gone) throw notFound('Invitation');
+    await recordAudit(trx, { projectId, actor, operation: 'deleteInvitation', resourceType: 'invitation', resourceId: id, details: { email: gone.email, role: gone.role } });
+  });
 }
 
 export interface Accepted {

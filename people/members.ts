@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { conflict, notFound, refused } from '../core/errors';
+import { actorOf, recordAudit, type Actor } from '../audit/log';
 import { mayGrant, type Principal, type Role } from '../projects/roles';
 
 /**
@@ -13,10 +14,14 @@ export interface Grantor {
   role: Role;
   /** The member granting; absent for a key or the operator CLI. */
   userId?: string;
+  /** Who the audit log names for the change (audit/log.ts). */
+  actor: Actor;
 }
 
-export function grantorOf(principal: Principal): Grantor {
-  return principal.kind === 'user' ? { role: principal.role, userId: principal.userId } : { role: 'admin' };
+export function grantorOf(auth: { principal: Principal; address: string }): Grantor {
+  const { principal } = auth;
+  const actor = actorOf(auth);
+  return principal.kind === 'user' ? { role: principal.role, userId: principal.userId, actor } : { role: 'admin', actor };
 }
 
 export interface Member {
@@ -65,6 +70,7 @@ export async function changeRole(knex: Knex, projectId: string, userId: string, 
     checkGrant(grantor, target.role);
     if (target.role === 'owner' && role !== 'owner' && target.owners === 1) throw lastOwner();
     await trx('memberships').where({ project_id: projectId, user_id: userId }).update({ role, updated_at: trx.fn.now() });
+    await recordAudit(trx, { projectId, actor: grantor.actor, operation: 'updateMember', resourceType: 'member', resourceId: userId, details: { role, was: target.role } });
   });
   const [row] = await members(knex, projectId).where('m.user_id', userId);
   if (!row) throw notFound('Member'); // removed meanwhile
@@ -78,5 +84,6 @@ export async function removeMember(knex: Knex, projectId: string, userId: string
     if (grantor.userId !== userId) checkGrant(grantor, target.role);
     if (target.role === 'owner' && target.owners === 1) throw lastOwner();
     await trx('memberships').where({ project_id: projectId, user_id: userId }).delete();
+    await recordAudit(trx, { projectId, actor: grantor.actor, operation: 'deleteMember', resourceType: 'member', resourceId: userId, details: { role: target.role } });
   });
 }

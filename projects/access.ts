@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { batched } from '../db/batch';
 import type { ApiKeyType } from '../db/models/ApiKey';
 import { keyMatches, parseKey } from './keys';
+import type { KeyScope } from './roles';
 
 /**
  * Who a request is, from its API key, and how much of its project's rate budget it has used: for every way in (the
@@ -12,6 +13,10 @@ export interface Caller {
   projectId: string;
   keyId: string;
   keyType: ApiKeyType;
+  /** What the key may do (projects/roles.ts): `full`, or `sending` (the sending routes and SMTP submission only). */
+  scope: KeyScope;
+  /** The sending domains the key may use, with their subdomains (projects/apiKeys.ts mayUseFrom); null: any. */
+  domains: string[] | null;
 }
 
 /** Why a key is refused: each way in answers it in its own words (HTTP 401/403, SMTP 535). */
@@ -23,6 +28,8 @@ interface KeyRow {
   type: ApiKeyType;
   hash: Buffer;
   disabled: boolean;
+  scope: KeyScope;
+  domains: string[] | null;
 }
 
 /**
@@ -33,7 +40,7 @@ interface KeyRow {
 const keyLoaders = new WeakMap<Knex, ReturnType<typeof newKeyLoader>>();
 
 /** The live keys (not revoked) with these lookups, and whether their project is disabled. */
-const KEY_ROWS = `SELECT k.lookup, k.id, k.project_id AS "projectId", k.type, k.hash, p.disabled
+const KEY_ROWS = `SELECT k.lookup, k.id, k.project_id AS "projectId", k.type, k.hash, p.disabled, k.scope, k.domains
   FROM api_keys k JOIN projects p ON p.id = k.project_id
   WHERE k.lookup = ANY(?::text[]) AND k.revoked_at IS NULL`;
 
@@ -57,7 +64,7 @@ export async function identify(knex: Knex, key: string): Promise<Caller | { refu
 function callerOf(key: string, type: ApiKeyType, row: KeyRow | undefined): Caller | { refused: KeyRefusal } {
   if (!row || row.type !== type || !keyMatches(key, row.hash)) return { refused: 'invalid' };
   if (row.disabled) return { refused: 'disabled' };
-  return { projectId: row.projectId, keyId: row.id, keyType: row.type };
+  return { projectId: row.projectId, keyId: row.id, keyType: row.type, scope: row.scope, domains: row.domains };
 }
 
 const WINDOW_MS = 60_000;
@@ -130,6 +137,10 @@ function newCounter(knex: Knex) {
  * that arrive together are looked up, and each live key's request is counted against its project's budget, in one
  * round trip. A request whose key then fails the hash comparison was counted against the project its key's first 16
  * characters name: only someone who holds those (secret) characters can spend a project's budget that way.
+ *
+ * The same statement keeps the keys' `last_used_at` (GET /keys' lastUsedAt), cheaply: only a key last marked more than
+ * a minute ago is written, so a busy key costs one row write a minute, not one per request. (A key whose lookup matched
+ * but whose hash then failed is marked too; that again takes its secret first characters.)
  */
 const admitters = new WeakMap<Knex, ReturnType<typeof newAdmitter>>();
 
@@ -141,7 +152,16 @@ function newAdmitter(knex: Knex) {
          -- rateKey, in SQL
          SELECT 'api:' || k."projectId" AS key, count(*)::int AS n
          FROM unnest(?::text[]) AS l(lookup) JOIN keys k USING (lookup) GROUP BY 1),
-       counted AS (${COUNT_UPSERT})
+       counted AS (${COUNT_UPSERT}),
+       touched AS (
+         -- SKIP LOCKED: a key another statement is marking (or revoking) is left to it. Never a wait on the hot path,
+         -- and no deadlock between two batches that lock the same keys in different orders.
+         UPDATE api_keys SET last_used_at = now()
+         WHERE id IN (
+           SELECT id FROM api_keys
+           WHERE id IN (SELECT id FROM keys) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+           FOR UPDATE SKIP LOCKED)
+         RETURNING id)
        SELECT k.*, c.key AS rate_key, c.points, c.expire
        FROM keys k LEFT JOIN counted c ON c.key = 'api:' || k."projectId"`,
       [[...new Set(lookups)], lookups as string[], ...windowBindings(Date.now())],

@@ -43,3 +43,13 @@ export function keyMatches(key: string, storedHash: Buffer): boolean {
   const presented = hashKey(key);
   return presented.length === storedHash.length && timingSafeEqual(presented, storedHash);
 }
+
+/**
+ * Whether a key limited to `domains` may send From `email`: its domain is one of them or a subdomain of one
+ * (`mail.example.com` under `example.com`). No list: any (verified) domain of the project.
+ */
+export function mayUseFrom(domains: readonly string[] | null | undefined, email: string): boolean {
+  if (!domains || domains.length === 0) return true;
+  const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+  return domains.some((d) => domain === d || domain.endsWith(`.${d}`));
+}

@@ -24,7 +24,11 @@ export type KeyScope = 'full' | 'sending';
 
 /** The caller of a request: a key of the project, or a person signed in who is a member of it. */
 export type Principal =
-  | { kind: 'key'; keyId: string; keyType: ApiKeyType; scope: KeyScope }
+  | {
+    kind: 'key'; keyId: string; keyType: ApiKeyType; scope: KeyScope;
+    /** The sending domains the key is limited to (projects/keys.ts mayUseFrom); null or absent: any. */
+    domains?: readonly string[] | null;
+  }
   | { kind: 'user'; userId: string; sessionId: string; role: Role };
 
 /** The permissions of each role: each role has those of the roles below it. */

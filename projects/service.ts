@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { ApiKey, type ApiKeyType } from '../db/models/ApiKey';
 import { Project } from '../db/models/Project';
+import { audited, OPERATOR } from '../audit/log';
+import { insertApiKey, type NewKey } from './apiKeys';
 import { generateKey } from './keys';
 
 /** Operator-level operations on projects and keys (used by the CLI and the first start); domains/rows.ts adds domains. */
@@ -16,15 +18,21 @@ export interface CreatedKey {
   id: string;
   projectId: string;
   type: ApiKeyType;
+  name: string;
+  scope: NewKey['scope'];
+  domains: string[] | null;
   key: string;
 }
+
+/** A project's first keys are named for what they are (GET /keys lists them). */
+const DEFAULT_NAME: Record<ApiKeyType, string> = { secret: 'Default secret key', public: 'Default public key' };
 
 async function insertKey(projectId: string, type: ApiKeyType, trx?: Knex.Transaction): Promise<CreatedKey> {
   const generated = generateKey(type);
   const row = await ApiKey.query(trx).insert({
-    projectId, type, lookup: generated.lookup, hash: generated.hash, hint: generated.hint,
+    projectId, type, lookup: generated.lookup, hash: generated.hash, hint: generated.hint, name: DEFAULT_NAME[type], scope: 'full',
   }).returning('id');
-  return { id: row.id, projectId, type, key: generated.key };
+  return { id: row.id, projectId, type, name: DEFAULT_NAME[type], scope: 'full', domains: null, key: generated.key };
 }
 
 /** Creates a project with one secret and one public key, in one transaction. The keys are shown only here. */
@@ -58,7 +66,7 @@ export interface ProjectSummary {
   name: string;
   disabled: boolean;
   createdAt: string;
-  keys: { id: string; type: ApiKeyType; hint: string; revoked: boolean }[];
+  keys: { id: string; type: ApiKeyType; name: string; scope: NewKey['scope']; hint: string; revoked: boolean }[];
 }
 
 export async function listProjects(): Promise<ProjectSummary[]> {
@@ -69,7 +77,7 @@ export async function listProjects(): Promise<ProjectSummary[]> {
     name: p.name,
     disabled: p.disabled,
     createdAt: p.createdAt.toISOString(),
-    keys: keys.filter((k) => k.projectId === p.id).map((k) => ({ id: k.id, type: k.type, hint: `…${k.hint}`, revoked: k.revokedAt !== null })),
+    keys: keys.filter((k) => k.projectId === p.id).map((k) => ({ id: k.id, type: k.type, name: k.name, scope: k.scope, hint: `…${k.hint}`, revoked: k.revokedAt !== null })),
   }));
 }
 
@@ -79,16 +87,35 @@ export async function setProjectDisabled(id: string, disabled: boolean): Promise
   return n > 0;
 }
 
-/** Creates an extra key for a project; null when the project does not exist. */
-export async function createKey(projectId: string, type: ApiKeyType): Promise<CreatedKey | null> {
+/**
+ * Creates an extra key for a project (the CLI's `key create`), audited as the operator's; null when the project does
+ * not exist. Without a name, a key is named for its type; without a scope, it is `full`.
+ */
+export async function createKey(projectId: string, type: ApiKeyType, input: Partial<NewKey> = {}): Promise<CreatedKey | null> {
   const project = await Project.query().findById(projectId);
   if (!project) return null;
-  return insertKey(projectId, type);
+  const knex = Project.knex();
+  const made = await audited(knex, projectId, OPERATOR,
+    (k: { id: string; name: string; scope: string; domains: string[] | null }) => ({ operation: 'key.create', resourceType: 'key', resourceId: k.id, details: { name: k.name, scope: k.scope, domains: k.domains, type } }),
+    (trx) => insertApiKey(trx, projectId, type, { name: input.name ?? DEFAULT_NAME[type], scope: input.scope ?? 'full', domains: input.domains ?? null }));
+  return { id: made.id, projectId, type, name: made.name, scope: made.scope, domains: made.domains, key: made.key };
 }
 
-/** Revokes a key by id; returns false when no such (unrevoked) key exists. */
+/** Revokes a key by id (the CLI's `key revoke`), audited as the operator's; false when no such (unrevoked) key exists. */
 export async function revokeKey(keyId: string): Promise<boolean> {
-  const n = await ApiKey.query().findById(keyId).whereNull('revoked_at').patch({ revokedAt: new Date() });
-  return n > 0;
+  const key = await ApiKey.query().findById(keyId).whereNull('revoked_at');
+  if (!key) return false;
+  const knex = ApiKey.knex();
+  return audited(knex, key.projectId, OPERATOR, { operation: 'key.revoke', resourceType: 'key', resourceId: keyId }, async (trx) => {
+    const n = await ApiKey.query(trx).findById(keyId).whereNull('revoked_at').patch({ revokedAt: new Date() });
+    // Revoked meanwhile: nothing changed, so nothing is recorded (the transaction rolls back).
+    if (n === 0) throw new KeyGone();
+    return true;
+  }).catch((err) => {
+    if (err instanceof KeyGone) return false;
+    throw err;
+  });
 }
+
+class KeyGone extends Error {}
 

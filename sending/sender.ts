@@ -19,13 +19,13 @@ export function recipientsOf(to: SendBody['to']): Mailbox[] {
 }
 
 /** A validated body as the send business takes it: recipients listed, attachments decoded and within 10 MB (422). */
-export function sendCommand(projectId: string, body: SendBody): SendCommand {
+export function sendCommand(projectId: string, body: SendBody, domains?: readonly string[] | null): SendCommand {
   const attachments = (body.attachments ?? []).map((a) => ({ ...a, bytes: Buffer.from(a.content, 'base64') }));
   const total = attachments.reduce((n, a) => n + a.bytes.length, 0);
   if (total > MAX_ATTACHMENT_BYTES) {
     throw invalid([{ field: 'attachments', message: `attachments total ${total} bytes; at most ${MAX_ATTACHMENT_BYTES} (10 MB) are allowed`, code: 'too_big' }]);
   }
-  return { projectId, body, recipients: recipientsOf(body.to), attachments };
+  return { projectId, body, recipients: recipientsOf(body.to), attachments, domains };
 }
 
 /** The send rate (herald_emails_accepted_total): the email rows a committed send stored, by its way in. */

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { mayUseFrom } from '../projects/keys';
 import { v7 as uuidv7 } from 'uuid';
 import { isMarketing, marketingHeaders, skipReason } from '../audience/subscription';
 import { isStaleSend, sendContext, storeSendRows, type ContactAsRead, type ContactWrite, type EmailWrite, type SendWrites } from '../db/queries/sends';
@@ -20,6 +21,11 @@ export interface SendCommand {
    * rendered; `body.subject` and `body.body` are what it says, kept for reading it back.
    */
   raw?: Buffer;
+  /**
+   * The sending domains the caller's key is limited to (projects/apiKeys.ts mayUseFrom); absent or null: any verified
+   * domain of the project.
+   */
+  domains?: readonly string[] | null;
 }
 
 export interface StoredSend {
@@ -139,6 +145,12 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
     if (body.template && !template) return invalid([{ field: 'template', message: 'template not found', code: 'not_found' }]);
     const from: Mailbox | undefined = body.from ?? (template?.from_email ? { email: template.from_email, ...(template.from_name ? { name: template.from_name } : {}) } : undefined);
     if (!from) return invalid([{ field: 'from', message: 'from is required unless the template has a sender', code: 'required' }]);
+    if (!mayUseFrom(command.domains, from.email)) {
+      return invalid(
+        [{ field: 'from', message: `From ${from.email} is not at a domain this API key may send from (${command.domains!.join(', ')})`, code: 'domain_not_allowed' }],
+        'Send From one of those domains or their subdomains, or use a key without a domain list (GET /keys shows each key\'s domains).',
+      );
+    }
     if (!context.verifiedSenders.has(`${projectId}/${from.email}`)) {
       return invalid(
         [{ field: 'from', message: `${from.email} is not at a verified domain of this project`, code: 'unverified_domain' }],

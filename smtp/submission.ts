@@ -198,7 +198,7 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
       body: parsed.html || (parsed.text ? textAsHtml(parsed.text) : ''),
     };
     try {
-      const stored = await sender.send({ projectId: caller.projectId, body, recipients, attachments: [], raw });
+      const stored = await sender.send({ projectId: caller.projectId, body, recipients, attachments: [], raw, domains: caller.domains });
       const ids = (stored.data.emails as { email: string | null }[]).map((e) => e.email).filter(Boolean);
       return `2.0.0 Queued as ${ids.join(', ')}`;
     } catch (err) {

@@ -5,6 +5,7 @@ import type { Listed, PageRequest } from '../db/pages';
 import { Template, type BodyType, type TemplateType } from '../db/models/Template';
 import { getTemplate as findTemplate, listTemplates as listTemplateRows } from '../db/queries/templates';
 import { checkTemplate, type Renderer } from '../mail/render';
+import { audited, type Actor } from '../audit/log';
 
 /** A template as written through any way in (POST /templates; PATCH takes any part of it). */
 export interface TemplateInput {
@@ -94,7 +95,9 @@ export function templateService({ knex, render }: { knex: Knex; render: Renderer
     get: (projectId: string, id: string) => getTemplate(knex, projectId, id),
     create: (projectId: string, input: TemplateInput) => createTemplate(knex, render, projectId, input),
     update: (projectId: string, id: string, patch: Partial<TemplateInput>) => updateTemplate(knex, render, projectId, id, patch),
-    remove: (projectId: string, id: string) => deleteTemplate(knex, projectId, id),
+    /** Audited in the transaction of the delete (audit/log.ts). */
+    remove: (projectId: string, id: string, actor: Actor) =>
+      audited(knex, projectId, actor, { operation: 'deleteTemplate', resourceType: 'template', resourceId: id }, (trx) => deleteTemplate(trx, projectId, id)),
   };
 }
 

@@ -35,7 +35,7 @@ async function cliFails(code: number | 'non-zero', stderrPattern: RegExp, ...arg
 }
 
 interface Created { id: string; name: string; secretKey: string; publicKey: string }
-interface Listed { id: string; name: string; disabled: boolean; createdAt: string; keys: { id: string; type: string; hint: string; revoked: boolean }[] }
+interface Listed { id: string; name: string; disabled: boolean; createdAt: string; keys: { id: string; type: string; name: string; scope: string; hint: string; revoked: boolean }[] }
 interface CreatedKey { id: string; projectId: string; type: string; key: string }
 interface AddedDomain { id: string; projectId: string; domain: string; status: string; verifiedAt: string | null; records: { purpose: string; type: string; name: string; value: string }[] }
 
@@ -180,8 +180,8 @@ describe('key create / revoke', () => {
 
   test('creates a secret key, printed once, that authenticates', async () => {
     const k = await cliJson<CreatedKey>('key', 'create', '--project', p.id, '--type', 'secret');
-    expect(Object.keys(k).sort()).toEqual(['id', 'key', 'projectId', 'type']);
-    expect(k).toMatchObject({ projectId: p.id, type: 'secret' });
+    expect(Object.keys(k).sort()).toEqual(['domains', 'id', 'key', 'name', 'projectId', 'scope', 'type']);
+    expect(k).toMatchObject({ projectId: p.id, type: 'secret', name: 'Default secret key', scope: 'full', domains: null });
     expect(k.id).toMatch(UUID);
     expect(k.key).toMatch(SECRET_KEY);
     expect(k.key).not.toBe(p.secretKey);
@@ -202,13 +202,26 @@ describe('key create / revoke', () => {
     expect(res.body.error.code).toBe('FORBIDDEN');
   });
 
-  test('a bad --type exits non-zero and creates nothing', async () => {
+  test('a bad --type, --scope, --name or --domains exits non-zero and creates nothing', async () => {
     const before = (await keyRows()).length;
     await Promise.all([
       cliFails('non-zero', /--type/, 'key', 'create', '--project', p.id, '--type', 'admin'),
-      cliFails('non-zero', /--type/, 'key', 'create', '--project', p.id),
+      cliFails('non-zero', /--scope/, 'key', 'create', '--project', p.id, '--scope', 'root'),
+      cliFails(1, /--name/, 'key', 'create', '--project', p.id, '--name', ' '),
+      cliFails(1, /--domains/, 'key', 'create', '--project', p.id, '--domains', 'not a domain'),
     ]);
     expect((await keyRows()).length).toBe(before);
+  });
+
+  test('--name, --scope and --domains (issue 27): a sending key limited to a domain, audited as the operator', async () => {
+    const k = await cliJson<CreatedKey & { name: string; scope: string; domains: string[] }>('key', 'create', '--project', p.id, '--name', 'CI', '--scope', 'sending', '--domains', 'Acme.com, mail.acme.org');
+    expect(k).toMatchObject({ type: 'secret', name: 'CI', scope: 'sending', domains: ['acme.com', 'mail.acme.org'] });
+    expect((await t.http().get('/contacts').set(bearer(k.key))).status).toBe(403);
+    const listed = (await t.http().get('/keys').set(bearer(p.secretKey))).body.data.items.find((i: { id: string }) => i.id === k.id);
+    expect(listed).toMatchObject({ name: 'CI', scope: 'sending', domains: ['acme.com', 'mail.acme.org'] });
+    const entry = await t.db.knex('audit_log').where({ project_id: p.id, resource_id: k.id }).first();
+    expect(entry).toMatchObject({ actor_kind: 'operator', actor_id: null, operation: 'key.create', resource_type: 'key' });
+    expect(JSON.stringify(entry.details)).not.toContain(k.key);
   });
 
   test('an unknown or malformed --project exits 1', async () => {
@@ -236,7 +249,10 @@ describe('key create / revoke', () => {
     const list = await cli('project', 'list');
     expect(list.stdout).not.toContain(k.key);
     const listed = (JSON.parse(list.stdout) as Listed[]).find((x) => x.id === p.id)!.keys.find((x) => x.id === k.id);
-    expect(listed).toEqual({ id: k.id, type: 'secret', hint: `…${k.key.slice(-4)}`, revoked: true });
+    expect(listed).toEqual({ id: k.id, type: 'secret', name: 'Default secret key', scope: 'full', hint: `…${k.key.slice(-4)}`, revoked: true });
+    // Audited as the operator's, in the revocation's transaction (issue 27).
+    expect(await t.db.knex('audit_log').where({ resource_id: k.id, operation: 'key.revoke' }).select('actor_kind', 'actor_id', 'project_id'))
+      .toEqual([{ actor_kind: 'operator', actor_id: null, project_id: p.id }]);
 
     // Revoking it again, or an unknown key, is an error.
     await Promise.all([

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { audited, type Actor } from '../audit/log';
 
 /** Whether an email gets the open pixel and click redirects. */
 export interface TrackChoice {
@@ -51,7 +52,10 @@ export async function updateProjectSettings(db: Knex, projectId: string, patch: 
 export function settingsService({ knex }: { knex: Knex }) {
   return {
     get: (projectId: string) => projectSettings(knex, projectId),
-    update: (projectId: string, patch: SettingsPatch) => updateProjectSettings(knex, projectId, patch),
+    /** Audited with the patch (booleans only) in the transaction of the change (audit/log.ts). */
+    update: (projectId: string, patch: SettingsPatch, actor: Actor) =>
+      audited(knex, projectId, actor, { operation: 'updateSettings', resourceType: 'settings', resourceId: projectId, details: { changed: patch } },
+        (trx) => updateProjectSettings(trx, projectId, patch)),
   };
 }
 

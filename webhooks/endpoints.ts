@@ -8,6 +8,7 @@ import {
 } from '../db/queries/webhooks';
 import { newWebhookSecret, sealWebhookSecret } from './secrets';
 import type { WebhookEventType } from './types';
+import { audited, type Actor } from '../audit/log';
 
 /**
  * A project's outbound webhook endpoints (POST/GET/PATCH/DELETE /webhooks). Every call is scoped to the caller's
@@ -87,15 +88,28 @@ export async function redeliverWebhook(deps: WebhookDeps, projectId: string, end
   return { ...row, attempt_log: [] };
 }
 
+/** A receiver's URL as the audit log keeps it: its origin and path, without the query, where receivers put tokens. */
+export function urlForAudit(url: string): string {
+  const u = new URL(url);
+  return `${u.origin}${u.pathname}`;
+}
+
 /** The functions above as one object over the app's deps, the API's way in (like campaignService). */
 export function webhookService(deps: WebhookDeps) {
   return {
     list: (projectId: string, page: PageRequest) => listWebhooks(deps, projectId, page),
     get: (projectId: string, id: string) => getWebhook(deps, projectId, id),
-    create: (projectId: string, input: NewEndpoint) => createWebhook(deps, projectId, input),
-    update: (projectId: string, id: string, patch: Partial<NewEndpoint>) => updateWebhook(deps, projectId, id, patch),
-    remove: (projectId: string, id: string) => deleteWebhook(deps, projectId, id),
-    rotateSecret: (projectId: string, id: string) => rotateWebhookSecret(deps, projectId, id),
+    // Changes are audited in their transaction (audit/log.ts): where the URL points and the events, never the secret.
+    create: (projectId: string, input: NewEndpoint, actor: Actor) =>
+      audited(deps.knex, projectId, actor, (w: EndpointWithSecret) => ({ operation: 'createWebhook', resourceType: 'webhook', resourceId: w.id, details: { url: urlForAudit(w.url), events: w.events } }),
+        (trx) => createWebhook({ ...deps, knex: trx }, projectId, input)),
+    update: (projectId: string, id: string, patch: Partial<NewEndpoint>, actor: Actor) =>
+      audited(deps.knex, projectId, actor, { operation: 'updateWebhook', resourceType: 'webhook', resourceId: id, details: { changed: Object.keys(patch) } },
+        (trx) => updateWebhook({ ...deps, knex: trx }, projectId, id, patch)),
+    remove: (projectId: string, id: string, actor: Actor) =>
+      audited(deps.knex, projectId, actor, { operation: 'deleteWebhook', resourceType: 'webhook', resourceId: id }, (trx) => deleteWebhook({ ...deps, knex: trx }, projectId, id)),
+    rotateSecret: (projectId: string, id: string, actor: Actor) =>
+      audited(deps.knex, projectId, actor, { operation: 'rotateWebhookSecret', resourceType: 'webhook', resourceId: id }, (trx) => rotateWebhookSecret({ ...deps, knex: trx }, projectId, id)),
     deliveries: (projectId: string, endpointId: string, page: PageRequest) => listWebhookDeliveries(deps, projectId, endpointId, page),
     redeliver: (projectId: string, endpointId: string, deliveryId: string) => redeliverWebhook(deps, projectId, endpointId, deliveryId),
   };

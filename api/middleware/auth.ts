@@ -22,7 +22,9 @@ export interface AuthState {
   address: string;
 }
 
-const SUGGEST_HEADER = 'Send the header "Authorization: Bearer <API key>" with a key from `npm run cli -- project create` or the one printed at first start.';
+/** Where keys come from, for a newcomer whose first request is refused (issue 27, point 6). */
+const WHERE_KEYS_COME_FROM = 'Keys come from the first start\'s printout (the Default project\'s secret key), from `npm run cli -- project create --name <name>` or `npm run cli -- key create --project <id> --name <name>`, or from POST /keys with a full key.';
+const SUGGEST_HEADER = `Send the header "Authorization: Bearer <API key>". ${WHERE_KEYS_COME_FROM}`;
 
 /** How a person's session is checked on the project routes (people/sessions.ts admitSession). */
 export interface SessionAuth {
@@ -125,8 +127,8 @@ export function authenticate(knex: Knex, accepts: ApiKeyType[], perMinute: numbe
     if (!m) throw unauthorized('Malformed Authorization header: expected "Bearer <API key>"', SUGGEST_HEADER);
     const admitted = await admit(knex, m[1]!);
     if ('refused' in admitted) {
-      if (admitted.refused === 'malformed') throw unauthorized('Malformed API key: keys look like sk_… or pk_… followed by 40 letters and digits');
-      if (admitted.refused === 'invalid') throw unauthorized('Invalid API key');
+      if (admitted.refused === 'malformed') throw unauthorized('Malformed API key: keys look like sk_… or pk_… followed by 40 letters and digits', `Check that the whole key was copied. ${WHERE_KEYS_COME_FROM}`);
+      if (admitted.refused === 'invalid') throw unauthorized('Invalid API key', `The key is unknown or was revoked (GET /keys lists a project's live keys). ${WHERE_KEYS_COME_FROM}`);
       throw new ApiError(403, 'PROJECT_DISABLED', 'This project is disabled', { suggestion: 'Ask the operator to enable the project.' });
     }
     const { rate, ...caller } = admitted;
@@ -136,7 +138,7 @@ export function authenticate(knex: Knex, accepts: ApiKeyType[], perMinute: numbe
     const auth: AuthState = {
       projectId: caller.projectId,
       keyType: caller.keyType,
-      principal: { kind: 'key', keyId: caller.keyId, keyType: caller.keyType, scope: 'full' },
+      principal: { kind: 'key', keyId: caller.keyId, keyType: caller.keyType, scope: caller.scope, domains: caller.domains },
       address: ctx.ip,
     };
     ctx.state.auth = auth;

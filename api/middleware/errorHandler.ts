@@ -77,6 +77,9 @@ function render(ctx: Parameters<Middleware>[0], status: number, code: string, me
  * `message` and `time` beside it: ErrorBody). Also turns "no route
  * matched" into a 404 in the same envelope, and logs each request once (never its body, headers or query string; tokens in the path redacted: redactPath).
  */
+/** The public routes, asked for without their /v1 (/send, /track/, /verify). */
+const PUBLIC_WITHOUT_V1 = /^\/(send|track|verify)\/?$/;
+
 export function errorHandler(log: Logger): Middleware {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
@@ -85,7 +88,13 @@ export function errorHandler(log: Logger): Middleware {
       // The router answers "no route" with a bare status; give it the envelope like every other error.
       if (ctx.body === undefined || ctx.body === null) {
         if (ctx.status === 404) {
-          render(ctx, 404, 'NOT_FOUND', `No route for ${ctx.method} ${ctx.path}`, { suggestion: 'Check the method and path against the API reference.' });
+          const publicPath = PUBLIC_WITHOUT_V1.exec(ctx.path)?.[1];
+          if (publicPath) {
+            // A newcomer's first mistake (issue 27, point 6): the public routes live under /v1.
+            render(ctx, 404, 'NOT_FOUND', `No route for ${ctx.method} ${ctx.path}: the public API is under /v1, as in POST /v1/${publicPath}`, { suggestion: `Use POST /v1/${publicPath}.` });
+          } else {
+            render(ctx, 404, 'NOT_FOUND', `No route for ${ctx.method} ${ctx.path}`, { suggestion: 'Check the method and path against the API reference.' });
+          }
         } else if (ctx.status === 405 || ctx.status === 501) {
           const allow = ctx.response.get('Allow');
           render(ctx, 405, 'METHOD_NOT_ALLOWED', `Method ${ctx.method} is not allowed on ${ctx.path}`, { suggestion: allow ? `Allowed methods: ${allow}.` : undefined });

@@ -1,3 +1,4 @@
+import { actorOf } from '../../audit/log';
 import type { AutomationRow, ExecutionRow } from '../../automations/automations';
 import { crud, created, first, noContent, ok, uuidParam } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
@@ -48,7 +49,7 @@ export const automationRoutes = [
 
   route({ operationId: 'deleteWorkflow', method: 'delete', path: '/workflows/:id', summary: 'Delete a workflow', tag: 'Workflows', access: 'secret', permission: 'write', answers: noContent('Deleted.'),
     async handle({ auth, params, services }) {
-      await services.automations.remove(auth.projectId, params.id);
+      await services.automations.remove(auth.projectId, params.id, actorOf(auth));
       return deleted;
     } }),
 

@@ -1,3 +1,4 @@
+import { actorOf } from '../../audit/log';
 import type { CampaignRow } from '../../campaigns/campaigns';
 import { crud, created, noContent, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
@@ -44,18 +45,18 @@ export const campaignRoutes = [
 
   route({ operationId: 'deleteCampaign', method: 'delete', path: '/campaigns/:id', summary: 'Delete a DRAFT or CANCELLED campaign', tag: 'Campaigns', access: 'secret', permission: 'write', answers: noContent('Deleted.'), errors: [409],
     async handle({ auth, params, services }) {
-      await services.campaigns.remove(auth.projectId, params.id);
+      await services.campaigns.remove(auth.projectId, params.id, actorOf(auth));
       return deleted;
     } }),
 
   route({ operationId: 'sendCampaign', method: 'post', path: '/campaigns/:id/send', summary: 'Send or schedule a campaign', tag: 'Campaigns', access: 'secret', permission: 'write', body: sendCampaignSchema, bodyOptional: true,
     description: '`{}` (or no body) sends now; `{ "scheduledAt" }` schedules.', answers: ok('The campaign, SENDING or SCHEDULED.', A.campaignAnswer), errors: [409],
     before: owned,
-    handle: async ({ auth, params, body, services }) => reply(campaignJson(await services.campaigns.send(auth.projectId, params.id, body.scheduledAt))) }),
+    handle: async ({ auth, params, body, services }) => reply(campaignJson(await services.campaigns.send(auth.projectId, params.id, body.scheduledAt, actorOf(auth)))) }),
 
   route({ operationId: 'cancelCampaign', method: 'post', path: '/campaigns/:id/cancel', summary: 'Cancel a scheduled or sending campaign', tag: 'Campaigns', access: 'secret', permission: 'write',
     answers: ok('The campaign, CANCELLED.', A.campaignAnswer), errors: [409],
-    handle: async ({ auth, params, services }) => reply(campaignJson(await services.campaigns.cancel(auth.projectId, params.id))) }),
+    handle: async ({ auth, params, services }) => reply(campaignJson(await services.campaigns.cancel(auth.projectId, params.id, actorOf(auth)))) }),
 
   route({ operationId: 'testCampaign', method: 'post', path: '/campaigns/:id/test', summary: 'Send [TEST] copies', tag: 'Campaigns', access: 'secret', permission: 'write', body: testCampaignSchema,
     answers: ok('The test emails.', A.campaignTestAnswer),

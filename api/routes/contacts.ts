@@ -1,3 +1,4 @@
+import { actorOf } from '../../audit/log';
 import type { Contact } from '../../db/models/Contact';
 import { crud, first, noContent, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
@@ -45,7 +46,7 @@ export const contactRoutes = [
 
   route({ operationId: 'deleteContact', method: 'delete', path: '/contacts/:id', summary: 'Delete a contact', tag: 'Contacts', access: 'secret', permission: 'write', answers: noContent('Deleted.'),
     async handle({ auth, params, services }) {
-      await services.contacts.remove(auth.projectId, params.id);
+      await services.contacts.remove(auth.projectId, params.id, actorOf(auth));
       return deleted;
     } }),
 ];

@@ -1,3 +1,4 @@
+import { actorOf } from '../../audit/log';
 import type { Domain } from '../../db/models/Domain';
 import type { ReturnPath } from '../../config';
 import { domainRecords, type DomainRecord } from '../../domains/records';
@@ -41,18 +42,18 @@ export const domainRoutes = [
   route({ operationId: 'createDomain', method: 'post', path: '/domains', summary: 'Add a sending domain', tag: 'Domains', access: 'secret', permission: 'admin', body: createDomainSchema,
     answers: created('Added, with the DNS records to publish.', A.domainAnswer), errors: [409],
     links: crud('Domain', undefined, undefined, ['get', 'delete', 'verifyDomain:']),
-    handle: async ({ auth, body, services }) => reply(domainJson(await services.domains.create(auth.projectId, body.domain), services.returnPath), 201) }),
+    handle: async ({ auth, body, services }) => reply(domainJson(await services.domains.create(auth.projectId, body.domain, actorOf(auth)), services.returnPath), 201) }),
 
   route({ operationId: 'getDomain', method: 'get', path: '/domains/:id', summary: 'Get a sending domain', tag: 'Domains', access: 'secret', permission: 'read', answers: ok('The domain.', A.domainAnswer),
     handle: async ({ auth, params, services }) => reply(domainJson(await services.domains.get(auth.projectId, params.id), services.returnPath)) }),
 
   route({ operationId: 'deleteDomain', method: 'delete', path: '/domains/:id', summary: 'Remove a sending domain', tag: 'Domains', access: 'secret', permission: 'admin', answers: noContent('Removed.'),
     async handle({ auth, params, services }) {
-      await services.domains.remove(auth.projectId, params.id);
+      await services.domains.remove(auth.projectId, params.id, actorOf(auth));
       return deleted;
     } }),
 
   /** Checks the domain's records in DNS now and answers the outcome. */
   route({ operationId: 'verifyDomain', method: 'post', path: '/domains/:id/verify', summary: "Check the domain's DNS records now", tag: 'Domains', access: 'secret', permission: 'admin', answers: ok('The domain after the check.', A.domainAnswer),
-    handle: async ({ auth, params, services }) => reply(domainJson(await services.domains.verify(auth.projectId, params.id), services.returnPath)) }),
+    handle: async ({ auth, params, services }) => reply(domainJson(await services.domains.verify(auth.projectId, params.id, actorOf(auth)), services.returnPath)) }),
 ];

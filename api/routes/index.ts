@@ -1,12 +1,14 @@
 import type { Route } from '../route';
 import { accountRoutes } from './accounts';
 import { authRoutes } from './auth';
+import { auditLogRoutes } from './auditLog';
 import { automationRoutes } from './automations';
 import { campaignRoutes } from './campaigns';
 import { contactRoutes } from './contacts';
 import { customEventRoutes } from './customEvents';
 import { domainRoutes } from './domains';
 import { emailRoutes } from './emails';
+import { keyRoutes } from './keys';
 import { eventRoutes } from './events';
 import { invitationRoutes } from './invitations';
 import { memberRoutes } from './members';
@@ -52,4 +54,6 @@ export const ROUTES: readonly Route[] = [
   ...memberRoutes,
   ...invitationRoutes,
   ...accountRoutes,
+  ...keyRoutes,
+  ...auditLogRoutes,
 ];

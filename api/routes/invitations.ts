@@ -1,3 +1,4 @@
+import { actorOf } from '../../audit/log';
 import { grantorOf } from '../../people/members';
 import { acceptInvitation, createInvitation, listInvitations, revokeInvitation, type CreatedInvitation } from '../../people/invitations';
 import { created, noContent, ok } from '../openapi/operations';
@@ -23,7 +24,7 @@ export const invitationRoutes = [
     answers: created('Invited.', A.invitationAnswer),
     links: { deleteInvitation: { operationId: 'deleteInvitation', parameters: { id: '$response.body#/data/id' } } },
     async handle({ auth, body, services }) {
-      return reply(invitationJson(await createInvitation(services.accounts, auth.projectId, body, grantorOf(auth.principal))), 201);
+      return reply(invitationJson(await createInvitation(services.accounts, auth.projectId, body, grantorOf(auth))), 201);
     } }),
 
   route({ operationId: 'listInvitations', method: 'get', path: '/invitations', summary: 'List pending invitations', tag: 'Invitations', access: 'secret', permission: 'admin',
@@ -35,7 +36,7 @@ export const invitationRoutes = [
   route({ operationId: 'deleteInvitation', method: 'delete', path: '/invitations/:id', summary: 'Revoke an invitation', tag: 'Invitations', access: 'secret', permission: 'admin',
     answers: noContent('Revoked: its link is refused from now on.'),
     async handle({ auth, params, services }) {
-      await revokeInvitation(services.accounts, auth.projectId, params.id);
+      await revokeInvitation(services.accounts, auth.projectId, params.id, actorOf(auth));
       return deleted;
     } }),
 

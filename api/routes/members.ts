@@ -27,7 +27,7 @@ export const memberRoutes = [
     description: 'Nobody grants a role above their own, nor changes the role of a member above them (403); only an owner makes an owner; the last owner cannot be demoted (409).',
     answers: ok('The member with their new role.', A.memberAnswer),
     async handle({ auth, params, body, services }) {
-      return reply(memberJson(await changeRole(services.accounts.knex, auth.projectId, params.userId, body.role, grantorOf(auth.principal))));
+      return reply(memberJson(await changeRole(services.accounts.knex, auth.projectId, params.userId, body.role, grantorOf(auth))));
     } }),
 
   route({ operationId: 'deleteMember', method: 'delete', path: '/members/:userId', summary: 'Remove a member', tag: 'Members', access: 'secret', permission: 'admin',
@@ -35,7 +35,7 @@ export const memberRoutes = [
     description: 'The account stays (it may belong to other projects); its membership of this project goes. A member above the caller cannot be removed (403), nor the last owner (409).',
     answers: noContent('Removed.'),
     async handle({ auth, params, services }) {
-      await removeMember(services.accounts.knex, auth.projectId, params.userId, grantorOf(auth.principal));
+      await removeMember(services.accounts.knex, auth.projectId, params.userId, grantorOf(auth));
       return deleted;
     } }),
 ];

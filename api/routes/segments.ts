@@ -1,3 +1,4 @@
+import { actorOf } from '../../audit/log';
 import type { Segment } from '../../audience/segments';
 import { crud, created, noContent, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
@@ -48,7 +49,7 @@ export const segmentRoutes = [
 
   route({ operationId: 'deleteSegment', method: 'delete', path: '/segments/:id', summary: 'Delete a segment', tag: 'Segments', access: 'secret', permission: 'write', answers: noContent('Deleted.'), errors: [409],
     async handle({ auth, params, services }) {
-      await services.segments.remove(auth.projectId, params.id);
+      await services.segments.remove(auth.projectId, params.id, actorOf(auth));
       return deleted;
     } }),
 
@@ -68,5 +69,5 @@ export const segmentRoutes = [
   route({ operationId: 'removeSegmentMembers', method: 'delete', path: '/segments/:id/members', summary: 'Remove members from a STATIC segment', tag: 'Segments', access: 'secret', permission: 'write', body: membersSchema,
     answers: ok('Removed.', A.membersRemovedAnswer), errors: [409],
     before: ownedStatic,
-    handle: async ({ auth, params, body, services }) => reply(await services.segments.removeMembers(auth.projectId, params.id, body.emails)) }),
+    handle: async ({ auth, params, body, services }) => reply(await services.segments.removeMembers(auth.projectId, params.id, body.emails, actorOf(auth))) }),
 ];

@@ -16,7 +16,7 @@ export const sendRoutes = [
     links: { getEmail: { operationId: 'getEmail', parameters: { id: '$response.body#/data/emails/0/email' } } },
     async handle({ auth, body, services: { send }, once }) {
       // Rendered before the transaction here too; a replay answers its first answer whatever this one came to.
-      const prepared = await send.prepare(sendCommand(auth.projectId, body)).catch((err: Error) => err);
+      const prepared = await send.prepare(sendCommand(auth.projectId, body, auth.principal.kind === 'key' ? auth.principal.domains : null)).catch((err: Error) => err);
       return once(async (trx) => {
         if (prepared instanceof Error) throw prepared;
         return reply((await (trx ? send.storeIn(trx, prepared) : send.store(prepared))).data);

@@ -1,3 +1,4 @@
+import { actorOf } from '../../audit/log';
 import { ok } from '../openapi/operations';
 import { reply, route } from '../route';
 import * as A from '../schemas/answers';
@@ -9,5 +10,5 @@ export const settingsRoutes = [
     handle: async ({ auth, services }) => reply(await services.settings.get(auth.projectId)) }),
 
   route({ operationId: 'updateSettings', method: 'patch', path: '/settings', summary: "Change the project's settings", tag: 'Settings', access: 'secret', permission: 'admin', body: settingsPatchSchema, answers: ok('The settings.', A.settingsAnswer),
-    handle: async ({ auth, body, services }) => reply(await services.settings.update(auth.projectId, body)) }),
+    handle: async ({ auth, body, services }) => reply(await services.settings.update(auth.projectId, body, actorOf(auth))) }),
 ];

@@ -1,3 +1,4 @@
+import { actorOf } from '../../audit/log';
 import Joi from 'joi';
 import type { Suppression } from '../../audience/suppressions';
 import { notFound } from '../../core/errors';
@@ -25,7 +26,7 @@ export const suppressionRoutes = [
     answers: { 201: { description: 'Suppressed.', data: A.suppressionAnswer }, 200: { description: 'Already suppressed.', data: A.suppressionAnswer } },
     links: { deleteSuppression: { operationId: 'deleteSuppression', parameters: { email: '$response.body#/data/email' } } },
     async handle({ auth, body, services }) {
-      const entry = await services.suppressions.add(auth.projectId, { email: body.email, reason: body.reason ?? 'manual', details: body.note ? { note: body.note } : { source: 'api' } });
+      const entry = await services.suppressions.add(auth.projectId, { email: body.email, reason: body.reason ?? 'manual', details: body.note ? { note: body.note } : { source: 'api' } }, actorOf(auth));
       return reply(suppressionJson(entry), entry.created ? 201 : 200);
     } }),
 
@@ -34,7 +35,7 @@ export const suppressionRoutes = [
     async handle({ auth, params, services }) {
       const email = normaliseEmail(params.email);
       if (!email) throw notFound('Suppression');
-      await services.suppressions.remove(auth.projectId, email);
+      await services.suppressions.remove(auth.projectId, email, actorOf(auth));
       return deleted;
     } }),
 ];

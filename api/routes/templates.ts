@@ -1,3 +1,4 @@
+import { actorOf } from '../../audit/log';
 import type { Template } from '../../db/models/Template';
 import { crud, created, noContent, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
@@ -48,7 +49,7 @@ export const templateRoutes = [
 
   route({ operationId: 'deleteTemplate', method: 'delete', path: '/templates/:id', summary: 'Delete a template', tag: 'Templates', access: 'secret', permission: 'write', answers: noContent('Deleted.'), errors: [409],
     async handle({ auth, params, services }) {
-      await services.templates.remove(auth.projectId, params.id);
+      await services.templates.remove(auth.projectId, params.id, actorOf(auth));
       return deleted;
     } }),
 ];

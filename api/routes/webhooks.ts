@@ -1,3 +1,4 @@
+import { actorOf } from '../../audit/log';
 import type { AttemptRow, DeliveryRow, EndpointRow } from '../../db/queries/webhooks';
 import { messageId } from '../../webhooks/endpoints';
 import type { WebhookEventType, WebhookPayload } from '../../webhooks/types';
@@ -73,7 +74,7 @@ export const webhookRoutes = [
   route({ operationId: 'createWebhook', method: 'post', path: '/webhooks', summary: 'Subscribe an endpoint', tag: 'Webhooks', access: 'secret', permission: 'admin', body: createWebhookSchema,
     answers: created('Created; the signing secret is shown here only.', A.webhookWithSecretAnswer),
     links: crud('Webhook', undefined, undefined, ['get', 'update', 'delete', 'rotateWebhookSecret:', 'listWebhookDeliveries:']),
-    handle: async ({ auth, body, services }) => reply(withSecret(await services.webhooks.create(auth.projectId, body)), 201) }),
+    handle: async ({ auth, body, services }) => reply(withSecret(await services.webhooks.create(auth.projectId, body, actorOf(auth))), 201) }),
 
   route({ operationId: 'listWebhooks', method: 'get', path: '/webhooks', summary: 'List webhook endpoints', tag: 'Webhooks', access: 'secret', permission: 'read', query: listWebhooksQuerySchema, answers: ok('A page of endpoints.', A.pageOf(A.webhookAnswer)),
     async handle({ auth, query: q, services }) {
@@ -85,17 +86,17 @@ export const webhookRoutes = [
     handle: async ({ auth, params, services }) => reply(endpointJson(await services.webhooks.get(auth.projectId, params.id))) }),
 
   route({ operationId: 'updateWebhook', method: 'patch', path: '/webhooks/:id', summary: 'Update a webhook endpoint', tag: 'Webhooks', access: 'secret', permission: 'admin', body: patchWebhookSchema, answers: ok('The endpoint.', A.webhookAnswer),
-    handle: async ({ auth, params, body, services }) => reply(endpointJson(await services.webhooks.update(auth.projectId, params.id, body))) }),
+    handle: async ({ auth, params, body, services }) => reply(endpointJson(await services.webhooks.update(auth.projectId, params.id, body, actorOf(auth)))) }),
 
   route({ operationId: 'deleteWebhook', method: 'delete', path: '/webhooks/:id', summary: 'Delete a webhook endpoint', tag: 'Webhooks', access: 'secret', permission: 'admin', answers: noContent('Deleted.'),
     async handle({ auth, params, services }) {
-      await services.webhooks.remove(auth.projectId, params.id);
+      await services.webhooks.remove(auth.projectId, params.id, actorOf(auth));
       return deleted;
     } }),
 
   route({ operationId: 'rotateWebhookSecret', method: 'post', path: '/webhooks/:id/rotate-secret', summary: 'Rotate the signing secret', tag: 'Webhooks', access: 'secret', permission: 'admin',
     answers: ok('The endpoint with its new secret.', A.webhookWithSecretAnswer),
-    handle: async ({ auth, params, services }) => reply(withSecret(await services.webhooks.rotateSecret(auth.projectId, params.id))) }),
+    handle: async ({ auth, params, services }) => reply(withSecret(await services.webhooks.rotateSecret(auth.projectId, params.id, actorOf(auth)))) }),
 
   route({ operationId: 'listWebhookDeliveries', method: 'get', path: '/webhooks/:id/deliveries', summary: "List an endpoint's deliveries", tag: 'Webhooks', access: 'secret', permission: 'read', query: listWebhooksQuerySchema,
     answers: ok('A page of deliveries.', A.pageOf(A.webhookDeliveryAnswer)), links: first('redeliverWebhook', 'deliveryId', 'id'),

@@ -233,3 +233,17 @@ export const acceptedAnswer = shape({ userId: id, email: Joi.string(), projectId
 export const resetRequestedAnswer = shape({ message: Joi.string() });
 export const resetAnswer = shape({ userId: id, sessionsEnded: count });
 export const setupAnswer = shape({ userId: id, email: Joi.string(), projects: count });
+// api/routes/keys.ts keyJson
+export const keyAnswer = shape({
+  id, name: Joi.string(), type: Joi.string().valid('secret', 'public').description('public: a pk_ key, for POST /v1/track from browsers.'),
+  scope: Joi.string().valid('full', 'sending'), domains: nullable(Joi.array().items(Joi.string())),
+  hint: Joi.string().description('The last four characters of the key.'), createdAt: instant, lastUsedAt: nullable(instant).description('Kept to the minute.'),
+}).id('ApiKey');
+export const keyWithSecretAnswer = keyAnswer.keys(requiredKeys({ key: Joi.string().description('The key, shown in this answer only.') })).id('ApiKeyWithSecret');
+
+// api/routes/auditLog.ts auditJson
+export const auditEntryAnswer = shape({
+  id, actor: shape({ kind: Joi.string().valid('key', 'user', 'operator'), id: nullable(id) }), operation: Joi.string(),
+  resourceType: Joi.string(), resourceId: nullable(Joi.string()), address: nullable(Joi.string()), at: instant, details: anyObject,
+}).id('AuditEntry');
+

@@ -21,6 +21,7 @@ import * as retryUnless from './20261127000001_retry_unless';
 import * as clusterSettings from './20261128000001_cluster_settings';
 import * as trackingWindows from './20261129000001_tracking_windows';
 import * as people from './20261130000001_people';
+import * as keysAudit from './20261130000002_keys_audit';
 import * as loginThrottle from './20261130000003_login_throttle';
 
 /**
@@ -51,6 +52,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261128000001_cluster_settings': clusterSettings,
   '20261129000001_tracking_windows': trackingWindows,
   '20261130000001_people': people,
+  '20261130000002_keys_audit': keysAudit,
   '20261130000003_login_throttle': loginThrottle,
 };
 

@@ -252,6 +252,12 @@ describe('real answers match their schemas in the document', () => {
     answers.checkRequest('PATCH', '/settings', { tracking: { send: { opens: true } } });
     answers.checkRequest('POST', '/contacts', { email: 'grace@example.org', data: { firstName: 'Grace', n: null } });
     answers.checkRequest('POST', '/campaigns', { name: 'Sale', subject: 'Sale', body: 'b', from: 'news@example.com', audienceType: 'FILTERED', audienceFilter: condition });
+    const madeKey = await http().post('/keys').set(key).send({ name: 'CI', scope: 'sending', domains: ['example.com'] });
+    answers.check('POST', '/keys', madeKey);
+    answers.checkRequest('POST', '/keys', { name: 'CI', scope: 'sending', domains: ['example.com'] });
+    answers.check('GET', '/keys', await http().get('/keys').set(key));
+    answers.check('DELETE', '/keys/{id}', await http().delete(`/keys/${madeKey.body.data.id}`).set(key));
+    answers.check('GET', '/audit-log', await http().get('/audit-log').set(key));
     answers.check('GET', '/health', await http().get('/health'));
     answers.check('GET', '/docs', await http().get('/docs'));
     expect(answers.checked.size).toBeGreaterThan(40);

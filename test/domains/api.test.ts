@@ -197,6 +197,9 @@ describe('verification by DNS (POST /domains/:id/verify)', () => {
     expect(await isVerifiedSender(db.knex, project.id, 'hello@news.verified.example.net')).toBe(true);
     // GET shows the stored outcome.
     expect(statuses((await http().get(`/domains/${d.id}`).set(key)).body)).toEqual({ DKIM: 'VERIFIED', SPF: 'VERIFIED', DMARC: 'VERIFIED' });
+    // The check is audited with the stored outcome (issue 27), in its transaction; the DNS lookups ran before it.
+    expect(await db.knex('audit_log').where({ project_id: project.id, operation: 'verifyDomain', resource_id: d.id }).select('actor_kind', 'details'))
+      .toEqual([{ actor_kind: 'key', details: { status: 'VERIFIED' } }]);
   });
 
   test('nothing published → FAILED, each record FAILED; sends refused', async () => {

@@ -1,3 +1,4 @@
+import { OPERATOR } from '../../audit/log';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import request from 'supertest';
@@ -181,7 +182,7 @@ describe('mayGrant: nobody grants a role above their own', () => {
   test.each<[Role, Role, boolean]>([
     ['viewer', 'member', false], ['member', 'admin', false], ['admin', 'owner', false], ['admin', 'admin', true], ['admin', 'viewer', true], ['owner', 'owner', true],
   ])('%s inviting as %s: allowed %s', async (granter, role, allowed) => {
-    const inviting = createInvitation({ knex: t.db.knex, publicUrl: 'http://herald.test' }, t.project.id, { email: `g-${granter}-${role}@example.com`, role }, { role: granter });
+    const inviting = createInvitation({ knex: t.db.knex, publicUrl: 'http://herald.test' }, t.project.id, { email: `g-${granter}-${role}@example.com`, role }, { role: granter, actor: OPERATOR });
     if (allowed) await expect(inviting).resolves.toEqual(expect.objectContaining({ role }));
     else await expect(inviting).rejects.toMatchObject({ kind: 'forbidden' });
   });
@@ -232,26 +233,26 @@ describe('members', () => {
   });
 
   test('an admin may not promote above admin; a member may not change anyone', async () => {
-    await expect(changeRole(t.db.knex, project.id, member, 'owner', { role: 'admin', userId: admin })).rejects.toMatchObject({ kind: 'forbidden' });
-    await expect(changeRole(t.db.knex, project.id, admin, 'viewer', { role: 'member', userId: member })).rejects.toMatchObject({ kind: 'forbidden' });
+    await expect(changeRole(t.db.knex, project.id, member, 'owner', { role: 'admin', userId: admin, actor: OPERATOR })).rejects.toMatchObject({ kind: 'forbidden' });
+    await expect(changeRole(t.db.knex, project.id, admin, 'viewer', { role: 'member', userId: member, actor: OPERATOR })).rejects.toMatchObject({ kind: 'forbidden' });
   });
 
   test('the last owner can be neither demoted nor removed, even by themselves; with a second owner, they can', async () => {
-    await expect(changeRole(t.db.knex, project.id, owner, 'admin', { role: 'owner', userId: owner })).rejects.toMatchObject({ kind: 'conflict' });
-    await expect(removeMember(t.db.knex, project.id, owner, { role: 'owner', userId: owner })).rejects.toMatchObject({ kind: 'conflict' });
+    await expect(changeRole(t.db.knex, project.id, owner, 'admin', { role: 'owner', userId: owner, actor: OPERATOR })).rejects.toMatchObject({ kind: 'conflict' });
+    await expect(removeMember(t.db.knex, project.id, owner, { role: 'owner', userId: owner, actor: OPERATOR })).rejects.toMatchObject({ kind: 'conflict' });
     expect(await roleOf(project.id, owner)).toBe('owner');
 
-    await changeRole(t.db.knex, project.id, admin, 'owner', { role: 'owner', userId: owner });
+    await changeRole(t.db.knex, project.id, admin, 'owner', { role: 'owner', userId: owner, actor: OPERATOR });
     // Two demotions racing: one wins, the project keeps an owner.
     const results = await Promise.allSettled([
-      changeRole(t.db.knex, project.id, owner, 'admin', { role: 'owner', userId: owner }),
-      changeRole(t.db.knex, project.id, admin, 'admin', { role: 'owner', userId: admin }),
+      changeRole(t.db.knex, project.id, owner, 'admin', { role: 'owner', userId: owner, actor: OPERATOR }),
+      changeRole(t.db.knex, project.id, admin, 'admin', { role: 'owner', userId: admin, actor: OPERATOR }),
     ]);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     const owners = (await listMembers(t.db.knex, project.id)).filter((m) => m.role === 'owner');
     expect(owners).toHaveLength(1);
-    await changeRole(t.db.knex, project.id, owners[0]!.userId === owner ? admin : owner, 'owner', { role: 'owner', userId: owners[0]!.userId });
-    await removeMember(t.db.knex, project.id, owner, { role: 'owner', userId: owner });
+    await changeRole(t.db.knex, project.id, owners[0]!.userId === owner ? admin : owner, 'owner', { role: 'owner', userId: owners[0]!.userId, actor: OPERATOR });
+    await removeMember(t.db.knex, project.id, owner, { role: 'owner', userId: owner, actor: OPERATOR });
     expect(await roleOf(project.id, owner)).toBeUndefined();
   });
 

@@ -1,4 +1,4 @@
-import { generateKey, hashKey, keyMatches, parseKey } from '../../projects/keys';
+import { generateKey, hashKey, keyMatches, mayUseFrom, parseKey } from '../../projects/keys';
 
 test('secret and public keys have their prefix and 40 base62 characters', () => {
   const s = generateKey('secret');
@@ -30,4 +30,16 @@ test('keyMatches compares hashes, rejecting any other key', () => {
   expect(keyMatches(a.key, a.hash)).toBe(true);
   expect(keyMatches(b.key, a.hash)).toBe(false);
   expect(keyMatches(a.key, Buffer.alloc(3))).toBe(false);
+});
+
+test('mayUseFrom: a listed domain and its subdomains, nothing that merely ends like it; no list allows any', () => {
+  expect(mayUseFrom(null, 'a@anything.test')).toBe(true);
+  expect(mayUseFrom([], 'a@anything.test')).toBe(true);
+  expect(mayUseFrom(['example.com'], 'a@example.com')).toBe(true);
+  expect(mayUseFrom(['example.com'], 'a@mail.example.com')).toBe(true);
+  expect(mayUseFrom(['example.com'], 'a@Mail.Example.COM')).toBe(true);
+  expect(mayUseFrom(['example.com'], 'a@notexample.com')).toBe(false);
+  expect(mayUseFrom(['example.com'], 'a@example.com.evil.test')).toBe(false);
+  expect(mayUseFrom(['mail.example.com'], 'a@example.com')).toBe(false);
+  expect(mayUseFrom(['a.test', 'b.test'], 'x@b.test')).toBe(true);
 });

@@ -347,6 +347,17 @@ describe('issue 26', () => {
     expect(await e2e.t.db.knex('emails').where({ to_email: 'revoked-2@example.org' })).toHaveLength(0);
   });
 
+  test('issue 27: a sending key submits; a key limited to other domains gets 550 naming the From, and nothing is stored', async () => {
+    const sending = (await createKey(e2e.t.project.id, 'secret', { name: 'smtp sending', scope: 'sending' }))!;
+    await client(listener.port, sending.key).sendMail({ from: 'billing@example.com', to: 'scoped-1@example.org', subject: 's', text: 'x' });
+    const limited = (await createKey(e2e.t.project.id, 'secret', { name: 'smtp limited', scope: 'sending', domains: ['other.example'] }))!;
+    await expect(client(listener.port, limited.key).sendMail({ from: 'billing@example.com', to: 'scoped-2@example.org', subject: 's', text: 'x' }))
+      .rejects.toMatchObject({ responseCode: 550, response: expect.stringMatching(/From billing@example\.com is not at a domain this API key may send from \(other\.example\)/) });
+    expect(await e2e.t.db.knex('emails').where({ to_email: 'scoped-2@example.org' })).toHaveLength(0);
+    const parent = (await createKey(e2e.t.project.id, 'secret', { name: 'smtp parent', scope: 'full', domains: ['example.com'] }))!;
+    await client(listener.port, parent.key).sendMail({ from: 'billing@example.com', to: 'scoped-3@example.org', subject: 's', text: 'x' });
+  });
+
   test('a disabled project stops the session\'s next message (530 to its recipients once known, then at MAIL FROM)', async () => {
     const project = await e2e.t.newProject('Disabled mid-session');
     const c = await raw(listener.port);
