@@ -66,7 +66,7 @@ export function createServices(deps: AppDeps) {
     automations: automationService(deps),
     domains: domainService({ ...deps, dns }),
     /** People's logins and sessions (people/). */
-    people: peopleService({ knex, sessions: deps.sessions ?? loadSessionConfig() }),
+    people: peopleService({ knex, secret: deps.secret, sessions: deps.sessions ?? loadSessionConfig() }),
     /** GET/POST/DELETE /keys (projects/apiKeys.ts). */
     keys: keyService(deps),
     /** GET /audit-log (audit/log.ts). */

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { purgeExpiredIdempotencyKeys } from '../db/queries/idempotency';
 import type { Logger } from '../logging/logger';
 import { pruneLoginFailures } from '../people/throttle';
+import { pruneLoginChallenges } from '../people/twoFactor';
 import { pruneEventWindows } from '../tracking/record';
 import { loopState } from './claimLoop';
 
@@ -33,6 +34,7 @@ export function startHousekeeping(opts: HousekeepingOptions): Housekeeping {
     trackingWindows: () => pruneEventWindows(knex, opts.eventWindowMs),
     idempotencyKeys: () => purgeExpiredIdempotencyKeys(knex),
     loginFailures: () => pruneLoginFailures(knex),
+    loginChallenges: () => pruneLoginChallenges(knex),
   };
   async function round(): Promise<Record<string, number>> {
     const deleted: Record<string, number> = {};

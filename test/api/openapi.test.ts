@@ -64,7 +64,8 @@ describe('the document and the routers agree', () => {
     const of = (keep: (r: Route) => boolean) => ROUTES.filter(keep).map((r) => routeKey(r.method, r.path));
     expect(open).toEqual(of((r) => r.access === 'open' && !r.people));
     expect(people).toEqual(of((r) => r.people === true));
-    expect(people).toEqual(['POST /auth/login', 'POST /auth/logout', 'GET /auth/session', 'GET /auth/sessions', 'DELETE /auth/sessions/{id}',
+    expect(people).toEqual(['POST /auth/login', 'POST /auth/login/two-factor', 'POST /auth/logout', 'GET /auth/session', 'GET /auth/sessions', 'DELETE /auth/sessions/{id}',
+      'POST /auth/two-factor', 'POST /auth/two-factor/confirm', 'DELETE /auth/two-factor',
       'POST /invitations/accept', 'POST /auth/password-reset', 'POST /auth/password-reset/confirm', 'POST /auth/setup']);
     expect(sending).toEqual(of((r) => r.access === 'secret' && r.largeBody === true));
     expect(tracking).toEqual(of((r) => r.access === 'secretOrPublic'));
