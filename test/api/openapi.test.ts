@@ -87,7 +87,7 @@ describe('the document and the routers agree', () => {
     for (const [path, item] of Object.entries(doc.paths as Json)) {
       for (const [method, op] of Object.entries(item as Json)) {
         const schemes = (op.security as Json[]).map((s) => Object.keys(s).sort().join('+')).sort();
-        const open = ['/health', '/metrics', '/openapi.json', '/docs', '/docs/redoc.standalone.js', '/auth/login'].includes(path) || /^\/(unsubscribe|t)\//.test(path)
+        const open = ['/health', '/metrics', '/openapi.json', '/docs', '/docs/redoc.standalone.js', '/auth/login', '/auth/login/two-factor'].includes(path) || /^\/(unsubscribe|t)\//.test(path)
           // People's links: the token in the body authorises (api/routes/invitations.ts, accounts.ts).
           || ['/invitations/accept', '/auth/password-reset', '/auth/password-reset/confirm', '/auth/setup'].includes(path);
         const person = !open && path.startsWith('/auth/');
