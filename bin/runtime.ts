@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { createActivities } from '../activities';
 import { createDeliverer } from '../sending/delivery';
 import { scheduleDomainChecks } from '../domains/checks';
-import { ConfigError, loadConfig, loadDnsConfig, loadTrackingConfig, publicUrlWarning, returnPathOf, type Config } from '../config';
+import { ConfigError, loadConfig, loadDnsConfig, loadSessionConfig, loadTrackingConfig, publicUrlWarning, returnPathOf, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
 import { webhookConfig } from '../outbound/http';
@@ -147,7 +147,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     // And every worker delivers the projects' outbound webhooks from their outbox (worker/webhookQueue.ts).
     webhookDeliveries = startWebhookQueue({ knex: db.knex, log, secret, executorId, config: outboundWebhookConfig(process.env) });
     // And deletes what has served its time: passed tracking windows, expired idempotency keys (worker/housekeeping.ts).
-    housekeeping = startHousekeeping({ knex: db.knex, log, eventWindowMs: loadTrackingConfig().eventWindowMs });
+    housekeeping = startHousekeeping({ knex: db.knex, log, eventWindowMs: loadTrackingConfig().eventWindowMs, sessionIdleMinutes: loadSessionConfig().idleMinutes });
     log.info({ mail: mailer.describe, executorId, rate: config.sendRatePerSecond }, 'delivering mail');
   }
   const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log) : undefined;

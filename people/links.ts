@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { deleteInBatches } from '../db/prune';
 import { invalid } from '../core/errors';
 import { isTokenShaped, newToken, tokenHash } from './tokens';
 
@@ -70,4 +71,12 @@ export interface PeopleDeps {
   invitationTtlHours?: number;
   /** The system sender (SYSTEM_PROJECT_ID, SYSTEM_FROM_EMAIL); absent: invitation links go back to the inviter. */
   mail?: SystemMail;
+}
+
+/**
+ * Deletes the tokens that can no longer be used (worker/housekeeping.ts), a day after they were used or expired: a
+ * link then answers as an unknown one does (the same refusal, `unusable`). Who invited whom stays in the audit log.
+ */
+export function pruneTokens(knex: Knex): Promise<number> {
+  return deleteInBatches(knex, 'auth_tokens', `coalesce(used_at, expires_at) < now() - interval '1 day'`, []);
 }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { batched } from '../db/batch';
+import { deleteInBatches } from '../db/prune';
 import { COUNT_UPSERT, countsAfter, positions, windowBindings, type Consumed } from '../projects/access';
 import type { Role } from '../projects/roles';
 import { newToken, tokenHash } from './tokens';
@@ -180,3 +181,13 @@ export const LIST_SESSIONS = `SELECT id, created_at AS "createdAt", last_seen_at
     LEAST(expires_at, last_seen_at + make_interval(mins => ?)) AS "expiresAt", address, user_agent AS "userAgent"
   FROM sessions WHERE user_id = ? AND ended_at IS NULL AND expires_at > now() AND last_seen_at > now() - make_interval(mins => ?)
   ORDER BY id DESC LIMIT 100`;
+
+/**
+ * Deletes sessions that can no longer be used (worker/housekeeping.ts): ended (logout, a password reset), past their
+ * absolute expiry, or idle longer than `idleMinutes`, a day after that (a client that still holds the cookie then gets
+ * the same 401 from no row as from an ended one). The table holds each person's few sessions: the sweep reads it whole.
+ */
+export function pruneSessions(knex: Knex, idleMinutes: number): Promise<number> {
+  return deleteInBatches(knex, 'sessions',
+    `coalesce(ended_at, least(expires_at, last_seen_at + make_interval(mins => ?::int))) < now() - interval '1 day'`, [idleMinutes]);
+}

@@ -133,6 +133,8 @@ async function seedProject(name: string, domain: string): Promise<FuzzProject> {
     pools.member.keep.push(user!.id);
   }
   await post('/invitations', { email: `invited@${domain}`, role: 'viewer' }, 'invitation');
+  // A key of its own to revoke (never the fuzzer's: that one is not in the pool).
+  await post('/keys', { name: 'seeded', scope: 'sending' }, 'key');
   // Before the contacts: their contact.created deliveries are the webhook's (never sent: no worker runs here).
   await post('/webhooks', { url: `https://hooks.${domain}/herald`, events: ['contact.created', 'email.sent'] }, 'webhook');
   const contact = await post('/contacts', { email: `seed@${domain}`, data: { plan: 'pro', firstName: 'Ada' } }, 'contact');

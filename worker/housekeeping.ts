@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { purgeExpiredIdempotencyKeys } from '../db/queries/idempotency';
 import type { Logger } from '../logging/logger';
+import { pruneTokens } from '../people/links';
+import { pruneSessions } from '../people/sessions';
 import { pruneLoginFailures } from '../people/throttle';
 import { pruneLoginChallenges } from '../people/twoFactor';
 import { pruneEventWindows } from '../tracking/record';
@@ -8,9 +10,9 @@ import { loopState } from './claimLoop';
 
 /**
  * Rows that matter only for a while, deleted by every worker once they no longer do: tracking windows that have passed
- * (tracking/record.ts), idempotency keys past their 24 hours (db/queries/idempotency.ts) and failed-login counts an hour
- old (people/throttle.ts). Each sweep deletes in
- * short batches (db/prune.ts), so workers sweeping at once share the rows rather than wait on each other. A failed
+ * (tracking/record.ts), idempotency keys past their 24 hours (db/queries/idempotency.ts), failed-login counts an hour
+ * old (people/throttle.ts), and a day after their end, sessions (people/sessions.ts) and single-use tokens
+ * (people/links.ts), and expired two-factor login challenges (people/twoFactor.ts). Each sweep deletes in short batches (db/prune.ts), so workers sweeping at once share the rows rather than wait on each other. A failed
  * sweep is logged and tried again at the next round.
  */
 export interface HousekeepingOptions {
@@ -18,6 +20,8 @@ export interface HousekeepingOptions {
   log: Logger;
   /** The tracking routes' event window (TRACKING_EVENT_WINDOW_SECONDS): a window row older than it has passed. */
   eventWindowMs: number;
+  /** SESSION_IDLE_MINUTES: a session unused this long has ended (its row goes a day later). */
+  sessionIdleMinutes?: number;
   /** Between rounds; the first round runs at start. */
   intervalMs?: number;
 }
@@ -28,12 +32,17 @@ export interface Housekeeping {
   stop(): Promise<void>;
 }
 
+/** SESSION_IDLE_MINUTES's default (config/index.ts). */
+const DEFAULT_IDLE_MINUTES = 720;
+
 export function startHousekeeping(opts: HousekeepingOptions): Housekeeping {
   const { knex, log } = opts;
   const sweeps: Record<string, () => Promise<number>> = {
     trackingWindows: () => pruneEventWindows(knex, opts.eventWindowMs),
     idempotencyKeys: () => purgeExpiredIdempotencyKeys(knex),
     loginFailures: () => pruneLoginFailures(knex),
+    sessions: () => pruneSessions(knex, opts.sessionIdleMinutes ?? DEFAULT_IDLE_MINUTES),
+    authTokens: () => pruneTokens(knex),
     loginChallenges: () => pruneLoginChallenges(knex),
   };
   async function round(): Promise<Record<string, number>> {

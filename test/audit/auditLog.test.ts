@@ -20,7 +20,6 @@ afterAll(async () => { await t.close(); });
 
 const entries = async (projectId = t.project.id) =>
   t.db.knex('audit_log').where({ project_id: projectId }).orderBy('id').select('*') as Promise<Record<string, unknown>[]>;
-const lastEntry = async () => (await entries()).at(-1)!;
 
 /** Runs a change and returns the one entry it wrote. */
 async function change(run: () => Promise<{ status: number }>, status: number) {

@@ -21,7 +21,7 @@ import { clickToken, openToken } from '../../tracking/links';
 // ---------------------------------------------------------------------------------------------------------------
 // The world: what tokens resolve against.
 
-export const RESOURCE_TYPES = ['contact', 'template', 'segment', 'campaign', 'workflow', 'domain', 'execution', 'email', 'webhook', 'webhookDelivery', 'member', 'invitation'] as const;
+export const RESOURCE_TYPES = ['contact', 'template', 'segment', 'campaign', 'workflow', 'domain', 'execution', 'email', 'webhook', 'webhookDelivery', 'member', 'invitation', 'key', 'auditEntry'] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 export interface Pool {
@@ -532,6 +532,27 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'POST /domains/:id/verify': { ids: { id: 'domain' } },
 
   // People: members and invitations (a key acts as an admin), and the open routes of people's links.
+  'GET /keys': { list: true, query: listQuery('key') },
+  'POST /keys': {
+    body: fc.record({
+      name: mostly(['CI', 'Newsletter tool'], ['', 'x'.repeat(201), ' ', 'a\u0000b']),
+      scope: mostly(['full', 'sending'], ['admin', '', 'FULL']),
+      domains: fc.oneof(fc.constant(['⟦domain:own⟧']), fc.constant([]), fc.constant(['not a domain']), fc.constant('example.com')),
+    }, { requiredKeys: ['name'] }),
+    creates: 'key',
+  },
+  'DELETE /keys/:id': { ids: { id: 'key' }, deletes: 'key' },
+  'GET /audit-log': {
+    list: true,
+    query: listQuery('auditEntry', {
+      operation: mostly(['deleteContact', 'createKey'], ['', 'x'.repeat(300)]),
+      resourceType: mostly(['contact', 'key'], ['', 'nope']),
+      resourceId: fc.constantFrom('⟦id:contact:own:0⟧', 'not-a-uuid', ''),
+      actor: fc.constantFrom('⟦id:contact:own:0⟧', 'not-a-uuid'),
+      since: dateText,
+      until: dateText,
+    }),
+  },
   'GET /members': { list: true },
   'PATCH /members/:userId': { ids: { userId: 'member' }, body: fc.record({ role: roleArb }) },
   'DELETE /members/:userId': { ids: { userId: 'member' } },

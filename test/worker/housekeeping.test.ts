@@ -55,3 +55,35 @@ test('a window deleted as it passed changes nothing: the next hit is an event, a
   await h.stop();
   expect(await db.knex('tracking_event_windows').where({ email_id: email.id }).pluck('link')).toEqual(['00000000-0000-4000-8000-000000000001']);
 });
+
+test('sessions and single-use tokens go a day after they ended, expired or were used; live ones stay', async () => {
+  const project = await createProject('Housekeeping people');
+  const [user] = await db.knex('users').insert({ email: 'kept@example.org' }).returning('id');
+  const session = (name: string, fields: Record<string, unknown>) => ({
+    token_hash: Buffer.from(name.padEnd(32, '.')), user_id: user.id, expires_at: db.knex.raw("now() + interval '1 day'"), ...fields,
+  });
+  const ago = (interval: string) => db.knex.raw(`now() - interval '${interval}'`);
+  await db.knex('sessions').insert([
+    session('live', {}),
+    session('ended-recently', { ended_at: ago('1 hour') }),
+    session('ended', { ended_at: ago('2 days') }),
+    session('expired', { expires_at: ago('2 days') }),
+    session('idle', { last_seen_at: ago('3 days') }), // idle 12 h, plus the day
+  ]);
+  const token = (name: string, fields: Record<string, unknown>) => ({
+    kind: 'invitation', token_hash: Buffer.from(name.padEnd(32, '.')), project_id: project.id, email: `${name}@example.org`, role: 'member',
+    expires_at: db.knex.raw("now() + interval '1 day'"), ...fields,
+  });
+  await db.knex('auth_tokens').insert([
+    token('pending', {}),
+    token('used-recently', { used_at: ago('1 hour') }),
+    token('used', { used_at: ago('2 days') }),
+    token('expired', { expires_at: ago('2 days') }),
+  ]);
+  const h = startHousekeeping({ knex: db.knex, log: pino({ level: 'silent' }), eventWindowMs: 60_000, sessionIdleMinutes: 720, intervalMs: 3_600_000 });
+  await h.round();
+  await h.stop();
+  const names = async (table: string) => (await db.knex(table).select('token_hash')).map((r) => (r.token_hash as Buffer).toString().replace(/\.+$/, '')).sort();
+  expect(await names('sessions')).toEqual(['ended-recently', 'live']);
+  expect((await db.knex('auth_tokens').where({ project_id: project.id }).pluck('email')).sort()).toEqual(['pending@example.org', 'used-recently@example.org']);
+});
