@@ -16,7 +16,8 @@ export function peopleService(deps: { knex: Knex; secret: Buffer; sessions: Sess
     /** A login; the session the browser had before (if any) ends, so that a login never keeps an old id alive. */
     async login(input: { email: string; password: string; address: string; userAgent?: string; previousToken?: string }): Promise<LoginOutcome> {
       const outcome = await login(knex, input, sessions);
-      if (!('refused' in outcome) && input.previousToken) await endSessionByToken(knex, input.previousToken);
+      // Only a session opened replaces the old one: a password step that awaits its code leaves the browser as it was.
+      if ('session' in outcome && input.previousToken) await endSessionByToken(knex, input.previousToken);
       return outcome;
     },
     /** The second step of a two-factor login; as login, it ends the session the browser had. */
@@ -34,7 +35,7 @@ export function peopleService(deps: { knex: Knex; secret: Buffer; sessions: Sess
        * left open must not be able to drop the second factor). Each attempt counts in the login throttle, as a login.
        */
       async disable(user: { id: string; email: string }, proof: { password?: string; code?: string }, address: string):
-        Promise<{ refused?: 'credentials' | 'not_enabled' } | { refused: 'throttled'; wait: number }> {
+        Promise<{ refused?: undefined } | { refused: 'credentials' } | { refused: 'not_enabled' } | { refused: 'throttled'; wait: number }> {
         const keys = { account: accountKey(user.email), address: clientKey(address) };
         const { wait } = await beginAttempt(knex, keys, sessions);
         if (wait !== undefined) return { refused: 'throttled', wait };

@@ -125,7 +125,7 @@ export const authRoutes = [
     async handle({ person, body, services, client }) {
       const outcome = await services.people.twoFactor.disable({ id: person.userId, email: person.email }, body, client.address);
       if (outcome.refused === 'not_enabled') throw conflict('Two-factor is not on', 'POST /auth/two-factor to enrol.');
-      if (outcome.refused) loginRefused(outcome as { refused: 'credentials' } | { refused: 'throttled'; wait: number }, 'Wrong password or code', 'Send your password, or the 6 digits your authenticator app shows now.');
+      if (outcome.refused) loginRefused(outcome, 'Wrong password or code', 'Send your password, or the 6 digits your authenticator app shows now.');
       return deleted;
     } }),
 ];

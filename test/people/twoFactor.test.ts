@@ -105,9 +105,11 @@ test('the secret is sealed at rest and the recovery codes hashed: neither is in 
 
 test('login: the password answers a challenge and no cookie; the challenge and a code open a session; a code is refused the second time', async () => {
   const p = await enrolled({ [project.id]: 'member' });
-  const first = await http().post('/auth/login').send({ email: p.email, password: PASSWORD });
+  const first = await http().post('/auth/login').set('Cookie', p.cookie).send({ email: p.email, password: PASSWORD });
   expect(first.status).toBe(200);
   check(first, 'post', '/auth/login');
+  // The password step opens nothing and ends nothing: the browser's old session lives until the second step.
+  expect((await http().get('/auth/session').set('Cookie', p.cookie)).status).toBe(200);
   expect(first.headers['set-cookie']).toBeUndefined();
   expect(first.body.data).toEqual({ twoFactorRequired: true, challenge: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), expiresAt: expect.any(String) });
   const { challenge } = first.body.data;
@@ -121,8 +123,9 @@ test('login: the password answers a challenge and no cookie; the challenge and a
   expect(replay.headers['set-cookie']).toBeUndefined();
 
   const next = codeOf(p.secret, 1); // the next step: within the window of one step
-  const done = await http().post('/auth/login/two-factor').send({ challenge, code: next });
+  const done = await http().post('/auth/login/two-factor').set('Cookie', p.cookie).send({ challenge, code: next });
   expect(done.status).toBe(200);
+  expect((await http().get('/auth/session').set('Cookie', p.cookie)).status).toBe(401); // replaced, as by a login
   check(done, 'post', '/auth/login/two-factor');
   const cookie = cookieOf(done);
   expect(cookie).not.toBe(p.cookie.split(';')[0]);
