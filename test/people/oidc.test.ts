@@ -7,7 +7,7 @@ import type { OidcConfig } from '../../config';
 import { testAppDeps } from '../support/app';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { startTestProvider, type TestProvider } from '../support/oidcProvider';
-import { person } from './support';
+import { person, signIn } from './support';
 
 /**
  * Single sign-on with OpenID Connect (issue 27) against a real provider (oidc-provider on 127.0.0.1, in this process):
@@ -160,6 +160,22 @@ test('a tampered state is refused, and so is a callback without the flow cookie'
   expect(bare.headers.get('location')).toBe('/app/login?error=state');
 });
 
+test('a flow cookie older than ten minutes opens nothing, even with the right state and a fresh code', async () => {
+  const p = await providerPerson();
+  op.nextLogin = p.sub;
+  const browser = new Browser();
+  const { location } = await browser.follow(`${herald.url}/auth/oidc/login`, (u) => u.pathname === '/auth/oidc/callback');
+  const now = Date.now();
+  const clock = jest.spyOn(Date, 'now').mockReturnValue(now + 11 * 60_000); // Herald reads the cookie's expiry before anything else
+  try {
+    const late = await browser.get(location.href);
+    expect(late.headers.get('location')).toBe('/app/login?error=state');
+  } finally {
+    clock.mockRestore();
+  }
+  expect(browser.cookie(herald.url, 'herald_session')).toBeUndefined();
+});
+
 test('an address the provider did not verify is refused', async () => {
   const p = await providerPerson({ verified: false });
   op.nextLogin = p.sub;
@@ -190,6 +206,18 @@ test('an unknown address is refused unless sign-up is allowed; then a first logi
   await again.follow(`${open.url}/auth/oidc/login`);
   expect((await sessionOf(open.url, again)).status).toBe(200);
   expect(Number((await db.knex('users').where({ email: p.email }).count('* as n'))[0]!.n)).toBe(1);
+});
+
+test('a single sign-on that brings an old session cookie ends the old session, as a password login does', async () => {
+  const p = await providerPerson();
+  op.nextLogin = p.sub;
+  const old = (await signIn(herald.server, p.email)).split('=')[1]!;
+  const browser = new Browser();
+  browser.jar.set(herald.url, new Map([['herald_session', old]]));
+  await browser.follow(`${herald.url}/auth/oidc/login`);
+  expect(browser.cookie(herald.url, 'herald_session')).not.toBe(old);
+  expect((await sessionOf(herald.url, browser)).status).toBe(200);
+  expect((await fetch(`${herald.url}/auth/session`, { headers: { cookie: `herald_session=${old}` } })).status).toBe(401);
 });
 
 test('a disabled account is refused, as an unknown one', async () => {
