@@ -221,6 +221,12 @@ export const signedInAnswer = shape({
   projects: Joi.array().items(membershipAnswer),
   session: shape({ id, createdAt: instant, expiresAt: instant }),
 }).id('SignedIn');
+export const providersAnswer = shape({
+  oidc: shape({
+    enabled: Joi.boolean().description('Whether single sign-on with OpenID Connect is configured (OIDC_ISSUER).'),
+    loginUrl: nullable(Joi.string()).description('Where the console sends the browser to sign in with the provider (`/auth/oidc/login`); null when SSO is off.'),
+  }),
+}).id('SignInProviders');
 export const sessionListAnswer = shape({ items: Joi.array().items(sessionInfoAnswer) }).id('SessionList');
 /** People (api/routes/members.ts, invitations.ts, auth.ts). */
 const role = Joi.string().valid('owner', 'admin', 'member', 'viewer');
