@@ -562,19 +562,6 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'POST /auth/password-reset': { keys: 'none', body: fc.record({ email: emailArb }) },
   'POST /auth/password-reset/confirm': { keys: 'none', body: fc.record({ token: linkTokenArb, password: passwordArb }) },
   'POST /auth/setup': { keys: 'none', body: fc.record({ token: linkTokenArb, email: emailArb, name: nameArb, password: passwordArb }) },
-
-  // Keys and the audit log (issue 27, points 3 and 4). A revoke names ids of another type: the fuzz never revokes
-  // the key it sends with.
-  'GET /keys': { list: true, query: listQuery('contact') },
-  'POST /keys': { body: fc.record({
-    name: nameArb, scope: mostly(['full', 'sending'], ['admin', 'FULL', '']),
-    domains: opt(fc.oneof(fc.constant(['example.org']), fc.constantFrom<unknown>([], ['not a domain'], 'example.org', ['a.example.org', 'a.example.org']))),
-  }).map(compact) },
-  'DELETE /keys/:id': { ids: { id: 'contact' } },
-  'GET /audit-log': { list: true, query: listQuery('contact', {
-    actor: mostly(['01890000-0000-7000-8000-000000000000'], ['nope', '']), operation: mostly(['deleteContact', 'key.create'], ['x'.repeat(101)]),
-    resourceType: mostly(['contact', 'key'], ['x'.repeat(51)]), since: dateText, until: dateText,
-  }) },
 };
 
 // ---------------------------------------------------------------------------------------------------------------
