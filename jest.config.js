@@ -5,10 +5,11 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
-    // uuid and marked ship ES modules only: Node 20 loads them with require(esm), Jest's module registry does not.
-    '/node_modules/(uuid|marked)/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+    // uuid, marked, openid-client (with oauth4webapi and jose) and oidc-provider (the tests' OpenID provider) ship ES
+    // modules only: Node 20 loads them with require(esm) or import(), Jest's module registry does not.
+    '/node_modules/(uuid|marked|openid-client|oauth4webapi|jose|oidc-provider)/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
   },
-  transformIgnorePatterns: ['/node_modules/(?!uuid/|marked/)'],
+  transformIgnorePatterns: ['/node_modules/(?!uuid/|marked/|openid-client/|oauth4webapi/|jose/|oidc-provider/)'],
   // One PostgreSQL cluster per run; each test file gets its own database cloned from a migrated template.
   globalSetup: '<rootDir>/test/support/globalSetup.ts',
   globalTeardown: '<rootDir>/test/support/globalTeardown.ts',

@@ -1,6 +1,6 @@
 import Koa from 'koa';
 import type { Knex } from 'knex';
-import { loadSessionConfig, type DnsConfig, type PeopleConfig, type ReturnPath, type SessionConfig, type TrackingConfig } from '../config';
+import { loadSessionConfig, type DnsConfig, type OidcConfig, type PeopleConfig, type ReturnPath, type SessionConfig, type TrackingConfig } from '../config';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { Renderer } from '../mail/render';
@@ -29,6 +29,8 @@ export interface AppDeps {
   publicUrl: string;
   /** Where templates are rendered on the request path: a render pool (mail/renderPool.ts), off the event loop. */
   render: Renderer;
+  /** Single sign-on (OIDC_ISSUER…); `false`: off whatever the environment says; read from the environment when not given. */
+  oidc?: OidcConfig | false;
   /** People's sessions and the login throttle (SESSION_IDLE_MINUTES…); read from the environment when not given. */
   sessions?: SessionConfig;
   /** The tracking routes' event window and per-address rate; read from the environment when not given. */

@@ -35,3 +35,19 @@ export function fromOwnOrigin(ctx: Context, publicOrigin: string): boolean {
 
 /** The origin of PUBLIC_URL (`https://mail.example.com`), as browsers write `Origin`. */
 export const originOf = (url: string): string => new URL(url).origin;
+
+/**
+ * The single sign-on flow's cookie (people/oidc.ts: the sealed PKCE verifier, state and nonce), from the redirect to
+ * the provider until its callback. `Path=/auth/oidc`: sent to the callback only; `SameSite=Lax`: the callback is a
+ * top-level GET navigation from the provider's site, which Lax lets through and Strict would not; `HttpOnly`; ten
+ * minutes at most, and cleared by the callback whatever its outcome (one flow, one callback).
+ */
+export const OIDC_FLOW_COOKIE = 'herald_oidc';
+
+export function oidcFlowCookie(value: string, maxAgeSeconds: number, secure: boolean): string {
+  return `${OIDC_FLOW_COOKIE}=${value}; Max-Age=${maxAgeSeconds}; Path=/auth/oidc; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+}
+
+export function clearedOidcFlowCookie(secure: boolean): string {
+  return `${OIDC_FLOW_COOKIE}=; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/auth/oidc; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+}

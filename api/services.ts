@@ -13,7 +13,8 @@ import { eventService } from '../events/events';
 import { createTracker as createCustomEvents } from '../events/customEvents';
 import { createMetrics } from '../metrics/metrics';
 import { peopleService } from '../people/service';
-import { loadSessionConfig } from '../config';
+import { loadOidcConfig, loadSessionConfig } from '../config';
+import { oidcService } from '../people/oidc';
 import { openApiJson } from './openapi/document';
 import { keyService } from '../projects/apiKeys';
 import { createSender } from '../sending/sender';
@@ -67,6 +68,11 @@ export function createServices(deps: AppDeps) {
     domains: domainService({ ...deps, dns }),
     /** People's logins and sessions (people/). */
     people: peopleService({ knex, secret: deps.secret, sessions: deps.sessions ?? loadSessionConfig() }),
+    /** Single sign-on (OIDC_ISSUER…; people/oidc.ts); `enabled` false when it is not configured. */
+    oidc: oidcService({ knex, config: deps.oidc === undefined ? loadOidcConfig() : deps.oidc || undefined, publicUrl: deps.publicUrl, secret: deps.secret,
+      sessions: deps.sessions ?? loadSessionConfig(), log: deps.log }),
+    /** Whether session cookies are `Secure` (PUBLIC_URL is https), for the raw routes that write one. */
+    secureCookies: deps.publicUrl.startsWith('https:'),
     /** GET/POST/DELETE /keys (projects/apiKeys.ts). */
     keys: keyService(deps),
     /** GET /audit-log (audit/log.ts). */

@@ -259,6 +259,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Ways to sign in
+         * @description What the console's login page offers besides the password: single sign-on with OpenID Connect when the operator configured it (OIDC_ISSUER).
+         */
+        get: operations["listSignInProviders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/oidc/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sign in with single sign-on (OpenID Connect)
+         * @description Sends the browser to the OpenID Connect provider (authorization code with PKCE S256, `state` and `nonce`), keeping the flow in a short-lived `herald_oidc` cookie (HttpOnly, SameSite=Lax, sealed). SSO off or the provider unreachable: to `/app/login?error=unavailable`.
+         */
+        get: operations["startOidcLogin"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/oidc/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Single sign-on callback (OpenID Connect)
+         * @description Where the provider sends the browser back. Checks `state` against the flow cookie, exchanges the code with the PKCE verifier, checks the ID token (issuer, audience, nonce, expiry) and that the provider verified the address (`email_verified`), finds the account of that address (or creates one without projects when OIDC_ALLOW_SIGNUP is true) and opens a session as `POST /auth/login` does. Any failure lands on `/app/login?error=<code>`: `state`, `provider`, `email_unverified`, `no_account` (also a disabled account) or `unavailable`.
+         */
+        get: operations["finishOidcLogin"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/unsubscribe/{token}": {
         parameters: {
             query?: never;
@@ -1880,6 +1940,14 @@ export interface components {
                 enabled: boolean;
             };
         };
+        SignInProviders: {
+            oidc: {
+                /** @description Whether single sign-on with OpenID Connect is configured (OIDC_ISSUER). */
+                enabled: boolean;
+                /** @description Where the console sends the browser to sign in with the provider (`/auth/oidc/login`); null when SSO is off. */
+                loginUrl: string | null;
+            };
+        };
         Suppression: {
             /** Format: uuid */
             id: string;
@@ -2586,6 +2654,77 @@ export interface operations {
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
+        };
+    };
+    listSignInProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ways to sign in. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["SignInProviders"];
+                    };
+                };
+            };
+        };
+    };
+    startOidcLogin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the provider's authorization endpoint, or to `/app/login?error=<code>`. */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description The provider's authorization URL. */
+                    Location?: string;
+                    /** @description herald_oidc: HttpOnly; Path=/auth/oidc; SameSite=Lax; 10 minutes. */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    finishOidcLogin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed in: to `/app/`, with the session cookie; else to `/app/login?error=<code>`. */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description `/app/` or `/app/login?error=<code>`. */
+                    Location?: string;
+                    /** @description herald_session: HttpOnly; Path=/; SameSite=Lax; Secure when PUBLIC_URL is https. */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     unsubscribePage: {

@@ -195,7 +195,7 @@ function configError(error: Joi.ValidationError, env: NodeJS.ProcessEnv): Config
   const detail = error.details[0]!;
   const variable = String(detail.path[0] ?? 'environment');
   const given = env[variable];
-  const shown = ['DATABASE_URL', 'SMTP_URL', 'SECRET_KEY', 'METRICS_TOKEN'].includes(variable) ? '(value hidden: it may hold a secret)' : JSON.stringify(given);
+  const shown = ['DATABASE_URL', 'SMTP_URL', 'SECRET_KEY', 'METRICS_TOKEN', 'OIDC_CLIENT_SECRET'].includes(variable) ? '(value hidden: it may hold a secret)' : JSON.stringify(given);
   const reason = detail.message.replace(/^"[^"]+" /, '');
   return new ConfigError(variable, `Invalid configuration: ${variable} ${reason}; got ${given === undefined ? 'nothing' : shown}.`);
 }
@@ -207,6 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   loadDnsConfig(env); // validated here too, so that a bad DNS setting also stops Herald at start-up
   loadTrackingConfig(env); // and a bad tracking setting
   loadSessionConfig(env); // and a bad session setting
+  loadOidcConfig(env); // and a bad single sign-on setting
   return {
     port: value.PORT,
     dataDir: path.resolve(value.DATA_DIR),
@@ -349,6 +350,55 @@ export function loadSessionConfig(env: NodeJS.ProcessEnv = process.env): Session
     maxDays: value.SESSION_MAX_DAYS,
     freeFailuresPerAccount: value.LOGIN_FREE_FAILURES_PER_ACCOUNT,
     freeFailuresPerAddress: value.LOGIN_FREE_FAILURES_PER_ADDRESS,
+  };
+}
+
+/** Single sign-on with OpenID Connect (issue 27; people/oidc.ts). */
+export interface OidcConfig {
+  /** OIDC_ISSUER: the provider's issuer URL (its discovery document is under /.well-known/openid-configuration). */
+  issuer: string;
+  /** OIDC_CLIENT_ID: Herald's client at the provider. */
+  clientId: string;
+  /** OIDC_CLIENT_SECRET; absent for a public client (PKCE alone protects the exchange). */
+  clientSecret?: string;
+  /** OIDC_SCOPES, space-separated; `openid` is always among them. */
+  scopes: string;
+  /** OIDC_ALLOW_SIGNUP: a first login with an unknown (verified) address creates an account without projects. */
+  allowSignup: boolean;
+}
+
+const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '[::1]'];
+
+const oidcSchema = Joi.object({
+  // https, or plain http to this machine only (a provider in development or in the tests): the ID token's keys and
+  // the code exchange must not cross a network in clear.
+  OIDC_ISSUER: urlWithScheme(['http', 'https']).empty('').custom((value: string, helpers) => {
+    const url = new URL(value);
+    if (url.protocol === 'http:' && !LOOPBACK_HOSTS.includes(url.hostname)) return helpers.message({ custom: 'must be https (plain http only to 127.0.0.1, localhost or [::1])' });
+    return value.replace(/\/+$/, '');
+  }),
+  OIDC_CLIENT_ID: Joi.string().trim().max(512).empty('').when('OIDC_ISSUER', { is: Joi.exist(), then: Joi.required() }),
+  OIDC_CLIENT_SECRET: Joi.string().max(1024).empty(''),
+  OIDC_SCOPES: Joi.string().trim().pattern(/^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/, 'space-separated scopes')
+    .empty('').default('openid email profile'),
+  OIDC_ALLOW_SIGNUP: Joi.boolean().empty('').default(false),
+}).unknown(true).prefs({ convert: true, abortEarly: true });
+
+/**
+ * Single sign-on (issue 27; people/oidc.ts): undefined, SSO off, unless OIDC_ISSUER is set (then OIDC_CLIENT_ID must
+ * be too). `openid` is added to the scopes when missing: without it there is no ID token.
+ */
+export function loadOidcConfig(env: NodeJS.ProcessEnv = process.env): OidcConfig | undefined {
+  const { value, error } = oidcSchema.validate(env);
+  if (error) throw configError(error, env);
+  if (!value.OIDC_ISSUER) return undefined;
+  const scopes = (value.OIDC_SCOPES as string).split(' ');
+  return {
+    issuer: value.OIDC_ISSUER,
+    clientId: value.OIDC_CLIENT_ID,
+    clientSecret: value.OIDC_CLIENT_SECRET,
+    scopes: (scopes.includes('openid') ? scopes : ['openid', ...scopes]).join(' '),
+    allowSignup: value.OIDC_ALLOW_SIGNUP,
   };
 }
 

@@ -46,6 +46,16 @@ export async function findUserByEmail(knex: Knex, email: string): Promise<(User 
   return rows[0];
 }
 
+/**
+ * The account of an address a single sign-on provider verified, created without a password (and without projects) when
+ * there is none (OIDC_ALLOW_SIGNUP). ON CONFLICT: two first logins at once make one account, and both find it.
+ */
+export async function findOrCreateSsoUser(knex: Knex, email: string, name: string): Promise<User> {
+  const { rows } = await knex.raw(`INSERT INTO users (email, name, password_hash) VALUES (?, ?, NULL)
+    ON CONFLICT (email) DO UPDATE SET email = EXCLUDED.email RETURNING ${USER_COLUMNS}`, [email, name]);
+  return rows[0] as User;
+}
+
 /** The user's projects and roles, by project name (memberships_user_idx, then each project by its key). */
 export async function membershipsOf(knex: Knex, userId: string): Promise<Membership[]> {
   const { rows } = await knex.raw(`SELECT m.project_id AS "projectId", p.name AS "projectName", m.role, p.disabled AS "projectDisabled",

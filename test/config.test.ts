@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig, loadSessionConfig, loadTrackingConfig, publicUrlWarning } from '../config';
+import { ConfigError, loadConfig, loadOidcConfig, loadSessionConfig, loadTrackingConfig, publicUrlWarning } from '../config';
 import { childEnv, runTsx } from './support/processes';
 
 /** Configuration from environment variables (issue 2, point 2): defaults, and a clear error naming any bad variable. */
@@ -165,6 +165,17 @@ test('sessions: 12 hours idle, 14 days at most; 5 free failed logins per account
     .toEqual({ idleMinutes: 30, maxDays: 1, freeFailuresPerAccount: 3, freeFailuresPerAddress: 20 });
 });
 
+test('single sign-on: off unless OIDC_ISSUER is set; openid always among the scopes; sign-up off by default', () => {
+  expect(loadOidcConfig({})).toBeUndefined();
+  expect(loadOidcConfig({ OIDC_ISSUER: '', OIDC_CLIENT_ID: 'herald' })).toBeUndefined();
+  expect(loadOidcConfig({ OIDC_ISSUER: 'https://id.example.com/realms/x/', OIDC_CLIENT_ID: 'herald' }))
+    .toEqual({ issuer: 'https://id.example.com/realms/x', clientId: 'herald', clientSecret: undefined, scopes: 'openid email profile', allowSignup: false });
+  expect(loadOidcConfig({ OIDC_ISSUER: 'http://127.0.0.1:8080', OIDC_CLIENT_ID: 'h', OIDC_CLIENT_SECRET: 's', OIDC_SCOPES: 'email profile groups', OIDC_ALLOW_SIGNUP: 'true' }))
+    .toEqual({ issuer: 'http://127.0.0.1:8080', clientId: 'h', clientSecret: 's', scopes: 'openid email profile groups', allowSignup: true });
+  // The secret is never echoed in an error.
+  expect(configError({ OIDC_ISSUER: 'https://id.example.com', OIDC_CLIENT_ID: 'h', OIDC_CLIENT_SECRET: 'x'.repeat(2000) }).message).not.toContain('xxxx');
+});
+
 describe('a bad value raises a ConfigError naming the variable', () => {
   test.each([
     ['PORT', { PORT: 'abc' }],
@@ -214,6 +225,12 @@ describe('a bad value raises a ConfigError naming the variable', () => {
     ['SYSTEM_FROM_EMAIL', { SYSTEM_PROJECT_ID: '01890000-0000-7000-8000-000000000000' }],
     ['SYSTEM_FROM_EMAIL', { SYSTEM_FROM_EMAIL: 'a@example.com' }],
     ['SYSTEM_FROM_EMAIL', { SYSTEM_PROJECT_ID: '01890000-0000-7000-8000-000000000000', SYSTEM_FROM_EMAIL: 'nope' }],
+    ['OIDC_ISSUER', { OIDC_ISSUER: 'not a url', OIDC_CLIENT_ID: 'h' }],
+    ['OIDC_ISSUER', { OIDC_ISSUER: 'http://id.example.com', OIDC_CLIENT_ID: 'h' }],
+    ['OIDC_ISSUER', { OIDC_ISSUER: 'ftp://id.example.com', OIDC_CLIENT_ID: 'h' }],
+    ['OIDC_CLIENT_ID', { OIDC_ISSUER: 'https://id.example.com' }],
+    ['OIDC_SCOPES', { OIDC_SCOPES: 'openid  "email"' }],
+    ['OIDC_ALLOW_SIGNUP', { OIDC_ALLOW_SIGNUP: 'maybe' }],
   ])('%s in %j', (variable, env) => {
     const err = configError(env);
     expect(err.name).toBe('ConfigError');

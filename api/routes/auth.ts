@@ -1,8 +1,10 @@
 import type { Membership, User } from '../../people/users';
-import { clearedSessionCookie, sessionCookie } from '../cookies';
+import { clearedOidcFlowCookie, clearedSessionCookie, OIDC_FLOW_COOKIE, oidcFlowCookie, sessionCookie, sessionTokenOf } from '../cookies';
 import { ApiError, conflict } from '../errors';
 import { noContent, ok } from '../openapi/operations';
-import { deleted, personRoute, reply } from '../route';
+import { deleted, personRoute, rawRoute, reply } from '../route';
+import { FLOW_SECONDS } from '../../people/oidc';
+import type { RouterContext } from '@koa/router';
 import * as A from '../schemas/answers';
 import {
   loginSchema, twoFactorConfirmSchema, twoFactorDisableSchema, twoFactorLoginSchema,
@@ -10,6 +12,19 @@ import {
 } from '../schemas/auth';
 
 const SET_COOKIE = { 'Set-Cookie': 'herald_session: HttpOnly; Path=/; SameSite=Lax; Secure when PUBLIC_URL is https.' };
+
+/** Where a failed single sign-on lands: the console's login page, told only a code (people/oidc.ts OidcRefusal). */
+function toLoginPage(ctx: RouterContext, secure: boolean, error: string): void {
+  ctx.set('Set-Cookie', clearedOidcFlowCookie(secure));
+  redirect(ctx, `/app/login?error=${encodeURIComponent(error)}`);
+}
+
+function redirect(ctx: RouterContext, location: string): void {
+  ctx.set('Cache-Control', 'no-store');
+  ctx.status = 302;
+  ctx.set('Location', location);
+  ctx.body = '';
+}
 
 const signedIn = (user: User, projects: Membership[], session: { id: string; createdAt: Date; expiresAt: Date }, twoFactor: { enabled: boolean }) => ({
   user: { id: user.id, email: user.email, name: user.name, operator: user.operator },
@@ -127,5 +142,42 @@ export const authRoutes = [
       if (outcome.refused === 'not_enabled') throw conflict('Two-factor is not on', 'POST /auth/two-factor to enrol.');
       if (outcome.refused) loginRefused(outcome, 'Wrong password or code', 'Send your password, or the 6 digits your authenticator app shows now.');
       return deleted;
+    } }),
+
+  personRoute({ operationId: 'listSignInProviders', method: 'get', path: '/auth/providers', summary: 'Ways to sign in', tag: 'People', access: 'open', people: true,
+    description: 'What the console\'s login page offers besides the password: single sign-on with OpenID Connect when the operator configured it (OIDC_ISSUER).',
+    answers: ok('The ways to sign in.', A.providersAnswer),
+    async handle({ services }) {
+      const { oidc } = services;
+      return reply({ oidc: { enabled: oidc.enabled, loginUrl: oidc.enabled ? oidc.loginPath : null } });
+    } }),
+
+  rawRoute({ operationId: 'startOidcLogin', method: 'get', path: '/auth/oidc/login', summary: 'Sign in with single sign-on (OpenID Connect)', tag: 'People', access: 'open',
+    description: 'Sends the browser to the OpenID Connect provider (authorization code with PKCE S256, `state` and `nonce`), keeping the flow in a short-lived '
+      + '`herald_oidc` cookie (HttpOnly, SameSite=Lax, sealed). SSO off or the provider unreachable: to `/app/login?error=unavailable`.',
+    answers: { 302: { description: 'To the provider\'s authorization endpoint, or to `/app/login?error=<code>`.', media: 'none',
+      headers: { Location: 'The provider\'s authorization URL.', 'Set-Cookie': 'herald_oidc: HttpOnly; Path=/auth/oidc; SameSite=Lax; 10 minutes.' } } },
+    async serve(ctx, { oidc, secureCookies }) {
+      if (!oidc.enabled) return toLoginPage(ctx, secureCookies, 'unavailable');
+      const started = await oidc.start();
+      if ('refused' in started) return toLoginPage(ctx, secureCookies, started.refused);
+      ctx.set('Set-Cookie', oidcFlowCookie(started.flow, FLOW_SECONDS, secureCookies));
+      redirect(ctx, started.url);
+    } }),
+
+  rawRoute({ operationId: 'finishOidcLogin', method: 'get', path: '/auth/oidc/callback', summary: 'Single sign-on callback (OpenID Connect)', tag: 'People', access: 'open',
+    description: 'Where the provider sends the browser back. Checks `state` against the flow cookie, exchanges the code with the PKCE verifier, checks the ID token '
+      + '(issuer, audience, nonce, expiry) and that the provider verified the address (`email_verified`), finds the account of that address (or creates one '
+      + 'without projects when OIDC_ALLOW_SIGNUP is true) and opens a session as `POST /auth/login` does. Any failure lands on `/app/login?error=<code>`: '
+      + '`state`, `provider`, `email_unverified`, `no_account` (also a disabled account) or `unavailable`.',
+    answers: { 302: { description: 'Signed in: to `/app/`, with the session cookie; else to `/app/login?error=<code>`.', media: 'none',
+      headers: { Location: '`/app/` or `/app/login?error=<code>`.', ...SET_COOKIE } } },
+    async serve(ctx, { oidc, secureCookies }) {
+      const outcome = await oidc.finish({ query: ctx.querystring, flow: ctx.cookies.get(OIDC_FLOW_COOKIE) || undefined, address: ctx.ip,
+        userAgent: ctx.get('user-agent') || undefined, previousToken: sessionTokenOf(ctx) });
+      if ('refused' in outcome) return toLoginPage(ctx, secureCookies, outcome.refused);
+      const maxAge = (outcome.session.expiresAt.getTime() - Date.now()) / 1000;
+      ctx.set('Set-Cookie', [clearedOidcFlowCookie(secureCookies), sessionCookie(outcome.session.token, maxAge, secureCookies)]);
+      redirect(ctx, '/app/');
     } }),
 ];

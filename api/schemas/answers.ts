@@ -240,6 +240,12 @@ export const twoFactorEnrolmentAnswer = shape({
 export const recoveryCodesAnswer = shape({
   recoveryCodes: Joi.array().items(Joi.string()).description('Ten single-use codes for when the app is lost: shown in this answer only.'),
 }).id('RecoveryCodes');
+export const providersAnswer = shape({
+  oidc: shape({
+    enabled: Joi.boolean().description('Whether single sign-on with OpenID Connect is configured (OIDC_ISSUER).'),
+    loginUrl: nullable(Joi.string()).description('Where the console sends the browser to sign in with the provider (`/auth/oidc/login`); null when SSO is off.'),
+  }),
+}).id('SignInProviders');
 export const sessionListAnswer = shape({ items: Joi.array().items(sessionInfoAnswer) }).id('SessionList');
 /** People (api/routes/members.ts, invitations.ts, auth.ts). */
 const role = Joi.string().valid('owner', 'admin', 'member', 'viewer');

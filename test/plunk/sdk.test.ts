@@ -105,6 +105,7 @@ describe('each error surfaces Herald\'s message through the SDK', () => {
     // new URL('send', 'http://host/v1') is http://host/send: the one 404 the SDK's two calls can meet.
     const err = await thrown(new Plunk(e2e.t.project.secretKey, { baseUrl: `${origin}/v1` }).emails.send({ to: 'someone@example.org', from: 'team@example.com', subject: 's', body: 'b' }));
     expect(err).toBeInstanceOf(NotFoundError);
-    expect(err.message).toBe('No route for POST /send'); // not the SDK's default "That resource could not be found"
+    // Not the SDK's default "That resource could not be found": Herald's own words, naming the right path.
+    expect(err.message).toBe('No route for POST /send: the public API is under /v1, as in POST /v1/send');
   });
 });

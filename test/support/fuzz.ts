@@ -359,6 +359,8 @@ export interface RouteGen {
   tracking?: 'pixel' | 'redirect';
   /** The API's own description: the OpenAPI document (JSON, not in the envelope), the reference page, its script. */
   reference?: 'document' | 'page' | 'script' | 'metrics';
+  /** Single sign-on (GET /auth/oidc/…): a 302 to the provider, to the console, or to its login page with an error code. */
+  sso?: true;
 }
 
 const limitArb = fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 1, max: 100 }).map(String) }, { weight: 1, arbitrary: fc.constantFrom('0', '101', '-1', 'abc', '1.5', '1e2', '', ' 5', '9'.repeat(400), '0x10') });
@@ -411,6 +413,12 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'POST /auth/two-factor': { keys: 'none' },
   'POST /auth/two-factor/confirm': { keys: 'none', body: fc.record({ code: totpCodeArb }) },
   'DELETE /auth/two-factor': { keys: 'none', body: fc.record({ password: opt(passwordArb), code: opt(totpCodeArb) }).map(compact) },
+  'GET /auth/providers': { keys: 'none' },
+  // SSO is off in the fuzz app: both land on the login page (unavailable), whatever the provider's answer seems to say.
+  'GET /auth/oidc/login': { keys: 'none', sso: true },
+  'GET /auth/oidc/callback': { keys: 'none', sso: true,
+    query: fc.record({ code: opt(fc.string({ maxLength: 100 })), state: opt(fc.string({ maxLength: 100 })), error: opt(fc.constantFrom('access_denied', 'invalid_request', '', '<script>')) })
+      .map((r) => Object.entries(r).filter((e): e is [string, string] => e[1] !== undefined)) },
 
   'POST /v1/send': { body: sendBodyArb, creates: 'contact' },
   'POST /v1/track': {
@@ -1200,6 +1208,11 @@ export function checkAnswer(req: FuzzRequest, gen: RouteGen | undefined, a: Answ
   const ok = a.status >= 200 && a.status < 300;
   if (!ok) {
     if (gen?.html && a.status === 404 && /text\/html/.test(String(a.headers['content-type']))) return problems; // the "link not valid" page
+    if (gen?.sso && a.status === 302) {
+      const location = String(a.headers.location ?? '');
+      if (!/^(\/app\/(login\?error=[a-z_]+)?|https?:\/\/.+)$/.test(location)) problems.push(`sso redirect to ${short(location, 80)}`);
+      return problems;
+    }
     if (gen?.tracking === 'redirect' && a.status === 302) {
       const location = String(a.headers.location ?? '');
       if (!/^https?:\/\//.test(location)) problems.push(`redirect to ${short(location, 80)}`);
