@@ -67,7 +67,7 @@ export function createServices(deps: AppDeps) {
     automations: automationService(deps),
     domains: domainService({ ...deps, dns }),
     /** People's logins and sessions (people/). */
-    people: peopleService({ knex, sessions: deps.sessions ?? loadSessionConfig() }),
+    people: peopleService({ knex, secret: deps.secret, sessions: deps.sessions ?? loadSessionConfig() }),
     /** Single sign-on (OIDC_ISSUER…; people/oidc.ts); `enabled` false when it is not configured. */
     oidc: oidcService({ knex, config: deps.oidc === undefined ? loadOidcConfig() : deps.oidc || undefined, publicUrl: deps.publicUrl, secret: deps.secret,
       sessions: deps.sessions ?? loadSessionConfig(), log: deps.log }),

@@ -14,7 +14,8 @@ import { createKey, createProject, listProjects, revokeKey, setProjectDisabled }
 import { addDomain } from '../domains/rows';
 import { createInvitation } from '../people/invitations';
 import { createResetLink } from '../people/resets';
-import { listUsers } from '../people/users';
+import { disableTwoFactor } from '../people/twoFactor';
+import { findUserByEmail, listUsers } from '../people/users';
 import { ROLES, type Role } from '../projects/roles';
 
 /** A failure the operator caused: printed as one line on stderr, exit code 1. */
@@ -134,6 +135,14 @@ export async function runCli(argv: string[]): Promise<number> {
         throw err instanceof DomainError && err.kind === 'not_found' ? new CliError(`no account with the address ${JSON.stringify(opts.email)}`) : err;
       });
       print({ email: reset.email, expiresAt: reset.expiresAt.toISOString(), link: reset.link });
+    }));
+  user.command('two-factor-off').description('turn off the two-factor of an account that lost its device and its recovery codes')
+    .requiredOption('--email <address>', "the account's email address")
+    .action(withDb(async (opts: { email: string }) => {
+      const found = await findUserByEmail(db!.knex, opts.email);
+      if (!found) throw new CliError(`no account with the address ${JSON.stringify(opts.email)}`);
+      // The operator vouches for the person (as for a reset link): the next login asks for the password alone.
+      print({ email: found.email, twoFactorWasOn: await disableTwoFactor(db!.knex, found.id) });
     }));
   user.command('list').description('list accounts and their projects and roles')
     .action(withDb(async () => print((await listUsers(db!.knex)).map((u) => ({ ...u, createdAt: u.createdAt.toISOString() })))));

@@ -115,6 +115,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/login/two-factor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in: the second factor
+         * @description The second step of a login for an account with two-factor on: the `challenge` answered by POST /auth/login (good for 5 minutes, used once) with a `code` of the authenticator app or a `recoveryCode` (each works once). Sets the `herald_session` cookie as a login does. A wrong code, a reused code and an unknown or expired challenge answer the same 401, and count in the login throttle of the account and the address (429 with Retry-After).
+         */
+        post: operations["loginTwoFactor"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/logout": {
         parameters: {
             query?: never;
@@ -144,7 +164,7 @@ export interface paths {
         };
         /**
          * Who is signed in
-         * @description The person of the session, whether they are an operator, and their projects with their role in each.
+         * @description The person of the session, whether they are an operator and have two-factor on, and their projects with their role in each and whether it requires two-factor.
          */
         get: operations["getSession"];
         put?: never;
@@ -190,6 +210,50 @@ export interface paths {
          * @description Ends one of your own sessions (a browser left signed in elsewhere). Another person's session id is not found.
          */
         delete: operations["deleteSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/two-factor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start two-factor enrolment
+         * @description A fresh TOTP secret (RFC 6238: SHA-1, 6 digits, 30 s) as base32 and as an `otpauth://` URI for a QR code. Stored encrypted and not on until POST /auth/two-factor/confirm; starting again replaces a pending secret. 409 when two-factor is already on.
+         */
+        post: operations["startTwoFactor"];
+        /**
+         * Turn two-factor off
+         * @description Turns two-factor off (its secret and recovery codes are deleted), proven by the `password` or a current `code`: a session alone is not enough. Failed proofs count in the login throttle (429 with Retry-After). 409 when two-factor is not on.
+         */
+        delete: operations["disableTwoFactor"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/two-factor/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Turn two-factor on
+         * @description Turns two-factor on with one current code of the pending secret, and answers ten single-use recovery codes: shown in this answer only (stored hashed). From now on a login asks for a code after the password.
+         */
+        post: operations["confirmTwoFactor"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -875,7 +939,9 @@ export interface paths {
         head?: never;
         /**
          * Change the project's settings
-         * @description Permission `admin`: owner, admin; keys: full.
+         * @description Changes the settings given. `requireTwoFactor` refuses the sessions of members without two-factor on (403 TWO_FACTOR_REQUIRED; API keys are not concerned); a person turning it on must have two-factor on themselves (409).
+         *
+         *     Permission `admin`: owner, admin; keys: full.
          */
         patch: operations["updateSettings"];
         trace?: never;
@@ -1736,6 +1802,12 @@ export interface components {
             /** @enum {string} */
             role: "owner" | "admin" | "member" | "viewer";
             projectDisabled: boolean;
+            /** @description The project requires two-factor of its members: without it, a session is refused on its routes (403). */
+            twoFactorRequired: boolean;
+        };
+        RecoveryCodes: {
+            /** @description Ten single-use codes for when the app is lost: shown in this answer only. */
+            recoveryCodes: string[];
         };
         SavedContact: {
             /** Format: uuid */
@@ -1848,6 +1920,8 @@ export interface components {
                     clicks: boolean;
                 };
             };
+            /** @description Members must have two-factor on: their sessions are refused (403 TWO_FACTOR_REQUIRED) until they do. API keys are not concerned. */
+            requireTwoFactor: boolean;
         };
         SignedIn: {
             user: components["schemas"]["User"];
@@ -1860,6 +1934,10 @@ export interface components {
                 createdAt: string;
                 /** Format: date-time */
                 expiresAt: string;
+            };
+            /** @description Whether the person has TOTP two-factor on. */
+            twoFactor: {
+                enabled: boolean;
             };
         };
         SignInProviders: {
@@ -1908,6 +1986,20 @@ export interface components {
             event: string;
             /** Format: date-time */
             timestamp: string;
+        };
+        TwoFactorChallenge: {
+            /** @constant */
+            twoFactorRequired: true;
+            /** @description Single-use, good for 5 minutes: send it with a code to POST /auth/login/two-factor. */
+            challenge: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        TwoFactorEnrolment: {
+            /** @description The TOTP secret (base32), for typing into an authenticator app. */
+            secret: string;
+            /** @description The same as an `otpauth://totp/…` URI, for a QR code. */
+            uri: string;
         };
         User: {
             /** Format: uuid */
@@ -2286,6 +2378,48 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Signed in (the user, their projects and the session), or, for an account with two-factor on, the challenge of the second step and no cookie. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description herald_session: HttpOnly; Path=/; SameSite=Lax; Secure when PUBLIC_URL is https. */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["SignedIn"] | components["schemas"]["TwoFactorChallenge"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    loginTwoFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    challenge: string;
+                    code?: string;
+                    recoveryCode?: string;
+                };
+            };
+        };
+        responses: {
             /** @description Signed in: the user, their projects and the session. */
             200: {
                 headers: {
@@ -2417,6 +2551,109 @@ export interface operations {
             404: components["responses"]["Error404"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
+        };
+    };
+    startTwoFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret to add to an authenticator app. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["TwoFactorEnrolment"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+        };
+    };
+    disableTwoFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    password?: string;
+                    code?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Two-factor is off. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    confirmTwoFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Two-factor is on: the recovery codes. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["RecoveryCodes"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
         };
     };
     listSignInProviders: {
@@ -4476,6 +4713,7 @@ export interface operations {
                             clicks?: boolean;
                         };
                     };
+                    requireTwoFactor?: boolean;
                 };
             };
         };

@@ -59,6 +59,8 @@ export type SessionAdmission =
   | { refused: 'session' }
   | { refused: 'project' }
   | { refused: 'disabled' }
+  /** The project requires two-factor and the user has not turned it on. */
+  | { refused: 'twoFactor' }
   | { userId: string; sessionId: string; role: Role; projectId: string; rate: Consumed };
 
 interface AdmitRow {
@@ -68,6 +70,7 @@ interface AdmitRow {
   role: Role | null;
   projectId: string | null;
   projectDisabled: boolean | null;
+  twoFactorMissing: boolean | null;
   rate_key: string | null;
   points: number | null;
   expire: string | null;
@@ -83,23 +86,28 @@ interface AdmitRow {
  *
  * An operator who is no member of the project reads it as a viewer (operators "see all"); changing it takes a
  * membership.
+ *
+ * A project that requires two-factor (projects.require_two_factor) refuses the sessions of users without it on
+ * (two_factor_pkey, in the same statement); such a request is not counted. Keys are not concerned.
  */
 export const ADMIT_SESSIONS = `WITH req AS (
     SELECT decode(r.h, 'hex') AS token_hash, r.p AS project_id, r.i FROM unnest(?::text[], ?::uuid[]) WITH ORDINALITY AS r(h, p, i)),
   found AS (
     SELECT r.i, s.id AS "sessionId", s.user_id AS "userId", s.last_seen_at < now() - interval '1 minute' AS stale,
-      COALESCE(m.role, CASE WHEN u.operator THEN 'viewer' END) AS role, p.id AS "projectId", p.disabled AS "projectDisabled"
+      COALESCE(m.role, CASE WHEN u.operator THEN 'viewer' END) AS role, p.id AS "projectId", p.disabled AS "projectDisabled",
+      p.require_two_factor AND t.user_id IS NULL AS "twoFactorMissing"
     FROM req r
     JOIN sessions s ON s.token_hash = r.token_hash AND s.ended_at IS NULL AND s.expires_at > now() AND s.last_seen_at > now() - make_interval(mins => ?::int)
     JOIN users u ON u.id = s.user_id AND NOT u.disabled
     LEFT JOIN projects p ON p.id = r.project_id
-    LEFT JOIN memberships m ON m.project_id = r.project_id AND m.user_id = s.user_id),
+    LEFT JOIN memberships m ON m.project_id = r.project_id AND m.user_id = s.user_id
+    LEFT JOIN two_factor t ON t.user_id = s.user_id AND t.enabled_at IS NOT NULL),
   touched AS (UPDATE sessions SET last_seen_at = now() WHERE id IN (SELECT "sessionId" FROM found WHERE stale)),
   counts AS (
     SELECT 'api:' || "projectId" AS key, count(*)::int AS n FROM found
-    WHERE role IS NOT NULL AND "projectId" IS NOT NULL AND NOT "projectDisabled" GROUP BY 1),
+    WHERE role IS NOT NULL AND "projectId" IS NOT NULL AND NOT "projectDisabled" AND NOT "twoFactorMissing" GROUP BY 1),
   counted AS (${COUNT_UPSERT})
-  SELECT f.i::int AS i, f."sessionId", f."userId", f.role, f."projectId", f."projectDisabled", c.key AS rate_key, c.points, c.expire
+  SELECT f.i::int AS i, f."sessionId", f."userId", f.role, f."projectId", f."projectDisabled", f."twoFactorMissing", c.key AS rate_key, c.points, c.expire
   FROM found f LEFT JOIN counted c ON c.key = 'api:' || f."projectId"`;
 
 const admitters = new WeakMap<Knex, ReturnType<typeof newAdmitter>>();
@@ -119,6 +127,7 @@ function newAdmitter(knex: Knex, idleMinutes: number) {
       if (!row) return { refused: 'session' };
       if (!row.projectId || !row.role) return { refused: 'project' };
       if (row.projectDisabled) return { refused: 'disabled' };
+      if (row.twoFactorMissing) return { refused: 'twoFactor' };
       return { userId: row.userId, sessionId: row.sessionId, role: row.role, projectId: row.projectId, rate: rates[i]! };
     });
   });

@@ -19,6 +19,8 @@ export interface Membership {
   projectName: string;
   role: Role;
   projectDisabled: boolean;
+  /** The project refuses its members' sessions until they have two-factor on. */
+  twoFactorRequired: boolean;
 }
 
 const USER_COLUMNS = 'id, email, name, operator, disabled';
@@ -56,7 +58,8 @@ export async function findOrCreateSsoUser(knex: Knex, email: string, name: strin
 
 /** The user's projects and roles, by project name (memberships_user_idx, then each project by its key). */
 export async function membershipsOf(knex: Knex, userId: string): Promise<Membership[]> {
-  const { rows } = await knex.raw(`SELECT m.project_id AS "projectId", p.name AS "projectName", m.role, p.disabled AS "projectDisabled"
+  const { rows } = await knex.raw(`SELECT m.project_id AS "projectId", p.name AS "projectName", m.role, p.disabled AS "projectDisabled",
+    p.require_two_factor AS "twoFactorRequired"
     FROM memberships m JOIN projects p ON p.id = m.project_id WHERE m.user_id = ? ORDER BY p.name, p.id`, [userId]);
   return rows as Membership[];
 }

@@ -374,6 +374,15 @@ describe('user add / reset / list', () => {
     expect(JSON.stringify(users)).not.toMatch(/password|hash/i);
   });
 
+  test('user two-factor-off turns off the two-factor of an account (a lost device); an unknown address is refused', async () => {
+    const lin = (await t.db.knex('users').where({ email: 'lin@example.com' }).first('id')) as { id: string };
+    await t.db.knex('two_factor').insert({ user_id: lin.id, secret_sealed: Buffer.from([1]), enabled_at: new Date() });
+    expect(await cliJson('user', 'two-factor-off', '--email', 'LIN@example.com')).toEqual({ email: 'lin@example.com', twoFactorWasOn: true });
+    expect(await t.db.knex('two_factor').where({ user_id: lin.id }).first()).toBeUndefined();
+    expect(await cliJson('user', 'two-factor-off', '--email', 'lin@example.com')).toEqual({ email: 'lin@example.com', twoFactorWasOn: false });
+    await cliFails(1, /no account/, 'user', 'two-factor-off', '--email', 'nobody@example.com');
+  });
+
   test('refusals: unknown account, unknown project, bad address or role, a member already; nothing made', async () => {
     const before = await t.db.knex('auth_tokens').count({ n: '*' });
     await Promise.all([

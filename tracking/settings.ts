@@ -14,13 +14,16 @@ export interface TrackChoice {
  */
 export interface ProjectSettings {
   tracking: { send: TrackChoice; campaigns: TrackChoice };
+  /** Members' sessions are refused on the project's routes until they have two-factor on (people/sessions.ts). */
+  requireTwoFactor: boolean;
 }
 
 export interface SettingsPatch {
   tracking?: { send?: Partial<TrackChoice>; campaigns?: Partial<TrackChoice> };
+  requireTwoFactor?: boolean;
 }
 
-const COLUMNS = ['track_send_opens', 'track_send_clicks', 'track_campaign_opens', 'track_campaign_clicks'] as const;
+const COLUMNS = ['track_send_opens', 'track_send_clicks', 'track_campaign_opens', 'track_campaign_clicks', 'require_two_factor'] as const;
 type Row = Record<(typeof COLUMNS)[number], boolean>;
 
 const settingsOf = (r: Row): ProjectSettings => ({
@@ -28,6 +31,7 @@ const settingsOf = (r: Row): ProjectSettings => ({
     send: { opens: r.track_send_opens, clicks: r.track_send_clicks },
     campaigns: { opens: r.track_campaign_opens, clicks: r.track_campaign_clicks },
   },
+  requireTwoFactor: r.require_two_factor,
 });
 
 export async function projectSettings(db: Knex, projectId: string): Promise<ProjectSettings> {
@@ -42,6 +46,7 @@ export async function updateProjectSettings(db: Knex, projectId: string, patch: 
     ...(t.send?.clicks !== undefined ? { track_send_clicks: t.send.clicks } : {}),
     ...(t.campaigns?.opens !== undefined ? { track_campaign_opens: t.campaigns.opens } : {}),
     ...(t.campaigns?.clicks !== undefined ? { track_campaign_clicks: t.campaigns.clicks } : {}),
+    ...(patch.requireTwoFactor !== undefined ? { require_two_factor: patch.requireTwoFactor } : {}),
   };
   if (Object.keys(changes).length === 0) return projectSettings(db, projectId);
   const [row] = await db('projects').where('id', projectId).update({ ...changes, updated_at: db.fn.now() }).returning([...COLUMNS]);

@@ -4,6 +4,7 @@ import type { Logger } from '../logging/logger';
 import { pruneTokens } from '../people/links';
 import { pruneSessions } from '../people/sessions';
 import { pruneLoginFailures } from '../people/throttle';
+import { pruneLoginChallenges } from '../people/twoFactor';
 import { pruneEventWindows } from '../tracking/record';
 import { loopState } from './claimLoop';
 
@@ -11,7 +12,7 @@ import { loopState } from './claimLoop';
  * Rows that matter only for a while, deleted by every worker once they no longer do: tracking windows that have passed
  * (tracking/record.ts), idempotency keys past their 24 hours (db/queries/idempotency.ts), failed-login counts an hour
  * old (people/throttle.ts), and a day after their end, sessions (people/sessions.ts) and single-use tokens
- * (people/links.ts). Each sweep deletes in short batches (db/prune.ts), so workers sweeping at once share the rows rather than wait on each other. A failed
+ * (people/links.ts), and expired two-factor login challenges (people/twoFactor.ts). Each sweep deletes in short batches (db/prune.ts), so workers sweeping at once share the rows rather than wait on each other. A failed
  * sweep is logged and tried again at the next round.
  */
 export interface HousekeepingOptions {
@@ -42,6 +43,7 @@ export function startHousekeeping(opts: HousekeepingOptions): Housekeeping {
     loginFailures: () => pruneLoginFailures(knex),
     sessions: () => pruneSessions(knex, opts.sessionIdleMinutes ?? DEFAULT_IDLE_MINUTES),
     authTokens: () => pruneTokens(knex),
+    loginChallenges: () => pruneLoginChallenges(knex),
   };
   async function round(): Promise<Record<string, number>> {
     const deleted: Record<string, number> = {};

@@ -89,6 +89,11 @@ async function sessionCaller(ctx: Context, knex: Knex, token: string, sessions: 
         suggestion: 'GET /auth/session lists your projects and their ids.',
       });
     }
+    if (admitted.refused === 'twoFactor') {
+      throw new ApiError(403, 'TWO_FACTOR_REQUIRED', 'This project requires two-factor authentication of its members, and yours is not on', {
+        suggestion: 'Turn it on: POST /auth/two-factor, then POST /auth/two-factor/confirm with a code of your authenticator app. API keys are not concerned.',
+      });
+    }
     throw new ApiError(403, 'PROJECT_DISABLED', 'This project is disabled', { suggestion: 'Ask the operator to enable the project.' });
   }
   return {

@@ -140,7 +140,10 @@ export const emailPageAnswer = pageOf(emailAnswer, { totalExact: Joi.boolean().d
 
 // tracking/settings.ts ProjectSettings
 const trackChoice = shape({ opens: Joi.boolean(), clicks: Joi.boolean() });
-export const settingsAnswer = shape({ tracking: shape({ send: trackChoice, campaigns: trackChoice }) }).id('Settings');
+export const settingsAnswer = shape({
+  tracking: shape({ send: trackChoice, campaigns: trackChoice }),
+  requireTwoFactor: Joi.boolean().description('Members must have two-factor on: their sessions are refused (403 TWO_FACTOR_REQUIRED) until they do. API keys are not concerned.'),
+}).id('Settings');
 
 // api/routes/webhooks.ts endpointJson, deliveryJson
 export const webhookAnswer = shape({
@@ -210,6 +213,7 @@ export const trackAnswer = shape({ contact: id, event: id, timestamp: instant })
 export const userAnswer = shape({ id, email: Joi.string(), name: Joi.string().allow(''), operator: Joi.boolean() }).id('User');
 export const membershipAnswer = shape({
   projectId: id, projectName: Joi.string(), role: Joi.string().valid('owner', 'admin', 'member', 'viewer'), projectDisabled: Joi.boolean(),
+  twoFactorRequired: Joi.boolean().description('The project requires two-factor of its members: without it, a session is refused on its routes (403).'),
 }).id('Membership');
 export const sessionInfoAnswer = shape({
   id, createdAt: instant, lastSeenAt: instant, expiresAt: instant.description('When it ends unless used again (idle) or at the latest (absolute).'),
@@ -220,7 +224,22 @@ export const signedInAnswer = shape({
   operator: Joi.boolean(),
   projects: Joi.array().items(membershipAnswer),
   session: shape({ id, createdAt: instant, expiresAt: instant }),
+  twoFactor: shape({ enabled: Joi.boolean() }).description('Whether the person has TOTP two-factor on.'),
 }).id('SignedIn');
+/** POST /auth/login for an account with two-factor on: no session yet, the second step's challenge. */
+export const twoFactorChallengeAnswer = shape({
+  twoFactorRequired: Joi.boolean().valid(true),
+  challenge: Joi.string().description('Single-use, good for 5 minutes: send it with a code to POST /auth/login/two-factor.'),
+  expiresAt: instant,
+}).id('TwoFactorChallenge');
+export const loginAnswer = Joi.alternatives().try(signedInAnswer, twoFactorChallengeAnswer);
+export const twoFactorEnrolmentAnswer = shape({
+  secret: Joi.string().description('The TOTP secret (base32), for typing into an authenticator app.'),
+  uri: Joi.string().description('The same as an `otpauth://totp/…` URI, for a QR code.'),
+}).id('TwoFactorEnrolment');
+export const recoveryCodesAnswer = shape({
+  recoveryCodes: Joi.array().items(Joi.string()).description('Ten single-use codes for when the app is lost: shown in this answer only.'),
+}).id('RecoveryCodes');
 export const providersAnswer = shape({
   oidc: shape({
     enabled: Joi.boolean().description('Whether single sign-on with OpenID Connect is configured (OIDC_ISSUER).'),

@@ -12,3 +12,35 @@ export const loginSchema = Joi.object<LoginBody, true>({
   email: Joi.string().trim().min(1).max(254).required(),
   password: Joi.string().min(1).max(MAX_PASSWORD_LENGTH).required(),
 });
+
+const code = Joi.string().trim().pattern(/^\d{6}$/).messages({ 'string.pattern.base': '{#label} must be the 6 digits of the authenticator app' });
+const token = Joi.string().pattern(/^[A-Za-z0-9_-]{43}$/).messages({ 'string.pattern.base': '{#label} must be the challenge answered by POST /auth/login' });
+
+/** POST /auth/login/two-factor: the challenge of the password step with a code of the app, or a recovery code. */
+export interface TwoFactorLoginBody {
+  challenge: string;
+  code?: string;
+  recoveryCode?: string;
+}
+
+export const twoFactorLoginSchema = Joi.object<TwoFactorLoginBody, true>({
+  challenge: token.required(),
+  code,
+  recoveryCode: Joi.string().trim().min(1).max(64),
+}).xor('code', 'recoveryCode');
+
+/** POST /auth/two-factor/confirm. */
+export interface TwoFactorConfirmBody { code: string }
+
+export const twoFactorConfirmSchema = Joi.object<TwoFactorConfirmBody, true>({ code: code.required() });
+
+/** DELETE /auth/two-factor: proven by the password or a current code. */
+export interface TwoFactorDisableBody {
+  password?: string;
+  code?: string;
+}
+
+export const twoFactorDisableSchema = Joi.object<TwoFactorDisableBody, true>({
+  password: Joi.string().min(1).max(MAX_PASSWORD_LENGTH),
+  code,
+}).xor('password', 'code');

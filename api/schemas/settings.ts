@@ -6,4 +6,5 @@ const choice = Joi.object<Partial<TrackChoice>, true>({ opens: Joi.boolean(), cl
 /** PATCH /settings: only the settings given change. */
 export const settingsPatchSchema = Joi.object<SettingsPatch, true>({
   tracking: Joi.object({ send: choice, campaigns: choice }).min(1),
+  requireTwoFactor: Joi.boolean(),
 }).min(1);

@@ -23,6 +23,7 @@ import * as trackingWindows from './20261129000001_tracking_windows';
 import * as people from './20261130000001_people';
 import * as keysAudit from './20261130000002_keys_audit';
 import * as loginThrottle from './20261130000003_login_throttle';
+import * as twoFactor from './20261130000004_two_factor';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -54,6 +55,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261130000001_people': people,
   '20261130000002_keys_audit': keysAudit,
   '20261130000003_login_throttle': loginThrottle,
+  '20261130000004_two_factor': twoFactor,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -64,8 +64,8 @@ describe('the document and the routers agree', () => {
     const of = (keep: (r: Route) => boolean) => ROUTES.filter(keep).map((r) => routeKey(r.method, r.path));
     expect(open).toEqual(of((r) => r.access === 'open' && !r.people));
     expect(people).toEqual(of((r) => r.people === true));
-    expect(people).toEqual(['POST /auth/login', 'POST /auth/logout', 'GET /auth/session', 'GET /auth/sessions', 'DELETE /auth/sessions/{id}',
-      'GET /auth/providers', 'POST /invitations/accept', 'POST /auth/password-reset', 'POST /auth/password-reset/confirm', 'POST /auth/setup']);
+    expect(people).toEqual(['POST /auth/login', 'POST /auth/login/two-factor', 'POST /auth/logout', 'GET /auth/session', 'GET /auth/sessions', 'DELETE /auth/sessions/{id}',
+      'POST /auth/two-factor', 'POST /auth/two-factor/confirm', 'DELETE /auth/two-factor', 'GET /auth/providers', 'POST /invitations/accept', 'POST /auth/password-reset', 'POST /auth/password-reset/confirm', 'POST /auth/setup']);
     expect(sending).toEqual(of((r) => r.access === 'secret' && r.largeBody === true));
     expect(tracking).toEqual(of((r) => r.access === 'secretOrPublic'));
     expect(management).toEqual(of((r) => r.access === 'secret' && !r.largeBody));
@@ -86,7 +86,7 @@ describe('the document and the routers agree', () => {
     for (const [path, item] of Object.entries(doc.paths as Json)) {
       for (const [method, op] of Object.entries(item as Json)) {
         const schemes = (op.security as Json[]).map((s) => Object.keys(s).sort().join('+')).sort();
-        const open = ['/health', '/metrics', '/openapi.json', '/docs', '/docs/redoc.standalone.js', '/auth/login'].includes(path)
+        const open = ['/health', '/metrics', '/openapi.json', '/docs', '/docs/redoc.standalone.js', '/auth/login', '/auth/login/two-factor'].includes(path)
           // Single sign-on: the provider's answer and the flow cookie authorise (api/routes/auth.ts, people/oidc.ts).
           || ['/auth/providers', '/auth/oidc/login', '/auth/oidc/callback'].includes(path) || /^\/(unsubscribe|t)\//.test(path)
           // People's links: the token in the body authorises (api/routes/invitations.ts, accounts.ts).

@@ -23,7 +23,11 @@ beforeAll(async () => {
   await db.knex.raw(`INSERT INTO sessions (token_hash, user_id, expires_at)
     SELECT sha256(convert_to(id::text || g, 'UTF8')), id, now() + interval '14 days' FROM users, generate_series(1, 2) g`);
   await db.knex.raw(`INSERT INTO login_failures (key, failures) SELECT 'account:user' || g || '@example.org', 1 FROM generate_series(1, 20000) g`);
-  for (const table of ['users', 'memberships', 'sessions', 'login_failures']) await db.knex.raw(`VACUUM ANALYZE ${table}`);
+  // Every other user with two-factor on, and a pending login challenge each.
+  await db.knex.raw(`INSERT INTO two_factor (user_id, secret_sealed, enabled_at) SELECT id, '\\x01', now() FROM users WHERE email ~ '[02468]@'`);
+  await db.knex.raw(`INSERT INTO login_challenges (token_hash, user_id, expires_at)
+    SELECT sha256(convert_to(user_id::text, 'UTF8')), user_id, now() + interval '5 minutes' FROM two_factor`);
+  for (const table of ['users', 'memberships', 'sessions', 'login_failures', 'two_factor', 'login_challenges']) await db.knex.raw(`VACUUM ANALYZE ${table}`);
   userId = (await db.knex('users').first('id')).id;
 });
 afterAll(async () => { await db.close(); });
@@ -37,10 +41,10 @@ const hash = Buffer.alloc(32, 7);
 
 test('a session request on a project (people/sessions.ts ADMIT_SESSIONS): by the token hash, the user, the membership, the project', async () => {
   const p = await plan(ADMIT_SESSIONS, [[hash.toString('hex')], [projectId], 720, ...windowBindings(Date.now())]);
-  for (const index of ['sessions_token_hash_key', 'users_pkey', 'projects_pkey']) expect(p).toContain(index);
+  for (const index of ['sessions_token_hash_key', 'users_pkey', 'projects_pkey', 'two_factor_pkey']) expect(p).toContain(index);
   // (project_id, user_id) or (user_id, project_id): either index has both columns.
   expect(p).toMatch(/memberships_(pkey|user_idx)/);
-  expect(p).not.toMatch(/Seq Scan on (sessions|users|memberships)/);
+  expect(p).not.toMatch(/Seq Scan on (sessions|users|memberships|two_factor)/);
 });
 
 test('a session on the /auth routes (SESSION_OF) and the session list (LIST_SESSIONS)', async () => {
@@ -58,4 +62,13 @@ test('a login: the account by its address, its memberships, its failures', async
   expect(m).toContain('memberships_user_idx');
   expect(await plan('SELECT * FROM login_failures WHERE key = ANY(?::text[])', [['account:user7@example.org', 'address:127.0.0.1']])).toContain('login_failures_pkey');
   expect(await plan("DELETE FROM login_failures WHERE last_failure_at < now() - interval '1 hour'", [])).toContain('login_failures_last_failure_idx');
+});
+
+test('two-factor (people/twoFactor.ts): the secret by its user, a challenge by its hash, the sweep of expired challenges', async () => {
+  expect(await plan('SELECT secret_sealed, enabled_at FROM two_factor WHERE user_id = ?', [userId])).toContain('two_factor_pkey');
+  const challenge = await plan(`SELECT c.user_id, u.email FROM login_challenges c JOIN users u ON u.id = c.user_id
+    WHERE c.token_hash = ? AND c.expires_at > now() AND NOT u.disabled`, [hash]);
+  expect(challenge).toContain('login_challenges_pkey');
+  expect(challenge).not.toMatch(/Seq Scan/);
+  expect(await plan('DELETE FROM login_challenges WHERE expires_at < now()', [])).toContain('login_challenges_expires_idx');
 });

@@ -21,7 +21,7 @@ test('a login sets a fresh HttpOnly, SameSite=Lax cookie on / and answers the us
   expect(res.body.data).toMatchObject({
     user: { id: p.id, email: p.email, operator: false },
     operator: false,
-    projects: [{ projectId: t.project.id, projectName: t.project.name, role: 'member', projectDisabled: false }],
+    projects: [{ projectId: t.project.id, projectName: t.project.name, role: 'member', projectDisabled: false, twoFactorRequired: false }],
     session: { id: expect.any(String) },
   });
   // A fresh id at every login.

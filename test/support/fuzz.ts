@@ -217,6 +217,7 @@ const dataArb: fc.Arbitrary<Record<string, unknown>> = fc.dictionary(
 const roleArb = mostly(['admin', 'member', 'viewer'], ['owner', 'OWNER', '', 'god']);
 /** A link's token: well-shaped (43 base64url characters, unknown to the database) or not. */
 const linkTokenArb = mostly(['A'.repeat(43), 'abcdefghijklmnopqrstuvwxyz0123456789_-ABCDE'], ['', 'short', 'A'.repeat(44), '!'.repeat(43), 'A'.repeat(42) + '\u0000']);
+const totpCodeArb = mostly(['123456', '000000'], ['', '12345', '1234567', 'abcdef', ' 12 34 ']);
 const passwordArb = mostly(['correct horse battery', 'x'.repeat(256)], ['', 'short', 'x'.repeat(257)]);
 const textArb = mostly(['', 'a description', 'x'.repeat(1000)], ['x'.repeat(2001)]);
 
@@ -405,6 +406,13 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'GET /auth/session': { keys: 'none' },
   'GET /auth/sessions': { keys: 'none' },
   'DELETE /auth/sessions/:id': { keys: 'none', ids: { id: 'contact' } },
+  'POST /auth/login/two-factor': {
+    keys: 'none',
+    body: fc.record({ challenge: linkTokenArb, code: opt(totpCodeArb), recoveryCode: opt(mostly(['abcde-fghij'], ['', 'x'.repeat(65)])) }).map(compact),
+  },
+  'POST /auth/two-factor': { keys: 'none' },
+  'POST /auth/two-factor/confirm': { keys: 'none', body: fc.record({ code: totpCodeArb }) },
+  'DELETE /auth/two-factor': { keys: 'none', body: fc.record({ password: opt(passwordArb), code: opt(totpCodeArb) }).map(compact) },
   'GET /auth/providers': { keys: 'none' },
   // SSO is off in the fuzz app: both land on the login page (unavailable), whatever the provider's answer seems to say.
   'GET /auth/oidc/login': { keys: 'none', sso: true },
@@ -487,6 +495,7 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'PATCH /settings': {
     body: fc.record({
       tracking: fc.record({ send: opt(fc.record({ opens: opt(fc.boolean()), clicks: opt(fc.boolean()) }).map(compact)), campaigns: opt(fc.record({ opens: opt(fc.boolean()), clicks: opt(fc.boolean()) }).map(compact)) }).map(compact),
+      requireTwoFactor: opt(fc.boolean()),
     }),
   },
   'GET /webhooks': { list: true, query: listQuery('webhook') },
