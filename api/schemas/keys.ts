@@ -1,3 +1,4 @@
+import type { AuditFilter } from '../../audit/log';
 import Joi from 'joi';
 import type { KeyScope } from '../../projects/roles';
 import { cursorSchema, limitSchema } from '../pagination';
@@ -27,15 +28,9 @@ export interface ListKeysQuery {
 export const listKeysQuerySchema = Joi.object<ListKeysQuery, true>({ limit: limitSchema, cursor: cursorSchema });
 
 /** GET /audit-log: `since` inclusive, `until` exclusive, as in GET /events. */
-export interface ListAuditQuery {
+export interface ListAuditQuery extends AuditFilter {
   limit: number;
   cursor?: string;
-  actor?: string;
-  operation?: string;
-  resourceType?: string;
-  resourceId?: string;
-  since?: Date;
-  until?: Date;
 }
 
 export const listAuditQuerySchema = Joi.object<ListAuditQuery, true>({
