@@ -200,11 +200,11 @@ describe('project settings', () => {
     const other = await t.newProject();
     const got = await t.http().get('/settings').set(key);
     expect(got.status).toBe(200);
-    expect(got.body.data).toEqual({ tracking: { send: { opens: false, clicks: false }, campaigns: { opens: true, clicks: true } } });
+    expect(got.body.data).toEqual({ requireTwoFactor: false, tracking: { send: { opens: false, clicks: false }, campaigns: { opens: true, clicks: true } } });
 
     const patched = await t.http().patch('/settings').set(key).send({ tracking: { send: { opens: true } } });
     expect(patched.status).toBe(200);
-    expect(patched.body.data).toEqual({ tracking: { send: { opens: true, clicks: false }, campaigns: { opens: true, clicks: true } } });
+    expect(patched.body.data).toEqual({ requireTwoFactor: false, tracking: { send: { opens: true, clicks: false }, campaigns: { opens: true, clicks: true } } });
     // Another project's settings are its own.
     expect((await t.http().get('/settings').set({ Authorization: `Bearer ${other.secretKey}` })).body.data.tracking.send).toEqual({ opens: false, clicks: false });
 
