@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { signToken, verifyToken } from '../mail/tokens';
 import type { Knex } from 'knex';
 import type { OidcConfig } from '../config';
 import type { Logger } from '../logging/logger';
@@ -51,10 +51,12 @@ const loadClient = (): Promise<Client> => import('openid-client');
 /** Whether the issuer is on this machine: only then may discovery and the exchange use plain HTTP (tests, development). */
 const isLoopbackUrl = (url: string): boolean => ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(url).hostname);
 
+/** The purpose the flow cookie is signed for (mail/tokens.ts): no other signed token passes for it. */
+const FLOW_PURPOSE = 'oidc-flow';
+
 export function oidcService(deps: { knex: Knex; config?: OidcConfig; publicUrl: string; secret: Buffer; sessions: SessionLifetimes; log: Logger }) {
   const { knex, config, log } = deps;
   const redirectUri = `${deps.publicUrl}${CALLBACK_PATH}`;
-  const key = createHmac('sha256', deps.secret).update('herald oidc flow cookie').digest();
   let discovered: Promise<import('openid-client').Configuration> | undefined;
 
   /**
@@ -74,19 +76,14 @@ export function oidcService(deps: { knex: Knex; config?: OidcConfig; publicUrl: 
     return discovered.catch((err: unknown) => { discovered = undefined; throw err; });
   }
 
-  const seal = (flow: Flow): string => {
-    const body = Buffer.from(JSON.stringify(flow)).toString('base64url');
-    return `${body}.${createHmac('sha256', key).update(body).digest('base64url')}`;
-  };
+  // Signed as the links in mail are (mail/tokens.ts), for a purpose of its own: only this installation writes a flow.
+  const seal = (flow: Flow): string => signToken(deps.secret, FLOW_PURPOSE, Buffer.from(JSON.stringify(flow)));
   const unseal = (value: string | undefined): Flow | undefined => {
     if (!value || value.length > 2048) return undefined;
-    const [body, mac] = value.split('.');
-    if (!body || !mac) return undefined;
-    const expected = createHmac('sha256', key).update(body).digest();
-    const given = Buffer.from(mac, 'base64url');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+    const payload = verifyToken(deps.secret, FLOW_PURPOSE, value);
+    if (!payload) return undefined;
     try {
-      const flow = JSON.parse(Buffer.from(body, 'base64url').toString()) as Flow;
+      const flow = JSON.parse(payload.toString()) as Flow;
       return flow.expires > Date.now() ? flow : undefined;
     } catch {
       return undefined;
