@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { passwordMatches } from './passwords';
 import { startSession, type SessionLifetimes } from './sessions';
 import { accountKey, attemptSucceeded, beginAttempt, clientKey, type ThrottleLimits } from './throttle';
-import { challengeUser, checkSecondFactor, hasTwoFactor, newChallenge, spendChallenge } from './twoFactor';
+import { challengeUser, checkSecondFactor, newChallenge, spendChallenge, twoFactorStatus } from './twoFactor';
 import { findUserByEmail, membershipsOf, type Membership, type User } from './users';
 
 export type LoginOutcome =
@@ -30,7 +30,7 @@ export async function login(knex: Knex, input: { email: string; password: string
   if (!user || !matches || user.disabled) return { refused: 'credentials' };
   // The account's count is NOT cleared by the password alone when a second factor is due: otherwise whoever knows the
   // password could clear it between every few guesses of the code. The second step's success clears it.
-  if (await hasTwoFactor(knex, user.id)) return { twoFactor: await newChallenge(knex, user.id) };
+  if ((await twoFactorStatus(knex, user.id)).enabled) return { twoFactor: await newChallenge(knex, user.id) };
   await attemptSucceeded(knex, keys);
   return signIn(knex, user, input, config);
 }

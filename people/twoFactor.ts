@@ -107,11 +107,6 @@ export async function disableTwoFactor(knex: Knex, userId: string): Promise<bool
   return rowCount > 0;
 }
 
-/** Whether the user has two-factor on (the login asks, before it opens a session). */
-export async function hasTwoFactor(knex: Knex, userId: string): Promise<boolean> {
-  return (await twoFactorStatus(knex, userId)).enabled;
-}
-
 /** The password step of a two-factor login: a single-use token for the second step, stored hashed, short-lived. */
 export async function newChallenge(knex: Knex, userId: string): Promise<{ challenge: string; expiresAt: Date }> {
   const { token, hash } = newToken();

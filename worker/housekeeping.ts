@@ -1,3 +1,4 @@
+import { loadSessionConfig } from '../config';
 import type { Knex } from 'knex';
 import { purgeExpiredIdempotencyKeys } from '../db/queries/idempotency';
 import type { Logger } from '../logging/logger';
@@ -32,16 +33,13 @@ export interface Housekeeping {
   stop(): Promise<void>;
 }
 
-/** SESSION_IDLE_MINUTES's default (config/index.ts). */
-const DEFAULT_IDLE_MINUTES = 720;
-
 export function startHousekeeping(opts: HousekeepingOptions): Housekeeping {
   const { knex, log } = opts;
   const sweeps: Record<string, () => Promise<number>> = {
     trackingWindows: () => pruneEventWindows(knex, opts.eventWindowMs),
     idempotencyKeys: () => purgeExpiredIdempotencyKeys(knex),
     loginFailures: () => pruneLoginFailures(knex),
-    sessions: () => pruneSessions(knex, opts.sessionIdleMinutes ?? DEFAULT_IDLE_MINUTES),
+    sessions: () => pruneSessions(knex, opts.sessionIdleMinutes ?? loadSessionConfig({}).idleMinutes),
     authTokens: () => pruneTokens(knex),
     loginChallenges: () => pruneLoginChallenges(knex),
   };
