@@ -3,7 +3,6 @@ import { ApiKey, type ApiKeyType } from '../db/models/ApiKey';
 import { Project } from '../db/models/Project';
 import { audited, OPERATOR } from '../audit/log';
 import { insertApiKey, type NewKey } from './apiKeys';
-import { generateKey } from './keys';
 
 /** Operator-level operations on projects and keys (used by the CLI and the first start); domains/rows.ts adds domains. */
 
@@ -27,12 +26,10 @@ export interface CreatedKey {
 /** A project's first keys are named for what they are (GET /keys lists them). */
 const DEFAULT_NAME: Record<ApiKeyType, string> = { secret: 'Default secret key', public: 'Default public key' };
 
-async function insertKey(projectId: string, type: ApiKeyType, trx?: Knex.Transaction): Promise<CreatedKey> {
-  const generated = generateKey(type);
-  const row = await ApiKey.query(trx).insert({
-    projectId, type, lookup: generated.lookup, hash: generated.hash, hint: generated.hint, name: DEFAULT_NAME[type], scope: 'full',
-  }).returning('id');
-  return { id: row.id, projectId, type, name: DEFAULT_NAME[type], scope: 'full', domains: null, key: generated.key };
+/** A project's first key of a type: full scope, its default name (one insert for every key: projects/apiKeys.ts). */
+async function insertKey(projectId: string, type: ApiKeyType, trx: Knex.Transaction): Promise<CreatedKey> {
+  const made = await insertApiKey(trx, projectId, type, { name: DEFAULT_NAME[type], scope: 'full' });
+  return { id: made.id, projectId, type, name: made.name, scope: made.scope, domains: made.domains, key: made.key };
 }
 
 /** Creates a project with one secret and one public key, in one transaction. The keys are shown only here. */
