@@ -15,9 +15,15 @@ export const CAMPAIGN_BATCH_SIZE = 500;
 export const BATCHES_PER_RUN = 100;
 export const DRAIN_POLLS_PER_RUN = 100;
 
-/** How long to wait before looking at the deliveries again: about half the time they need at the send rate, 2 s to 60 s. */
-export function drainPollMs(pending: number, ratePerSecond = 14): number {
-  return Math.min(60_000, Math.max(2_000, Math.round((pending / ratePerSecond) * 500)));
+/**
+ * How long to wait before looking at the deliveries again: about half the time the backlog needs, 2 s to 60 s. The
+ * time comes from the rate the campaign's emails were seen leaving the queue since the last look (`drainedPerSecond`)
+ * when they moved, else from the configured send rate: a machine busier than its setting (or a shared rate limit
+ * spent on other mail) then does not make the workflow oversleep the end by up to a minute, look after look.
+ */
+export function drainPollMs(pending: number, ratePerSecond = 14, drainedPerSecond?: number): number {
+  const rate = drainedPerSecond !== undefined && drainedPerSecond > 0 ? drainedPerSecond : ratePerSecond;
+  return Math.min(60_000, Math.max(2_000, Math.round((pending / rate) * 500)));
 }
 
 /**
@@ -49,12 +55,17 @@ async function run(ctx: WorkflowContext, ref: CampaignRef, input: SendCampaignIn
       after = batch.last;
       if (batch.done) break;
     }
+    // The last look: its backlog and how long the workflow then slept (deterministic: activity results and its own timers).
+    let last: { pending: number; sleptMs: number } | undefined;
     for (let polls = 0; ; polls++) {
       if (polls === DRAIN_POLLS_PER_RUN || ctx.continueAsNewSuggested()) return { ...ref, draining: true };
       const progress = await ctx.activities.campaignProgress(ref);
       if (progress.cancelled) return 'CANCELLED';
       if (progress.pending === 0) break;
-      await ctx.sleep(drainPollMs(progress.pending, progress.ratePerSecond));
+      const drained = last ? ((last.pending - progress.pending) * 1000) / last.sleptMs : undefined;
+      const sleptMs = drainPollMs(progress.pending, progress.ratePerSecond, drained);
+      await ctx.sleep(sleptMs);
+      last = { pending: progress.pending, sleptMs };
     }
     return await ctx.activities.finishCampaign(ref);
   } catch (err) {

@@ -38,10 +38,12 @@ export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: T
   const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const mailer = createMailer({ smtpUrl, dataDir: '/nonexistent' });
   const engine = await createEmbeddedEngine({ databaseUrl: db.url, log });
-  const deps = { knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine, ...(opts.webhooks ? { webhooks: opts.webhooks } : {}), ...(opts.bounces ? { bounces: opts.bounces } : {}) };
+  const rate = opts.sendRatePerSecond ?? 1000;
+  // As bin/runtime.ts: the campaign workflow paces its drain checks by the same rate the delivery queue keeps.
+  const deps = { knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine, sendRatePerSecond: rate, ...(opts.webhooks ? { webhooks: opts.webhooks } : {}), ...(opts.bounces ? { bounces: opts.bounces } : {}) };
   const executorId = opts.executorId ?? `test-${db.name}`;
   const dbos = await startEmbeddedWorker({ databaseUrl: db.url, log, activities: createActivities(deps), executorId, pollingIntervalMs: 50, receivePollMs: 500 });
-  const deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: opts.sendRatePerSecond ?? 1000, executorId, pollMs: 50 });
+  const deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: rate, executorId, pollMs: 50 });
   const { leaseMs, livenessCheckMs, staleAfterMs, ...outbound } = opts.outboundWebhooks ?? {};
   const hooks = startWebhookQueue({
     knex: db.knex, log, secret: TEST_SECRET, executorId, pollMs: 50, config: { ...outboundWebhookConfig({}), ...outbound },

@@ -101,6 +101,15 @@ test('the drain poll grows with the backlog, within 2 s to 60 s', () => {
   expect(drainPollMs(100_000)).toBe(60_000);
 });
 
+test('the drain poll follows the rate the emails were seen leaving, not only the configured one', () => {
+  // Configured for 2,000/s but draining at 100/s: 5,000 left take 50 s, so the next look is in 25 s, not 2 s.
+  expect(drainPollMs(5_000, 2_000, 100)).toBe(25_000);
+  // Configured for 14/s (the default) but draining at 500/s: 9,000 left are looked at again in 9 s, not 60 s.
+  expect(drainPollMs(9_000, 14, 500)).toBe(9_000);
+  // Nothing moved since the last look (a paused SMTP server): back to the configured rate.
+  expect(drainPollMs(9_000, 14, 0)).toBe(60_000);
+});
+
 test('an activity that fails for good (a permanent failure, or out of retries) ends the campaign FAILED with its reason', async () => {
   // Temporal: an ActivityFailure whose cause is the activity's error.
   const temporal = Object.assign(new Error('Activity task failed'), { cause: new Error('the audience cannot be evaluated: date/time field value out of range') });
