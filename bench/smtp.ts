@@ -12,7 +12,11 @@
  * - http: autocannon at the same number of connections, POST /v1/send with the same From, subject and HTML.
  * No worker runs during the measure: neither way in waits for delivery.
  *
- * Environment: BENCH_DURATION (s, default 15), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS (default 8), BENCH_CPU_PROF=1
+ * Environment: BENCH_DURATION (s, default 15), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS (default 8), BENCH_HTTP=0 (SMTP
+ * and the floor only: the interleaved before/after pairs of BENCHMARKS.md 17 and 19 measure SMTP alone), BENCH_SMTP_RATE
+ * (messages/s offered, paced over the pool; default 0, as fast as it goes: at a fixed rate below both sides' capacity,
+ * the CPU per message of two builds compares like with like on a shared machine, where a slower run would otherwise
+ * batch less and so spend more per message), BENCH_CPU_PROF=1
  * (V8 profile of the API process into BENCH_PROFILE_DIR, default $TMPDIR/herald-bench-profiles), BENCH_PG_STAT=1 (the
  * statements per message).
  */
@@ -30,6 +34,8 @@ import { startSink } from './lib/sink';
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
+/** Messages per second offered over the pool (0: as fast as the pool goes). */
+const RATE = Number(process.env.BENCH_SMTP_RATE ?? 0);
 
 const HTML = `<html><body><h1>Hello Ada</h1><p>Your order <b>#100042</b> has shipped and should arrive within three working days.</p>
 <p>You can follow it at any time from your account page. If anything is wrong with it, reply to this email and we will sort it out.</p>
@@ -49,13 +55,21 @@ const perMessage = (c: Cpu, n: number): Cpu => ({ api: c.api / n, pg: c.pg / n, 
  */
 let message: Buffer;
 
-async function driveSmtp(transport: Transporter, seconds: number): Promise<{ ok: number; failed: number; latencies: number[]; ms: number }> {
+async function driveSmtp(transport: Transporter, seconds: number, rate: number): Promise<{ ok: number; failed: number; latencies: number[]; ms: number }> {
   const until = performance.now() + seconds * 1000;
   const latencies: number[] = [];
   let failed = 0;
   const started = performance.now();
+  let slot = 0;
   const lane = async () => {
     while (performance.now() < until) {
+      if (rate > 0) {
+        // The next slot of the schedule, whichever lane is free; a run behind it sends at once.
+        const due = started + (slot++ * 1000) / rate;
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        if (performance.now() >= until) break;
+      }
       const t0 = performance.now();
       try {
         await transport.sendMail({ envelope: { from: 'orders@example.com', to: [nextRecipient()] }, raw: message });
@@ -76,7 +90,7 @@ runBench('bench:smtp', 10 * 60_000, async () => {
   const sink = await startSink();
   try {
     console.log(`machine: ${machine(cluster.version)}`);
-    console.log(`load: ${CONNECTIONS} connections each way, warm-up ${WARMUP} s, measure ${DURATION} s, one distinct new recipient per message\n`);
+    console.log(`load: ${CONNECTIONS} connections each way${RATE > 0 ? `, ${RATE} SMTP messages/s offered` : ''}, warm-up ${WARMUP} s, measure ${DURATION} s, one distinct new recipient per message\n`);
     const project = await benchProject();
     await prepareEngineSchema(cluster, sink.url);
     const smtpPort = await freePort();
@@ -89,16 +103,16 @@ runBench('bench:smtp', 10 * 60_000, async () => {
     message = await new MailComposer({ from: 'Bench Shop <orders@example.com>', to: 'Customer <customer@example.org>', subject: 'Your order #100042 has shipped', html: HTML }).compile().build();
     const pgPid = cluster.postmasterPid();
     /** nodemailer's pool against `port` as an app configures it: a warm-up, then the measure, with the CPU of each process. */
-    const measureSmtp = async (name: string, port: number, serverPid: number): Promise<Measured> => {
+    const measureSmtp = async (name: string, port: number, serverPid: number, rate: number): Promise<Measured> => {
       const transport = nodemailer.createTransport({
         host: '127.0.0.1', port, secure: false, requireTLS: true, tls: { rejectUnauthorized: false },
         auth: { user: 'bench', pass: project.secretKey }, pool: true, maxConnections: CONNECTIONS, maxMessages: 1000, // SMTP_SESSION_MAX_MESSAGES: a pool reconnects before the cap (README)
       } as SMTPTransport.Options);
       process.stdout.write(`${name}: warm-up ${WARMUP} s … `);
-      await driveSmtp(transport, WARMUP);
+      await driveSmtp(transport, WARMUP, rate);
       await printTopStatements(cluster, 1, 0);
       const cpu0 = { api: cpuMs(serverPid), pg: cpuMs(pgPid, true), client: cpuMs(process.pid), machine: machineBusyMs() };
-      const smtp = await driveSmtp(transport, DURATION);
+      const smtp = await driveSmtp(transport, DURATION, rate);
       const cpu = { api: cpuMs(serverPid) - cpu0.api, pg: cpuMs(pgPid, true) - cpu0.pg, client: cpuMs(process.pid) - cpu0.client, machine: machineBusyMs() - cpu0.machine };
       transport.close();
       const sorted = [...smtp.latencies].sort((a, b) => a - b);
@@ -108,11 +122,21 @@ runBench('bench:smtp', 10 * 60_000, async () => {
       return m;
     };
 
-    // The floor first: what the dialogue alone costs here (a bare smtp-server that stores nothing, in its own process).
+    // The floor first: what the dialogue alone costs here (a bare smtp-server that stores nothing, in its own process),
+    // always as fast as it goes: its messages/s say how loaded the machine is.
     const floorChild = spawnChild('smtp floor', 'bench/lib/smtp-floor-child.ts', {});
-    const floor = await measureSmtp('floor (bare smtp-server)', (await floorChild.ready).port as number, floorChild.pid);
+    const floor = await measureSmtp('floor (bare smtp-server)', (await floorChild.ready).port as number, floorChild.pid, 0);
     await floorChild.stop();
-    results.push(await measureSmtp('smtp', smtpPort, herald.pid));
+    results.push(await measureSmtp('smtp', smtpPort, herald.pid, RATE));
+    if (process.env.BENCH_HTTP === '0') {
+      const [s] = results;
+      console.log('\n| way in | messages/s | p50 ms | p99 ms | accepted | refused or failed | CPU ms per message: API | postgres | client (bench) | machine busy |');
+      console.log('|---|---|---|---|---|---|---|---|---|---|');
+      for (const r of [s!, floor]) console.log(`| ${r.name} | ${Math.round(r.perSecond)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.ok} | ${r.failed} | ${r.cpu.api.toFixed(2)} | ${r.cpu.pg.toFixed(2)} | ${r.cpu.client.toFixed(2)} | ${r.cpu.machine.toFixed(2)} |`);
+      console.log(`\nsmtp / floor: ${(s!.perSecond / floor.perSecond).toFixed(2)}`);
+      await herald.stop();
+      return;
+    }
 
     const body = () => JSON.stringify({ from: 'Bench Shop <orders@example.com>', to: nextRecipient(), subject: 'Your order #100042 has shipped', body: HTML });
     const drive = (seconds: number) => autocannon({

@@ -141,29 +141,34 @@ function newCounter(knex: Knex) {
  * The same statement keeps the keys' `last_used_at` (GET /keys' lastUsedAt), cheaply: only a key last marked more than
  * a minute ago is written, so a busy key costs one row write a minute, not one per request. (A key whose lookup matched
  * but whose hash then failed is marked too; that again takes its secret first characters.)
+ *
+ * Bindings: the distinct lookups, the lookup of every request, then windowBindings. Exported for the plan of
+ * bench/sessionAuth.ts, beside the session's ADMIT_SESSIONS.
  */
+export const ADMIT_KEYS = `WITH keys AS (${KEY_ROWS}),
+  counts AS (
+    -- rateKey, in SQL
+    SELECT 'api:' || k."projectId" AS key, count(*)::int AS n
+    FROM unnest(?::text[]) AS l(lookup) JOIN keys k USING (lookup) GROUP BY 1),
+  counted AS (${COUNT_UPSERT}),
+  touched AS (
+    -- SKIP LOCKED: a key another statement is marking (or revoking) is left to it. Never a wait on the hot path,
+    -- and no deadlock between two batches that lock the same keys in different orders.
+    UPDATE api_keys SET last_used_at = now()
+    WHERE id IN (
+      SELECT id FROM api_keys
+      WHERE id IN (SELECT id FROM keys) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+      FOR UPDATE SKIP LOCKED)
+    RETURNING id)
+  SELECT k.*, c.key AS rate_key, c.points, c.expire
+  FROM keys k LEFT JOIN counted c ON c.key = 'api:' || k."projectId"`;
+
 const admitters = new WeakMap<Knex, ReturnType<typeof newAdmitter>>();
 
 function newAdmitter(knex: Knex) {
   return batched<string, { row: KeyRow | undefined; rate: Consumed | undefined }>(async (lookups) => {
     const { rows } = await knex.raw(
-      `WITH keys AS (${KEY_ROWS}),
-       counts AS (
-         -- rateKey, in SQL
-         SELECT 'api:' || k."projectId" AS key, count(*)::int AS n
-         FROM unnest(?::text[]) AS l(lookup) JOIN keys k USING (lookup) GROUP BY 1),
-       counted AS (${COUNT_UPSERT}),
-       touched AS (
-         -- SKIP LOCKED: a key another statement is marking (or revoking) is left to it. Never a wait on the hot path,
-         -- and no deadlock between two batches that lock the same keys in different orders.
-         UPDATE api_keys SET last_used_at = now()
-         WHERE id IN (
-           SELECT id FROM api_keys
-           WHERE id IN (SELECT id FROM keys) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
-           FOR UPDATE SKIP LOCKED)
-         RETURNING id)
-       SELECT k.*, c.key AS rate_key, c.points, c.expire
-       FROM keys k LEFT JOIN counted c ON c.key = 'api:' || k."projectId"`,
+      ADMIT_KEYS,
       [[...new Set(lookups)], lookups as string[], ...windowBindings(Date.now())],
     // Named (prepared once per connection): it runs for every request and every SMTP message, and planning its
     // unnamed text each time cost more than running it (0.17 ms against 0.06 ms, bench:smtp with BENCH_PG_STAT=1).

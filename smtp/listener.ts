@@ -42,15 +42,49 @@ interface Connection {
   _onClose(): void;
 }
 
+/** A connection under the deadlines: when it began, and since when the client owes its next command (undefined: it is sending one). */
+interface Watched {
+  c: Connection;
+  startedAt: number;
+  owedSince: number | undefined;
+}
+
 /**
  * Puts the limits on every connection the server accepts. smtp-server has an idle timeout and a total `maxClients`,
  * nothing per address or per session: each new connection is taken as smtp-server registers it (its `connections`
  * set), before it greets the client.
+ *
+ * The deadlines are checked by ONE timer per listener, which looks at every connection a tenth of the shorter deadline
+ * apart (6 s with the defaults): a reply only notes the time and a command clears it. A timer per reply (as first
+ * built) cost a setTimeout and a clearTimeout at each of the four replies of every message; a deadline is now enforced
+ * within a tenth of its length after it passes. Returns what stops the sweep (the listener's close).
  */
-export function limitConnections(server: SMTPServer, limits: ListenerLimits, log: Logger, name: string): void {
+export function limitConnections(server: SMTPServer, limits: ListenerLimits, log: Logger, name: string): () => void {
   const perAddress = new Map<string, number>();
+  const watched = new Set<Watched>();
   const connections = server.connections as unknown as Set<Connection>;
   const add = connections.add.bind(connections);
+
+  /** Waiting for Herald (a handler running, a message being decided): no deadline cuts the client then. */
+  const waitingOnUs = (c: Connection) => c._handlerPending || Boolean(c._dataStream && c._parser && !c._parser._dataMode);
+  const cut = (c: Connection, why: string) => {
+    log.info({ remoteAddress: c.remoteAddress }, `${name}: ${why}`);
+    c.send(421, why); // 421 closes the connection (smtp-server)
+  };
+  const sessionLimit = `Session time limit (${Math.round(limits.sessionTimeoutMs / 1000)} s) reached; closing`;
+  const commandLimit = `Command time limit (${Math.round(limits.commandTimeoutMs / 1000)} s) reached; closing`;
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const w of watched) {
+      const { c } = w;
+      if (c._closing || c._closed || waitingOnUs(c)) continue;
+      if (now - w.startedAt >= limits.sessionTimeoutMs) cut(c, sessionLimit);
+      // The body after 354 is the session deadline's.
+      else if (w.owedSince !== undefined && now - w.owedSince >= limits.commandTimeoutMs && !(c._parser && c._parser._dataMode)) cut(c, commandLimit);
+    }
+  }, Math.max(10, Math.min(limits.sessionTimeoutMs, limits.commandTimeoutMs) / 10));
+  sweep.unref();
+
   connections.add = (c: Connection) => {
     for (const method of ['init', 'send', '_onCommand', '_onClose'] as const) {
       if (typeof c[method] !== 'function') throw new Error(`${name}: smtp-server's connection has no ${method}(); the listener limits need it`);
@@ -70,35 +104,17 @@ export function limitConnections(server: SMTPServer, limits: ListenerLimits, log
     }
     perAddress.set(key, count + 1);
 
-    /** Waiting for Herald (a handler running, a message being decided): no deadline cuts the client then. */
-    const waitingOnUs = () => c._handlerPending || Boolean(c._dataStream && c._parser && !c._parser._dataMode);
-    const cut = (why: string) => {
-      if (c._closing || c._closed) return;
-      log.info({ remoteAddress: c.remoteAddress }, `${name}: ${why}`);
-      c.send(421, why); // 421 closes the connection (smtp-server)
-    };
-    const expire = () => {
-      if (waitingOnUs()) {
-        session = setTimeout(expire, 1000).unref();
-        return;
-      }
-      cut(`Session time limit (${Math.round(limits.sessionTimeoutMs / 1000)} s) reached; closing`);
-    };
-    let session = setTimeout(expire, limits.sessionTimeoutMs).unref();
-    let command: NodeJS.Timeout | undefined;
+    const w: Watched = { c, startedAt: Date.now(), owedSince: undefined };
+    watched.add(w);
+    // The client owes its next command from each reply on, until its next command line arrives.
     const send = c.send.bind(c);
     c.send = (code, data, context) => {
       send(code, data, context);
-      clearTimeout(command);
-      if (c._closing || c._closed) return;
-      // The client owes its next command from now; the body after 354 is the session deadline's.
-      command = setTimeout(() => {
-        if (!waitingOnUs() && !(c._parser && c._parser._dataMode)) cut(`Command time limit (${Math.round(limits.commandTimeoutMs / 1000)} s) reached; closing`);
-      }, limits.commandTimeoutMs).unref();
+      w.owedSince = Date.now();
     };
     const onCommand = c._onCommand.bind(c);
     c._onCommand = (line, callback) => {
-      clearTimeout(command);
+      w.owedSince = undefined;
       onCommand(line, callback);
     };
     // Released once, when the connection closes: smtp-server's _onClose (the plain socket's close, or the TLS socket's
@@ -107,8 +123,7 @@ export function limitConnections(server: SMTPServer, limits: ListenerLimits, log
     const release = () => {
       if (released) return;
       released = true;
-      clearTimeout(session);
-      clearTimeout(command);
+      watched.delete(w);
       const left = (perAddress.get(key) ?? 1) - 1;
       if (left > 0) perAddress.set(key, left);
       else perAddress.delete(key);
@@ -121,6 +136,7 @@ export function limitConnections(server: SMTPServer, limits: ListenerLimits, log
     socket.once('close', release);
     return add(c);
   };
+  return () => clearInterval(sweep);
 }
 
 /** An SMTP refusal: smtp-server answers `responseCode` and the message. */
@@ -170,17 +186,24 @@ export interface Listening {
  */
 export async function listen(server: SMTPServer, port: number, host: string | undefined, log: Logger, name: string, limits?: Partial<ListenerLimits>): Promise<Listening> {
   const given = Object.fromEntries(Object.entries(limits ?? {}).filter(([, v]) => v !== undefined)) as Partial<ListenerLimits>;
-  limitConnections(server, { ...DEFAULT_LISTENER_LIMITS, ...given }, log, name);
+  const stopLimits = limitConnections(server, { ...DEFAULT_LISTENER_LIMITS, ...given }, log, name);
   server.on('error', (err) => log.warn({ err: err.message }, `${name}: connection error`));
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (err: Error) => {
+      stopLimits();
+      reject(err);
+    };
+    server.once('error', failed);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolve();
     });
   });
   return {
     port: (server.server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () => new Promise<void>((resolve) => {
+      stopLimits();
+      server.close(() => resolve());
+    }),
   };
 }

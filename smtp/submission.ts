@@ -112,23 +112,31 @@ interface SessionState {
 
 
 /**
- * The one mailbox of an originator field (From, Sender), or why the field is refused: RFC 5322 allows a From of several
- * mailboxes (with a Sender) and a group, but Herald signs the message for its From domain, so every address the reader
- * may take for the author must be at a verified domain, and checking one is checking all only when there is one.
+ * The one mailbox of each originator field (From, Sender), or why the field is refused: RFC 5322 allows a From of
+ * several mailboxes (with a Sender) and a group, but Herald signs the message for its From domain, so every address the
+ * reader may take for the author must be at a verified domain, and checking one is checking all only when there is
+ * one. One pass over the parsed headers finds both fields; each is read once (postal-mime's own `from` keeps only the
+ * first address, so it cannot tell one from several), and postal-mime's address parser decodes the display name.
  */
-function singleMailbox(parsed: Email, field: 'from' | 'sender'): { address: string; name: string } | { refused: string } | undefined {
-  const Field = field === 'from' ? 'From' : 'Sender';
-  const fields = parsed.headers.filter((h) => h.key === field);
-  if (fields.length === 0) return undefined;
-  if (fields.length > 1) return { refused: `The message has ${fields.length} ${Field} fields; exactly one is allowed` };
-  const addresses: Address[] = addressParser(fields[0]!.value);
-  if (addresses.some((a) => a.group !== undefined)) return { refused: `The ${Field} field is a group; it must be exactly one mailbox` };
-  if (addresses.length !== 1) return { refused: `The ${Field} field names ${addresses.length} addresses; it must be exactly one mailbox` };
-  // postal-mime decodes the display name (encoded words) of its parsed.from; the header's own is still encoded.
-  const decoded = field === 'from' && parsed.from && !parsed.from.group ? parsed.from : addresses[0]!;
-  return { address: decoded.address ?? '', name: decoded.name ?? '' };
+type Mailbox = { address: string; name: string } | { refused: string } | undefined;
+
+function originators(parsed: Email): { from: Mailbox; sender: Mailbox } {
+  let from: string[] | undefined;
+  let sender: string[] | undefined;
+  for (const h of parsed.headers) {
+    if (h.key === 'from') (from ??= []).push(h.value);
+    else if (h.key === 'sender') (sender ??= []).push(h.value);
+  }
+  return { from: from && singleMailbox(from, 'From'), sender: sender && singleMailbox(sender, 'Sender') };
 }
 
+function singleMailbox(values: string[], field: 'From' | 'Sender'): Mailbox {
+  if (values.length > 1) return { refused: `The message has ${values.length} ${field} fields; exactly one is allowed` };
+  const addresses: Address[] = addressParser(values[0]!);
+  if (addresses.some((a) => a.group !== undefined)) return { refused: `The ${field} field is a group; it must be exactly one mailbox` };
+  if (addresses.length !== 1) return { refused: `The ${field} field names ${addresses.length} addresses; it must be exactly one mailbox` };
+  return { address: addresses[0]!.address ?? '', name: addresses[0]!.name ?? '' };
+}
 
 /** Plain text as HTML, for reading a text-only message back (GET /emails): escaped, line breaks kept. */
 const textAsHtml = (text: string) => `<pre>${text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!)}</pre>`;
@@ -177,11 +185,10 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
     // The key's check and the rate's count, started at MAIL FROM (one statement, as an HTTP request's), while parsing.
     const [refusal, parsed] = await Promise.all([admitted, parsing(PostalMime.parse(raw, { attachmentEncoding: 'arraybuffer' }))]);
     if (refusal) throw refuse(session, refusal);
-    const from = singleMailbox(parsed, 'from');
+    const { from, sender: onBehalf } = originators(parsed);
     if (from && 'refused' in from) throw smtpError(550, `5.7.1 ${from.refused}`);
     const fromEmail = from && normaliseEmail(from.address);
     if (!fromEmail) throw smtpError(550, '5.6.0 The message has no valid From address');
-    const onBehalf = singleMailbox(parsed, 'sender');
     if (onBehalf && 'refused' in onBehalf) throw smtpError(550, `5.7.1 ${onBehalf.refused}`);
     if (onBehalf) {
       const senderEmail = normaliseEmail(onBehalf.address);
@@ -218,24 +225,25 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
    */
   function admission(session: SMTPServerSession, state: SessionState): NonNullable<SessionState['admission']> {
     const { caller } = session.user as unknown as SessionUser;
+    const settle = (refusal: SmtpRefusal | undefined) => {
+      pending.refusal = refusal ?? null;
+      return refusal;
+    };
     const pending: NonNullable<SessionState['admission']> = { done: admit(knex, state.key!).then((now) => {
       if ('refused' in now || now.projectId !== caller.projectId) {
         log.warn({ remoteAddress: session.remoteAddress, projectId: caller.projectId, keyId: caller.keyId, reason: 'refused' in now ? now.refused : 'other project' },
           'SMTP session refused: its key was revoked or its project disabled since AUTH');
         state.key = undefined; // every later MAIL FROM is 530; the recipients' answer ends the authentication (below)
-        return smtpError(530, '5.7.0 Authentication required: the API key of this session was revoked or its project disabled');
+        return settle(smtpError(530, '5.7.0 Authentication required: the API key of this session was revoked or its project disabled'));
       }
       if (now.rate.points > opts.ratePerMinute) {
         const seconds = Math.max(1, Math.ceil((now.rate.resetAt - Date.now()) / 1000));
-        return smtpError(451, `4.7.1 Rate limit of ${opts.ratePerMinute} requests per minute exceeded; try again in ${seconds} s`);
+        return settle(smtpError(451, `4.7.1 Rate limit of ${opts.ratePerMinute} requests per minute exceeded; try again in ${seconds} s`));
       }
-      return undefined;
+      return settle(undefined);
     }, (err: Error) => {
       log.error({ err: err.message }, 'SMTP MAIL FROM key lookup failed');
-      return smtpError(451, '4.3.0 Temporary failure, try again');
-    }).then((refusal) => {
-      pending.refusal = refusal ?? null;
-      return refusal;
+      return settle(smtpError(451, '4.3.0 Temporary failure, try again'));
     }) };
     return pending;
   }

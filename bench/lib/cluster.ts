@@ -113,6 +113,9 @@ export async function printTopStatements(cluster: BenchCluster, units: number, l
   const rows = (await cluster.knex.raw(`SELECT calls, total_exec_time, total_plan_time, query FROM pg_stat_statements
     WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time + total_plan_time DESC LIMIT ?`, [limit])).rows as
     { calls: number; total_exec_time: number; total_plan_time: number; query: string }[];
+  const all = (await cluster.knex.raw(`SELECT sum(calls)::float AS calls, sum(total_exec_time + total_plan_time)::float AS ms FROM pg_stat_statements
+    WHERE query NOT LIKE '%pg_stat_statements%'`)).rows[0] as { calls: number; ms: number };
+  if (limit > 0) console.log(`  all statements: ${(all.calls / units).toFixed(3)} calls, ${(all.ms / units).toFixed(3)} ms`);
   for (const r of rows) {
     console.log(`  ${(r.calls / units).toFixed(3)} calls, ${(r.total_exec_time / units).toFixed(3)} ms + ${(r.total_plan_time / units).toFixed(3)} ms planning: ${r.query.replace(/\s+/g, ' ').slice(0, 120)}`);
   }
