@@ -7,7 +7,7 @@ import { badRequest } from './errors';
  * of the page, wrapped so that clients treat it as opaque and we can change what it holds.
  */
 export const limitSchema = Joi.number().integer().min(1).max(100).default(20);
-export const cursorSchema = Joi.string().max(200);
+export const cursorSchema = Joi.string().max(200).example('djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz');
 
 
 export function encodeCursor(id: string): string {

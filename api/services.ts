@@ -9,6 +9,7 @@ import { contactService } from '../contacts/contacts';
 import { ping } from '../db/database';
 import { domainService } from '../domains/domains';
 import { emailService } from '../emails/emails';
+import { overviewService } from '../emails/overview';
 import { eventService } from '../events/events';
 import { createTracker as createCustomEvents } from '../events/customEvents';
 import { createMetrics } from '../metrics/metrics';
@@ -61,6 +62,8 @@ export function createServices(deps: AppDeps) {
     campaigns: campaignService(deps),
     events: eventService(deps),
     emails: emailService(deps),
+    /** GET /stats/overview (emails/overview.ts). */
+    overview: overviewService(deps),
     suppressions: suppressionService(deps),
     settings: settingsService(deps),
     webhooks: webhookService(deps),

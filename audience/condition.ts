@@ -48,7 +48,7 @@ export const conditionSchema = Joi.object<AudienceCondition, true>({
       unit: Joi.string().valid('minutes', 'hours', 'days'),
     })).min(1).max(50).required(),
   })).min(1).max(20).required(),
-});
+}).example({ logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] }] });
 
 /** Segment ids in fields are stored lower-case, so references can be found and compared as text. */
 export function normaliseCondition(condition: AudienceCondition): AudienceCondition {

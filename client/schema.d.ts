@@ -95,6 +95,103 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/docs/reference.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Start script of the reference page
+         * @description Starts Redoc with its options (the system font stack: nothing from Google Fonts).
+         */
+        get: operations["getReferenceStart"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/guide": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The API guide (docs/api.md)
+         * @description docs/api.md rendered as a page: concepts, limits and behaviours. Its headings have the ids GitHub gives them (`#api-keys`).
+         */
+        get: operations["getGuide"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/guide.css": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Styles of the guide page */
+        get: operations["getGuideStyles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/favicon.svg": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Herald's icon
+         * @description Herald's mark (SVG), for the reference, the guide and the console.
+         */
+        get: operations["getIcon"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/favicon.ico": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Herald's icon, where browsers look for it
+         * @description The same SVG as /favicon.svg, for a browser that asks for /favicon.ico on a page that names no icon.
+         */
+        get: operations["getFavicon"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/login": {
         parameters: {
             query?: never;
@@ -876,6 +973,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/emails/{id}/raw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an email's message (MIME, .eml)
+         * @description The message as delivery sends it (or will send it): composed by the delivery code itself, without the DKIM signature that is added at the send. 409 when the email has no message (a campaign email whose contact unsubscribed, or that cannot be rendered).
+         *
+         *     Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["getEmailRaw"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/stats/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Email volume by day, the delivery queue and the domains needing attention
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["getOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/suppressions": {
         parameters: {
             query?: never;
@@ -939,7 +1078,7 @@ export interface paths {
         head?: never;
         /**
          * Change the project's settings
-         * @description Changes the settings given. `requireTwoFactor` refuses the sessions of members without two-factor on (403 TWO_FACTOR_REQUIRED; API keys are not concerned); a person turning it on must have two-factor on themselves (409).
+         * @description Changes the settings given: the project's `name` (1–100 characters), tracking defaults, `requireTwoFactor`. `requireTwoFactor` refuses the sessions of members without two-factor on (403 TWO_FACTOR_REQUIRED; API keys are not concerned); a person turning it on must have two-factor on themselves (409).
          *
          *     Permission `admin`: owner, admin; keys: full.
          */
@@ -1471,88 +1610,184 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         ApiKey: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a0c1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+             */
             id: string;
+            /** @example Billing service */
             name: string;
             /**
              * @description public: a pk_ key, for POST /v1/track from browsers.
              * @enum {string}
              */
             type: "secret" | "public";
-            /** @enum {string} */
+            /**
+             * @example sending
+             * @enum {string}
+             */
             scope: "full" | "sending";
+            /**
+             * @example [
+             *       "example.com"
+             *     ]
+             */
             domains: string[] | null;
-            /** @description The last four characters of the key. */
+            /**
+             * @description The last four characters of the key.
+             * @example 9xQe
+             */
             hint: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
             /**
              * Format: date-time
              * @description Kept to the minute.
+             * @example 2025-06-02T09:41:07.512Z
+             * @example null
              */
             lastUsedAt: string | null;
         };
         ApiKeyWithSecret: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a0c1-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+             */
             id: string;
+            /** @example Billing service */
             name: string;
             /**
              * @description public: a pk_ key, for POST /v1/track from browsers.
              * @enum {string}
              */
             type: "secret" | "public";
-            /** @enum {string} */
+            /**
+             * @example sending
+             * @enum {string}
+             */
             scope: "full" | "sending";
+            /**
+             * @example [
+             *       "example.com"
+             *     ]
+             */
             domains: string[] | null;
-            /** @description The last four characters of the key. */
+            /**
+             * @description The last four characters of the key.
+             * @example 9xQe
+             */
             hint: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
             /**
              * Format: date-time
              * @description Kept to the minute.
+             * @example 2025-06-02T09:41:07.512Z
+             * @example null
              */
             lastUsedAt: string | null;
-            /** @description The key, shown in this answer only. */
+            /**
+             * @description The key, shown in this answer only.
+             * @example sk_4fGh7JkL2mN9pQ3rS8tV1wX6yZ0aB5cD2eF79xQe
+             */
             key: string;
         };
         AuditEntry: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c3-9f0a-7b1c-82d3-e4f5a6b7c8d9
+             */
             id: string;
             actor: {
-                /** @enum {string} */
+                /**
+                 * @example user
+                 * @enum {string}
+                 */
                 kind: "key" | "user" | "operator";
-                /** Format: uuid */
+                /**
+                 * Format: uuid
+                 * @example 0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b
+                 */
                 id: string | null;
             };
+            /** @example createWebhook */
             operation: string;
+            /** @example webhook */
             resourceType: string;
+            /** @example 0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60 */
             resourceId: string | null;
+            /** @example 203.0.113.7 */
             address: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             at: string;
+            /**
+             * @example {
+             *       "url": "https://hooks.example.com/herald"
+             *     }
+             */
             details: {
                 [key: string]: unknown;
             };
         };
         Campaign: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17
+             */
             id: string;
+            /** @example June newsletter */
             name: string;
+            /** @example What shipped in May. */
             description: string | null;
+            /** @example What’s new in June, {{ firstName }} */
             subject: string;
+            /** @example <h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p> */
             body: string;
+            /** @example news@example.com */
             from: string;
+            /** @example Acme */
             fromName: string | null;
             replyTo: string | null;
             /** @constant */
             type: "MARKETING";
             /** @enum {string} */
             status: "DRAFT" | "SCHEDULED" | "SENDING" | "SENT" | "CANCELLED" | "FAILED";
-            /** @enum {string} */
+            /**
+             * @example SEGMENT
+             * @enum {string}
+             */
             audienceType: "ALL" | "SEGMENT" | "FILTERED";
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29
+             */
             segmentId: string | null;
+            /**
+             * @example {
+             *       "logic": "AND",
+             *       "groups": [
+             *         {
+             *           "filters": [
+             *             {
+             *               "field": "data.plan",
+             *               "operator": "equals",
+             *               "value": "pro"
+             *             }
+             *           ]
+             *         }
+             *       ]
+             *     }
+             * @example null
+             */
             audienceFilter: {
                 /**
                  * @default AND
@@ -1570,63 +1805,150 @@ export interface components {
                     }[];
                 }[];
             } | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             * @example null
+             */
             scheduledAt: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             * @example null
+             */
             startedAt: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             * @example null
+             */
             completedAt: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             * @example null
+             */
             cancelledAt: string | null;
+            /** @example null */
             totalRecipients: number | null;
             error: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             updatedAt: string;
         };
         CampaignStats: {
+            /** @example 1200 */
             totalRecipients: number;
+            /** @example 0 */
             queued: number;
+            /** @example 1196 */
             sent: number;
+            /** @example 1190 */
             delivered: number;
+            /** @example 512 */
             opened: number;
+            /** @example 143 */
             clicked: number;
+            /** @example 6 */
             bounced: number;
+            /** @example 1 */
             complained: number;
+            /** @example 4 */
             failed: number;
+            /** @example 3 */
             unsubscribed: number;
+            /** @example 0.428 */
             openRate: number;
+            /** @example 0.12 */
             clickRate: number;
+            /** @example 730 */
             opens: number;
+            /** @example 512 */
             uniqueOpens: number;
+            /** @example 198 */
             clicks: number;
+            /** @example 143 */
             uniqueClicks: number;
             links: {
+                /** @example https://example.com/changelog */
                 url: string;
+                /** @example 120 */
                 clicks: number;
+                /** @example 97 */
                 uniqueClicks: number;
             }[];
         };
         Contact: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+             */
             id: string;
+            /** @example ada@example.com */
             email: string;
             subscribed: boolean;
+            /**
+             * @example {
+             *       "firstName": "Ada",
+             *       "plan": "pro"
+             *     }
+             */
             data: {
                 [key: string]: unknown;
             };
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             updatedAt: string;
         };
         Domain: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a0c1-3f6b-7b25-9e8a-0c2e4a6b8d93
+             */
             id: string;
+            /** @example example.com */
             domain: string;
             /** @enum {string} */
             status: "PENDING" | "VERIFIED" | "FAILED";
+            /**
+             * @example [
+             *       {
+             *         "purpose": "DKIM",
+             *         "type": "TXT",
+             *         "name": "herald._domainkey.example.com",
+             *         "value": "v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxKLxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo9z+40RQzuVaE8AkAFmxZzow3x+VJYKdx/9wB2Ld0MGMk4Xr1SpHJMWPJuPNXFOrBmHgM4dfCQEpaW5OECvnA+WBjkMfh7Tk0/7Ax3NLwQBm+sN/L1HrVCt5aS+kgGa0gU3W8+bK2xDxGr6vXt4z0dUu7HDr1LwHcmQIDAQAB",
+             *         "status": "PENDING"
+             *       },
+             *       {
+             *         "purpose": "SPF",
+             *         "type": "TXT",
+             *         "name": "example.com",
+             *         "value": "v=spf1 a mx ~all",
+             *         "status": "PENDING"
+             *       },
+             *       {
+             *         "purpose": "DMARC",
+             *         "type": "TXT",
+             *         "name": "_dmarc.example.com",
+             *         "value": "v=DMARC1; p=none",
+             *         "status": "PENDING"
+             *       }
+             *     ]
+             */
             records: {
                 /** @enum {string} */
                 purpose: "DKIM" | "SPF" | "DMARC" | "RETURN_PATH_MX" | "RETURN_PATH_SPF";
@@ -1638,97 +1960,214 @@ export interface components {
                 status: "PENDING" | "VERIFIED" | "FAILED";
                 note?: string;
             }[];
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             verifiedAt: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             checkedAt: string | null;
         };
         Email: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24
+             */
             id: string;
-            /** @enum {string} */
+            /**
+             * @example SENT
+             * @enum {string}
+             */
             status: "QUEUED" | "SENDING" | "SENT" | "FAILED" | "CANCELLED" | "SUPPRESSED" | "BOUNCED";
+            /** @example hello@example.com */
             from: string;
+            /** @example Acme */
             fromName: string | null;
             replyTo: string | null;
+            /** @example ada@example.com */
             to: string;
+            /** @example Ada Lovelace */
             toName: string | null;
-            /** @description null for campaign emails: rendered per recipient at delivery, not stored. */
+            /**
+             * @description null for campaign emails: rendered per recipient at delivery, not stored.
+             * @example Welcome to Acme, Ada
+             */
             subject: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+             */
             contactId: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+             */
             campaignId: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+             */
             templateId: string | null;
+            /** @example false */
             isTest: boolean;
+            /** @example 1 */
             attempts: number;
+            /** @example <0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24@example.com> */
             messageId: string | null;
             error: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             updatedAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             sentAt: string | null;
             tracking: {
                 opens: boolean;
                 clicks: boolean;
             };
+            /** @example 2 */
             opens: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             * @example 2025-06-02T10:03:55.000Z
+             */
             firstOpenedAt: string | null;
+            /** @example 0 */
             clicks: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             firstClickedAt: string | null;
         };
         EmailDetail: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24
+             */
             id: string;
-            /** @enum {string} */
+            /**
+             * @example SENT
+             * @enum {string}
+             */
             status: "QUEUED" | "SENDING" | "SENT" | "FAILED" | "CANCELLED" | "SUPPRESSED" | "BOUNCED";
+            /** @example hello@example.com */
             from: string;
+            /** @example Acme */
             fromName: string | null;
             replyTo: string | null;
+            /** @example ada@example.com */
             to: string;
+            /** @example Ada Lovelace */
             toName: string | null;
-            /** @description null for campaign emails: rendered per recipient at delivery, not stored. */
+            /**
+             * @description null for campaign emails: rendered per recipient at delivery, not stored.
+             * @example Welcome to Acme, Ada
+             */
             subject: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+             */
             contactId: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+             */
             campaignId: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+             */
             templateId: string | null;
+            /** @example false */
             isTest: boolean;
+            /** @example 1 */
             attempts: number;
+            /** @example <0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24@example.com> */
             messageId: string | null;
             error: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             updatedAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             sentAt: string | null;
             tracking: {
                 opens: boolean;
                 clicks: boolean;
             };
+            /** @example 2 */
             opens: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             * @example 2025-06-02T10:03:55.000Z
+             */
             firstOpenedAt: string | null;
+            /** @example 0 */
             clicks: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             firstClickedAt: string | null;
+            /** @example <p>Hello Ada, welcome to Acme.</p> */
             html: string | null;
+            /**
+             * @description The main headers of its message (Message-ID, Date, From, To, Reply-To, Subject: absent for a campaign email, rendered at delivery) and the sender's own; the whole message is GET /emails/{id}/raw.
+             * @example {
+             *       "Message-ID": "<0193a8f2-6c1e-7b3a-9d4f-2e8c5a7b1f01@example.com>",
+             *       "Date": "Thu, 26 Nov 2026 10:15:00 +0000",
+             *       "From": "Acme <hello@example.com>",
+             *       "To": "Ada Lovelace <ada@example.com>",
+             *       "Subject": "Welcome to Acme"
+             *     }
+             */
+            headers: {
+                [key: string]: string;
+            };
             timeline: {
+                /** @example email.sent */
                 type: string;
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:09.204Z
+                 */
                 at: string;
-                /** Format: uuid */
+                /**
+                 * Format: uuid
+                 * @example 0197a3c4-6a09-7b42-a1c3-5d7e9f0b2c46
+                 */
                 eventId: string | null;
+                /** @example {} */
                 data: {
                     [key: string]: unknown;
                 };
@@ -1750,7 +2189,10 @@ export interface components {
                 }[];
                 suggestion?: string;
             };
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             timestamp: string;
             /** @description The HTTP status (the `{ code, error, message, time }` shape Plunk clients read). */
             code: number;
@@ -1759,80 +2201,306 @@ export interface components {
             time: number;
         };
         Event: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-6a09-7b42-a1c3-5d7e9f0b2c46
+             */
             id: string;
+            /** @example signed-up */
             name: string;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+             */
             contactId: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24
+             * @example null
+             */
             emailId: string | null;
+            /**
+             * @example {
+             *       "plan": "pro"
+             *     }
+             */
             data: {
                 [key: string]: unknown;
             };
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
         };
         Execution: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c5-0f18-7a63-9d2e-4b6c8e0a2f5d
+             */
             id: string;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b
+             */
             workflowId: string;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+             */
             contactId: string;
-            /** @enum {string} */
+            /**
+             * @example WAITING
+             * @enum {string}
+             */
             status: "RUNNING" | "WAITING" | "COMPLETED" | "EXITED" | "FAILED" | "CANCELLED";
+            /** @example wait */
             currentStepId: string | null;
-            /** @description While WAITING: the event waited for (null: a delay). */
+            /**
+             * @description While WAITING: the event waited for (null: a delay).
+             * @example null
+             */
             waitingFor?: string | null;
             /**
              * Format: date-time
              * @description While WAITING: until when (null: no timeout).
+             * @example 2025-06-02T09:41:07.512Z
+             * @example 2025-06-03T09:41:07.512Z
              */
             waitingUntil?: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             startedAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             completedAt: string | null;
             error: string | null;
         };
         Membership: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a0b8-4e5f-7a6b-9c8d-7e6f5a4b3c2d
+             */
             projectId: string;
+            /** @example Acme */
             projectName: string;
             /** @enum {string} */
             role: "owner" | "admin" | "member" | "viewer";
+            /** @example false */
             projectDisabled: boolean;
-            /** @description The project requires two-factor of its members: without it, a session is refused on its routes (403). */
+            /**
+             * @description The project requires two-factor of its members: without it, a session is refused on its routes (403).
+             * @example false
+             */
             twoFactorRequired: boolean;
         };
+        Overview: {
+            /** @enum {integer} */
+            days: 7 | 30 | 90;
+            /**
+             * @description The first day of the window (a UTC date).
+             * @example 2026-11-20
+             */
+            from: string;
+            /**
+             * @description The last day of the window: today (UTC).
+             * @example 2026-11-26
+             */
+            to: string;
+            /** @description Every UTC day of the window, oldest first, zeros included. */
+            series: {
+                /**
+                 * @description A UTC date, YYYY-MM-DD.
+                 * @example 2026-11-26
+                 */
+                day: string;
+                /**
+                 * @description email.sent events that day.
+                 * @example 0
+                 */
+                sent: number;
+                /**
+                 * @description email.bounced events (hard and soft).
+                 * @example 0
+                 */
+                bounced: number;
+                /**
+                 * @description email.complained events.
+                 * @example 0
+                 */
+                complained: number;
+                /**
+                 * @description email.opened events (at most one per email per tracking window).
+                 * @example 0
+                 */
+                opened: number;
+                /**
+                 * @description email.clicked events (at most one per email and link per tracking window).
+                 * @example 0
+                 */
+                clicked: number;
+                /**
+                 * @description email.failed events.
+                 * @example 0
+                 */
+                failed: number;
+            }[];
+            totals: {
+                /**
+                 * @description email.sent events that day.
+                 * @example 0
+                 */
+                sent: number;
+                /**
+                 * @description email.bounced events (hard and soft).
+                 * @example 0
+                 */
+                bounced: number;
+                /**
+                 * @description email.complained events.
+                 * @example 0
+                 */
+                complained: number;
+                /**
+                 * @description email.opened events (at most one per email per tracking window).
+                 * @example 0
+                 */
+                opened: number;
+                /**
+                 * @description email.clicked events (at most one per email and link per tracking window).
+                 * @example 0
+                 */
+                clicked: number;
+                /**
+                 * @description email.failed events.
+                 * @example 0
+                 */
+                failed: number;
+            };
+            queue: {
+                /**
+                 * @description The project's QUEUED emails, counted up to 10000.
+                 * @example 0
+                 */
+                depth: number;
+                /** @description false when depth stopped counting at its cap. */
+                depthExact: boolean;
+                /**
+                 * @description Seconds since the oldest QUEUED email was stored; 0 when none is queued.
+                 * @example 4
+                 */
+                oldestAgeSeconds: number;
+            };
+            /** @description The sending domains that need attention (not verified, or a record failing), and why; empty when all is well. */
+            domains: {
+                /**
+                 * Format: uuid
+                 * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+                 */
+                id: string;
+                /** @example example.com */
+                domain: string;
+                /** @enum {string} */
+                status: "PENDING" | "VERIFIED" | "FAILED";
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:07.512Z
+                 */
+                checkedAt: string | null;
+                issues: {
+                    /** @enum {string} */
+                    code: "NOT_VERIFIED" | "VERIFICATION_FAILED" | "RECORD_FAILING";
+                    /** @enum {string|null} */
+                    record: "DKIM" | "SPF" | "DMARC" | "RETURN_PATH_MX" | "RETURN_PATH_SPF" | null;
+                    /** @example The DKIM record at herald._domainkey.example.com was not found. */
+                    message: string;
+                }[];
+            }[];
+        };
         RecoveryCodes: {
-            /** @description Ten single-use codes for when the app is lost: shown in this answer only. */
+            /**
+             * @description Ten single-use codes for when the app is lost: shown in this answer only.
+             * @example [
+             *       "k7m2-q9x4",
+             *       "p3t8-w6z1",
+             *       "c5n9-h2r7",
+             *       "v8b4-j1y6",
+             *       "f6d3-s9l2",
+             *       "x2g7-m5q8",
+             *       "r9w1-t4k3",
+             *       "h4z6-n8c2",
+             *       "y1p5-b7v9",
+             *       "l3j8-d6f4"
+             *     ]
+             */
             recoveryCodes: string[];
         };
         SavedContact: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+             */
             id: string;
+            /** @example ada@example.com */
             email: string;
             subscribed: boolean;
+            /**
+             * @example {
+             *       "firstName": "Ada",
+             *       "plan": "pro"
+             *     }
+             */
             data: {
                 [key: string]: unknown;
             };
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             updatedAt: string;
             _meta: {
                 isNew: boolean;
+                /** @example false */
                 isUpdate: boolean;
             };
         };
         Segment: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29
+             */
             id: string;
+            /** @example Pro customers */
             name: string;
+            /** @example Everyone on the pro plan. */
             description: string | null;
             /** @enum {string} */
             type: "DYNAMIC" | "STATIC";
+            /**
+             * @example {
+             *       "logic": "AND",
+             *       "groups": [
+             *         {
+             *           "filters": [
+             *             {
+             *               "field": "data.plan",
+             *               "operator": "equals",
+             *               "value": "pro"
+             *             }
+             *           ]
+             *         }
+             *       ]
+             *     }
+             */
             condition: {
                 /**
                  * @default AND
@@ -1850,24 +2518,38 @@ export interface components {
                     }[];
                 }[];
             } | null;
-            /** @description null when the stored condition cannot be evaluated; `error` says why. */
+            /**
+             * @description null when the stored condition cannot be evaluated; `error` says why.
+             * @example 318
+             */
             memberCount: number | null;
             error: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             updatedAt: string;
         };
         SendResult: {
             emails: {
                 contact: {
-                    /** Format: uuid */
+                    /**
+                     * Format: uuid
+                     * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+                     */
                     id: string;
+                    /** @example ada@example.com */
                     email: string;
                 };
                 /**
                  * Format: uuid
                  * @description The email id (GET /emails/{id}); null when the recipient was SKIPPED.
+                 * @example 0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24
                  */
                 email: string | null;
                 /** @enum {string} */
@@ -1877,32 +2559,49 @@ export interface components {
                 /** @description Why SKIPPED (a MARKETING template to an unsubscribed contact). */
                 skipped?: string;
             }[];
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             timestamp: string;
             /**
              * Format: uuid
              * @description With a single recipient: its contact id.
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
              */
             contact?: string;
             /**
              * Format: uuid
              * @description With a single recipient: the id of its email.queued or email.suppressed event.
+             * @example 0197a3c4-6a09-7b42-a1c3-5d7e9f0b2c46
              */
             event?: string | null;
         };
         SessionInfo: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3b0-6d7e-7f80-a91b-2c3d4e5f6a7b
+             */
             id: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             lastSeenAt: string;
             /**
              * Format: date-time
              * @description When it ends unless used again (idle) or at the latest (absolute).
+             * @example 2025-06-02T21:41:09.204Z
              */
             expiresAt: string;
+            /** @example 203.0.113.7 */
             address: string | null;
+            /** @example Mozilla/5.0 (X11; Linux x86_64; rv:139.0) Gecko/20100101 Firefox/139.0 */
             userAgent: string | null;
             current: boolean;
         };
@@ -1910,6 +2609,11 @@ export interface components {
             items: components["schemas"]["SessionInfo"][];
         };
         Settings: {
+            /**
+             * @description The project's name.
+             * @example Acme
+             */
+            name: string;
             tracking: {
                 send: {
                     opens: boolean;
@@ -1920,23 +2624,37 @@ export interface components {
                     clicks: boolean;
                 };
             };
-            /** @description Members must have two-factor on: their sessions are refused (403 TWO_FACTOR_REQUIRED) until they do. API keys are not concerned. */
+            /**
+             * @description Members must have two-factor on: their sessions are refused (403 TWO_FACTOR_REQUIRED) until they do. API keys are not concerned.
+             * @example false
+             */
             requireTwoFactor: boolean;
         };
         SignedIn: {
             user: components["schemas"]["User"];
+            /** @example false */
             operator: boolean;
             projects: components["schemas"]["Membership"][];
             session: {
-                /** Format: uuid */
+                /**
+                 * Format: uuid
+                 * @example 0197a3b0-6d7e-7f80-a91b-2c3d4e5f6a7b
+                 */
                 id: string;
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:07.512Z
+                 */
                 createdAt: string;
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T21:41:07.512Z
+                 */
                 expiresAt: string;
             };
             /** @description Whether the person has TOTP two-factor on. */
             twoFactor: {
+                /** @example false */
                 enabled: boolean;
             };
         };
@@ -1944,163 +2662,344 @@ export interface components {
             oidc: {
                 /** @description Whether single sign-on with OpenID Connect is configured (OIDC_ISSUER). */
                 enabled: boolean;
-                /** @description Where the console sends the browser to sign in with the provider (`/auth/oidc/login`); null when SSO is off. */
+                /**
+                 * @description Where the console sends the browser to sign in with the provider (`/auth/oidc/login`); null when SSO is off.
+                 * @example /auth/oidc/login
+                 */
                 loginUrl: string | null;
             };
         };
         Suppression: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a2d7-5b19-7e4c-9a30-1f2e3d4c5b6a
+             */
             id: string;
+            /** @example gone@example.com */
             email: string;
             /** @enum {string} */
             reason: "manual" | "soft_bounce" | "hard_bounce" | "complaint";
+            /**
+             * @example {
+             *       "note": "Asked by phone to stop all mail."
+             *     }
+             */
             details: {
                 [key: string]: unknown;
             } | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
         };
         Template: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08
+             */
             id: string;
+            /** @example Password reset */
             name: string;
+            /** @example Sent when someone asks to reset their password. */
             description: string | null;
+            /** @example Reset your password */
             subject: string;
+            /** @example <p>Hello {{ name }},</p><p><a href="{{ resetUrl }}">Choose a new password</a> (valid for one hour).</p> */
             body: string;
+            /** @example hello@example.com */
             from: string | null;
+            /** @example Acme */
             fromName: string | null;
             replyTo: string | null;
             /** @enum {string} */
             type: "TRANSACTIONAL" | "MARKETING";
             /** @enum {string} */
             bodyType: "html" | "markdown";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             updatedAt: string;
         };
         TrackResult: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+             */
             contact: string;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-6a09-7b42-a1c3-5d7e9f0b2c46
+             */
             event: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             timestamp: string;
         };
         TwoFactorChallenge: {
             /** @constant */
             twoFactorRequired: true;
-            /** @description Single-use, good for 5 minutes: send it with a code to POST /auth/login/two-factor. */
+            /**
+             * @description Single-use, good for 5 minutes: send it with a code to POST /auth/login/two-factor.
+             * @example q3G8vN0tXb2kR7yPz5LwC1dM9hJ4sF6aE8uT0iO2nYc
+             */
             challenge: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:46:07.512Z
+             */
             expiresAt: string;
         };
         TwoFactorEnrolment: {
-            /** @description The TOTP secret (base32), for typing into an authenticator app. */
+            /**
+             * @description The TOTP secret (base32), for typing into an authenticator app.
+             * @example JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP
+             */
             secret: string;
-            /** @description The same as an `otpauth://totp/…` URI, for a QR code. */
+            /**
+             * @description The same as an `otpauth://totp/…` URI, for a QR code.
+             * @example otpauth://totp/Herald:ada%40example.com?issuer=Herald&secret=JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP&algorithm=SHA1&digits=6&period=30
+             */
             uri: string;
         };
         User: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b
+             */
             id: string;
+            /** @example ada@example.com */
             email: string;
+            /** @example Ada Lovelace */
             name: string;
+            /** @example false */
             operator: boolean;
         };
         Verification: {
+            /** @example ada@gmial.com */
             email: string;
+            /** @example false */
             valid: boolean;
+            /** @example false */
             isDisposable: boolean;
+            /** @example false */
             isAlias: boolean;
+            /** @example true */
             isTypo: boolean;
+            /** @example false */
             isPlusAddressed: boolean;
+            /** @example false */
             isPersonalEmail: boolean;
+            /** @example false */
             domainExists: boolean;
+            /** @example false */
             hasWebsite: boolean;
+            /** @example false */
             hasMxRecords: boolean;
+            /**
+             * @example [
+             *       "Did you mean ada@gmail.com?"
+             *     ]
+             */
             reasons: string[];
+            /** @example ada@gmail.com */
             suggestion: string | null;
         };
         Webhook: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60
+             */
             id: string;
+            /** @example https://hooks.example.com/herald */
             url: string;
+            /**
+             * @example [
+             *       "email.sent",
+             *       "email.bounced"
+             *     ]
+             */
             events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
             enabled: boolean;
             /** @enum {string} */
             status: "healthy" | "failing";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             failingSince: string | null;
             lastError: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             updatedAt: string;
         };
         WebhookDelivery: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a3c4-7c5a-7e38-b2f4-6a8c0e2d4f71
+             */
             id: string;
+            /** @example msg_0197a3c47c5a7e38b2f46a8c0e2d4f71 */
             messageId: string;
+            /** @example email.sent */
             type: string;
-            /** @enum {string} */
+            /**
+             * @example SUCCEEDED
+             * @enum {string}
+             */
             status: "PENDING" | "DELIVERING" | "SUCCEEDED" | "FAILED";
+            /** @example 1 */
             attempts: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             nextAttemptAt: string | null;
+            /** @example 200 */
             lastStatusCode: number | null;
+            /** @example 84 */
             lastLatencyMs: number | null;
             lastError: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             deliveredAt: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
             payload: {
+                /** @example email.sent */
                 type: string;
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:07.512Z
+                 */
                 timestamp: string;
+                /**
+                 * @example {
+                 *       "emailId": "0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24",
+                 *       "to": "ada@example.com"
+                 *     }
+                 */
                 data: {
                     [key: string]: unknown;
                 };
             };
             attemptLog: {
+                /** @example 1 */
                 attempt: number;
+                /** @example 200 */
                 statusCode: number | null;
+                /** @example 84 */
                 latencyMs: number;
                 error: string | null;
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:09.204Z
+                 */
                 at: string;
             }[];
         };
         WebhookWithSecret: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60
+             */
             id: string;
+            /** @example https://hooks.example.com/herald */
             url: string;
+            /**
+             * @example [
+             *       "email.sent",
+             *       "email.bounced"
+             *     ]
+             */
             events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
             enabled: boolean;
             /** @enum {string} */
             status: "healthy" | "failing";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             failingSince: string | null;
             lastError: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             updatedAt: string;
-            /** @description The whsec_ signing secret, shown in this answer only. */
+            /**
+             * @description The whsec_ signing secret, shown in this answer only.
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
             secret: string;
         };
         Workflow: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b
+             */
             id: string;
+            /** @example Onboarding */
             name: string;
+            /** @example Welcome new sign-ups, then nudge them after a day. */
             description: string | null;
             enabled: boolean;
             trigger: {
                 /** @constant */
                 type: "EVENT";
+                /** @example signed-up */
                 event: string;
             };
+            /**
+             * @example [
+             *       {
+             *         "id": "welcome",
+             *         "type": "SEND_EMAIL",
+             *         "config": {
+             *           "template": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08"
+             *         },
+             *         "next": "wait"
+             *       },
+             *       {
+             *         "id": "wait",
+             *         "type": "DELAY",
+             *         "config": {
+             *           "amount": 1,
+             *           "unit": "days"
+             *         },
+             *         "next": "end"
+             *       },
+             *       {
+             *         "id": "end",
+             *         "type": "EXIT"
+             *       }
+             *     ]
+             */
             steps: ({
                 id: string;
                 /** @enum {string} */
@@ -2108,10 +3007,17 @@ export interface components {
             } & {
                 [key: string]: unknown;
             })[];
+            /** @example false */
             allowReentry: boolean;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
             updatedAt: string;
         };
     };
@@ -2123,6 +3029,28 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "BAD_REQUEST",
+                 *         "message": "Invalid cursor",
+                 *         "statusCode": 400,
+                 *         "requestId": "0197a3c4-5e2f-7a10-8b3c-4d5e6f7a8b9c",
+                 *         "errors": [
+                 *           {
+                 *             "field": "cursor",
+                 *             "message": "cursor is not one this API returned",
+                 *             "code": "invalid_cursor"
+                 *           }
+                 *         ]
+                 *       },
+                 *       "timestamp": "2025-06-02T09:41:07.512Z",
+                 *       "code": 400,
+                 *       "message": "Invalid cursor",
+                 *       "time": 1748857267512
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -2133,6 +3061,22 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UNAUTHORIZED",
+                 *         "message": "Invalid API key",
+                 *         "statusCode": 401,
+                 *         "requestId": "0197a3c4-5e2f-7a10-8b3c-4d5e6f7a8b9c",
+                 *         "suggestion": "The key is unknown or was revoked (GET /keys lists a project's live keys)."
+                 *       },
+                 *       "timestamp": "2025-06-02T09:41:07.512Z",
+                 *       "code": 401,
+                 *       "message": "Invalid API key",
+                 *       "time": 1748857267512
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -2143,6 +3087,21 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "FORBIDDEN",
+                 *         "message": "A viewer may not create a webhook: it needs the admin permission",
+                 *         "statusCode": 403,
+                 *         "requestId": "0197a3c4-5e2f-7a10-8b3c-4d5e6f7a8b9c"
+                 *       },
+                 *       "timestamp": "2025-06-02T09:41:07.512Z",
+                 *       "code": 403,
+                 *       "message": "A viewer may not create a webhook: it needs the admin permission",
+                 *       "time": 1748857267512
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -2153,6 +3112,21 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "NOT_FOUND",
+                 *         "message": "Contact not found",
+                 *         "statusCode": 404,
+                 *         "requestId": "0197a3c4-5e2f-7a10-8b3c-4d5e6f7a8b9c"
+                 *       },
+                 *       "timestamp": "2025-06-02T09:41:07.512Z",
+                 *       "code": 404,
+                 *       "message": "Contact not found",
+                 *       "time": 1748857267512
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -2163,6 +3137,21 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "CONFLICT",
+                 *         "message": "The Idempotency-Key was used with another body",
+                 *         "statusCode": 409,
+                 *         "requestId": "0197a3c4-5e2f-7a10-8b3c-4d5e6f7a8b9c"
+                 *       },
+                 *       "timestamp": "2025-06-02T09:41:07.512Z",
+                 *       "code": 409,
+                 *       "message": "The Idempotency-Key was used with another body",
+                 *       "time": 1748857267512
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -2173,6 +3162,22 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "PAYLOAD_TOO_LARGE",
+                 *         "message": "Request body is too large",
+                 *         "statusCode": 413,
+                 *         "requestId": "0197a3c4-5e2f-7a10-8b3c-4d5e6f7a8b9c",
+                 *         "suggestion": "Send a smaller body."
+                 *       },
+                 *       "timestamp": "2025-06-02T09:41:07.512Z",
+                 *       "code": 413,
+                 *       "message": "Request body is too large",
+                 *       "time": 1748857267512
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -2183,6 +3188,21 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                 *         "message": "Unsupported Content-Encoding \"compress\"",
+                 *         "statusCode": 415,
+                 *         "requestId": "0197a3c4-5e2f-7a10-8b3c-4d5e6f7a8b9c"
+                 *       },
+                 *       "timestamp": "2025-06-02T09:41:07.512Z",
+                 *       "code": 415,
+                 *       "message": "Unsupported Content-Encoding \"compress\"",
+                 *       "time": 1748857267512
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -2193,6 +3213,28 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "to must be a valid email",
+                 *         "statusCode": 422,
+                 *         "requestId": "0197a3c4-5e2f-7a10-8b3c-4d5e6f7a8b9c",
+                 *         "errors": [
+                 *           {
+                 *             "field": "to",
+                 *             "message": "to must be a valid email",
+                 *             "code": "invalid_string"
+                 *           }
+                 *         ]
+                 *       },
+                 *       "timestamp": "2025-06-02T09:41:07.512Z",
+                 *       "code": 422,
+                 *       "message": "to must be a valid email",
+                 *       "time": 1748857267512
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -2205,6 +3247,22 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "RATE_LIMITED",
+                 *         "message": "Rate limit of 600 requests per minute exceeded",
+                 *         "statusCode": 429,
+                 *         "requestId": "0197a3c4-5e2f-7a10-8b3c-4d5e6f7a8b9c",
+                 *         "suggestion": "Retry after 42 seconds."
+                 *       },
+                 *       "timestamp": "2025-06-02T09:41:07.512Z",
+                 *       "code": 429,
+                 *       "message": "Rate limit of 600 requests per minute exceeded",
+                 *       "time": 1748857267512
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -2246,13 +3304,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": {
-                        /** @enum {string} */
-                        status: "ok" | "unavailable";
-                        checks?: {
-                            /** @constant */
-                            database?: "unreachable";
-                        };
+                        /** @constant */
+                        status: "ok";
                     };
                 };
             };
@@ -2263,12 +3322,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "unavailable",
+                     *       "checks": {
+                     *         "database": "unreachable"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
-                        /** @enum {string} */
-                        status: "ok" | "unavailable";
-                        checks?: {
+                        /** @constant */
+                        status: "unavailable";
+                        checks: {
                             /** @constant */
-                            database?: "unreachable";
+                            database: "unreachable";
                         };
                     };
                 };
@@ -2291,6 +3358,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /** @example {} */
                     "application/json": {
                         [key: string]: unknown;
                     };
@@ -2362,6 +3430,111 @@ export interface operations {
             };
         };
     };
+    getReferenceStart: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The script. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/javascript": string;
+                };
+            };
+        };
+    };
+    getGuide: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The guide. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    getGuideStyles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stylesheet. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/css": string;
+                };
+            };
+        };
+    };
+    getIcon: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The icon. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/svg+xml": string;
+                };
+            };
+        };
+    };
+    getFavicon: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The icon. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/svg+xml": string;
+                };
+            };
+        };
+    };
     login: {
         parameters: {
             query?: never;
@@ -2371,8 +3544,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "password": "correct horse battery staple"
+                 *     }
+                 */
                 "application/json": {
+                    /** @example ada@example.com */
                     email: string;
+                    /** @example correct horse battery staple */
                     password: string;
                 };
             };
@@ -2387,6 +3568,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "user": {
+                     *           "id": "0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b",
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada Lovelace",
+                     *           "operator": false
+                     *         },
+                     *         "operator": false,
+                     *         "projects": [
+                     *           {
+                     *             "projectId": "0197a0b8-4e5f-7a6b-9c8d-7e6f5a4b3c2d",
+                     *             "projectName": "Acme",
+                     *             "role": "owner",
+                     *             "projectDisabled": false,
+                     *             "twoFactorRequired": false
+                     *           }
+                     *         ],
+                     *         "session": {
+                     *           "id": "0197a3b0-6d7e-7f80-a91b-2c3d4e5f6a7b",
+                     *           "createdAt": "2025-06-02T09:41:07.512Z",
+                     *           "expiresAt": "2025-06-02T21:41:07.512Z"
+                     *         },
+                     *         "twoFactor": {
+                     *           "enabled": false
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -2412,8 +3624,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "challenge": "q3G8vN0tXb2kR7yPz5LwC1dM9hJ4sF6aE8uT0iO2nYc",
+                 *       "code": "492039"
+                 *     }
+                 */
                 "application/json": {
+                    /** @example q3G8vN0tXb2kR7yPz5LwC1dM9hJ4sF6aE8uT0iO2nYc */
                     challenge: string;
+                    /** @example 492039 */
                     code?: string;
                     recoveryCode?: string;
                 };
@@ -2429,6 +3649,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "user": {
+                     *           "id": "0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b",
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada Lovelace",
+                     *           "operator": false
+                     *         },
+                     *         "operator": false,
+                     *         "projects": [
+                     *           {
+                     *             "projectId": "0197a0b8-4e5f-7a6b-9c8d-7e6f5a4b3c2d",
+                     *             "projectName": "Acme",
+                     *             "role": "owner",
+                     *             "projectDisabled": false,
+                     *             "twoFactorRequired": false
+                     *           }
+                     *         ],
+                     *         "session": {
+                     *           "id": "0197a3b0-6d7e-7f80-a91b-2c3d4e5f6a7b",
+                     *           "createdAt": "2025-06-02T09:41:07.512Z",
+                     *           "expiresAt": "2025-06-02T21:41:07.512Z"
+                     *         },
+                     *         "twoFactor": {
+                     *           "enabled": false
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -2487,6 +3738,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "user": {
+                     *           "id": "0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b",
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada Lovelace",
+                     *           "operator": false
+                     *         },
+                     *         "operator": false,
+                     *         "projects": [
+                     *           {
+                     *             "projectId": "0197a0b8-4e5f-7a6b-9c8d-7e6f5a4b3c2d",
+                     *             "projectName": "Acme",
+                     *             "role": "owner",
+                     *             "projectDisabled": false,
+                     *             "twoFactorRequired": false
+                     *           }
+                     *         ],
+                     *         "session": {
+                     *           "id": "0197a3b0-6d7e-7f80-a91b-2c3d4e5f6a7b",
+                     *           "createdAt": "2025-06-02T09:41:07.512Z",
+                     *           "expiresAt": "2025-06-02T21:41:07.512Z"
+                     *         },
+                     *         "twoFactor": {
+                     *           "enabled": false
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -2514,6 +3796,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a3b0-6d7e-7f80-a91b-2c3d4e5f6a7b",
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "lastSeenAt": "2025-06-02T09:41:09.204Z",
+                     *             "expiresAt": "2025-06-02T21:41:09.204Z",
+                     *             "address": "203.0.113.7",
+                     *             "userAgent": "Mozilla/5.0 (X11; Linux x86_64; rv:139.0) Gecko/20100101 Firefox/139.0",
+                     *             "current": true
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -2569,6 +3869,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "secret": "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP",
+                     *         "uri": "otpauth://totp/Herald:ada%40example.com?issuer=Herald&secret=JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP&algorithm=SHA1&digits=6&period=30"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -2593,8 +3902,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "code": "492039"
+                 *     }
+                 */
                 "application/json": {
                     password?: string;
+                    /** @example 492039 */
                     code?: string;
                 };
             };
@@ -2627,7 +3942,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "code": "492039"
+                 *     }
+                 */
                 "application/json": {
+                    /** @example 492039 */
                     code: string;
                 };
             };
@@ -2640,6 +3961,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "recoveryCodes": [
+                     *           "k7m2-q9x4",
+                     *           "p3t8-w6z1",
+                     *           "c5n9-h2r7",
+                     *           "v8b4-j1y6",
+                     *           "f6d3-s9l2",
+                     *           "x2g7-m5q8",
+                     *           "r9w1-t4k3",
+                     *           "h4z6-n8c2",
+                     *           "y1p5-b7v9",
+                     *           "l3j8-d6f4"
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -2672,6 +4012,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "oidc": {
+                     *           "enabled": true,
+                     *           "loginUrl": "/auth/oidc/login"
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -2857,28 +4208,53 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "to": "Ada Lovelace <ada@example.com>",
+                 *       "from": "Acme <hello@example.com>",
+                 *       "subject": "Welcome to Acme, {{ firstName }}",
+                 *       "body": "<p>Hello {{ firstName }},</p><p>Your account is ready. Sign in at <a href=\"https://app.example.com\">app.example.com</a>.</p>",
+                 *       "reply": "support@example.com",
+                 *       "data": {
+                 *         "firstName": "Ada"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     to: (string | {
-                        /** Format: email */
+                        /**
+                         * Format: email
+                         * @example ada@example.com
+                         */
                         email: string;
                         name?: string;
                     })[] | (string | {
-                        /** Format: email */
+                        /**
+                         * Format: email
+                         * @example ada@example.com
+                         */
                         email: string;
                         name?: string;
                     });
+                    /** @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53 */
                     template?: string;
                     /** @enum {string} */
                     type?: "html" | "markdown";
                     subject?: string;
                     body?: string;
                     from?: string | {
-                        /** Format: email */
+                        /**
+                         * Format: email
+                         * @example ada@example.com
+                         */
                         email: string;
                         name?: string;
                     };
                     name?: string;
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example ada@example.com
+                     */
                     reply?: string;
                     headers?: {
                         [key: string]: string;
@@ -2896,6 +4272,12 @@ export interface operations {
                         opens?: boolean;
                         clicks?: boolean;
                     };
+                    /**
+                     * @example {
+                     *       "firstName": "Ada",
+                     *       "plan": "pro"
+                     *     }
+                     */
                     data?: {
                         [key: string]: unknown;
                     };
@@ -2914,6 +4296,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "emails": [
+                     *           {
+                     *             "contact": {
+                     *               "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *               "email": "ada@example.com"
+                     *             },
+                     *             "email": "0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24",
+                     *             "status": "QUEUED"
+                     *           }
+                     *         ],
+                     *         "timestamp": "2025-06-02T09:41:07.512Z",
+                     *         "contact": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "event": "0197a3c4-6a09-7b42-a1c3-5d7e9f0b2c46"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -2944,11 +4346,32 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "event": "signed-up",
+                 *       "subscribed": true,
+                 *       "data": {
+                 *         "firstName": "Ada",
+                 *         "plan": "pro"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example ada@example.com
+                     */
                     email: string;
+                    /** @example signed-up */
                     event: string;
                     subscribed?: boolean;
+                    /**
+                     * @example {
+                     *       "firstName": "Ada",
+                     *       "plan": "pro"
+                     *     }
+                     */
                     data?: {
                         [key: string]: unknown;
                     };
@@ -2967,6 +4390,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "contact": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "event": "0197a3c4-6a09-7b42-a1c3-5d7e9f0b2c46",
+                     *         "timestamp": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -2994,7 +4427,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@gmial.com"
+                 *     }
+                 */
                 "application/json": {
+                    /** @example ada@gmial.com */
                     email: string;
                 };
             };
@@ -3010,6 +4449,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "email": "ada@gmial.com",
+                     *         "valid": false,
+                     *         "isDisposable": false,
+                     *         "isAlias": false,
+                     *         "isTypo": true,
+                     *         "isPlusAddressed": false,
+                     *         "isPersonalEmail": false,
+                     *         "domainExists": false,
+                     *         "hasWebsite": false,
+                     *         "hasMxRecords": false,
+                     *         "reasons": [
+                     *           "Did you mean ada@gmail.com?"
+                     *         ],
+                     *         "suggestion": "ada@gmail.com"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -3042,7 +4502,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of contacts, newest first. */
+            /** @description A page of contacts, newest first; total exact up to 1,000 (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3052,15 +4512,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *             "email": "ada@example.com",
+                     *             "subscribed": true,
+                     *             "data": {
+                     *               "firstName": "Ada",
+                     *               "plan": "pro"
+                     *             },
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284,
+                     *         "totalExact": true,
+                     *         "contacts": [
+                     *           {
+                     *             "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *             "email": "ada@example.com",
+                     *             "subscribed": true,
+                     *             "data": {
+                     *               "firstName": "Ada",
+                     *               "plan": "pro"
+                     *             },
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *           }
+                     *         ],
+                     *         "cursor": null
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["Contact"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
+                            /** @description false when total stopped counting at its cap (1,000). */
+                            totalExact: boolean;
                             /** @description The same as items (the spec names the list both ways). */
                             contacts: components["schemas"]["Contact"][];
                             /** @description The same as nextCursor. */
@@ -3085,10 +4590,29 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "subscribed": true,
+                 *       "data": {
+                 *         "firstName": "Ada",
+                 *         "plan": "pro"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example ada@example.com
+                     */
                     email: string;
                     subscribed?: boolean;
+                    /**
+                     * @example {
+                     *       "firstName": "Ada",
+                     *       "plan": "pro"
+                     *     }
+                     */
                     data?: {
                         [key: string]: unknown;
                     };
@@ -3106,6 +4630,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "email": "ada@example.com",
+                     *         "subscribed": true,
+                     *         "data": {
+                     *           "firstName": "Ada",
+                     *           "plan": "pro"
+                     *         },
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *         "_meta": {
+                     *           "isNew": true,
+                     *           "isUpdate": false
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -3123,6 +4667,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "email": "ada@example.com",
+                     *         "subscribed": true,
+                     *         "data": {
+                     *           "firstName": "Ada",
+                     *           "plan": "pro"
+                     *         },
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *         "_meta": {
+                     *           "isNew": true,
+                     *           "isUpdate": false
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -3163,6 +4727,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "email": "ada@example.com",
+                     *         "subscribed": true,
+                     *         "data": {
+                     *           "firstName": "Ada",
+                     *           "plan": "pro"
+                     *         },
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -3220,8 +4800,23 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "subscribed": true,
+                 *       "data": {
+                 *         "firstName": "Ada",
+                 *         "plan": "pro"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     subscribed?: boolean;
+                    /**
+                     * @example {
+                     *       "firstName": "Ada",
+                     *       "plan": "pro"
+                     *     }
+                     */
                     data?: {
                         [key: string]: unknown;
                     };
@@ -3239,6 +4834,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "email": "ada@example.com",
+                     *         "subscribed": true,
+                     *         "data": {
+                     *           "firstName": "Ada",
+                     *           "plan": "pro"
+                     *         },
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -3280,14 +4891,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08",
+                     *             "name": "Password reset",
+                     *             "description": "Sent when someone asks to reset their password.",
+                     *             "subject": "Reset your password",
+                     *             "body": "<p>Hello {{ name }},</p><p><a href=\"{{ resetUrl }}\">Choose a new password</a> (valid for one hour).</p>",
+                     *             "from": "hello@example.com",
+                     *             "fromName": "Acme",
+                     *             "replyTo": null,
+                     *             "type": "TRANSACTIONAL",
+                     *             "bodyType": "html",
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["Template"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };
@@ -3309,15 +4951,39 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Password reset",
+                 *       "description": "Sent when someone asks to reset their password.",
+                 *       "subject": "Reset your password",
+                 *       "body": "<p>Hello {{ name }},</p><p><a href=\"{{ resetUrl }}\">Choose a new password</a> (valid for one hour).</p>",
+                 *       "from": "hello@example.com",
+                 *       "fromName": "Acme",
+                 *       "replyTo": "support@example.com",
+                 *       "type": "TRANSACTIONAL",
+                 *       "bodyType": "html"
+                 *     }
+                 */
                 "application/json": {
+                    /** @example Password reset */
                     name: string;
+                    /** @example Sent when someone asks to reset their password. */
                     description?: string | null;
+                    /** @example Reset your password */
                     subject: string;
+                    /** @example <p>Hello {{ name }},</p><p><a href="{{ resetUrl }}">Choose a new password</a> (valid for one hour).</p> */
                     body: string;
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example hello@example.com
+                     */
                     from?: string | null;
+                    /** @example Acme */
                     fromName?: string | null;
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example support@example.com
+                     */
                     replyTo?: string | null;
                     /** @enum {string} */
                     type?: "TRANSACTIONAL" | "MARKETING";
@@ -3337,6 +5003,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08",
+                     *         "name": "Password reset",
+                     *         "description": "Sent when someone asks to reset their password.",
+                     *         "subject": "Reset your password",
+                     *         "body": "<p>Hello {{ name }},</p><p><a href=\"{{ resetUrl }}\">Choose a new password</a> (valid for one hour).</p>",
+                     *         "from": "hello@example.com",
+                     *         "fromName": "Acme",
+                     *         "replyTo": null,
+                     *         "type": "TRANSACTIONAL",
+                     *         "bodyType": "html",
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -3377,6 +5062,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08",
+                     *         "name": "Password reset",
+                     *         "description": "Sent when someone asks to reset their password.",
+                     *         "subject": "Reset your password",
+                     *         "body": "<p>Hello {{ name }},</p><p><a href=\"{{ resetUrl }}\">Choose a new password</a> (valid for one hour).</p>",
+                     *         "from": "hello@example.com",
+                     *         "fromName": "Acme",
+                     *         "replyTo": null,
+                     *         "type": "TRANSACTIONAL",
+                     *         "bodyType": "html",
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -3435,15 +5139,39 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Password reset",
+                 *       "description": "Sent when someone asks to reset their password.",
+                 *       "subject": "Reset your password",
+                 *       "body": "<p>Hello {{ name }},</p><p><a href=\"{{ resetUrl }}\">Choose a new password</a> (valid for one hour).</p>",
+                 *       "from": "hello@example.com",
+                 *       "fromName": "Acme",
+                 *       "replyTo": "support@example.com",
+                 *       "type": "TRANSACTIONAL",
+                 *       "bodyType": "html"
+                 *     }
+                 */
                 "application/json": {
+                    /** @example Password reset */
                     name?: string;
+                    /** @example Sent when someone asks to reset their password. */
                     description?: string | null;
+                    /** @example Reset your password */
                     subject?: string;
+                    /** @example <p>Hello {{ name }},</p><p><a href="{{ resetUrl }}">Choose a new password</a> (valid for one hour).</p> */
                     body?: string;
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example hello@example.com
+                     */
                     from?: string | null;
+                    /** @example Acme */
                     fromName?: string | null;
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example support@example.com
+                     */
                     replyTo?: string | null;
                     /** @enum {string} */
                     type?: "TRANSACTIONAL" | "MARKETING";
@@ -3463,6 +5191,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08",
+                     *         "name": "Password reset",
+                     *         "description": "Sent when someone asks to reset their password.",
+                     *         "subject": "Reset your password",
+                     *         "body": "<p>Hello {{ name }},</p><p><a href=\"{{ resetUrl }}\">Choose a new password</a> (valid for one hour).</p>",
+                     *         "from": "hello@example.com",
+                     *         "fromName": "Acme",
+                     *         "replyTo": null,
+                     *         "type": "TRANSACTIONAL",
+                     *         "bodyType": "html",
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -3503,14 +5250,55 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29",
+                     *             "name": "Pro customers",
+                     *             "description": "Everyone on the pro plan.",
+                     *             "type": "DYNAMIC",
+                     *             "condition": {
+                     *               "logic": "AND",
+                     *               "groups": [
+                     *                 {
+                     *                   "filters": [
+                     *                     {
+                     *                       "field": "data.plan",
+                     *                       "operator": "equals",
+                     *                       "value": "pro"
+                     *                     }
+                     *                   ]
+                     *                 }
+                     *               ]
+                     *             },
+                     *             "memberCount": 318,
+                     *             "error": null,
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["Segment"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };
@@ -3532,11 +5320,50 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Pro customers",
+                 *       "description": "Everyone on the pro plan.",
+                 *       "type": "DYNAMIC",
+                 *       "condition": {
+                 *         "logic": "AND",
+                 *         "groups": [
+                 *           {
+                 *             "filters": [
+                 *               {
+                 *                 "field": "data.plan",
+                 *                 "operator": "equals",
+                 *                 "value": "pro"
+                 *               }
+                 *             ]
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
+                    /** @example Pro customers */
                     name: string;
+                    /** @example Everyone on the pro plan. */
                     description?: string | null;
                     /** @enum {string} */
                     type: "DYNAMIC" | "STATIC";
+                    /**
+                     * @example {
+                     *       "logic": "AND",
+                     *       "groups": [
+                     *         {
+                     *           "filters": [
+                     *             {
+                     *               "field": "data.plan",
+                     *               "operator": "equals",
+                     *               "value": "pro"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     condition?: {
                         /**
                          * @default AND
@@ -3568,6 +5395,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29",
+                     *         "name": "Pro customers",
+                     *         "description": "Everyone on the pro plan.",
+                     *         "type": "DYNAMIC",
+                     *         "condition": {
+                     *           "logic": "AND",
+                     *           "groups": [
+                     *             {
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "data.plan",
+                     *                   "operator": "equals",
+                     *                   "value": "pro"
+                     *                 }
+                     *               ]
+                     *             }
+                     *           ]
+                     *         },
+                     *         "memberCount": 318,
+                     *         "error": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -3595,7 +5451,41 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "condition": {
+                 *         "logic": "AND",
+                 *         "groups": [
+                 *           {
+                 *             "filters": [
+                 *               {
+                 *                 "field": "data.plan",
+                 *                 "operator": "equals",
+                 *                 "value": "pro"
+                 *               }
+                 *             ]
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
+                    /**
+                     * @example {
+                     *       "logic": "AND",
+                     *       "groups": [
+                     *         {
+                     *           "filters": [
+                     *             {
+                     *               "field": "data.plan",
+                     *               "operator": "equals",
+                     *               "value": "pro"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     condition: {
                         /**
                          * @default AND
@@ -3627,10 +5517,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "count": 318,
+                     *         "contacts": [
+                     *           {
+                     *             "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *             "email": "ada@example.com",
+                     *             "subscribed": true,
+                     *             "data": {
+                     *               "firstName": "Ada",
+                     *               "plan": "pro"
+                     *             },
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
+                            /** @example 318 */
                             count: number;
                             contacts: components["schemas"]["Contact"][];
                         };
@@ -3670,6 +5582,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29",
+                     *         "name": "Pro customers",
+                     *         "description": "Everyone on the pro plan.",
+                     *         "type": "DYNAMIC",
+                     *         "condition": {
+                     *           "logic": "AND",
+                     *           "groups": [
+                     *             {
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "data.plan",
+                     *                   "operator": "equals",
+                     *                   "value": "pro"
+                     *                 }
+                     *               ]
+                     *             }
+                     *           ]
+                     *         },
+                     *         "memberCount": 318,
+                     *         "error": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -3728,9 +5669,69 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Pro and team customers",
+                 *       "description": null,
+                 *       "condition": {
+                 *         "logic": "AND",
+                 *         "groups": [
+                 *           {
+                 *             "filters": [
+                 *               {
+                 *                 "field": "data.plan",
+                 *                 "operator": "equals",
+                 *                 "value": "pro"
+                 *               }
+                 *             ]
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
+                    /** @example Pro and team customers */
                     name?: string;
                     description?: string | null;
+                    /**
+                     * @example {
+                     *       "logic": "AND",
+                     *       "groups": [
+                     *         {
+                     *           "filters": [
+                     *             {
+                     *               "field": "data.plan",
+                     *               "operator": "equals",
+                     *               "value": "pro"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     * @example {
+                     *       "logic": "OR",
+                     *       "groups": [
+                     *         {
+                     *           "filters": [
+                     *             {
+                     *               "field": "data.plan",
+                     *               "operator": "equals",
+                     *               "value": "pro"
+                     *             }
+                     *           ]
+                     *         },
+                     *         {
+                     *           "filters": [
+                     *             {
+                     *               "field": "data.plan",
+                     *               "operator": "equals",
+                     *               "value": "team"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     condition?: {
                         /**
                          * @default AND
@@ -3762,6 +5763,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29",
+                     *         "name": "Pro customers",
+                     *         "description": "Everyone on the pro plan.",
+                     *         "type": "DYNAMIC",
+                     *         "condition": {
+                     *           "logic": "AND",
+                     *           "groups": [
+                     *             {
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "data.plan",
+                     *                   "operator": "equals",
+                     *                   "value": "pro"
+                     *                 }
+                     *               ]
+                     *             }
+                     *           ]
+                     *         },
+                     *         "memberCount": 318,
+                     *         "error": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -3805,14 +5835,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *             "email": "ada@example.com",
+                     *             "subscribed": true,
+                     *             "data": {
+                     *               "firstName": "Ada",
+                     *               "plan": "pro"
+                     *             },
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["Contact"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };
@@ -3837,7 +5895,21 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "emails": [
+                 *         "ada@example.com",
+                 *         "grace@example.com"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
+                    /**
+                     * @example [
+                     *       "ada@example.com",
+                     *       "grace@example.com"
+                     *     ]
+                     */
                     emails: string[];
                 };
             };
@@ -3853,12 +5925,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "added": 2,
+                     *         "created": 1,
+                     *         "memberCount": 320
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
+                            /** @example 2 */
                             added: number;
+                            /** @example 1 */
                             created: number;
+                            /** @example 320 */
                             memberCount: number;
                         };
                     };
@@ -3887,7 +5972,21 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "emails": [
+                 *         "ada@example.com",
+                 *         "grace@example.com"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
+                    /**
+                     * @example [
+                     *       "ada@example.com",
+                     *       "grace@example.com"
+                     *     ]
+                     */
                     emails: string[];
                 };
             };
@@ -3903,11 +6002,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "removed": 1,
+                     *         "memberCount": 319
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
+                            /** @example 1 */
                             removed: number;
+                            /** @example 319 */
                             memberCount: number;
                         };
                     };
@@ -3947,14 +6057,67 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17",
+                     *             "name": "June newsletter",
+                     *             "description": "What shipped in May.",
+                     *             "subject": "What’s new in June, {{ firstName }}",
+                     *             "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                     *             "from": "news@example.com",
+                     *             "fromName": "Acme",
+                     *             "replyTo": null,
+                     *             "type": "MARKETING",
+                     *             "status": "DRAFT",
+                     *             "audienceType": "SEGMENT",
+                     *             "segmentId": "0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29",
+                     *             "audienceFilter": {
+                     *               "logic": "AND",
+                     *               "groups": [
+                     *                 {
+                     *                   "filters": [
+                     *                     {
+                     *                       "field": "data.plan",
+                     *                       "operator": "equals",
+                     *                       "value": "pro"
+                     *                     }
+                     *                   ]
+                     *                 }
+                     *               ]
+                     *             },
+                     *             "scheduledAt": "2025-06-02T09:41:07.512Z",
+                     *             "startedAt": "2025-06-02T09:41:07.512Z",
+                     *             "completedAt": "2025-06-02T09:41:07.512Z",
+                     *             "cancelledAt": "2025-06-02T09:41:07.512Z",
+                     *             "totalRecipients": null,
+                     *             "error": null,
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["Campaign"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };
@@ -3976,19 +6139,61 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "June newsletter",
+                 *       "subject": "What’s new in June, {{ firstName }}",
+                 *       "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                 *       "from": "news@example.com",
+                 *       "fromName": "Acme",
+                 *       "audienceType": "SEGMENT",
+                 *       "segmentId": "0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29"
+                 *     }
+                 */
                 "application/json": {
+                    /** @example June newsletter */
                     name: string;
+                    /** @example What shipped in May. */
                     description?: string | null;
+                    /** @example What’s new in June, {{ firstName }} */
                     subject: string;
+                    /** @example <h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p> */
                     body: string;
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example news@example.com
+                     */
                     from: string;
+                    /** @example Acme */
                     fromName?: string | null;
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example support@example.com
+                     */
                     replyTo?: string | null;
-                    /** @enum {string} */
+                    /**
+                     * @example SEGMENT
+                     * @enum {string}
+                     */
                     audienceType: "ALL" | "SEGMENT" | "FILTERED";
+                    /** @example 0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29 */
                     segmentId?: string;
+                    /**
+                     * @example {
+                     *       "logic": "AND",
+                     *       "groups": [
+                     *         {
+                     *           "filters": [
+                     *             {
+                     *               "field": "data.plan",
+                     *               "operator": "equals",
+                     *               "value": "pro"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     audienceFilter?: {
                         /**
                          * @default AND
@@ -4020,6 +6225,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17",
+                     *         "name": "June newsletter",
+                     *         "description": "What shipped in May.",
+                     *         "subject": "What’s new in June, {{ firstName }}",
+                     *         "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                     *         "from": "news@example.com",
+                     *         "fromName": "Acme",
+                     *         "replyTo": null,
+                     *         "type": "MARKETING",
+                     *         "status": "DRAFT",
+                     *         "audienceType": "SEGMENT",
+                     *         "segmentId": "0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29",
+                     *         "audienceFilter": {
+                     *           "logic": "AND",
+                     *           "groups": [
+                     *             {
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "data.plan",
+                     *                   "operator": "equals",
+                     *                   "value": "pro"
+                     *                 }
+                     *               ]
+                     *             }
+                     *           ]
+                     *         },
+                     *         "scheduledAt": "2025-06-02T09:41:07.512Z",
+                     *         "startedAt": "2025-06-02T09:41:07.512Z",
+                     *         "completedAt": "2025-06-02T09:41:07.512Z",
+                     *         "cancelledAt": "2025-06-02T09:41:07.512Z",
+                     *         "totalRecipients": null,
+                     *         "error": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4060,6 +6306,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17",
+                     *         "name": "June newsletter",
+                     *         "description": "What shipped in May.",
+                     *         "subject": "What’s new in June, {{ firstName }}",
+                     *         "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                     *         "from": "news@example.com",
+                     *         "fromName": "Acme",
+                     *         "replyTo": null,
+                     *         "type": "MARKETING",
+                     *         "status": "DRAFT",
+                     *         "audienceType": "SEGMENT",
+                     *         "segmentId": "0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29",
+                     *         "audienceFilter": {
+                     *           "logic": "AND",
+                     *           "groups": [
+                     *             {
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "data.plan",
+                     *                   "operator": "equals",
+                     *                   "value": "pro"
+                     *                 }
+                     *               ]
+                     *             }
+                     *           ]
+                     *         },
+                     *         "scheduledAt": "2025-06-02T09:41:07.512Z",
+                     *         "startedAt": "2025-06-02T09:41:07.512Z",
+                     *         "completedAt": "2025-06-02T09:41:07.512Z",
+                     *         "cancelledAt": "2025-06-02T09:41:07.512Z",
+                     *         "totalRecipients": null,
+                     *         "error": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4118,19 +6405,56 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "subject": "What’s new in June",
+                 *       "description": "Moved to the first Tuesday."
+                 *     }
+                 */
                 "application/json": {
+                    /** @example June newsletter */
                     name?: string;
+                    /** @example What shipped in May. */
                     description?: string | null;
+                    /** @example What’s new in June, {{ firstName }} */
                     subject?: string;
+                    /** @example <h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p> */
                     body?: string;
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example news@example.com
+                     */
                     from?: string;
+                    /** @example Acme */
                     fromName?: string | null;
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example support@example.com
+                     */
                     replyTo?: string | null;
-                    /** @enum {string} */
+                    /**
+                     * @example SEGMENT
+                     * @enum {string}
+                     */
                     audienceType?: "ALL" | "SEGMENT" | "FILTERED";
+                    /** @example 0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29 */
                     segmentId?: string;
+                    /**
+                     * @example {
+                     *       "logic": "AND",
+                     *       "groups": [
+                     *         {
+                     *           "filters": [
+                     *             {
+                     *               "field": "data.plan",
+                     *               "operator": "equals",
+                     *               "value": "pro"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     audienceFilter?: {
                         /**
                          * @default AND
@@ -4162,6 +6486,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17",
+                     *         "name": "June newsletter",
+                     *         "description": "What shipped in May.",
+                     *         "subject": "What’s new in June, {{ firstName }}",
+                     *         "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                     *         "from": "news@example.com",
+                     *         "fromName": "Acme",
+                     *         "replyTo": null,
+                     *         "type": "MARKETING",
+                     *         "status": "DRAFT",
+                     *         "audienceType": "SEGMENT",
+                     *         "segmentId": "0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29",
+                     *         "audienceFilter": {
+                     *           "logic": "AND",
+                     *           "groups": [
+                     *             {
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "data.plan",
+                     *                   "operator": "equals",
+                     *                   "value": "pro"
+                     *                 }
+                     *               ]
+                     *             }
+                     *           ]
+                     *         },
+                     *         "scheduledAt": "2025-06-02T09:41:07.512Z",
+                     *         "startedAt": "2025-06-02T09:41:07.512Z",
+                     *         "completedAt": "2025-06-02T09:41:07.512Z",
+                     *         "cancelledAt": "2025-06-02T09:41:07.512Z",
+                     *         "totalRecipients": null,
+                     *         "error": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4192,8 +6557,16 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "scheduledAt": "2030-06-03T08:00:00Z"
+                 *     }
+                 */
                 "application/json": {
-                    /** Format: date-time */
+                    /**
+                     * Format: date-time
+                     * @example 2030-06-03T08:00:00Z
+                     */
                     scheduledAt?: string;
                 };
             };
@@ -4209,6 +6582,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17",
+                     *         "name": "June newsletter",
+                     *         "description": "What shipped in May.",
+                     *         "subject": "What’s new in June, {{ firstName }}",
+                     *         "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                     *         "from": "news@example.com",
+                     *         "fromName": "Acme",
+                     *         "replyTo": null,
+                     *         "type": "MARKETING",
+                     *         "status": "DRAFT",
+                     *         "audienceType": "SEGMENT",
+                     *         "segmentId": "0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29",
+                     *         "audienceFilter": {
+                     *           "logic": "AND",
+                     *           "groups": [
+                     *             {
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "data.plan",
+                     *                   "operator": "equals",
+                     *                   "value": "pro"
+                     *                 }
+                     *               ]
+                     *             }
+                     *           ]
+                     *         },
+                     *         "scheduledAt": "2025-06-02T09:41:07.512Z",
+                     *         "startedAt": "2025-06-02T09:41:07.512Z",
+                     *         "completedAt": "2025-06-02T09:41:07.512Z",
+                     *         "cancelledAt": "2025-06-02T09:41:07.512Z",
+                     *         "totalRecipients": null,
+                     *         "error": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4249,6 +6663,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17",
+                     *         "name": "June newsletter",
+                     *         "description": "What shipped in May.",
+                     *         "subject": "What’s new in June, {{ firstName }}",
+                     *         "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                     *         "from": "news@example.com",
+                     *         "fromName": "Acme",
+                     *         "replyTo": null,
+                     *         "type": "MARKETING",
+                     *         "status": "DRAFT",
+                     *         "audienceType": "SEGMENT",
+                     *         "segmentId": "0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29",
+                     *         "audienceFilter": {
+                     *           "logic": "AND",
+                     *           "groups": [
+                     *             {
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "data.plan",
+                     *                   "operator": "equals",
+                     *                   "value": "pro"
+                     *                 }
+                     *               ]
+                     *             }
+                     *           ]
+                     *         },
+                     *         "scheduledAt": "2025-06-02T09:41:07.512Z",
+                     *         "startedAt": "2025-06-02T09:41:07.512Z",
+                     *         "completedAt": "2025-06-02T09:41:07.512Z",
+                     *         "cancelledAt": "2025-06-02T09:41:07.512Z",
+                     *         "totalRecipients": null,
+                     *         "error": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4278,7 +6733,21 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "emails": [
+                 *         "ada@example.com",
+                 *         "grace@example.com"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
+                    /**
+                     * @example [
+                     *       "ada@example.com",
+                     *       "grace@example.com"
+                     *     ]
+                     */
                     emails: string[];
                 };
             };
@@ -4294,13 +6763,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "emails": [
+                     *           {
+                     *             "email": "ada@example.com",
+                     *             "id": "0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             emails: {
+                                /** @example ada@example.com */
                                 email: string;
-                                /** Format: uuid */
+                                /**
+                                 * Format: uuid
+                                 * @example 0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24
+                                 */
                                 id: string;
                             }[];
                         };
@@ -4340,6 +6826,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "totalRecipients": 1200,
+                     *         "queued": 0,
+                     *         "sent": 1196,
+                     *         "delivered": 1190,
+                     *         "opened": 512,
+                     *         "clicked": 143,
+                     *         "bounced": 6,
+                     *         "complained": 1,
+                     *         "failed": 4,
+                     *         "unsubscribed": 3,
+                     *         "openRate": 0.428,
+                     *         "clickRate": 0.12,
+                     *         "opens": 730,
+                     *         "uniqueOpens": 512,
+                     *         "clicks": 198,
+                     *         "uniqueClicks": 143,
+                     *         "links": [
+                     *           {
+                     *             "url": "https://example.com/changelog",
+                     *             "clicks": 120,
+                     *             "uniqueClicks": 97
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4379,15 +6895,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a3c4-6a09-7b42-a1c3-5d7e9f0b2c46",
+                     *             "name": "signed-up",
+                     *             "contactId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *             "emailId": "0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24",
+                     *             "data": {
+                     *               "plan": "pro"
+                     *             },
+                     *             "createdAt": "2025-06-02T09:41:07.512Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284,
+                     *         "totalExact": true
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["Event"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
+                            /** @description false when total stopped counting at its cap (1,000). */
+                            totalExact: boolean;
                         };
                     };
                 };
@@ -4418,14 +6964,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "name": "signed-up",
+                     *             "count": 4210,
+                     *             "lastSeenAt": "2025-06-02T09:41:07.512Z"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: {
+                                /** @example signed-up */
                                 name: string;
+                                /** @example 4210 */
                                 count: number;
-                                /** Format: date-time */
+                                /**
+                                 * Format: date-time
+                                 * @example 2025-06-02T09:41:07.512Z
+                                 */
                                 lastSeenAt: string;
                             }[];
                         };
@@ -4445,6 +7010,8 @@ export interface operations {
                 cursor?: string;
                 status?: "QUEUED" | "SENDING" | "SENT" | "FAILED" | "CANCELLED" | "SUPPRESSED" | "BOUNCED";
                 to?: string;
+                /** @description The emails of this contact (a contact of another project matches nothing). */
+                contactId?: string;
                 campaignId?: string;
                 since?: string;
                 until?: string;
@@ -4465,14 +7032,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24",
+                     *             "status": "SENT",
+                     *             "from": "hello@example.com",
+                     *             "fromName": "Acme",
+                     *             "replyTo": null,
+                     *             "to": "ada@example.com",
+                     *             "toName": "Ada Lovelace",
+                     *             "subject": "Welcome to Acme, Ada",
+                     *             "contactId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *             "campaignId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *             "templateId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *             "isTest": false,
+                     *             "attempts": 1,
+                     *             "messageId": "<0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24@example.com>",
+                     *             "error": null,
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *             "sentAt": "2025-06-02T09:41:09.204Z",
+                     *             "tracking": {
+                     *               "opens": true,
+                     *               "clicks": true
+                     *             },
+                     *             "opens": 2,
+                     *             "firstOpenedAt": "2025-06-02T09:41:07.512Z",
+                     *             "clicks": 0,
+                     *             "firstClickedAt": "2025-06-02T09:41:07.512Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284,
+                     *         "totalExact": true
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["Email"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                             /** @description false when total stopped counting at its cap. */
                             totalExact: boolean;
@@ -4509,6 +7122,55 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24",
+                     *         "status": "SENT",
+                     *         "from": "hello@example.com",
+                     *         "fromName": "Acme",
+                     *         "replyTo": null,
+                     *         "to": "ada@example.com",
+                     *         "toName": "Ada Lovelace",
+                     *         "subject": "Welcome to Acme, Ada",
+                     *         "contactId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "campaignId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "templateId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "isTest": false,
+                     *         "attempts": 1,
+                     *         "messageId": "<0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24@example.com>",
+                     *         "error": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *         "sentAt": "2025-06-02T09:41:09.204Z",
+                     *         "tracking": {
+                     *           "opens": true,
+                     *           "clicks": true
+                     *         },
+                     *         "opens": 2,
+                     *         "firstOpenedAt": "2025-06-02T09:41:07.512Z",
+                     *         "clicks": 0,
+                     *         "firstClickedAt": "2025-06-02T09:41:07.512Z",
+                     *         "html": "<p>Hello Ada, welcome to Acme.</p>",
+                     *         "headers": {
+                     *           "Message-ID": "<0193a8f2-6c1e-7b3a-9d4f-2e8c5a7b1f01@example.com>",
+                     *           "Date": "Thu, 26 Nov 2026 10:15:00 +0000",
+                     *           "From": "Acme <hello@example.com>",
+                     *           "To": "Ada Lovelace <ada@example.com>",
+                     *           "Subject": "Welcome to Acme"
+                     *         },
+                     *         "timeline": [
+                     *           {
+                     *             "type": "email.sent",
+                     *             "at": "2025-06-02T09:41:09.204Z",
+                     *             "eventId": "0197a3c4-6a09-7b42-a1c3-5d7e9f0b2c46",
+                     *             "data": {}
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4516,6 +7178,125 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    getEmailRaw: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message, as an attachment named <id>.eml. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description `attachment; filename="<id>.eml"` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "message/rfc822": string;
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    getOverview: {
+        parameters: {
+            query?: {
+                /** @description The window: the last 7, 30 or 90 UTC days, today included. */
+                days?: 7 | 30 | 90;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The overview. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "days": 7,
+                     *         "from": "2026-11-20",
+                     *         "to": "2026-11-26",
+                     *         "series": [
+                     *           {
+                     *             "day": "2026-11-26",
+                     *             "sent": 0,
+                     *             "bounced": 0,
+                     *             "complained": 0,
+                     *             "opened": 0,
+                     *             "clicked": 0,
+                     *             "failed": 0
+                     *           }
+                     *         ],
+                     *         "totals": {
+                     *           "sent": 0,
+                     *           "bounced": 0,
+                     *           "complained": 0,
+                     *           "opened": 0,
+                     *           "clicked": 0,
+                     *           "failed": 0
+                     *         },
+                     *         "queue": {
+                     *           "depth": 0,
+                     *           "depthExact": true,
+                     *           "oldestAgeSeconds": 4
+                     *         },
+                     *         "domains": [
+                     *           {
+                     *             "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *             "domain": "example.com",
+                     *             "status": "PENDING",
+                     *             "checkedAt": "2025-06-02T09:41:07.512Z",
+                     *             "issues": [
+                     *               {
+                     *                 "code": "NOT_VERIFIED",
+                     *                 "record": "DKIM",
+                     *                 "message": "The DKIM record at herald._domainkey.example.com was not found."
+                     *               }
+                     *             ]
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["Overview"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404"];
@@ -4545,14 +7326,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a2d7-5b19-7e4c-9a30-1f2e3d4c5b6a",
+                     *             "email": "gone@example.com",
+                     *             "reason": "manual",
+                     *             "details": {
+                     *               "note": "Asked by phone to stop all mail."
+                     *             },
+                     *             "createdAt": "2025-06-02T09:41:07.512Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["Suppression"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };
@@ -4574,11 +7381,22 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "reason": "manual",
+                 *       "note": "Asked by phone to stop all mail."
+                 *     }
+                 */
                 "application/json": {
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example ada@example.com
+                     */
                     email: string;
                     /** @enum {string} */
                     reason?: "manual" | "soft_bounce" | "hard_bounce" | "complaint";
+                    /** @example Asked by phone to stop all mail. */
                     note?: string;
                 };
             };
@@ -4594,6 +7412,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a2d7-5b19-7e4c-9a30-1f2e3d4c5b6a",
+                     *         "email": "gone@example.com",
+                     *         "reason": "manual",
+                     *         "details": {
+                     *           "note": "Asked by phone to stop all mail."
+                     *         },
+                     *         "createdAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4611,6 +7443,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a2d7-5b19-7e4c-9a30-1f2e3d4c5b6a",
+                     *         "email": "gone@example.com",
+                     *         "reason": "manual",
+                     *         "details": {
+                     *           "note": "Asked by phone to stop all mail."
+                     *         },
+                     *         "createdAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4680,6 +7526,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "name": "Acme",
+                     *         "tracking": {
+                     *           "send": {
+                     *             "opens": true,
+                     *             "clicks": true
+                     *           },
+                     *           "campaigns": {
+                     *             "opens": true,
+                     *             "clicks": true
+                     *           }
+                     *         },
+                     *         "requireTwoFactor": false
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4702,7 +7567,25 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Acme",
+                 *       "tracking": {
+                 *         "send": {
+                 *           "opens": true,
+                 *           "clicks": true
+                 *         },
+                 *         "campaigns": {
+                 *           "opens": true,
+                 *           "clicks": true
+                 *         }
+                 *       },
+                 *       "requireTwoFactor": true
+                 *     }
+                 */
                 "application/json": {
+                    /** @example Acme */
+                    name?: string;
                     tracking?: {
                         send?: {
                             opens?: boolean;
@@ -4728,6 +7611,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "name": "Acme",
+                     *         "tracking": {
+                     *           "send": {
+                     *             "opens": true,
+                     *             "clicks": true
+                     *           },
+                     *           "campaigns": {
+                     *             "opens": true,
+                     *             "clicks": true
+                     *           }
+                     *         },
+                     *         "requireTwoFactor": false
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4768,14 +7670,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60",
+                     *             "url": "https://hooks.example.com/herald",
+                     *             "events": [
+                     *               "email.sent",
+                     *               "email.bounced"
+                     *             ],
+                     *             "enabled": true,
+                     *             "status": "healthy",
+                     *             "failingSince": "2025-06-02T09:41:07.512Z",
+                     *             "lastError": null,
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["Webhook"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };
@@ -4797,9 +7730,28 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/herald",
+                 *       "events": [
+                 *         "email.sent",
+                 *         "email.bounced"
+                 *       ],
+                 *       "enabled": true
+                 *     }
+                 */
                 "application/json": {
-                    /** Format: uri */
+                    /**
+                     * Format: uri
+                     * @example https://hooks.example.com/herald
+                     */
                     url: string;
+                    /**
+                     * @example [
+                     *       "email.sent",
+                     *       "email.bounced"
+                     *     ]
+                     */
                     events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
                     enabled?: boolean;
                 };
@@ -4816,6 +7768,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60",
+                     *         "url": "https://hooks.example.com/herald",
+                     *         "events": [
+                     *           "email.sent",
+                     *           "email.bounced"
+                     *         ],
+                     *         "enabled": true,
+                     *         "status": "healthy",
+                     *         "failingSince": "2025-06-02T09:41:07.512Z",
+                     *         "lastError": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4856,6 +7828,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60",
+                     *         "url": "https://hooks.example.com/herald",
+                     *         "events": [
+                     *           "email.sent",
+                     *           "email.bounced"
+                     *         ],
+                     *         "enabled": true,
+                     *         "status": "healthy",
+                     *         "failingSince": "2025-06-02T09:41:07.512Z",
+                     *         "lastError": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4913,9 +7904,28 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/herald",
+                 *       "events": [
+                 *         "email.sent",
+                 *         "email.bounced"
+                 *       ],
+                 *       "enabled": true
+                 *     }
+                 */
                 "application/json": {
-                    /** Format: uri */
+                    /**
+                     * Format: uri
+                     * @example https://hooks.example.com/herald
+                     */
                     url?: string;
+                    /**
+                     * @example [
+                     *       "email.sent",
+                     *       "email.bounced"
+                     *     ]
+                     */
                     events?: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
                     enabled?: boolean;
                 };
@@ -4932,6 +7942,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60",
+                     *         "url": "https://hooks.example.com/herald",
+                     *         "events": [
+                     *           "email.sent",
+                     *           "email.bounced"
+                     *         ],
+                     *         "enabled": true,
+                     *         "status": "healthy",
+                     *         "failingSince": "2025-06-02T09:41:07.512Z",
+                     *         "lastError": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -4972,6 +8001,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60",
+                     *         "url": "https://hooks.example.com/herald",
+                     *         "events": [
+                     *           "email.sent",
+                     *           "email.bounced"
+                     *         ],
+                     *         "enabled": true,
+                     *         "status": "healthy",
+                     *         "failingSince": "2025-06-02T09:41:07.512Z",
+                     *         "lastError": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -5014,14 +8063,61 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a3c4-7c5a-7e38-b2f4-6a8c0e2d4f71",
+                     *             "messageId": "msg_0197a3c47c5a7e38b2f46a8c0e2d4f71",
+                     *             "type": "email.sent",
+                     *             "status": "SUCCEEDED",
+                     *             "attempts": 1,
+                     *             "nextAttemptAt": "2025-06-02T09:41:07.512Z",
+                     *             "lastStatusCode": 200,
+                     *             "lastLatencyMs": 84,
+                     *             "lastError": null,
+                     *             "deliveredAt": "2025-06-02T09:41:09.204Z",
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "payload": {
+                     *               "type": "email.sent",
+                     *               "timestamp": "2025-06-02T09:41:07.512Z",
+                     *               "data": {
+                     *                 "emailId": "0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24",
+                     *                 "to": "ada@example.com"
+                     *               }
+                     *             },
+                     *             "attemptLog": [
+                     *               {
+                     *                 "attempt": 1,
+                     *                 "statusCode": 200,
+                     *                 "latencyMs": 84,
+                     *                 "error": null,
+                     *                 "at": "2025-06-02T09:41:09.204Z"
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["WebhookDelivery"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };
@@ -5058,6 +8154,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a3c4-7c5a-7e38-b2f4-6a8c0e2d4f71",
+                     *         "messageId": "msg_0197a3c47c5a7e38b2f46a8c0e2d4f71",
+                     *         "type": "email.sent",
+                     *         "status": "SUCCEEDED",
+                     *         "attempts": 1,
+                     *         "nextAttemptAt": "2025-06-02T09:41:07.512Z",
+                     *         "lastStatusCode": 200,
+                     *         "lastLatencyMs": 84,
+                     *         "lastError": null,
+                     *         "deliveredAt": "2025-06-02T09:41:09.204Z",
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "payload": {
+                     *           "type": "email.sent",
+                     *           "timestamp": "2025-06-02T09:41:07.512Z",
+                     *           "data": {
+                     *             "emailId": "0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24",
+                     *             "to": "ada@example.com"
+                     *           }
+                     *         },
+                     *         "attemptLog": [
+                     *           {
+                     *             "attempt": 1,
+                     *             "statusCode": 200,
+                     *             "latencyMs": 84,
+                     *             "error": null,
+                     *             "at": "2025-06-02T09:41:09.204Z"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -5098,14 +8229,67 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b",
+                     *             "name": "Onboarding",
+                     *             "description": "Welcome new sign-ups, then nudge them after a day.",
+                     *             "enabled": true,
+                     *             "trigger": {
+                     *               "type": "EVENT",
+                     *               "event": "signed-up"
+                     *             },
+                     *             "steps": [
+                     *               {
+                     *                 "id": "welcome",
+                     *                 "type": "SEND_EMAIL",
+                     *                 "config": {
+                     *                   "template": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08"
+                     *                 },
+                     *                 "next": "wait"
+                     *               },
+                     *               {
+                     *                 "id": "wait",
+                     *                 "type": "DELAY",
+                     *                 "config": {
+                     *                   "amount": 1,
+                     *                   "unit": "days"
+                     *                 },
+                     *                 "next": "end"
+                     *               },
+                     *               {
+                     *                 "id": "end",
+                     *                 "type": "EXIT"
+                     *               }
+                     *             ],
+                     *             "allowReentry": false,
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["Workflow"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };
@@ -5127,14 +8311,78 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Onboarding",
+                 *       "description": "Welcome new sign-ups, then nudge them after a day.",
+                 *       "enabled": true,
+                 *       "trigger": {
+                 *         "type": "EVENT",
+                 *         "event": "signed-up"
+                 *       },
+                 *       "steps": [
+                 *         {
+                 *           "id": "welcome",
+                 *           "type": "SEND_EMAIL",
+                 *           "config": {
+                 *             "template": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08"
+                 *           },
+                 *           "next": "wait"
+                 *         },
+                 *         {
+                 *           "id": "wait",
+                 *           "type": "DELAY",
+                 *           "config": {
+                 *             "amount": 1,
+                 *             "unit": "days"
+                 *           },
+                 *           "next": "check"
+                 *         },
+                 *         {
+                 *           "id": "check",
+                 *           "type": "CONDITION",
+                 *           "config": {
+                 *             "filter": {
+                 *               "logic": "AND",
+                 *               "groups": [
+                 *                 {
+                 *                   "filters": [
+                 *                     {
+                 *                       "field": "event.first-send",
+                 *                       "operator": "notTriggered"
+                 *                     }
+                 *                   ]
+                 *                 }
+                 *               ]
+                 *             }
+                 *           },
+                 *           "branches": {
+                 *             "yes": "nudge",
+                 *             "no": null
+                 *           }
+                 *         },
+                 *         {
+                 *           "id": "nudge",
+                 *           "type": "SEND_EMAIL",
+                 *           "config": {
+                 *             "template": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08"
+                 *           },
+                 *           "next": null
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
+                    /** @example Onboarding */
                     name: string;
+                    /** @example Welcome new sign-ups, then nudge them after a day. */
                     description?: string | null;
                     /** @default false */
                     enabled?: boolean;
                     trigger: {
                         /** @constant */
                         type: "EVENT";
+                        /** @example signed-up */
                         event: string;
                     };
                     steps: {
@@ -5163,6 +8411,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b",
+                     *         "name": "Onboarding",
+                     *         "description": "Welcome new sign-ups, then nudge them after a day.",
+                     *         "enabled": true,
+                     *         "trigger": {
+                     *           "type": "EVENT",
+                     *           "event": "signed-up"
+                     *         },
+                     *         "steps": [
+                     *           {
+                     *             "id": "welcome",
+                     *             "type": "SEND_EMAIL",
+                     *             "config": {
+                     *               "template": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08"
+                     *             },
+                     *             "next": "wait"
+                     *           },
+                     *           {
+                     *             "id": "wait",
+                     *             "type": "DELAY",
+                     *             "config": {
+                     *               "amount": 1,
+                     *               "unit": "days"
+                     *             },
+                     *             "next": "end"
+                     *           },
+                     *           {
+                     *             "id": "end",
+                     *             "type": "EXIT"
+                     *           }
+                     *         ],
+                     *         "allowReentry": false,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -5203,6 +8492,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b",
+                     *         "name": "Onboarding",
+                     *         "description": "Welcome new sign-ups, then nudge them after a day.",
+                     *         "enabled": true,
+                     *         "trigger": {
+                     *           "type": "EVENT",
+                     *           "event": "signed-up"
+                     *         },
+                     *         "steps": [
+                     *           {
+                     *             "id": "welcome",
+                     *             "type": "SEND_EMAIL",
+                     *             "config": {
+                     *               "template": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08"
+                     *             },
+                     *             "next": "wait"
+                     *           },
+                     *           {
+                     *             "id": "wait",
+                     *             "type": "DELAY",
+                     *             "config": {
+                     *               "amount": 1,
+                     *               "unit": "days"
+                     *             },
+                     *             "next": "end"
+                     *           },
+                     *           {
+                     *             "id": "end",
+                     *             "type": "EXIT"
+                     *           }
+                     *         ],
+                     *         "allowReentry": false,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -5260,13 +8590,21 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "enabled": false
+                 *     }
+                 */
                 "application/json": {
+                    /** @example Onboarding */
                     name?: string;
+                    /** @example Welcome new sign-ups, then nudge them after a day. */
                     description?: string | null;
                     enabled?: boolean;
                     trigger?: {
                         /** @constant */
                         type: "EVENT";
+                        /** @example signed-up */
                         event: string;
                     };
                     steps?: {
@@ -5294,6 +8632,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b",
+                     *         "name": "Onboarding",
+                     *         "description": "Welcome new sign-ups, then nudge them after a day.",
+                     *         "enabled": true,
+                     *         "trigger": {
+                     *           "type": "EVENT",
+                     *           "event": "signed-up"
+                     *         },
+                     *         "steps": [
+                     *           {
+                     *             "id": "welcome",
+                     *             "type": "SEND_EMAIL",
+                     *             "config": {
+                     *               "template": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08"
+                     *             },
+                     *             "next": "wait"
+                     *           },
+                     *           {
+                     *             "id": "wait",
+                     *             "type": "DELAY",
+                     *             "config": {
+                     *               "amount": 1,
+                     *               "unit": "days"
+                     *             },
+                     *             "next": "end"
+                     *           },
+                     *           {
+                     *             "id": "end",
+                     *             "type": "EXIT"
+                     *           }
+                     *         ],
+                     *         "allowReentry": false,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -5339,14 +8718,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a3c5-0f18-7a63-9d2e-4b6c8e0a2f5d",
+                     *             "workflowId": "0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b",
+                     *             "contactId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *             "status": "WAITING",
+                     *             "currentStepId": "wait",
+                     *             "waitingFor": null,
+                     *             "waitingUntil": "2025-06-02T09:41:07.512Z",
+                     *             "startedAt": "2025-06-02T09:41:07.512Z",
+                     *             "completedAt": "2025-06-02T09:41:07.512Z",
+                     *             "error": null
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["Execution"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };
@@ -5383,6 +8791,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a3c5-0f18-7a63-9d2e-4b6c8e0a2f5d",
+                     *         "workflowId": "0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b",
+                     *         "contactId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "status": "WAITING",
+                     *         "currentStepId": "wait",
+                     *         "waitingFor": null,
+                     *         "waitingUntil": "2025-06-02T09:41:07.512Z",
+                     *         "startedAt": "2025-06-02T09:41:07.512Z",
+                     *         "completedAt": "2025-06-02T09:41:07.512Z",
+                     *         "error": null
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -5419,14 +8844,62 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a0c1-3f6b-7b25-9e8a-0c2e4a6b8d93",
+                     *             "domain": "example.com",
+                     *             "status": "PENDING",
+                     *             "records": [
+                     *               {
+                     *                 "purpose": "DKIM",
+                     *                 "type": "TXT",
+                     *                 "name": "herald._domainkey.example.com",
+                     *                 "value": "v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxKLxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo9z+40RQzuVaE8AkAFmxZzow3x+VJYKdx/9wB2Ld0MGMk4Xr1SpHJMWPJuPNXFOrBmHgM4dfCQEpaW5OECvnA+WBjkMfh7Tk0/7Ax3NLwQBm+sN/L1HrVCt5aS+kgGa0gU3W8+bK2xDxGr6vXt4z0dUu7HDr1LwHcmQIDAQAB",
+                     *                 "status": "PENDING"
+                     *               },
+                     *               {
+                     *                 "purpose": "SPF",
+                     *                 "type": "TXT",
+                     *                 "name": "example.com",
+                     *                 "value": "v=spf1 a mx ~all",
+                     *                 "status": "PENDING"
+                     *               },
+                     *               {
+                     *                 "purpose": "DMARC",
+                     *                 "type": "TXT",
+                     *                 "name": "_dmarc.example.com",
+                     *                 "value": "v=DMARC1; p=none",
+                     *                 "status": "PENDING"
+                     *               }
+                     *             ],
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "verifiedAt": "2025-06-02T09:41:07.512Z",
+                     *             "checkedAt": "2025-06-02T09:41:07.512Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["Domain"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };
@@ -5448,7 +8921,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "domain": "example.com"
+                 *     }
+                 */
                 "application/json": {
+                    /** @example example.com */
                     domain: string;
                 };
             };
@@ -5464,6 +8943,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0c1-3f6b-7b25-9e8a-0c2e4a6b8d93",
+                     *         "domain": "example.com",
+                     *         "status": "PENDING",
+                     *         "records": [
+                     *           {
+                     *             "purpose": "DKIM",
+                     *             "type": "TXT",
+                     *             "name": "herald._domainkey.example.com",
+                     *             "value": "v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxKLxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo9z+40RQzuVaE8AkAFmxZzow3x+VJYKdx/9wB2Ld0MGMk4Xr1SpHJMWPJuPNXFOrBmHgM4dfCQEpaW5OECvnA+WBjkMfh7Tk0/7Ax3NLwQBm+sN/L1HrVCt5aS+kgGa0gU3W8+bK2xDxGr6vXt4z0dUu7HDr1LwHcmQIDAQAB",
+                     *             "status": "PENDING"
+                     *           },
+                     *           {
+                     *             "purpose": "SPF",
+                     *             "type": "TXT",
+                     *             "name": "example.com",
+                     *             "value": "v=spf1 a mx ~all",
+                     *             "status": "PENDING"
+                     *           },
+                     *           {
+                     *             "purpose": "DMARC",
+                     *             "type": "TXT",
+                     *             "name": "_dmarc.example.com",
+                     *             "value": "v=DMARC1; p=none",
+                     *             "status": "PENDING"
+                     *           }
+                     *         ],
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "verifiedAt": "2025-06-02T09:41:07.512Z",
+                     *         "checkedAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -5504,6 +9019,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0c1-3f6b-7b25-9e8a-0c2e4a6b8d93",
+                     *         "domain": "example.com",
+                     *         "status": "PENDING",
+                     *         "records": [
+                     *           {
+                     *             "purpose": "DKIM",
+                     *             "type": "TXT",
+                     *             "name": "herald._domainkey.example.com",
+                     *             "value": "v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxKLxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo9z+40RQzuVaE8AkAFmxZzow3x+VJYKdx/9wB2Ld0MGMk4Xr1SpHJMWPJuPNXFOrBmHgM4dfCQEpaW5OECvnA+WBjkMfh7Tk0/7Ax3NLwQBm+sN/L1HrVCt5aS+kgGa0gU3W8+bK2xDxGr6vXt4z0dUu7HDr1LwHcmQIDAQAB",
+                     *             "status": "PENDING"
+                     *           },
+                     *           {
+                     *             "purpose": "SPF",
+                     *             "type": "TXT",
+                     *             "name": "example.com",
+                     *             "value": "v=spf1 a mx ~all",
+                     *             "status": "PENDING"
+                     *           },
+                     *           {
+                     *             "purpose": "DMARC",
+                     *             "type": "TXT",
+                     *             "name": "_dmarc.example.com",
+                     *             "value": "v=DMARC1; p=none",
+                     *             "status": "PENDING"
+                     *           }
+                     *         ],
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "verifiedAt": "2025-06-02T09:41:07.512Z",
+                     *         "checkedAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -5571,6 +9122,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0c1-3f6b-7b25-9e8a-0c2e4a6b8d93",
+                     *         "domain": "example.com",
+                     *         "status": "PENDING",
+                     *         "records": [
+                     *           {
+                     *             "purpose": "DKIM",
+                     *             "type": "TXT",
+                     *             "name": "herald._domainkey.example.com",
+                     *             "value": "v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxKLxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo9z+40RQzuVaE8AkAFmxZzow3x+VJYKdx/9wB2Ld0MGMk4Xr1SpHJMWPJuPNXFOrBmHgM4dfCQEpaW5OECvnA+WBjkMfh7Tk0/7Ax3NLwQBm+sN/L1HrVCt5aS+kgGa0gU3W8+bK2xDxGr6vXt4z0dUu7HDr1LwHcmQIDAQAB",
+                     *             "status": "PENDING"
+                     *           },
+                     *           {
+                     *             "purpose": "SPF",
+                     *             "type": "TXT",
+                     *             "name": "example.com",
+                     *             "value": "v=spf1 a mx ~all",
+                     *             "status": "PENDING"
+                     *           },
+                     *           {
+                     *             "purpose": "DMARC",
+                     *             "type": "TXT",
+                     *             "name": "_dmarc.example.com",
+                     *             "value": "v=DMARC1; p=none",
+                     *             "status": "PENDING"
+                     *           }
+                     *         ],
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "verifiedAt": "2025-06-02T09:41:07.512Z",
+                     *         "checkedAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -5607,23 +9194,55 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "userId": "0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b",
+                     *             "email": "ada@example.com",
+                     *             "name": "Ada Lovelace",
+                     *             "role": "owner",
+                     *             "createdAt": "2025-06-02T09:41:07.512Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: {
-                                /** Format: uuid */
+                                /**
+                                 * Format: uuid
+                                 * @example 0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b
+                                 */
                                 userId: string;
+                                /** @example ada@example.com */
                                 email: string;
+                                /** @example Ada Lovelace */
                                 name: string;
                                 /** @enum {string} */
                                 role: "owner" | "admin" | "member" | "viewer";
-                                /** Format: date-time */
+                                /**
+                                 * Format: date-time
+                                 * @example 2025-06-02T09:41:07.512Z
+                                 */
                                 createdAt: string;
                             }[];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };
@@ -5679,9 +9298,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "role": "member"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description owner, admin, member or viewer (projects/roles.ts).
+                     * @example member
                      * @enum {string}
                      */
                     role: "owner" | "admin" | "member" | "viewer";
@@ -5699,17 +9324,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "userId": "0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b",
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "role": "owner",
+                     *         "createdAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
-                            /** Format: uuid */
+                            /**
+                             * Format: uuid
+                             * @example 0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b
+                             */
                             userId: string;
+                            /** @example ada@example.com */
                             email: string;
+                            /** @example Ada Lovelace */
                             name: string;
                             /** @enum {string} */
                             role: "owner" | "admin" | "member" | "viewer";
-                            /** Format: date-time */
+                            /**
+                             * Format: date-time
+                             * @example 2025-06-02T09:41:07.512Z
+                             */
                             createdAt: string;
                         };
                     };
@@ -5745,21 +9390,57 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a2f1-8e9f-7a0b-b1c2-d3e4f5a6b7c8",
+                     *             "email": "grace@example.com",
+                     *             "role": "member",
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "expiresAt": "2025-06-09T09:41:07.512Z",
+                     *             "invitedBy": "0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: {
-                                /** Format: uuid */
+                                /**
+                                 * Format: uuid
+                                 * @example 0197a2f1-8e9f-7a0b-b1c2-d3e4f5a6b7c8
+                                 */
                                 id: string;
+                                /** @example grace@example.com */
                                 email: string;
-                                /** @enum {string} */
+                                /**
+                                 * @example member
+                                 * @enum {string}
+                                 */
                                 role: "owner" | "admin" | "member" | "viewer";
-                                /** Format: date-time */
+                                /**
+                                 * Format: date-time
+                                 * @example 2025-06-02T09:41:07.512Z
+                                 */
                                 createdAt: string;
-                                /** Format: date-time */
+                                /**
+                                 * Format: date-time
+                                 * @example 2025-06-09T09:41:07.512Z
+                                 */
                                 expiresAt: string;
-                                /** Format: uuid */
+                                /**
+                                 * Format: uuid
+                                 * @example 0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b
+                                 */
                                 invitedBy: string | null;
                                 /**
                                  * Format: uri
@@ -5767,9 +9448,14 @@ export interface operations {
                                  */
                                 link?: string;
                             }[];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };
@@ -5790,11 +9476,21 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "role": "member"
+                 *     }
+                 */
                 "application/json": {
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example ada@example.com
+                     */
                     email: string;
                     /**
                      * @description owner, admin, member or viewer (projects/roles.ts).
+                     * @example member
                      * @enum {string}
                      */
                     role: "owner" | "admin" | "member" | "viewer";
@@ -5812,20 +9508,49 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a2f1-8e9f-7a0b-b1c2-d3e4f5a6b7c8",
+                     *         "email": "grace@example.com",
+                     *         "role": "member",
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "expiresAt": "2025-06-09T09:41:07.512Z",
+                     *         "invitedBy": "0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
-                            /** Format: uuid */
+                            /**
+                             * Format: uuid
+                             * @example 0197a2f1-8e9f-7a0b-b1c2-d3e4f5a6b7c8
+                             */
                             id: string;
+                            /** @example grace@example.com */
                             email: string;
-                            /** @enum {string} */
+                            /**
+                             * @example member
+                             * @enum {string}
+                             */
                             role: "owner" | "admin" | "member" | "viewer";
-                            /** Format: date-time */
+                            /**
+                             * Format: date-time
+                             * @example 2025-06-02T09:41:07.512Z
+                             */
                             createdAt: string;
-                            /** Format: date-time */
+                            /**
+                             * Format: date-time
+                             * @example 2025-06-09T09:41:07.512Z
+                             */
                             expiresAt: string;
-                            /** Format: uuid */
+                            /**
+                             * Format: uuid
+                             * @example 0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b
+                             */
                             invitedBy: string | null;
                             /**
                              * Format: uri
@@ -5888,12 +9613,28 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "0197a2f1.3kTz8QpW1vYc6NbR2mXe9LdA4sHf7JgU5oKi0PqZt",
+                 *       "name": "Grace Hopper",
+                 *       "password": "correct horse battery staple"
+                 *     }
+                 */
                 "application/json": {
-                    /** @description The token from the link (after `#token=`). */
+                    /**
+                     * @description The token from the link (after `#token=`).
+                     * @example 0197a2f1.3kTz8QpW1vYc6NbR2mXe9LdA4sHf7JgU5oKi0PqZt
+                     */
                     token: string;
-                    /** @description The new account's name (kept as it is when the address has an account). */
+                    /**
+                     * @description The new account's name (kept as it is when the address has an account).
+                     * @example Grace Hopper
+                     */
                     name: string;
-                    /** @description The new account's password, or the existing account's. */
+                    /**
+                     * @description The new account's password, or the existing account's.
+                     * @example correct horse battery staple
+                     */
                     password: string;
                 };
             };
@@ -5906,16 +9647,38 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "userId": "0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b",
+                     *         "email": "grace@example.com",
+                     *         "projectId": "0197a0b8-4e5f-7a6b-9c8d-7e6f5a4b3c2d",
+                     *         "role": "member",
+                     *         "newAccount": true
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
-                            /** Format: uuid */
+                            /**
+                             * Format: uuid
+                             * @example 0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b
+                             */
                             userId: string;
+                            /** @example grace@example.com */
                             email: string;
-                            /** Format: uuid */
+                            /**
+                             * Format: uuid
+                             * @example 0197a0b8-4e5f-7a6b-9c8d-7e6f5a4b3c2d
+                             */
                             projectId: string;
-                            /** @enum {string} */
+                            /**
+                             * @example member
+                             * @enum {string}
+                             */
                             role: "owner" | "admin" | "member" | "viewer";
                             newAccount: boolean;
                         };
@@ -5938,8 +9701,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com"
+                 *     }
+                 */
                 "application/json": {
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example ada@example.com
+                     */
                     email: string;
                 };
             };
@@ -5952,10 +9723,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "message": "If an account has this address, a link to choose a new password is on its way."
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
+                            /** @example If an account has this address, a link to choose a new password is on its way. */
                             message: string;
                         };
                     };
@@ -5976,10 +9756,22 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "0197a2f1.3kTz8QpW1vYc6NbR2mXe9LdA4sHf7JgU5oKi0PqZt",
+                 *       "password": "correct horse battery staple"
+                 *     }
+                 */
                 "application/json": {
-                    /** @description The token from the link (after `#token=`). */
+                    /**
+                     * @description The token from the link (after `#token=`).
+                     * @example 0197a2f1.3kTz8QpW1vYc6NbR2mXe9LdA4sHf7JgU5oKi0PqZt
+                     */
                     token: string;
-                    /** @description At least 10 characters; no other rule (NIST SP 800-63B). */
+                    /**
+                     * @description At least 10 characters; no other rule (NIST SP 800-63B).
+                     * @example correct horse battery staple
+                     */
                     password: string;
                 };
             };
@@ -5992,12 +9784,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "userId": "0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b",
+                     *         "sessionsEnded": 2
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
-                            /** Format: uuid */
+                            /**
+                             * Format: uuid
+                             * @example 0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b
+                             */
                             userId: string;
+                            /** @example 2 */
                             sessionsEnded: number;
                         };
                     };
@@ -6018,13 +9823,31 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "0197a2f1.3kTz8QpW1vYc6NbR2mXe9LdA4sHf7JgU5oKi0PqZt",
+                 *       "email": "ada@example.com",
+                 *       "name": "Grace Hopper",
+                 *       "password": "correct horse battery staple"
+                 *     }
+                 */
                 "application/json": {
-                    /** @description The token from the link (after `#token=`). */
+                    /**
+                     * @description The token from the link (after `#token=`).
+                     * @example 0197a2f1.3kTz8QpW1vYc6NbR2mXe9LdA4sHf7JgU5oKi0PqZt
+                     */
                     token: string;
-                    /** Format: email */
+                    /**
+                     * Format: email
+                     * @example ada@example.com
+                     */
                     email: string;
+                    /** @example Grace Hopper */
                     name: string;
-                    /** @description At least 10 characters; no other rule (NIST SP 800-63B). */
+                    /**
+                     * @description At least 10 characters; no other rule (NIST SP 800-63B).
+                     * @example correct horse battery staple
+                     */
                     password: string;
                 };
             };
@@ -6037,13 +9860,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "userId": "0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b",
+                     *         "email": "ada@example.com",
+                     *         "projects": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
-                            /** Format: uuid */
+                            /**
+                             * Format: uuid
+                             * @example 0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b
+                             */
                             userId: string;
+                            /** @example ada@example.com */
                             email: string;
+                            /** @example 1 */
                             projects: number;
                         };
                     };
@@ -6078,14 +9916,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a0c1-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *             "name": "Billing service",
+                     *             "type": "secret",
+                     *             "scope": "sending",
+                     *             "domains": [
+                     *               "example.com"
+                     *             ],
+                     *             "hint": "9xQe",
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "lastUsedAt": "2025-06-02T09:41:07.512Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["ApiKey"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };
@@ -6107,11 +9974,24 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Billing service",
+                 *       "scope": "sending",
+                 *       "domains": [
+                 *         "example.com"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
-                    /** @description What the key is for ("CI", "billing service"). */
+                    /**
+                     * @description What the key is for ("CI", "billing service").
+                     * @example Billing service
+                     */
                     name: string;
                     /**
                      * @description `full`: what an admin may do, through the API; `sending`: only /v1/send, /v1/track, /v1/verify and SMTP submission.
+                     * @example sending
                      * @enum {string}
                      */
                     scope: "full" | "sending";
@@ -6131,6 +10011,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0c1-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+                     *         "name": "Billing service",
+                     *         "type": "secret",
+                     *         "scope": "sending",
+                     *         "domains": [
+                     *           "example.com"
+                     *         ],
+                     *         "hint": "9xQe",
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "lastUsedAt": "2025-06-02T09:41:07.512Z",
+                     *         "key": "sk_4fGh7JkL2mN9pQ3rS8tV1wX6yZ0aB5cD2eF79xQe"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
@@ -6212,14 +10110,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a3c3-9f0a-7b1c-82d3-e4f5a6b7c8d9",
+                     *             "actor": {
+                     *               "kind": "user",
+                     *               "id": "0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b"
+                     *             },
+                     *             "operation": "createWebhook",
+                     *             "resourceType": "webhook",
+                     *             "resourceId": "0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60",
+                     *             "address": "203.0.113.7",
+                     *             "at": "2025-06-02T09:41:07.512Z",
+                     *             "details": {
+                     *               "url": "https://hooks.example.com/herald"
+                     *             }
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @constant */
                         success: true;
                         data: {
                             items: components["schemas"]["AuditEntry"][];
-                            /** @description Pass as `cursor` for the next page; null on the last one. */
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
                             nextCursor: string | null;
+                            /** @example true */
                             hasMore: boolean;
+                            /** @example 1284 */
                             total: number;
                         };
                     };

@@ -3,7 +3,7 @@ import { notFound } from '../core/errors';
 import { isUuid } from '../core/values';
 import type { Contact, ContactData } from '../db/models/Contact';
 import * as rows from '../db/queries/contacts';
-import type { Listed, PageRequest } from '../db/pages';
+import type { CappedList, PageRequest } from '../db/pages';
 import { audited, type Actor } from '../audit/log';
 
 /**
@@ -13,7 +13,7 @@ import { audited, type Actor } from '../audit/log';
 
 export type { ContactFilter } from '../db/queries/contacts';
 
-export function listContacts(db: Knex, projectId: string, filter: rows.ContactFilter, page: PageRequest): Promise<Listed<Contact>> {
+export function listContacts(db: Knex, projectId: string, filter: rows.ContactFilter, page: PageRequest): Promise<CappedList<Contact>> {
   return rows.listContacts(db, projectId, filter, page);
 }
 

@@ -1,7 +1,11 @@
 import type { Knex } from 'knex';
-import { notFound } from '../core/errors';
+import { conflict, notFound } from '../core/errors';
+import type { Logger } from '../logging/logger';
+import { TemplateError } from '../mail/render';
+import { messageBytes } from '../mail/transport';
+import { createComposer } from '../sending/delivery';
 import { isUuid } from '../core/values';
-import { pageQueries, pageWithTotal, type PageRequest } from '../db/pages';
+import { cappedCount, pageQueries, pageWithTotal, type PageRequest } from '../db/pages';
 import { Email, type EmailStatus } from '../db/models/Email';
 import { Event } from '../db/models/Event';
 
@@ -16,6 +20,8 @@ export interface EmailFilter {
   status?: EmailStatus;
   /** The recipient's address, as stored (trimmed, lower-case). */
   to?: string;
+  /** The contact's emails (a contact's page). */
+  contactId?: string;
   /** Another project's campaign id simply matches nothing, as any id filter of a list does. */
   campaignId?: string;
   /** Created at or after this time. */
@@ -60,6 +66,7 @@ function filteredEmails(db: Knex, projectId: string, filter: EmailFilter): () =>
     const q = db('emails').where('project_id', projectId).select(LIST_COLUMNS);
     if (filter.status !== undefined) q.where('status', filter.status);
     if (filter.to !== undefined) q.where('to_email', filter.to);
+    if (filter.contactId !== undefined) q.where('contact_id', filter.contactId);
     if (filter.campaignId !== undefined) q.where('campaign_id', filter.campaignId);
     if (filter.since) q.where('id', '>=', idFloor(filter.since));
     if (filter.until) q.where('id', '<', idFloor(filter.until));
@@ -71,9 +78,7 @@ function filteredEmails(db: Knex, projectId: string, filter: EmailFilter): () =>
 export function emailListQueries(db: Knex, projectId: string, filter: EmailFilter, request: PageRequest) {
   const filtered = filteredEmails(db, projectId, filter);
   const { page } = pageQueries(filtered, request);
-  const capped = filtered().clearSelect().select(db.raw('1')).limit(EMAIL_COUNT_CAP + 1).as('capped');
-  const count = db.from(capped).count('* as n');
-  return { page, count };
+  return { page, count: cappedCount(filtered, EMAIL_COUNT_CAP) };
 }
 
 export interface EmailList {
@@ -134,11 +139,40 @@ export async function getEmail(db: Knex, projectId: string, id: string): Promise
   return { email, timeline };
 }
 
+/** What the raw message needs to compose an email as delivery does (sending/delivery.ts createComposer). */
+export interface EmailDeps {
+  knex: Knex;
+  log: Logger;
+  secret: Buffer;
+  publicUrl: string;
+}
+
+/**
+ * An email's message as delivery sends it (or will send it), MIME bytes: composed by delivery's own code
+ * (createComposer: the campaign rendered for its contact, tracking links, List-Unsubscribe, attachments, a submitted
+ * message's bytes with Herald's headers) and compiled by nodemailer as its SMTP transport does, without the DKIM
+ * signature (added at the send). The Message-ID, Date and boundaries derive from the email, so these are the bytes the
+ * receiving server got, but for the DKIM-Signature and the Received lines its servers add. A campaign email that would
+ * not be sent (its contact unsubscribed or is gone; its campaign is gone) or cannot be rendered is a conflict.
+ */
+export async function rawEmail(deps: EmailDeps, projectId: string, id: string): Promise<Buffer> {
+  if (!isUuid(id)) throw notFound('Email');
+  const email = await Email.query(deps.knex).where({ project_id: projectId, id }).first();
+  if (!email) throw notFound('Email');
+  const composer = createComposer(deps);
+  const { content } = (await composer.prepare([email])).get(email.id)!;
+  if (content === null) throw conflict('This email has no message: its contact unsubscribed or was deleted, or its campaign was deleted, so it is not sent.');
+  if (content instanceof TemplateError) throw conflict(`This email has no message: the campaign's ${content.part} could not be rendered for this recipient: ${content.message}`);
+  return messageBytes(await composer.build(email, { content }));
+}
+
 /** The functions above as one object over the app's database, the API's way in (like campaignService). */
-export function emailService({ knex }: { knex: Knex }) {
+export function emailService(deps: EmailDeps) {
+  const { knex } = deps;
   return {
     list: (projectId: string, filter: EmailFilter, page: PageRequest) => listEmails(knex, projectId, filter, page),
     get: (projectId: string, id: string) => getEmail(knex, projectId, id),
+    raw: (projectId: string, id: string) => rawEmail(deps, projectId, id),
   };
 }
 

@@ -1,13 +1,13 @@
 import type { Knex } from 'knex';
 import type { Event } from '../db/models/Event';
-import type { Listed, PageRequest } from '../db/pages';
+import type { CappedList, PageRequest } from '../db/pages';
 import { eventNames, listEvents as listEventRows, type EventFilter, type EventNameRow } from '../db/queries/events';
 
 /** Events as the dashboard reads them (spec 4.6): a project's events newest first, and the names it has seen. */
 
 export type { EventFilter, EventNameRow };
 
-export function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<Listed<Event>> {
+export function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<CappedList<Event>> {
   return listEventRows(db, projectId, filter, page);
 }
 

@@ -45,6 +45,29 @@ export function messageIdOf(email: Pick<Email, 'id' | 'fromEmail'>): string {
   return `<${email.id}@${domainOf(email.fromEmail)}>`;
 }
 
+/** A Date header's value as nodemailer writes it (mime-node: toUTCString with +0000). */
+export const dateHeader = (at: Date) => at.toUTCString().replace(/GMT/, '+0000');
+
+/** An address as a header names it: `Name <address>`, or the address alone. */
+const named = (name: string | null, address: string) => (name ? `${JSON.stringify(name)} <${address}>` : address);
+
+/**
+ * The main headers of an email's message, those a support person looks at (GET /emails/:id `headers`), from what
+ * buildMessage builds them of: Message-ID, Date, From, To, Reply-To and Subject (absent when not stored: a campaign
+ * email's is rendered at delivery), then the sender's own headers. The whole message is GET /emails/:id/raw.
+ */
+export function mainHeaders(email: Pick<Email, 'id' | 'fromEmail' | 'fromName' | 'toEmail' | 'toName' | 'replyTo' | 'subject' | 'headers' | 'createdAt'>): Record<string, string> {
+  return {
+    'Message-ID': messageIdOf(email),
+    Date: dateHeader(email.createdAt),
+    From: named(email.fromName, email.fromEmail),
+    To: named(email.toName, email.toEmail),
+    ...(email.replyTo ? { 'Reply-To': email.replyTo } : {}),
+    ...(email.subject !== null ? { Subject: email.subject } : {}),
+    ...email.headers,
+  };
+}
+
 /** A submitted message (SMTP), sent as its client built it to this email's recipient, with Herald's headers. */
 export function buildRawMessage(email: Email, raw: Buffer, opts: BuildOptions = {}): SendMailOptions {
   return {
@@ -55,9 +78,16 @@ export function buildRawMessage(email: Email, raw: Buffer, opts: BuildOptions = 
   };
 }
 
+/**
+ * The message of a stored email, the same bytes at every build (a retry, GET /emails/:id/raw): its Message-ID derives
+ * from its id; its Date is when it was submitted (created), the moment RFC 5322 (3.6.1) asks for, rather than the time
+ * of this attempt; its multipart boundaries derive from its id (nodemailer's `baseBoundary`, random otherwise).
+ */
 export function buildMessage(email: Email, content: MessageContent, attachments: StoredAttachment[], opts: BuildOptions = {}): SendMailOptions {
-  return {
+  const message: SendMailOptions & { baseBoundary: string } = {
     messageId: messageIdOf(email),
+    date: email.createdAt,
+    baseBoundary: email.id.replace(/-/g, ''),
     from: email.fromName ? { name: email.fromName, address: email.fromEmail } : email.fromEmail,
     to: email.toName ? { name: email.toName, address: email.toEmail } : email.toEmail,
     ...(email.replyTo ? { replyTo: email.replyTo } : {}),
@@ -74,4 +104,5 @@ export function buildMessage(email: Email, content: MessageContent, attachments:
     ...(opts.dkim ? { dkim: opts.dkim } : {}),
     ...(opts.returnPath ? { envelope: { from: opts.returnPath, to: [email.toEmail] } } : {}),
   };
+  return message;
 }

@@ -110,6 +110,17 @@ export function createMailer(config: Pick<Config, 'smtpUrl' | 'dataDir'>, opts: 
   };
 }
 
+/**
+ * A message's MIME bytes as the SMTP transport streams them (every line end CRLF, as SMTP's DATA writes them), before any DKIM signature: nodemailer's
+ * stream transport runs the same composition (MailComposer) as its SMTP transport, without a connection. For
+ * GET /emails/:id/raw: what delivery sends, composed by delivery's own code (sending/delivery.ts createComposer).
+ */
+const composing = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
+export async function messageBytes(message: SendMailOptions): Promise<Buffer> {
+  const { dkim: _unsigned, ...unsigned } = message;
+  return (await composing.sendMail(unsigned)).message as Buffer;
+}
+
 /** SMTP 5xx answers are permanent (the message will never be accepted as it is); everything else may pass later. */
 export function isPermanentFailure(err: unknown): boolean {
   const code = (err as { responseCode?: number }).responseCode;

@@ -37,17 +37,54 @@ export interface DatabaseSnapshot {
  * QUEUED rows, so the scan reads the queue, never the table), stopped at `cap` rows so that a huge backlog costs a
  * bounded scan. The ORDER BY is the index's own order: without it, PostgreSQL 18 preferred a skip scan of
  * emails_project_status_idx (every project's QUEUED range), measured slower on 1,000,000 emails (bench/metrics.ts). Exported for the EXPLAIN test (test/db/metricsIndexes.test.ts).
+ *
+ * One project's queue (`queueSql('project')`, the overview's: GET /stats/overview) is the project's QUEUED range of
+ * emails_project_status_idx (project_id, status, id), counted up to the cap the same way; its oldest entry is the
+ * first of that range (ids are UUIDv7, in creation order): one index probe.
  */
-export const QUEUE_DEPTH_SQL = "SELECT count(*)::int AS n FROM (SELECT 1 FROM emails WHERE status = 'QUEUED' ORDER BY priority, id LIMIT ?::int) q";
-
-/**
- * The oldest QUEUED email's creation time: the first entry of each priority (0 transactional, 1 campaign) of the same
- * partial index, in id order (UUIDv7: creation order), then the earlier of the two. Two index probes whatever the size.
- */
-export const QUEUE_OLDEST_SQL = `SELECT min(created_at) AS oldest FROM (
+export function queueSql(scope: 'all' | 'project'): { depth: string; oldest: string } {
+  if (scope === 'project') {
+    return {
+      depth: "SELECT count(*)::int AS n FROM (SELECT 1 FROM emails WHERE project_id = ?::uuid AND status = 'QUEUED' LIMIT ?::int) q",
+      oldest: "SELECT min(created_at) AS oldest FROM (SELECT created_at FROM emails WHERE project_id = ?::uuid AND status = 'QUEUED' ORDER BY id LIMIT 1) o",
+    };
+  }
+  return {
+    depth: "SELECT count(*)::int AS n FROM (SELECT 1 FROM emails WHERE status = 'QUEUED' ORDER BY priority, id LIMIT ?::int) q",
+    // The first entry of each priority (0 transactional, 1 campaign) of the partial index, in id order (UUIDv7:
+    // creation order), then the earlier of the two. Two index probes whatever the size.
+    oldest: `SELECT min(created_at) AS oldest FROM (
   (SELECT created_at FROM emails WHERE status = 'QUEUED' AND priority = 0 ORDER BY id LIMIT 1)
   UNION ALL
-  (SELECT created_at FROM emails WHERE status = 'QUEUED' AND priority = 1 ORDER BY id LIMIT 1)) o`;
+  (SELECT created_at FROM emails WHERE status = 'QUEUED' AND priority = 1 ORDER BY id LIMIT 1)) o`,
+  };
+}
+
+export const QUEUE_DEPTH_SQL = queueSql('all').depth;
+
+/** The oldest QUEUED email's creation time (see queueSql). */
+export const QUEUE_OLDEST_SQL = queueSql('all').oldest;
+
+/** One project's delivery queue: its depth (up to `cap`: at the cap it means "at least") and its oldest entry's age. */
+export interface ProjectQueue {
+  depth: number;
+  depthExact: boolean;
+  /** Seconds since the oldest QUEUED email of the project was created; 0 when its queue is empty. */
+  oldestAgeSeconds: number;
+}
+
+/**
+ * One project's queue as two columns (`depth`, `age`) of the caller's statement (queueSql('project')), counted up to
+ * `cap`, and what they mean (projectQueueOf): the overview (emails/overview.ts) reads it in its one statement.
+ */
+export function projectQueueColumns(projectId: string, cap: number): { sql: string; bindings: unknown[] } {
+  const { depth, oldest } = queueSql('project');
+  return { sql: `(${depth}) AS depth, (SELECT extract(epoch FROM now() - oldest) FROM (${oldest}) q)::float8 AS age`, bindings: [projectId, cap + 1, projectId] };
+}
+
+export function projectQueueOf(row: { depth: number; age: number | null }, cap: number): ProjectQueue {
+  return { depth: Math.min(row.depth, cap), depthExact: row.depth <= cap, oldestAgeSeconds: Math.max(0, row.age ?? 0) };
+}
 
 /** Live automation executions by status, through automation_executions_active_idx (migration 20261126100001), capped. */
 export const EXECUTIONS_SQL = `SELECT status, count(*)::int AS n FROM (

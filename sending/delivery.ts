@@ -66,12 +66,12 @@ export function outcomeOf(email: Email, result: AttemptResult, retryInMs: number
 }
 
 /**
- * Delivery in three parts: `prepare` (what to send and how to sign it, a few queries for any number of emails),
- * `attempt` (one SMTP send) and `record` (any number of outcomes and their events in one transaction). The delivery
- * queue (worker/deliveryQueue.ts) runs them for batches, on both engines.
+ * How delivery makes an email's message, the one way there is: `prepare` (content and DKIM options of any number of
+ * emails, a few queries) and `build` (the nodemailer message of one prepared email: its attachments or its submitted
+ * bytes are read here). The delivery queue sends what it builds; GET /emails/:id/raw (emails/raw.ts) compiles the same
+ * message to its MIME bytes, unsigned.
  */
-export function createDeliverer({ knex, mailer, log, secret, publicUrl, bounces }: DeliveryDeps) {
-  const settings = bounces?.settings ?? DEFAULT_BOUNCE_SETTINGS;
+export function createComposer({ knex, log, secret, publicUrl, bounces }: Omit<DeliveryDeps, 'mailer'>) {
   const returnPath = (email: Email) => (bounces?.domain ? { returnPath: bounceAddress(secret, email.id, bounces.domain) } : {});
   /**
    * What to send, by email id: transactional emails were rendered when queued; campaign emails are rendered now,
@@ -143,16 +143,15 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl, bounces 
     }));
   }
 
-  /** One SMTP attempt. Attachments are read here, per email, so memory holds only those of the sends in flight. */
-  async function attempt(email: Email, { content, dkim }: Prepared): Promise<AttemptResult> {
-    if (!content) return { status: 'SKIPPED', error: 'the contact unsubscribed before delivery' };
-    if (content instanceof TemplateError) return { status: 'FAILED', error: `the campaign's ${content.part} could not be rendered for this recipient: ${content.message}` };
-    if (email.rawMessageId) return send(email, async () => {
+  /** The message of a prepared email whose content is ready, as it is handed to SMTP (signed when `dkim` is given). */
+  async function build(email: Email, { content, dkim }: Prepared & { content: MessageContent }): Promise<SendMailOptions> {
+    const opts = { ...(dkim ? { dkim } : {}), ...returnPath(email) };
+    if (email.rawMessageId) {
       const raw = await knex('raw_messages').where({ project_id: email.projectId, id: email.rawMessageId }).first('content');
       if (!raw) throw new Error('the submitted message is gone');
-      return buildRawMessage(email, raw.content as Buffer, { ...(dkim ? { dkim } : {}), ...returnPath(email) });
-    });
-    return send(email, async () => buildMessage(email, content, await attachmentsOf(email), { ...(dkim ? { dkim } : {}), ...returnPath(email) }));
+      return buildRawMessage(email, raw.content as Buffer, opts);
+    }
+    return buildMessage(email, content, await attachmentsOf(email), opts);
   }
 
   async function attachmentsOf(email: Email): Promise<StoredAttachment[]> {
@@ -161,6 +160,29 @@ export function createDeliverer({ knex, mailer, log, secret, publicUrl, bounces 
         .select('id', 'filename', 'content_type as contentType', 'content_id as contentId', 'disposition', 'content'))
         .sort((a: StoredAttachment, b: StoredAttachment) => email.attachmentIds.indexOf(a.id) - email.attachmentIds.indexOf(b.id))
       : [];
+  }
+
+  return { prepare, build };
+}
+
+export type Composer = ReturnType<typeof createComposer>;
+
+/**
+ * Delivery in three parts: `prepare` (what to send and how to sign it, a few queries for any number of emails),
+ * `attempt` (one SMTP send) and `record` (any number of outcomes and their events in one transaction). The delivery
+ * queue (worker/deliveryQueue.ts) runs them for batches, on both engines.
+ */
+export function createDeliverer(deps: DeliveryDeps) {
+  const { knex, mailer, log, bounces } = deps;
+  const settings = bounces?.settings ?? DEFAULT_BOUNCE_SETTINGS;
+  const { prepare, build } = createComposer(deps);
+
+  /** One SMTP attempt. Attachments (or a submitted message) are read here, per email, so memory holds only those of the sends in flight. */
+  async function attempt(email: Email, prepared: Prepared): Promise<AttemptResult> {
+    const { content } = prepared;
+    if (!content) return { status: 'SKIPPED', error: 'the contact unsubscribed before delivery' };
+    if (content instanceof TemplateError) return { status: 'FAILED', error: `the campaign's ${content.part} could not be rendered for this recipient: ${content.message}` };
+    return send(email, () => build(email, { ...prepared, content }));
   }
 
   /** One SMTP send of the message `build` makes, and what it came to. */

@@ -13,20 +13,25 @@ export interface TrackChoice {
  * campaigns, until the project changes them.
  */
 export interface ProjectSettings {
+  /** The project's name, as the console's project switcher and GET /auth/session show it. */
+  name: string;
   tracking: { send: TrackChoice; campaigns: TrackChoice };
   /** Members' sessions are refused on the project's routes until they have two-factor on (people/sessions.ts). */
   requireTwoFactor: boolean;
 }
 
 export interface SettingsPatch {
+  name?: string;
   tracking?: { send?: Partial<TrackChoice>; campaigns?: Partial<TrackChoice> };
   requireTwoFactor?: boolean;
 }
 
-const COLUMNS = ['track_send_opens', 'track_send_clicks', 'track_campaign_opens', 'track_campaign_clicks', 'require_two_factor'] as const;
-type Row = Record<(typeof COLUMNS)[number], boolean>;
+const FLAGS = ['track_send_opens', 'track_send_clicks', 'track_campaign_opens', 'track_campaign_clicks', 'require_two_factor'] as const;
+const COLUMNS = ['name', ...FLAGS] as const;
+type Row = Record<(typeof FLAGS)[number], boolean> & { name: string };
 
 const settingsOf = (r: Row): ProjectSettings => ({
+  name: r.name,
   tracking: {
     send: { opens: r.track_send_opens, clicks: r.track_send_clicks },
     campaigns: { opens: r.track_campaign_opens, clicks: r.track_campaign_clicks },
@@ -42,6 +47,7 @@ export async function projectSettings(db: Knex, projectId: string): Promise<Proj
 export async function updateProjectSettings(db: Knex, projectId: string, patch: SettingsPatch): Promise<ProjectSettings> {
   const t = patch.tracking ?? {};
   const changes: Partial<Row> = {
+    ...(patch.name !== undefined ? { name: patch.name } : {}),
     ...(t.send?.opens !== undefined ? { track_send_opens: t.send.opens } : {}),
     ...(t.send?.clicks !== undefined ? { track_send_clicks: t.send.clicks } : {}),
     ...(t.campaigns?.opens !== undefined ? { track_campaign_opens: t.campaigns.opens } : {}),
@@ -57,7 +63,7 @@ export async function updateProjectSettings(db: Knex, projectId: string, patch: 
 export function settingsService({ knex }: { knex: Knex }) {
   return {
     get: (projectId: string) => projectSettings(knex, projectId),
-    /** Audited with the patch (booleans only) in the transaction of the change (audit/log.ts). */
+    /** Audited with the patch (the name and booleans only) in the transaction of the change (audit/log.ts). */
     update: (projectId: string, patch: SettingsPatch, actor: Actor) =>
       audited(knex, projectId, actor, { operation: 'updateSettings', resourceType: 'settings', resourceId: projectId, details: { changed: patch } },
         (trx) => updateProjectSettings(trx, projectId, patch)),

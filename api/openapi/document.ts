@@ -1,6 +1,8 @@
 import Joi from 'joi';
 import { IDEMPOTENCY_KEY } from '../idempotency';
 import { errorAnswer, successOf } from '../schemas/answers';
+import { HERALD_VERSION } from '../../core/version';
+import { exampleOf } from './examples';
 import { jsonSchemaOf } from './jsonSchema';
 import { permissionLine } from '../../projects/roles';
 import { ROUTES } from '../routes';
@@ -8,7 +10,10 @@ import { uuidParam, type Answer, type Operation } from './operations';
 
 type Json = Record<string, unknown>;
 
-const MEDIA: Record<string, string> = { json: 'application/json', html: 'text/html', gif: 'image/gif', javascript: 'application/javascript', text: 'text/plain' };
+const MEDIA: Record<string, string> = {
+  json: 'application/json', html: 'text/html', gif: 'image/gif', javascript: 'application/javascript', text: 'text/plain', css: 'text/css', svg: 'image/svg+xml',
+  mime: 'message/rfc822',
+};
 
 const ERROR_TEXT: Record<number, string> = {
   400: 'Bad request: a body that is not a JSON object, malformed JSON, a Content-Type other than JSON, an invalid query parameter or cursor, an invalid Idempotency-Key, or with a session a missing or malformed Herald-Project header.',
@@ -21,6 +26,60 @@ const ERROR_TEXT: Record<number, string> = {
   422: 'Validation failed: `error.errors` names every offending field.',
   429: 'Rate limited (API_RATE_LIMIT_PER_MINUTE per project), or too many failed logins; Retry-After says when to retry.',
 };
+
+/** What each error answer of the document shows (api/middleware/errorHandler.ts writes them so). */
+const ERROR_EXAMPLE: Record<number, { code: string; message: string; errors?: { field: string; message: string; code: string }[]; suggestion?: string }> = {
+  400: { code: 'BAD_REQUEST', message: 'Invalid cursor', errors: [{ field: 'cursor', message: 'cursor is not one this API returned', code: 'invalid_cursor' }] },
+  401: { code: 'UNAUTHORIZED', message: 'Invalid API key', suggestion: 'The key is unknown or was revoked (GET /keys lists a project\'s live keys).' },
+  403: { code: 'FORBIDDEN', message: 'A viewer may not create a webhook: it needs the admin permission' },
+  404: { code: 'NOT_FOUND', message: 'Contact not found' },
+  409: { code: 'CONFLICT', message: 'The Idempotency-Key was used with another body' },
+  413: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body is too large', suggestion: 'Send a smaller body.' },
+  415: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Unsupported Content-Encoding "compress"' },
+  422: { code: 'VALIDATION_ERROR', message: 'to must be a valid email', errors: [{ field: 'to', message: 'to must be a valid email', code: 'invalid_string' }] },
+  429: { code: 'RATE_LIMITED', message: 'Rate limit of 600 requests per minute exceeded', suggestion: 'Retry after 42 seconds.' },
+};
+
+/** The error envelope with both shapes (api/middleware/errorHandler.ts), as a person would see it. */
+function errorExample(status: number): Json {
+  const { code, message, errors, suggestion } = ERROR_EXAMPLE[status]!;
+  return {
+    success: false,
+    error: { code, message, statusCode: status, requestId: '0197a3c4-5e2f-7a10-8b3c-4d5e6f7a8b9c', ...(errors ? { errors } : {}), ...(suggestion ? { suggestion } : {}) },
+    timestamp: '2025-06-02T09:41:07.512Z',
+    code: status,
+    message,
+    time: 1748857267512,
+  };
+}
+
+/**
+ * What the reference says first (Markdown, rendered by Redoc at /docs). Its links are relative to the page at /docs, so
+ * they hold behind a proxy that serves Herald under a prefix: `app` is the console, `docs/guide` docs/api.md.
+ */
+const DESCRIPTION = `Herald is an open-source, self-hostable email platform: transactional sending, contacts and events, templates,
+campaigns, segments, automations, sending domains and webhooks, behind this one REST API. This reference is generated from the
+Joi schemas that validate every request and shape every answer, so it says exactly what Herald accepts and answers.
+
+- **[The guide](docs/guide)** (docs/api.md): concepts, limits and behaviours that a schema cannot say: sending, tracking,
+  subscriptions, suppressions, campaigns, automations, webhooks, people and roles.
+- **[The console](app)**: the same API for people, in the browser.
+- **[This document](openapi.json)** as OpenAPI 3.1 JSON, for tools and typed clients.
+
+## Authentication
+
+| Caller | Send |
+|---|---|
+| A server (every route its scope allows) | a secret key: \`Authorization: Bearer sk_…\` (\`full\` or \`sending\`; POST /keys makes more) |
+| A browser that tracks events (POST /v1/track only) | a public key: \`Authorization: Bearer pk_…\` |
+| A person signed in (the console) | the \`herald_session\` cookie of POST /auth/login, and \`Herald-Project: <project id>\` on project routes |
+
+The project is the key's own. Each operation says the permission it needs (\`read\`, \`send\`, \`write\`, \`admin\`, \`owner\`).
+
+## Answers
+
+Every success is \`{ "success": true, "data": … }\` (GET /health and this document aside); every error is the envelope of
+the Error schema, whose \`error.errors\` names each refused field. Lists are pages: pass \`nextCursor\` as \`cursor\`.`;
 
 const WITH_BODY = new Set(['post', 'patch', 'delete']);
 
@@ -70,6 +129,17 @@ function parametersOf(op: Operation): Json[] {
   return params;
 }
 
+/**
+ * A JSON media type with its example: the one the answer gives, else the one composed from the schema's
+ * (api/openapi/examples.ts). A schema without a whole example gets none; test/api/openapi.test.ts names the fields that
+ * lack one. The schemas a `$ref` names are in `components` already: jsonSchemaOf put them there with the schema.
+ */
+function withExample(schema: Json, given: unknown, components: Json): Json {
+  if (given !== undefined) return { schema, example: given };
+  const { value, missing } = exampleOf(schema, components);
+  return missing.length ? { schema } : { schema, example: value };
+}
+
 function responseOf(answer: Answer, components: Json): Json {
   const media = answer.media ?? 'json';
   const response: Json = { description: answer.description };
@@ -79,8 +149,8 @@ function responseOf(answer: Answer, components: Json): Json {
   if (media === 'none') return response;
   const schema: Json = media === 'json'
     ? jsonSchemaOf(answer.raw ?? successOf(answer.data as Joi.Schema), components)
-    : media === 'gif' ? { type: 'string', contentMediaType: 'image/gif' } : { type: 'string' };
-  response.content = { [MEDIA[media]!]: { schema } };
+    : media === 'gif' || media === 'svg' ? { type: 'string', contentMediaType: MEDIA[media] } : { type: 'string' };
+  response.content = { [MEDIA[media]!]: media === 'json' ? withExample(schema, answer.example, components) : { schema } };
   return response;
 }
 
@@ -128,7 +198,7 @@ function operationOf(op: Operation, components: Json): Json {
   const parameters = parametersOf(op);
   if (parameters.length) operation.parameters = parameters;
   if (op.body) {
-    operation.requestBody = { required: !op.bodyOptional, content: { 'application/json': { schema: jsonSchemaOf(op.body) } } };
+    operation.requestBody = { required: !op.bodyOptional, content: { 'application/json': withExample(jsonSchemaOf(op.body), undefined, components) } };
   }
   operation.responses = responses;
   return operation;
@@ -149,16 +219,14 @@ function build(): Json {
       'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
       ...(status === '429' ? { 'Retry-After': { description: 'Seconds until the window resets.', schema: jsonSchemaOf(Joi.string().pattern(/^[0-9]+$/)) } } : {}),
     },
-    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' }, example: errorExample(Number(status)) } },
   }]));
   return {
     openapi: '3.1.0',
     info: {
       title: 'Herald API',
-      version: '1',
-      description: 'The HTTP API of Herald, a self-hostable email platform. Generated from the Joi schemas that validate the requests '
-        + '(api/schemas/) and shape the answers (api/schemas/answers.ts). Every success is `{ "success": true, "data": … }` '
-        + '(except GET /health); every error is the envelope of the Error schema. Concepts, examples and limits: docs/api.md.',
+      version: HERALD_VERSION,
+      description: DESCRIPTION,
       license: { name: 'MIT', identifier: 'MIT' },
     },
     tags: [...new Set(ROUTES.map((o) => o.tag))].map((name) => ({ name })),

@@ -14,13 +14,15 @@ import type { Permission } from '../../projects/roles';
  */
 export type Access = 'open' | 'secret' | 'secretOrPublic' | 'session';
 
-export type Media = 'json' | 'html' | 'gif' | 'javascript' | 'text' | 'none';
+export type Media = 'json' | 'html' | 'gif' | 'javascript' | 'text' | 'css' | 'svg' | 'mime' | 'none';
 
 export interface Answer {
   description: string;
   /** The `data` of the success envelope; `raw` is the whole body (GET /health); absent for no body. */
   data?: Joi.Schema;
   raw?: Joi.Schema;
+  /** The whole body a person would see, where the schema's own examples do not compose it (api/openapi/examples.ts). */
+  example?: unknown;
   media?: Media;
   headers?: Record<string, string>;
 }

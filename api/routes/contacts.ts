@@ -22,12 +22,12 @@ export function contactJson(c: Contact): ContactJson {
 /** Spec 4.2 (contacts/contacts.ts). */
 export const contactRoutes = [
   route({ operationId: 'listContacts', method: 'get', path: '/contacts', summary: 'List contacts', tag: 'Contacts', access: 'secret', permission: 'read', query: listContactsQuerySchema,
-    answers: ok('A page of contacts, newest first.', A.contactPageAnswer), links: first('getContact'),
+    answers: ok('A page of contacts, newest first; total exact up to 1,000 (totalExact).', A.contactPageAnswer), links: first('getContact'),
     async handle({ auth, query: q, services }) {
-      const { rows, total } = await services.contacts.list(auth.projectId, { subscribed: q.subscribed, search: q.search }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      const { rows, total, totalExact } = await services.contacts.list(auth.projectId, { subscribed: q.subscribed, search: q.search }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       const page = toPage(rows, q.limit, total, contactJson);
       // The spec names the list fields both ways; contacts/cursor are aliases of items/nextCursor.
-      return reply({ ...page, contacts: page.items, cursor: page.nextCursor });
+      return reply({ ...page, totalExact, contacts: page.items, cursor: page.nextCursor });
     } }),
 
   route({ operationId: 'createContact', method: 'post', path: '/contacts', summary: 'Create or update a contact by email', tag: 'Contacts', access: 'secret', permission: 'write', body: upsertContactSchema,

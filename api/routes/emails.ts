@@ -1,5 +1,6 @@
 import type { Email } from '../../db/models/Email';
 import type { TimelineEntry } from '../../emails/emails';
+import { mainHeaders } from '../../mail/message';
 import { first, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
 import { reply, route } from '../route';
@@ -60,6 +61,14 @@ export const emailRoutes = [
   route({ operationId: 'getEmail', method: 'get', path: '/emails/:id', summary: 'Get an email, its body and timeline', tag: 'Emails', access: 'secret', permission: 'read', answers: ok('The email.', A.emailDetailAnswer),
     async handle({ auth, params, services }) {
       const { email, timeline } = await services.emails.get(auth.projectId, params.id);
-      return reply({ ...emailJson(email), html: email.html, timeline: timeline.map(timelineJson) });
+      return reply({ ...emailJson(email), html: email.html, headers: mainHeaders(email), timeline: timeline.map(timelineJson) });
+    } }),
+
+  route({ operationId: 'getEmailRaw', method: 'get', path: '/emails/:id/raw', summary: 'Download an email\'s message (MIME, .eml)', tag: 'Emails', access: 'secret', permission: 'read',
+    description: 'The message as delivery sends it (or will send it): composed by the delivery code itself, without the DKIM signature that is added at the send. 409 when the email has no message (a campaign email whose contact unsubscribed, or that cannot be rendered).',
+    answers: { 200: { description: 'The message, as an attachment named <id>.eml.', media: 'mime', headers: { 'Content-Disposition': '`attachment; filename="<id>.eml"`' } } }, errors: [409],
+    async handle({ auth, params, services }) {
+      const bytes = await services.emails.raw(auth.projectId, params.id);
+      return { status: 200, body: bytes, headers: { 'Content-Type': 'message/rfc822', 'Content-Disposition': `attachment; filename="${params.id}.eml"` } };
     } }),
 ];

@@ -20,10 +20,10 @@ export function eventJson(e: Event): EventJson {
 
 /** Events recorded for the project (events/events.ts). */
 export const eventRoutes = [
-  route({ operationId: 'listEvents', method: 'get', path: '/events', summary: 'List events', tag: 'Events', access: 'secret', permission: 'read', query: listEventsQuerySchema, answers: ok('A page of events.', A.pageOf(A.eventAnswer)),
+  route({ operationId: 'listEvents', method: 'get', path: '/events', summary: 'List events', tag: 'Events', access: 'secret', permission: 'read', query: listEventsQuerySchema, answers: ok('A page of events.', A.eventPageAnswer),
     async handle({ auth, query: q, services }) {
-      const { rows, total } = await services.events.list(auth.projectId, q, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-      return reply(toPage(rows, q.limit, total, eventJson));
+      const { rows, total, totalExact } = await services.events.list(auth.projectId, q, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply({ ...toPage(rows, q.limit, total, eventJson), totalExact });
     } }),
 
   route({ operationId: 'listEventNames', method: 'get', path: '/events/names', summary: 'Event names seen, with counts', tag: 'Events', access: 'secret', permission: 'read', answers: ok('The names.', A.eventNamesAnswer),

@@ -13,6 +13,7 @@ import { eventRoutes } from './events';
 import { invitationRoutes } from './invitations';
 import { memberRoutes } from './members';
 import { opensAndClicksRoutes } from './opensAndClicks';
+import { overviewRoutes } from './overview';
 import { segmentRoutes } from './segments';
 import { sendRoutes } from './send';
 import { systemRoutes } from './system';
@@ -45,6 +46,7 @@ export const ROUTES: readonly Route[] = [
   ...campaignRoutes,
   ...eventRoutes,
   ...emailRoutes,
+  ...overviewRoutes,
   ...suppressionRoutes,
   ...settingsRoutes,
   ...webhookRoutes,

@@ -3,34 +3,46 @@ import { SUPPRESSION_REASONS } from '../../audience/suppressions';
 import { conditionSchema } from '../../audience/condition';
 import { EXECUTION_STATUSES, STEP_TYPES } from '../../automations/steps';
 import { EMAIL_STATUSES } from '../../emails/emails';
+import { OVERVIEW_QUEUE_CAP, OVERVIEW_WINDOWS } from '../../emails/overview';
 import { WEBHOOK_EVENT_TYPES } from '../../webhooks/types';
+import { EXAMPLE, example } from './common';
 
 /**
  * The answers' shapes, as the routes' shapers write them (api/routes/*Json, and the business's answers that routes pass
  * on): the source of the document's response schemas (api/openapi/), converted from Joi as the request schemas are.
  * Every key a shaper always writes is required; `null` is allowed where the shaper can write it. The tests validate
- * real answers against them (test/api/openapi.test.ts).
+ * real answers against them (test/api/openapi.test.ts). Each field carries the example the reference shows (Joi's
+ * `.example()`, put together by api/openapi/examples.ts; test/api/openapi.test.ts checks that every answer has a whole one
+ * and that it matches its schema).
  */
 
 /** Every key required unless marked optional (key by key: a preference would also reach into the reused request schemas). */
 const requiredKeys = (keys: Record<string, Joi.Schema>) =>
   Object.fromEntries(Object.entries(keys).map(([k, s]) => [k, s.$_getFlag('presence') === 'optional' ? s : s.required()]));
 const shape = (keys: Record<string, Joi.Schema>) => Joi.object(requiredKeys(keys));
-const instant = Joi.string().isoDate();
-const id = Joi.string().guid();
+const instant = Joi.string().isoDate().example(EXAMPLE.at);
+const id = Joi.string().guid().example(EXAMPLE.contactId);
+/** An id with the example of its kind (EXAMPLE.emailId…). */
+const idOf = (value: string) => example(id, value);
+/** A text field with its example. */
+const text = (value: string) => Joi.string().example(value);
+/** Shown only in the answers that have it (a SUPPRESSED recipient's reason): the example leaves it out. */
+const sometimes = <T extends Joi.Schema>(s: T): T => s.meta({ 'x-herald-example': false }) as T;
 const nullable = <T extends Joi.Schema>(s: T) => s.allow(null);
 /** Free-form JSON object (contact data, event data, a workflow step's config). */
 const anyObject = Joi.object().unknown(true);
-const count = Joi.number().integer().min(0);
+const count = Joi.number().integer().min(0).example(0);
+const countOf = (value: number) => example(count, value);
 
 export const successOf = (data: Joi.Schema) => shape({ success: Joi.valid(true), data });
 
 /** A page of a list (api/pagination.ts toPage). */
 export const pageOf = (item: Joi.Schema, extra: Record<string, Joi.Schema> = {}) => shape({
   items: Joi.array().items(item),
-  nextCursor: nullable(Joi.string()).description('Pass as `cursor` for the next page; null on the last one.'),
-  hasMore: Joi.boolean(),
-  total: Joi.number().integer().min(0),
+  nextCursor: nullable(Joi.string()).description('Pass as `cursor` for the next page; null on the last one.')
+    .example('djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz'),
+  hasMore: Joi.boolean().example(true),
+  total: Joi.number().integer().min(0).example(1284),
   ...extra,
 });
 
@@ -43,7 +55,7 @@ export const errorAnswer = shape({
     statusCode: Joi.number().integer(),
     requestId: Joi.string(),
     errors: Joi.array().items(shape({ field: Joi.string().allow(''), message: Joi.string(), code: Joi.string() })).optional(),
-    suggestion: Joi.string().optional(),
+    suggestion: sometimes(Joi.string().optional()),
   }),
   timestamp: instant,
   code: Joi.number().integer().description('The HTTP status (the `{ code, error, message, time }` shape Plunk clients read).'),
@@ -51,224 +63,293 @@ export const errorAnswer = shape({
   time: Joi.number().integer().description('Epoch milliseconds, the same instant as `timestamp`.'),
 }).id('Error');
 
-export const healthAnswer = Joi.object({
-  status: Joi.string().valid('ok', 'unavailable').required(),
-  checks: Joi.object({ database: Joi.string().valid('unreachable') }),
-});
+/** What GET /health answers (api/routes/system.ts): 200 with this, and nothing else, while the database answers… */
+export const HEALTHY = { status: 'ok' } as const;
+/** …and 503 with this when it does not. The document shows these very values. */
+export const UNHEALTHY = { status: 'unavailable', checks: { database: 'unreachable' } } as const;
+export const healthyAnswer = Joi.object({ status: Joi.string().valid('ok').required() }).example(HEALTHY);
+export const unhealthyAnswer = Joi.object({
+  status: Joi.string().valid('unavailable').required(),
+  checks: Joi.object({ database: Joi.string().valid('unreachable').required() }).required(),
+}).example(UNHEALTHY);
 
 // api/routes/contacts.ts contactJson
 export const contactAnswer = shape({
-  id, email: Joi.string(), subscribed: Joi.boolean(), data: anyObject, createdAt: instant, updatedAt: instant,
+  id, email: text(EXAMPLE.email), subscribed: Joi.boolean(), data: anyObject.example({ firstName: 'Ada', plan: 'pro' }),
+  createdAt: instant, updatedAt: example(instant, EXAMPLE.later),
 }).id('Contact');
 
-export const savedContactAnswer = contactAnswer.keys(requiredKeys({ _meta: shape({ isNew: Joi.boolean(), isUpdate: Joi.boolean() }) })).id('SavedContact');
+export const savedContactAnswer = contactAnswer.keys(requiredKeys({ _meta: shape({ isNew: Joi.boolean(), isUpdate: Joi.boolean().example(false) }) })).id('SavedContact');
 
 export const contactPageAnswer = pageOf(contactAnswer, {
+  totalExact: Joi.boolean().description('false when total stopped counting at its cap (1,000).'),
   contacts: Joi.array().items(contactAnswer).description('The same as items (the spec names the list both ways).'),
   cursor: nullable(Joi.string()).description('The same as nextCursor.'),
 });
 
 // api/routes/templates.ts templateJson
 export const templateAnswer = shape({
-  id, name: Joi.string(), description: nullable(Joi.string().allow('')), subject: Joi.string(), body: Joi.string(),
-  from: nullable(Joi.string()), fromName: nullable(Joi.string().allow('')), replyTo: nullable(Joi.string()),
+  id: idOf(EXAMPLE.templateId), name: text('Password reset'), description: nullable(Joi.string().allow('')).example('Sent when someone asks to reset their password.'),
+  subject: text('Reset your password'), body: text('<p>Hello {{ name }},</p><p><a href="{{ resetUrl }}">Choose a new password</a> (valid for one hour).</p>'),
+  from: nullable(Joi.string()).example(EXAMPLE.from), fromName: nullable(Joi.string().allow('')).example('Acme'), replyTo: nullable(Joi.string()),
   type: Joi.string().valid('TRANSACTIONAL', 'MARKETING'), bodyType: Joi.string().valid('html', 'markdown'),
-  createdAt: instant, updatedAt: instant,
+  createdAt: instant, updatedAt: example(instant, EXAMPLE.later),
 }).id('Template');
 
 // api/routes/segments.ts segmentJson
 export const segmentAnswer = shape({
-  id, name: Joi.string(), description: nullable(Joi.string().allow('')), type: Joi.string().valid('DYNAMIC', 'STATIC'),
+  id: idOf(EXAMPLE.segmentId), name: text('Pro customers'), description: nullable(Joi.string().allow('')).example('Everyone on the pro plan.'),
+  type: Joi.string().valid('DYNAMIC', 'STATIC'),
   condition: nullable(conditionSchema),
-  memberCount: nullable(Joi.number().integer().min(0)).description('null when the stored condition cannot be evaluated; `error` says why.'),
-  error: nullable(Joi.string()), createdAt: instant, updatedAt: instant,
+  memberCount: nullable(Joi.number().integer().min(0)).description('null when the stored condition cannot be evaluated; `error` says why.').example(318),
+  error: nullable(Joi.string()), createdAt: instant, updatedAt: example(instant, EXAMPLE.later),
 }).id('Segment');
 
-export const segmentPreviewAnswer = shape({ count: Joi.number().integer().min(0), contacts: Joi.array().items(contactAnswer) });
-export const membersAddedAnswer = shape({ added: Joi.number().integer().min(0), created: Joi.number().integer().min(0), memberCount: Joi.number().integer().min(0) });
-export const membersRemovedAnswer = shape({ removed: Joi.number().integer().min(0), memberCount: Joi.number().integer().min(0) });
+export const segmentPreviewAnswer = shape({ count: countOf(318), contacts: Joi.array().items(contactAnswer) });
+export const membersAddedAnswer = shape({ added: countOf(2), created: countOf(1), memberCount: countOf(320) });
+export const membersRemovedAnswer = shape({ removed: countOf(1), memberCount: countOf(319) });
 
 // api/routes/campaigns.ts campaignJson
 export const campaignAnswer = shape({
-  id, name: Joi.string(), description: nullable(Joi.string().allow('')), subject: Joi.string(), body: Joi.string(),
-  from: Joi.string(), fromName: nullable(Joi.string().allow('')), replyTo: nullable(Joi.string()), type: Joi.valid('MARKETING'),
+  id: idOf(EXAMPLE.campaignId), name: text('June newsletter'), description: nullable(Joi.string().allow('')).example('What shipped in May.'),
+  subject: text('What’s new in June, {{ firstName }}'), body: text('<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>'),
+  from: text('news@example.com'), fromName: nullable(Joi.string().allow('')).example('Acme'), replyTo: nullable(Joi.string()), type: Joi.valid('MARKETING'),
   status: Joi.string().valid('DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED', 'FAILED'),
-  audienceType: Joi.string().valid('ALL', 'SEGMENT', 'FILTERED'), segmentId: nullable(id), audienceFilter: nullable(conditionSchema),
-  scheduledAt: nullable(instant), startedAt: nullable(instant), completedAt: nullable(instant), cancelledAt: nullable(instant),
-  totalRecipients: nullable(Joi.number().integer().min(0)), error: nullable(Joi.string()), createdAt: instant, updatedAt: instant,
+  audienceType: example(Joi.string().valid('ALL', 'SEGMENT', 'FILTERED'), 'SEGMENT'), segmentId: nullable(idOf(EXAMPLE.segmentId)),
+  audienceFilter: nullable(conditionSchema).example(null),
+  scheduledAt: nullable(instant).example(null), startedAt: nullable(instant).example(null), completedAt: nullable(instant).example(null), cancelledAt: nullable(instant).example(null),
+  totalRecipients: nullable(Joi.number().integer().min(0)).example(null), error: nullable(Joi.string()), createdAt: instant, updatedAt: example(instant, EXAMPLE.later),
 }).id('Campaign');
 
-export const campaignTestAnswer = shape({ emails: Joi.array().items(shape({ email: Joi.string(), id })) });
+export const campaignTestAnswer = shape({ emails: Joi.array().items(shape({ email: text(EXAMPLE.email), id: idOf(EXAMPLE.emailId) })) });
 
 // db/queries/campaigns.ts CampaignStats
 export const campaignStatsAnswer = shape({
-  totalRecipients: count, queued: count, sent: count, delivered: count, opened: count, clicked: count, bounced: count,
-  complained: count, failed: count, unsubscribed: count, openRate: Joi.number().min(0), clickRate: Joi.number().min(0),
-  opens: count, uniqueOpens: count, clicks: count, uniqueClicks: count,
-  links: Joi.array().items(shape({ url: Joi.string(), clicks: count, uniqueClicks: count })),
+  totalRecipients: countOf(1200), queued: countOf(0), sent: countOf(1196), delivered: countOf(1190), opened: countOf(512), clicked: countOf(143),
+  bounced: countOf(6), complained: countOf(1), failed: countOf(4), unsubscribed: countOf(3),
+  openRate: Joi.number().min(0).example(0.428), clickRate: Joi.number().min(0).example(0.12),
+  opens: countOf(730), uniqueOpens: countOf(512), clicks: countOf(198), uniqueClicks: countOf(143),
+  links: Joi.array().items(shape({ url: text('https://example.com/changelog'), clicks: countOf(120), uniqueClicks: countOf(97) })),
 }).id('CampaignStats');
 
 // api/routes/events.ts eventJson
 export const eventAnswer = shape({
-  id, name: Joi.string(), contactId: nullable(id), emailId: nullable(id), data: anyObject, createdAt: instant,
+  id: idOf(EXAMPLE.eventId), name: text('signed-up'), contactId: nullable(id), emailId: nullable(idOf(EXAMPLE.emailId)).example(null),
+  data: anyObject.example({ plan: 'pro' }), createdAt: instant,
 }).id('Event');
-export const eventNamesAnswer = shape({ items: Joi.array().items(shape({ name: Joi.string(), count: count, lastSeenAt: instant })) });
+export const eventPageAnswer = pageOf(eventAnswer, { totalExact: Joi.boolean().description('false when total stopped counting at its cap (1,000).') });
+export const eventNamesAnswer = shape({ items: Joi.array().items(shape({ name: text('signed-up'), count: countOf(4210), lastSeenAt: instant })) });
 
 // api/routes/suppressions.ts suppressionJson
 export const suppressionAnswer = shape({
-  id, email: Joi.string(), reason: Joi.string().valid(...SUPPRESSION_REASONS), details: anyObject.allow(null), createdAt: instant,
+  id: idOf(EXAMPLE.suppressionId), email: text('gone@example.com'), reason: Joi.string().valid(...SUPPRESSION_REASONS),
+  details: anyObject.allow(null).example({ note: 'Asked by phone to stop all mail.' }), createdAt: instant,
 }).id('Suppression');
 
 // api/routes/emails.ts emailJson
 const emailFields = {
-  id, status: Joi.string().valid(...EMAIL_STATUSES), from: Joi.string(), fromName: nullable(Joi.string().allow('')),
-  replyTo: nullable(Joi.string()), to: Joi.string(), toName: nullable(Joi.string().allow('')),
-  subject: nullable(Joi.string().allow('')).description('null for campaign emails: rendered per recipient at delivery, not stored.'),
-  contactId: nullable(id), campaignId: nullable(id), templateId: nullable(id), isTest: Joi.boolean(),
-  attempts: count, messageId: nullable(Joi.string()), error: nullable(Joi.string()),
-  createdAt: instant, updatedAt: instant, sentAt: nullable(instant),
+  id: idOf(EXAMPLE.emailId), status: example(Joi.string().valid(...EMAIL_STATUSES), 'SENT'), from: text(EXAMPLE.from), fromName: nullable(Joi.string().allow('')).example('Acme'),
+  replyTo: nullable(Joi.string()), to: text(EXAMPLE.email), toName: nullable(Joi.string().allow('')).example('Ada Lovelace'),
+  subject: nullable(Joi.string().allow('')).description('null for campaign emails: rendered per recipient at delivery, not stored.').example('Welcome to Acme, Ada'),
+  contactId: nullable(id), campaignId: nullable(id), templateId: nullable(id), isTest: Joi.boolean().example(false),
+  attempts: countOf(1), messageId: nullable(Joi.string()).example('<0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24@example.com>'), error: nullable(Joi.string()),
+  createdAt: instant, updatedAt: example(instant, EXAMPLE.later), sentAt: nullable(example(instant, EXAMPLE.later)),
   tracking: shape({ opens: Joi.boolean(), clicks: Joi.boolean() }),
-  opens: count, firstOpenedAt: nullable(instant), clicks: count, firstClickedAt: nullable(instant),
+  opens: countOf(2), firstOpenedAt: nullable(instant).example('2025-06-02T10:03:55.000Z'), clicks: countOf(0), firstClickedAt: nullable(instant),
 };
 export const emailAnswer = shape(emailFields).id('Email');
 export const emailDetailAnswer = shape({
   ...emailFields,
-  html: nullable(Joi.string().allow('')),
-  timeline: Joi.array().items(shape({ type: Joi.string(), at: instant, eventId: nullable(id), data: anyObject })),
+  html: nullable(Joi.string().allow('')).example('<p>Hello Ada, welcome to Acme.</p>'),
+  headers: Joi.object().pattern(Joi.string(), Joi.string().allow('')).example({ 'Message-ID': '<0193a8f2-6c1e-7b3a-9d4f-2e8c5a7b1f01@example.com>', Date: 'Thu, 26 Nov 2026 10:15:00 +0000', From: 'Acme <hello@example.com>', To: 'Ada Lovelace <ada@example.com>', Subject: 'Welcome to Acme' })
+    .description('The main headers of its message (Message-ID, Date, From, To, Reply-To, Subject: absent for a campaign email, rendered at delivery) and the sender\'s own; the whole message is GET /emails/{id}/raw.'),
+  timeline: Joi.array().items(shape({ type: text('email.sent'), at: example(instant, EXAMPLE.later), eventId: nullable(idOf(EXAMPLE.eventId)), data: anyObject.example({}) })),
 }).id('EmailDetail');
+// api/routes/overview.ts overviewJson (emails/overview.ts)
+/** A UTC calendar day, YYYY-MM-DD (not an instant: OpenAPI's `date` format). */
+const utcDay = Joi.string().pattern(/^\d{4}-\d{2}-\d{2}$/, 'YYYY-MM-DD');
+const dayCounts = {
+  sent: count.description('email.sent events that day.'), bounced: count.description('email.bounced events (hard and soft).'),
+  complained: count.description('email.complained events.'), opened: count.description('email.opened events (at most one per email per tracking window).'),
+  clicked: count.description('email.clicked events (at most one per email and link per tracking window).'), failed: count.description('email.failed events.'),
+};
+export const overviewAnswer = shape({
+  days: Joi.number().integer().valid(...OVERVIEW_WINDOWS),
+  from: utcDay.example('2026-11-20').description('The first day of the window (a UTC date).'),
+  to: utcDay.example('2026-11-26').description('The last day of the window: today (UTC).'),
+  series: Joi.array().items(shape({ day: utcDay.example('2026-11-26').description('A UTC date, YYYY-MM-DD.'), ...dayCounts })).description('Every UTC day of the window, oldest first, zeros included.'),
+  totals: shape(dayCounts),
+  queue: shape({
+    depth: count.description(`The project's QUEUED emails, counted up to ${OVERVIEW_QUEUE_CAP}.`),
+    depthExact: Joi.boolean().description('false when depth stopped counting at its cap.'),
+    oldestAgeSeconds: Joi.number().min(0).example(4).description('Seconds since the oldest QUEUED email was stored; 0 when none is queued.'),
+  }),
+  domains: Joi.array().items(shape({
+    id, domain: text('example.com'), status: Joi.string().valid('PENDING', 'VERIFIED', 'FAILED'), checkedAt: nullable(instant),
+    issues: Joi.array().items(shape({
+      code: Joi.string().valid('NOT_VERIFIED', 'VERIFICATION_FAILED', 'RECORD_FAILING'),
+      record: nullable(Joi.string().valid('DKIM', 'SPF', 'DMARC', 'RETURN_PATH_MX', 'RETURN_PATH_SPF')),
+      message: text('The DKIM record at herald._domainkey.example.com was not found.'),
+    })),
+  })).description('The sending domains that need attention (not verified, or a record failing), and why; empty when all is well.'),
+}).id('Overview');
+
 export const emailPageAnswer = pageOf(emailAnswer, { totalExact: Joi.boolean().description('false when total stopped counting at its cap.') });
 
 // tracking/settings.ts ProjectSettings
 const trackChoice = shape({ opens: Joi.boolean(), clicks: Joi.boolean() });
 export const settingsAnswer = shape({
+  name: text('Acme').description("The project's name."),
   tracking: shape({ send: trackChoice, campaigns: trackChoice }),
-  requireTwoFactor: Joi.boolean().description('Members must have two-factor on: their sessions are refused (403 TWO_FACTOR_REQUIRED) until they do. API keys are not concerned.'),
+  requireTwoFactor: Joi.boolean().example(false).description('Members must have two-factor on: their sessions are refused (403 TWO_FACTOR_REQUIRED) until they do. API keys are not concerned.'),
 }).id('Settings');
 
 // api/routes/webhooks.ts endpointJson, deliveryJson
 export const webhookAnswer = shape({
-  id, url: Joi.string(), events: Joi.array().items(Joi.string().valid(...WEBHOOK_EVENT_TYPES)), enabled: Joi.boolean(),
-  status: Joi.string().valid('healthy', 'failing'), failingSince: nullable(instant), lastError: nullable(Joi.string()),
-  createdAt: instant, updatedAt: instant,
+  id: idOf(EXAMPLE.webhookId), url: text('https://hooks.example.com/herald'), events: Joi.array().items(Joi.string().valid(...WEBHOOK_EVENT_TYPES)).example(['email.sent', 'email.bounced']),
+  enabled: Joi.boolean(), status: Joi.string().valid('healthy', 'failing'), failingSince: nullable(instant), lastError: nullable(Joi.string()),
+  createdAt: instant, updatedAt: example(instant, EXAMPLE.later),
 }).id('Webhook');
-export const webhookWithSecretAnswer = webhookAnswer.keys(requiredKeys({ secret: Joi.string().description('The whsec_ signing secret, shown in this answer only.') })).id('WebhookWithSecret');
+export const webhookWithSecretAnswer = webhookAnswer.keys(requiredKeys({
+  secret: text('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw').description('The whsec_ signing secret, shown in this answer only.'),
+})).id('WebhookWithSecret');
 export const webhookDeliveryAnswer = shape({
-  id, messageId: Joi.string(), type: Joi.string(), status: Joi.string().valid('PENDING', 'DELIVERING', 'SUCCEEDED', 'FAILED'),
-  attempts: count, nextAttemptAt: nullable(instant), lastStatusCode: nullable(Joi.number().integer()),
-  lastLatencyMs: nullable(Joi.number().integer()), lastError: nullable(Joi.string()), deliveredAt: nullable(instant), createdAt: instant,
-  payload: shape({ type: Joi.string(), timestamp: instant, data: anyObject }),
-  attemptLog: Joi.array().items(shape({ attempt: Joi.number().integer(), statusCode: nullable(Joi.number().integer()), latencyMs: Joi.number().integer(), error: nullable(Joi.string()), at: instant })),
+  id: idOf(EXAMPLE.deliveryId), messageId: text('msg_0197a3c47c5a7e38b2f46a8c0e2d4f71'), type: text('email.sent'),
+  status: example(Joi.string().valid('PENDING', 'DELIVERING', 'SUCCEEDED', 'FAILED'), 'SUCCEEDED'),
+  attempts: countOf(1), nextAttemptAt: nullable(instant), lastStatusCode: nullable(Joi.number().integer()).example(200),
+  lastLatencyMs: nullable(Joi.number().integer()).example(84), lastError: nullable(Joi.string()), deliveredAt: nullable(example(instant, EXAMPLE.later)), createdAt: instant,
+  payload: shape({ type: text('email.sent'), timestamp: instant, data: anyObject.example({ emailId: EXAMPLE.emailId, to: EXAMPLE.email }) }),
+  attemptLog: Joi.array().items(shape({ attempt: Joi.number().integer().example(1), statusCode: nullable(Joi.number().integer()).example(200), latencyMs: Joi.number().integer().example(84), error: nullable(Joi.string()), at: example(instant, EXAMPLE.later) })),
 }).id('WebhookDelivery');
 
 // api/routes/automations.ts workflowJson, executionJson
 export const workflowAnswer = shape({
-  id, name: Joi.string(), description: nullable(Joi.string().allow('')), enabled: Joi.boolean(),
-  trigger: shape({ type: Joi.valid('EVENT'), event: Joi.string() }),
-  steps: Joi.array().items(Joi.object({ id: Joi.string().required(), type: Joi.string().valid(...STEP_TYPES).required() }).unknown(true)),
-  allowReentry: Joi.boolean(), createdAt: instant, updatedAt: instant,
+  id: idOf(EXAMPLE.workflowId), name: text('Onboarding'), description: nullable(Joi.string().allow('')).example('Welcome new sign-ups, then nudge them after a day.'), enabled: Joi.boolean(),
+  trigger: shape({ type: Joi.valid('EVENT'), event: text('signed-up') }),
+  steps: Joi.array().items(Joi.object({ id: Joi.string().required(), type: Joi.string().valid(...STEP_TYPES).required() }).unknown(true)).example([
+    { id: 'welcome', type: 'SEND_EMAIL', config: { template: EXAMPLE.templateId }, next: 'wait' },
+    { id: 'wait', type: 'DELAY', config: { amount: 1, unit: 'days' }, next: 'end' },
+    { id: 'end', type: 'EXIT' },
+  ]),
+  allowReentry: Joi.boolean().example(false), createdAt: instant, updatedAt: example(instant, EXAMPLE.later),
 }).id('Workflow');
 export const executionAnswer = shape({
-  id, workflowId: id, contactId: id, status: Joi.string().valid(...EXECUTION_STATUSES), currentStepId: nullable(Joi.string()),
-  waitingFor: nullable(Joi.string()).optional().description('While WAITING: the event waited for (null: a delay).'),
-  waitingUntil: nullable(instant).optional().description('While WAITING: until when (null: no timeout).'),
+  id: idOf(EXAMPLE.executionId), workflowId: idOf(EXAMPLE.workflowId), contactId: id, status: example(Joi.string().valid(...EXECUTION_STATUSES), 'WAITING'),
+  currentStepId: nullable(Joi.string()).example('wait'),
+  waitingFor: nullable(Joi.string()).optional().description('While WAITING: the event waited for (null: a delay).').example(null),
+  waitingUntil: nullable(instant).optional().description('While WAITING: until when (null: no timeout).').example('2025-06-03T09:41:07.512Z'),
   startedAt: instant, completedAt: nullable(instant), error: nullable(Joi.string()),
 }).id('Execution');
 
 // api/routes/domains.ts domainJson, domains/records.ts DomainRecord
 const recordStatus = Joi.string().valid('PENDING', 'VERIFIED', 'FAILED');
 export const domainAnswer = shape({
-  id, domain: Joi.string(), status: recordStatus,
+  id: idOf(EXAMPLE.domainId), domain: text('example.com'), status: recordStatus,
   records: Joi.array().items(shape({
     purpose: Joi.string().valid('DKIM', 'SPF', 'DMARC', 'RETURN_PATH_MX', 'RETURN_PATH_SPF'), type: Joi.string().valid('TXT', 'MX'),
-    name: Joi.string(), value: Joi.string(), status: recordStatus, note: Joi.string().optional(),
-  })),
+    name: Joi.string(), value: Joi.string(), status: recordStatus, note: sometimes(Joi.string().optional()),
+  })).example([
+    { purpose: 'DKIM', type: 'TXT', name: 'herald._domainkey.example.com', value: 'v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxKLxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo9z+40RQzuVaE8AkAFmxZzow3x+VJYKdx/9wB2Ld0MGMk4Xr1SpHJMWPJuPNXFOrBmHgM4dfCQEpaW5OECvnA+WBjkMfh7Tk0/7Ax3NLwQBm+sN/L1HrVCt5aS+kgGa0gU3W8+bK2xDxGr6vXt4z0dUu7HDr1LwHcmQIDAQAB', status: 'PENDING' },
+    { purpose: 'SPF', type: 'TXT', name: 'example.com', value: 'v=spf1 a mx ~all', status: 'PENDING' },
+    { purpose: 'DMARC', type: 'TXT', name: '_dmarc.example.com', value: 'v=DMARC1; p=none', status: 'PENDING' },
+  ]),
   createdAt: instant, verifiedAt: nullable(instant), checkedAt: nullable(instant),
 }).id('Domain');
 
 // verify/address.ts VerifyResult
 export const verifyAnswer = shape({
-  email: Joi.string().allow(''), valid: Joi.boolean(), isDisposable: Joi.boolean(), isAlias: Joi.boolean(), isTypo: Joi.boolean(),
-  isPlusAddressed: Joi.boolean(), isPersonalEmail: Joi.boolean(), domainExists: Joi.boolean(), hasWebsite: Joi.boolean(),
-  hasMxRecords: Joi.boolean(), reasons: Joi.array().items(Joi.string()), suggestion: nullable(Joi.string()),
+  email: Joi.string().allow('').example('ada@gmial.com'), valid: Joi.boolean().example(false), isDisposable: Joi.boolean().example(false),
+  isAlias: Joi.boolean().example(false), isTypo: Joi.boolean().example(true), isPlusAddressed: Joi.boolean().example(false),
+  isPersonalEmail: Joi.boolean().example(false), domainExists: Joi.boolean().example(false), hasWebsite: Joi.boolean().example(false),
+  hasMxRecords: Joi.boolean().example(false), reasons: Joi.array().items(Joi.string()).example(['Did you mean ada@gmail.com?']),
+  suggestion: nullable(Joi.string()).example('ada@gmail.com'),
 }).id('Verification');
 
 // sending/sends.ts storeSends: one entry per recipient; contact and event only for a single recipient.
 export const sendAnswer = shape({
   emails: Joi.array().items(shape({
-    contact: shape({ id, email: Joi.string() }),
-    email: nullable(id).description('The email id (GET /emails/{id}); null when the recipient was SKIPPED.'),
+    contact: shape({ id, email: text(EXAMPLE.email) }),
+    email: nullable(idOf(EXAMPLE.emailId)).description('The email id (GET /emails/{id}); null when the recipient was SKIPPED.'),
     status: Joi.string().valid('QUEUED', 'SUPPRESSED', 'SKIPPED'),
-    reason: Joi.string().optional().description('Why SUPPRESSED (the suppression reason).'),
-    skipped: Joi.string().optional().description('Why SKIPPED (a MARKETING template to an unsubscribed contact).'),
+    reason: sometimes(Joi.string().optional().description('Why SUPPRESSED (the suppression reason).')),
+    skipped: sometimes(Joi.string().optional().description('Why SKIPPED (a MARKETING template to an unsubscribed contact).')),
   })),
   timestamp: instant,
   contact: id.optional().description('With a single recipient: its contact id.'),
-  event: nullable(id).optional().description('With a single recipient: the id of its email.queued or email.suppressed event.'),
+  event: nullable(idOf(EXAMPLE.eventId)).optional().description('With a single recipient: the id of its email.queued or email.suppressed event.'),
 }).id('SendResult');
 
 // events/customEvents.ts Tracked
-export const trackAnswer = shape({ contact: id, event: id, timestamp: instant }).id('TrackResult');
+export const trackAnswer = shape({ contact: id, event: idOf(EXAMPLE.eventId), timestamp: instant }).id('TrackResult');
 
 // api/routes/auth.ts: people, their projects and sessions.
-export const userAnswer = shape({ id, email: Joi.string(), name: Joi.string().allow(''), operator: Joi.boolean() }).id('User');
+export const userAnswer = shape({ id: idOf(EXAMPLE.userId), email: text(EXAMPLE.email), name: Joi.string().allow('').example('Ada Lovelace'), operator: Joi.boolean().example(false) }).id('User');
 export const membershipAnswer = shape({
-  projectId: id, projectName: Joi.string(), role: Joi.string().valid('owner', 'admin', 'member', 'viewer'), projectDisabled: Joi.boolean(),
-  twoFactorRequired: Joi.boolean().description('The project requires two-factor of its members: without it, a session is refused on its routes (403).'),
+  projectId: idOf(EXAMPLE.projectId), projectName: text('Acme'), role: Joi.string().valid('owner', 'admin', 'member', 'viewer'), projectDisabled: Joi.boolean().example(false),
+  twoFactorRequired: Joi.boolean().example(false).description('The project requires two-factor of its members: without it, a session is refused on its routes (403).'),
 }).id('Membership');
 export const sessionInfoAnswer = shape({
-  id, createdAt: instant, lastSeenAt: instant, expiresAt: instant.description('When it ends unless used again (idle) or at the latest (absolute).'),
-  address: nullable(Joi.string()), userAgent: nullable(Joi.string()), current: Joi.boolean(),
+  id: idOf(EXAMPLE.sessionId), createdAt: instant, lastSeenAt: example(instant, EXAMPLE.later),
+  expiresAt: example(instant, '2025-06-02T21:41:09.204Z').description('When it ends unless used again (idle) or at the latest (absolute).'),
+  address: nullable(Joi.string()).example('203.0.113.7'), userAgent: nullable(Joi.string()).example('Mozilla/5.0 (X11; Linux x86_64; rv:139.0) Gecko/20100101 Firefox/139.0'), current: Joi.boolean(),
 }).id('SessionInfo');
 export const signedInAnswer = shape({
   user: userAnswer,
-  operator: Joi.boolean(),
+  operator: Joi.boolean().example(false),
   projects: Joi.array().items(membershipAnswer),
-  session: shape({ id, createdAt: instant, expiresAt: instant }),
-  twoFactor: shape({ enabled: Joi.boolean() }).description('Whether the person has TOTP two-factor on.'),
+  session: shape({ id: idOf(EXAMPLE.sessionId), createdAt: instant, expiresAt: example(instant, '2025-06-02T21:41:07.512Z') }),
+  twoFactor: shape({ enabled: Joi.boolean().example(false) }).description('Whether the person has TOTP two-factor on.'),
 }).id('SignedIn');
 /** POST /auth/login for an account with two-factor on: no session yet, the second step's challenge. */
 export const twoFactorChallengeAnswer = shape({
   twoFactorRequired: Joi.boolean().valid(true),
-  challenge: Joi.string().description('Single-use, good for 5 minutes: send it with a code to POST /auth/login/two-factor.'),
-  expiresAt: instant,
+  challenge: text('q3G8vN0tXb2kR7yPz5LwC1dM9hJ4sF6aE8uT0iO2nYc').description('Single-use, good for 5 minutes: send it with a code to POST /auth/login/two-factor.'),
+  expiresAt: example(instant, '2025-06-02T09:46:07.512Z'),
 }).id('TwoFactorChallenge');
 export const loginAnswer = Joi.alternatives().try(signedInAnswer, twoFactorChallengeAnswer);
 export const twoFactorEnrolmentAnswer = shape({
-  secret: Joi.string().description('The TOTP secret (base32), for typing into an authenticator app.'),
-  uri: Joi.string().description('The same as an `otpauth://totp/…` URI, for a QR code.'),
+  secret: text('JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP').description('The TOTP secret (base32), for typing into an authenticator app.'),
+  uri: text('otpauth://totp/Herald:ada%40example.com?issuer=Herald&secret=JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP&algorithm=SHA1&digits=6&period=30')
+    .description('The same as an `otpauth://totp/…` URI, for a QR code.'),
 }).id('TwoFactorEnrolment');
 export const recoveryCodesAnswer = shape({
-  recoveryCodes: Joi.array().items(Joi.string()).description('Ten single-use codes for when the app is lost: shown in this answer only.'),
+  recoveryCodes: Joi.array().items(Joi.string()).example(['k7m2-q9x4', 'p3t8-w6z1', 'c5n9-h2r7', 'v8b4-j1y6', 'f6d3-s9l2', 'x2g7-m5q8', 'r9w1-t4k3', 'h4z6-n8c2', 'y1p5-b7v9', 'l3j8-d6f4']).description('Ten single-use codes for when the app is lost: shown in this answer only.'),
 }).id('RecoveryCodes');
 export const providersAnswer = shape({
   oidc: shape({
     enabled: Joi.boolean().description('Whether single sign-on with OpenID Connect is configured (OIDC_ISSUER).'),
-    loginUrl: nullable(Joi.string()).description('Where the console sends the browser to sign in with the provider (`/auth/oidc/login`); null when SSO is off.'),
+    loginUrl: nullable(Joi.string()).example('/auth/oidc/login').description('Where the console sends the browser to sign in with the provider (`/auth/oidc/login`); null when SSO is off.'),
   }),
 }).id('SignInProviders');
 export const sessionListAnswer = shape({ items: Joi.array().items(sessionInfoAnswer) }).id('SessionList');
 /** People (api/routes/members.ts, invitations.ts, auth.ts). */
 const role = Joi.string().valid('owner', 'admin', 'member', 'viewer');
-export const memberAnswer = shape({ userId: id, email: Joi.string(), name: Joi.string().allow(''), role, createdAt: instant });
+export const memberAnswer = shape({ userId: idOf(EXAMPLE.userId), email: text(EXAMPLE.email), name: Joi.string().allow('').example('Ada Lovelace'), role, createdAt: instant });
 export const invitationAnswer = shape({
-  id, email: Joi.string(), role, createdAt: instant, expiresAt: instant, invitedBy: nullable(id),
-  link: Joi.string().uri().optional().description('The link to pass on (`PUBLIC_URL/app/invitation#token=…`): only when Herald did not mail it (no system sender).'),
+  id: idOf(EXAMPLE.invitationId), email: text('grace@example.com'), role: example(role, 'member'), createdAt: instant,
+  expiresAt: example(instant, '2025-06-09T09:41:07.512Z'), invitedBy: nullable(idOf(EXAMPLE.userId)),
+  link: sometimes(Joi.string().uri().optional()).description('The link to pass on (`PUBLIC_URL/app/invitation#token=…`): only when Herald did not mail it (no system sender).'),
 });
-export const acceptedAnswer = shape({ userId: id, email: Joi.string(), projectId: id, role, newAccount: Joi.boolean() });
-export const resetRequestedAnswer = shape({ message: Joi.string() });
-export const resetAnswer = shape({ userId: id, sessionsEnded: count });
-export const setupAnswer = shape({ userId: id, email: Joi.string(), projects: count });
+export const acceptedAnswer = shape({
+  userId: idOf(EXAMPLE.userId), email: text('grace@example.com'), projectId: idOf(EXAMPLE.projectId), role: example(role, 'member'), newAccount: Joi.boolean(),
+});
+export const resetRequestedAnswer = shape({ message: text('If an account has this address, a link to choose a new password is on its way.') });
+export const resetAnswer = shape({ userId: idOf(EXAMPLE.userId), sessionsEnded: countOf(2) });
+export const setupAnswer = shape({ userId: idOf(EXAMPLE.userId), email: text(EXAMPLE.email), projects: countOf(1) });
 // api/routes/keys.ts keyJson
 export const keyAnswer = shape({
-  id, name: Joi.string(), type: Joi.string().valid('secret', 'public').description('public: a pk_ key, for POST /v1/track from browsers.'),
-  scope: Joi.string().valid('full', 'sending'), domains: nullable(Joi.array().items(Joi.string())),
-  hint: Joi.string().description('The last four characters of the key.'), createdAt: instant, lastUsedAt: nullable(instant).description('Kept to the minute.'),
+  id: idOf(EXAMPLE.keyId), name: text('Billing service'), type: Joi.string().valid('secret', 'public').description('public: a pk_ key, for POST /v1/track from browsers.'),
+  scope: example(Joi.string().valid('full', 'sending'), 'sending'), domains: nullable(Joi.array().items(Joi.string())).example(['example.com']),
+  hint: text('9xQe').description('The last four characters of the key.'), createdAt: instant, lastUsedAt: nullable(instant).description('Kept to the minute.').example(null),
 }).id('ApiKey');
-export const keyWithSecretAnswer = keyAnswer.keys(requiredKeys({ key: Joi.string().description('The key, shown in this answer only.') })).id('ApiKeyWithSecret');
+export const keyWithSecretAnswer = keyAnswer.keys(requiredKeys({
+  key: text('sk_4fGh7JkL2mN9pQ3rS8tV1wX6yZ0aB5cD2eF79xQe').description('The key, shown in this answer only.'),
+})).id('ApiKeyWithSecret');
 
 // api/routes/auditLog.ts auditJson
 export const auditEntryAnswer = shape({
-  id, actor: shape({ kind: Joi.string().valid('key', 'user', 'operator'), id: nullable(id) }), operation: Joi.string(),
-  resourceType: Joi.string(), resourceId: nullable(Joi.string()), address: nullable(Joi.string()), at: instant, details: anyObject,
+  id: idOf(EXAMPLE.auditId), actor: shape({ kind: example(Joi.string().valid('key', 'user', 'operator'), 'user'), id: nullable(idOf(EXAMPLE.userId)) }),
+  operation: text('createWebhook'), resourceType: text('webhook'), resourceId: nullable(Joi.string()).example(EXAMPLE.webhookId),
+  address: nullable(Joi.string()).example('203.0.113.7'), at: instant, details: anyObject.example({ url: 'https://hooks.example.com/herald' }),
 }).id('AuditEntry');
 

@@ -9,12 +9,12 @@ export interface LoginBody {
 
 export const loginSchema = Joi.object<LoginBody, true>({
   // Not the strict address rule: a malformed address is one more wrong login (the same 401), not a hint.
-  email: Joi.string().trim().min(1).max(254).required(),
-  password: Joi.string().min(1).max(MAX_PASSWORD_LENGTH).required(),
+  email: Joi.string().trim().min(1).max(254).required().example('ada@example.com'),
+  password: Joi.string().min(1).max(MAX_PASSWORD_LENGTH).required().example('correct horse battery staple'),
 });
 
-const code = Joi.string().trim().pattern(/^\d{6}$/).messages({ 'string.pattern.base': '{#label} must be the 6 digits of the authenticator app' });
-const token = Joi.string().pattern(/^[A-Za-z0-9_-]{43}$/).messages({ 'string.pattern.base': '{#label} must be the challenge answered by POST /auth/login' });
+const code = Joi.string().trim().example('492039').pattern(/^\d{6}$/).messages({ 'string.pattern.base': '{#label} must be the 6 digits of the authenticator app' });
+const token = Joi.string().example('q3G8vN0tXb2kR7yPz5LwC1dM9hJ4sF6aE8uT0iO2nYc').pattern(/^[A-Za-z0-9_-]{43}$/).messages({ 'string.pattern.base': '{#label} must be the challenge answered by POST /auth/login' });
 
 /** POST /auth/login/two-factor: the challenge of the password step with a code of the app, or a recovery code. */
 export interface TwoFactorLoginBody {
@@ -27,7 +27,7 @@ export const twoFactorLoginSchema = Joi.object<TwoFactorLoginBody, true>({
   challenge: token.required(),
   code,
   recoveryCode: Joi.string().trim().min(1).max(64),
-}).xor('code', 'recoveryCode');
+}).xor('code', 'recoveryCode').example({ challenge: 'q3G8vN0tXb2kR7yPz5LwC1dM9hJ4sF6aE8uT0iO2nYc', code: '492039' });
 
 /** POST /auth/two-factor/confirm. */
 export interface TwoFactorConfirmBody { code: string }
@@ -43,4 +43,4 @@ export interface TwoFactorDisableBody {
 export const twoFactorDisableSchema = Joi.object<TwoFactorDisableBody, true>({
   password: Joi.string().min(1).max(MAX_PASSWORD_LENGTH),
   code,
-}).xor('password', 'code');
+}).xor('password', 'code').example({ code: '492039' });

@@ -2,21 +2,21 @@ import Joi from 'joi';
 import { conditionSchema } from '../../audience/condition';
 import type { CampaignInput, CampaignStatus } from '../../campaigns/campaigns';
 import { cursorSchema, limitSchema } from '../pagination';
-import { dateSchema, emailSchema, headerTextSchema, uuidSchema } from './common';
+import { dateSchema, emailSchema, EXAMPLE, example, headerTextSchema, uuidSchema } from './common';
 
 // The campaign's types live with the business (campaigns/campaigns.ts); these schemas are checked against them.
 export type CampaignBody = CampaignInput;
 
 const fields = {
-  name: Joi.string().trim().min(1).max(200),
-  description: Joi.string().max(2000).allow('', null),
-  subject: headerTextSchema.min(1).max(998),
-  body: Joi.string().min(1).max(2 * 1024 * 1024),
-  from: emailSchema,
-  fromName: headerTextSchema.max(200).allow('', null),
-  replyTo: emailSchema.allow(null),
-  audienceType: Joi.string().valid('ALL', 'SEGMENT', 'FILTERED'),
-  segmentId: uuidSchema,
+  name: Joi.string().trim().min(1).max(200).example('June newsletter'),
+  description: Joi.string().max(2000).allow('', null).example('What shipped in May.'),
+  subject: headerTextSchema.min(1).max(998).example('What’s new in June, {{ firstName }}'),
+  body: Joi.string().min(1).max(2 * 1024 * 1024).example('<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>'),
+  from: example(emailSchema, 'news@example.com'),
+  fromName: headerTextSchema.max(200).allow('', null).example('Acme'),
+  replyTo: example(emailSchema.allow(null), 'support@example.com'),
+  audienceType: Joi.string().valid('ALL', 'SEGMENT', 'FILTERED').example('SEGMENT'),
+  segmentId: example(uuidSchema, EXAMPLE.segmentId),
   audienceFilter: conditionSchema,
 };
 
@@ -33,26 +33,30 @@ export const createCampaignSchema = Joi.object<CampaignBody, true>({
   from: fields.from.required(),
   audienceType: fields.audienceType.required(),
   ...byAudience,
+}).example({
+  name: 'June newsletter', subject: 'What’s new in June, {{ firstName }}', body: '<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>',
+  from: 'news@example.com', fromName: 'Acme', audienceType: 'SEGMENT', segmentId: EXAMPLE.segmentId,
 });
 
 export type PatchCampaignBody = Partial<CampaignBody>;
 
 /** A patch may change the audience; segmentId/audienceFilter must then agree with the (new or current) type, checked in the route. */
-export const patchCampaignSchema = Joi.object<PatchCampaignBody, true>(fields).min(1);
+export const patchCampaignSchema = Joi.object<PatchCampaignBody, true>(fields).min(1)
+  .example({ subject: 'What’s new in June', description: 'Moved to the first Tuesday.' });
 
 export interface SendCampaignBody {
   scheduledAt?: Date;
 }
 
 export const sendCampaignSchema = Joi.object<SendCampaignBody, true>({
-  scheduledAt: dateSchema.greater('now').messages({ 'date.greater': 'scheduledAt must be in the future' }),
+  scheduledAt: example(dateSchema.greater('now').messages({ 'date.greater': 'scheduledAt must be in the future' }), '2030-06-03T08:00:00Z'),
 });
 
 export interface TestCampaignBody {
   emails: string[];
 }
 
-export const testCampaignSchema = Joi.object<TestCampaignBody, true>({ emails: Joi.array().items(emailSchema).min(1).max(10).required() });
+export const testCampaignSchema = Joi.object<TestCampaignBody, true>({ emails: Joi.array().items(emailSchema).min(1).max(10).required().example(['ada@example.com', 'grace@example.com']) });
 
 export interface ListCampaignsQuery {
   limit: number;

@@ -10,8 +10,42 @@ import { DATE_RANGE_TEXT, EMAIL_RULE, MAX_DATE, MIN_DATE, parseIsoDate, UUID } f
  * refuses year 0000 and beyond, and deep JSON overflows the stack of JSON.stringify and of PostgreSQL's jsonb parser.
  */
 
+/**
+ * The values the API reference shows (GET /openapi.json, /docs), given to the schemas with Joi's `.example()` and put
+ * together by api/openapi/examples.ts: ids as Herald makes them (UUIDv7), one per kind so that an email's `contactId`
+ * is the contact's `id`; instants in ISO 8601; addresses at example.com (RFC 2606). Only the document reads them.
+ */
+export const EXAMPLE = {
+  contactId: '0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53',
+  emailId: '0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24',
+  eventId: '0197a3c4-6a09-7b42-a1c3-5d7e9f0b2c46',
+  campaignId: '0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17',
+  templateId: '0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08',
+  segmentId: '0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29',
+  workflowId: '0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b',
+  executionId: '0197a3c5-0f18-7a63-9d2e-4b6c8e0a2f5d',
+  webhookId: '0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60',
+  deliveryId: '0197a3c4-7c5a-7e38-b2f4-6a8c0e2d4f71',
+  domainId: '0197a0c1-3f6b-7b25-9e8a-0c2e4a6b8d93',
+  keyId: '0197a0c1-1a2b-7c3d-8e4f-5a6b7c8d9e0f',
+  suppressionId: '0197a2d7-5b19-7e4c-9a30-1f2e3d4c5b6a',
+  userId: '0197a0b8-2c4d-7e6f-8a1b-3c5d7e9f0a2b',
+  projectId: '0197a0b8-4e5f-7a6b-9c8d-7e6f5a4b3c2d',
+  sessionId: '0197a3b0-6d7e-7f80-a91b-2c3d4e5f6a7b',
+  invitationId: '0197a2f1-8e9f-7a0b-b1c2-d3e4f5a6b7c8',
+  auditId: '0197a3c3-9f0a-7b1c-82d3-e4f5a6b7c8d9',
+  /** Instants: when something was created, and a moment later. */
+  at: '2025-06-02T09:41:07.512Z',
+  later: '2025-06-02T09:41:09.204Z',
+  email: 'ada@example.com',
+  from: 'hello@example.com',
+} as const;
+
+/** Replaces a schema's example (Joi's `.example()` alone adds one after those it has). */
+export const example = <T extends Joi.Schema>(schema: T, value: unknown): T => schema.example(value, { override: true }) as T;
+
 /** An email address as Herald stores it (core/values.ts: the rule SMTP submission applies too). */
-export const emailSchema = EMAIL_RULE;
+export const emailSchema = EMAIL_RULE.example(EXAMPLE.email);
 
 /**
  * A UUID in its canonical form only: 8-4-4-4-12 hexadecimal digits with hyphens. Upper case is accepted and
@@ -19,7 +53,7 @@ export const emailSchema = EMAIL_RULE;
  * through, some of which PostgreSQL's uuid type refuses.
  */
 export const uuidSchema = Joi.string().lowercase().pattern(UUID, 'uuid')
-  .messages({ 'string.pattern.name': '{{#label}} must be a UUID (8-4-4-4-12 hexadecimal digits with hyphens)' });
+  .messages({ 'string.pattern.name': '{{#label}} must be a UUID (8-4-4-4-12 hexadecimal digits with hyphens)' }).example(EXAMPLE.contactId);
 
 /** The instants the API accepts: four-digit years, well inside PostgreSQL's timestamptz (4713 BC to 294276 AD). */
 
@@ -31,7 +65,7 @@ export const dateSchema = Joi.date().iso().custom((value: Date, helpers) => {
   const original: unknown = helpers.original;
   const ok = typeof original === 'string' ? parseIsoDate(original) !== null : value >= MIN_DATE && value <= MAX_DATE;
   return ok ? value : helpers.error('date.range');
-}).messages({ 'date.format': `{{#label}} must be ${DATE_RANGE_TEXT}`, 'date.range': `{{#label}} must be ${DATE_RANGE_TEXT}` });
+}).messages({ 'date.format': `{{#label}} must be ${DATE_RANGE_TEXT}`, 'date.range': `{{#label}} must be ${DATE_RANGE_TEXT}` }).example(EXAMPLE.at);
 
 /** How deep any JSON request body may nest (objects and arrays; `{"a":1}` is one level). */
 export const MAX_JSON_DEPTH = 32;
@@ -70,7 +104,8 @@ export const contactDataSchema = Joi.object().pattern(Joi.string().min(1).max(10
   .messages({
     'data.depth': `{{#label}} may nest at most ${MAX_DATA_DEPTH} levels deep`,
     'data.bytes': `{{#label}} may be at most ${MAX_DATA_BYTES / 1024} KB as JSON`,
-  });
+  })
+  .example({ firstName: 'Ada', plan: 'pro' });
 
 /** Text that ends up in a mail header (subject, display names): no CR or LF, which would inject headers. */
 export const headerTextSchema = Joi.string().pattern(/^[^\r\n]*$/, 'a single line').messages({

@@ -18,7 +18,7 @@ export function registrableDomain(input: string): string | undefined {
   return host;
 }
 
-export const domainNameSchema = Joi.string().max(300).custom((value: string, helpers) => {
+export const domainNameSchema = Joi.string().example('example.com').max(300).custom((value: string, helpers) => {
   const host = registrableDomain(value);
   return host ?? helpers.error('string.domain');
 }).messages({ 'string.domain': '{{#label}} must be a registrable domain name, e.g. example.com or mail.example.com' });

@@ -13,6 +13,7 @@ export interface ListEmailsQuery {
   cursor?: string;
   status?: EmailStatus;
   to?: string;
+  contactId?: string;
   campaignId?: string;
   since?: Date;
   until?: Date;
@@ -24,6 +25,7 @@ export const listEmailsQuerySchema = Joi.object<ListEmailsQuery, true>({
   // Case-insensitive: `sent` is SENT.
   status: Joi.string().uppercase().valid(...EMAIL_STATUSES),
   to: emailSchema,
+  contactId: uuidSchema.description('The emails of this contact (a contact of another project matches nothing).'),
   campaignId: uuidSchema,
   since: dateSchema,
   until: dateSchema,

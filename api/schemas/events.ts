@@ -7,7 +7,7 @@ import { contactDataSchema, dateSchema, emailSchema, uuidSchema } from './common
 // No control characters (Unicode's Cc: U+0000-U+001F and U+007F-U+009F), spelt as ranges rather than \p{Cc} so that
 // the pattern means the same in every regular-expression engine that reads the OpenAPI document (schemathesis's too).
 // eslint-disable-next-line no-control-regex
-export const eventNameSchema = Joi.string().trim().min(1).max(100).pattern(/^[^\u0000-\u001f\u007f-\u009f]+$/, 'printable characters');
+export const eventNameSchema = Joi.string().example('signed-up').trim().min(1).max(100).pattern(/^[^\u0000-\u001f\u007f-\u009f]+$/, 'printable characters');
 export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.', 'campaign.', 'execution.'];
 
 // The tracked event's type lives with the business (events/customEvents.ts); this schema is checked against it.

@@ -13,8 +13,8 @@ export interface CreateKeyBody {
 }
 
 export const createKeySchema = Joi.object<CreateKeyBody, true>({
-  name: Joi.string().trim().min(1).max(200).required().description('What the key is for ("CI", "billing service").'),
-  scope: Joi.string().valid('full', 'sending').required()
+  name: Joi.string().trim().min(1).max(200).required().example('Billing service').description('What the key is for ("CI", "billing service").'),
+  scope: Joi.string().valid('full', 'sending').required().example('sending')
     .description('`full`: what an admin may do, through the API; `sending`: only /v1/send, /v1/track, /v1/verify and SMTP submission.'),
   domains: Joi.array().items(domainNameSchema).min(1).max(50).unique()
     .description('Sending domains the key may send From (their subdomains too); absent: any verified domain of the project.'),

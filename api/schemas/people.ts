@@ -5,12 +5,12 @@ import { emailSchema } from './common';
 
 /** Members, invitations, password resets and first-start setup (people/). */
 
-export const roleSchema = Joi.string().valid(...ROLES).description('owner, admin, member or viewer (projects/roles.ts).');
+export const roleSchema = Joi.string().valid(...ROLES).example('member').description('owner, admin, member or viewer (projects/roles.ts).');
 /** A link's token (43 base64url characters); any other string is refused as an unusable link would be. */
-const tokenSchema = Joi.string().max(200).description('The token from the link (after `#token=`).');
-const passwordSchema = Joi.string().min(MIN_PASSWORD_LENGTH).max(MAX_PASSWORD_LENGTH)
+const tokenSchema = Joi.string().example('0197a2f1.3kTz8QpW1vYc6NbR2mXe9LdA4sHf7JgU5oKi0PqZt').max(200).description('The token from the link (after `#token=`).');
+const passwordSchema = Joi.string().example('correct horse battery staple').min(MIN_PASSWORD_LENGTH).max(MAX_PASSWORD_LENGTH)
   .description(`At least ${MIN_PASSWORD_LENGTH} characters; no other rule (NIST SP 800-63B).`);
-const nameSchema = Joi.string().trim().min(1).max(200);
+const nameSchema = Joi.string().trim().min(1).max(200).example('Grace Hopper');
 
 export interface ChangeRoleBody { role: Role }
 export const changeRoleSchema = Joi.object<ChangeRoleBody, true>({ role: roleSchema.required() });

@@ -114,4 +114,11 @@ export const sendSchema = Joi.object<SendBody>({
   subscribed: Joi.boolean(),
   track: Joi.object({ opens: Joi.boolean(), clicks: Joi.boolean() }),
   data: contactDataSchema,
+}).example({
+  to: 'Ada Lovelace <ada@example.com>',
+  from: 'Acme <hello@example.com>',
+  subject: 'Welcome to Acme, {{ firstName }}',
+  body: '<p>Hello {{ firstName }},</p><p>Your account is ready. Sign in at <a href="https://app.example.com">app.example.com</a>.</p>',
+  reply: 'support@example.com',
+  data: { firstName: 'Ada' },
 });

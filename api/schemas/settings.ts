@@ -5,6 +5,7 @@ const choice = Joi.object<Partial<TrackChoice>, true>({ opens: Joi.boolean(), cl
 
 /** PATCH /settings: only the settings given change. */
 export const settingsPatchSchema = Joi.object<SettingsPatch, true>({
+  name: Joi.string().trim().min(1).max(100).example('Acme'),
   tracking: Joi.object({ send: choice, campaigns: choice }).min(1),
   requireTwoFactor: Joi.boolean(),
 }).min(1);

@@ -14,7 +14,7 @@ export interface SuppressBody {
 export const suppressSchema = Joi.object<SuppressBody, true>({
   email: emailSchema.required(),
   reason: Joi.string().valid(...SUPPRESSION_REASONS),
-  note: Joi.string().max(500),
+  note: Joi.string().max(500).example('Asked by phone to stop all mail.'),
 });
 
 export interface ListSuppressionsQuery {

@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { cursorSchema, limitSchema } from '../pagination';
-import { emailSchema, headerTextSchema } from './common';
+import { emailSchema, example, headerTextSchema } from './common';
 
 import type { TemplateType } from '../../db/models/Template';
 import type { TemplateInput } from '../../templates/templates';
@@ -9,13 +9,13 @@ import type { TemplateInput } from '../../templates/templates';
 export type TemplateBody = TemplateInput;
 
 const fields = {
-  name: Joi.string().trim().min(1).max(200),
-  description: Joi.string().max(2000).allow('', null),
-  subject: headerTextSchema.min(1).max(998),
-  body: Joi.string().min(1).max(512 * 1024),
-  from: emailSchema.allow(null),
-  fromName: headerTextSchema.max(200).allow('', null),
-  replyTo: emailSchema.allow(null),
+  name: Joi.string().trim().min(1).max(200).example('Password reset'),
+  description: Joi.string().max(2000).allow('', null).example('Sent when someone asks to reset their password.'),
+  subject: headerTextSchema.min(1).max(998).example('Reset your password'),
+  body: Joi.string().min(1).max(512 * 1024).example('<p>Hello {{ name }},</p><p><a href="{{ resetUrl }}">Choose a new password</a> (valid for one hour).</p>'),
+  from: example(emailSchema.allow(null), 'hello@example.com'),
+  fromName: headerTextSchema.max(200).allow('', null).example('Acme'),
+  replyTo: example(emailSchema.allow(null), 'support@example.com'),
   type: Joi.string().valid('TRANSACTIONAL', 'MARKETING'),
   bodyType: Joi.string().valid('html', 'markdown'),
 };

@@ -9,5 +9,5 @@ export interface VerifyBody {
  * not a request error. The length bound keeps the parser's work small.
  */
 export const verifyBodySchema = Joi.object<VerifyBody, true>({
-  email: Joi.string().max(1000).required(),
+  email: Joi.string().max(1000).required().example('ada@gmial.com'),
 });

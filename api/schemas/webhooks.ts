@@ -6,7 +6,7 @@ import { cursorSchema, limitSchema } from '../pagination';
  * A receiver's URL: http or https, at most 2,000 characters, no credentials in it (they would be stored and shown in
  * clear: a receiver authenticates Herald by the signature). Whether its address may be reached is judged at delivery.
  */
-export const webhookUrlSchema = Joi.string().trim().max(2000).uri({ scheme: ['http', 'https'] })
+export const webhookUrlSchema = Joi.string().example('https://hooks.example.com/herald').trim().max(2000).uri({ scheme: ['http', 'https'] })
   .custom((value: string, helpers) => {
     const url = new URL(value);
     if (url.username || url.password) return helpers.error('url.credentials');
@@ -14,7 +14,8 @@ export const webhookUrlSchema = Joi.string().trim().max(2000).uri({ scheme: ['ht
   })
   .messages({ 'url.credentials': 'url may not carry credentials (user:password@): receivers check the signature instead' });
 
-export const webhookEventsSchema = Joi.array().items(Joi.string().valid(...WEBHOOK_EVENT_TYPES)).min(1).max(WEBHOOK_EVENT_TYPES.length * 2);
+export const webhookEventsSchema = Joi.array().items(Joi.string().valid(...WEBHOOK_EVENT_TYPES)).min(1).max(WEBHOOK_EVENT_TYPES.length * 2)
+  .example(['email.sent', 'email.bounced']);
 
 export interface CreateWebhookBody {
   url: string;

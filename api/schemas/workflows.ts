@@ -3,7 +3,7 @@ import { RESERVED_HEADERS, WEBHOOK_METHODS } from '../../outbound/http';
 import { conditionSchema, type TimeUnit } from '../../audience/condition';
 import type { AutomationInput as WorkflowInput, AutomationTrigger as WorkflowTrigger } from '../../automations/automations';
 import { cursorSchema, limitSchema } from '../pagination';
-import { contactDataSchema, headerTextSchema, uuidSchema } from './common';
+import { contactDataSchema, EXAMPLE, headerTextSchema, uuidSchema } from './common';
 import { eventNameSchema } from './events';
 
 
@@ -173,8 +173,8 @@ const triggerSchema = Joi.object<WorkflowTrigger, true>({
 });
 
 const fields = {
-  name: Joi.string().trim().min(1).max(200),
-  description: Joi.string().max(1000).allow('', null),
+  name: Joi.string().trim().min(1).max(200).example('Onboarding'),
+  description: Joi.string().max(1000).allow('', null).example('Welcome new sign-ups, then nudge them after a day.'),
   enabled: Joi.boolean(),
   trigger: triggerSchema,
   steps: Joi.array().items(stepSchema).min(1).max(MAX_STEPS),
@@ -189,10 +189,19 @@ export const createWorkflowSchema = Joi.object<CreateWorkflowBody, true>({
   trigger: fields.trigger.required(),
   steps: fields.steps.required(),
   allowReentry: fields.allowReentry.default(false),
+}).example({
+  name: 'Onboarding', description: 'Welcome new sign-ups, then nudge them after a day.', enabled: true,
+  trigger: { type: 'EVENT', event: 'signed-up' },
+  steps: [
+    { id: 'welcome', type: 'SEND_EMAIL', config: { template: EXAMPLE.templateId }, next: 'wait' },
+    { id: 'wait', type: 'DELAY', config: { amount: 1, unit: 'days' }, next: 'check' },
+    { id: 'check', type: 'CONDITION', config: { filter: { logic: 'AND', groups: [{ filters: [{ field: 'event.first-send', operator: 'notTriggered' }] }] } }, branches: { yes: 'nudge', no: null } },
+    { id: 'nudge', type: 'SEND_EMAIL', config: { template: EXAMPLE.templateId }, next: null },
+  ],
 });
 
 /** A patch replaces what it names (`steps` as a whole); no defaults, so absent keys keep their stored values. */
-export const patchWorkflowSchema = Joi.object<PatchWorkflowBody, true>(fields).min(1);
+export const patchWorkflowSchema = Joi.object<PatchWorkflowBody, true>(fields).min(1).example({ enabled: false });
 
 export const listWorkflowsQuerySchema = Joi.object<ListWorkflowsQuery, true>({
   limit: limitSchema,

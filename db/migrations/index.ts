@@ -24,6 +24,7 @@ import * as people from './20261130000001_people';
 import * as keysAudit from './20261130000002_keys_audit';
 import * as loginThrottle from './20261130000003_login_throttle';
 import * as twoFactor from './20261130000004_two_factor';
+import * as dailyStats from './20261201000001_daily_stats';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -56,6 +57,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261130000002_keys_audit': keysAudit,
   '20261130000003_login_throttle': loginThrottle,
   '20261130000004_two_factor': twoFactor,
+  '20261201000001_daily_stats': dailyStats,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

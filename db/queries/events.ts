@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { listPage, type Listed, type PageRequest } from '../pages';
+import { listCappedPage, type CappedList, type PageRequest } from '../pages';
 import { Event } from '../models/Event';
 
 export interface NewEvent {
@@ -17,6 +17,9 @@ export interface NewEvent {
  */
 const EVENT_NAME_SHARDS = 8;
 
+/** The events counted per day in project_daily_stats (migration 20261201000001), each in the column of its last word. */
+export const DAILY_EVENTS = ['email.sent', 'email.failed', 'email.bounced', 'email.complained', 'email.opened', 'email.clicked'] as const;
+
 /** A timestamp as JSON dates are written (ISO 8601, UTC, milliseconds), in SQL. */
 function utcTimestamp(column: string): string {
   return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -32,7 +35,9 @@ function utcTimestamp(column: string): string {
  *   active execution per workflow and contact unless it allows reentry (a unique index, ON CONFLICT DO NOTHING);
  * - every execution of the contact WAITING for one of these names records the event and is marked for a wake-up.
  * - every enabled webhook endpoint of the project that wants one of these names gets its outbox row
- *   (webhook_deliveries) with the exact payload it will carry (webhooks/; worker/webhookQueue.ts delivers it).
+ *   (webhook_deliveries) with the exact payload it will carry (webhooks/; worker/webhookQueue.ts delivers it);
+ * - the email outcomes (DAILY_EVENTS) are added to the project's day in project_daily_stats, one upsert per project and
+ *   day of the statement (not per event), for the overview's chart.
  * The automation and webhook parts find nothing through small indexes when nobody listens. One statement: the
  * delivery queue writes a batch of outcomes and their events in one round trip (sending/delivery.ts), the tracker a
  * batch of opens and clicks (tracking/record.ts). The emails and contacts the payloads name are read as they were
@@ -72,6 +77,19 @@ export function eventEffects(emails = 'emails'): string {
     INSERT INTO event_names (project_id, name, shard, count, last_seen_at)
     SELECT project_id, name, pg_backend_pid() % ${EVENT_NAME_SHARDS}, count(*), now() FROM inserted GROUP BY project_id, name ORDER BY project_id, name
     ON CONFLICT (project_id, name, shard) DO UPDATE SET count = event_names.count + excluded.count, last_seen_at = excluded.last_seen_at
+    RETURNING 1),
+  -- The outcomes per UTC day (project_daily_stats, GET /stats/overview): one row per project and day of the batch.
+  daily AS (
+    INSERT INTO project_daily_stats AS d (project_id, day, shard, sent, failed, bounced, complained, opened, clicked)
+    SELECT project_id, (created_at AT TIME ZONE 'UTC')::date, pg_backend_pid() % ${EVENT_NAME_SHARDS},
+           count(*) FILTER (WHERE name = 'email.sent'), count(*) FILTER (WHERE name = 'email.failed'),
+           count(*) FILTER (WHERE name = 'email.bounced'), count(*) FILTER (WHERE name = 'email.complained'),
+           count(*) FILTER (WHERE name = 'email.opened'), count(*) FILTER (WHERE name = 'email.clicked')
+    FROM inserted WHERE name IN (${DAILY_EVENTS.map((n) => `'${n}'`).join(', ')})
+    GROUP BY 1, 2 ORDER BY 1, 2
+    ON CONFLICT (project_id, day, shard) DO UPDATE SET
+      sent = d.sent + excluded.sent, failed = d.failed + excluded.failed, bounced = d.bounced + excluded.bounced,
+      complained = d.complained + excluded.complained, opened = d.opened + excluded.opened, clicked = d.clicked + excluded.clicked
     RETURNING 1),
   hooked AS (
     INSERT INTO webhook_deliveries (project_id, endpoint_id, type, event_id, payload)
@@ -116,16 +134,28 @@ export interface EventFilter {
   until?: Date;
 }
 
-/** One page of events, newest first, after `afterId`, and the total matching the filter. */
-export function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<Listed<Event>> {
-  return listPage(() => {
+/**
+ * A list's total is counted exactly up to this many events; past it the answer says "at least" (`totalExact: false`),
+ * as GET /emails does (emails/emails.ts EMAIL_COUNT_CAP: an exact count of a million rows costs ~100 ms however it is
+ * indexed), since a project records more events than emails (bench/consoleApi.ts seeds 1.4 per email).
+ */
+export const EVENT_COUNT_CAP = 1_000;
+
+/** The filtered, project-scoped query of a list (exported for the EXPLAIN tests of its indexes). */
+export function filteredEvents(db: Knex, projectId: string, filter: EventFilter): () => Knex.QueryBuilder {
+  return () => {
     const q = db('events').where('project_id', projectId);
     if (filter.name !== undefined) q.where('name', filter.name);
     if (filter.contactId !== undefined) q.where('contact_id', filter.contactId);
     if (filter.since) q.where('created_at', '>=', filter.since);
     if (filter.until) q.where('created_at', '<', filter.until);
     return q;
-  }, page, (row) => Event.fromDatabaseJson(row));
+  };
+}
+
+/** One page of events, newest first, after `afterId`, and the total matching the filter (capped: EVENT_COUNT_CAP). */
+export function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<CappedList<Event>> {
+  return listCappedPage(filteredEvents(db, projectId, filter), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row));
 }
 
 export interface EventNameRow {

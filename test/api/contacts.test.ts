@@ -174,6 +174,19 @@ describe('GET /contacts (list)', () => {
     expect(res.body.data.items[0].email).toBe('user44@example.com');
   });
 
+  test('the total is exact up to 1,000 (totalExact), and past it says "at least 1,000"', async () => {
+    expect((await t.http().get('/contacts?subscribed=true').set(key)).body.data).toMatchObject({ total: 23, totalExact: true });
+    const big = await t.newProject('a thousand and one');
+    const bigKey = bearer(big.secretKey);
+    // 1,001 contacts in one insert: the point is the count, not how they came.
+    await t.db.knex('contacts').insert(Array.from({ length: 1001 }, (_, i) => ({ project_id: big.id, email: `c${i}@big.example` })));
+    const all = (await t.http().get('/contacts?limit=5').set(bigKey)).body.data;
+    expect(all).toMatchObject({ total: 1000, totalExact: false, hasMore: true });
+    expect(all.items).toHaveLength(5);
+    // A filter that matches under the cap is exact again.
+    expect((await t.http().get('/contacts?search=c100').set(bigKey)).body.data).toMatchObject({ total: 2, totalExact: true });
+  });
+
   test('a walk visits every contact exactly once', async () => {
     const { ids, totals, pages } = await walk('', 7);
     expect(ids).toHaveLength(45);
@@ -226,6 +239,16 @@ describe('GET /contacts (list)', () => {
     expect(both.body.data.total).toBe(8);
     const one = await t.http().get('/contacts?search=user07').set(key);
     expect(one.body.data.items.map((c: { email: string }) => c.email)).toEqual(['user07@example.com']);
+  });
+
+  test('a search with an address is still a substring of the address: the whole term must match, not its local part', async () => {
+    const emails = async (q: string) => (await t.http().get(`/contacts?search=${encodeURIComponent(q)}&limit=100`).set(key)).body.data.items.map((c: { email: string }) => c.email).sort();
+    expect(await emails('user07@example.com')).toEqual(['user07@example.com']);
+    expect(await emails('ser07@EXAMPLE.com')).toEqual(['user07@example.com']);
+    // Its local part matches user07@example.com, the whole does not: nothing.
+    expect(await emails('user07@acme.io')).toEqual([]);
+    expect(await emails('r03@acme.io')).toEqual(['user03@acme.io']);
+    expect(await emails('user1%@acme.io')).toEqual([]);
   });
 
   test('search treats % and _ literally', async () => {

@@ -7,9 +7,14 @@ import type Router from '@koa/router';
 import { createApp } from '../../api/app';
 import type { Route } from '../../api/route';
 import { ROUTES } from '../../api/routes';
+import Joi from 'joi';
+import { exampleOf } from '../../api/openapi/examples';
+import { checkJsonValues } from '../../api/schemas/common';
+import { errorAnswer, successOf, UNHEALTHY } from '../../api/schemas/answers';
+import { HERALD_VERSION } from '../../core/version';
 import { addDomain } from '../../domains/rows';
 import { bearer, createTestContext, testAppDeps, type TestContext } from '../support/app';
-import { answerChecker, type AnswerChecker } from '../support/openapi';
+import { answerChecker, pointerOf, type AnswerChecker } from '../support/openapi';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -86,7 +91,8 @@ describe('the document and the routers agree', () => {
     for (const [path, item] of Object.entries(doc.paths as Json)) {
       for (const [method, op] of Object.entries(item as Json)) {
         const schemes = (op.security as Json[]).map((s) => Object.keys(s).sort().join('+')).sort();
-        const open = ['/health', '/metrics', '/openapi.json', '/docs', '/docs/redoc.standalone.js', '/auth/login', '/auth/login/two-factor'].includes(path)
+        const open = ['/health', '/metrics', '/openapi.json', '/docs', '/docs/redoc.standalone.js', '/docs/reference.js', '/docs/guide', '/docs/guide.css', '/favicon.svg', '/favicon.ico',
+          '/auth/login', '/auth/login/two-factor'].includes(path)
           // Single sign-on: the provider's answer and the flow cookie authorise (api/routes/auth.ts, people/oidc.ts).
           || ['/auth/providers', '/auth/oidc/login', '/auth/oidc/callback'].includes(path) || /^\/(unsubscribe|t)\//.test(path)
           // People's links: the token in the body authorises (api/routes/invitations.ts, accounts.ts).
@@ -144,6 +150,122 @@ test('the document is valid OpenAPI 3.1 (@seriousme/openapi-schema-validator)', 
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+describe('the reference shows what a person would send and see (issue 28)', () => {
+  test('a real title, the package\'s version, and a description that says what Herald is, where the console and the guide are, and how to authenticate', () => {
+    expect(doc.info.title).toBe('Herald API');
+    expect(doc.info.version).toBe(HERALD_VERSION);
+    expect(doc.info.version).toMatch(/^\d+\.\d+\.\d+/);
+    for (const said of ['self-hostable email platform', '](app)', '](docs/guide)', 'Bearer sk_', 'Bearer pk_', 'POST /v1/track', 'herald_session', 'Herald-Project']) {
+      expect(doc.info.description).toContain(said);
+    }
+  });
+
+  /**
+   * Every JSON media type of the document, request bodies and answers (the shared error answers too), with where it is
+   * and the route that declares it.
+   */
+  function jsonMedia(): { what: string; at: string; media: Json; route?: Route; status?: string }[] {
+    const byId = new Map(ROUTES.map((r) => [r.operationId, r]));
+    const found: { what: string; at: string; media: Json; route?: Route; status?: string }[] = [];
+    for (const [path, item] of Object.entries(doc.paths as Json)) {
+      for (const [method, op] of Object.entries(item as Json)) {
+        const route = byId.get(op.operationId);
+        const body = op.requestBody?.content?.['application/json'];
+        if (body) found.push({ what: `${method.toUpperCase()} ${path} (${op.operationId}) request body`, at: pointerOf('paths', path, method, 'requestBody', 'content', 'application/json'), media: body, route });
+        for (const [status, response] of Object.entries(op.responses as Json)) {
+          const media = response.content?.['application/json'];
+          if (media) found.push({ what: `${method.toUpperCase()} ${path} (${op.operationId}) answer ${status}`, at: pointerOf('paths', path, method, 'responses', status, 'content', 'application/json'), media, route, status });
+        }
+      }
+    }
+    for (const [name, response] of Object.entries(doc.components.responses as Json)) {
+      found.push({ what: `the error answer ${name}`, at: pointerOf('components', 'responses', name, 'content', 'application/json'), media: response.content['application/json'] });
+    }
+    return found;
+  }
+
+  // What Redoc (openapi-sampler) writes where a schema gives no example.
+  const PLACEHOLDERS = new Set(['user@example.com', '2019-08-24T14:15:22Z', '2019-08-24', '14:15:22Z', '497f6eca-6276-4993-bfeb-53cbbbba6f08',
+    'http://example.com', 'pa$$word', '/regex/', '192.168.0.1', 'example@example.com']);
+
+  /** The paths of the placeholder strings in an example. */
+  function placeholdersIn(value: unknown, at = ''): string[] {
+    if (typeof value === 'string') return /^(string)+/.test(value) || PLACEHOLDERS.has(value) ? [`${at || '(the value)'} = ${JSON.stringify(value)}`] : [];
+    if (Array.isArray(value)) return value.flatMap((v, i) => placeholdersIn(v, `${at}[${i}]`));
+    if (value && typeof value === 'object') return Object.entries(value).flatMap(([k, v]) => placeholdersIn(v, at ? `${at}.${k}` : k));
+    return [];
+  }
+
+  test('every request body and every JSON answer carries a whole example, without placeholders, that its schema accepts', () => {
+    const media = jsonMedia();
+    expect(media.length).toBeGreaterThan(110);
+    const problems: string[] = [];
+    for (const { what, at, media: m } of media) {
+      if (m.example === undefined) {
+        const { missing } = exampleOf(m.schema, doc.components.schemas);
+        problems.push(`${what} has no example: no example for ${missing.join(', ')}. Give those fields Joi's .example() where the schema is `
+          + '(api/schemas/*.ts for requests, api/schemas/answers.ts for answers; api/schemas/common.ts EXAMPLE has ids, instants and addresses), '
+          + 'or the whole body one (an answer\'s `example`, a body schema\'s .example()).');
+        continue;
+      }
+      const placeholders = placeholdersIn(m.example);
+      if (placeholders.length) problems.push(`${what}: its example has placeholders, not values a person would send or see: ${placeholders.join(', ')}`);
+      try {
+        answers.checkValue(`${at}/schema`, m.example, `${what}: the example`);
+      } catch (err) {
+        problems.push((err as Error).message);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  test('each request example passes the route\'s own Joi schema (a request Herald accepts), and each answer example its answer schema', () => {
+    const options: Joi.ValidationOptions = { abortEarly: false, convert: true, stripUnknown: false };
+    const problems: string[] = [];
+    let requests = 0;
+    let answered = 0;
+    for (const { what, media, route, status } of jsonMedia()) {
+      if (media.example === undefined) continue; // the test above names it
+      let schema: Joi.Schema;
+      if (!route) schema = errorAnswer;
+      else if (status === undefined) {
+        schema = route.body!;
+        requests++;
+        const refused = checkJsonValues(media.example);
+        if (refused.length) problems.push(`${what}: ${JSON.stringify(refused)}`);
+      } else {
+        const answer = route.answers[Number(status)];
+        if (!answer) schema = errorAnswer;
+        else schema = answer.raw ?? successOf(answer.data!);
+        answered++;
+      }
+      const { error } = schema.validate(media.example, options);
+      if (error) problems.push(`${what}: Joi refuses its example: ${error.message}`);
+    }
+    expect(problems).toEqual([]);
+    expect(requests).toBeGreaterThan(30);
+    expect(answered).toBeGreaterThan(70);
+  });
+
+  test('POST /v1/send shows a real send: addresses, a subject and a body', () => {
+    const send = doc.paths['/v1/send'].post;
+    expect(send.requestBody.content['application/json'].example).toMatchObject({
+      to: expect.stringMatching(/@example\.com/), from: expect.stringMatching(/@example\.com/), subject: expect.stringMatching(/\w+ \w+/), body: expect.stringMatching(/<p>/),
+    });
+    expect(send.responses['200'].content['application/json'].example.data.emails[0]).toMatchObject({ status: 'QUEUED', contact: { email: expect.stringMatching(/@example\.com$/) } });
+  });
+
+  test('GET /health: the documented answer is the real one', async () => {
+    const res = await t.http().get('/health');
+    expect(res.status).toBe(200);
+    const documented = doc.paths['/health'].get.responses['200'].content['application/json'];
+    expect(res.body).toEqual(documented.example);
+    answers.check('GET', '/health', res);
+    // The 503's example is the very value api/routes/system.ts answers when the database does not (test/api/health.test.ts).
+    expect(doc.paths['/health'].get.responses['503'].content['application/json'].example).toEqual(UNHEALTHY);
+  });
 });
 
 describe('real answers match their schemas in the document', () => {

@@ -357,10 +357,12 @@ export interface RouteGen {
   html?: boolean;
   /** Not JSON when it succeeds: the open pixel (a GIF) and the click redirect (a 302 with Location). */
   tracking?: 'pixel' | 'redirect';
-  /** The API's own description: the OpenAPI document (JSON, not in the envelope), the reference page, its script. */
-  reference?: 'document' | 'page' | 'script' | 'metrics';
+  /** The API's own description: the OpenAPI document (JSON, not in the envelope), the reference and guide pages, their scripts, styles and icon. */
+  reference?: 'document' | 'page' | 'script' | 'style' | 'icon' | 'metrics';
   /** Single sign-on (GET /auth/oidc/…): a 302 to the provider, to the console, or to its login page with an error code. */
   sso?: true;
+  /** Not JSON when it succeeds: an email's message (message/rfc822, as an .eml attachment). */
+  mime?: true;
 }
 
 const limitArb = fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 1, max: 100 }).map(String) }, { weight: 1, arbitrary: fc.constantFrom('0', '101', '-1', 'abc', '1.5', '1e2', '', ' 5', '9'.repeat(400), '0x10') });
@@ -398,6 +400,11 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'GET /openapi.json': { keys: 'none', reference: 'document' },
   'GET /docs': { keys: 'none', reference: 'page' },
   'GET /docs/redoc.standalone.js': { keys: 'none', reference: 'script' },
+  'GET /docs/reference.js': { keys: 'none', reference: 'script' },
+  'GET /docs/guide': { keys: 'none', reference: 'page' },
+  'GET /docs/guide.css': { keys: 'none', reference: 'style' },
+  'GET /favicon.svg': { keys: 'none', reference: 'icon' },
+  'GET /favicon.ico': { keys: 'none', reference: 'icon' },
   'GET /metrics': { keys: 'none', reference: 'metrics' },
 
   // People (issue 27): without a session cookie (the fuzz sends keys), every one but the login is a 401.
@@ -487,10 +494,12 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
     query: listQuery('email', {
       status: fc.constantFrom('QUEUED', 'SENT', 'sent', 'FAILED', 'CANCELLED', 'SENDING', 'SUPPRESSED', 'BOUNCED', 'X', '', 'SENT,FAILED'),
       to: fc.oneof(emailArb, fc.constantFrom('', 'not-an-address', 'x'.repeat(300))),
-      campaignId: idArb('campaign', 'body').map((r) => r.text), since: dateText, until: dateText,
+      campaignId: idArb('campaign', 'body').map((r) => r.text), contactId: idArb('contact', 'body').map((r) => r.text), since: dateText, until: dateText,
     }),
   },
   'GET /emails/:id': { ids: { id: 'email' } },
+  'GET /emails/:id/raw': { ids: { id: 'email' }, mime: true },
+  'GET /stats/overview': { query: fc.array(fc.tuple(fc.constant('days'), mostly(['7', '30', '90'], ['8', '0', '-7', '7.5', 'week', '', '9'.repeat(40)])), { maxLength: 1 }) },
   'GET /settings': {},
   'PATCH /settings': {
     body: fc.record({
@@ -853,7 +862,7 @@ export function routeRequestArb(route: RouteKey): fc.Arbitrary<FuzzRequest> {
 }
 
 const OFF_PATHS = ['/nope', '/v2/send', '/contacts/', '//contacts', '/CONTACTS', '/Contacts/x', '/contacts/a/b', '/health/', '/v1/send/', '/v1', '/', '/%ZZ', '/%00',
-  '/contacts/..%2F..%2Fhealth', '/unsubscribe', '/unsubscribe/', '/segments/preview/x', '/.env', '/favicon.ico', `/${'a'.repeat(4000)}`];
+  '/contacts/..%2F..%2Fhealth', '/unsubscribe', '/unsubscribe/', '/segments/preview/x', '/.env', '/robots.txt', `/${'a'.repeat(4000)}`];
 
 /** Requests beside the routes: unknown paths, methods a path does not have, OPTIONS and HEAD. */
 export function offRouteArb(routes: RouteKey[]): fc.Arbitrary<FuzzRequest> {
@@ -1258,9 +1267,17 @@ export function checkAnswer(req: FuzzRequest, gen: RouteGen | undefined, a: Answ
   }
   if (gen?.reference) {
     const type = String(a.headers['content-type']);
-    const expected = { document: /^application\/json/, page: /^text\/html/, script: /^application\/javascript/, metrics: /^text\/plain/ }[gen.reference];
+    const expected = {
+      document: /^application\/json/, page: /^text\/html/, script: /^application\/javascript/, style: /^text\/css/, icon: /^image\/svg\+xml/, metrics: /^text\/plain/,
+    }[gen.reference];
     if (!expected.test(type)) problems.push(`${req.route} answered ${type}`);
     if (gen.reference === 'document' && (a.json as { openapi?: unknown } | undefined)?.openapi !== '3.1.0') problems.push('GET /openapi.json is not the OpenAPI 3.1 document');
+    return problems;
+  }
+  if (gen?.mime) {
+    if (a.headers['content-type'] !== 'message/rfc822') problems.push(`the message answered ${String(a.headers['content-type'])}`);
+    if (!/^attachment; filename="[0-9a-f-]{36}\.eml"$/.test(String(a.headers['content-disposition']))) problems.push(`the message's Content-Disposition is ${String(a.headers['content-disposition'])}`);
+    if (!/^Message-ID: /im.test(a.text)) problems.push('the message has no Message-ID');
     return problems;
   }
   if (gen?.tracking) {

@@ -25,9 +25,14 @@ export interface AnswerChecker {
   check(method: string, path: string, res: Response): void;
   /** Throws unless the body matches the operation's request body schema (a body Herald accepts must be one the document allows). */
   checkRequest(method: string, path: string, body: unknown): void;
+  /** Throws unless `value` matches the schema at the document's JSON pointer `at` (`#/paths/…/schema`), naming `what`. */
+  checkValue(at: string, value: unknown, what: string): void;
   /** The operations whose answers were checked, `METHOD path status`. */
   checked: Set<string>;
 }
+
+/** A JSON pointer into the document, from its parts. */
+export const pointerOf = (...parts: string[]) => `#/${pointer(...parts)}`;
 
 export function answerChecker(document: Json): AnswerChecker {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -36,6 +41,10 @@ export function answerChecker(document: Json): AnswerChecker {
   const checked = new Set<string>();
   return {
     checked,
+    checkValue(at, value, what) {
+      const validate = ajv.compile({ $ref: `herald${at}` });
+      if (!validate(value)) throw new Error(`${what} does not match its schema (${at}): ${JSON.stringify(validate.errors, null, 1)}\n${JSON.stringify(value)}`);
+    },
     checkRequest(method, path, body) {
       const where = `herald#/paths/${pointer(path, method.toLowerCase(), 'requestBody', 'content', 'application/json', 'schema')}`;
       const validate = ajv.compile({ $ref: where });

@@ -1,0 +1,91 @@
+import type { Knex } from 'knex';
+import { emailListQueries } from '../../emails/emails';
+import { dailyStatsQuery } from '../../emails/overview';
+import { filteredEvents } from '../../db/queries/events';
+import { cappedCount, pageQueries } from '../../db/pages';
+import { queueSql } from '../../metrics/database';
+import { createProject } from '../../projects/service';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+
+/**
+ * The console's reads are index reads (issue 28): the overview's days (project_daily_stats_pkey), its queue
+ * (emails_project_status_idx), a contact's emails and events (emails_contact_idx, events_contact_idx) and the capped
+ * totals. The plans are read from EXPLAIN of the very SQL the code builds, on 50 projects of rows, enough that a
+ * sequential scan would lose.
+ */
+let db: TestDatabase;
+let projectId: string;
+let contactId: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const projects: string[] = [];
+  for (let i = 0; i < 50; i++) projects.push((await createProject(`p${i}`)).id);
+  projectId = projects[0]!;
+  await db.knex.raw(
+    `INSERT INTO contacts (project_id, email) SELECT (?::uuid[])[1 + g % 50], 'user' || g || '@example.org' FROM generate_series(1, 20000) g`, [projects]);
+  await db.knex.raw(
+    `INSERT INTO emails (project_id, contact_id, from_email, to_email, subject, html, status, available_at)
+     SELECT c.project_id, c.id, 'hi@example.com', c.email, 's', 'h', (ARRAY['SENT', 'SENT', 'FAILED', 'QUEUED'])[1 + (g % 4)], now() + interval '1 day'
+     FROM contacts c CROSS JOIN generate_series(1, 10) g`);
+  await db.knex.raw(
+    `INSERT INTO events (project_id, name, contact_id, email_id, data)
+     SELECT project_id, 'email.sent', contact_id, id, '{}'::jsonb FROM emails WHERE status = 'SENT'`);
+  // Two years of days of every project, 8 shards each.
+  await db.knex.raw(
+    `INSERT INTO project_daily_stats (project_id, day, shard, sent)
+     SELECT p, current_date - d, s, 1 FROM unnest(?::uuid[]) p CROSS JOIN generate_series(0, 730) d CROSS JOIN generate_series(0, 7) s`, [projects]);
+  for (const t of ['contacts', 'emails', 'events', 'project_daily_stats']) await db.knex.raw(`VACUUM ANALYZE ${t}`);
+  contactId = (await db.knex('contacts').where({ project_id: projectId }).first('id')).id;
+}, 180_000);
+afterAll(async () => { await db.close(); });
+
+async function plan(sql: string, bindings: readonly unknown[] = []): Promise<string> {
+  const res = await db.knex.raw(`EXPLAIN ${sql}`, bindings as Knex.RawBinding[]);
+  return res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+}
+const planOf = (b: { toSQL(): { sql: string; bindings: readonly unknown[] } }) => plan(b.toSQL().sql, b.toSQL().bindings);
+
+test('the overview’s days are a range of the rollup’s primary key, whatever the history', async () => {
+  const p = await planOf(dailyStatsQuery(db.knex, projectId, new Date(Date.now() - 89 * 86_400_000).toISOString().slice(0, 10)));
+  expect(p).toContain('project_daily_stats_pkey');
+  expect(p).toMatch(/Index Cond: \(\(project_id = .*\) AND \(day >= /);
+  expect(p).not.toMatch(/Seq Scan/);
+});
+
+test('the overview’s queue: the project’s QUEUED range of emails_project_status_idx, capped, and its first entry', async () => {
+  const { depth, oldest } = queueSql('project');
+  const d = await plan(depth, [projectId, 10_001]);
+  expect(d).toContain('emails_project_status_idx');
+  expect(d).toMatch(/Limit/);
+  expect(d).not.toMatch(/Seq Scan/);
+  const o = await plan(oldest, [projectId]);
+  expect(o).toContain('emails_project_status_idx');
+  expect(o).not.toMatch(/Seq Scan|Sort/);
+});
+
+test('a contact’s emails: emails_contact_idx, and a capped count', async () => {
+  const { page, count } = emailListQueries(db.knex, projectId, { contactId }, { limit: 20 });
+  const p = await planOf(page);
+  expect(p).toContain('emails_contact_idx');
+  expect(p).not.toMatch(/Seq Scan/);
+  expect(await planOf(count)).not.toMatch(/Seq Scan/);
+});
+
+test('a contact’s events: events_contact_idx, and a capped count', async () => {
+  const filtered = filteredEvents(db.knex, projectId, { contactId });
+  const p = await planOf(pageQueries(filtered, { limit: 20 }).page);
+  expect(p).toContain('events_contact_idx');
+  expect(p).not.toMatch(/Seq Scan/);
+  expect(await planOf(cappedCount(filtered, 1_000))).not.toMatch(/Seq Scan/);
+});
+
+test('the events list and its capped count read the project through an index, stopping at the cap', async () => {
+  const filtered = filteredEvents(db.knex, projectId, {});
+  const p = await planOf(pageQueries(filtered, { limit: 20 }).page);
+  expect(p).toContain('events_pkey');
+  expect(p).not.toMatch(/Seq Scan|Sort/);
+  const c = await planOf(cappedCount(filtered, 1_000));
+  expect(c).toMatch(/Limit/);
+  expect(c).not.toMatch(/Seq Scan/);
+});
