@@ -1,6 +1,6 @@
 # The Herald image for cluster mode (docker-compose.yml): the same image runs the API (`npm run api`, the default)
-# and the workers (`npm run worker`). Like `npm start`, its processes run the TypeScript sources with tsx: there is
-# no build step.
+# and the workers (`npm run worker`). Like `npm start`, its processes run the TypeScript sources with tsx; the one
+# build step is the web console's (web/ into dist/web, which the API serves at /app), made here once, in the image.
 FROM node:20-bookworm-slim
 
 ENV NODE_ENV=production
@@ -12,6 +12,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 COPY . .
+RUN npm run --silent build:web
 
 # Run as the image's unprivileged `node` user. DATA_DIR (./.data) is only used when SECRET_KEY, DATABASE_URL or
 # SMTP_URL are unset; it must be writable then.

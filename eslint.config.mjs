@@ -38,7 +38,7 @@ export default tseslint.config(
   // the worker loops.
   {
     files: ['**/*.ts'],
-    ignores: ['api/**', 'bin/**', 'test/**', 'bench/**'],
+    ignores: ['api/**', 'bin/**', 'test/**', 'bench/**', 'web/**'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [
         { group: ['**/api', '**/api/**'], message: 'Only api/ (and the entry points in bin/) import from api/: call the business module instead.' },
@@ -46,6 +46,19 @@ export default tseslint.config(
         WORKER,
       ] }],
       'no-restricted-syntax': ['error', ...DYNAMIC_HTTP_IMPORTS],
+    },
+  },
+  // The console (web/): TSX for the browser, a client of the API (web/api.ts over the typed client's types); of the
+  // server's code it imports projects/roles.ts (the permission names). It writes no HTML (the email preview's srcdoc,
+  // a string, is the one exception). Its `./api` is web/api.ts, hence web/ is outside the ban on importing api/.
+  {
+    files: ['web/**/*.ts', 'web/**/*.tsx'],
+    languageOptions: { globals: { ...globals.browser } },
+    rules: {
+      'no-restricted-syntax': ['error',
+        { selector: "JSXAttribute[name.name='dangerouslySetInnerHTML']", message: 'The console writes no HTML: build elements (the email preview\'s srcdoc is the one exception, a string).' },
+        { selector: "MemberExpression[property.name=/^(innerHTML|outerHTML)$/]", message: 'The console writes no HTML through innerHTML/outerHTML.' },
+        { selector: "CallExpression[callee.property.name='insertAdjacentHTML']", message: 'The console writes no HTML.' }],
     },
   },
   // The API calls the business, never an engine's activities (they are the engines' wrappers over the same business).

@@ -5,6 +5,7 @@ import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { Renderer } from '../mail/render';
 import type { Sender } from '../sending/sender';
+import { consoleApp } from './console';
 import { errorHandler } from './middleware/errorHandler';
 import { httpMetrics } from './middleware/httpMetrics';
 import { requestId } from './middleware/requestId';
@@ -47,10 +48,12 @@ export interface AppDeps {
   metricsToken?: string;
   /** METRICS_PORT is set: GET /metrics is served on a listener of its own (api/metricsApp.ts), not here. */
   metricsOnOwnPort?: boolean;
+  /** The built console (scripts/buildWeb.ts) served at /app; dist/web by default. */
+  consoleDir?: string;
 }
 
 /**
- * The Koa app. Order matters: request id → error envelope (and request log) → routes. The routers are built from
+ * The Koa app. Order matters: request id → error envelope (and request log) → the console's files (api/console.ts) → routes. The routers are built from
  * the route table (api/routes/index.ts, api/routing.ts), the services the routes call from these deps (api/services.ts).
  */
 export function createApp(deps: AppDeps): Koa {
@@ -64,6 +67,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(requestId());
   app.use(httpMetrics()); // outside the error handler: it times the answer the client got, with its status
   app.use(errorHandler(deps.log));
+  app.use(consoleApp({ dir: deps.consoleDir })); // /app: static files; `/` from a browser goes there
   for (const router of [open, people, sending, tracking, management]) {
     app.use(router.routes());
     app.use(router.allowedMethods()); // sets 405/501 + Allow; errorHandler renders the envelope

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createKnex, migrate } from '../../db/database';
 import { attachEmbeddedPostgres } from '../../db/embedded';
+import { buildWeb } from '../../scripts/buildWeb';
 import { startDevServer } from '../../scripts/temporalDevServer';
 import { CLUSTER_FILE, type ClusterInfo } from './cluster';
 import { SKIP_FILE_ENV, testNamespaces } from './temporal';
@@ -35,6 +36,8 @@ async function startTemporal(dataDir: string): Promise<ClusterInfo['temporal']> 
  * The schema is migrated once into a template database; every test file clones it (test/support/db.ts).
  */
 export default async function globalSetup(): Promise<void> {
+  // The console's files (dist/web), which the browser tests load from Herald at /app: built from web/ at every run.
+  await buildWeb({ quiet: true });
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-test-'));
   fs.chmodSync(dataDir, 0o755);
   const cluster = await attachEmbeddedPostgres({

@@ -1,0 +1,152 @@
+import { createHash } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Context, Middleware, Next } from 'koa';
+
+/**
+ * The web console at /app (web/, built by scripts/buildWeb.ts into dist/web/): static files and nothing else, no
+ * business and no route of the API (the console is a client of the API like any script).
+ *
+ * - `/app/assets/<name>-<hash>.js|css`: a year of cache (`immutable`: a new build has new names), brotli or gzip from
+ *   the precompressed files by Accept-Encoding, an ETag; a missing asset is a 404.
+ * - `/app` and every other `/app/*`: index.html, `no-cache` (the router of web/ shows the page, or its "not found").
+ * - `/` asked by a browser (Accept: text/html): redirected to /app. Scripts asking for `/` get the API's usual 404.
+ *
+ * Every answer here carries the console's CSP, nosniff and Referrer-Policy. Only GET and HEAD; names are matched
+ * against one pattern (no `/`, no `..`), so nothing outside dist/web/assets can be asked for.
+ */
+export const CONSOLE_DIR = path.resolve(__dirname, '..', 'dist', 'web');
+
+/**
+ * The console's Content-Security-Policy. Two directives are wider than the rest, for the email preview alone
+ * (web/pages/EmailDetail.tsx): an iframe's `srcdoc` document inherits the policy of the page that embeds it (HTML's
+ * policy container; measured in Chromium), so the console's policy is the upper bound of what a message may use.
+ * - `style-src 'unsafe-inline'`: messages are styled with inline `style` attributes and `<style>` blocks; refused, every
+ *   message would show unstyled and each refusal would be a console error. The console itself sets no inline style
+ *   (index.html has none, and Preact writes styles through the CSSOM), and it writes no HTML (no innerHTML).
+ * - `img-src https: http:`: a message's remote images, shown only after a click on "Load remote images" (until then the
+ *   preview's own policy, a <meta> in its srcdoc, allows `data:` images only).
+ * Scripts stay `'self'` only, and the preview iframe is sandboxed without scripts or same-origin.
+ */
+export const CONSOLE_CSP = [
+  "default-src 'self'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data: https: http:", "connect-src 'self'",
+  "frame-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'", "object-src 'none'",
+].join('; ');
+
+const ASSET = /^\/app\/assets\/([A-Za-z0-9_-]+-[A-Z0-9]{8}\.(js|css))$/;
+const TYPES: Record<string, string> = { js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' };
+const YEAR = 'public, max-age=31536000, immutable';
+
+function secure(ctx: Context): void {
+  ctx.set('Content-Security-Policy', CONSOLE_CSP);
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Referrer-Policy', 'same-origin');
+  ctx.set('X-Frame-Options', 'DENY');
+}
+
+/** The encodings the client accepts (q=0 refuses one), brotli preferred. */
+export function pickEncoding(accept: string): 'br' | 'gzip' | null {
+  const accepted = new Map<string, number>();
+  for (const part of accept.toLowerCase().split(',')) {
+    const [name, ...params] = part.trim().split(';');
+    if (!name) continue;
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    accepted.set(name.trim(), q ? Number(q.slice(2)) : 1);
+  }
+  const ok = (enc: string) => (accepted.get(enc) ?? accepted.get('*') ?? 0) > 0;
+  return ok('br') ? 'br' : ok('gzip') ? 'gzip' : null;
+}
+
+const notModified = (ctx: Context, etag: string) => ctx.get('If-None-Match').split(',').map((t) => t.trim()).includes(etag);
+
+async function serveAsset(ctx: Context, dir: string, name: string, ext: string): Promise<void> {
+  const encoding = pickEncoding(ctx.get('Accept-Encoding'));
+  const file = path.join(dir, 'assets', name);
+  const chosen = encoding ? `${file}.${encoding === 'br' ? 'br' : 'gz'}` : file;
+  let body: Buffer;
+  try {
+    body = await readFile(chosen);
+  } catch {
+    ctx.status = 404;
+    ctx.type = 'text/plain';
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = 'Not found: this console asset does not exist (an old page after an upgrade? Reload it).';
+    return;
+  }
+  // The name carries the content's hash; the encoding tells the variants apart.
+  const etag = `"${name}${encoding ? `-${encoding}` : ''}"`;
+  ctx.set('Cache-Control', YEAR);
+  ctx.set('ETag', etag);
+  ctx.set('Vary', 'Accept-Encoding');
+  ctx.type = TYPES[ext]!;
+  if (encoding) ctx.set('Content-Encoding', encoding);
+  if (notModified(ctx, etag)) {
+    ctx.status = 304;
+    return;
+  }
+  ctx.status = 200;
+  ctx.body = body;
+}
+
+/** index.html, read again when the build changed it (npm run build:web while Herald runs). */
+function indexReader(dir: string) {
+  let cached: { mtimeMs: number; body: Buffer; etag: string } | undefined;
+  return async (): Promise<typeof cached> => {
+    const file = path.join(dir, 'index.html');
+    const info = await stat(file).catch(() => undefined);
+    if (!info) return undefined;
+    if (cached?.mtimeMs !== info.mtimeMs) {
+      const body = await readFile(file);
+      cached = { mtimeMs: info.mtimeMs, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+    }
+    return cached;
+  };
+}
+
+export function consoleApp(opts: { dir?: string } = {}): Middleware {
+  const dir = opts.dir ?? CONSOLE_DIR;
+  const index = indexReader(dir);
+  return async (ctx: Context, next: Next) => {
+    const { path: p } = ctx;
+    if (p === '/' && (ctx.method === 'GET' || ctx.method === 'HEAD') && ctx.accepts('html') === 'html' && /text\/html/.test(ctx.get('Accept'))) {
+      ctx.status = 302;
+      ctx.redirect('/app');
+      return;
+    }
+    if (p !== '/app' && !p.startsWith('/app/')) return next();
+    secure(ctx);
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      ctx.status = 405;
+      ctx.set('Allow', 'GET, HEAD');
+      ctx.type = 'text/plain';
+      ctx.body = 'The console is static: GET only.';
+      return;
+    }
+    if (p.startsWith('/app/assets/')) {
+      const match = ASSET.exec(p);
+      if (!match) {
+        ctx.status = 404;
+        ctx.type = 'text/plain';
+        ctx.body = 'Not found.';
+        return;
+      }
+      return serveAsset(ctx, dir, match[1]!, match[2]!);
+    }
+    const page = await index();
+    ctx.set('Cache-Control', 'no-cache');
+    if (!page) {
+      ctx.status = 503;
+      ctx.type = 'text/plain';
+      ctx.body = 'The console is not built: run `npm run build:web` (npm start does it), then reload.';
+      return;
+    }
+    ctx.set('ETag', page.etag);
+    ctx.type = 'text/html; charset=utf-8';
+    if (notModified(ctx, page.etag)) {
+      ctx.status = 304;
+      return;
+    }
+    ctx.status = 200;
+    ctx.body = page.body;
+  };
+}

@@ -1,0 +1,2 @@
+/** esbuild bundles the stylesheets web/main.tsx imports (scripts/buildWeb.ts). */
+declare module '*.css';

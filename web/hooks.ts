@@ -1,0 +1,73 @@
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiFailure } from './api';
+
+export interface Loaded<T> {
+  data: T | undefined;
+  error: Error | undefined;
+  loading: boolean;
+  /** Loads again (after a change). */
+  reload: () => void;
+}
+
+/**
+ * Loads what a page shows: `load` runs on mount and whenever a value of `deps` changes; an answer that arrives after
+ * a newer request started is dropped (fast typing in a filter never shows an old page).
+ */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+  const [state, setState] = useState<{ data?: T; error?: Error; loading: boolean }>({ loading: true });
+  const [tick, setTick] = useState(0);
+  const latest = useRef(0);
+  useEffect(() => {
+    const mine = ++latest.current;
+    setState((s) => ({ ...s, loading: true }));
+    load().then(
+      (data) => { if (mine === latest.current) setState({ data, loading: false }); },
+      (error: Error) => { if (mine === latest.current) setState({ error, loading: false }); },
+    );
+  }, [...deps, tick]);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  return { data: state.data, error: state.error, loading: state.loading, reload };
+}
+
+/** Sets the document's title: "<page> · Herald". */
+export function useTitle(title: string): void {
+  useEffect(() => { document.title = title ? `${title} · Herald` : 'Herald'; }, [title]);
+}
+
+export interface Submission {
+  busy: boolean;
+  /** The API's message per field (a 422's), shown under each field. */
+  fields: Record<string, string>;
+  /** What failed that no field names, shown above the form. */
+  error: string;
+  submit: (e: Event) => Promise<void>;
+}
+
+/**
+ * A form's submission: busy while `action` runs; a failure's field messages go under their fields and the rest
+ * above the form. A link's token refused (`fields.token`: used, expired, unknown) is no field the person can fix:
+ * it is said above the form with `tokenHint`, what to do instead. `initialError` is shown before any try.
+ */
+export function useSubmit(action: () => Promise<unknown>, opts: { fallback: string; tokenHint?: string; initialError?: string }): Submission {
+  const [busy, setBusy] = useState(false);
+  const [fields, setFields] = useState<Record<string, string>>({});
+  const [error, setError] = useState(opts.initialError ?? '');
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setFields({});
+    setError('');
+    try {
+      await action();
+    } catch (err) {
+      const { token, ...rest } = err instanceof ApiFailure ? err.fields : {};
+      setFields(rest);
+      if (token) setError(`${token}. ${opts.tokenHint ?? ''}`.trim());
+      else if (err instanceof ApiFailure && err.status === 409) setError(`${err.message}. ${err.suggestion ?? ''}`.trim());
+      else if (!Object.keys(rest).length) setError(err instanceof Error ? err.message : opts.fallback);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, fields, error, submit };
+}

@@ -1,0 +1,192 @@
+import { useEffect, useState } from 'preact/hooks';
+import { useLocation, useRoute } from 'preact-iso';
+import { api, ApiFailure, call, type Schemas } from '../api';
+import {
+  Button, ConfirmDialog, EmailStatus, EmptyState, Icon, Loading, Page, TextAreaField, Time, toast,
+} from '../components';
+import { useLoad } from '../hooks';
+import { useSession } from '../session';
+import { dataPatch, parseData, SubscriptionBadge } from './parts/contacts';
+
+/**
+ * One contact (issue 28): its subscription (subscribe / unsubscribe), its data as JSON (checked before it is sent;
+ * the API's 422 shown under the field), delete with a confirmation that names the address, and what happened to it:
+ * its emails (each opens the email's page) and its events, newest first.
+ */
+type Contact = Schemas['Contact'];
+
+const pretty = (data: Contact['data']) => JSON.stringify(data, null, 2);
+
+function DataEditor({ contact, onSaved }: { contact: Contact; onSaved: (c: Contact) => void }) {
+  const [text, setText] = useState(pretty(contact.data));
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+  useEffect(() => { setText(pretty(contact.data)); setError(''); }, [contact.id, contact.updatedAt]);
+  const changed = text.trim() !== pretty(contact.data).trim();
+
+  const save = async (e: Event) => {
+    e.preventDefault();
+    const parsed = parseData(text);
+    if ('error' in parsed) { setError(parsed.error); return; }
+    setBusy(true);
+    setError('');
+    try {
+      const saved = await call(api.PATCH('/contacts/{id}', { params: { path: { id: contact.id } }, body: { data: dataPatch(contact.data, parsed.value) } }), { form: true });
+      toast('Data saved');
+      onSaved(saved);
+    } catch (err) {
+      if (err instanceof ApiFailure) {
+        const fieldError = Object.entries(err.fields).find(([f]) => f === 'data' || f.startsWith('data.'));
+        setError(fieldError ? fieldError[1] : err.message);
+      } else setError('The data was not saved. Try again.');
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form class="stack" noValidate onSubmit={save}>
+      <TextAreaField label="Data (JSON)" mono rows={Math.min(18, Math.max(6, text.split('\n').length + 1))} value={text} onValue={(v) => { setText(v); setError(''); }} error={error}
+        hint="A JSON object. Keys you remove are removed from the contact; templates read the rest as {{ contact.data.key }}." />
+      <div class="row">
+        <Button type="submit" variant="primary" busy={busy} disabled={!changed}>Save data</Button>
+        {changed ? <Button variant="ghost" onClick={() => { setText(pretty(contact.data)); setError(''); }}>Discard changes</Button> : null}
+      </div>
+    </form>
+  );
+}
+
+function ContactEmails({ email }: { email: string }) {
+  const list = useLoad(() => call(api.GET('/emails', { params: { query: { to: email, limit: 20 } } })), [email]);
+  return (
+    <section class="card" aria-labelledby="contact-emails">
+      <div class="card-header"><h2 id="contact-emails">Emails</h2>{list.data?.hasMore ? <a href={`/app/emails?to=${encodeURIComponent(email)}`}>All emails to this address</a> : null}</div>
+      {list.loading && !list.data ? <Loading what="Loading emails" /> : null}
+      {list.data && !list.data.items.length ? <p class="card-body muted">No email has been sent to {email} yet.</p> : null}
+      {list.data?.items.length ? (
+        <div class="table-flush">
+          <table class="table">
+            <thead><tr><th scope="col">Subject</th><th scope="col">Status</th><th scope="col" class="hide-phone">Queued</th></tr></thead>
+            <tbody>
+              {list.data.items.map((m) => (
+                <tr key={m.id}>
+                  <td class="truncate fill"><a class="row-link" href={`/app/emails/${m.id}`}>{m.subject || '(no subject)'}</a><span class="sub show-phone"><Time value={m.createdAt} /></span></td>
+                  <td><EmailStatus status={m.status} /></td>
+                  <td class="hide-phone"><Time value={m.createdAt} /></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+    </section>
+  );
+}
+
+function ContactEvents({ id }: { id: string }) {
+  const list = useLoad(() => call(api.GET('/events', { params: { query: { contactId: id, limit: 25 } } })), [id]);
+  return (
+    <section class="card" aria-labelledby="contact-events">
+      <div class="card-header"><h2 id="contact-events">Events</h2>{list.data?.hasMore ? <a href={`/app/events?contactId=${id}`}>All events</a> : null}</div>
+      {list.loading && !list.data ? <Loading what="Loading events" /> : null}
+      {list.data && !list.data.items.length ? <p class="card-body muted">No events yet. Your app records them with POST /events, and Herald records sends, opens and clicks.</p> : null}
+      {list.data?.items.length ? (
+        <div class="table-flush">
+          <table class="table">
+            <thead><tr><th scope="col">Event</th><th scope="col">When</th></tr></thead>
+            <tbody>
+              {list.data.items.map((ev) => (
+                <tr key={ev.id}>
+                  <td class="truncate fill">
+                    <span class="mono">{ev.emailId ? <a href={`/app/emails/${ev.emailId}`}>{ev.name}</a> : ev.name}</span>
+                    {Object.keys(ev.data).length ? <span class="sub mono truncate-line" title={JSON.stringify(ev.data)}>{JSON.stringify(ev.data)}</span> : null}
+                  </td>
+                  <td><Time value={ev.createdAt} /></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+    </section>
+  );
+}
+
+export default function ContactDetail() {
+  const { params } = useRoute();
+  const { route } = useLocation();
+  const { can } = useSession();
+  const id = params.id ?? '';
+  const loaded = useLoad(() => call(api.GET('/contacts/{id}', { params: { path: { id } } }), { expect: [404] }), [id]);
+  const [contact, setContact] = useState<Contact | undefined>(undefined);
+  const [deleting, setDeleting] = useState(false);
+  const [switching, setSwitching] = useState(false);
+  useEffect(() => { setContact(loaded.data); }, [loaded.data]);
+
+  const breadcrumb = <a href="/app/contacts"><Icon name="arrowLeft" size={14} />Contacts</a>;
+  if (loaded.error) {
+    const missing = loaded.error instanceof ApiFailure && loaded.error.status === 404;
+    return (
+      <Page title={missing ? 'Contact not found' : 'Contact'} breadcrumb={breadcrumb}>
+        <EmptyState icon="contacts" title={missing ? 'There is no such contact in this project' : 'The contact did not load'} actions={<Button onClick={() => route('/app/contacts')}>Back to contacts</Button>}>
+          {missing ? 'It may have been deleted, or it belongs to another project.' : loaded.error.message}
+        </EmptyState>
+      </Page>
+    );
+  }
+  if (!contact) return <Page title="Contact" breadcrumb={breadcrumb}><Loading what="Loading the contact" /></Page>;
+
+  const toggle = async () => {
+    setSwitching(true);
+    try {
+      const saved = await call(api.PATCH('/contacts/{id}', { params: { path: { id } }, body: { subscribed: !contact.subscribed } }));
+      setContact(saved);
+      toast(saved.subscribed ? `${saved.email} subscribed` : `${saved.email} unsubscribed`);
+    } catch { /* the API wrapper showed it */ } finally {
+      setSwitching(false);
+    }
+  };
+
+  return (
+    <Page title={contact.email} breadcrumb={breadcrumb}
+      lede={<span class="row"><SubscriptionBadge subscribed={contact.subscribed} /><span class="muted">Added <Time value={contact.createdAt} /></span></span>}
+      actions={can('write') ? <>
+        <Button busy={switching} onClick={toggle}>{contact.subscribed ? 'Unsubscribe' : 'Subscribe'}</Button>
+        <Button variant="danger" onClick={() => setDeleting(true)}><Icon name="trash" />Delete</Button>
+      </> : null}>
+      <div class="contact-grid">
+        <div class="stack">
+          <section class="card" aria-labelledby="contact-data">
+            <div class="card-header"><h2 id="contact-data">Data</h2><span class="muted nowrap">Updated <Time value={contact.updatedAt} relative /></span></div>
+            <div class="card-body">
+              {can('write') ? <DataEditor contact={contact} onSaved={setContact} />
+                : Object.keys(contact.data).length ? <pre class="code-block">{pretty(contact.data)}</pre> : <p class="muted">No data.</p>}
+            </div>
+          </section>
+          <ContactEmails email={contact.email} />
+        </div>
+        <div class="stack">
+          <section class="card" aria-labelledby="contact-details">
+            <div class="card-header"><h2 id="contact-details">Details</h2></div>
+            <dl class="kv card-body">
+              <dt>Email</dt><dd>{contact.email}</dd>
+              <dt>Subscription</dt><dd><SubscriptionBadge subscribed={contact.subscribed} /></dd>
+              <dt>Added</dt><dd><Time value={contact.createdAt} /></dd>
+              <dt>Updated</dt><dd><Time value={contact.updatedAt} /></dd>
+              <dt>ID</dt><dd class="mono">{contact.id}</dd>
+            </dl>
+          </section>
+          <ContactEvents id={contact.id} />
+        </div>
+      </div>
+      <ConfirmDialog open={deleting} title={`Delete ${contact.email}?`} confirm="Delete contact" danger onClose={() => setDeleting(false)}
+        onConfirm={async () => {
+          await call(api.DELETE('/contacts/{id}', { params: { path: { id } } }));
+          toast(`${contact.email} deleted`);
+          route('/app/contacts');
+        }}>
+        The contact is removed with their data, events and email log, and leaves every segment. This cannot be undone; sending to the address again makes a new contact.
+      </ConfirmDialog>
+    </Page>
+  );
+}

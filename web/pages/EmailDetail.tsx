@@ -1,0 +1,178 @@
+import { useMemo, useState } from 'preact/hooks';
+import { useRoute } from 'preact-iso';
+import { api, ApiFailure, call, currentProjectId, type Schemas } from '../api';
+import { Badge, Button, EmailStatus, EmptyState, Icon, Loading, LinkButton, Page, Time, toast, type Tone } from '../components';
+import { useLoad } from '../hooks';
+import { Fragment } from 'preact';
+
+/**
+ * One email (GET /emails/:id): its status and fields, its timeline, opens and clicks, and the message as it was
+ * rendered, in a sandboxed iframe (no scripts, no same origin) whose own policy allows inline styles and data: images
+ * only, until "Load remote images" widens img-src.
+ */
+type EmailDetailT = Schemas['EmailDetail'];
+type TimelineEntry = EmailDetailT['timeline'][number];
+
+const STEPS: Record<string, [string, Tone]> = {
+  'email.queued': ['Queued', 'neutral'],
+  'email.sent': ['Sent', 'success'],
+  'email.delivered': ['Delivered', 'success'],
+  'email.opened': ['Opened', 'info'],
+  'email.clicked': ['Clicked', 'info'],
+  'email.failed': ['Failed', 'danger'],
+  'email.bounced': ['Bounced', 'danger'],
+  'email.complained': ['Marked as spam', 'danger'],
+  'email.suppressed': ['Suppressed', 'warning'],
+  'email.cancelled': ['Cancelled', 'neutral'],
+  'email.deferred': ['Deferred, will retry', 'warning'],
+};
+
+const stepWords = (type: string): [string, Tone] => STEPS[type] ?? [type.replace(/^email\./, '').replace(/[._]/g, ' ').replace(/^./, (c) => c.toUpperCase()), 'neutral'];
+
+function detailLine(data: Record<string, unknown>): string {
+  return Object.entries(data).filter(([, v]) => v !== null && v !== undefined && v !== '')
+    .map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' · ');
+}
+
+/** The message's remote resources (http/https images and backgrounds): the preview loads them only on request. */
+const REMOTE = /(<img[^>]+src\s*=\s*["']?\s*https?:|url\(\s*["']?\s*https?:|background\s*=\s*["']?\s*https?:)/i;
+
+/**
+ * The preview's document: its first element is its own Content-Security-Policy (no script, no fetch, no frame, no
+ * form; inline styles; data: images, and remote ones once asked for). The iframe's `sandbox` adds no scripts, no same
+ * origin, no popups, no forms. (The console's own policy bounds it too: a srcdoc document inherits it, see
+ * api/console.ts.)
+ */
+export function previewDocument(html: string, remoteImages: boolean): string {
+  const img = remoteImages ? 'data: https: http:' : 'data:';
+  return `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src ${img}; font-src data:">`
+    + '<meta charset="utf-8"><meta name="referrer" content="no-referrer">' + html;
+}
+
+/** GET /emails/:id/raw with the session and the project, saved as <id>.eml (a 409 says a campaign email has no message). */
+async function downloadRaw(id: string): Promise<void> {
+  const res = await fetch(`/emails/${encodeURIComponent(id)}/raw`, { credentials: 'same-origin', headers: { 'Herald-Project': currentProjectId() ?? '' } });
+  if (!res.ok) {
+    const why = res.status === 409 ? 'this campaign email has no message (its contact unsubscribed, or it could not be rendered)' : `the API answered ${res.status}`;
+    toast.error(`The raw message could not be downloaded: ${why}`);
+    return;
+  }
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = `${id}.eml`;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+export default function EmailDetail() {
+  const { params } = useRoute();
+  const id = params.id ?? '';
+  const email = useLoad(() => call(api.GET('/emails/{id}', { params: { path: { id } } }), { expect: [404, 400, 422] }), [id]);
+
+  if (email.loading && !email.data) return <Page title="Email" breadcrumb={<a href="/app/emails">Emails</a>}><Loading what="Loading the email" /></Page>;
+  if (email.error || !email.data) {
+    const missing = email.error instanceof ApiFailure && [400, 404, 422].includes(email.error.status);
+    return (
+      <Page title="Email" breadcrumb={<a href="/app/emails">Emails</a>}>
+        <EmptyState icon="alert" title={missing ? 'No such email in this project' : 'The email could not be loaded'}
+          actions={<LinkButton href="/app/emails" variant="primary">Back to emails</LinkButton>}>
+          {missing ? 'It may belong to another project: switch project in the side bar, or search the log.' : email.error?.message}
+        </EmptyState>
+      </Page>
+    );
+  }
+  return <EmailView email={email.data} />;
+}
+
+function EmailView({ email: e }: { email: EmailDetailT }) {
+  const [remote, setRemote] = useState(false);
+  const [downloading, setDownloading] = useState(false);
+  const hasRemote = useMemo(() => REMOTE.test(e.html ?? ''), [e.html]);
+  const srcdoc = useMemo(() => previewDocument(e.html ?? '', remote), [e.html, remote]);
+  const title = e.subject ?? 'Campaign email';
+
+  return (
+    <Page title={title} breadcrumb={<a href="/app/emails">Emails</a>}
+      lede={<>To {e.toName ? `${e.toName} <${e.to}>` : e.to} · queued <Time value={e.createdAt} /></>}
+      actions={<>
+        <EmailStatus status={e.status} />
+        <Button size="sm" busy={downloading} onClick={() => { setDownloading(true); void downloadRaw(e.id).finally(() => setDownloading(false)); }}><Icon name="download" />Download raw</Button>
+      </>}>
+      <div class="email-detail-grid">
+        <div class="stack">
+          <section class="card" aria-labelledby="preview-title">
+            <div class="card-header preview-bar">
+              <h2 id="preview-title">Message</h2>
+              {hasRemote ? (
+                remote ? <span class="muted">Remote images loaded</span>
+                  : <Button size="sm" onClick={() => setRemote(true)}><Icon name="image" />Load remote images</Button>
+              ) : null}
+            </div>
+            {e.html ? (
+              <iframe class="preview-frame" title={`The message: ${title}`} sandbox="" srcdoc={srcdoc} referrerpolicy="no-referrer" loading="lazy" />
+            ) : (
+              <div class="card-body muted">{e.campaignId ? 'Campaign emails are rendered for each recipient at delivery and not stored: see the campaign for its content.' : 'This email has no HTML body.'}</div>
+            )}
+          </section>
+          <section class="card" aria-labelledby="details-title">
+            <div class="card-header"><h2 id="details-title">Details</h2></div>
+            <dl class="kv card-body">
+              <dt>From</dt><dd>{e.fromName ? `${e.fromName} <${e.from}>` : e.from}</dd>
+              <dt>To</dt><dd>{e.toName ? `${e.toName} <${e.to}>` : e.to}</dd>
+              {e.replyTo ? <><dt>Reply-To</dt><dd>{e.replyTo}</dd></> : null}
+              <dt>Subject</dt><dd>{e.subject ?? <span class="muted">Rendered at delivery (campaign)</span>}</dd>
+              <dt>Message-ID</dt><dd class="mono">{e.messageId ?? <span class="muted">Not sent yet</span>}</dd>
+              {e.campaignId ? <><dt>Campaign</dt><dd><a href={`/app/emails?campaignId=${e.campaignId}`} class="mono">{e.campaignId}</a></dd></> : null}
+              {e.templateId ? <><dt>Template</dt><dd class="mono">{e.templateId}</dd></> : null}
+              <dt>Attempts</dt><dd class="num">{e.attempts}</dd>
+              <dt>Sent</dt><dd><Time value={e.sentAt} /></dd>
+              {e.error ? <><dt>Error</dt><dd class="mono">{e.error}</dd></> : null}
+              <dt>ID</dt><dd class="mono">{e.id}</dd>
+            </dl>
+          </section>
+          {Object.keys(e.headers ?? {}).length ? (
+            <section class="card" aria-labelledby="headers-title">
+              <div class="card-header"><h2 id="headers-title">Headers</h2></div>
+              <dl class="kv card-body">
+                {Object.entries(e.headers).map(([name, value]) => <Fragment key={name}><dt>{name}</dt><dd class="mono">{value}</dd></Fragment>)}
+              </dl>
+            </section>
+          ) : null}
+        </div>
+        <div class="stack">
+          <section class="card" aria-labelledby="engagement-title">
+            <div class="card-header"><h2 id="engagement-title">Opens and clicks</h2></div>
+            <div class="card-body stats">
+              <div><div class="stat-label">Opens</div><div class="stat-value">{e.tracking.opens ? e.opens : '—'}</div>
+                <div class="stat-label">{e.tracking.opens ? (e.firstOpenedAt ? <>First <Time value={e.firstOpenedAt} relative /></> : 'Not opened yet') : 'Tracking off'}</div></div>
+              <div><div class="stat-label">Clicks</div><div class="stat-value">{e.tracking.clicks ? e.clicks : '—'}</div>
+                <div class="stat-label">{e.tracking.clicks ? (e.firstClickedAt ? <>First <Time value={e.firstClickedAt} relative /></> : 'No click yet') : 'Tracking off'}</div></div>
+            </div>
+          </section>
+          <section class="card" aria-labelledby="timeline-title">
+            <div class="card-header"><h2 id="timeline-title">Timeline</h2><Badge>{e.timeline.length} {e.timeline.length === 1 ? 'step' : 'steps'}</Badge></div>
+            <div class="card-body">
+              <ol class="timeline" aria-label="Timeline">
+                {e.timeline.map((t: TimelineEntry, i: number) => {
+                  const [words, tone] = stepWords(t.type);
+                  const detail = detailLine(t.data ?? {});
+                  return (
+                    <li key={`${t.type}-${t.at}-${i}`}>
+                      <span class={`dot${tone === 'neutral' ? '' : ` dot-${tone}`}`} aria-hidden="true" />
+                      <div>
+                        <div class="what">{words}</div>
+                        <div class="when"><Time value={t.at} /></div>
+                        {detail ? <div class="detail">{detail}</div> : null}
+                      </div>
+                    </li>
+                  );
+                })}
+              </ol>
+            </div>
+          </section>
+        </div>
+      </div>
+    </Page>
+  );
+}

@@ -1,0 +1,95 @@
+import type { ComponentType } from 'preact';
+import { lazy } from 'preact-iso';
+import type { IconName } from '../components/icons';
+
+/**
+ * The console's pages: one line each. A page is a module of web/pages/ with a default export, loaded lazily (its own
+ * chunk: the first load carries none of them). To add one: write the module, add its line here (`nav` puts it in
+ * the side bar), and a browser test in test/console/. web/README.md says more.
+ */
+export interface ConsolePage {
+  path: string;
+  component: ComponentType<Record<string, unknown>>;
+  /** In the side bar: its link (named exactly `label`), icon and group. */
+  nav?: { label: string; icon: IconName; group: NavGroup };
+}
+
+export type NavGroup = 'Send' | 'Marketing' | 'Configure';
+
+const Overview = lazy(() => import('./Overview'));
+const Emails = lazy(() => import('./Emails'));
+const EmailDetail = lazy(() => import('./EmailDetail'));
+const Contacts = lazy(() => import('./Contacts'));
+const ContactDetail = lazy(() => import('./ContactDetail'));
+const Events = lazy(() => import('./Events'));
+const Domains = lazy(() => import('./Domains'));
+const DomainDetail = lazy(() => import('./DomainDetail'));
+const Webhooks = lazy(() => import('./Webhooks'));
+const WebhookDetail = lazy(() => import('./WebhookDetail'));
+const Suppressions = lazy(() => import('./Suppressions'));
+const Settings = lazy(() => import('./Settings'));
+const Coming = lazy(() => import('./Coming'));
+const NotFound = lazy(() => import('./NotFound'));
+
+/** The marketing side (issue 29) is not built yet: its links lead to an honest "coming" page. */
+const coming = (what: string, does: string): ComponentType<Record<string, unknown>> => () => <Coming what={what} does={does} />;
+
+export const APP_PAGES: ConsolePage[] = [
+  { path: '/app', component: Overview, nav: { label: 'Overview', icon: 'overview', group: 'Send' } },
+  { path: '/app/emails', component: Emails, nav: { label: 'Emails', icon: 'emails', group: 'Send' } },
+  { path: '/app/emails/:id', component: EmailDetail },
+  { path: '/app/contacts', component: Contacts, nav: { label: 'Contacts', icon: 'contacts', group: 'Send' } },
+  { path: '/app/contacts/:id', component: ContactDetail },
+  { path: '/app/events', component: Events, nav: { label: 'Events', icon: 'events', group: 'Send' } },
+  { path: '/app/campaigns', component: coming('Campaigns', 'Write a message once, send it to a segment, and follow its opens and clicks.'), nav: { label: 'Campaigns', icon: 'campaigns', group: 'Marketing' } },
+  { path: '/app/templates', component: coming('Templates', 'Keep the messages you send often, with Liquid variables, and preview them before they go.'), nav: { label: 'Templates', icon: 'templates', group: 'Marketing' } },
+  { path: '/app/segments', component: coming('Segments', 'Group contacts by their data and events, and see who is in a group before you send to it.'), nav: { label: 'Segments', icon: 'segments', group: 'Marketing' } },
+  { path: '/app/automations', component: coming('Automations', 'Send a sequence when something happens: a welcome series, a reminder after a quiet week.'), nav: { label: 'Automations', icon: 'automations', group: 'Marketing' } },
+  { path: '/app/domains', component: Domains, nav: { label: 'Domains', icon: 'domains', group: 'Configure' } },
+  { path: '/app/domains/:id', component: DomainDetail },
+  { path: '/app/webhooks', component: Webhooks, nav: { label: 'Webhooks', icon: 'webhooks', group: 'Configure' } },
+  { path: '/app/webhooks/:id', component: WebhookDetail },
+  { path: '/app/suppressions', component: Suppressions, nav: { label: 'Suppressions', icon: 'suppressions', group: 'Configure' } },
+  { path: '/app/settings', component: Settings, nav: { label: 'Settings', icon: 'settings', group: 'Configure' } },
+  { path: '/app/settings/:tab', component: Settings },
+];
+
+/** Paths the side bar marks as not built yet ("coming"). */
+export const COMING = new Set(['/app/campaigns', '/app/templates', '/app/segments', '/app/automations']);
+
+export const NotFoundPage = NotFound;
+
+/** The pages without the shell: signing in, first start, links of invitations and resets (people/links.ts). */
+const Login = lazy(() => import('./Login'));
+const Setup = lazy(() => import('./Setup'));
+const Invitation = lazy(() => import('./Invitation'));
+const Reset = lazy(() => import('./Reset'));
+const Forgot = lazy(() => import('./Forgot'));
+
+export const AUTH_PAGES: ConsolePage[] = [
+  { path: '/app/login', component: Login },
+  { path: '/app/setup', component: Setup },
+  { path: '/app/invitation', component: Invitation },
+  { path: '/app/reset', component: Reset },
+  { path: '/app/forgot', component: Forgot },
+];
+
+export const isAuthPath = (path: string): boolean => AUTH_PAGES.some((p) => path === p.path || path === `${p.path}/`);
+
+/** Whether a route's path (`/app/emails/:id`) matches a location's path (a trailing slash aside). */
+function matches(pattern: string, path: string): boolean {
+  const want = pattern.split('/');
+  const have = path.replace(/(.)\/+$/, '$1').split('/');
+  return want.length === have.length && want.every((seg, i) => (seg.startsWith(':') ? have[i] !== '' : seg === have[i]));
+}
+
+/**
+ * Starts loading the chunk of the page at `path` (main.tsx calls it before the first render), so that it arrives while
+ * GET /auth/session is asked instead of after it: otherwise a first visit waits for the session, then the chunk, then
+ * the page's own call, one after the other (bench/consolePages.ts measured it). A failed load is left to the router,
+ * which asks again and shows it.
+ */
+export function preloadPage(path: string): void {
+  const page = [...APP_PAGES, ...AUTH_PAGES].find((p) => matches(p.path, path));
+  (page?.component as { preload?: () => Promise<unknown> } | undefined)?.preload?.().catch(() => undefined);
+}
