@@ -9,29 +9,52 @@ import type { Context, Middleware, Next } from 'koa';
  *
  * - `/app/assets/<name>-<hash>.js|css`: a year of cache (`immutable`: a new build has new names), brotli or gzip from
  *   the precompressed files by Accept-Encoding, an ETag; a missing asset is a 404.
+ * - `/app/preview`: the empty document, with its own policy, that the console shows an email's HTML in (previewCsp).
  * - `/app` and every other `/app/*`: index.html, `no-cache` (the router of web/ shows the page, or its "not found").
  * - `/` asked by a browser (Accept: text/html): redirected to /app. Scripts asking for `/` get the API's usual 404.
  *
- * Every answer here carries the console's CSP, nosniff and Referrer-Policy. Only GET and HEAD; names are matched
+ * Every answer here (the preview's aside) carries the console's CSP, nosniff and Referrer-Policy. Only GET and HEAD; names are matched
  * against one pattern (no `/`, no `..`), so nothing outside dist/web/assets can be asked for.
  */
 export const CONSOLE_DIR = path.resolve(__dirname, '..', 'dist', 'web');
 
 /**
- * The console's Content-Security-Policy. Two directives are wider than the rest, for the email preview alone
- * (web/pages/EmailDetail.tsx): an iframe's `srcdoc` document inherits the policy of the page that embeds it (HTML's
- * policy container; measured in Chromium), so the console's policy is the upper bound of what a message may use.
- * - `style-src 'unsafe-inline'`: messages are styled with inline `style` attributes and `<style>` blocks; refused, every
- *   message would show unstyled and each refusal would be a console error. The console itself sets no inline style
- *   (index.html has none, and Preact writes styles through the CSSOM), and it writes no HTML (no innerHTML).
- * - `img-src https: http:`: a message's remote images, shown only after a click on "Load remote images" (until then the
- *   preview's own policy, a <meta> in its srcdoc, allows `data:` images only).
- * Scripts stay `'self'` only, and the preview iframe is sandboxed without scripts or same-origin.
+ * The console's Content-Security-Policy: everything from Herald itself, no inline script or style, images from Herald
+ * or `data:` only. The console sets no inline style (index.html has none, Preact writes styles through the CSSOM) and
+ * writes no HTML into its own document. An email's HTML, which needs inline styles and may load remote images, is
+ * shown in the preview document below, never in the console's.
  */
 export const CONSOLE_CSP = [
-  "default-src 'self'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data: https: http:", "connect-src 'self'",
+  "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "connect-src 'self'",
   "frame-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'", "object-src 'none'",
 ].join('; ');
+
+/**
+ * `/app/preview`: the empty document an email is shown in (web/components/MessagePreview.tsx). Its own policy, not the
+ * console's: an iframe's `srcdoc` would inherit the console's (HTML's policy container), so a message's inline styles
+ * would need the console to allow them too. This document is loaded by URL into an iframe sandboxed without scripts
+ * (`allow-same-origin` only, so the console can put the message's nodes in it); its policy stays with it whatever is
+ * put in: no script, no fetch, no frame, no form, no <base>; inline styles; `data:` images, and remote ones only
+ * at `?images=remote` (the console's "Load remote images"). Framed by the console only; its requests send no Referer.
+ */
+export function previewCsp(remoteImages: boolean): string {
+  return [
+    "default-src 'none'", "style-src 'unsafe-inline'", `img-src data:${remoteImages ? ' https: http:' : ''}`, 'font-src data:',
+    "base-uri 'none'", "form-action 'none'", "frame-ancestors 'self'",
+  ].join('; ');
+}
+const PREVIEW_HTML = '<!doctype html>\n<html><head><meta charset="utf-8"><title>Message</title></head><body></body></html>\n';
+
+function servePreview(ctx: Context): void {
+  ctx.set('Content-Security-Policy', previewCsp(ctx.query.images === 'remote'));
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Referrer-Policy', 'no-referrer');
+  ctx.set('X-Frame-Options', 'SAMEORIGIN');
+  ctx.set('Cache-Control', 'public, max-age=86400');
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.status = 200;
+  ctx.body = PREVIEW_HTML;
+}
 
 const ASSET = /^\/app\/assets\/([A-Za-z0-9_-]+-[A-Z0-9]{8}\.(js|css))$/;
 const TYPES: Record<string, string> = { js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' };
@@ -122,6 +145,7 @@ export function consoleApp(opts: { dir?: string } = {}): Middleware {
       ctx.body = 'The console is static: GET only.';
       return;
     }
+    if (p === '/app/preview') return servePreview(ctx);
     if (p.startsWith('/app/assets/')) {
       const match = ASSET.exec(p);
       if (!match) {

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import request from 'supertest';
-import { CONSOLE_CSP, pickEncoding } from '../../api/console';
+import { CONSOLE_CSP, pickEncoding, previewCsp } from '../../api/console';
 import { buildWeb, type WebBuild } from '../../scripts/buildWeb';
 import { createTestContext, type TestContext } from '../support/app';
 import { createApp } from '../../api/app';
@@ -44,6 +44,27 @@ test('the CSP is the one the console needs: scripts from Herald only, no framing
     'default-src': "'self'", 'script-src': "'self'", 'connect-src': "'self'", 'frame-src': "'self'", 'frame-ancestors': "'none'",
     'base-uri': "'none'", 'form-action': "'self'", 'object-src': "'none'",
   });
+});
+
+test('the console allows no inline style and no remote image: an email is shown in /app/preview, under its own policy', async () => {
+  expect(CONSOLE_CSP).toContain("style-src 'self';");
+  expect(CONSOLE_CSP).toContain("img-src 'self' data:;");
+  expect(CONSOLE_CSP).not.toContain('unsafe-inline');
+  for (const [query, img] of [['', 'img-src data:;'], ['?images=remote', 'img-src data: https: http:;']] as const) {
+    const res = await http().get(`/app/preview${query}`);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+    const csp = res.headers['content-security-policy'];
+    expect(csp).toBe(previewCsp(query !== ''));
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("style-src 'unsafe-inline'");
+    expect(csp).toContain(img);
+    expect(csp).toContain("frame-ancestors 'self'");
+    expect(csp).not.toMatch(/script-src/);
+    expect(res.headers['referrer-policy']).toBe('no-referrer');
+    expect(res.headers['x-frame-options']).toBe('SAMEORIGIN');
+    expect(res.text).toMatch(/<body><\/body>/);
+  }
 });
 
 test('/app and every page path answer index.html, not cached, with the security headers; it loads only hashed assets', async () => {

@@ -10,6 +10,7 @@ export { Page } from './Page';
 export { Pager, useCursorPages, type CursorPages } from './Pager';
 export { SearchField } from './SearchField';
 export { SecretDialog } from './SecretDialog';
+export { MessagePreview } from './MessagePreview';
 export { Loading, Progress, Spinner } from './Spinner';
 export { Toasts, toast } from './Toasts';
 export { CopyButton, CopyField } from './CopyButton';

@@ -1,14 +1,14 @@
 import { useMemo, useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
 import { api, ApiFailure, call, currentProjectId, type Schemas } from '../api';
-import { Badge, Button, EmailStatus, EmptyState, Icon, Loading, LinkButton, Page, Time, toast, type Tone } from '../components';
+import { Badge, Button, EmailStatus, EmptyState, Icon, Loading, LinkButton, MessagePreview, Page, Time, toast, type Tone } from '../components';
 import { useLoad } from '../hooks';
 import { Fragment } from 'preact';
 
 /**
  * One email (GET /emails/:id): its status and fields, its timeline, opens and clicks, and the message as it was
- * rendered, in a sandboxed iframe (no scripts, no same origin) whose own policy allows inline styles and data: images
- * only, until "Load remote images" widens img-src.
+ * rendered (MessagePreview: its own document and policy, no scripts; inline styles and data: images only, until
+ * "Load remote images").
  */
 type EmailDetailT = Schemas['EmailDetail'];
 type TimelineEntry = EmailDetailT['timeline'][number];
@@ -36,18 +36,6 @@ function detailLine(data: Record<string, unknown>): string {
 
 /** The message's remote resources (http/https images and backgrounds): the preview loads them only on request. */
 const REMOTE = /(<img[^>]+src\s*=\s*["']?\s*https?:|url\(\s*["']?\s*https?:|background\s*=\s*["']?\s*https?:)/i;
-
-/**
- * The preview's document: its first element is its own Content-Security-Policy (no script, no fetch, no frame, no
- * form; inline styles; data: images, and remote ones once asked for). The iframe's `sandbox` adds no scripts, no same
- * origin, no popups, no forms. (The console's own policy bounds it too: a srcdoc document inherits it, see
- * api/console.ts.)
- */
-export function previewDocument(html: string, remoteImages: boolean): string {
-  const img = remoteImages ? 'data: https: http:' : 'data:';
-  return `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src ${img}; font-src data:">`
-    + '<meta charset="utf-8"><meta name="referrer" content="no-referrer">' + html;
-}
 
 /** GET /emails/:id/raw with the session and the project, saved as <id>.eml (a 409 says a campaign email has no message). */
 async function downloadRaw(id: string): Promise<void> {
@@ -89,7 +77,6 @@ function EmailView({ email: e }: { email: EmailDetailT }) {
   const [remote, setRemote] = useState(false);
   const [downloading, setDownloading] = useState(false);
   const hasRemote = useMemo(() => REMOTE.test(e.html ?? ''), [e.html]);
-  const srcdoc = useMemo(() => previewDocument(e.html ?? '', remote), [e.html, remote]);
   const title = e.subject ?? 'Campaign email';
 
   return (
@@ -110,7 +97,7 @@ function EmailView({ email: e }: { email: EmailDetailT }) {
               ) : null}
             </div>
             {e.html ? (
-              <iframe class="preview-frame" title={`The message: ${title}`} sandbox="" srcdoc={srcdoc} referrerpolicy="no-referrer" loading="lazy" />
+              <MessagePreview html={e.html} title={`The message: ${title}`} remoteImages={remote} />
             ) : (
               <div class="card-body muted">{e.campaignId ? 'Campaign emails are rendered for each recipient at delivery and not stored: see the campaign for its content.' : 'This email has no HTML body.'}</div>
             )}
