@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context, Middleware, Next } from 'koa';
+import { sessionTokenOf } from './cookies';
 
 /**
  * The web console at /app (web/, built by scripts/buildWeb.ts into dist/web/): static files and nothing else, no
@@ -10,7 +11,8 @@ import type { Context, Middleware, Next } from 'koa';
  * - `/app/assets/<name>-<hash>.js|css`: a year of cache (`immutable`: a new build has new names), brotli or gzip from
  *   the precompressed files by Accept-Encoding, an ETag; a missing asset is a 404.
  * - `/app/preview`: the empty document, with its own policy, that the console shows an email's HTML in (previewCsp).
- * - `/app` and every other `/app/*`: index.html, `no-cache` (the router of web/ shows the page, or its "not found").
+ * - `/app` and every other `/app/*`: index.html, `no-cache` (the router of web/ shows the page, or its "not found"); with
+ *   SESSION_PRELOAD when the session cookie came.
  * - `/` asked by a browser (Accept: text/html): redirected to /app. Scripts asking for `/` get the API's usual 404.
  *
  * Every answer here (the preview's aside) carries the console's CSP, nosniff and Referrer-Policy. Only GET and HEAD; names are matched
@@ -111,16 +113,29 @@ async function serveAsset(ctx: Context, dir: string, name: string, ext: string):
   ctx.body = body;
 }
 
-/** index.html, read again when the build changed it (npm run build:web while Herald runs). */
+/**
+ * What a visit that carries the session cookie also loads at once: GET /auth/session (who is signed in, their
+ * projects), fetched while the scripts download instead of once they have run (web/session.tsx askSessionEarly's
+ * fetch is answered from it; on the sign-in pages, main.tsx takes it too, so it is never left unused). Without the
+ * cookie the answer would be a 401: no preload then.
+ */
+export const SESSION_PRELOAD = '<link rel="preload" href="/auth/session" as="fetch" crossorigin>';
+
+interface IndexPage { body: Buffer; etag: string }
+
+const page = (body: Buffer): IndexPage => ({ body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` });
+
+/** index.html (and its variant with the session preload), read again when the build changed it (npm run build:web while Herald runs). */
 function indexReader(dir: string) {
-  let cached: { mtimeMs: number; body: Buffer; etag: string } | undefined;
+  let cached: { mtimeMs: number; plain: IndexPage; signedIn: IndexPage } | undefined;
   return async (): Promise<typeof cached> => {
     const file = path.join(dir, 'index.html');
     const info = await stat(file).catch(() => undefined);
     if (!info) return undefined;
     if (cached?.mtimeMs !== info.mtimeMs) {
       const body = await readFile(file);
-      cached = { mtimeMs: info.mtimeMs, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+      const signedIn = Buffer.from(body.toString('utf8').replace('</head>', `${SESSION_PRELOAD}\n</head>`));
+      cached = { mtimeMs: info.mtimeMs, plain: page(body), signedIn: page(signedIn) };
     }
     return cached;
   };
@@ -156,14 +171,16 @@ export function consoleApp(opts: { dir?: string } = {}): Middleware {
       }
       return serveAsset(ctx, dir, match[1]!, match[2]!);
     }
-    const page = await index();
+    const pages = await index();
     ctx.set('Cache-Control', 'no-cache');
-    if (!page) {
+    if (!pages) {
       ctx.status = 503;
       ctx.type = 'text/plain';
       ctx.body = 'The console is not built: run `npm run build:web` (npm start does it), then reload.';
       return;
     }
+    const page = sessionTokenOf(ctx) ? pages.signedIn : pages.plain;
+    ctx.set('Vary', 'Cookie');
     ctx.set('ETag', page.etag);
     ctx.type = 'text/html; charset=utf-8';
     if (notModified(ctx, page.etag)) {

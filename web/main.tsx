@@ -46,6 +46,9 @@ function App() {
 // The first page's chunk and the session, both at once and before the first render: neither waits for the other.
 preloadPage(location.pathname);
 if (!isAuthPath(location.pathname)) askSessionEarly();
+// A sign-in page asks for no session; the one Herald preloaded for a browser with the cookie (api/console.ts
+// SESSION_PRELOAD) is taken all the same, so that it is not left as an unused preload.
+else if (document.querySelector('link[rel="preload"][href="/auth/session"]')) void fetch('/auth/session').catch(() => undefined);
 
 render(
   <LocationProvider scope="/app">

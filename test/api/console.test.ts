@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import request from 'supertest';
-import { CONSOLE_CSP, pickEncoding, previewCsp } from '../../api/console';
+import { CONSOLE_CSP, pickEncoding, previewCsp, SESSION_PRELOAD } from '../../api/console';
 import { buildWeb, type WebBuild } from '../../scripts/buildWeb';
 import { createTestContext, type TestContext } from '../support/app';
 import { createApp } from '../../api/app';
@@ -65,6 +65,17 @@ test('the console allows no inline style and no remote image: an email is shown 
     expect(res.headers['x-frame-options']).toBe('SAMEORIGIN');
     expect(res.text).toMatch(/<body><\/body>/);
   }
+});
+
+test('with the session cookie, index.html also preloads GET /auth/session; without it, not (it would be a 401)', async () => {
+  const plain = await http().get('/app/emails');
+  const withCookie = await http().get('/app/emails').set('Cookie', 'herald_session=anything');
+  expect(plain.text).not.toContain('/auth/session');
+  expect(withCookie.text).toContain(`${SESSION_PRELOAD}\n</head>`);
+  expect(withCookie.text.replace(`${SESSION_PRELOAD}\n`, '')).toBe(plain.text);
+  for (const res of [plain, withCookie]) expect(res.headers.vary).toMatch(/Cookie/);
+  expect(withCookie.headers.etag).not.toBe(plain.headers.etag);
+  expect((await http().get('/app/emails').set('Cookie', 'herald_session=anything').set('If-None-Match', withCookie.headers.etag!)).status).toBe(304);
 });
 
 test('/app and every page path answer index.html, not cached, with the security headers; it loads only hashed assets', async () => {
