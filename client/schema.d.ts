@@ -1188,7 +1188,7 @@ export interface paths {
         put?: never;
         /**
          * Deliver again
-         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         * @description Permission `write`: owner, admin, member; keys: full.
          */
         post: operations["redeliverWebhook"];
         delete?: never;

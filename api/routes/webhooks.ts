@@ -105,7 +105,7 @@ export const webhookRoutes = [
       return reply(toPage(rows, q.limit, total, deliveryJson));
     } }),
 
-  route({ operationId: 'redeliverWebhook', method: 'post', path: '/webhooks/:id/deliveries/:deliveryId/redeliver', summary: 'Deliver again', tag: 'Webhooks', access: 'secret', permission: 'read',
+  route({ operationId: 'redeliverWebhook', method: 'post', path: '/webhooks/:id/deliveries/:deliveryId/redeliver', summary: 'Deliver again', tag: 'Webhooks', access: 'secret', permission: 'write',
     params: { deliveryId: uuidParam }, answers: { 202: { description: 'Queued again, with the same webhook-id.', data: A.webhookDeliveryAnswer } },
     handle: async ({ auth, params, services }) => reply(deliveryJson(await services.webhooks.redeliver(auth.projectId, params.id, params.deliveryId)), 202) }),
 ];

@@ -68,7 +68,7 @@ withChromium('the console: webhooks', (chromium) => {
         // Its secret, once, with a copy button and a clear word that it will not be shown again.
         const shown = page.getByRole('dialog', { name: 'Endpoint created: its signing secret' });
         await shown.getByText('you will not see it again').waitFor();
-        const secret = await shown.locator('.secret-value').innerText();
+        const secret = await shown.locator('[data-copy-value]').innerText();
         expect(secret).toMatch(/^whsec_/);
         await shown.getByRole('button', { name: 'Copy signing secret' }).click();
         await shown.getByRole('button', { name: 'Copied signing secret' }).waitFor();
@@ -100,7 +100,7 @@ withChromium('the console: webhooks', (chromium) => {
         await page.getByRole('dialog', { name: 'Rotate the signing secret?' }).getByRole('button', { name: 'Rotate secret' }).click();
         const rotated = page.getByRole('dialog', { name: 'The new signing secret' });
         await rotated.getByText('you will not see it again').waitFor();
-        const secret2 = await rotated.locator('.secret-value').innerText();
+        const secret2 = await rotated.locator('[data-copy-value]').innerText();
         expect(secret2).toMatch(/^whsec_/);
         expect(secret2).not.toBe(secret);
         await screenshot(page, 'webhook-rotated');
@@ -157,6 +157,7 @@ withChromium('the console: webhooks', (chromium) => {
           expect(page.url()).toBe(c.url(`/app/webhooks/${hookId}`));
           await page.locator('tr[data-delivery]').getByText('Succeeded').waitFor();
           for (const name of ['Disable', 'Enable', 'Rotate secret', 'Delete']) expect(await page.getByRole('button', { name, exact: true }).count()).toBe(0);
+          expect(await page.getByRole('button', { name: /^Redeliver/ }).count()).toBe(0);
           await checkA11y(page, `an endpoint as a viewer (${scheme})`);
           await screenshot(page, 'webhook-viewer', { dark: scheme === 'dark' });
         });

@@ -21,6 +21,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const done = (d: Delivery) => d.status === 'SUCCEEDED' || d.status === 'FAILED';
 
 function Deliveries({ hook }: { hook: Hook }) {
+  // Delivering again is an effect on the endpoint's side: a member's (write), not a viewer's.
+  const mayRedeliver = useSession().can('write');
   const pages = useCursorPages(hook.id);
   const list = useLoad(() => call(api.GET('/webhooks/{id}/deliveries', { params: { path: { id: hook.id }, query: { limit: PAGE_SIZE, ...(pages.cursor ? { cursor: pages.cursor } : {}) } } })), [hook.id, pages.cursor]);
   const [rows, setRows] = useState<Delivery[]>([]);
@@ -93,7 +95,7 @@ function Deliveries({ hook }: { hook: Hook }) {
                     <td class="num hide-phone">{d.lastLatencyMs !== null ? `${d.lastLatencyMs.toLocaleString()} ms` : '—'}</td>
                     <td class="num hide-phone">{d.attempts}</td>
                     <td class="hide-phone"><Time value={d.deliveredAt ?? d.attemptLog[d.attemptLog.length - 1]?.at ?? d.createdAt} /></td>
-                    <td class="cell-actions"><Button size="sm" busy={busy} onClick={() => redeliver(d)} aria-label={`Redeliver ${d.type} of ${d.createdAt}`}>Redeliver</Button></td>
+                    <td class="cell-actions">{mayRedeliver ? <Button size="sm" busy={busy} onClick={() => redeliver(d)} aria-label={`Redeliver ${d.type} of ${d.createdAt}`}>Redeliver</Button> : null}</td>
                   </tr>
                 );
               })}

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, ApiFailure, call, type Schemas } from '../../api';
-import { Badge, Button, ConfirmDialog, CopyField, Dialog, EmptyState, FormError, Icon, Loading, SelectField, TextField, Time, toast } from '../../components';
+import { Badge, Button, ConfirmDialog, Dialog, EmptyState, FormError, Icon, Loading, SecretDialog, SelectField, TextField, Time, toast } from '../../components';
 import { useLoad } from '../../hooks';
 
 type Key = Schemas['ApiKey'];
@@ -76,16 +76,14 @@ export function Keys() {
 
       <CreateKey open={creating} onClose={() => setCreating(false)} onCreated={(k) => { setCreating(false); setMade(k); loaded.reload(); }} />
 
-      <Dialog open={made !== null} wide title="Copy your new API key" onClose={() => setMade(null)}
-        lede={<>This is the only time Herald shows <strong>{made?.name}</strong>. You will not see it again: store it in your secret manager now.</>}
-        actions={<Button variant="primary" onClick={() => setMade(null)}>I have copied it</Button>}>
+      <SecretDialog open={made !== null} title="Copy your new API key" what="API key" secret={made?.key ?? ''} onClose={() => setMade(null)}>
         {made ? (
-          <>
-            <CopyField label="API key" value={made.key} secret />
-            <div class="form-note">Send it as <code>Authorization: Bearer …</code>. {made.scope === 'sending' ? 'It can only send (POST /v1/send, /v1/track, /v1/verify and SMTP).' : 'It can do what an admin can, through the API.'}</div>
-          </>
+          <div class="form-note">
+            The key <strong>{made.name}</strong>: store it in your secret manager, and send it as <code>Authorization: Bearer …</code>.{' '}
+            {made.scope === 'sending' ? 'It can only send (POST /v1/send, /v1/track, /v1/verify and SMTP).' : 'It can do what an admin can, through the API.'}
+          </div>
         ) : null}
-      </Dialog>
+      </SecretDialog>
 
       <ConfirmDialog open={revoking !== null} danger title={`Revoke the key “${revoking?.name ?? ''}”?`} confirm="Revoke key"
         onClose={() => setRevoking(null)}
