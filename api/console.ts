@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context, Middleware, Next } from 'koa';
+import { routeMatches } from '../core/routePaths';
 import { sessionTokenOf } from './cookies';
 
 /**
@@ -11,8 +12,8 @@ import { sessionTokenOf } from './cookies';
  * - `/app/assets/<name>-<hash>.js|css`: a year of cache (`immutable`: a new build has new names), brotli or gzip from
  *   the precompressed files by Accept-Encoding, an ETag; a missing asset is a 404.
  * - `/app/preview`: the empty document, with its own policy, that the console shows an email's HTML in (previewCsp).
- * - `/app` and every other `/app/*`: index.html, `no-cache` (the router of web/ shows the page, or its "not found"); with
- *   SESSION_PRELOAD when the session cookie came.
+ * - `/app` and every other `/app/*`: index.html, `no-cache` (the router of web/ shows the page, or its "not found"), with
+ *   the page's chunks and (with the session cookie) the session preloaded: indexReader.
  * - `/` asked by a browser (Accept: text/html): redirected to /app. Scripts asking for `/` get the API's usual 404.
  *
  * Every answer here (the preview's aside) carries the console's CSP, nosniff and Referrer-Policy. Only GET and HEAD; names are matched
@@ -121,23 +122,41 @@ async function serveAsset(ctx: Context, dir: string, name: string, ext: string):
  */
 export const SESSION_PRELOAD = '<link rel="preload" href="/auth/session" as="fetch" crossorigin>';
 
+/** A page route of the build (scripts/buildWeb.ts PageRoute): its path pattern and its chunks. */
+interface PageRoute { path: string; js: string[] }
+
 interface IndexPage { body: Buffer; etag: string }
 
-const page = (body: Buffer): IndexPage => ({ body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` });
-
-/** index.html (and its variant with the session preload), read again when the build changed it (npm run build:web while Herald runs). */
+/**
+ * index.html as each request gets it: the build's file, plus what this request's page will ask for first, so the
+ * browser fetches it with the first load instead of after the first load has run: the page's own chunks
+ * (`modulepreload`, from build.json's routes) and, with the session cookie, SESSION_PRELOAD. Variants are made once
+ * per build and cached; a new build (npm run build:web while Herald runs) is read again.
+ */
 function indexReader(dir: string) {
-  let cached: { mtimeMs: number; plain: IndexPage; signedIn: IndexPage } | undefined;
-  return async (): Promise<typeof cached> => {
+  let cached: { mtimeMs: number; html: string; routes: PageRoute[]; variants: Map<string, IndexPage> } | undefined;
+  return async (requested: string, signedIn: boolean): Promise<IndexPage | undefined> => {
     const file = path.join(dir, 'index.html');
     const info = await stat(file).catch(() => undefined);
     if (!info) return undefined;
     if (cached?.mtimeMs !== info.mtimeMs) {
-      const body = await readFile(file);
-      const signedIn = Buffer.from(body.toString('utf8').replace('</head>', `${SESSION_PRELOAD}\n</head>`));
-      cached = { mtimeMs: info.mtimeMs, plain: page(body), signedIn: page(signedIn) };
+      const html = await readFile(file, 'utf8');
+      const build = JSON.parse(await readFile(path.join(dir, 'build.json'), 'utf8').catch(() => '{}')) as { routes?: PageRoute[] };
+      cached = { mtimeMs: info.mtimeMs, html, routes: build.routes ?? [], variants: new Map() };
     }
-    return cached;
+    const route = cached.routes.find((r) => routeMatches(r.path, requested));
+    const key = `${route?.path ?? ''}|${signedIn}`;
+    let page = cached.variants.get(key);
+    if (!page) {
+      const links = [
+        ...(route?.js ?? []).map((js) => `<link rel="modulepreload" href="/app/assets/${js}">`),
+        ...(signedIn ? [SESSION_PRELOAD] : []),
+      ];
+      const body = Buffer.from(links.length ? cached.html.replace('</head>', `${links.join('\n')}\n</head>`) : cached.html);
+      page = { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+      cached.variants.set(key, page);
+    }
+    return page;
   };
 }
 
@@ -171,15 +190,14 @@ export function consoleApp(opts: { dir?: string } = {}): Middleware {
       }
       return serveAsset(ctx, dir, match[1]!, match[2]!);
     }
-    const pages = await index();
+    const page = await index(p, sessionTokenOf(ctx) !== undefined);
     ctx.set('Cache-Control', 'no-cache');
-    if (!pages) {
+    if (!page) {
       ctx.status = 503;
       ctx.type = 'text/plain';
       ctx.body = 'The console is not built: run `npm run build:web` (npm start does it), then reload.';
       return;
     }
-    const page = sessionTokenOf(ctx) ? pages.signedIn : pages.plain;
     ctx.set('Vary', 'Cookie');
     ctx.set('ETag', page.etag);
     ctx.type = 'text/html; charset=utf-8';

@@ -34,7 +34,16 @@ export interface WebBuild {
   initialJs: string[];
   /** Every JavaScript file of the build (the pages' lazy chunks among them). */
   allJs: string[];
+  /** Each page's route and the scripts its lazy chunk needs beyond the first load (api/console.ts preloads them). */
+  routes: PageRoute[];
   metafile: Metafile;
+}
+
+export interface PageRoute {
+  /** The route's path as the route table has it (`/app/emails/:id`). */
+  path: string;
+  /** Its page's chunk and the chunks that one imports, not in the first load (file names in assets/). */
+  js: string[];
 }
 
 const gzip = promisify(zlib.gzip);
@@ -87,6 +96,31 @@ function initialChunks(metafile: Metafile, entryOut: string): string[] {
   return [...seen];
 }
 
+/**
+ * The route table's pages (web/pages/index.tsx) and the chunk each one's lazy module became: a route line
+ * `{ path: '…', component: Name` whose `Name` is declared as `const Name = lazy(() => import('./Module'))`, each at the
+ * start of its line. Read from
+ * the source, since the route table is code for the browser; a lazy page whose chunk the build did not write fails
+ * the build, and test/api/console.test.ts checks that every route of the table is found.
+ */
+function pageRoutes(metafile: Metafile, initial: Set<string>): PageRoute[] {
+  const table = fs.readFileSync(path.join(WEB_SOURCE, 'pages', 'index.tsx'), 'utf8');
+  const modules = new Map([...table.matchAll(/^const (\w+) = lazy\(\(\) => import\('\.\/([\w/]+)'\)\)/gm)].map((m) => [m[1]!, m[2]!]));
+  const chunkOf = (module: string) => {
+    const source = path.relative(ROOT, path.join(WEB_SOURCE, 'pages', `${module}.tsx`));
+    const out = Object.keys(metafile.outputs).find((o) => metafile.outputs[o]!.entryPoint === source && o.endsWith('.js'));
+    if (!out) throw new Error(`the build wrote no chunk for the page ${source}`);
+    return out;
+  };
+  const routes: PageRoute[] = [];
+  for (const [, route, component] of table.matchAll(/^\s*\{ path: '([^']+)', component: (\w+)/gm)) {
+    const module = modules.get(component!);
+    if (!module) continue; // not a lazy page of its own (a placeholder made in the table)
+    routes.push({ path: route!, js: initialChunks(metafile, chunkOf(module)).filter((o) => !initial.has(o)) });
+  }
+  return routes;
+}
+
 export async function buildWeb(opts: { outDir?: string; quiet?: boolean } = {}): Promise<WebBuild> {
   const outDir = opts.outDir ?? WEB_OUT;
   const assets = path.join(outDir, 'assets');
@@ -127,11 +161,13 @@ export async function buildWeb(opts: { outDir?: string; quiet?: boolean } = {}):
   const entryOut = Object.keys(metafile.outputs).find((out) => metafile.outputs[out]!.entryPoint === entrySource && out.endsWith('.js'));
   if (!entryOut) throw new Error('esbuild wrote no entry module');
   const cssOut = metafile.outputs[entryOut]!.cssBundle;
+  const initial = initialChunks(metafile, entryOut);
   const built: WebBuild = {
     entry: relative(entryOut),
     css: cssOut ? relative(cssOut) : null,
-    initialJs: initialChunks(metafile, entryOut).map(relative),
+    initialJs: initial.map(relative),
     allJs: Object.keys(metafile.outputs).filter((out) => out.endsWith('.js')).map(relative),
+    routes: pageRoutes(metafile, new Set(initial)).map((r) => ({ path: r.path, js: r.js.map(relative) })),
     metafile,
   };
   writeAtomically(path.join(outDir, 'build.json'), JSON.stringify(built));

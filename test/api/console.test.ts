@@ -78,6 +78,22 @@ test('with the session cookie, index.html also preloads GET /auth/session; witho
   expect((await http().get('/app/emails').set('Cookie', 'herald_session=anything').set('If-None-Match', withCookie.headers.etag!)).status).toBe(304);
 });
 
+test("each page's path preloads that page's chunks with the first load; an unknown path preloads none", async () => {
+  const chunksOf = (route: string) => built.routes.find((r) => r.path === route)?.js ?? [];
+  // The route table's pages, each with its own chunk (the module's name, hashed), the sign-in pages too.
+  for (const [route, module] of [['/app', 'Overview'], ['/app/emails', 'Emails'], ['/app/emails/:id', 'EmailDetail'], ['/app/contacts', 'Contacts'], ['/app/settings/:tab', 'Settings'], ['/app/login', 'Login']]) {
+    expect(chunksOf(route!)[0]).toMatch(new RegExp(`^${module}-[A-Z0-9]{8}\\.js$`));
+    for (const js of chunksOf(route!)) expect(built.initialJs).not.toContain(js);
+  }
+  const preloads = (html: string) => [...html.matchAll(/<link rel="modulepreload" href="\/app\/assets\/([^"]+)">/g)].map((m) => m[1]!);
+  const detail = await http().get('/app/emails/0192d7c2-0000-7000-8000-000000000000');
+  expect(preloads(detail.text)).toEqual([...built.initialJs, ...chunksOf('/app/emails/:id')]);
+  expect(preloads((await http().get('/app/emails/')).text)).toEqual([...built.initialJs, ...chunksOf('/app/emails')]);
+  expect(preloads((await http().get('/app/no/such/page')).text)).toEqual(built.initialJs);
+  // Every variant its own ETag.
+  expect(detail.headers.etag).not.toBe((await http().get('/app/emails')).headers.etag);
+});
+
 test('/app and every page path answer index.html, not cached, with the security headers; it loads only hashed assets', async () => {
   for (const p of ['/app', '/app/', '/app/emails', '/app/emails/0192d7c2-0000-7000-8000-000000000000', '/app/login?error=state', '/app/no/such/page']) {
     const res = await http().get(p).set('Accept', 'text/html');

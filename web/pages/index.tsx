@@ -1,11 +1,14 @@
 import type { ComponentType } from 'preact';
 import { lazy } from 'preact-iso';
 import type { IconName } from '../components/icons';
+import { routeMatches } from '../../core/routePaths';
 
 /**
  * The console's pages: one line each. A page is a module of web/pages/ with a default export, loaded lazily (its own
  * chunk: the first load carries none of them). To add one: write the module, add its line here (`nav` puts it in
- * the side bar), and a browser test in test/console/. web/README.md says more.
+ * the side bar), and a browser test in test/console/. web/README.md says more. Keep the two forms below
+ * (`const Name = lazy(() => import('./Module'))`, `{ path: '…', component: Name`): the build reads them to tell
+ * Herald which chunks each path preloads (scripts/buildWeb.ts pageRoutes).
  */
 export interface ConsolePage {
   path: string;
@@ -76,13 +79,6 @@ export const AUTH_PAGES: ConsolePage[] = [
 
 export const isAuthPath = (path: string): boolean => AUTH_PAGES.some((p) => path === p.path || path === `${p.path}/`);
 
-/** Whether a route's path (`/app/emails/:id`) matches a location's path (a trailing slash aside). */
-function matches(pattern: string, path: string): boolean {
-  const want = pattern.split('/');
-  const have = path.replace(/(.)\/+$/, '$1').split('/');
-  return want.length === have.length && want.every((seg, i) => (seg.startsWith(':') ? have[i] !== '' : seg === have[i]));
-}
-
 /**
  * Starts loading the chunk of the page at `path` (main.tsx calls it before the first render), so that it arrives while
  * GET /auth/session is asked instead of after it: otherwise a first visit waits for the session, then the chunk, then
@@ -90,6 +86,6 @@ function matches(pattern: string, path: string): boolean {
  * which asks again and shows it.
  */
 export function preloadPage(path: string): void {
-  const page = [...APP_PAGES, ...AUTH_PAGES].find((p) => matches(p.path, path));
+  const page = [...APP_PAGES, ...AUTH_PAGES].find((p) => routeMatches(p.path, path));
   (page?.component as { preload?: () => Promise<unknown> } | undefined)?.preload?.().catch(() => undefined);
 }
