@@ -159,6 +159,32 @@ withChromium('the console: segments', (chromium) => {
       });
     });
 
+    test('an answer to an older condition that comes late never replaces the newer one\'s count', async () => {
+      for (const [email, tier] of [[`lou.${size}@example.org`, `lead-${size}`], [`liz.${size}@example.org`, `lead-${size}`], [`zoe.${size}@example.org`, `zinc-${size}`]]) {
+        expect((await api('POST', '/contacts', { email, data: { tier } })).status).toBe(201);
+      }
+      await c.withPage({ viewport, as: 'member' }, async (page) => {
+        // The preview of "lead" is held back 1.5 s on its way to Herald; that of "zinc" goes at once.
+        await page.route('**/segments/preview', async (route) => {
+          if (route.request().postData()?.includes(`lead-${size}`)) await new Promise((r) => setTimeout(r, 1500));
+          await route.continue().catch(() => undefined); // the builder may have aborted it meanwhile
+        });
+        await page.goto(c.url('/app/segments/new'));
+        await heading(page, 'New segment');
+        const first = filter(page, 1);
+        await first.getByLabel('Data key').fill('tier');
+        const slow = page.waitForRequest((r) => r.url().endsWith('/segments/preview') && Boolean(r.postData()?.includes(`lead-${size}`)));
+        await first.getByLabel('Value', { exact: true }).fill(`lead-${size}`);
+        await slow;
+        await first.getByLabel('Value', { exact: true }).fill(`zinc-${size}`);
+        await count(page, '1 contact matches');
+        // Past the moment the held answer (2 contacts) would have arrived: the count is still the newer condition's.
+        await page.waitForTimeout(2000);
+        expect(await page.locator('.audience-count').innerText()).toBe('1\ncontact matches');
+        await page.locator('.audience-sample').getByRole('link', { name: `zoe.${size}@example.org` }).waitFor();
+      });
+    });
+
     test('a static segment: a member creates it, adds two members by address, and removes one after a confirmation', async () => {
       const known = `known.${size}@example.org`;
       const fresh = `fresh.${size}@example.org`;
