@@ -46,7 +46,10 @@ export const APP_PAGES: ConsolePage[] = [
   { path: '/app/events', component: Events, nav: { label: 'Events', icon: 'events', group: 'Send' } },
   { path: '/app/campaigns', component: coming('Campaigns', 'Write a message once, send it to a segment, and follow its opens and clicks.'), nav: { label: 'Campaigns', icon: 'campaigns', group: 'Marketing' } },
   { path: '/app/templates', component: coming('Templates', 'Keep the messages you send often, with Liquid variables, and preview them before they go.'), nav: { label: 'Templates', icon: 'templates', group: 'Marketing' } },
-  { path: '/app/segments', component: coming('Segments', 'Group contacts by their data and events, and see who is in a group before you send to it.'), nav: { label: 'Segments', icon: 'segments', group: 'Marketing' } },
+  { path: '/app/segments', component: lazy(() => import('./Segments')), nav: { label: 'Segments', icon: 'segments', group: 'Marketing' } },
+  // One page creates a segment (no id) and shows one; `new` first, as the router takes the first route that matches.
+  { path: '/app/segments/new', component: lazy(() => import('./SegmentDetail')) },
+  { path: '/app/segments/:id', component: lazy(() => import('./SegmentDetail')) },
   { path: '/app/automations', component: coming('Automations', 'Send a sequence when something happens: a welcome series, a reminder after a quiet week.'), nav: { label: 'Automations', icon: 'automations', group: 'Marketing' } },
   { path: '/app/domains', component: Domains, nav: { label: 'Domains', icon: 'domains', group: 'Configure' } },
   { path: '/app/domains/:id', component: DomainDetail },
@@ -58,7 +61,7 @@ export const APP_PAGES: ConsolePage[] = [
 ];
 
 /** Paths the side bar marks as not built yet ("coming"). */
-export const COMING = new Set(['/app/campaigns', '/app/templates', '/app/segments', '/app/automations']);
+export const COMING = new Set(['/app/campaigns', '/app/templates', '/app/automations']);
 
 export const NotFoundPage = NotFound;
 
