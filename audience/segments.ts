@@ -95,15 +95,30 @@ export async function createSegment(db: Knex, projectId: string, input: SegmentI
   return (await withCounts(db, projectId, [row]))[0]!;
 }
 
+/**
+ * How long a preview may count before it is given up (its statements cancelled in PostgreSQL, not left running): the
+ * console asks again on each pause in typing, so a condition that reads every contact of a huge project must not
+ * pile up statements nobody waits for any more. Measured: a data filter over 1,000,000 contacts counts in well under
+ * this (BENCHMARKS.md, bench:segment-builder).
+ */
+export const PREVIEW_TIMEOUT_MS = 10_000;
+
 /** How many contacts a condition matches now, and the newest ten of them, without storing anything. */
-export async function previewSegment(db: Knex, projectId: string, condition: AudienceCondition): Promise<{ count: number; contacts: Contact[] }> {
+export async function previewSegment(db: Knex, projectId: string, condition: AudienceCondition, opts: { timeoutMs?: number } = {}): Promise<{ count: number; contacts: Contact[] }> {
   const normalised = await checked(db, projectId, condition, 'condition');
   const all = await loadSegments(db, projectId);
   const segment: SegmentDef = { id: '00000000-0000-0000-0000-000000000000', type: 'DYNAMIC', condition: normalised };
+  const timeoutMs = opts.timeoutMs ?? PREVIEW_TIMEOUT_MS;
   const [count, sample] = await evaluating(() => Promise.all([
-    segmentContacts(db, projectId, segment, all).count('* as n').first(),
-    segmentContacts(db, projectId, segment, all).orderBy('c.id', 'desc').limit(10).select('c.*'),
-  ]));
+    segmentContacts(db, projectId, segment, all).count('* as n').first().timeout(timeoutMs, { cancel: true }),
+    segmentContacts(db, projectId, segment, all).orderBy('c.id', 'desc').limit(10).select('c.*').timeout(timeoutMs, { cancel: true }),
+  ])).catch((err: unknown) => {
+    if ((err as Error).name !== 'KnexTimeoutError') throw err;
+    throw invalid([{
+      field: 'condition', code: 'condition_too_slow',
+      message: `counting the contacts of this condition took longer than ${timeoutMs / 1000} s and was stopped`,
+    }], 'Narrow it: filters on email, subscription and events are served by indexes, while a data.* filter reads every contact.');
+  });
   return { count: Number(count?.n ?? 0), contacts: sample.map((r: Record<string, unknown>) => Contact.fromDatabaseJson(r)) };
 }
 

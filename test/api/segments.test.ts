@@ -106,3 +106,22 @@ test('list with memberCount in one go; tenancy', async () => {
   expect((await t.http().get(`/segments/${theirs}/contacts`).set(key)).status).toBe(404);
   expect((await t.http().post(`/segments/${theirs}/members`).set(key).send({ emails: ['a@acme.io'] })).status).toBe(404);
 });
+
+test('a preview that counts for too long is stopped in PostgreSQL and answered 422 condition_too_slow, naming the condition', async () => {
+  const { previewSegment } = await import('../../audience/segments');
+  const { DomainError } = await import('../../core/errors');
+  // A project big enough that a data.* filter (which reads every contact) cannot finish in 1 ms.
+  const other = await t.newProject('Slow preview');
+  await t.db.knex.raw(`INSERT INTO contacts (project_id, email, data) SELECT ?::uuid, 'slow' || g || '@example.org', jsonb_build_object('plan', 'pro', 'n', g) FROM generate_series(1, 30000) g`, [other.id]);
+  const slow = previewSegment(t.db.knex, other.id, { logic: 'AND', groups: [{ filters: [{ field: 'data.n', operator: 'equals', value: 7 }] }] }, { timeoutMs: 1 });
+  await expect(slow).rejects.toBeInstanceOf(DomainError);
+  await expect(slow).rejects.toMatchObject({ details: { errors: [{ field: 'condition', code: 'condition_too_slow' }] } });
+  // Cancelled, not left running.
+  await new Promise((r) => setTimeout(r, 200));
+  const running = await t.db.knex.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%slow%' AND query NOT LIKE '%pg_stat_activity%'");
+  expect(running.rows[0].n).toBe(0);
+  // Without the tiny budget it answers.
+  const ok = await previewSegment(t.db.knex, other.id, { logic: 'AND', groups: [{ filters: [{ field: 'data.n', operator: 'equals', value: 7 }] }] });
+  expect(ok.count).toBe(1);
+  await t.db.knex('contacts').where({ project_id: other.id }).delete();
+}, 60_000);
