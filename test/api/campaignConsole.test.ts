@@ -59,9 +59,9 @@ const series = async (id: string, interval: string) => {
 
 describe('GET /campaigns/:id/stats?series=', () => {
   test('by hour: every hour since the start (zeros included) with the open and click events of its emails; test copies, other events and other campaigns left out', async () => {
-    const now = Date.now();
-    const start = now - 5.5 * HOUR;
-    const h0 = truncHour(start);
+    // Five minutes into an hour five hours ago: its first 20 minutes stay in that hour.
+    const h0 = truncHour(Date.now()) - 5 * HOUR;
+    const start = h0 + 5 * 60_000;
     const id = await sentCampaign(new Date(start), [
       { opens: [start + 10 * 60_000, h0 + 2 * HOUR + 60_000], clicks: [h0 + 2 * HOUR + 120_000] },
       { opens: [start + 20 * 60_000] },

@@ -239,6 +239,19 @@ withChromium('the console Campaigns pages', (chromium) => {
         await page.waitForURL((u) => !u.search.includes('status='));
       });
 
+      // A draft deleted from its composer, after a confirmation that names it.
+      const doomed = (await api('/campaigns', 'POST', { name: `Doomed ${size}`, subject: 'x', body: '<p>x</p>', from: 'news@example.com', audienceType: 'ALL' })).data.id as string;
+      await c.withPage({ viewport, as: 'member' }, async (page) => {
+        await page.goto(c.url(`/app/campaigns/${doomed}`));
+        await heading(page, `Doomed ${size}`);
+        await page.getByRole('button', { name: 'Delete draft' }).click();
+        const confirm = page.getByRole('dialog', { name: `Delete the draft “Doomed ${size}”?` });
+        await confirm.getByRole('button', { name: 'Delete draft' }).click();
+        await heading(page, 'Campaigns');
+        await page.getByText('Draft deleted').waitFor();
+        expect((await api(`/campaigns/${doomed}`)).status).toBe(404);
+      });
+
       const fresh = await createProject(`Fresh ${size}`);
       await addDomain(fresh.id, 'example.com', true);
       const member = await person(c.db.knex, { [fresh.id]: 'member' }, { email: `fresh-${size}@acme.test` });
@@ -278,6 +291,14 @@ withChromium('the console Campaigns pages', (chromium) => {
         await page.goto(c.url('/app/campaigns/new'));
         await page.getByRole('heading', { name: 'Your role cannot write campaigns' }).waitFor();
         await checkA11y(page);
+      });
+      // The report in the dark scheme: its tokens' colours, the chart's too.
+      await c.withPage({ viewport, as: 'viewer', colorScheme: 'dark' }, async (page) => {
+        await page.goto(c.url(`/app/campaigns/${sent!.id}`));
+        await heading(page, sent!.name);
+        await page.locator('.campaign-report .stat').first().waitFor();
+        await checkA11y(page);
+        await screenshot(page, 'campaign-viewer', { dark: true });
       });
     });
   });
