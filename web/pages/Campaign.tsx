@@ -8,7 +8,7 @@ import {
 import { useLoad, useVisibleInterval } from '../hooks';
 import { useSession } from '../session';
 import { CampaignComposer } from './parts/CampaignComposer';
-import { audienceWords, CampaignStatus, contacts, viewerZone, type Campaign } from './parts/campaigns';
+import { audienceWords, CampaignStatus, contacts, formatWhen, viewerZone, type Campaign } from './parts/campaigns';
 import { percent, Stat } from './parts/stats';
 import { VolumeChart } from './parts/VolumeChart';
 
@@ -176,7 +176,7 @@ function ScheduledCard({ campaign: c }: { campaign: Campaign }) {
       <div class="card-body campaign-when">
         <Icon name="clock" size={20} />
         <div>
-          <p class="strong">{c.scheduledAt ? new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'short' }).format(new Date(c.scheduledAt)) : '—'}</p>
+          <p class="strong">{c.scheduledAt ? formatWhen(c.scheduledAt) : '—'}</p>
           <p class="muted small">
             In your time zone, {viewerZone()}{soon ? `: ${formatRelative(c.scheduledAt!)}` : ''}. The audience is read when it goes, so whoever subscribes or leaves meanwhile counts then.
           </p>

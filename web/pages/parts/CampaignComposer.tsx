@@ -6,7 +6,7 @@ import {
 } from '../../components';
 import { useLoad } from '../../hooks';
 import { useSession } from '../../session';
-import { audiencePhrase, contacts, viewerZone, type Campaign } from './campaigns';
+import { audiencePhrase, contacts, formatWhen, viewerZone, type Campaign } from './campaigns';
 import { ConditionJson, type AudienceCondition } from './ConditionJson';
 
 /**
@@ -69,7 +69,6 @@ function localInput(d: Date): string {
 }
 const nextHour = () => { const d = new Date(Date.now() + 3_600_000); d.setMinutes(0, 0, 0); return d; };
 const zoneOffset = (d: Date) => new Intl.DateTimeFormat(undefined, { timeZoneName: 'shortOffset' }).formatToParts(d).find((p) => p.type === 'timeZoneName')?.value ?? '';
-const whenFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'short' });
 
 /** A radio choice with its label and a line under it (the checkbox's layout: .checkbox). */
 function Choice({ name, value, checked, onChoose, label, hint, disabled }: {
@@ -329,7 +328,7 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
       <ScheduleDialog open={asking?.what === 'schedule'} count={asking && 'count' in asking ? asking.count : 0} onClose={() => setAsking(null)}
         schedule={async (at) => {
           const c = await call(api.POST('/campaigns/{id}/send', { params: { path: { id: id! } }, body: { scheduledAt: at } }), { form: true });
-          toast(`Scheduled for ${whenFormat.format(new Date(c.scheduledAt ?? at))}`);
+          toast(`Scheduled for ${formatWhen(c.scheduledAt ?? at)}`);
           onSent(c);
         }} />
       <ConfirmDialog open={asking?.what === 'send'} title={`Send to ${contacts(asking && 'count' in asking ? asking.count : 0)} now?`} confirm="Send now"
@@ -421,7 +420,7 @@ function ScheduleDialog({ open, count, onClose, schedule }: { open: boolean; cou
       lede={<>{contacts(count)} would receive it now; the audience is read again when it goes, so whoever subscribes or leaves meanwhile counts then.</>}
       actions={<><Button onClick={onClose} disabled={busy}>Cancel</Button><Button type="submit" variant="primary" busy={busy}><Icon name="clock" />Schedule</Button></>}>
       <TextField label="Send at" type="datetime-local" value={value} onValue={setValue} error={fieldError} min={localInput(new Date())} required
-        hint={<>Your time zone: <strong>{viewerZone()}</strong>{at ? ` (${zoneOffset(at)})` : ''}.{at ? <> That is {whenFormat.format(at)}.</> : null}</>} />
+        hint={<>Your time zone: <strong>{viewerZone()}</strong>{at ? ` (${zoneOffset(at)})` : ''}.{at ? <> That is {formatWhen(at)}.</> : null}</>} />
     </Dialog>
   );
 }

@@ -38,3 +38,7 @@ export const contacts = (n: number): string => `${n.toLocaleString()} contact${n
 
 /** The viewer's time zone as the browser names it (Europe/Paris), for the words beside a time they choose. */
 export const viewerZone = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone || 'your time zone';
+
+/** A chosen send time in full, in the viewer's zone: "Tuesday 3 June 2031 at 10:00". */
+export const formatWhen = (d: Date | string): string => whenFormat.format(typeof d === 'string' ? new Date(d) : d);
+const whenFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'short' });
