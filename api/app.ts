@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import type { Knex } from 'knex';
 import { loadSessionConfig, type DnsConfig, type OidcConfig, type PeopleConfig, type ReturnPath, type SessionConfig, type TrackingConfig } from '../config';
+import type { TemporalUi } from '../campaigns/campaigns';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import type { Renderer } from '../mail/render';
@@ -50,6 +51,8 @@ export interface AppDeps {
   metricsOnOwnPort?: boolean;
   /** The built console (scripts/buildWeb.ts) served at /app; dist/web by default. */
   consoleDir?: string;
+  /** Temporal UI (TEMPORAL_UI_URL, on Temporal only: config temporalUiOf): campaigns link to their workflow there. */
+  temporalUi?: TemporalUi;
 }
 
 /**

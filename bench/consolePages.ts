@@ -10,31 +10,13 @@
  * in another project), then VACUUM ANALYZE. One admin of the project, with a password. The console is built from
  * web/ (scripts/buildWeb.ts) and served by a real Herald API process (startHerald, as `npm run api`), in a child.
  *
- * A load: a new browser context each time (an empty HTTP cache and a new connection: every load is a first visit,
- * nothing revalidated), the session cookie of a POST /auth/login put in it, a page, `page.goto`. Content is detected
- * in the page, by an init script (a MutationObserver, set before any of the page's own scripts): the first moment
- * every selector of the page matches an element the browser reports visible (`checkVisibility`), and the time is
- * `performance.now()` in the first animation frame after it (the frame that paints it), on the page's own clock whose
- * zero is the start of the navigation. The selectors are ones only data makes, never a spinner:
+ * How a page is loaded and timed, and its static page of the same size: bench/lib/pageLoads.ts (shared with
+ * bench/campaignPage.ts). The selectors each page waits for are ones only data makes, never a spinner:
  *   - Overview (`/app`, the route table's): a total (`.overview-stats .stat-value`) and the chart's canvas;
  *   - Emails (`/app/emails`): the first row's link to its email;
  *   - an email's detail (`/app/emails/<id>`, a different transactional email each load): a step of the timeline
  *     and the details' list (the subject is the page's heading in the same render);
  *   - Contacts (`/app/contacts`): the first row's link to its contact (when the page is built on this branch).
- * Node's clock from before `goto` to the detection is printed beside it (it adds the DevTools protocol's round trips).
- *
- * The baseline, a static page per console page: its "same size" is what the browser fetched for that console page,
- * read from the browser's Resource Timing in a warm-up load: index.html's bytes, and each script and stylesheet of
- * /app/assets (the first load and the page's chunks). The static page is a directory beside the console's (a
- * temporary one) with an index.html padded to the console's byte count, holding the page's visible content as HTML,
- * the same stylesheets byte for byte, and the same scripts with their text turned into one comment (the same bytes
- * plus four, compressed again as scripts/buildWeb.ts compresses them: brotli 11 and gzip 9), loaded as classic
- * scripts in <head> so that nothing shows before every byte has arrived (a static page of that size shows its content
- * once it has it; a console page must also run its code and ask the API). It is served by the same Herald process on
- * the same port, by the console's own file server (`consoleApp` of api/console.ts, the same headers, cache and
- * precompressed encodings), under /bench-static/<page>/ (bench/lib/herald-child.ts, BENCH_STATIC_DIR). Why a route of
- * the benchmark's and not a file in dist/web: every /app path but /app/assets is the console's index.html, so a static
- * page cannot be served there without changing what is measured; the same code serving it keeps it honest.
  *
  * Rounds: BENCH_WARMUP_LOADS (default 2) then BENCH_LOADS (default 15) of each page and of its static page,
  * interleaved (console then static in even rounds, static then console in odd ones), so both share whatever load the
@@ -46,16 +28,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import zlib from 'node:zlib';
-import type { Browser } from 'playwright-core';
 import { createProject } from '../projects/service';
 import { createUser } from '../people/users';
-import { buildWeb } from '../scripts/buildWeb';
-import { findChromium, launchChromium, CHROMIUM_HOW } from '../test/support/chromium';
 import { startCluster } from './lib/cluster';
 import { seedConsoleProject, withIndexesAfter } from './lib/consoleSeed';
-import { startHeraldChild } from './lib/herald';
-import { freePort, machine, REPO_ROOT, runBench, stealSince, type Child } from './lib/proc';
+import { measurePages, reportPages, rowTwin, serveConsole, VIEWPORT, type ConsoleServer, type PageCase } from './lib/pageLoads';
+import { machine, REPO_ROOT, runBench } from './lib/proc';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
 const EMAILS = Number(process.env.BENCH_EMAILS ?? 1_000_000);
@@ -65,57 +43,10 @@ const WARMUP = Number(process.env.BENCH_WARMUP_LOADS ?? 2);
 const ONLY = process.env.BENCH_PAGES?.split(',').map((s) => s.trim().toLowerCase());
 const DAYS = 90;
 const PASSWORD = 'bench-password-0123456789';
-const VIEWPORT = { width: 1280, height: 800 };
-
-interface PageCase {
-  name: string;
-  slug: string;
-  path: (i: number) => string;
-  /** Every one must match a visible element: the page's content. */
-  ready: string[];
-  /** The static page's visible content (HTML), with `data-bench-content` on the element waited for. */
-  twin: string;
-}
-
-interface Resource { name: string; type: string; start: number; end: number; transfer: number; encoded: number; decoded: number }
-interface Load { browserMs: number; domMs: number; nodeMs: number; resources: Resource[]; responseEnd: number }
-
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-const median = (xs: number[]) => pct([...xs].sort((a, b) => a - b), 50);
-
-/** The init script: marks `__benchContent` at the first animation frame after every selector matches a visible element. */
-const detector = (selectors: string[]) => `(() => {
-  const selectors = ${JSON.stringify(selectors)};
-  const shown = (el) => el && (el.checkVisibility ? el.checkVisibility() : el.getClientRects().length > 0);
-  let done = false;
-  const check = () => {
-    if (done || !selectors.every((s) => shown(document.querySelector(s)))) return;
-    done = true;
-    window.__benchDom = performance.now();
-    requestAnimationFrame(() => { window.__benchContent = performance.now(); });
-  };
-  new MutationObserver(check).observe(document, { childList: true, subtree: true, attributes: true });
-  document.addEventListener('DOMContentLoaded', check);
-  addEventListener('load', check);
-})();`;
-
-const READ_TIMINGS = `(() => {
-  const nav = performance.getEntriesByType('navigation')[0];
-  return {
-    browserMs: window.__benchContent, domMs: window.__benchDom, responseEnd: nav ? nav.responseEnd : 0,
-    resources: performance.getEntriesByType('resource').map((r) => ({ name: r.name, type: r.initiatorType, start: r.startTime, end: r.responseEnd,
-      transfer: r.transferSize, encoded: r.encodedBodySize, decoded: r.decodedBodySize })),
-  };
-})()`;
 
 runBench('bench:console-pages', 40 * 60_000, async () => {
-  const chromiumPath = findChromium();
-  if (!chromiumPath) throw new Error(`no Chromium: ${CHROMIUM_HOW}`);
-  await buildWeb({ quiet: true });
-  const staticRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-bench-static-'));
   const cluster = await startCluster('console-pages');
-  const children: Child[] = [];
-  let browser: Browser | undefined;
+  let server: ConsoleServer | undefined;
   try {
     console.log(`machine: ${machine(cluster.version)}; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
     const { knex } = cluster;
@@ -138,144 +69,30 @@ runBench('bench:console-pages', 40 * 60_000, async () => {
     await knex('memberships').insert({ project_id: project.id, user_id: admin.id, role: 'admin' });
     // Transactional emails that were sent and opened: a subject, an HTML body to preview and a timeline of three steps.
     const emailIds = ((await knex.raw(`SELECT id FROM emails WHERE project_id = ? AND campaign_id IS NULL AND status = 'SENT' AND opens > 0 ORDER BY md5(id::text) LIMIT 100`, [project.id])).rows as { id: string }[]).map((r) => r.id);
-
-    // PUBLIC_URL is the address the browser uses (a session's sign-in must come from its origin).
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    const herald = startHeraldChild('herald api', cluster, 'api', {
-      PORT: String(port), PUBLIC_URL: base, API_RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn', BENCH_STATIC_DIR: staticRoot,
-    });
-    children.push(herald);
-    await herald.ready;
-
-    const login = await fetch(`${base}/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json', Origin: base }, body: JSON.stringify({ email: admin.email, password: PASSWORD }) });
-    if (login.status !== 200) throw new Error(`sign-in: ${login.status} ${await login.text()}`);
-    const token = login.headers.getSetCookie().find((c) => c.startsWith('herald_session='))?.split(';')[0]!.slice('herald_session='.length);
-    if (!token) throw new Error('no session cookie');
-    const indexBytes = Buffer.from(await (await fetch(`${base}/app`)).arrayBuffer()).length;
+    server = await serveConsole(cluster, admin.email, PASSWORD);
 
     const contactsBuilt = !fs.readFileSync(path.join(REPO_ROOT, 'web', 'pages', 'Contacts.tsx'), 'utf8').includes('This page is being built');
-    const row = (text: string) => `<div class="table-wrap"><table class="table"><tbody><tr><td class="truncate"><a class="row-link" data-bench-content href="#">${text}</a></td></tr></tbody></table></div>`;
     const all: PageCase[] = [
       { name: 'Overview', slug: 'overview', path: () => '/app', ready: ['.overview-stats .stat-value', '.volume-chart canvas'],
         twin: '<div class="stats overview-stats"><div class="stat"><div class="stat-label">Sent</div><div class="stat-value" data-bench-content>960,000</div></div></div>' },
-      { name: 'Emails', slug: 'emails', path: () => '/app/emails', ready: ['table.table tbody tr a.row-link'], twin: row('ada.0a1b2c0@example.org') },
+      { name: 'Emails', slug: 'emails', path: () => '/app/emails', ready: ['table.table tbody tr a.row-link'], twin: rowTwin('ada.0a1b2c0@example.org') },
       { name: 'Email detail', slug: 'email', path: (i) => `/app/emails/${emailIds[i % emailIds.length]}`, ready: ['ol.timeline li', 'dl.kv dd'],
         twin: '<ol class="timeline"><li data-bench-content>Sent</li></ol>' },
-      ...(contactsBuilt ? [{ name: 'Contacts', slug: 'contacts', path: () => '/app/contacts', ready: ['table.table tbody tr a.row-link'], twin: row('ada.0a1b2c0@example.org') }] : []),
+      ...(contactsBuilt ? [{ name: 'Contacts', slug: 'contacts', path: () => '/app/contacts', ready: ['table.table tbody tr a.row-link'], twin: rowTwin('ada.0a1b2c0@example.org') }] : []),
     ];
     const pages = all.filter((p) => !ONLY || ONLY.includes(p.name.toLowerCase()));
     if (!contactsBuilt) console.log('the Contacts page is the placeholder on this branch: not measured');
 
-    browser = await launchChromium(chromiumPath);
-    const load = async (url: string, selectors: string[]): Promise<Load> => {
-      const context = await browser!.newContext({ viewport: VIEWPORT, locale: 'en-GB', timezoneId: 'Europe/Paris', reducedMotion: 'reduce' });
-      try {
-        await context.addCookies([{ name: 'herald_session', value: token, url: base, httpOnly: true, sameSite: 'Lax' }]);
-        await context.addInitScript({ content: detector(selectors) });
-        const page = await context.newPage();
-        const errors: string[] = [];
-        page.on('pageerror', (e) => errors.push(e.message));
-        // The init script is offered to every frame, the email preview's too (/app/preview, sandboxed without scripts),
-        // which refuses it and says so.
-        page.on('console', (m) => { if (m.type() === 'error' && !/^Blocked script execution in '[^']*\/app\/preview'/.test(m.text())) errors.push(m.text()); });
-        const started = performance.now();
-        await page.goto(url, { waitUntil: 'commit', timeout: 60_000 });
-        // A function (not a string, which the page's CSP refuses to evaluate), polled from outside the page's policy.
-        await page.waitForFunction(() => (globalThis as { __benchContent?: number }).__benchContent !== undefined, undefined, { timeout: 60_000, polling: 20 });
-        const nodeMs = performance.now() - started;
-        const t = await page.evaluate(READ_TIMINGS) as Omit<Load, 'nodeMs'>;
-        if (errors.length) throw new Error(`${url}: the page logged ${errors.join('; ')}`);
-        return { ...t, nodeMs };
-      } finally {
-        await context.close();
-      }
-    };
-
-    /** The static page of a console page, from what a load of it fetched of index.html and /app/assets. */
-    const twins = new Map<string, { url: string; bytes: { html: number; js: number; css: number; transferred: number } }>();
-    const makeTwin = async (p: PageCase, seen: Load) => {
-      const dir = path.join(staticRoot, p.slug);
-      fs.mkdirSync(path.join(dir, 'assets'), { recursive: true });
-      const assets = [...new Set(seen.resources.filter((r) => new URL(r.name).pathname.startsWith('/app/assets/')).map((r) => new URL(r.name).pathname.slice('/app/assets/'.length)))];
-      const bytes = { html: indexBytes, js: 0, css: 0, transferred: 0 };
-      const tags: string[] = [];
-      for (const name of assets) {
-        const text = fs.readFileSync(path.join(REPO_ROOT, 'dist', 'web', 'assets', name), 'utf8');
-        const out = name.endsWith('.js') ? `/*${text.replace(/\*\//g, '*_')}*/` : text;
-        const file = path.join(dir, 'assets', name);
-        fs.writeFileSync(file, out);
-        fs.writeFileSync(`${file}.gz`, zlib.gzipSync(out, { level: 9 }));
-        const br = zlib.brotliCompressSync(out, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: Buffer.byteLength(out) } });
-        fs.writeFileSync(`${file}.br`, br);
-        bytes.transferred += br.length;
-        if (name.endsWith('.js')) { bytes.js += Buffer.byteLength(out); tags.push(`<script src="/bench-static/${p.slug}/assets/${name}"></script>`); }
-        else { bytes.css += Buffer.byteLength(out); tags.unshift(`<link rel="stylesheet" href="/bench-static/${p.slug}/assets/${name}">`); }
-      }
-      let html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${p.name} · static</title>${tags.join('')}</head>`
-        + `<body><main class="main"><h1>${p.name}</h1>${p.twin}</main></body></html>`;
-      const pad = indexBytes - Buffer.byteLength(html);
-      if (pad > 9) html = html.replace('</body>', `<!--${'x'.repeat(pad - 7)}--></body>`);
-      fs.writeFileSync(path.join(dir, 'index.html'), html);
-      bytes.html = Buffer.byteLength(html);
-      twins.set(p.slug, { url: `${base}/bench-static/${p.slug}/`, bytes });
-    };
-
-    const steal0 = stealSince();
     const loadavg0 = os.loadavg();
-    const results = new Map<string, { console: Load[]; twin: Load[] }>(pages.map((p) => [p.slug, { console: [], twin: [] }]));
-    for (let round = 0; round < WARMUP + LOADS; round++) {
-      for (const p of pages) {
-        const consoleFirst = round % 2 === 0;
-        const one = async (which: 'console' | 'twin') => {
-          if (which === 'console') {
-            const l = await load(`${base}${p.path(round)}`, p.ready);
-            if (!twins.has(p.slug)) await makeTwin(p, l);
-            if (round >= WARMUP) results.get(p.slug)!.console.push(l);
-          } else {
-            const l = await load(twins.get(p.slug)!.url, ['[data-bench-content]']);
-            if (round >= WARMUP) results.get(p.slug)!.twin.push(l);
-          }
-        };
-        if (consoleFirst || !twins.has(p.slug)) { await one('console'); await one('twin'); } else { await one('twin'); await one('console'); }
-      }
-      process.stdout.write(`round ${round + 1}/${WARMUP + LOADS}${round < WARMUP ? ' (warm-up)' : ''}\n`);
-    }
-    const steal = stealSince(steal0.at).share;
-
+    const measured = await measurePages(server, pages, { loads: LOADS, warmup: WARMUP });
     console.log(`\n${counts.contacts} contacts, ${counts.emails} emails, ${counts.events} events in the project; ${LOADS} loads of each after ${WARMUP} warm-up, a new browser context each (cold cache), ${VIEWPORT.width}×${VIEWPORT.height}`);
-    console.log('\n| page | median ms | p90 ms | static median ms | static p90 ms | ratio (median ÷ static median) | Node clock median ms, page / static | bytes (HTML + JS + CSS; brotli of assets) |');
-    console.log('|---|---|---|---|---|---|---|---|');
-    const summary = [];
-    for (const p of pages) {
-      const r = results.get(p.slug)!;
-      const c = r.console.map((l) => l.browserMs).sort((a, b) => a - b);
-      const s = r.twin.map((l) => l.browserMs).sort((a, b) => a - b);
-      const b = twins.get(p.slug)!.bytes;
-      const row = { page: p.name, median: pct(c, 50), p90: pct(c, 90), staticMedian: pct(s, 50), staticP90: pct(s, 90), ratio: pct(c, 50) / pct(s, 50),
-        nodeMedian: median(r.console.map((l) => l.nodeMs)), staticNodeMedian: median(r.twin.map((l) => l.nodeMs)), bytes: b };
-      summary.push(row);
-      console.log(`| ${p.name} | ${row.median.toFixed(0)} | ${row.p90.toFixed(0)} | ${row.staticMedian.toFixed(0)} | ${row.staticP90.toFixed(0)} | **${row.ratio.toFixed(2)}** | ${row.nodeMedian.toFixed(0)} / ${row.staticNodeMedian.toFixed(0)} | ${b.html.toLocaleString('en')} + ${b.js.toLocaleString('en')} + ${b.css.toLocaleString('en')} (${b.transferred.toLocaleString('en')}) |`);
-    }
-    // Where the time of the load nearest each page's median went: the document, each script and API call (start → end).
-    for (const p of pages) {
-      const loads = results.get(p.slug)!.console;
-      const m = pct(loads.map((l) => l.browserMs).sort((a, b) => a - b), 50);
-      const l = loads.reduce((a, b) => (Math.abs(b.browserMs - m) < Math.abs(a.browserMs - m) ? b : a));
-      console.log(`\n${p.name}, the load nearest the median (${l.browserMs.toFixed(0)} ms): document ${l.responseEnd.toFixed(0)} ms, content in the DOM ${l.domMs.toFixed(0)} ms`);
-      for (const r of [...l.resources].sort((a, b) => a.start - b.start)) {
-        const u = new URL(r.name);
-        console.log(`  ${r.start.toFixed(0).padStart(5)} → ${r.end.toFixed(0).padStart(5)} ms  ${r.type.padEnd(6)} ${u.pathname}${u.search}`);
-      }
-    }
-    console.log(`\nsteal during the loads: ${(steal * 100).toFixed(1)} % of the machine's CPU time; load average before ${loadavg0.map((x) => x.toFixed(1)).join(' ')}, after ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+    const summary = reportPages(pages, measured);
+    console.log(`\nsteal during the loads: ${(measured.steal * 100).toFixed(1)} % of the machine's CPU time; load average before ${loadavg0.map((x) => x.toFixed(1)).join(' ')}, after ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
     const worst = summary.reduce((a, b) => (b.ratio > a.ratio ? b : a));
     console.log(`highest ratio: ${worst.page}, ${worst.ratio.toFixed(2)} × its static page (the bar: ≤ 3)`);
-    if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), counts, summary, results: Object.fromEntries(results) }, null, 2));
+    if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), counts, summary, results: Object.fromEntries(measured.results) }, null, 2));
   } finally {
-    await browser?.close().catch(() => undefined);
-    await Promise.all(children.map((ch) => ch.stop()));
+    await server?.stop();
     await cluster.stop();
-    fs.rmSync(staticRoot, { recursive: true, force: true });
   }
 });

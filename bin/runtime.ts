@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { createActivities } from '../activities';
 import { createDeliverer } from '../sending/delivery';
 import { scheduleDomainChecks } from '../domains/checks';
-import { ConfigError, loadConfig, loadDnsConfig, loadSessionConfig, loadTrackingConfig, publicUrlWarning, returnPathOf, type Config } from '../config';
+import { ConfigError, loadConfig, loadDnsConfig, loadSessionConfig, loadTrackingConfig, publicUrlWarning, returnPathOf, temporalUiOf, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
 import { webhookConfig } from '../outbound/http';
@@ -172,7 +172,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     // One send pipeline for HTTP and SMTP: sends that arrive together by either way share a transaction.
     const sender = load<typeof import('../sending/sender')>('../sending/sender').createSender(db.knex, { secret, publicUrl: config.publicUrl, render: renderPool.render });
     const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, trustProxyHops: config.trustProxyHops, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config),
-      metricsToken: config.metrics.token, metricsOnOwnPort: config.metrics.port !== undefined, people: config.people });
+      metricsToken: config.metrics.token, metricsOnOwnPort: config.metrics.port !== undefined, people: config.people, temporalUi: temporalUiOf(config) });
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, () => resolve(s));
       s.once('error', reject);

@@ -1,7 +1,9 @@
 import type { Knex } from 'knex';
+import { countCampaignAudience } from '../audience/campaignAudience';
 import { checkCondition } from '../audience/check';
 import { resolveSegments } from '../audience/compile';
 import type { AudienceCondition } from '../audience/condition';
+import { isUnusableCondition, unusableCondition } from '../audience/segmentQueries';
 import { conflict, invalid, notFound, type FieldError } from '../core/errors';
 import { isUuid } from '../core/values';
 import { ownedRow } from '../db/owned';
@@ -14,6 +16,7 @@ import type { Logger } from '../logging/logger';
 import { checkTemplate, messageScope, type Renderer } from '../mail/render';
 import { workflowId } from '../workflows/registry';
 import { cancelCampaignRows } from './lifecycle';
+import { campaignSeries, type CampaignSeries, type SeriesInterval } from './series';
 import { audited, type Actor } from '../audit/log';
 
 /**
@@ -62,7 +65,35 @@ export interface CampaignRow {
   updated_at: Date;
 }
 
-type Content = Pick<CampaignInput, 'subject' | 'body' | 'from' | 'audienceType' | 'segmentId' | 'audienceFilter'>;
+/** Who a campaign goes to: everyone subscribed, a segment's subscribed members, or those a filter matches. */
+export type Audience = Pick<CampaignInput, 'audienceType' | 'segmentId' | 'audienceFilter'>;
+
+type Content = Pick<CampaignInput, 'subject' | 'body' | 'from'> & Audience;
+
+/**
+ * An audience's segment and filter, checked as a campaign's are (segmentId for a SEGMENT audience, audienceFilter for
+ * a FILTERED one, each naming a field of the request): the errors, and the filter to store.
+ */
+async function checkAudience(db: Knex, projectId: string, a: Audience): Promise<{ errors: FieldError[]; filter: AudienceCondition | null }> {
+  const errors: FieldError[] = [];
+  if (a.audienceType === 'SEGMENT') {
+    if (!a.segmentId) errors.push({ field: 'segmentId', message: 'segmentId is required for a SEGMENT audience', code: 'required' });
+    else if (!(await db('segments').where({ project_id: projectId, id: a.segmentId.toLowerCase() }).first('id'))) {
+      errors.push({ field: 'segmentId', message: 'segment not found', code: 'not_found' });
+    }
+  }
+  let filter: AudienceCondition | null = null;
+  if (a.audienceType === 'FILTERED') {
+    if (!a.audienceFilter) errors.push({ field: 'audienceFilter', message: 'audienceFilter is required for a FILTERED audience', code: 'required' });
+    else {
+      const problems = checkCondition(a.audienceFilter, 'audienceFilter');
+      if (!problems.length) problems.push(...(await resolveSegments(db, projectId, a.audienceFilter, 'audienceFilter')).errors);
+      errors.push(...problems);
+      filter = a.audienceFilter;
+    }
+  }
+  return { errors, filter };
+}
 
 /**
  * Everything about a campaign's content that a request's shape cannot tell: sender domain, template syntax and render
@@ -75,22 +106,9 @@ async function checkContent(db: Knex, render: Renderer, projectId: string, c: Co
   if (!(await isVerifiedSender(db, projectId, c.from))) {
     errors.push({ field: 'from', message: `${c.from} is not at a verified domain of this project`, code: 'unverified_domain' });
   }
-  if (c.audienceType === 'SEGMENT') {
-    if (!c.segmentId) errors.push({ field: 'segmentId', message: 'segmentId is required for a SEGMENT audience', code: 'required' });
-    else if (!(await db('segments').where({ project_id: projectId, id: c.segmentId.toLowerCase() }).first('id'))) {
-      errors.push({ field: 'segmentId', message: 'segment not found', code: 'not_found' });
-    }
-  }
-  let filter: AudienceCondition | null = null;
-  if (c.audienceType === 'FILTERED') {
-    if (!c.audienceFilter) errors.push({ field: 'audienceFilter', message: 'audienceFilter is required for a FILTERED audience', code: 'required' });
-    else {
-      const problems = checkCondition(c.audienceFilter, 'audienceFilter');
-      if (!problems.length) problems.push(...(await resolveSegments(db, projectId, c.audienceFilter, 'audienceFilter')).errors);
-      errors.push(...problems);
-      filter = c.audienceFilter;
-    }
-  }
+  const audience = await checkAudience(db, projectId, c);
+  errors.push(...audience.errors);
+  const { filter } = audience;
   if (errors.length) throw invalid(errors, errors.some((e) => e.code === 'unverified_domain') ? 'Verify the sender domain first (POST /domains).' : undefined);
   return filter;
 }
@@ -116,7 +134,15 @@ export interface Campaigns {
   cancel(projectId: string, id: string, actor: Actor): Promise<CampaignRow>;
   /** `[TEST]` copies to up to 10 addresses, through the same rendering and delivery; nothing else changes. */
   test(projectId: string, id: string, emails: string[]): Promise<{ email: string; id: string }[]>;
-  stats(projectId: string, id: string): Promise<CampaignStats>;
+  /** With `series`, its opens and clicks by hour or day since it started (campaigns/series.ts). */
+  stats(projectId: string, id: string, series?: SeriesInterval): Promise<CampaignStats & { series?: CampaignSeries }>;
+  /**
+   * How many contacts an audience reaches now, as a campaign sends (subscribed, not suppressed: audience/campaignAudience.ts):
+   * the number a person confirms before sending. An audience that cannot be checked or evaluated is a 422 naming its field.
+   */
+  countAudience(projectId: string, audience: Audience): Promise<number>;
+  /** The campaign's workflow in Temporal UI (TEMPORAL_UI_URL, on Temporal only); null without one, or before it is scheduled. */
+  workflowUrl(c: CampaignRow): string | null;
 }
 
 export interface CampaignDeps {
@@ -125,9 +151,16 @@ export interface CampaignDeps {
   log: Logger;
   /** Where templates are checked: a render pool on the API (mail/renderPool.ts). */
   render: Renderer;
+  /** Temporal UI and the namespace Herald's workflows run in (TEMPORAL_UI_URL, TEMPORAL_NAMESPACE), on Temporal only. */
+  temporalUi?: TemporalUi;
 }
 
-export function campaignService({ knex, engine, log, render }: CampaignDeps): Campaigns {
+export interface TemporalUi {
+  url: string;
+  namespace: string;
+}
+
+export function campaignService({ knex, engine, log, render, temporalUi }: CampaignDeps): Campaigns {
   const get = (projectId: string, id: string) => ownedRow<CampaignRow>(knex, 'campaigns', 'Campaign', projectId, id);
 
   return {
@@ -235,6 +268,34 @@ export function campaignService({ knex, engine, log, render }: CampaignDeps): Ca
       return rows.map((r) => ({ email: r.to_email, id: r.id }));
     },
 
-    stats: async (projectId, id) => campaignStats(knex, projectId, (await get(projectId, id)).id),
+    async stats(projectId, id, series) {
+      const campaign = await get(projectId, id);
+      const [stats, points] = await Promise.all([
+        campaignStats(knex, projectId, campaign.id),
+        series ? campaignSeries(knex, projectId, campaign.id, series) : undefined,
+      ]);
+      return points ? { ...stats, series: points } : stats;
+    },
+
+    async countAudience(projectId, audience) {
+      const { errors } = await checkAudience(knex, projectId, audience);
+      if (errors.length) throw invalid(errors);
+      try {
+        return await countCampaignAudience(knex, projectId, {
+          audience_type: audience.audienceType, segment_id: audience.segmentId?.toLowerCase() ?? null, audience_filter: audience.audienceFilter ?? null,
+        });
+      } catch (err) {
+        if (!isUnusableCondition(err)) throw err;
+        const field = audience.audienceType === 'SEGMENT' ? 'segmentId' : 'audienceFilter';
+        throw invalid([{ field, message: unusableCondition(err), code: 'invalid_condition' }]);
+      }
+    },
+
+    workflowUrl(c) {
+      // A workflow exists from the send on (a send now is scheduled at its own instant); a draft cancelled never had one.
+      if (!temporalUi || c.status === 'DRAFT' || !c.scheduled_at) return null;
+      const workflow = workflowId.sendCampaign({ campaignId: c.id });
+      return `${temporalUi.url.replace(/\/+$/, '')}/namespaces/${encodeURIComponent(temporalUi.namespace)}/workflows/${encodeURIComponent(workflow)}`;
+    },
   };
 }

@@ -882,11 +882,35 @@ export interface paths {
         };
         /**
          * A campaign's statistics
-         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         * @description `?series=hour` or `?series=day` adds its opens and clicks over time (`series`).
+         *
+         *     Permission `read`: owner, admin, member, viewer; keys: full.
          */
         get: operations["getCampaignStats"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/campaigns/audience": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Count the recipients of an audience
+         * @description How many contacts a campaign with this audience would go to now (subscribed, not suppressed): the number to confirm before sending. Nothing is saved.
+         *
+         *     Permission `write`: owner, admin, member; keys: full.
+         */
+        post: operations["countCampaignAudience"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1842,6 +1866,12 @@ export interface components {
              * @example 2025-06-02T09:41:09.204Z
              */
             updatedAt: string;
+            /**
+             * Format: uri
+             * @description Its workflow in Temporal UI, once it is scheduled or sent, when Herald runs on Temporal with TEMPORAL_UI_URL set; null otherwise.
+             * @example null
+             */
+            temporalUiUrl: string | null;
         };
         CampaignStats: {
             /** @example 1200 */
@@ -1884,6 +1914,26 @@ export interface components {
                 /** @example 97 */
                 uniqueClicks: number;
             }[];
+            /** @description With `?series=hour|day`: the open and click events of its emails per bucket (as GET /events lists them). */
+            series?: {
+                /**
+                 * @example hour
+                 * @enum {string}
+                 */
+                interval: "hour" | "day";
+                /** @description Every hour or UTC day from the campaign's start to now (zeros included), at most 168 hours or 90 days. */
+                points: {
+                    /**
+                     * Format: date-time
+                     * @example 2025-06-02T09:41:07.512Z
+                     */
+                    at: string;
+                    /** @example 212 */
+                    opens: number;
+                    /** @example 41 */
+                    clicks: number;
+                }[];
+            };
         };
         Contact: {
             /**
@@ -6096,7 +6146,8 @@ export interface operations {
                      *             "totalRecipients": null,
                      *             "error": null,
                      *             "createdAt": "2025-06-02T09:41:07.512Z",
-                     *             "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *             "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *             "temporalUiUrl": null
                      *           }
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
@@ -6262,7 +6313,8 @@ export interface operations {
                      *         "totalRecipients": null,
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
-                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *         "temporalUiUrl": null
                      *       }
                      *     }
                      */
@@ -6343,7 +6395,8 @@ export interface operations {
                      *         "totalRecipients": null,
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
-                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *         "temporalUiUrl": null
                      *       }
                      *     }
                      */
@@ -6523,7 +6576,8 @@ export interface operations {
                      *         "totalRecipients": null,
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
-                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *         "temporalUiUrl": null
                      *       }
                      *     }
                      */
@@ -6619,7 +6673,8 @@ export interface operations {
                      *         "totalRecipients": null,
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
-                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *         "temporalUiUrl": null
                      *       }
                      *     }
                      */
@@ -6700,7 +6755,8 @@ export interface operations {
                      *         "totalRecipients": null,
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
-                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *         "temporalUiUrl": null
                      *       }
                      *     }
                      */
@@ -6806,7 +6862,10 @@ export interface operations {
     };
     getCampaignStats: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Adds `series`: opens and clicks per hour (the first 7 days since the campaign started) or per UTC day (the first 90). */
+                series?: "hour" | "day";
+            };
             header?: never;
             path: {
                 /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
@@ -6852,7 +6911,17 @@ export interface operations {
                      *             "clicks": 120,
                      *             "uniqueClicks": 97
                      *           }
-                     *         ]
+                     *         ],
+                     *         "series": {
+                     *           "interval": "hour",
+                     *           "points": [
+                     *             {
+                     *               "at": "2025-06-02T09:41:07.512Z",
+                     *               "opens": 212,
+                     *               "clicks": 41
+                     *             }
+                     *           ]
+                     *         }
                      *       }
                      *     }
                      */
@@ -6863,9 +6932,112 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    countCampaignAudience: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "audienceType": "SEGMENT",
+                 *       "segmentId": "0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @example SEGMENT
+                     * @enum {string}
+                     */
+                    audienceType: "ALL" | "SEGMENT" | "FILTERED";
+                    /** @example 0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29 */
+                    segmentId?: string;
+                    /**
+                     * @example {
+                     *       "logic": "AND",
+                     *       "groups": [
+                     *         {
+                     *           "filters": [
+                     *             {
+                     *               "field": "data.plan",
+                     *               "operator": "equals",
+                     *               "value": "pro"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    audienceFilter?: {
+                        /**
+                         * @default AND
+                         * @enum {string}
+                         */
+                        logic?: "AND" | "OR";
+                        groups: {
+                            filters: {
+                                field: string;
+                                /** @enum {string} */
+                                operator: "equals" | "notEquals" | "contains" | "notContains" | "startsWith" | "endsWith" | "greaterThan" | "lessThan" | "greaterThanOrEqual" | "lessThanOrEqual" | "exists" | "notExists" | "within" | "olderThan" | "triggered" | "notTriggered" | "triggeredWithin" | "notTriggeredWithin" | "memberOf" | "notMemberOf";
+                                value?: unknown;
+                                /** @enum {string} */
+                                unit?: "minutes" | "hours" | "days";
+                            }[];
+                        }[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The count. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "count": 12408
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /**
+                             * @description Subscribed contacts of the audience whose address is not suppressed: who a send would go to now.
+                             * @example 12408
+                             */
+                            count: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             429: components["responses"]["Error429"];
         };
     };

@@ -13,6 +13,11 @@ export interface Config {
   engine: 'embedded' | 'temporal';
   temporalAddress: string | undefined;
   temporalNamespace: string;
+  /**
+   * TEMPORAL_UI_URL: where people reach Temporal UI (http://localhost:8080 with compose). On Temporal, a campaign's
+   * answer links to its workflow there (temporalUiOf); unset, or on the embedded engine, no link.
+   */
+  temporalUiUrl: string | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   apiRateLimitPerMinute: number;
   /**
@@ -78,6 +83,11 @@ export interface BounceConfig {
 export interface ReturnPath {
   domain: string;
   mxHost: string;
+}
+
+/** Temporal UI as the campaign answers link to it: only when Herald runs on Temporal and TEMPORAL_UI_URL is set. */
+export function temporalUiOf(config: Pick<Config, 'engine' | 'temporalUiUrl' | 'temporalNamespace'>): { url: string; namespace: string } | undefined {
+  return config.engine === 'temporal' && config.temporalUiUrl ? { url: config.temporalUiUrl, namespace: config.temporalNamespace } : undefined;
 }
 
 /** The bounce domain's records that each sending domain's record list shows; none without BOUNCE_DOMAIN. */
@@ -146,6 +156,7 @@ const envSchema = Joi.object({
     .empty('')
     .when('ENGINE', { is: 'temporal', then: Joi.required() }),
   TEMPORAL_NAMESPACE: Joi.string().trim().empty('').default('default'),
+  TEMPORAL_UI_URL: urlWithScheme(['http', 'https']).empty(''),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').empty('').default('info'),
   API_RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).empty('').default(1000),
   TRUST_PROXY_HOPS: Joi.number().integer().min(0).max(10).empty('').default(0),
@@ -216,6 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     engine: value.ENGINE,
     temporalAddress: value.TEMPORAL_ADDRESS,
     temporalNamespace: value.TEMPORAL_NAMESPACE,
+    temporalUiUrl: value.TEMPORAL_UI_URL?.replace(/\/+$/, ''),
     logLevel: value.LOG_LEVEL,
     apiRateLimitPerMinute: value.API_RATE_LIMIT_PER_MINUTE,
     trustProxyHops: value.TRUST_PROXY_HOPS,

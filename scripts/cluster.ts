@@ -77,7 +77,9 @@ async function main(): Promise<void> {
     logFile: path.join(dataDir, 'temporal.log'),
     namespaces: process.env.TEMPORAL_NAMESPACE && process.env.TEMPORAL_NAMESPACE !== 'default' ? [process.env.TEMPORAL_NAMESPACE] : [],
   });
-  const env = { ENGINE: 'temporal', TEMPORAL_ADDRESS: temporal.address, DATA_DIR: dataDir, PORT: port };
+  // The console links each campaign to its workflow in this server's UI (TEMPORAL_UI_URL), unless told another one.
+  const uiUrl = process.env.TEMPORAL_UI_URL || temporal.uiUrl;
+  const env = { ENGINE: 'temporal', TEMPORAL_ADDRESS: temporal.address, DATA_DIR: dataDir, PORT: port, ...(uiUrl ? { TEMPORAL_UI_URL: uiUrl } : {}) };
   const children: ChildProcess[] = [];
   const stop = async (code = 0) => {
     if (stopping) return;

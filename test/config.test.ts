@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig, loadOidcConfig, loadSessionConfig, loadTrackingConfig, publicUrlWarning } from '../config';
+import { ConfigError, loadConfig, loadOidcConfig, loadSessionConfig, loadTrackingConfig, publicUrlWarning, temporalUiOf } from '../config';
 import { childEnv, runTsx } from './support/processes';
 
 /** Configuration from environment variables (issue 2, point 2): defaults, and a clear error naming any bad variable. */
@@ -27,6 +27,7 @@ describe('defaults', () => {
       engine: 'embedded',
       temporalAddress: undefined,
       temporalNamespace: 'default',
+      temporalUiUrl: undefined,
       trustProxyHops: 0,
       logLevel: 'info',
       apiRateLimitPerMinute: 1000,
@@ -69,6 +70,7 @@ describe('valid values are read and converted', () => {
       ENGINE: 'temporal',
       TEMPORAL_ADDRESS: 'temporal.internal:7233',
       TEMPORAL_NAMESPACE: 'herald',
+      TEMPORAL_UI_URL: 'https://temporal.example.com/',
       LOG_LEVEL: 'debug',
       API_RATE_LIMIT_PER_MINUTE: '60',
       SEND_RATE_PER_SECOND: '2.5',
@@ -87,6 +89,7 @@ describe('valid values are read and converted', () => {
       engine: 'temporal',
       temporalAddress: 'temporal.internal:7233',
       temporalNamespace: 'herald',
+      temporalUiUrl: 'https://temporal.example.com',
       trustProxyHops: 2,
       logLevel: 'debug',
       apiRateLimitPerMinute: 60,
@@ -149,6 +152,13 @@ describe('valid values are read and converted', () => {
     expect(loadConfig({ PORT: '0', METRICS_PORT: '0' }).metrics.port).toBe(0);
   });
 
+  test('Temporal UI links only on Temporal with TEMPORAL_UI_URL, in TEMPORAL_NAMESPACE', () => {
+    const temporal = { ENGINE: 'temporal', TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_NAMESPACE: 'herald' };
+    expect(temporalUiOf(loadConfig({ ...temporal, TEMPORAL_UI_URL: 'http://localhost:8080/' }))).toEqual({ url: 'http://localhost:8080', namespace: 'herald' });
+    expect(temporalUiOf(loadConfig(temporal))).toBeUndefined();
+    expect(temporalUiOf(loadConfig({ TEMPORAL_UI_URL: 'http://localhost:8080' }))).toBeUndefined(); // the embedded engine has no Temporal UI
+  });
+
   test('ENGINE=embedded needs no TEMPORAL_ADDRESS', () => {
     expect(loadConfig({ ENGINE: 'embedded' }).engine).toBe('embedded');
   });
@@ -193,6 +203,7 @@ describe('a bad value raises a ConfigError naming the variable', () => {
     ['SEND_RATE_PER_SECOND', { SEND_RATE_PER_SECOND: '0' }],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['PUBLIC_URL', { PUBLIC_URL: 'ftp://x' }],
+    ['TEMPORAL_UI_URL', { TEMPORAL_UI_URL: 'localhost:8080' }],
     ['SECRET_KEY', { SECRET_KEY: 'short' }],
     ['EXECUTOR_ID', { EXECUTOR_ID: 'has spaces' }],
     ['TEMPORAL_ADDRESS', { ENGINE: 'temporal' }],

@@ -71,3 +71,24 @@ export function useSubmit(action: () => Promise<unknown>, opts: { fallback: stri
   };
   return { busy, fields, error, submit };
 }
+
+/**
+ * Calls `tick` every `ms` while `active` and the page is visible (a live figure: a campaign sending); no calls while
+ * the tab is hidden, and one at once when it is shown again, so a tab left open in the background asks nothing.
+ */
+export function useVisibleInterval(tick: () => void, ms: number, active: boolean): void {
+  const latest = useRef(tick);
+  latest.current = tick;
+  useEffect(() => {
+    if (!active) return undefined;
+    let timer: ReturnType<typeof setInterval> | undefined;
+    const start = () => { if (timer === undefined) timer = setInterval(() => latest.current(), ms); };
+    const stop = () => { if (timer !== undefined) { clearInterval(timer); timer = undefined; } };
+    const onVisibility = () => {
+      if (document.visibilityState === 'visible') { latest.current(); start(); } else stop();
+    };
+    if (document.visibilityState === 'visible') start();
+    document.addEventListener('visibilitychange', onVisibility);
+    return () => { stop(); document.removeEventListener('visibilitychange', onVisibility); };
+  }, [ms, active]);
+}

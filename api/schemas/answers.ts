@@ -119,6 +119,8 @@ export const campaignAnswer = shape({
   audienceFilter: nullable(conditionSchema).example(null),
   scheduledAt: nullable(instant).example(null), startedAt: nullable(instant).example(null), completedAt: nullable(instant).example(null), cancelledAt: nullable(instant).example(null),
   totalRecipients: nullable(Joi.number().integer().min(0)).example(null), error: nullable(Joi.string()), createdAt: instant, updatedAt: example(instant, EXAMPLE.later),
+  temporalUiUrl: nullable(Joi.string().uri()).example(null)
+    .description('Its workflow in Temporal UI, once it is scheduled or sent, when Herald runs on Temporal with TEMPORAL_UI_URL set; null otherwise.'),
 }).id('Campaign');
 
 export const campaignTestAnswer = shape({ emails: Joi.array().items(shape({ email: text(EXAMPLE.email), id: idOf(EXAMPLE.emailId) })) });
@@ -130,7 +132,15 @@ export const campaignStatsAnswer = shape({
   openRate: Joi.number().min(0).example(0.428), clickRate: Joi.number().min(0).example(0.12),
   opens: countOf(730), uniqueOpens: countOf(512), clicks: countOf(198), uniqueClicks: countOf(143),
   links: Joi.array().items(shape({ url: text('https://example.com/changelog'), clicks: countOf(120), uniqueClicks: countOf(97) })),
+  // campaigns/series.ts CampaignSeries: only when asked (`?series=`).
+  series: shape({
+    interval: Joi.string().valid('hour', 'day').example('hour'),
+    points: Joi.array().items(shape({ at: instant, opens: countOf(212), clicks: countOf(41) }))
+      .description('Every hour or UTC day from the campaign\'s start to now (zeros included), at most 168 hours or 90 days.'),
+  }).optional().description('With `?series=hour|day`: the open and click events of its emails per bucket (as GET /events lists them).'),
 }).id('CampaignStats');
+
+export const audienceCountAnswer = shape({ count: countOf(12408).description('Subscribed contacts of the audience whose address is not suppressed: who a send would go to now.') });
 
 // api/routes/events.ts eventJson
 export const eventAnswer = shape({

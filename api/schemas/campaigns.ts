@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { conditionSchema } from '../../audience/condition';
-import type { CampaignInput, CampaignStatus } from '../../campaigns/campaigns';
+import type { Audience, CampaignInput, CampaignStatus } from '../../campaigns/campaigns';
+import { SERIES_INTERVALS, type SeriesInterval } from '../../campaigns/series';
 import { cursorSchema, limitSchema } from '../pagination';
 import { dateSchema, emailSchema, EXAMPLE, example, headerTextSchema, uuidSchema } from './common';
 
@@ -69,3 +70,20 @@ export const listCampaignsQuerySchema = Joi.object<ListCampaignsQuery, true>({
   cursor: cursorSchema,
   status: Joi.string().valid('DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED', 'FAILED'),
 });
+
+export interface CampaignStatsQuery {
+  series?: SeriesInterval;
+}
+
+export const campaignStatsQuerySchema = Joi.object<CampaignStatsQuery, true>({
+  series: Joi.string().valid(...SERIES_INTERVALS).example('hour')
+    .description('Adds `series`: opens and clicks per hour (the first 7 days since the campaign started) or per UTC day (the first 90).'),
+});
+
+export type AudienceBody = Audience;
+
+/** An audience as a campaign takes it (the same fields and rules as create's). */
+export const audienceSchema = Joi.object<AudienceBody, true>({
+  audienceType: fields.audienceType.required(),
+  ...byAudience,
+}).example({ audienceType: 'SEGMENT', segmentId: EXAMPLE.segmentId });

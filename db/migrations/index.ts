@@ -25,6 +25,7 @@ import * as keysAudit from './20261130000002_keys_audit';
 import * as loginThrottle from './20261130000003_login_throttle';
 import * as twoFactor from './20261130000004_two_factor';
 import * as dailyStats from './20261201000001_daily_stats';
+import * as campaignEngagement from './20261202000001_campaign_engagement';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -58,6 +59,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261130000003_login_throttle': loginThrottle,
   '20261130000004_two_factor': twoFactor,
   '20261201000001_daily_stats': dailyStats,
+  '20261202000001_campaign_engagement': campaignEngagement,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -336,6 +336,8 @@ describe('real answers match their schemas in the document', () => {
     answers.check('POST', '/campaigns', campaign);
     answers.check('PATCH', '/campaigns/{id}', await http().patch(`/campaigns/${campaign.body.data.id}`).set(key).send({ description: null }));
     answers.check('GET', '/campaigns/{id}/stats', await http().get(`/campaigns/${campaign.body.data.id}/stats`).set(key));
+    answers.check('GET', '/campaigns/{id}/stats', await http().get(`/campaigns/${campaign.body.data.id}/stats?series=day`).set(key));
+    answers.check('POST', '/campaigns/audience', await http().post('/campaigns/audience').set(key).send({ audienceType: 'SEGMENT', segmentId: segment.body.data.id }));
     answers.check('POST', '/campaigns/{id}/cancel', await http().post(`/campaigns/${campaign.body.data.id}/cancel`).set(key));
     answers.check('GET', '/campaigns', await http().get('/campaigns').set(key));
     answers.check('DELETE', '/campaigns/{id}', await http().delete(`/campaigns/${campaign.body.data.id}`).set(key));

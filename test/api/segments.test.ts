@@ -1,4 +1,6 @@
 import type { Response } from 'supertest';
+import { previewSegment } from '../../audience/segments';
+import { DomainError } from '../../core/errors';
 import { bearer, createTestContext, type TestContext } from '../support/app';
 
 let t: TestContext;
@@ -108,8 +110,6 @@ test('list with memberCount in one go; tenancy', async () => {
 });
 
 test('a preview that counts for too long is stopped in PostgreSQL and answered 422 condition_too_slow, naming the condition', async () => {
-  const { previewSegment } = await import('../../audience/segments');
-  const { DomainError } = await import('../../core/errors');
   // A project big enough that a data.* filter (which reads every contact) cannot finish in 1 ms.
   const other = await t.newProject('Slow preview');
   await t.db.knex.raw(`INSERT INTO contacts (project_id, email, data) SELECT ?::uuid, 'slow' || g || '@example.org', jsonb_build_object('plan', 'pro', 'n', g) FROM generate_series(1, 30000) g`, [other.id]);

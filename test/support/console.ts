@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { createApp } from '../../api/app';
+import { createApp, type AppDeps } from '../../api/app';
 import { loadSessionConfig, type DnsConfig } from '../../config';
 import { CONSOLE_DIR } from '../../api/console';
 import { addDomain } from '../../domains/rows';
@@ -90,6 +90,8 @@ async function ensureBuilt(): Promise<void> {
  */
 export async function startConsole(chromiumPath: string, opts: {
   delivery?: boolean; db?: TestDatabase; people?: boolean; dns?: DnsConfig; outboundWebhooks?: TestEngineOptions['outboundWebhooks'];
+  /** TEMPORAL_UI_URL on Temporal (AppDeps temporalUi): campaigns carry the link to their workflow there. */
+  temporalUi?: AppDeps['temporalUi'];
 } = {}): Promise<ConsoleHarness> {
   await ensureBuilt();
   fs.mkdirSync(ARTIFACTS, { recursive: true });
@@ -104,7 +106,7 @@ export async function startConsole(chromiumPath: string, opts: {
   // Every page of every test signs in from 127.0.0.1: the address's throttle is raised so that the wrong passwords
   // some tests type never slow the others; the account's throttle is the default one (a test locks an account).
   const sessions = { ...loadSessionConfig({}), freeFailuresPerAddress: 100_000 };
-  const app = createApp(testAppDeps(db.knex, { publicUrl: baseUrl, sessions, ...(engine ? { engine: engine.engine } : {}), ...(opts.dns ? { dns: opts.dns } : {}) }));
+  const app = createApp(testAppDeps(db.knex, { publicUrl: baseUrl, sessions, ...(engine ? { engine: engine.engine } : {}), ...(opts.dns ? { dns: opts.dns } : {}), ...(opts.temporalUi ? { temporalUi: opts.temporalUi } : {}) }));
   server.on('request', app.callback());
   const project = await createProject('Acme');
   if (smtp) await addDomain(project.id, 'example.com', true);

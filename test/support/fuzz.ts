@@ -476,7 +476,8 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'POST /campaigns/:id/send': { ids: { id: 'campaign' }, body: fc.oneof(fc.constant({}), fc.record({ scheduledAt: fc.oneof(fc.constantFrom(...FUTURE_DATES), fc.constantFrom(...ODD_DATES)) })) },
   'POST /campaigns/:id/cancel': { ids: { id: 'campaign' } },
   'POST /campaigns/:id/test': { ids: { id: 'campaign' }, body: fc.record({ emails: fc.array(emailArb, { minLength: 1, maxLength: 3 }) }) },
-  'GET /campaigns/:id/stats': { ids: { id: 'campaign' } },
+  'GET /campaigns/:id/stats': { ids: { id: 'campaign' }, query: fc.option(mostly(['hour', 'day'], ['week', 'HOUR', '']), { nil: undefined }).map((v): QueryPair[] => (v === undefined ? [] : [['series', v]])) },
+  'POST /campaigns/audience': { body: campaignAudienceArb },
 
   'GET /events': {
     list: true,

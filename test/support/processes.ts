@@ -20,7 +20,7 @@ export interface RunResult {
  */
 export function childEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of ['PORT', 'DATA_DIR', 'DATABASE_URL', 'SMTP_URL', 'ENGINE', 'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE',
+  for (const name of ['PORT', 'DATA_DIR', 'DATABASE_URL', 'SMTP_URL', 'ENGINE', 'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE', 'TEMPORAL_UI_URL',
     'LOG_LEVEL', 'API_RATE_LIMIT_PER_MINUTE', 'SEND_RATE_PER_SECOND', 'PUBLIC_URL', 'SECRET_KEY', 'EXECUTOR_ID',
     'SMTP_SUBMISSION_HOST', 'SMTP_TLS_CERT', 'SMTP_TLS_KEY', 'SMTP_INSECURE_AUTH_LOOPBACK', 'BOUNCE_DOMAIN', 'SMTP_INBOUND_HOST',
     'SOFT_BOUNCE_LIMIT', 'SOFT_BOUNCE_WINDOW_DAYS', 'METRICS_PORT', 'METRICS_TOKEN']) delete base[name];

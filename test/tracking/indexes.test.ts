@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { campaignSeriesBindings, campaignSeriesSql } from '../../campaigns/series';
 import { campaignStatsSql, STATS_LINKS } from '../../db/queries/campaigns';
 import { createProject } from '../../projects/service';
 import { HITS_SQL } from '../../tracking/record';
@@ -48,6 +49,16 @@ test('campaign stats read the campaign\'s emails and their click events through 
   expect(p).toContain('emails_campaign_contact_key');
   expect(p).toMatch(/events_clicks_idx|events_email_idx/);
   expect(p).not.toMatch(/Seq Scan/);
+});
+
+test('a campaign\'s opens and clicks over time read its emails, then only the index of their open and click events', async () => {
+  for (const interval of ['hour', 'day'] as const) {
+    const p = await plan(campaignSeriesSql, campaignSeriesBindings(projectId, campaignId, interval));
+    expect(p).toContain('emails_campaign_contact_key');
+    // The events' times and names come from the index itself: the events table is not read.
+    expect(p).toMatch(/Index Only Scan using events_engagement_idx/);
+    expect(p).not.toMatch(/Seq Scan/);
+  }
 });
 
 test('recording a batch of opens and clicks finds the emails by their primary key', async () => {

@@ -13,9 +13,11 @@ import { useModal } from './Dialog';
  *     Their events and emails stay; the contact is gone from every segment.
  *   </ConfirmDialog>
  */
-export function ConfirmDialog({ open, title, children, confirm, danger, onConfirm, onClose }: {
-  open: boolean; title: string; children?: ComponentChildren; confirm: string; danger?: boolean;
-  onConfirm: () => unknown | Promise<unknown>; onClose: () => void;
+export function ConfirmDialog({ open, title, children, confirm, dismiss = 'Cancel', danger, onConfirm, onClose }: {
+  open: boolean; title: string; children?: ComponentChildren; confirm: string;
+  /** The other button's words, when "Cancel" would be ambiguous (cancelling a campaign: "Keep it scheduled"). */
+  dismiss?: string;
+  danger?: boolean; onConfirm: () => unknown | Promise<unknown>; onClose: () => void;
 }) {
   const ref = useModal(open);
   const [busy, setBusy] = useState(false);
@@ -39,7 +41,7 @@ export function ConfirmDialog({ open, title, children, confirm, danger, onConfir
         {children ? <p>{children}</p> : null}
       </div>
       <div class="dialog-actions">
-        <Button onClick={onClose} disabled={busy}>Cancel</Button>
+        <Button onClick={onClose} disabled={busy}>{dismiss}</Button>
         <Button variant={danger ? 'danger' : 'primary'} busy={busy} onClick={run}>{confirm}</Button>
       </div>
     </dialog>

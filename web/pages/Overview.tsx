@@ -4,6 +4,7 @@ import { api, call, type Schemas } from '../api';
 import { Badge, Button, EmptyState, Icon, LinkButton, Loading, Page } from '../components';
 import { useLoad } from '../hooks';
 import { useSession } from '../session';
+import { percent, Stat } from './parts/stats';
 import { VolumeChart } from './parts/VolumeChart';
 
 /**
@@ -31,27 +32,11 @@ async function load(days: Window) {
   return { overview, hasSent: anyEmail.items.length > 0, verifiedDomain: verified.items[0]?.domain ?? null };
 }
 
-const percent = (part: number, whole: number): string => {
-  if (!whole) return '—';
-  const p = (part / whole) * 100;
-  return `${p === 0 || p >= 10 ? Math.round(p) : p.toFixed(1)}%`;
-};
-
 function age(seconds: number): string {
   if (seconds < 60) return `${Math.round(seconds)} s`;
   if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
   if (seconds < 86_400) return `${(seconds / 3600).toFixed(seconds < 36_000 ? 1 : 0)} h`;
   return `${(seconds / 86_400).toFixed(1)} days`;
-}
-
-function Stat({ label, value, note }: { label: string; value: number; note?: string }) {
-  return (
-    <div class="stat">
-      <div class="stat-label">{label}</div>
-      <div class="stat-value">{value.toLocaleString()}</div>
-      {note ? <div class="stat-note">{note}</div> : null}
-    </div>
-  );
 }
 
 function sendCurl(from: string): string {
@@ -193,7 +178,7 @@ export default function Overview() {
         <section class="card" aria-labelledby="volume-title">
           <div class="card-header"><h2 id="volume-title">Volume by day</h2><span class="muted small">{overview.from} to {overview.to} (UTC)</span></div>
           <div class="card-body">
-            {chart ? <VolumeChart days={chart.days} series={chart.series} label={summary} /> : null}
+            {chart ? <VolumeChart at={chart.days} step="day" series={chart.series} label={summary} /> : null}
             <details class="volume-table">
               <summary>The numbers by day</summary>
               <div class="table-wrap" tabIndex={0} role="region" aria-label="The numbers by day">

@@ -31,6 +31,10 @@ const Webhooks = lazy(() => import('./Webhooks'));
 const WebhookDetail = lazy(() => import('./WebhookDetail'));
 const Suppressions = lazy(() => import('./Suppressions'));
 const Settings = lazy(() => import('./Settings'));
+const Campaigns = lazy(() => import('./Campaigns'));
+const Campaign = lazy(() => import('./Campaign'));
+const Segments = lazy(() => import('./Segments'));
+const SegmentDetail = lazy(() => import('./SegmentDetail'));
 const Coming = lazy(() => import('./Coming'));
 const NotFound = lazy(() => import('./NotFound'));
 
@@ -44,12 +48,14 @@ export const APP_PAGES: ConsolePage[] = [
   { path: '/app/contacts', component: Contacts, nav: { label: 'Contacts', icon: 'contacts', group: 'Send' } },
   { path: '/app/contacts/:id', component: ContactDetail },
   { path: '/app/events', component: Events, nav: { label: 'Events', icon: 'events', group: 'Send' } },
-  { path: '/app/campaigns', component: coming('Campaigns', 'Write a message once, send it to a segment, and follow its opens and clicks.'), nav: { label: 'Campaigns', icon: 'campaigns', group: 'Marketing' } },
+  { path: '/app/campaigns', component: Campaigns, nav: { label: 'Campaigns', icon: 'campaigns', group: 'Marketing' } },
+  // `/app/campaigns/new` too: one page, so that a new campaign's composer keeps its place when its first save gives it an id.
+  { path: '/app/campaigns/:id', component: Campaign },
   { path: '/app/templates', component: coming('Templates', 'Keep the messages you send often, with Liquid variables, and preview them before they go.'), nav: { label: 'Templates', icon: 'templates', group: 'Marketing' } },
-  { path: '/app/segments', component: lazy(() => import('./Segments')), nav: { label: 'Segments', icon: 'segments', group: 'Marketing' } },
+  { path: '/app/segments', component: Segments, nav: { label: 'Segments', icon: 'segments', group: 'Marketing' } },
   // One page creates a segment (no id) and shows one; `new` first, as the router takes the first route that matches.
-  { path: '/app/segments/new', component: lazy(() => import('./SegmentDetail')) },
-  { path: '/app/segments/:id', component: lazy(() => import('./SegmentDetail')) },
+  { path: '/app/segments/new', component: SegmentDetail },
+  { path: '/app/segments/:id', component: SegmentDetail },
   { path: '/app/automations', component: coming('Automations', 'Send a sequence when something happens: a welcome series, a reminder after a quiet week.'), nav: { label: 'Automations', icon: 'automations', group: 'Marketing' } },
   { path: '/app/domains', component: Domains, nav: { label: 'Domains', icon: 'domains', group: 'Configure' } },
   { path: '/app/domains/:id', component: DomainDetail },
@@ -61,7 +67,7 @@ export const APP_PAGES: ConsolePage[] = [
 ];
 
 /** Paths the side bar marks as not built yet ("coming"). */
-export const COMING = new Set(['/app/campaigns', '/app/templates', '/app/automations']);
+export const COMING = new Set(['/app/templates', '/app/automations']);
 
 export const NotFoundPage = NotFound;
 

@@ -2,27 +2,44 @@ import uPlot from 'uplot';
 import { useEffect, useRef } from 'preact/hooks';
 
 /**
- * The Overview's chart: emails per day by outcome, a uPlot canvas (imported here only, so it lands in the Overview's
- * chunk and never in the first load; its stylesheet, uPlot's own file, is @imported by styles/index.css). Colours are the design tokens' --chart-*,
- * read when drawn and again when the colour scheme changes; the width follows the card's.
+ * The console's chart of counts over time: the Overview's emails per day by outcome, a campaign's opens and clicks per
+ * hour or day. A uPlot canvas (imported here only, so it lands in the chunks of the pages that draw it and never in the
+ * first load; its stylesheet, uPlot's own file, is @imported by styles/index.css). Colours are the design tokens'
+ * --chart-*, read when drawn and again when the colour scheme changes; the width follows the card's.
+ *
+ * `at` are the points' times: with `step="day"`, UTC dates (YYYY-MM-DD), shown as the dates they are whatever the
+ * viewer's zone; with `step="hour"`, instants (ISO 8601), shown in the viewer's zone.
  */
 export interface ChartSeries { label: string; values: number[] }
 
-/** The days are UTC dates (YYYY-MM-DD): shown as the dates they are, whatever the viewer's zone. */
 const dayFormat = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
 const fullDayFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeZone: 'UTC' });
+const hourFormat = new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit' });
+const localDayFormat = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
+const fullHourFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 
 function token(name: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
 
-export function VolumeChart({ days, series, label }: { days: string[]; series: ChartSeries[]; label: string }) {
+const startsDay = (d: Date) => d.getHours() === 0 && d.getMinutes() === 0;
+
+export function VolumeChart({ at, step, series, label }: { at: string[]; step: 'day' | 'hour'; series: ChartSeries[]; label: string }) {
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const el = box.current;
     if (!el) return;
-    const xs = days.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000);
+    const xs = at.map((t) => Date.parse(step === 'day' ? `${t}T00:00:00Z` : t) / 1000);
     const height = () => (el.clientWidth < 600 ? 220 : 280);
+    const stepSeconds = step === 'day' ? 86_400 : 3600;
+    // Days are UTC dates, so their axis is drawn in UTC; hours in the viewer's own zone (uPlot's default).
+    const zone = step === 'day' ? { tzDate: (ts: number) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC') } : {};
+    const tick = (s: number): string => {
+      const d = new Date(s * 1000);
+      if (step === 'day') return dayFormat.format(d);
+      return startsDay(d) ? localDayFormat.format(d) : hourFormat.format(d);
+    };
+    const legendTime = (v: number) => (step === 'day' ? fullDayFormat : fullHourFormat).format(new Date(v * 1000));
     let chart: uPlot | null = null;
     const draw = () => {
       chart?.destroy();
@@ -30,17 +47,21 @@ export function VolumeChart({ days, series, label }: { days: string[]; series: C
       chart = new uPlot({
         width: el.clientWidth,
         height: height(),
-        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+        ...zone,
         cursor: { points: { size: 7 }, drag: { x: false, y: false } },
         legend: { live: true },
-        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] } },
+        scales: {
+          // One point alone (a campaign's first hour) gets a step of room each side, not uPlot's span of years.
+          x: { time: true, range: (_u, min, max) => (xs.length === 1 ? [xs[0]! - stepSeconds, xs[0]! + stepSeconds] : [min, max]) },
+          y: { range: (_u, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] },
+        },
         axes: [
-          { ...axis, values: (_u, splits) => splits.map((s) => dayFormat.format(new Date(s * 1000))), space: 70 },
+          { ...axis, values: (_u, splits) => splits.map(tick), space: step === 'day' ? 70 : 60 },
           { ...axis, size: 48, values: (_u, splits) => splits.map((s) => (Number.isInteger(s) ? s.toLocaleString() : '')) },
         ],
         series: [
-          { label: 'Day', value: (_u, v) => (v == null ? '—' : fullDayFormat.format(new Date(v * 1000))) },
-          ...series.map((s, i) => ({ label: s.label, stroke: token(`--chart-${i + 1}`), width: 2, points: { show: days.length <= 31, size: 4 }, value: (_u: uPlot, v: number | null) => (v == null ? '—' : v.toLocaleString()) })),
+          { label: step === 'day' ? 'Day' : 'Hour', value: (_u, v) => (v == null ? '—' : legendTime(v)) },
+          ...series.map((s, i) => ({ label: s.label, stroke: token(`--chart-${i + 1}`), width: 2, points: { show: at.length <= 31, size: 4 }, value: (_u: uPlot, v: number | null) => (v == null ? '—' : v.toLocaleString()) })),
         ],
       }, [xs, ...series.map((s) => s.values)], el);
     };
@@ -54,6 +75,6 @@ export function VolumeChart({ days, series, label }: { days: string[]; series: C
       scheme.removeEventListener('change', draw);
       chart?.destroy();
     };
-  }, [days, series]);
+  }, [at, step, series]);
   return <div ref={box} class="volume-chart" role="img" aria-label={label} />;
 }

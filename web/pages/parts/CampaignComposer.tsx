@@ -1,0 +1,418 @@
+import type { ComponentChildren } from 'preact';
+import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { api, ApiFailure, call } from '../../api';
+import {
+  Button, ConfirmDialog, Dialog, FormError, Icon, MessagePreview, Page, SelectField, Spinner, TextAreaField, TextField, toast,
+} from '../../components';
+import { useLoad } from '../../hooks';
+import { useSession } from '../../session';
+import { audiencePhrase, contacts, formatWhen, viewerZone, type Campaign } from './campaigns';
+import { ConditionBuilder, conditionErrors, isComplete, newCondition, type AudienceCondition } from './ConditionBuilder';
+
+/**
+ * The campaign composer (issue 29): a new campaign (`/app/campaigns/new`) or a DRAFT (`/app/campaigns/:id`). Its
+ * name, subject, sender (the project's verified domains as suggestions: GET /domains), HTML body beside its preview,
+ * and audience: every subscribed contact, a segment, or an inline filter, with the number of recipients it reaches now
+ * (POST /campaigns/audience). Saved as a draft (POST, then PATCH /campaigns/:id); a test sent to chosen addresses
+ * (POST /campaigns/:id/test); scheduled in the viewer's time zone or sent now (POST /campaigns/:id/send), each after a
+ * confirmation that says how many will receive it; a draft deleted after one too. Every action saves first what was
+ * changed, so what is tested or sent is what is on the screen.
+ */
+type AudienceType = Campaign['audienceType'];
+
+interface Form {
+  name: string;
+  subject: string;
+  from: string;
+  fromName: string;
+  replyTo: string;
+  body: string;
+  audienceType: AudienceType;
+  segmentId: string;
+  filter: AudienceCondition | null;
+}
+
+const STARTER_BODY = `<h1>Hello {{ data.firstName | default: "there" }}</h1>
+<p>Here is what is new this month.</p>
+<p><a href="https://example.com/changelog">Read the changelog</a></p>`;
+
+function formOf(c: Campaign | null): Form {
+  return {
+    name: c?.name ?? '', subject: c?.subject ?? '', from: c?.from ?? '', fromName: c?.fromName ?? '', replyTo: c?.replyTo ?? '',
+    body: c?.body ?? STARTER_BODY, audienceType: c?.audienceType ?? 'ALL', segmentId: c?.segmentId ?? '', filter: c?.audienceFilter ?? null,
+  };
+}
+
+/** The audience as the API takes it (POST /campaigns/audience, and a campaign's own fields). */
+const audienceOf = (f: Pick<Form, 'audienceType' | 'segmentId' | 'filter'>) => ({
+  audienceType: f.audienceType,
+  ...(f.audienceType === 'SEGMENT' && f.segmentId ? { segmentId: f.segmentId } : {}),
+  ...(f.audienceType === 'FILTERED' && f.filter ? { audienceFilter: f.filter } : {}),
+});
+
+const bodyOf = (f: Form) => ({
+  name: f.name.trim(), subject: f.subject, body: f.body, from: f.from.trim(), fromName: f.fromName.trim() || null, replyTo: f.replyTo.trim() || null,
+  ...audienceOf(f),
+});
+
+/** A `datetime-local` value (the viewer's wall-clock time) for a date: the next whole hour after now by default. */
+function localInput(d: Date): string {
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+const nextHour = () => { const d = new Date(Date.now() + 3_600_000); d.setMinutes(0, 0, 0); return d; };
+const zoneOffset = (d: Date) => new Intl.DateTimeFormat(undefined, { timeZoneName: 'shortOffset' }).formatToParts(d).find((p) => p.type === 'timeZoneName')?.value ?? '';
+
+/** A radio choice with its label and a line under it (the checkbox's layout: .checkbox). */
+function Choice({ name, value, checked, onChoose, label, hint, disabled }: {
+  name: string; value: string; checked: boolean; onChoose: () => void; label: string; hint: string; disabled?: boolean;
+}) {
+  const id = useId();
+  return (
+    <div class="checkbox audience-choice">
+      <input type="radio" id={id} name={name} value={value} checked={checked} disabled={disabled} onChange={onChoose} aria-describedby={`${id}-hint`} />
+      <div>
+        <label for={id}>{label}</label>
+        <span class="checkbox-hint" id={`${id}-hint`}>{hint}</span>
+      </div>
+    </div>
+  );
+}
+
+/**
+ * The inline filter: the segments' condition builder (web/pages/parts/ConditionBuilder.tsx), the API's messages shown
+ * on the filter they concern (their paths under `audienceFilter`).
+ */
+function InlineFilter({ value, onChange, fields }: { value: AudienceCondition; onChange: (c: AudienceCondition) => void; fields: Record<string, string> }) {
+  return <ConditionBuilder value={value} onChange={onChange} errors={conditionErrors(fields, 'audienceFilter')} />;
+}
+
+type Count = { state: 'idle' } | { state: 'counting' } | { state: 'counted'; count: number } | { state: 'failed'; message: string };
+
+/** How many the audience reaches now, asked again (after a pause) whenever the audience changes. */
+function useAudienceCount(audience: ReturnType<typeof audienceOf>, ready: boolean): { count: Count; fields: Record<string, string> } {
+  const [count, setCount] = useState<Count>({ state: 'idle' });
+  const [fields, setFields] = useState<Record<string, string>>({});
+  const key = JSON.stringify(audience);
+  useEffect(() => {
+    setFields({});
+    if (!ready) { setCount({ state: 'idle' }); return undefined; }
+    setCount({ state: 'counting' });
+    let live = true;
+    const timer = setTimeout(() => {
+      call(api.POST('/campaigns/audience', { body: audience }), { form: true }).then(
+        (r) => { if (live) setCount({ state: 'counted', count: r.count }); },
+        (err: unknown) => {
+          if (!live) return;
+          const f = err instanceof ApiFailure ? err.fields : {};
+          setFields(f);
+          setCount({ state: 'failed', message: Object.keys(f).length ? 'Fix the audience to count its recipients' : err instanceof Error ? err.message : 'Not counted' });
+        },
+      );
+    }, 350);
+    return () => { live = false; clearTimeout(timer); };
+  }, [key, ready]);
+  return { count, fields };
+}
+
+export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
+  campaign: Campaign | null;
+  /** After each save: a new campaign's first one gives it its id (the page moves to its URL). */
+  onSaved: (c: Campaign) => void;
+  /** Scheduled or sending: the page shows it as such. */
+  onSent: (c: Campaign) => void;
+  onDeleted: () => void;
+}) {
+  const { me } = useSession();
+  const [form, setForm] = useState<Form>(() => formOf(campaign));
+  const [id, setId] = useState<string | null>(campaign?.id ?? null);
+  const [saved, setSaved] = useState<string>(() => (campaign ? JSON.stringify(bodyOf(formOf(campaign))) : ''));
+  const [savedAt, setSavedAt] = useState<string | null>(campaign?.updatedAt ?? null);
+  const [fields, setFields] = useState<Record<string, string>>({});
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState<'save' | 'test' | 'schedule' | 'send' | null>(null);
+  const [asking, setAsking] = useState<null | { what: 'send' | 'schedule'; count: number } | { what: 'test' } | { what: 'delete' }>(null);
+  const ownId = useRef(id);
+  ownId.current = id;
+  // The campaign as last saved (what a send or a test acts on).
+  const latest = useRef<Campaign | null>(campaign);
+  // The preview follows the body a moment after the typing stops: each render of it parses the whole message again.
+  const [previewHtml, setPreviewHtml] = useState(form.body);
+  useEffect(() => {
+    const timer = setTimeout(() => setPreviewHtml(form.body), 300);
+    return () => clearTimeout(timer);
+  }, [form.body]);
+
+  // Another draft opened in the same page (not this one's own save coming back): its form.
+  useEffect(() => {
+    if (campaign && campaign.id !== ownId.current) {
+      setForm(formOf(campaign));
+      setId(campaign.id);
+      latest.current = campaign;
+      setSaved(JSON.stringify(bodyOf(formOf(campaign))));
+      setSavedAt(campaign.updatedAt);
+      setFields({});
+      setError('');
+    }
+  }, [campaign?.id]);
+
+  const domains = useLoad(() => call(api.GET('/domains', { params: { query: { limit: 100, status: 'VERIFIED' } } })), []);
+  const segments = useLoad(() => call(api.GET('/segments', { params: { query: { limit: 100 } } })), []);
+  const verified = domains.data?.items.map((d) => d.domain) ?? [];
+  // A new campaign starts from the project's first verified domain.
+  useEffect(() => {
+    if (!id && !form.from && verified[0]) setForm((f) => (f.from ? f : { ...f, from: `news@${verified[0]}` }));
+  }, [verified[0]]);
+
+  const set = <K extends keyof Form>(key: K) => (value: Form[K]) => setForm((f) => ({ ...f, [key]: value }));
+  const audience = audienceOf(form);
+  const audienceReady = form.audienceType === 'ALL' || (form.audienceType === 'SEGMENT' && !!form.segmentId) || (form.audienceType === 'FILTERED' && !!form.filter && isComplete(form.filter));
+  const counted = useAudienceCount(audience, audienceReady);
+  const dirty = JSON.stringify(bodyOf(form)) !== saved;
+  const shown = { ...counted.fields, ...fields };
+
+  /** Saves what is on the screen (unless it is saved already): the campaign, or null when the API refused it. */
+  const save = async (): Promise<Campaign | null> => {
+    setFields({});
+    setError('');
+    if (form.audienceType === 'SEGMENT' && !form.segmentId) { setFields({ segmentId: 'Choose a segment' }); return null; }
+    if (form.audienceType === 'FILTERED' && (!form.filter || !isComplete(form.filter))) { setFields({ audienceFilter: 'Finish the filter: each one needs its field and value' }); return null; }
+    if (id && !dirty && latest.current) return latest.current;
+    try {
+      const body = bodyOf(form);
+      const c = id
+        ? await call(api.PATCH('/campaigns/{id}', { params: { path: { id } }, body }), { form: true })
+        : await call(api.POST('/campaigns', { body }), { form: true });
+      setId(c.id);
+      ownId.current = c.id;
+      latest.current = c;
+      setSaved(JSON.stringify(body));
+      setSavedAt(c.updatedAt);
+      onSaved(c);
+      return c;
+    } catch (err) {
+      const f = err instanceof ApiFailure ? err.fields : {};
+      setFields(f);
+      if (!Object.keys(f).length) setError(err instanceof Error ? err.message : 'The campaign was not saved.');
+      else setError('The campaign was not saved: see the fields marked below.');
+      return null;
+    }
+  };
+
+  const run = async (what: 'save' | 'test' | 'schedule' | 'send', work: () => Promise<void>) => {
+    setBusy(what);
+    try { await work(); } finally { setBusy(null); }
+  };
+
+  const saveDraft = () => run('save', async () => { if (await save()) toast('Draft saved'); });
+
+  /** Saves, then counts the saved audience: the number the confirmation names. */
+  const askToSend = (what: 'send' | 'schedule') => run(what, async () => {
+    const c = await save();
+    if (!c) return;
+    try {
+      const { count } = await call(api.POST('/campaigns/audience', { body: audienceOf({ audienceType: c.audienceType, segmentId: c.segmentId ?? '', filter: c.audienceFilter ?? null }) }), { form: true });
+      setAsking({ what, count });
+    } catch (err) {
+      const f = err instanceof ApiFailure ? err.fields : {};
+      setFields(f);
+      setError(Object.keys(f).length ? 'The audience cannot be counted: see below.' : err instanceof Error ? err.message : 'The audience was not counted.');
+    }
+  });
+
+  const sendNow = async () => {
+    const c = await call(api.POST('/campaigns/{id}/send', { params: { path: { id: id! } }, body: {} }));
+    toast(c.status === 'SENDING' ? 'Sending has started' : 'The campaign is on its way');
+    onSent(c);
+  };
+
+  const title = form.name.trim() || (id ? 'Untitled campaign' : 'New campaign');
+  const segmentOptions: [string, string][] = [['', segments.loading ? 'Loading segments…' : 'Choose a segment'], ...(segments.data?.items ?? []).map((s): [string, string] => [s.id, s.name])];
+  const segmentName = segments.data?.items.find((s) => s.id === form.segmentId)?.name;
+
+  let countLine: ComponentChildren;
+  if (counted.count.state === 'counting') countLine = <><Spinner label="" /> Counting recipients…</>;
+  else if (counted.count.state === 'counted') countLine = <><Icon name="users" /> <strong>{contacts(counted.count.count)}</strong> would receive it now</>;
+  else if (counted.count.state === 'failed') countLine = <span class="muted">{counted.count.message}</span>;
+  else countLine = <span class="muted">{form.audienceType === 'SEGMENT' ? 'Choose a segment to count its recipients' : 'Write a filter to count its recipients'}</span>;
+
+  return (
+    <Page title={title} breadcrumb={<a href="/app/campaigns"><Icon name="arrowLeft" size={14} />Campaigns</a>}
+      lede={id ? <>Draft{savedAt ? <> · saved <time dateTime={savedAt}>{new Date(savedAt).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })}</time></> : null}{dirty ? ' · unsaved changes' : ''}</> : 'Write it, choose who receives it, test it, then send it now or at a time.'}
+      actions={id ? <Button variant="ghost" class="danger-text" onClick={() => setAsking({ what: 'delete' })}><Icon name="trash" />Delete draft</Button> : null}>
+      <form class="campaign-composer" noValidate onSubmit={(e) => { e.preventDefault(); void saveDraft(); }} aria-label="Campaign">
+        <div class="composer-main stack">
+          <FormError>{error}</FormError>
+          <section class="card" aria-labelledby="composer-message">
+            <div class="card-header"><h2 id="composer-message">Message</h2></div>
+            <div class="card-body form">
+              <TextField label="Campaign name" value={form.name} onValue={set('name')} error={shown.name} required maxLength={200}
+                hint="For you and your team; recipients never see it." placeholder="June newsletter" />
+              <TextField label="Subject" value={form.subject} onValue={set('subject')} error={shown.subject} required
+                hint={<>What the inbox shows. Liquid works here too: <code>{'{{ data.firstName }}'}</code>.</>} placeholder="What’s new in June" />
+              <div class="composer-row">
+                <TextField label="From address" type="email" value={form.from} onValue={set('from')} error={shown.from} required list="composer-from" autoComplete="off" spellcheck={false}
+                  fieldClass="grow" placeholder={verified[0] ? `news@${verified[0]}` : 'news@your-domain.com'}
+                  hint={verified.length
+                    ? <>At a verified domain: {verified.slice(0, 3).join(', ')}{verified.length > 3 ? ` and ${verified.length - 3} more` : ''}.</>
+                    : domains.data ? <>No verified domain yet: <a href="/app/domains">verify one</a> to send.</> : 'At a verified domain of this project.'} />
+                <datalist id="composer-from">{verified.map((d) => <option key={d} value={`news@${d}`} />)}</datalist>
+                <TextField label="From name" value={form.fromName} onValue={set('fromName')} error={shown.fromName} fieldClass="grow" placeholder="Acme" hint="Optional." />
+              </div>
+              <TextField label="Reply-to" type="email" value={form.replyTo} onValue={set('replyTo')} error={shown.replyTo} spellcheck={false}
+                placeholder="support@your-domain.com" hint="Optional: where replies go instead of the From address." />
+            </div>
+          </section>
+
+          <section class="card" aria-labelledby="composer-content">
+            <div class="card-header"><h2 id="composer-content">Content</h2><span class="muted small">HTML with Liquid, rendered for each contact</span></div>
+            <div class="card-body form">
+              <TextAreaField label="HTML body" mono rows={14} value={form.body} onValue={set('body')} error={shown.body} required
+                hint={<>Each contact's data is <code>{'{{ data.firstName }}'}</code>, their address <code>{'{{ email }}'}</code>. Herald adds the unsubscribe link and headers.</>} />
+            </div>
+          </section>
+
+          <section class="card" aria-labelledby="composer-audience">
+            <div class="card-header"><h2 id="composer-audience">Audience</h2></div>
+            <div class="card-body form">
+              <fieldset class="audience-choices">
+                <legend class="visually-hidden">Who receives it</legend>
+                <Choice name="audience" value="ALL" checked={form.audienceType === 'ALL'} onChoose={() => set('audienceType')('ALL')}
+                  label="All subscribed contacts" hint="Everyone subscribed to this project's mail, except suppressed addresses." />
+                <Choice name="audience" value="SEGMENT" checked={form.audienceType === 'SEGMENT'} onChoose={() => set('audienceType')('SEGMENT')}
+                  label="A segment" hint="The subscribed members of one of your segments, as it is when the campaign goes." />
+                <Choice name="audience" value="FILTERED" checked={form.audienceType === 'FILTERED'} onChoose={() => setForm((f) => ({ ...f, audienceType: 'FILTERED', filter: f.filter ?? newCondition() }))}
+                  label="A filter" hint="Subscribed contacts that match conditions on their data, events and segments." />
+              </fieldset>
+              {form.audienceType === 'SEGMENT' ? (
+                <SelectField label="Segment" value={form.segmentId} onValue={set('segmentId')} options={segmentOptions} error={shown.segmentId}
+                  hint={segments.data && !segments.data.items.length ? <>This project has no segment yet: make one on the <a href="/app/segments">Segments</a> page.</> : undefined} />
+              ) : null}
+              {form.audienceType === 'FILTERED' ? <InlineFilter value={form.filter ?? newCondition()} onChange={set('filter')} fields={shown} /> : null}
+              <p class="audience-count" aria-live="polite">{countLine}</p>
+            </div>
+          </section>
+        </div>
+
+        <aside class="card composer-preview" aria-labelledby="composer-preview">
+          <div class="card-header">
+            <h2 id="composer-preview">Preview</h2>
+            <span class="muted small">Variables shown as written</span>
+          </div>
+          <dl class="kv card-body composer-envelope">
+            <dt>From</dt><dd>{form.fromName.trim() ? `${form.fromName.trim()} <${form.from || '…'}>` : form.from || '—'}</dd>
+            <dt>Subject</dt><dd>{form.subject || '—'}</dd>
+          </dl>
+          <MessagePreview html={previewHtml} title="Preview of the campaign's message" />
+        </aside>
+        <div class="composer-actions">
+          <span class="composer-state muted small" aria-live="polite">{busy === 'save' ? 'Saving…' : dirty ? (id ? 'Unsaved changes' : 'Not saved yet') : 'All changes saved'}</span>
+          <div class="row">
+            <Button type="submit" busy={busy === 'save'} disabled={busy !== null && busy !== 'save'}>Save draft</Button>
+            <Button onClick={() => setAsking({ what: 'test' })} disabled={busy !== null}><Icon name="emails" />Send test…</Button>
+            <Button onClick={() => askToSend('schedule')} busy={busy === 'schedule'} disabled={busy !== null && busy !== 'schedule'}><Icon name="clock" />Schedule…</Button>
+            <Button variant="primary" onClick={() => askToSend('send')} busy={busy === 'send'} disabled={busy !== null && busy !== 'send'}><Icon name="send" />Send now…</Button>
+          </div>
+        </div>
+      </form>
+
+      <TestDialog open={asking?.what === 'test'} defaultTo={me.user.email} onClose={() => setAsking(null)} save={save} />
+      <ScheduleDialog open={asking?.what === 'schedule'} count={asking && 'count' in asking ? asking.count : 0} onClose={() => setAsking(null)}
+        schedule={async (at) => {
+          const c = await call(api.POST('/campaigns/{id}/send', { params: { path: { id: id! } }, body: { scheduledAt: at } }), { form: true });
+          toast(`Scheduled for ${formatWhen(c.scheduledAt ?? at)}`);
+          onSent(c);
+        }} />
+      <ConfirmDialog open={asking?.what === 'send'} title={`Send to ${contacts(asking && 'count' in asking ? asking.count : 0)} now?`} confirm="Send now"
+        onClose={() => setAsking(null)} onConfirm={sendNow}>
+        “{form.name.trim() || 'This campaign'}” goes at once to {audiencePhrase(form, segmentName)}
+        {asking && 'count' in asking && asking.count === 0 ? ': nobody is in this audience now, so no email will leave' : ''}. Emails that have not left yet can still be cancelled.
+      </ConfirmDialog>
+      <ConfirmDialog open={asking?.what === 'delete'} title={`Delete the draft “${title}”?`} confirm="Delete draft" danger onClose={() => setAsking(null)}
+        onConfirm={async () => {
+          await call(api.DELETE('/campaigns/{id}', { params: { path: { id: id! } } }));
+          toast('Draft deleted');
+          onDeleted();
+        }}>
+        Its content and audience are gone for good. Nothing was sent from it.
+      </ConfirmDialog>
+    </Page>
+  );
+}
+
+/** "Send test": the addresses (the signed-in person's by default), the campaign saved first, [TEST] copies sent. */
+function TestDialog({ open, defaultTo, onClose, save }: { open: boolean; defaultTo: string; onClose: () => void; save: () => Promise<Campaign | null> }) {
+  const [to, setTo] = useState(defaultTo);
+  const [fieldError, setFieldError] = useState('');
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+  useEffect(() => { if (open) { setFieldError(''); setError(''); } }, [open]);
+
+  const send = async () => {
+    const emails = to.split(/[\s,;]+/).map((e) => e.trim()).filter(Boolean);
+    if (!emails.length) { setFieldError('Give at least one address'); return; }
+    if (emails.length > 10) { setFieldError('At most 10 addresses'); return; }
+    setBusy(true);
+    setFieldError('');
+    setError('');
+    try {
+      const c = await save();
+      if (!c) { setError('The campaign could not be saved: fix it first, then send the test.'); return; }
+      await call(api.POST('/campaigns/{id}/test', { params: { path: { id: c.id } }, body: { emails } }), { form: true });
+      toast(`Test sent to ${emails.join(', ')}`);
+      onClose();
+    } catch (err) {
+      const f = err instanceof ApiFailure ? err.fields : {};
+      const onAddress = Object.entries(f).find(([k]) => k.startsWith('emails'));
+      if (onAddress) setFieldError(onAddress[1]);
+      else setError(Object.values(f)[0] ?? (err instanceof Error ? err.message : 'The test was not sent.'));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <Dialog open={open} title="Send a test" onClose={onClose} onSubmit={send}
+      lede="A copy marked [TEST] goes to each address, rendered as for a contact (with their data when the address is one). The campaign is saved first; nothing else changes."
+      actions={<><Button onClick={onClose} disabled={busy}>Cancel</Button><Button type="submit" variant="primary" busy={busy}><Icon name="send" />Send test</Button></>}>
+      <FormError>{error}</FormError>
+      <TextField label="Send to" value={to} onValue={setTo} error={fieldError} autoComplete="email" spellcheck={false}
+        hint="Up to 10 addresses, separated by commas or spaces." />
+    </Dialog>
+  );
+}
+
+/** "Schedule": a time in the viewer's zone (shown), sent as the UTC instant; the dialog says how many it reaches now. */
+function ScheduleDialog({ open, count, onClose, schedule }: { open: boolean; count: number; onClose: () => void; schedule: (iso: string) => Promise<void> }) {
+  const [value, setValue] = useState(() => localInput(nextHour()));
+  const [fieldError, setFieldError] = useState('');
+  const [busy, setBusy] = useState(false);
+  useEffect(() => { if (open) { setValue(localInput(nextHour())); setFieldError(''); } }, [open]);
+  const parsed = value ? new Date(value) : null; // a datetime-local value without offset is the viewer's local time
+  const at = parsed && !Number.isNaN(parsed.getTime()) ? parsed : null;
+
+  const submit = async () => {
+    if (!at) { setFieldError('Choose a date and a time'); return; }
+    if (at.getTime() <= Date.now()) { setFieldError('Choose a time in the future (or send it now)'); return; }
+    setBusy(true);
+    setFieldError('');
+    try {
+      await schedule(at.toISOString());
+      onClose();
+    } catch (err) {
+      const f = err instanceof ApiFailure ? err.fields : {};
+      setFieldError(f.scheduledAt ?? Object.values(f)[0] ?? (err instanceof Error ? err.message : 'Not scheduled'));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <Dialog open={open} title={`Schedule the send to ${contacts(count)}`} onClose={onClose} onSubmit={submit}
+      lede={<>{contacts(count)} would receive it now; the audience is read again when it goes, so whoever subscribes or leaves meanwhile counts then.</>}
+      actions={<><Button onClick={onClose} disabled={busy}>Cancel</Button><Button type="submit" variant="primary" busy={busy}><Icon name="clock" />Schedule</Button></>}>
+      <TextField label="Send at" type="datetime-local" value={value} onValue={setValue} error={fieldError} min={localInput(new Date())} required
+        hint={<>Your time zone: <strong>{viewerZone()}</strong>{at ? ` (${zoneOffset(at)})` : ''}.{at ? <> That is {formatWhen(at)}.</> : null}</>} />
+    </Dialog>
+  );
+}
