@@ -56,7 +56,9 @@ export function VolumeChart({ at, step, series, label }: { at: string[]; step: '
           y: { range: (_u, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] },
         },
         axes: [
-          { ...axis, values: (_u, splits) => splits.map(tick), space: step === 'day' ? 70 : 60 },
+          // Ticks on whole steps only (days: a day or more apart, hours: an hour or more), so a short range does not
+          // label the same day at every few hours.
+          { ...axis, values: (_u, splits) => splits.map(tick), space: step === 'day' ? 70 : 60, incrs: (step === 'day' ? [1, 2, 7, 14, 30, 60, 90] : [1, 2, 3, 6, 12, 24, 48]).map((n) => n * stepSeconds) },
           { ...axis, size: 48, values: (_u, splits) => splits.map((s) => (Number.isInteger(s) ? s.toLocaleString() : '')) },
         ],
         series: [
