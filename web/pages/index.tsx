@@ -28,6 +28,8 @@ const Webhooks = lazy(() => import('./Webhooks'));
 const WebhookDetail = lazy(() => import('./WebhookDetail'));
 const Suppressions = lazy(() => import('./Suppressions'));
 const Settings = lazy(() => import('./Settings'));
+const Templates = lazy(() => import('./Templates'));
+const TemplateEditor = lazy(() => import('./TemplateEditor'));
 const Coming = lazy(() => import('./Coming'));
 const NotFound = lazy(() => import('./NotFound'));
 
@@ -42,7 +44,9 @@ export const APP_PAGES: ConsolePage[] = [
   { path: '/app/contacts/:id', component: ContactDetail },
   { path: '/app/events', component: Events, nav: { label: 'Events', icon: 'events', group: 'Send' } },
   { path: '/app/campaigns', component: coming('Campaigns', 'Write a message once, send it to a segment, and follow its opens and clicks.'), nav: { label: 'Campaigns', icon: 'campaigns', group: 'Marketing' } },
-  { path: '/app/templates', component: coming('Templates', 'Keep the messages you send often, with Liquid variables, and preview them before they go.'), nav: { label: 'Templates', icon: 'templates', group: 'Marketing' } },
+  { path: '/app/templates', component: Templates, nav: { label: 'Templates', icon: 'templates', group: 'Marketing' } },
+  { path: '/app/templates/new', component: TemplateEditor },
+  { path: '/app/templates/:id', component: TemplateEditor },
   { path: '/app/segments', component: coming('Segments', 'Group contacts by their data and events, and see who is in a group before you send to it.'), nav: { label: 'Segments', icon: 'segments', group: 'Marketing' } },
   { path: '/app/automations', component: coming('Automations', 'Send a sequence when something happens: a welcome series, a reminder after a quiet week.'), nav: { label: 'Automations', icon: 'automations', group: 'Marketing' } },
   { path: '/app/domains', component: Domains, nav: { label: 'Domains', icon: 'domains', group: 'Configure' } },
@@ -55,7 +59,7 @@ export const APP_PAGES: ConsolePage[] = [
 ];
 
 /** Paths the side bar marks as not built yet ("coming"). */
-export const COMING = new Set(['/app/campaigns', '/app/templates', '/app/segments', '/app/automations']);
+export const COMING = new Set(['/app/campaigns', '/app/segments', '/app/automations']);
 
 export const NotFoundPage = NotFound;
 
