@@ -27,7 +27,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const preview = (body: object, headers = key) => t.http().post('/templates/preview').set(headers).send(body);
+const preview = (body: object, headers: Record<string, string> = key) => t.http().post('/templates/preview').set(headers).send(body);
 const template = async (extra: object = {}) => (await t.http().post('/templates').set(key)
   .send({ name: 'Welcome', subject: 'Welcome, {{ data.firstName | default: "friend" }}', body: '# Hi {{ data.firstName }}\n\nPlan: **{{ plan }}**', bodyType: 'markdown', from: 'hello@example.com', fromName: 'Acme', ...extra })).body.data as { id: string };
 
