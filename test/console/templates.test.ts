@@ -65,7 +65,7 @@ withChromium('the console: templates', (chromium) => {
 
         // Write it: Markdown, Liquid in the subject and the body.
         await page.getByLabel('Name', { exact: true }).fill(name);
-        await page.getByLabel('Format').selectOption('markdown');
+        await page.getByRole('group', { name: 'Format' }).getByRole('button', { name: 'Markdown' }).click();
         await page.getByLabel('Subject', { exact: true }).fill('Welcome, {{ data.firstName }}');
         await writeBody(page, '# Hello {{ data.firstName }}\n\nYour plan: **{{ plan | default: data.plan }}**.');
         await page.getByLabel('From', { exact: true }).fill('hello@example.com');

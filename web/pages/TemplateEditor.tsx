@@ -209,7 +209,6 @@ export default function TemplateEditor() {
       setSaving(false);
     }
   };
-  const submit = (e: Event) => { e.preventDefault(); void save(); };
 
   const breadcrumb = <a href="/app/templates"><Icon name="arrowLeft" size={14} />Templates</a>;
   if (loaded.error) {
@@ -250,48 +249,43 @@ export default function TemplateEditor() {
 
   return (
     <Page title={title} breadcrumb={breadcrumb} lede={lede} actions={actions}>
-      <div class="template-editor">
-        {/* Ctrl/Cmd+S saves, in any field and in the editor (its keys reach the form from its shadow root). */}
-        <form class="stack" noValidate onSubmit={submit} onKeyDown={(e) => { if ((e.ctrlKey || e.metaKey) && e.key === 's') { e.preventDefault(); void save(); } }}>
-          <FormError>{formError}</FormError>
-          <section class="card" aria-labelledby="template-content">
-            <div class="card-header"><h2 id="template-content">Content</h2></div>
-            <div class="card-body stack">
-              <div class="template-fields">
-                <TextField label="Name" fieldClass="grow" required readOnly={!editable} value={draft.name} onValue={set('name')} error={fields.name} placeholder="Password reset" autoComplete="off" />
-                <SelectField label="Type" disabled={!editable} value={draft.type} onValue={(v) => set('type')(v as TemplateType)} options={TYPE_OPTIONS} error={fields.type} />
-                <SelectField label="Format" disabled={!editable} value={draft.bodyType} onValue={(v) => set('bodyType')(v as BodyType)} options={FORMAT_OPTIONS} error={fields.bodyType} />
-              </div>
-              <TextField label="Subject" required readOnly={!editable} value={draft.subject} onValue={set('subject')} error={fields.subject} placeholder="Reset your password, {{ data.firstName }}" autoComplete="off" spellcheck />
-              <div class="field">
-                <div class="field-label-row"><span class="field-label" id="template-body-label">Body</span><span class="field-hint">{draft.bodyType === 'markdown' ? 'Markdown' : 'HTML'} with Liquid</span></div>
-                <CodeEditor value={draft.body} resetKey={template?.id} onChange={set('body')} language={draft.bodyType} label={`Body (${draft.bodyType === 'markdown' ? 'Markdown' : 'HTML'})`}
-                  readOnly={!editable} invalid={Boolean(fields.body)}
-                  placeholder={draft.bodyType === 'markdown' ? '# Hello {{ data.firstName }}\n\nWrite Markdown here.' : '<p>Hello {{ data.firstName }}</p>'} />
-                {fields.body
-                  ? <div class="field-error" role="alert"><Icon name="alert" size={14} /><span>{fields.body}</span></div>
-                  : <div class="field-hint">Variables: <code>{'{{ email }}'}</code> and <code>{'{{ data.plan }}'}</code> of the contact, the send’s <code>data</code> as <code>{'{{ orderId }}'}</code>, <code>{'{{ unsubscribeUrl }}'}</code>. Tags: <code>{'{% if %}'}</code>, <code>{'{% for %}'}</code>, filters like <code>{'{{ name | default: "friend" }}'}</code>.</div>}
-              </div>
+      {/* Ctrl/Cmd+S saves, in any field and in the body's editor (its keys reach here from its shadow root). The
+          cards are the grid's own items: on a narrow screen the preview comes right after the content. */}
+      {formError ? <div class="template-form-error"><FormError>{formError}</FormError></div> : null}
+      <div class="template-editor" onKeyDown={(e) => { if ((e.ctrlKey || e.metaKey) && e.key === 's') { e.preventDefault(); void save(); } }}>
+        <section class="card template-content" aria-labelledby="template-content">
+          <div class="card-header"><h2 id="template-content">Content</h2></div>
+          <div class="card-body stack">
+            <div class="template-fields">
+              <TextField label="Name" fieldClass="grow" required readOnly={!editable} value={draft.name} onValue={set('name')} error={fields.name} placeholder={editable ? 'Password reset' : undefined} autoComplete="off" />
+              <SelectField label="Type" disabled={!editable} value={draft.type} onValue={(v) => set('type')(v as TemplateType)} options={TYPE_OPTIONS} error={fields.type} />
             </div>
-          </section>
-          <section class="card" aria-labelledby="template-sender">
-            <div class="card-header"><h2 id="template-sender">Sender and notes</h2></div>
-            <div class="card-body template-sender">
-              <TextField label="From" type="email" readOnly={!editable} value={draft.from} onValue={set('from')} error={fields.from} placeholder="hello@example.com" autoComplete="off" spellcheck={false}
-                hint="At a verified domain. A send may name its own." />
-              <TextField label="From name" readOnly={!editable} value={draft.fromName} onValue={set('fromName')} error={fields.fromName} placeholder="Acme" autoComplete="off" />
-              <TextField label="Reply-To" type="email" readOnly={!editable} value={draft.replyTo} onValue={set('replyTo')} error={fields.replyTo} placeholder="support@example.com" autoComplete="off" spellcheck={false} />
-              <TextField label="Description" readOnly={!editable} value={draft.description} onValue={set('description')} error={fields.description} placeholder="When it is sent, for your team" autoComplete="off" />
+            <TextField label="Subject" required readOnly={!editable} value={draft.subject} onValue={set('subject')} error={fields.subject} placeholder={editable ? 'Reset your password, {{ data.firstName }}' : undefined} autoComplete="off" spellcheck />
+            <div class="field">
+              <div class="field-label-row">
+                <span class="field-label">Body</span>
+                <div class="segmented" role="group" aria-label="Format">
+                  {FORMAT_OPTIONS.map(([format, words]) => (
+                    <button key={format} type="button" aria-pressed={draft.bodyType === format ? 'true' : 'false'} disabled={!editable} onClick={() => set('bodyType')(format)}>{words}</button>
+                  ))}
+                </div>
+              </div>
+              <CodeEditor value={draft.body} resetKey={template?.id} onChange={set('body')} language={draft.bodyType} label={`Body (${draft.bodyType === 'markdown' ? 'Markdown' : 'HTML'})`}
+                readOnly={!editable} invalid={Boolean(fields.body)}
+                placeholder={editable ? (draft.bodyType === 'markdown' ? '# Hello {{ data.firstName }}' : '<p>Hello {{ data.firstName }}</p>') : undefined} />
+              {fields.body || fields.bodyType
+                ? <div class="field-error" role="alert"><Icon name="alert" size={14} /><span>{fields.body ?? fields.bodyType}</span></div>
+                : <div class="field-hint">The contact’s <code>{'{{ email }}'}</code> and <code>{'{{ data.plan }}'}</code>, a send’s data as <code>{'{{ orderId }}'}</code>, <code>{'{{ unsubscribeUrl }}'}</code>; tags like <code>{'{% if %}'}</code> and filters like <code>{'{{ name | default: "friend" }}'}</code>.</div>}
             </div>
-          </section>
-        </form>
+          </div>
+        </section>
 
         <section class="card template-preview" aria-labelledby="template-preview-title">
           <div class="card-header">
             <h2 id="template-preview-title">Preview</h2>
             {preview.busy && previewInput ? <Spinner label="Rendering the preview" /> : <span class="muted small">Rendered by Herald, as it is sent</span>}
           </div>
-          <div class="card-body stack template-preview-for">
+          <div class="card-body template-preview-for">
             <ContactPicker label="Contact" value={contact} onValue={setContact} hint={contact ? undefined : 'Without one: a recipient with no data (recipient@example.com).'} />
             <TextAreaField label="Variables (JSON)" mono rows={3} value={dataText} onValue={setDataText} error={'error' in data ? data.error : undefined}
               hint={<>The <code>data</code> of a send: <code>{'{"orderId": "A-1024"}'}</code> fills <code>{'{{ orderId }}'}</code>.</>} />
@@ -306,6 +300,17 @@ export default function TemplateEditor() {
               <MessagePreview html={preview.preview.html} title={`Preview of ${title}`} />
             </div>
           ) : preview.error ? null : <Loading what="Rendering the preview" />}
+        </section>
+
+        <section class="card template-sender" aria-labelledby="template-sender">
+          <div class="card-header"><h2 id="template-sender">Sender and notes</h2></div>
+          <div class="card-body template-sender-fields">
+            <TextField label="From" type="email" readOnly={!editable} value={draft.from} onValue={set('from')} error={fields.from} placeholder={editable ? 'hello@example.com' : undefined} autoComplete="off" spellcheck={false}
+              hint="At a verified domain; a send may name its own." />
+            <TextField label="From name" readOnly={!editable} value={draft.fromName} onValue={set('fromName')} error={fields.fromName} placeholder={editable ? 'Acme' : undefined} autoComplete="off" />
+            <TextField label="Reply-To" type="email" readOnly={!editable} value={draft.replyTo} onValue={set('replyTo')} error={fields.replyTo} placeholder={editable ? 'support@example.com' : undefined} autoComplete="off" spellcheck={false} />
+            <TextField label="Description" readOnly={!editable} value={draft.description} onValue={set('description')} error={fields.description} placeholder={editable ? 'When it is sent, for your team' : undefined} autoComplete="off" />
+          </div>
         </section>
       </div>
 

@@ -59,7 +59,7 @@ export default function Templates() {
                     <tr key={t.id}>
                       <td class="truncate fill">
                         <a class="row-link" href={`/app/templates/${t.id}`}>{t.name}</a>
-                        <span class="sub truncate-line hide-phone">{t.description || (t.bodyType === 'markdown' ? 'Markdown' : 'HTML')}</span>
+                        <span class="sub truncate-line hide-phone">{t.description || [t.bodyType === 'markdown' ? 'Markdown' : 'HTML', t.from ? `from ${t.from}` : ''].filter(Boolean).join(' · ')}</span>
                         <span class="sub truncate-line show-phone">{t.subject} · <Time value={t.updatedAt} relative /></span>
                       </td>
                       <td><TemplateTypeBadge type={t.type} /></td>

@@ -79,7 +79,9 @@ const prefersDark = () => typeof matchMedia === 'function' && matchMedia('(prefe
 
 function theme(dark: boolean): Extension {
   return EditorView.theme({
-    '&': { minHeight: '320px', maxHeight: '68vh', color: 'var(--text)', backgroundColor: 'var(--surface)', fontSize: 'var(--text-sm)' },
+    // Transparent: the host's background shows (its read-only look is the page's, as the other fields'); the page may
+    // set the height it starts at (a custom property crosses the shadow root).
+    '&': { minHeight: 'var(--code-editor-min-height, 320px)', maxHeight: '68vh', color: 'var(--text)', backgroundColor: 'transparent', fontSize: 'var(--text-sm)' },
     '&.cm-focused': { outline: 'none' },
     '.cm-scroller': { fontFamily: 'var(--font-mono)', lineHeight: '1.6', overflow: 'auto' },
     '.cm-content': { padding: 'var(--space-2) 0', caretColor: 'var(--text)' },
