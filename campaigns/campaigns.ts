@@ -10,6 +10,7 @@ import { ownedRow } from '../db/owned';
 import { listPage, type Listed, type PageRequest } from '../db/pages';
 import { campaignStats, type CampaignStats } from '../db/queries/campaigns';
 import { isVerifiedSender } from '../db/queries/domains';
+import { queueTestEmails } from '../db/queries/testEmails';
 import { dispatchCampaign } from './dispatch';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
@@ -258,14 +259,8 @@ export function campaignService({ knex, engine, log, render, temporalUi }: Campa
         return messageScope({}, c ?? { id: '', email, subscribed: false, data: {} }, 'https://example.invalid/unsubscribe');
       }));
       if (problem) throw invalid([{ field: problem.part, message: `${problem.message} (for ${unique[problem.index]})`, code: problem.code }]);
-      const rows: { id: string; to_email: string }[] = await knex.raw(
-        `INSERT INTO emails (project_id, contact_id, campaign_id, is_test, from_email, from_name, reply_to, to_email, subject, html)
-         SELECT ?::uuid, c.id, ?::uuid, true, ?, ?, ?, t.email, NULL, NULL
-         FROM unnest(?::text[]) AS t(email) LEFT JOIN contacts c ON c.project_id = ?::uuid AND c.email = t.email
-         RETURNING id, to_email`,
-        [projectId, campaign.id, campaign.from_email, campaign.from_name, campaign.reply_to, unique, projectId],
-      ).then((r) => r.rows);
-      return rows.map((r) => ({ email: r.to_email, id: r.id }));
+      // Rendered again at delivery, from the campaign, as its own emails are.
+      return queueTestEmails(knex, { projectId, to: unique, campaignId: campaign.id, from: campaign.from_email, fromName: campaign.from_name, replyTo: campaign.reply_to });
     },
 
     async stats(projectId, id, series) {

@@ -611,6 +611,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/templates/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview a template
+         * @description Renders a subject and body (saved or not) as a send would, for a contact of the project or a recipient with no data, within the same rendering limits. Stores nothing; `{{ unsubscribeUrl }}` is an inert link.
+         *
+         *     Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        post: operations["previewTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/templates/{id}": {
         parameters: {
             query?: never;
@@ -637,6 +659,28 @@ export interface paths {
          * @description Permission `write`: owner, admin, member; keys: full.
          */
         patch: operations["updateTemplate"];
+        trace?: never;
+    };
+    "/templates/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send [TEST] copies
+         * @description Renders the saved template for a contact of the project or a recipient with no data, and queues `[TEST]` copies from its sender to `to` (default: the address of the person signed in), delivered as any email. Creates no contact.
+         *
+         *     Permission `send`: owner, admin, member; keys: full, sending.
+         */
+        post: operations["testTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/segments": {
@@ -2776,6 +2820,15 @@ export interface components {
              * @example 2025-06-02T09:41:09.204Z
              */
             updatedAt: string;
+        };
+        TemplatePreview: {
+            /** @example Welcome, Ada */
+            subject: string;
+            /**
+             * @example <h1>Hello Ada</h1>
+             *     <p>Your plan: <strong>pro</strong>.</p>
+             */
+            html: string;
         };
         TrackResult: {
             /**
@@ -5090,6 +5143,89 @@ export interface operations {
             429: components["responses"]["Error429"];
         };
     };
+    previewTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "subject": "Welcome, {{ data.firstName }}",
+                 *       "body": "# Hello {{ data.firstName | default: \"there\" }}\n\nYour plan: **{{ plan }}**.",
+                 *       "bodyType": "markdown",
+                 *       "contactId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                 *       "data": {
+                 *         "plan": "pro"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @example Reset your password */
+                    subject: string;
+                    /** @example <p>Hello {{ name }},</p><p><a href="{{ resetUrl }}">Choose a new password</a> (valid for one hour).</p> */
+                    body: string;
+                    /** @enum {string} */
+                    bodyType?: "html" | "markdown";
+                    /**
+                     * @description Render for this contact of the project: its `email`, `data.*` and `contact.*`. Without it: a recipient with no data.
+                     * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+                     */
+                    contactId?: string;
+                    /**
+                     * @description Variables at the top level, as the `data` of POST /v1/send.
+                     * @example {
+                     *       "firstName": "Ada",
+                     *       "plan": "pro"
+                     *     }
+                     */
+                    data?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The rendered subject and HTML. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "subject": "Welcome, Ada",
+                     *         "html": "<h1>Hello Ada</h1>\n<p>Your plan: <strong>pro</strong>.</p>\n"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["TemplatePreview"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
     getTemplate: {
         parameters: {
             query?: never;
@@ -5264,6 +5400,108 @@ export interface operations {
                         /** @constant */
                         success: true;
                         data: components["schemas"]["Template"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    testTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "to": [
+                 *         "ada@example.com"
+                 *       ],
+                 *       "contactId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                 *       "data": {
+                 *         "firstName": "Ada",
+                 *         "plan": "pro"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Up to 10 addresses. Default: the address of the person signed in; an API key must name them.
+                     * @example [
+                     *       "ada@example.com"
+                     *     ]
+                     */
+                    to?: string[];
+                    /**
+                     * @description Render for this contact of the project: its `email`, `data.*` and `contact.*`. Without it: a recipient with no data.
+                     * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+                     */
+                    contactId?: string;
+                    /**
+                     * @description Variables at the top level, as the `data` of POST /v1/send.
+                     * @example {
+                     *       "firstName": "Ada",
+                     *       "plan": "pro"
+                     *     }
+                     */
+                    data?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The test emails. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "emails": [
+                     *           {
+                     *             "email": "ada@example.com",
+                     *             "id": "0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            emails: {
+                                /** @example ada@example.com */
+                                email: string;
+                                /**
+                                 * Format: uuid
+                                 * @example 0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24
+                                 */
+                                id: string;
+                            }[];
+                        };
                     };
                 };
             };

@@ -1,6 +1,6 @@
 import { bulkMailHeaders } from './unsubscribe';
 import { compileCached, messageScope, renderMessage } from './render';
-import type { MessageContent } from './message';
+import { testSubject, type MessageContent } from './message';
 
 export interface CampaignContent {
   subject: string;
@@ -29,7 +29,7 @@ export function renderCampaignEmail(campaign: CampaignContent, recipient: Recipi
     ? ''
     : `\n<p style="font-size:12px;color:#666;margin-top:32px">You receive this email because you subscribed. <a href="${escapeAttr(url)}">Unsubscribe</a></p>`;
   return {
-    subject: isTest ? `[TEST] ${rendered.subject}` : rendered.subject,
+    subject: isTest ? testSubject(rendered.subject) : rendered.subject,
     html: rendered.html + footer,
     extraHeaders: bulkMailHeaders(unsubscribeUrl),
   };

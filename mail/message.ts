@@ -45,6 +45,9 @@ export function messageIdOf(email: Pick<Email, 'id' | 'fromEmail'>): string {
   return `<${email.id}@${domainOf(email.fromEmail)}>`;
 }
 
+/** The subject of a test copy (POST /campaigns/:id/test, POST /templates/:id/test): it says so. */
+export const testSubject = (subject: string): string => `[TEST] ${subject}`;
+
 /** A Date header's value as nodemailer writes it (mime-node: toUTCString with +0000). */
 export const dateHeader = (at: Date) => at.toUTCString().replace(/GMT/, '+0000');
 

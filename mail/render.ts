@@ -236,8 +236,20 @@ export type Renderer = (jobs: RenderJob[], tenant?: string) => Promise<RenderJob
 /** Inline rendering, for processes whose event loop answers no one but the engine (workers). */
 export const renderInline: Renderer = async (jobs) => renderJobs(jobs);
 
+/**
+ * The unsubscribe link of a message rendered to be looked at (a check, a preview, a test copy): it unsubscribes no one.
+ * A real link would unsubscribe the contact whose data filled the message, whoever clicks it.
+ */
+export const INERT_UNSUBSCRIBE_URL = 'https://example.invalid/unsubscribe';
+
+/** A recipient with no data of its own (no contact): checks, and previews and tests without a chosen contact. */
+export const sampleRecipient = (email = 'recipient@example.com') => ({ id: '00000000-0000-0000-0000-000000000000', email, subscribed: true, data: {} });
+
+/** What a request that passed a render budget is told (a syntax error needs no pointer). */
+export const RENDER_LIMITS_HINT = 'Templates render within a budget per request: see "Rendering limits" in docs/api.md.';
+
 /** A recipient with no data, for checking a template before anyone receives it: what the template costs by itself. */
-const SAMPLE_SCOPE = messageScope({}, { id: '00000000-0000-0000-0000-000000000000', email: 'recipient@example.com', subscribed: true, data: {} }, 'https://example.invalid/unsubscribe');
+const SAMPLE_SCOPE = messageScope({}, sampleRecipient(), INERT_UNSUBSCRIBE_URL);
 
 export type TemplateProblem = Extract<RenderJobResult, { failed: unknown }>['failed'];
 

@@ -46,6 +46,12 @@ export async function findUserByEmail(knex: Knex, email: string): Promise<(User 
   return rows[0];
 }
 
+/** The address of an account (a person signed in: the default recipient of their own test sends). */
+export async function emailOfUser(knex: Knex, userId: string): Promise<string | undefined> {
+  const { rows } = await knex.raw('SELECT email FROM users WHERE id = ?', [userId]);
+  return (rows[0] as { email: string } | undefined)?.email;
+}
+
 /**
  * The account of an address a single sign-on provider verified, created without a password (and without projects) when
  * there is none (OIDC_ALLOW_SIGNUP). ON CONFLICT: two first logins at once make one account, and both find it.

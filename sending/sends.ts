@@ -3,7 +3,7 @@ import { mayUseFrom } from '../projects/keys';
 import { v7 as uuidv7 } from 'uuid';
 import { isMarketing, marketingHeaders, skipReason } from '../audience/subscription';
 import { isStaleSend, sendContext, storeSendRows, type ContactAsRead, type ContactWrite, type EmailWrite, type SendWrites } from '../db/queries/sends';
-import { messageScope, type Renderer, type RenderJob, type TemplateProblem } from '../mail/render';
+import { messageScope, RENDER_LIMITS_HINT, type Renderer, type RenderJob, type TemplateProblem } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import type { TrackChoice } from '../tracking/settings';
 import { DomainError, invalid } from '../core/errors';
@@ -82,7 +82,7 @@ export interface PreparedSend extends CheckedSend {
 function renderFailure(body: SendBody, failed: TemplateProblem): DomainError {
   const field = failed.part === 'subject' ? (body.subject ? 'subject' : 'template') : (body.body ? 'body' : 'template');
   return invalid([{ field, message: failed.message, code: failed.code }],
-    failed.code === 'invalid_template' ? undefined : 'Templates render within a budget per request: see "Rendering limits" in docs/api.md.');
+    failed.code === 'invalid_template' ? undefined : RENDER_LIMITS_HINT);
 }
 
 /** The indexes of the recipients who get the email, given their contacts. */

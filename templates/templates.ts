@@ -4,7 +4,15 @@ import { isUuid } from '../core/values';
 import type { Listed, PageRequest } from '../db/pages';
 import { Template, type BodyType, type TemplateType } from '../db/models/Template';
 import { getTemplate as findTemplate, listTemplates as listTemplateRows } from '../db/queries/templates';
-import { checkTemplate, type Renderer } from '../mail/render';
+import { getContact as findContact } from '../db/queries/contacts';
+import { isVerifiedSender } from '../db/queries/domains';
+import { queueTestEmails } from '../db/queries/testEmails';
+import { checkTemplate, INERT_UNSUBSCRIBE_URL, messageScope, RENDER_LIMITS_HINT, sampleRecipient, type Renderer, type RenderScope } from '../mail/render';
+import { testSubject } from '../mail/message';
+import { dataValues, type RequestData } from '../core/requestData';
+import { emailOfUser } from '../people/users';
+import { mayUseFrom } from '../projects/keys';
+import type { Principal } from '../projects/roles';
 import { audited, type Actor } from '../audit/log';
 
 /** A template as written through any way in (POST /templates; PATCH takes any part of it). */
@@ -88,6 +96,99 @@ export async function deleteTemplate(db: Knex, projectId: string, id: string): P
   if (!deleted) throw notFound('Template');
 }
 
+/**
+ * What a preview or a test is rendered for, as POST /v1/send renders a template: the request's `data` (top-level
+ * variables), and a contact of the project for its own fields (`email`, `data.*`, `contact.*`), or none.
+ */
+export interface RenderFor {
+  contactId?: string;
+  data?: RequestData;
+}
+
+/** A template's content as the editor holds it, saved or not. */
+export interface PreviewInput extends RenderFor {
+  subject: string;
+  body: string;
+  bodyType?: BodyType;
+}
+
+export interface RenderedMessage {
+  subject: string;
+  html: string;
+}
+
+/** The contact a preview or a test is rendered for: one of the project's, named in the body (so a 422, not a 404). */
+async function chosenContact(db: Knex, projectId: string, contactId: string | undefined) {
+  if (contactId === undefined) return undefined;
+  const contact = isUuid(contactId) ? await findContact(db, projectId, contactId) : undefined;
+  if (!contact) throw invalid([{ field: 'contactId', message: 'contact not found in this project', code: 'not_found' }], 'GET /contacts lists the project\'s contacts and their ids.');
+  return { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data };
+}
+
+/**
+ * Renders a template's subject and body for `scopes` on the render pool, within the budgets of one send request (the
+ * same render job as POST /v1/send's, mail/render.ts): a syntax error or a passed budget is the API's 422 naming the
+ * part at fault.
+ */
+async function renderFor(render: Renderer, projectId: string, content: { subject: string; body: string; bodyType: BodyType }, scopes: RenderScope[]): Promise<RenderedMessage[]> {
+  const outcome = (await render([{ subject: content.subject, body: content.body, scopes, ...(content.bodyType === 'markdown' ? { markdown: true } : {}) }], projectId))[0]!;
+  if ('failed' in outcome) {
+    const { part, message, code } = outcome.failed;
+    throw invalid([{ field: part, message, code }], code === 'invalid_template' ? undefined : RENDER_LIMITS_HINT);
+  }
+  return outcome.rendered;
+}
+
+/**
+ * A template as it would be sent (POST /templates/preview): its content as given (saved or not), for a contact or a
+ * recipient with no data. Nothing is stored; the unsubscribe link is inert.
+ */
+export async function previewTemplate(db: Knex, render: Renderer, projectId: string, input: PreviewInput): Promise<RenderedMessage> {
+  const contact = await chosenContact(db, projectId, input.contactId);
+  const scope = messageScope(dataValues(input.data), contact ?? sampleRecipient(), INERT_UNSUBSCRIBE_URL);
+  const [message] = await renderFor(render, projectId, { subject: input.subject, body: input.body, bodyType: input.bodyType ?? 'html' }, [scope]);
+  return message!;
+}
+
+export interface TestInput extends RenderFor {
+  /** Up to 10 addresses; by default the address of the person signed in (a key must name them). */
+  to?: string[];
+}
+
+/**
+ * `[TEST]` copies of a saved template (POST /templates/:id/test), rendered now as its preview is (for a chosen contact,
+ * else for each address as a recipient with no data) and queued for delivery as the tests of a campaign are
+ * (db/queries/testEmails.ts): from the template's sender, which must be at a verified domain the caller may send from.
+ * Nothing else changes: no contact is created, the unsubscribe link is inert.
+ */
+export async function testTemplate(db: Knex, render: Renderer, projectId: string, id: string, input: TestInput, caller: Principal): Promise<{ email: string; id: string }[]> {
+  const template = await getTemplate(db, projectId, id);
+  let to = [...new Set(input.to ?? [])];
+  if (!to.length) {
+    const own = caller.kind === 'user' ? await emailOfUser(db, caller.userId) : undefined;
+    if (!own) throw invalid([{ field: 'to', message: 'to is required when calling with an API key (a person signed in gets the test at their own address)', code: 'required' }]);
+    to = [own];
+  }
+  const from = template.fromEmail;
+  if (!from) {
+    throw invalid([{ field: 'from', message: 'the template has no sender (from) to send the test from', code: 'required' }],
+      'Set the template\'s from address (PATCH /templates/:id), at a verified domain of the project.');
+  }
+  if (caller.kind === 'key' && !mayUseFrom(caller.domains, from)) {
+    throw invalid([{ field: 'from', message: `From ${from} is not at a domain this API key may send from (${caller.domains!.join(', ')})`, code: 'domain_not_allowed' }]);
+  }
+  if (!(await isVerifiedSender(db, projectId, from))) {
+    throw invalid([{ field: 'from', message: `${from} is not at a verified domain of this project`, code: 'unverified_domain' }], `Verify ${from.split('@')[1]} first (POST /domains).`);
+  }
+  const contact = await chosenContact(db, projectId, input.contactId);
+  const data = dataValues(input.data);
+  const rendered = await renderFor(render, projectId, template, to.map((email) => messageScope(data, contact ?? sampleRecipient(email), INERT_UNSUBSCRIBE_URL)));
+  return queueTestEmails(db, {
+    projectId, to, templateId: template.id, from, fromName: template.fromName, replyTo: template.replyTo,
+    messages: rendered.map((m) => ({ subject: testSubject(m.subject), html: m.html })),
+  });
+}
+
 /** The functions above as one object over the app's database and render pool, the API's way in (like campaignService). */
 export function templateService({ knex, render }: { knex: Knex; render: Renderer }) {
   return {
@@ -98,6 +199,8 @@ export function templateService({ knex, render }: { knex: Knex; render: Renderer
     /** Audited in the transaction of the delete (audit/log.ts). */
     remove: (projectId: string, id: string, actor: Actor) =>
       audited(knex, projectId, actor, { operation: 'deleteTemplate', resourceType: 'template', resourceId: id }, (trx) => deleteTemplate(trx, projectId, id)),
+    preview: (projectId: string, input: PreviewInput) => previewTemplate(knex, render, projectId, input),
+    test: (projectId: string, id: string, input: TestInput, caller: Principal) => testTemplate(knex, render, projectId, id, input, caller),
   };
 }
 

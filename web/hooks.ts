@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
 import { ApiFailure } from './api';
 
 export interface Loaded<T> {
@@ -91,4 +92,50 @@ export function useVisibleInterval(tick: () => void, ms: number, active: boolean
     document.addEventListener('visibilitychange', onVisibility);
     return () => { stop(); document.removeEventListener('visibilitychange', onVisibility); };
   }, [ms, active]);
+}
+
+export interface LeaveGuard {
+  /** Where a link was about to go while there were unsaved changes: ask, then `leave()` or `stay()`. */
+  pending: string | null;
+  leave: () => void;
+  stay: () => void;
+}
+
+/**
+ * Unsaved changes: while `dirty`, leaving the page asks first. Closing or reloading the tab gets the browser's own
+ * question (beforeunload); a click on a link of the console is held (a capturing listener, before the router's own)
+ * and `pending` names where it went, for a ConfirmDialog. The browser's Back button is not held: the router has
+ * already moved when it hears of it.
+ *
+ *   const guard = useLeaveGuard(changed);
+ *   <ConfirmDialog open={guard.pending !== null} title="Leave without saving?" confirm="Leave" onConfirm={guard.leave} onClose={guard.stay} />
+ */
+export function useLeaveGuard(dirty: boolean): LeaveGuard {
+  const [pending, setPending] = useState<string | null>(null);
+  const { route } = useLocation();
+  useEffect(() => {
+    if (!dirty) return undefined;
+    const unload = (e: BeforeUnloadEvent) => { e.preventDefault(); };
+    const click = (e: MouseEvent) => {
+      if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+      const link = (e.target as Element | null)?.closest?.('a[href]') as HTMLAnchorElement | null;
+      if (!link || link.origin !== location.origin || (link.target && link.target !== '_self') || link.hasAttribute('download')) return;
+      const to = link.pathname + link.search;
+      if (to === location.pathname + location.search) return;
+      e.preventDefault();
+      e.stopPropagation();
+      setPending(to);
+    };
+    addEventListener('beforeunload', unload);
+    addEventListener('click', click, true);
+    return () => {
+      removeEventListener('beforeunload', unload);
+      removeEventListener('click', click, true);
+    };
+  }, [dirty]);
+  return {
+    pending,
+    leave: () => { const to = pending; setPending(null); if (to) route(to); },
+    stay: () => setPending(null),
+  };
 }

@@ -96,6 +96,12 @@ export const templateAnswer = shape({
   createdAt: instant, updatedAt: example(instant, EXAMPLE.later),
 }).id('Template');
 
+// templates/templates.ts previewTemplate
+export const templatePreviewAnswer = shape({
+  subject: text('Welcome, Ada'),
+  html: text('<h1>Hello Ada</h1>\n<p>Your plan: <strong>pro</strong>.</p>\n'),
+}).id('TemplatePreview');
+
 // api/routes/segments.ts segmentJson
 export const segmentAnswer = shape({
   id: idOf(EXAMPLE.segmentId), name: text('Pro customers'), description: nullable(Joi.string().allow('')).example('Everyone on the pro plan.'),

@@ -445,6 +445,16 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'GET /templates/:id': { ids: { id: 'template' } },
   'PATCH /templates/:id': { ids: { id: 'template' }, body: fc.record(templateFields, { requiredKeys: [] }).filter(nonEmpty) },
   'DELETE /templates/:id': { ids: { id: 'template' }, deletes: 'template' },
+  'POST /templates/preview': {
+    body: fc.record({
+      subject: liquidSubjectArb, body: liquidBodyArb, bodyType: opt(templateFields.bodyType),
+      contactId: opt(idArb('contact', 'body').map((r) => r.text)), data: opt(dataArb),
+    }).map(compact),
+  },
+  'POST /templates/:id/test': {
+    ids: { id: 'template' },
+    body: fc.record({ to: opt(fc.array(emailArb, { minLength: 1, maxLength: 3 })), contactId: opt(idArb('contact', 'body').map((r) => r.text)), data: opt(dataArb) }).map(compact),
+  },
 
   'GET /segments': { list: true, query: listQuery('segment') },
   'POST /segments': {

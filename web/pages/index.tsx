@@ -35,6 +35,8 @@ const Campaigns = lazy(() => import('./Campaigns'));
 const Campaign = lazy(() => import('./Campaign'));
 const Segments = lazy(() => import('./Segments'));
 const SegmentDetail = lazy(() => import('./SegmentDetail'));
+const Templates = lazy(() => import('./Templates'));
+const TemplateEditor = lazy(() => import('./TemplateEditor'));
 const Coming = lazy(() => import('./Coming'));
 const NotFound = lazy(() => import('./NotFound'));
 
@@ -51,7 +53,9 @@ export const APP_PAGES: ConsolePage[] = [
   { path: '/app/campaigns', component: Campaigns, nav: { label: 'Campaigns', icon: 'campaigns', group: 'Marketing' } },
   // `/app/campaigns/new` too: one page, so that a new campaign's composer keeps its place when its first save gives it an id.
   { path: '/app/campaigns/:id', component: Campaign },
-  { path: '/app/templates', component: coming('Templates', 'Keep the messages you send often, with Liquid variables, and preview them before they go.'), nav: { label: 'Templates', icon: 'templates', group: 'Marketing' } },
+  { path: '/app/templates', component: Templates, nav: { label: 'Templates', icon: 'templates', group: 'Marketing' } },
+  { path: '/app/templates/new', component: TemplateEditor },
+  { path: '/app/templates/:id', component: TemplateEditor },
   { path: '/app/segments', component: Segments, nav: { label: 'Segments', icon: 'segments', group: 'Marketing' } },
   // One page creates a segment (no id) and shows one; `new` first, as the router takes the first route that matches.
   { path: '/app/segments/new', component: SegmentDetail },
@@ -67,7 +71,7 @@ export const APP_PAGES: ConsolePage[] = [
 ];
 
 /** Paths the side bar marks as not built yet ("coming"). */
-export const COMING = new Set(['/app/templates', '/app/automations']);
+export const COMING = new Set(['/app/automations']);
 
 export const NotFoundPage = NotFound;
 
