@@ -28,6 +28,9 @@ const Webhooks = lazy(() => import('./Webhooks'));
 const WebhookDetail = lazy(() => import('./WebhookDetail'));
 const Suppressions = lazy(() => import('./Suppressions'));
 const Settings = lazy(() => import('./Settings'));
+const Automations = lazy(() => import('./Automations'));
+const Automation = lazy(() => import('./Automation'));
+const AutomationExecution = lazy(() => import('./AutomationExecution'));
 const Coming = lazy(() => import('./Coming'));
 const NotFound = lazy(() => import('./NotFound'));
 
@@ -44,7 +47,10 @@ export const APP_PAGES: ConsolePage[] = [
   { path: '/app/campaigns', component: coming('Campaigns', 'Write a message once, send it to a segment, and follow its opens and clicks.'), nav: { label: 'Campaigns', icon: 'campaigns', group: 'Marketing' } },
   { path: '/app/templates', component: coming('Templates', 'Keep the messages you send often, with Liquid variables, and preview them before they go.'), nav: { label: 'Templates', icon: 'templates', group: 'Marketing' } },
   { path: '/app/segments', component: coming('Segments', 'Group contacts by their data and events, and see who is in a group before you send to it.'), nav: { label: 'Segments', icon: 'segments', group: 'Marketing' } },
-  { path: '/app/automations', component: coming('Automations', 'Send a sequence when something happens: a welcome series, a reminder after a quiet week.'), nav: { label: 'Automations', icon: 'automations', group: 'Marketing' } },
+  { path: '/app/automations', component: Automations, nav: { label: 'Automations', icon: 'automations', group: 'Marketing' } },
+  { path: '/app/automations/:id', component: Automation },
+  { path: '/app/automations/:id/executions', component: Automation },
+  { path: '/app/automations/:id/executions/:executionId', component: AutomationExecution },
   { path: '/app/domains', component: Domains, nav: { label: 'Domains', icon: 'domains', group: 'Configure' } },
   { path: '/app/domains/:id', component: DomainDetail },
   { path: '/app/webhooks', component: Webhooks, nav: { label: 'Webhooks', icon: 'webhooks', group: 'Configure' } },
@@ -55,7 +61,7 @@ export const APP_PAGES: ConsolePage[] = [
 ];
 
 /** Paths the side bar marks as not built yet ("coming"). */
-export const COMING = new Set(['/app/campaigns', '/app/templates', '/app/segments', '/app/automations']);
+export const COMING = new Set(['/app/campaigns', '/app/templates', '/app/segments']);
 
 export const NotFoundPage = NotFound;
 
