@@ -44,8 +44,8 @@ withChromium('the console: automations', (chromium) => {
   };
   const panel = (page: Page) => page.locator('.automation-panel');
 
-  test('no automation yet: the page says what automations do and offers a new one', async () => {
-    await c.withPage({ as: 'member' }, async (page) => {
+  test.each(VIEWPORTS)('no automation yet: the page says what automations do and offers a new one (%s)', async (_, viewport) => {
+    await c.withPage({ viewport, as: 'member' }, async (page) => {
       await page.goto(c.url('/app/automations'));
       await heading(page, 'Automations');
       await page.getByRole('heading', { name: 'No automations yet' }).waitFor();
@@ -202,6 +202,7 @@ withChromium('the console: automations', (chromium) => {
         await node(page, hook).and(page.locator('.is-invalid.is-selected')).waitFor();
         const url = panel(page).getByLabel('URL');
         expect(await url.getAttribute('aria-invalid')).toBe('true');
+        expect(await page.evaluate('document.activeElement && document.activeElement.getAttribute("aria-invalid")')).toBe('true');
         await panel(page).locator('.field-error').filter({ hasText: 'must be an http or https URL' }).waitFor();
         expect(await node(page, send).getAttribute('class')).not.toContain('is-invalid');
         await page.locator('.form-error').filter({ hasText: 'Not saved: the API found one problem, shown where it is.' }).waitFor();
@@ -213,6 +214,79 @@ withChromium('the console: automations', (chromium) => {
         await page.getByRole('button', { name: 'Create automation' }).click();
         await toast(page, 'Automation created');
         expect(await page.locator('.flow-node.is-invalid').count()).toBe(0);
+      });
+    });
+
+    test('every step type on the graph and in its panel: a wait\'s event and timeout paths, a loop, an exit', async () => {
+      const created = await api('POST', '/workflows', {
+        name: `Every step ${size}`, trigger: { type: 'EVENT', event: `trial_${size}` },
+        steps: [
+          { id: 'hello', type: 'SEND_EMAIL', config: { template: proTemplate }, next: 'await' },
+          { id: 'await', type: 'WAIT_FOR_EVENT', config: { event: 'paid', timeout: { amount: 3, unit: 'days' } }, next: 'check' },
+          { id: 'check', type: 'CONDITION', config: { filter: { logic: 'AND', groups: [{ filters: [{ field: 'event.paid', operator: 'triggered' }] }] } }, branches: { yes: 'tag', no: 'hook' } },
+          { id: 'tag', type: 'UPDATE_CONTACT', config: { data: { customer: true }, subscribed: true }, next: 'done' },
+          { id: 'hook', type: 'WEBHOOK', config: { url: 'https://example.org/trials', method: 'PUT', headers: { 'X-Team': 'growth' }, body: { lost: true } }, next: 'week' },
+          { id: 'week', type: 'DELAY', config: { amount: 7, unit: 'days' }, next: 'hello' },
+          { id: 'done', type: 'EXIT' },
+        ],
+      });
+      expect(created.status).toBe(201);
+      await c.withPage({ viewport, as: 'member' }, async (page) => {
+        await page.goto(c.url(`/app/automations/${created.body.data.id as string}`));
+        await heading(page, `Every step ${size}`);
+        const summaries: [string, string][] = [
+          ['hello', 'Pro welcome'], ['await', 'For “paid”, at most 3 days'], ['check', 'If event.paid happened'],
+          ['tag', 'Set customer, subscribe'], ['hook', 'PUT https://example.org/trials'], ['week', 'Wait 7 days'], ['done', 'The journey ends here'],
+        ];
+        for (const [id, text] of summaries) await node(page, id).getByText(text).waitFor();
+        for (const label of ['Event', 'Timeout', 'Yes', 'No']) await page.locator('.flow-label').getByText(label, { exact: true }).waitFor();
+        expect(await page.locator('.flow-edge.is-back').count()).toBe(1); // the week's loop back to the first email
+        // Each panel shows its step's fields, filled from the definition.
+        const expectations: [string, string, string][] = [
+          ['hello', 'Template', proTemplate], ['await', 'Event', 'paid'], ['tag', 'Subscription', 'true'],
+          ['hook', 'Method', 'PUT'], ['week', 'Wait for', '7'],
+        ];
+        for (const [id, label, value] of expectations) {
+          await node(page, id).click();
+          expect(await panel(page).getByLabel(label, { exact: true }).inputValue()).toBe(value);
+        }
+        await node(page, 'hook').click();
+        expect(await panel(page).getByLabel('Headers').inputValue()).toBe('X-Team: growth');
+        expect(JSON.parse(await panel(page).getByLabel('Body').inputValue())).toEqual({ lost: true });
+        await node(page, 'done').click();
+        await panel(page).getByText('The execution ends here as EXITED').waitFor();
+        await checkA11y(page, 'every step type');
+        await screenshot(page, 'automation-every-step', { fullPage: true });
+
+        // Deleting the condition keeps its Yes path; its No path (the webhook and the weekly loop) goes with it.
+        await node(page, 'check').click();
+        await panel(page).getByRole('button', { name: 'Delete step' }).click();
+        const confirm = page.getByRole('dialog', { name: 'Delete the step check?' });
+        await confirm.getByText('Its No path goes with it: hook, week.').waitFor();
+        await confirm.getByRole('button', { name: 'Delete step' }).click();
+        await toast(page, 'Deleted 3 steps');
+        for (const gone of ['check', 'hook', 'week']) expect(await node(page, gone).count()).toBe(0);
+
+        // Renamed as it is typed (an empty id is refused on the spot), every reference with it; the field keeps the focus.
+        await node(page, 'tag').click();
+        const stepId = panel(page).getByLabel('Step ID');
+        await stepId.fill('');
+        await panel(page).getByText('Use 1 to 64 letters, digits, _ and -').waitFor();
+        await stepId.pressSequentially('mark-customer');
+        await node(page, 'mark-customer').waitFor();
+        expect(await stepId.inputValue()).toBe('mark-customer');
+        expect(await page.evaluate('document.activeElement && document.activeElement.id')).toBe(await stepId.getAttribute('id'));
+        await page.getByRole('button', { name: 'Save', exact: true }).click();
+        await toast(page, 'Automation saved');
+        const saved = (await api('GET', `/workflows/${created.body.data.id as string}`)).body.data.steps as { id: string; next?: string | null }[];
+        expect(saved.map((s) => s.id)).toEqual(['hello', 'await', 'mark-customer', 'done']);
+        expect(saved.find((s) => s.id === 'await')!.next).toBe('mark-customer');
+      });
+      await c.withPage({ viewport, as: 'member', colorScheme: 'dark' }, async (page) => {
+        await page.goto(c.url(`/app/automations/${created.body.data.id as string}`));
+        await node(page, 'await').click();
+        await checkA11y(page, 'every step type, dark');
+        await screenshot(page, 'automation-every-step', { dark: true });
       });
     });
 
@@ -236,16 +310,18 @@ withChromium('the console: automations', (chromium) => {
         await page.goto(c.url(`/app/automations/${wf.id}/executions/${x.id}`));
         await page.locator('.trace li').first().waitFor();
         expect(await page.getByRole('button', { name: 'Cancel execution' }).count()).toBe(0);
+        await page.goto(c.url('/app/automations/new'));
+        await page.getByRole('heading', { name: 'Your role cannot create automations' }).waitFor();
       });
     });
   });
 
-  test('the list names each automation with its trigger and status', async () => {
-    await c.withPage({ as: 'member' }, async (page) => {
+  test.each(VIEWPORTS)('the list names each automation with its trigger and status (%s)', async (_, viewport) => {
+    await c.withPage({ viewport, as: 'member' }, async (page) => {
       await page.goto(c.url('/app/automations'));
       await heading(page, 'Automations');
       const row = page.locator('.automations-table tbody tr').filter({ hasText: 'Welcome series desktop' });
-      await row.locator('code').getByText('signed_up_desktop').waitFor();
+      await row.locator(':is(code, .sub):visible').getByText('signed_up_desktop').waitFor();
       await row.getByText('Enabled').waitFor();
       await page.getByRole('button', { name: 'New automation' }).waitFor();
       await checkA11y(page);

@@ -53,6 +53,7 @@ function edgeWhere(edge: { from: string; field: string }): string {
 export default function Automation() {
   const { params, path } = useRoute();
   const { route } = useLocation();
+  const { can } = useSession();
   const id = params.id ?? 'new';
   const isNew = id === 'new';
   const tab = path.endsWith('/executions') ? 'executions' : 'steps';
@@ -72,6 +73,15 @@ export default function Automation() {
     );
   }
   if (!isNew && !workflow) return <Page title="Automation" breadcrumb={breadcrumb}><Loading what="Loading the automation" /></Page>;
+  if (isNew && !can('write')) {
+    return (
+      <Page title="New automation" breadcrumb={breadcrumb}>
+        <EmptyState icon="lock" title="Your role cannot create automations" actions={<Button onClick={() => route('/app/automations')}>Back to automations</Button>}>
+          Members, admins and owners of the project build them; you can look at the ones there are.
+        </EmptyState>
+      </Page>
+    );
+  }
   if (tab === 'executions' && workflow) {
     return (
       <Page title={workflow.name} breadcrumb={breadcrumb} lede={<AutomationLede workflow={workflow} />}>
@@ -106,6 +116,8 @@ function Builder({ workflow, onSaved, breadcrumb }: { workflow: Workflow | null;
   const [deleting, setDeleting] = useState<string | null>(null);
   const [asking, setAsking] = useState<'delete' | 'disable' | null>(null);
   const [busy, setBusy] = useState<'save' | 'toggle' | null>(null);
+  /** Counts refused saves: each one moves the focus to the first field the API named. */
+  const [refusals, setRefusals] = useState(0);
   const panel = useRef<HTMLDivElement>(null);
   const dirty = JSON.stringify(draft) !== JSON.stringify(saved);
   const layout = useMemo(() => layoutFlow(draft.steps), [draft.steps]);
@@ -118,6 +130,11 @@ function Builder({ workflow, onSaved, breadcrumb }: { workflow: Workflow | null;
     addEventListener('beforeunload', warn);
     return () => removeEventListener('beforeunload', warn);
   }, [dirty]);
+
+  // After a refused save, the first field the API named takes the focus (its message is read with it).
+  useEffect(() => {
+    if (refusals) panel.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus();
+  }, [refusals]);
 
   const select = (id: string, reveal = true) => {
     setSelected(id);
@@ -149,6 +166,7 @@ function Builder({ workflow, onSaved, breadcrumb }: { workflow: Workflow | null;
     if (!(err instanceof ApiFailure)) { setFormError(err instanceof Error ? err.message : 'The automation was not saved.'); return; }
     const found = stepErrors(err.fields, sent);
     setErrors(found);
+    setRefusals((n) => n + 1);
     const first = sent.find((s) => found.byStep.has(s.id));
     const count = Object.keys(err.fields).length;
     if (first) select(first.id);
@@ -161,7 +179,12 @@ function Builder({ workflow, onSaved, breadcrumb }: { workflow: Workflow | null;
   const save = async (extra: { enabled?: boolean } = {}) => {
     setFormError('');
     const bad = unparsed();
-    if (bad) { select(bad.stepId); setFormError(`Fix the step first: ${bad.message}`); return null; }
+    if (bad) {
+      select(bad.stepId);
+      setFormError(`Fix the step first: ${bad.message}`);
+      setRefusals((n) => n + 1);
+      return null;
+    }
     const sent = draft.steps;
     setErrors(null);
     try {
@@ -190,8 +213,16 @@ function Builder({ workflow, onSaved, breadcrumb }: { workflow: Workflow | null;
     if (!workflow) return;
     setBusy('toggle');
     try {
+      let result: Workflow | null = null;
       // Enabling with unsaved changes saves them with it: what runs is what is shown.
-      const result = dirty ? await save({ enabled }) : await call(api.PATCH('/workflows/{id}', { params: { path: { id: workflow.id } }, body: { enabled } }), { form: true }).catch((err) => { failed(err, draft.steps); return null; });
+      if (dirty) result = await save({ enabled });
+      else {
+        try {
+          result = await call(api.PATCH('/workflows/{id}', { params: { path: { id: workflow.id } }, body: { enabled } }), { form: true });
+        } catch (err) {
+          failed(err, draft.steps);
+        }
+      }
       if (result) {
         onSaved(result);
         toast(enabled ? `Enabled: “${result.trigger.event}” now starts a journey` : 'Disabled: the executions under way were cancelled');
@@ -268,7 +299,7 @@ function Builder({ workflow, onSaved, breadcrumb }: { workflow: Workflow | null;
         </section>
         <div class="automation-panel" ref={panel}>
           {step ? (
-            <StepPanel key={step.id} step={step} errors={errors?.byStep.get(step.id)} readOnly={!writer} templates={templates} describe={describe}
+            <StepPanel step={step} errors={errors?.byStep.get(step.id)} readOnly={!writer} templates={templates} describe={describe}
               text={(field, initial) => texts[textKey(step.id, field)] ?? initial}
               setText={(field, value) => setTexts((t) => ({ ...t, [textKey(step.id, field)]: value }))}
               taken={(x) => draft.steps.some((s) => s.id === x && s.id !== step.id)}

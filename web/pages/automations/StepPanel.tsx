@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { Duration, Step, StepType } from '../../../automations/steps';
 import type { WebhookMethod } from '../../../outbound/http';
 import { Button, Checkbox, FormError, Icon, SelectField, TextAreaField, TextField } from '../../components';
@@ -109,14 +109,18 @@ export interface StepPanelProps {
 
 export function StepPanel({ step, describe, errors, readOnly, templates, text, setText, taken, onChange, onRename, onDelete }: StepPanelProps) {
   const info = STEP_INFO[step.type];
-  const [id, setId] = useState(step.id);
-  useEffect(() => setId(step.id), [step.id]);
+  // An id being typed that cannot be the step's yet (empty, a bad character, another step's): kept here until it can.
+  // A good one renames the step at once (the panel stays the same element, so the field keeps the focus).
+  const [typed, setTyped] = useState<{ of: string; value: string } | null>(null);
+  const id = typed?.of === step.id ? typed.value : step.id;
   const idError = id !== step.id
-    ? (!STEP_ID.test(id) ? 'Use 1 to 64 letters, digits, _ and -' : taken(id) ? `Another step is called “${id}”` : undefined)
+    ? (!STEP_ID.test(id) ? 'Use 1 to 64 letters, digits, _ and -' : `Another step is called “${id}”`)
     : errorAt(errors, 'id');
   const rename = (value: string) => {
-    setId(value);
-    if (value !== step.id && STEP_ID.test(value) && !taken(value)) onRename(value);
+    if (value !== step.id && STEP_ID.test(value) && !taken(value)) {
+      setTyped(null);
+      onRename(value);
+    } else setTyped({ of: step.id, value });
   };
   const err = (field: string) => errorAt(errors, field);
   const rest = Object.entries(errors ?? {}).filter(([k]) => !SHOWN[step.type].some((f) => k === f || k.startsWith(`${f}.`)));

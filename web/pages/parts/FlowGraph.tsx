@@ -116,7 +116,7 @@ function Node({ node, view, state, invalid, onSelect, selected }: {
       <span class="flow-node-icon"><Icon name={view.icon} size={15} /></span>
       <span class="flow-node-text">
         <span class="flow-node-title">{view.title}</span>
-        <span class="flow-node-summary">{view.summary}</span>
+        <span class="flow-node-summary" title={view.summary}>{view.summary}</span>
         {view.state ? <span class="visually-hidden">({view.state})</span> : null}
       </span>
       {invalid ? <span class="flow-node-alert"><Icon name="alert" size={14} /></span> : null}
