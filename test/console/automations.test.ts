@@ -258,6 +258,17 @@ withChromium('the console: automations', (chromium) => {
         await checkA11y(page, 'every step type');
         await screenshot(page, 'automation-every-step', { fullPage: true });
 
+        // The choice of a new step in the middle of a path: every type but an EXIT (it would cut the path off).
+        await page.getByRole('button', { name: 'Add a step after hello', exact: true }).click();
+        const choice = page.getByRole('dialog', { name: 'Add a step' });
+        await choice.getByText('The new step goes after hello.').waitFor();
+        expect(await choice.getByRole('button', { name: /^Exit/ }).isDisabled()).toBe(true);
+        expect(await choice.getByRole('button', { name: /^Webhook/ }).isDisabled()).toBe(false);
+        await checkA11y(page, 'the choice of a step');
+        await screenshot(page, 'automation-add-step');
+        await choice.getByRole('button', { name: 'Cancel' }).click();
+        await choice.waitFor({ state: 'hidden' });
+
         // Deleting the condition keeps its Yes path; its No path (the webhook and the weekly loop) goes with it.
         await node(page, 'check').click();
         await panel(page).getByRole('button', { name: 'Delete step' }).click();
