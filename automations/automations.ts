@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
 import { isUuid } from '../core/values';
 import { ownedRow } from '../db/owned';
-import { listPage, type Listed, type PageRequest } from '../db/pages';
+import { listPage, pageQueries, pageWithTotal, type Listed, type PageRequest } from '../db/pages';
 import { ACTIVE_STATUSES, cancelExecutions, endedColumns, liveRuns } from '../db/queries/executions';
 import { cancelEngineExecutions } from './cancelExecutions';
 import type { Engine } from '../engine/types';
@@ -90,12 +90,12 @@ export interface Automations {
   cancelExecution(projectId: string, workflowId: string, id: string, actor: Actor): Promise<ExecutionRow>;
 }
 
-/** Executions with their contact's address; `x.*` are the execution's own columns. */
-function executionsWithContact(db: Knex | Knex.Transaction) {
-  return db('automation_executions as x')
-    .join('contacts as c', function on() { this.on('c.project_id', 'x.project_id').andOn('c.id', 'x.contact_id'); })
+/** The contact's address beside an execution's own columns (`x`): a list names whom each journey is for. */
+function withContact(q: Knex.QueryBuilder): Knex.QueryBuilder {
+  return q.join('contacts as c', function on() { this.on('c.project_id', 'x.project_id').andOn('c.id', 'x.contact_id'); })
     .select('x.*', 'c.email as contact_email');
 }
+const executionsWithContact = (db: Knex | Knex.Transaction) => withContact(db('automation_executions as x'));
 
 export function automationService({ knex, engine, log }: { knex: Knex; engine: Engine; log: Logger }): Automations {
   const get = (projectId: string, id: string) => ownedRow<AutomationRow>(knex, 'automations', 'Workflow', projectId, id);
@@ -156,12 +156,16 @@ export function automationService({ knex, engine, log }: { knex: Knex; engine: E
 
     async executions(projectId, workflowId, filter, page) {
       const workflow = await get(projectId, workflowId);
-      return listPage<ExecutionRow>(() => {
-        const q = executionsWithContact(knex).where({ 'x.project_id': projectId, 'x.automation_id': workflow.id });
+      const filtered = () => {
+        const q = knex('automation_executions as x').where({ 'x.project_id': projectId, 'x.automation_id': workflow.id });
         if (filter.status) q.where('x.status', filter.status);
         if (filter.contactId) q.where('x.contact_id', filter.contactId);
         return q;
-      }, page, undefined, 'x.id');
+      };
+      // The page joins the contacts (its rows' addresses); the count does not need to (every execution has its contact).
+      const { page: rows, count } = pageQueries(filtered, page, 'x.id');
+      const { rows: found, total } = await pageWithTotal(withContact(rows), count, 'x.id');
+      return { rows: found as unknown as ExecutionRow[], total };
     },
 
     async execution(projectId, workflowId, id) {

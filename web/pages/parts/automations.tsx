@@ -9,7 +9,6 @@ import type { NodeView } from './FlowGraph';
 import type { FlowNode } from './flowLayout';
 
 export type Workflow = Schemas['Workflow'];
-export type Execution = Schemas['Execution'];
 export type ExecutionDetail = Schemas['ExecutionDetail'];
 
 type WorkflowBody = paths['/workflows']['post']['requestBody']['content']['application/json'];

@@ -71,7 +71,7 @@ export function insertStep(steps: Step[], from: string, field: EdgeField, step: 
 }
 
 /** The step ids reachable from the first step. */
-export function reachable(steps: Step[]): Set<string> {
+function reachable(steps: Step[]): Set<string> {
   const byId = new Map(steps.map((s) => [s.id, s]));
   const seen = new Set<string>();
   const queue = steps.length ? [steps[0]!.id] : [];
@@ -87,7 +87,7 @@ export function reachable(steps: Step[]): Set<string> {
 }
 
 /** Where the journey goes instead of a deleted step: its next (a CONDITION: its Yes path; an EXIT: nowhere). */
-export function successorOf(step: Step): string | null {
+function successorOf(step: Step): string | null {
   if (step.type === 'CONDITION') return step.branches.yes;
   if (step.type === 'EXIT') return null;
   return step.next ?? null;

@@ -58,8 +58,8 @@ export const TRIGGER_ID = '@trigger';
 /** The End of a path: one per field (a wait's event and timeout paths share their `next`, and their End). */
 const endId = (from: string, field: EdgeField) => `@end:${from}:${field}`;
 
-export const NODE_WIDTH = 236;
-export const NODE_HEIGHT = 66;
+const NODE_WIDTH = 236;
+const NODE_HEIGHT = 66;
 const END_WIDTH = 76;
 const END_HEIGHT = 28;
 /** Between two nodes of a rank; beside a bend point. */
@@ -76,7 +76,7 @@ const PORT_OFFSET: Record<Port, number> = { main: 0, yes: -NODE_WIDTH / 4, no: N
 interface RawEdge { from: string; to: string; port: Port; field: EdgeField }
 
 /** Where a step goes: its ports in the order they are drawn (left to right). */
-export function exitsOf(step: Step): { port: Port; field: EdgeField; to: string | null }[] {
+function exitsOf(step: Step): { port: Port; field: EdgeField; to: string | null }[] {
   switch (step.type) {
     case 'EXIT': return [];
     case 'CONDITION': return [{ port: 'yes', field: 'branches.yes', to: step.branches.yes }, { port: 'no', field: 'branches.no', to: step.branches.no }];
