@@ -1,15 +1,16 @@
 import type { Knex } from 'knex';
-import { invalid, notFound } from '../core/errors';
+import { conflict, invalid, notFound } from '../core/errors';
 import { isUuid } from '../core/values';
 import { ownedRow } from '../db/owned';
-import { listPage, type Listed, type PageRequest } from '../db/pages';
-import { cancelExecutions, liveRuns } from '../db/queries/executions';
+import { listPage, pageQueries, pageWithTotal, type Listed, type PageRequest } from '../db/pages';
+import { ACTIVE_STATUSES, cancelExecutions, endedColumns, liveRuns } from '../db/queries/executions';
 import { cancelEngineExecutions } from './cancelExecutions';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import { checkReferences, checkSteps, normaliseSteps } from './definition';
 import { templateIdsOf, type ExecutionStatus, type Step } from './steps';
 import { audited, type Actor } from '../audit/log';
+import { traceOf, type Trace } from './trace';
 
 /**
  * Automations (spec 4.7, decisions.md; the API's /workflows): a trigger event and steps, run per contact as
@@ -50,6 +51,8 @@ export interface ExecutionRow {
   id: string;
   automation_id: string;
   contact_id: string;
+  /** The contact's address (joined: a list names whom each journey is for). */
+  contact_email: string;
   status: ExecutionStatus;
   current_step_id: string | null;
   wait_event: string | null;
@@ -57,6 +60,11 @@ export interface ExecutionRow {
   error: string | null;
   started_at: Date;
   completed_at: Date | null;
+  updated_at: Date;
+  /** A long wait ended its engine run (embedded engine): no run to stop, the row is all there is. */
+  parked: boolean;
+  /** Which engine run holds it (workflows/registry.ts workflowId.runAutomation). */
+  run: number;
 }
 
 /** The definition's graph, and its templates and segments in this project: 422 naming the step. */
@@ -76,8 +84,18 @@ export interface Automations {
   /** Deletes the workflow with its executions; those under way are cancelled in the engine too. */
   remove(projectId: string, id: string, actor: Actor): Promise<void>;
   executions(projectId: string, workflowId: string, filter: { status?: ExecutionStatus; contactId?: string }, page: PageRequest): Promise<Listed<ExecutionRow>>;
-  execution(projectId: string, workflowId: string, id: string): Promise<ExecutionRow>;
+  /** One execution, with its trace (the steps it has run). */
+  execution(projectId: string, workflowId: string, id: string): Promise<ExecutionRow & { trace: Trace }>;
+  /** Cancels a RUNNING or WAITING execution (409 once it has ended): its row at once, then its engine run. */
+  cancelExecution(projectId: string, workflowId: string, id: string, actor: Actor): Promise<ExecutionRow>;
 }
+
+/** The contact's address beside an execution's own columns (`x`): a list names whom each journey is for. */
+function withContact(q: Knex.QueryBuilder): Knex.QueryBuilder {
+  return q.join('contacts as c', function on() { this.on('c.project_id', 'x.project_id').andOn('c.id', 'x.contact_id'); })
+    .select('x.*', 'c.email as contact_email');
+}
+const executionsWithContact = (db: Knex | Knex.Transaction) => withContact(db('automation_executions as x'));
 
 export function automationService({ knex, engine, log }: { knex: Knex; engine: Engine; log: Logger }): Automations {
   const get = (projectId: string, id: string) => ownedRow<AutomationRow>(knex, 'automations', 'Workflow', projectId, id);
@@ -138,18 +156,47 @@ export function automationService({ knex, engine, log }: { knex: Knex; engine: E
 
     async executions(projectId, workflowId, filter, page) {
       const workflow = await get(projectId, workflowId);
-      return listPage<ExecutionRow>(() => {
-        const q = knex('automation_executions').where({ project_id: projectId, automation_id: workflow.id });
-        if (filter.status) q.where('status', filter.status);
-        if (filter.contactId) q.where('contact_id', filter.contactId);
+      const filtered = () => {
+        const q = knex('automation_executions as x').where({ 'x.project_id': projectId, 'x.automation_id': workflow.id });
+        if (filter.status) q.where('x.status', filter.status);
+        if (filter.contactId) q.where('x.contact_id', filter.contactId);
         return q;
-      }, page);
+      };
+      // The page joins the contacts (its rows' addresses); the count does not need to (every execution has its contact).
+      const { page: rows, count } = pageQueries(filtered, page, 'x.id');
+      const { rows: found, total } = await pageWithTotal(withContact(rows), count, 'x.id');
+      return { rows: found as unknown as ExecutionRow[], total };
     },
 
     async execution(projectId, workflowId, id) {
       const workflow = await get(projectId, workflowId);
-      const row = isUuid(id) ? await knex('automation_executions').where({ project_id: projectId, automation_id: workflow.id, id }).first() : undefined;
+      const row: ExecutionRow | undefined = isUuid(id)
+        ? await executionsWithContact(knex).where({ 'x.project_id': projectId, 'x.automation_id': workflow.id, 'x.id': id }).first()
+        : undefined;
       if (!row) throw notFound('Execution');
+      return { ...row, trace: await traceOf(knex, projectId, row) };
+    },
+
+    async cancelExecution(projectId, workflowId, id, actor) {
+      const workflow = await get(projectId, workflowId);
+      const { row, live } = await audited(knex, projectId, actor, (r: { row: ExecutionRow }) => ({
+        operation: 'cancelWorkflowExecution', resourceType: 'execution', resourceId: r.row.id, details: { workflowId: workflow.id },
+      }), async (trx) => {
+        // Locked: a step in progress finishes first (its activity holds the row), and then finds the execution cancelled.
+        const current: Omit<ExecutionRow, 'contact_email'> | undefined = isUuid(id)
+          ? await trx('automation_executions').where({ project_id: projectId, automation_id: workflow.id, id }).forUpdate().first()
+          : undefined;
+        if (!current) throw notFound('Execution');
+        if (!ACTIVE_STATUSES.includes(current.status)) {
+          throw conflict(`Execution is ${current.status}; only RUNNING or WAITING executions can be cancelled`);
+        }
+        await trx('automation_executions').where({ project_id: projectId, id: current.id }).update({ status: 'CANCELLED', ...endedColumns(trx) });
+        const updated: ExecutionRow = await executionsWithContact(trx).where({ 'x.project_id': projectId, 'x.id': current.id }).first();
+        // A parked execution has no engine run; the others' runs are stopped after the commit.
+        return { row: updated, live: current.parked ? [] : [{ id: current.id, run: current.run }] };
+      });
+      // The row is final already: the engine cancel only stops the run now instead of at its next step (safe to lose).
+      await cancelEngineExecutions(engine, live, log);
       return row;
     },
   };

@@ -145,9 +145,11 @@ export function executionSteps(deps: AutomationDeps) {
         case 'SEND_EMAIL':
           result = await sendEmail(trx, { ...ref, step }, row.contact_id);
           break;
-        case 'CONDITION':
-          result = { next: (await matches(trx, ref.projectId, row.contact_id, step)) ? step.branches.yes : step.branches.no };
+        case 'CONDITION': {
+          const branch = (await matches(trx, ref.projectId, row.contact_id, step)) ? 'yes' : 'no';
+          result = { next: step.branches[branch], branch };
           break;
+        }
         case 'UPDATE_CONTACT':
           await patchContact(trx, ref.projectId, row.contact_id, step.config, 'automation');
           result = { next: nextOf(step) };
@@ -266,8 +268,20 @@ export function executionSteps(deps: AutomationDeps) {
       });
     },
 
-    async finishExecution(ref: ExecutionRef & { status: 'COMPLETED' | 'EXITED' | 'FAILED'; error?: string }): Promise<ExecutionStatus> {
-      return endExecution(knex, ref, ref.status, ref.error ?? null);
+    async finishExecution(ref: ExecutionRef & { status: 'COMPLETED' | 'EXITED' | 'FAILED'; error?: string; exit?: { seq: number; stepId: string } }): Promise<ExecutionStatus> {
+      const { exit } = ref;
+      if (!exit) return endExecution(knex, ref, ref.status, ref.error ?? null);
+      // The EXIT step is recorded as the run it is and as the step the execution ended at, with the ending itself.
+      return knex.transaction(async (trx) => {
+        const row = await lockExecution(trx, ref);
+        if (!row) return 'CANCELLED';
+        if (!ACTIVE_STATUSES.includes(row.status)) return row.status;
+        await trx('automation_step_runs').insert({ project_id: ref.projectId, execution_id: ref.executionId, seq: exit.seq, step_id: exit.stepId, outcome: JSON.stringify({ exited: true }) })
+          .onConflict(['project_id', 'execution_id', 'seq']).ignore();
+        await trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId })
+          .update({ status: 'EXITED', current_step_id: exit.stepId, error: null, ...endedColumns(trx) });
+        return 'EXITED';
+      });
     },
 
     async cancelExecution(ref: ExecutionRef): Promise<ExecutionStatus> {
@@ -286,6 +300,9 @@ async function settleWait(trx: Knex.Transaction, ref: ExecutionRef, row: Executi
   if (state.state === 'DONE') {
     await trx('automation_executions').where({ project_id: ref.projectId, id: ref.executionId })
       .update({ status: 'RUNNING', wait_event: null, parked: false, resume: null, updated_at: trx.fn.now() });
+    // The wait's run (the execution's latest: nothing runs during a wait) says how it ended, for the trace.
+    const runs = () => trx('automation_step_runs').where({ project_id: ref.projectId, execution_id: ref.executionId });
+    await runs().where('seq', runs().max('seq')).update({ outcome: JSON.stringify({ waited: state.by }) });
   }
   return state;
 }

@@ -1348,11 +1348,35 @@ export interface paths {
         };
         /**
          * Get an execution
-         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         * @description With its trace: the steps it has run, in order, with their times and outcomes (the branch a CONDITION took, how a wait ended).
+         *
+         *     Permission `read`: owner, admin, member, viewer; keys: full.
          */
         get: operations["getWorkflowExecution"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/workflows/{id}/executions/{executionId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel an execution
+         * @description A RUNNING or WAITING execution becomes CANCELLED at once and takes no further step (a step in progress finishes first). One that has ended answers 409.
+         *
+         *     Permission `write`: owner, admin, member; keys: full.
+         */
+        post: operations["cancelWorkflowExecution"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2344,6 +2368,11 @@ export interface components {
              */
             contactId: string;
             /**
+             * @description The contact's address.
+             * @example ada@example.com
+             */
+            contactEmail: string;
+            /**
              * @example WAITING
              * @enum {string}
              */
@@ -2369,10 +2398,119 @@ export interface components {
             startedAt: string;
             /**
              * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
+            updatedAt: string;
+            /**
+             * Format: date-time
              * @example 2025-06-02T09:41:07.512Z
              */
             completedAt: string | null;
             error: string | null;
+        };
+        ExecutionDetail: {
+            /**
+             * Format: uuid
+             * @example 0197a3c5-0f18-7a63-9d2e-4b6c8e0a2f5d
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @example 0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b
+             */
+            workflowId: string;
+            /**
+             * Format: uuid
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+             */
+            contactId: string;
+            /**
+             * @description The contact's address.
+             * @example ada@example.com
+             */
+            contactEmail: string;
+            /**
+             * @example WAITING
+             * @enum {string}
+             */
+            status: "RUNNING" | "WAITING" | "COMPLETED" | "EXITED" | "FAILED" | "CANCELLED";
+            /** @example wait */
+            currentStepId: string | null;
+            /**
+             * @description While WAITING: the event waited for (null: a delay).
+             * @example null
+             */
+            waitingFor?: string | null;
+            /**
+             * Format: date-time
+             * @description While WAITING: until when (null: no timeout).
+             * @example 2025-06-02T09:41:07.512Z
+             * @example 2025-06-03T09:41:07.512Z
+             */
+            waitingUntil?: string | null;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            startedAt: string;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:09.204Z
+             */
+            updatedAt: string;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            completedAt: string | null;
+            error: string | null;
+            /** @description The steps this execution has run, oldest first (at most the latest 200). */
+            trace: {
+                /**
+                 * @description The step run's number in the execution (1 for the first).
+                 * @example 2
+                 */
+                seq: number;
+                /** @example wait */
+                stepId: string;
+                /**
+                 * @description DONE: the step did its work and the journey went on (or ended there); WAITING: the wait in progress; FAILED (with `error`); CANCELLED: the execution was cancelled during this step.
+                 * @example WAITING
+                 * @enum {string}
+                 */
+                outcome: "DONE" | "WAITING" | "FAILED" | "CANCELLED";
+                /**
+                 * @description A CONDITION's branch taken.
+                 * @example null
+                 * @enum {string|null}
+                 */
+                branch: "yes" | "no" | null;
+                /**
+                 * @description How a DELAY or WAIT_FOR_EVENT ended: the awaited event, or its deadline.
+                 * @example null
+                 * @enum {string|null}
+                 */
+                wokenBy: "event" | "timeout" | null;
+                /** @example null */
+                error: string | null;
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:07.512Z
+                 */
+                startedAt: string;
+                /**
+                 * Format: date-time
+                 * @description When the next step began or the execution ended; null while it is the current step.
+                 * @example 2025-06-02T09:41:07.512Z
+                 * @example null
+                 */
+                endedAt: string | null;
+            }[];
+            /**
+             * @description Earlier step runs are left out of `trace` (a recurring journey that has looped for long).
+             * @example false
+             */
+            traceTruncated: boolean;
         };
         Membership: {
             /**
@@ -9137,11 +9275,13 @@ export interface operations {
                      *             "id": "0197a3c5-0f18-7a63-9d2e-4b6c8e0a2f5d",
                      *             "workflowId": "0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b",
                      *             "contactId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *             "contactEmail": "ada@example.com",
                      *             "status": "WAITING",
                      *             "currentStepId": "wait",
                      *             "waitingFor": null,
                      *             "waitingUntil": "2025-06-02T09:41:07.512Z",
                      *             "startedAt": "2025-06-02T09:41:07.512Z",
+                     *             "updatedAt": "2025-06-02T09:41:09.204Z",
                      *             "completedAt": "2025-06-02T09:41:07.512Z",
                      *             "error": null
                      *           }
@@ -9191,7 +9331,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The execution. */
+            /** @description The execution and its trace. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -9208,11 +9348,82 @@ export interface operations {
                      *         "id": "0197a3c5-0f18-7a63-9d2e-4b6c8e0a2f5d",
                      *         "workflowId": "0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b",
                      *         "contactId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "contactEmail": "ada@example.com",
                      *         "status": "WAITING",
                      *         "currentStepId": "wait",
                      *         "waitingFor": null,
                      *         "waitingUntil": "2025-06-02T09:41:07.512Z",
                      *         "startedAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *         "completedAt": "2025-06-02T09:41:07.512Z",
+                     *         "error": null,
+                     *         "trace": [
+                     *           {
+                     *             "seq": 2,
+                     *             "stepId": "wait",
+                     *             "outcome": "WAITING",
+                     *             "branch": null,
+                     *             "wokenBy": null,
+                     *             "error": null,
+                     *             "startedAt": "2025-06-02T09:41:07.512Z",
+                     *             "endedAt": "2025-06-02T09:41:07.512Z"
+                     *           }
+                     *         ],
+                     *         "traceTruncated": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["ExecutionDetail"];
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    cancelWorkflowExecution: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The execution, CANCELLED. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a3c5-0f18-7a63-9d2e-4b6c8e0a2f5d",
+                     *         "workflowId": "0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b",
+                     *         "contactId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "contactEmail": "ada@example.com",
+                     *         "status": "WAITING",
+                     *         "currentStepId": "wait",
+                     *         "waitingFor": null,
+                     *         "waitingUntil": "2025-06-02T09:41:07.512Z",
+                     *         "startedAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z",
                      *         "completedAt": "2025-06-02T09:41:07.512Z",
                      *         "error": null
                      *       }
@@ -9225,9 +9436,13 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             429: components["responses"]["Error429"];
         };
     };
@@ -10498,7 +10713,7 @@ export interface operations {
                 actor?: string;
                 /** @description An operationId (deleteContact) or a CLI verb (key.create). */
                 operation?: string;
-                /** @description key, contact, template, segment, campaign, workflow, domain, webhook, suppression, settings. */
+                /** @description key, contact, template, segment, campaign, workflow, execution, domain, webhook, suppression, settings. */
                 resourceType?: string;
                 resourceId?: string;
                 since?: string;

@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { Button, Icon } from './components';
-import { APP_PAGES, COMING, type NavGroup } from './pages';
+import { APP_PAGES, type NavGroup } from './pages';
 import { useSession } from './session';
 
 /**
@@ -86,7 +86,6 @@ export function Shell({ children }: { children: ComponentChildren }) {
                 <a key={p.path} href={p.path} aria-current={isCurrent(path, p.path) ? 'page' : undefined}>
                   <Icon name={p.nav!.icon} />
                   {p.nav!.label}
-                  {COMING.has(p.path) ? <span class="soon" aria-hidden="true">Soon</span> : null}
                 </a>
               ))}
             </div>

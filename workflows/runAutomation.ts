@@ -83,7 +83,7 @@ async function walk(ctx: WorkflowContext, ref: ExecutionRef, input: RunAutomatio
       let outcome: StepOutcome;
       switch (step.type) {
         case 'EXIT':
-          return await ctx.activities.finishExecution({ ...ref, status: 'EXITED' });
+          return await ctx.activities.finishExecution({ ...ref, status: 'EXITED', exit: { seq, stepId: step.id } });
         case 'DELAY':
         case 'WAIT_FOR_EVENT': {
           const waited = await wait(ctx, ref, seq, step, steps, resumed);

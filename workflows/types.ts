@@ -86,8 +86,11 @@ export interface ParkedState {
 
 /** What a step did: go on at `next` (null: the journey is complete), or stop. */
 export type StepOutcome =
-  /** `ended`: there is no next step, and the activity has already marked the execution COMPLETED. */
-  | { next: string | null; ended?: true }
+  /**
+   * `ended`: there is no next step, and the activity has already marked the execution COMPLETED. `branch`: the
+   * CONDITION's branch taken (stored with the step run for the execution's trace; both may lead to the same step).
+   */
+  | { next: string | null; ended?: true; branch?: 'yes' | 'no' }
   /** The execution is no longer active (cancelled, or its workflow or contact deleted). */
   | { cancelled: true }
   /** The step cannot succeed (a permanent webhook failure, an unusable template): the execution FAILED with this error (already marked when `ended`). */
@@ -142,8 +145,11 @@ export interface Activities {
   checkWait(ref: ExecutionRef & { stepId: string } & WaitClock): Promise<WaitState>;
   /** Parks a waiting execution (this run ends; the dispatcher starts the next when the wait is over), unless the wait has ended meanwhile. */
   parkExecution(ref: ExecutionRef & ParkedState): Promise<WaitState | { state: 'PARKED' }>;
-  /** Ends an active execution with this status; answers its final status (CANCELLED if it had been cancelled). */
-  finishExecution(ref: ExecutionRef & { status: 'COMPLETED' | 'EXITED' | 'FAILED'; error?: string }): Promise<ExecutionStatus>;
+  /**
+   * Ends an active execution with this status; answers its final status (CANCELLED if it had been cancelled). `exit`:
+   * the EXIT step that ended it, recorded as its last step run (the execution's trace shows where it stopped).
+   */
+  finishExecution(ref: ExecutionRef & { status: 'COMPLETED' | 'EXITED' | 'FAILED'; error?: string; exit?: { seq: number; stepId: string } }): Promise<ExecutionStatus>;
   /** Cancels an active execution (its engine workflow was cancelled, e.g. in the Temporal UI). */
   cancelExecution(ref: ExecutionRef): Promise<ExecutionStatus>;
 }

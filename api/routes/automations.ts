@@ -1,5 +1,6 @@
 import { actorOf } from '../../audit/log';
 import type { AutomationRow, ExecutionRow } from '../../automations/automations';
+import type { Trace } from '../../automations/trace';
 import { crud, created, first, noContent, ok, uuidParam } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
 import { deleted, reply, route, type Lookup } from '../route';
@@ -16,10 +17,21 @@ export function workflowJson(w: AutomationRow) {
 
 export function executionJson(x: ExecutionRow) {
   return {
-    id: x.id, workflowId: x.automation_id, contactId: x.contact_id, status: x.status, currentStepId: x.current_step_id,
+    id: x.id, workflowId: x.automation_id, contactId: x.contact_id, contactEmail: x.contact_email, status: x.status, currentStepId: x.current_step_id,
     // While WAITING: what for, and until when (null: no timeout).
     ...(x.status === 'WAITING' ? { waitingFor: x.wait_event, waitingUntil: x.wait_until?.toISOString() ?? null } : {}),
-    startedAt: x.started_at.toISOString(), completedAt: x.completed_at?.toISOString() ?? null, error: x.error,
+    startedAt: x.started_at.toISOString(), updatedAt: x.updated_at.toISOString(), completedAt: x.completed_at?.toISOString() ?? null, error: x.error,
+  };
+}
+
+export function executionDetailJson(x: ExecutionRow & { trace: Trace }) {
+  return {
+    ...executionJson(x),
+    trace: x.trace.entries.map((e) => ({
+      seq: e.seq, stepId: e.stepId, outcome: e.outcome, branch: e.branch, wokenBy: e.wokenBy, error: e.error,
+      startedAt: e.startedAt.toISOString(), endedAt: e.endedAt?.toISOString() ?? null,
+    })),
+    traceTruncated: x.trace.truncated,
   };
 }
 
@@ -62,6 +74,12 @@ export const automationRoutes = [
     } }),
 
   route({ operationId: 'getWorkflowExecution', method: 'get', path: '/workflows/:id/executions/:executionId', summary: 'Get an execution', tag: 'Workflows', access: 'secret', permission: 'read',
-    params: { executionId: uuidParam }, answers: ok('The execution.', A.executionAnswer),
-    handle: async ({ auth, params, services }) => reply(executionJson(await services.automations.execution(auth.projectId, params.id, params.executionId))) }),
+    description: 'With its trace: the steps it has run, in order, with their times and outcomes (the branch a CONDITION took, how a wait ended).',
+    params: { executionId: uuidParam }, answers: ok('The execution and its trace.', A.executionDetailAnswer),
+    handle: async ({ auth, params, services }) => reply(executionDetailJson(await services.automations.execution(auth.projectId, params.id, params.executionId))) }),
+
+  route({ operationId: 'cancelWorkflowExecution', method: 'post', path: '/workflows/:id/executions/:executionId/cancel', summary: 'Cancel an execution', tag: 'Workflows', access: 'secret', permission: 'write',
+    description: 'A RUNNING or WAITING execution becomes CANCELLED at once and takes no further step (a step in progress finishes first). One that has ended answers 409.',
+    params: { executionId: uuidParam }, answers: ok('The execution, CANCELLED.', A.executionAnswer), errors: [409],
+    handle: async ({ auth, params, services }) => reply(executionJson(await services.automations.cancelExecution(auth.projectId, params.id, params.executionId, actorOf(auth)))) }),
 ];

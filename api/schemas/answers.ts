@@ -250,12 +250,27 @@ export const workflowAnswer = shape({
   allowReentry: Joi.boolean().example(false), createdAt: instant, updatedAt: example(instant, EXAMPLE.later),
 }).id('Workflow');
 export const executionAnswer = shape({
-  id: idOf(EXAMPLE.executionId), workflowId: idOf(EXAMPLE.workflowId), contactId: id, status: example(Joi.string().valid(...EXECUTION_STATUSES), 'WAITING'),
+  id: idOf(EXAMPLE.executionId), workflowId: idOf(EXAMPLE.workflowId), contactId: id, contactEmail: text(EXAMPLE.email).description("The contact's address."),
+  status: example(Joi.string().valid(...EXECUTION_STATUSES), 'WAITING'),
   currentStepId: nullable(Joi.string()).example('wait'),
   waitingFor: nullable(Joi.string()).optional().description('While WAITING: the event waited for (null: a delay).').example(null),
   waitingUntil: nullable(instant).optional().description('While WAITING: until when (null: no timeout).').example('2025-06-03T09:41:07.512Z'),
-  startedAt: instant, completedAt: nullable(instant), error: nullable(Joi.string()),
+  startedAt: instant, updatedAt: example(instant, EXAMPLE.later), completedAt: nullable(instant), error: nullable(Joi.string()),
 }).id('Execution');
+// automations/trace.ts TraceEntry
+export const executionDetailAnswer = executionAnswer.keys(requiredKeys({
+  trace: Joi.array().items(shape({
+    seq: Joi.number().integer().min(1).example(2).description('The step run\'s number in the execution (1 for the first).'),
+    stepId: text('wait'),
+    outcome: example(Joi.string().valid('DONE', 'WAITING', 'FAILED', 'CANCELLED'), 'WAITING')
+      .description('DONE: the step did its work and the journey went on (or ended there); WAITING: the wait in progress; FAILED (with `error`); CANCELLED: the execution was cancelled during this step.'),
+    branch: nullable(Joi.string().valid('yes', 'no')).example(null).description("A CONDITION's branch taken."),
+    wokenBy: nullable(Joi.string().valid('event', 'timeout')).example(null).description('How a DELAY or WAIT_FOR_EVENT ended: the awaited event, or its deadline.'),
+    error: nullable(Joi.string()).example(null),
+    startedAt: instant, endedAt: nullable(instant).example(null).description('When the next step began or the execution ended; null while it is the current step.'),
+  })).description('The steps this execution has run, oldest first (at most the latest 200).'),
+  traceTruncated: Joi.boolean().example(false).description('Earlier step runs are left out of `trace` (a recurring journey that has looped for long).'),
+})).id('ExecutionDetail');
 
 // api/routes/domains.ts domainJson, domains/records.ts DomainRecord
 const recordStatus = Joi.string().valid('PENDING', 'VERIFIED', 'FAILED');

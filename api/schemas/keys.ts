@@ -38,7 +38,7 @@ export const listAuditQuerySchema = Joi.object<ListAuditQuery, true>({
   cursor: cursorSchema,
   actor: uuidSchema.description("A key's or a user's id."),
   operation: Joi.string().max(100).description('An operationId (deleteContact) or a CLI verb (key.create).'),
-  resourceType: Joi.string().max(50).description('key, contact, template, segment, campaign, workflow, domain, webhook, suppression, settings.'),
+  resourceType: Joi.string().max(50).description('key, contact, template, segment, campaign, workflow, execution, domain, webhook, suppression, settings.'),
   resourceId: Joi.string().max(320),
   since: dateSchema,
   until: dateSchema,

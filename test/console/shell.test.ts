@@ -49,14 +49,5 @@ withChromium('the console shell', (chromium) => {
       });
     });
 
-    test('a page still to come says so in an empty state', async () => {
-      await c.withPage({ viewport, as: 'viewer' }, async (page) => {
-        await page.goto(c.url('/app/campaigns'));
-        await heading(page, 'Campaigns');
-        await page.getByText('Campaigns is coming to the console').waitFor();
-        await checkA11y(page);
-        await screenshot(page, 'coming');
-      });
-    });
   });
 });

@@ -18,11 +18,13 @@ export interface ExecutionJson {
   id: string;
   workflowId: string;
   contactId: string;
+  contactEmail: string;
   status: string;
   currentStepId: string | null;
   waitingFor?: string | null;
   waitingUntil?: string | null;
   startedAt: string;
+  updatedAt: string;
   completedAt: string | null;
   error: string | null;
 }

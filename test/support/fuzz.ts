@@ -546,6 +546,7 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
     query: listQuery('execution', { status: fc.constantFrom('RUNNING', 'WAITING', 'running', 'X'), contactId: idArb('contact', 'body').map((r) => r.text) }),
   },
   'GET /workflows/:id/executions/:executionId': { ids: { id: 'workflow', executionId: 'execution' } },
+  'POST /workflows/:id/executions/:executionId/cancel': { ids: { id: 'workflow', executionId: 'execution' } },
 
   'GET /domains': { list: true, query: listQuery('domain', { status: fc.constantFrom('PENDING', 'VERIFIED', 'FAILED', 'pending') }) },
   'POST /domains': {

@@ -37,11 +37,10 @@ const Segments = lazy(() => import('./Segments'));
 const SegmentDetail = lazy(() => import('./SegmentDetail'));
 const Templates = lazy(() => import('./Templates'));
 const TemplateEditor = lazy(() => import('./TemplateEditor'));
-const Coming = lazy(() => import('./Coming'));
+const Automations = lazy(() => import('./Automations'));
+const Automation = lazy(() => import('./Automation'));
+const AutomationExecution = lazy(() => import('./AutomationExecution'));
 const NotFound = lazy(() => import('./NotFound'));
-
-/** The marketing side (issue 29) is not built yet: its links lead to an honest "coming" page. */
-const coming = (what: string, does: string): ComponentType<Record<string, unknown>> => () => <Coming what={what} does={does} />;
 
 export const APP_PAGES: ConsolePage[] = [
   { path: '/app', component: Overview, nav: { label: 'Overview', icon: 'overview', group: 'Send' } },
@@ -60,7 +59,10 @@ export const APP_PAGES: ConsolePage[] = [
   // One page creates a segment (no id) and shows one; `new` first, as the router takes the first route that matches.
   { path: '/app/segments/new', component: SegmentDetail },
   { path: '/app/segments/:id', component: SegmentDetail },
-  { path: '/app/automations', component: coming('Automations', 'Send a sequence when something happens: a welcome series, a reminder after a quiet week.'), nav: { label: 'Automations', icon: 'automations', group: 'Marketing' } },
+  { path: '/app/automations', component: Automations, nav: { label: 'Automations', icon: 'automations', group: 'Marketing' } },
+  { path: '/app/automations/:id', component: Automation },
+  { path: '/app/automations/:id/executions', component: Automation },
+  { path: '/app/automations/:id/executions/:executionId', component: AutomationExecution },
   { path: '/app/domains', component: Domains, nav: { label: 'Domains', icon: 'domains', group: 'Configure' } },
   { path: '/app/domains/:id', component: DomainDetail },
   { path: '/app/webhooks', component: Webhooks, nav: { label: 'Webhooks', icon: 'webhooks', group: 'Configure' } },
@@ -69,9 +71,6 @@ export const APP_PAGES: ConsolePage[] = [
   { path: '/app/settings', component: Settings, nav: { label: 'Settings', icon: 'settings', group: 'Configure' } },
   { path: '/app/settings/:tab', component: Settings },
 ];
-
-/** Paths the side bar marks as not built yet ("coming"). */
-export const COMING = new Set(['/app/automations']);
 
 export const NotFoundPage = NotFound;
 

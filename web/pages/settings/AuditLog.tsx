@@ -16,8 +16,9 @@ const ACTIONS: Record<string, string> = {
   createSuppression: 'Suppressed an address', deleteSuppression: 'Removed a suppression',
   deleteContact: 'Deleted a contact', deleteTemplate: 'Deleted a template', deleteSegment: 'Deleted a segment', removeSegmentMembers: 'Removed contacts from a segment',
   sendCampaign: 'Sent a campaign', cancelCampaign: 'Cancelled a campaign', deleteCampaign: 'Deleted a campaign', deleteWorkflow: 'Deleted an automation',
+  cancelWorkflowExecution: "Cancelled a contact's automation journey",
 };
-const RESOURCES = ['key', 'member', 'invitation', 'settings', 'domain', 'webhook', 'suppression', 'contact', 'template', 'segment', 'campaign', 'workflow'];
+const RESOURCES = ['key', 'member', 'invitation', 'settings', 'domain', 'webhook', 'suppression', 'contact', 'template', 'segment', 'campaign', 'workflow', 'execution'];
 const LIMIT = 50;
 
 /** A day of a date input (YYYY-MM-DD) as the instant its local midnight is: the viewer's day, not UTC's. */
