@@ -15,6 +15,7 @@ import { insertStep, newStep, removeStep, renameStep, stepErrors, targetOf, type
 import { EnabledBadge, nodeView, stepsBody, stepsOf, useTemplates, type Workflow } from './parts/automations';
 import { FlowGraph } from './parts/FlowGraph';
 import { layoutFlow, TRIGGER_ID, type FlowEdge } from './parts/flowLayout';
+import { NotLoaded } from './parts/NotLoaded';
 
 /**
  * An automation (the API's workflow, issue 29): the builder at /app/automations/new and /app/automations/:id, its
@@ -63,14 +64,7 @@ export default function Automation() {
 
   const breadcrumb = <a href="/app/automations"><Icon name="arrowLeft" size={14} />Automations</a>;
   if (loaded.error) {
-    const missing = loaded.error instanceof ApiFailure && loaded.error.status === 404;
-    return (
-      <Page title={missing ? 'Automation not found' : 'Automation'} breadcrumb={breadcrumb}>
-        <EmptyState icon="automations" title={missing ? 'There is no such automation in this project' : 'The automation did not load'} actions={<Button onClick={() => route('/app/automations')}>Back to automations</Button>}>
-          {missing ? 'It may have been deleted, or it belongs to another project.' : loaded.error.message}
-        </EmptyState>
-      </Page>
-    );
+    return <NotLoaded error={loaded.error} thing="automation" title="Automation" icon="automations" breadcrumb={breadcrumb} back={{ href: '/app/automations', label: 'Back to automations' }} />;
   }
   if (!isNew && !workflow) return <Page title="Automation" breadcrumb={breadcrumb}><Loading what="Loading the automation" /></Page>;
   if (isNew && !can('write')) {

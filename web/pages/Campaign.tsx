@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
-import { api, ApiFailure, call, type Schemas } from '../api';
+import { api, call, type Schemas } from '../api';
 import {
   Button, ConfirmDialog, EmptyState, formatDateTime, formatRelative, Icon, LinkButton, Loading, MessagePreview, Page, Progress, Time, toast,
 } from '../components';
@@ -11,6 +11,7 @@ import { CampaignComposer } from './parts/CampaignComposer';
 import { audienceWords, CampaignStatus, contacts, formatWhen, viewerZone, type Campaign } from './parts/campaigns';
 import { percent, Stat } from './parts/stats';
 import { VolumeChart } from './parts/VolumeChart';
+import { NotLoaded } from './parts/NotLoaded';
 
 /**
  * A campaign (issue 29): `/app/campaigns/new` and a DRAFT are its composer (parts/CampaignComposer.tsx) for those
@@ -39,15 +40,7 @@ export default function CampaignPage() {
   const breadcrumb = <a href="/app/campaigns"><Icon name="arrowLeft" size={14} />Campaigns</a>;
 
   if (loaded.error && !campaign) {
-    const missing = loaded.error instanceof ApiFailure && loaded.error.status === 404;
-    return (
-      <Page title={missing ? 'Campaign not found' : 'Campaign'} breadcrumb={breadcrumb}>
-        <EmptyState icon="campaigns" title={missing ? 'There is no such campaign in this project' : 'The campaign did not load'}
-          actions={missing ? <LinkButton href="/app/campaigns">Back to campaigns</LinkButton> : <Button onClick={loaded.reload}>Try again</Button>}>
-          {missing ? 'It may have been deleted, or it belongs to another project.' : loaded.error.message}
-        </EmptyState>
-      </Page>
-    );
+    return <NotLoaded error={loaded.error} thing="campaign" title="Campaign" icon="campaigns" breadcrumb={breadcrumb} back={{ href: '/app/campaigns', label: 'Back to campaigns' }} retry={loaded.reload} />;
   }
   if (isNew && !can('write')) {
     return (

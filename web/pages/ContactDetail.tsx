@@ -2,11 +2,12 @@ import { useEffect, useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
 import { api, ApiFailure, call, type Schemas } from '../api';
 import {
-  Button, ConfirmDialog, EmailStatus, EmptyState, Icon, Loading, Page, TextAreaField, Time, toast,
+  Button, ConfirmDialog, EmailStatus, Icon, Loading, Page, TextAreaField, Time, toast,
 } from '../components';
 import { useLoad } from '../hooks';
 import { useSession } from '../session';
 import { dataPatch, parseData, SubscriptionBadge } from './parts/contacts';
+import { NotLoaded } from './parts/NotLoaded';
 
 /**
  * One contact (issue 28): its subscription (subscribe / unsubscribe), its data as JSON (checked before it is sent;
@@ -125,14 +126,7 @@ export default function ContactDetail() {
 
   const breadcrumb = <a href="/app/contacts"><Icon name="arrowLeft" size={14} />Contacts</a>;
   if (loaded.error) {
-    const missing = loaded.error instanceof ApiFailure && loaded.error.status === 404;
-    return (
-      <Page title={missing ? 'Contact not found' : 'Contact'} breadcrumb={breadcrumb}>
-        <EmptyState icon="contacts" title={missing ? 'There is no such contact in this project' : 'The contact did not load'} actions={<Button onClick={() => route('/app/contacts')}>Back to contacts</Button>}>
-          {missing ? 'It may have been deleted, or it belongs to another project.' : loaded.error.message}
-        </EmptyState>
-      </Page>
-    );
+    return <NotLoaded error={loaded.error} thing="contact" title="Contact" icon="contacts" breadcrumb={breadcrumb} back={{ href: '/app/contacts', label: 'Back to contacts' }} />;
   }
   if (!contact) return <Page title="Contact" breadcrumb={breadcrumb}><Loading what="Loading the contact" /></Page>;
 

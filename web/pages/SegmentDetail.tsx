@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
 import { api, ApiFailure, call, type Schemas } from '../api';
 import {
-  Button, ConfirmDialog, Dialog, EmptyState, FormError, Icon, LinkButton, Loading, Page, Pager, TextAreaField, TextField, Time, toast, useCursorPages,
+  Button, ConfirmDialog, Dialog, FormError, Icon, LinkButton, Loading, Page, Pager, TextAreaField, TextField, Time, toast, useCursorPages,
 } from '../components';
 import { useLoad, useSubmit } from '../hooks';
 import { useSession } from '../session';
@@ -11,6 +11,7 @@ import {
   AudiencePanel, AudienceSummary, ConditionBuilder, conditionErrors, newCondition, sameCondition, useAudiencePreview, type AudienceCondition, type AudiencePreview,
 } from './parts/ConditionBuilder';
 import { parseAddresses, SegmentType } from './parts/segments';
+import { NotLoaded } from './parts/NotLoaded';
 
 /**
  * A segment (issue 29), new or existing: its name, description and type. A DYNAMIC segment is its condition, edited
@@ -119,20 +120,12 @@ function NewSegment() {
 }
 
 function ExistingSegment({ id }: { id: string }) {
-  const { route } = useLocation();
   const loaded = useLoad(() => call(api.GET('/segments/{id}', { params: { path: { id } } }), { expect: [404] }), [id]);
   const [segment, setSegment] = useState<Segment | undefined>(undefined);
   useEffect(() => { setSegment(loaded.data); }, [loaded.data]);
 
   if (loaded.error) {
-    const missing = loaded.error instanceof ApiFailure && loaded.error.status === 404;
-    return (
-      <Page title={missing ? 'Segment not found' : 'Segment'} breadcrumb={breadcrumb}>
-        <EmptyState icon="segments" title={missing ? 'There is no such segment in this project' : 'The segment did not load'} actions={<Button onClick={() => route('/app/segments')}>Back to segments</Button>}>
-          {missing ? 'It may have been deleted, or it belongs to another project.' : loaded.error.message}
-        </EmptyState>
-      </Page>
-    );
+    return <NotLoaded error={loaded.error} thing="segment" title="Segment" icon="segments" breadcrumb={breadcrumb} back={{ href: '/app/segments', label: 'Back to segments' }} />;
   }
   if (!segment) return <Page title="Segment" breadcrumb={breadcrumb}><Loading what="Loading the segment" /></Page>;
   return <SegmentPage segment={segment} onChanged={setSegment} />;

@@ -10,6 +10,7 @@ import { CodeEditor } from './parts/CodeEditor';
 import { ContactPicker } from './parts/ContactPicker';
 import { parseData } from './parts/contacts';
 import { FORMAT_OPTIONS, TemplateTypeBadge, TYPE_OPTIONS, type BodyType, type TemplateType } from './parts/templates';
+import { NotLoaded } from './parts/NotLoaded';
 
 /**
  * A template's editor (issue 29), new (`/app/templates/new`) or saved (`/app/templates/:id`): its fields, the body in
@@ -212,14 +213,7 @@ export default function TemplateEditor() {
 
   const breadcrumb = <a href="/app/templates"><Icon name="arrowLeft" size={14} />Templates</a>;
   if (loaded.error) {
-    const missing = loaded.error instanceof ApiFailure && loaded.error.status === 404;
-    return (
-      <Page title={missing ? 'Template not found' : 'Template'} breadcrumb={breadcrumb}>
-        <EmptyState icon="templates" title={missing ? 'There is no such template in this project' : 'The template did not load'} actions={<Button onClick={() => route('/app/templates')}>Back to templates</Button>}>
-          {missing ? 'It may have been deleted, or it belongs to another project.' : loaded.error.message}
-        </EmptyState>
-      </Page>
-    );
+    return <NotLoaded error={loaded.error} thing="template" title="Template" icon="templates" breadcrumb={breadcrumb} back={{ href: '/app/templates', label: 'Back to templates' }} />;
   }
   if (!isNew && !template) return <Page title="Template" breadcrumb={breadcrumb}><Loading what="Loading the template" /></Page>;
   if (isNew && !editable) {

@@ -1,12 +1,13 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
-import { api, ApiFailure, call, type Schemas } from '../api';
+import { api, call, type Schemas } from '../api';
 import {
-  Button, ConfirmDialog, EmptyState, Icon, Loading, Page, Pager, SecretDialog, Spinner, Time, toast, useCursorPages,
+  Button, ConfirmDialog, Icon, Loading, Page, Pager, SecretDialog, Spinner, Time, toast, useCursorPages,
 } from '../components';
 import { useLoad } from '../hooks';
 import { useSession } from '../session';
 import { DeliveryStatus, EndpointBadges } from './parts/webhooks';
+import { NotLoaded } from './parts/NotLoaded';
 
 /**
  * One webhook endpoint (issue 28): enable or disable it, rotate its signing secret (the new one shown once), delete
@@ -123,14 +124,7 @@ export default function WebhookDetail() {
 
   const breadcrumb = <a href="/app/webhooks"><Icon name="arrowLeft" size={14} />Webhooks</a>;
   if (loaded.error) {
-    const missing = loaded.error instanceof ApiFailure && loaded.error.status === 404;
-    return (
-      <Page title={missing ? 'Endpoint not found' : 'Webhook endpoint'} breadcrumb={breadcrumb}>
-        <EmptyState icon="webhooks" title={missing ? 'There is no such endpoint in this project' : 'The endpoint did not load'} actions={<Button onClick={() => route('/app/webhooks')}>Back to webhooks</Button>}>
-          {missing ? 'It may have been deleted, or it belongs to another project.' : loaded.error.message}
-        </EmptyState>
-      </Page>
-    );
+    return <NotLoaded error={loaded.error} thing="endpoint" title="Endpoint" icon="webhooks" breadcrumb={breadcrumb} back={{ href: '/app/webhooks', label: 'Back to webhooks' }} />;
   }
   if (!hook) return <Page title="Webhook endpoint" breadcrumb={breadcrumb}><Loading what="Loading the endpoint" /></Page>;
 
