@@ -18,10 +18,11 @@ export function General() {
   const [nameError, setNameError] = useState<string | undefined>();
   useEffect(() => { if (loaded.data) setDraft(loaded.data); }, [loaded.data]);
 
-  if (loaded.loading && !loaded.data) return <Loading what="Loading the settings" />;
-  if (loaded.error || !loaded.data || !draft) {
-    return <EmptyState icon="alert" title="The settings did not load" actions={<Button onClick={loaded.reload}>Try again</Button>}>{loaded.error?.message}</EmptyState>;
+  if (loaded.error && !loaded.data) {
+    return <EmptyState icon="alert" title="The settings did not load" actions={<Button onClick={loaded.reload}>Try again</Button>}>{loaded.error.message}</EmptyState>;
   }
+  // Loading, or loaded with the form's copy not made yet (the effect above runs after this render): not a failure.
+  if (!loaded.data || !draft) return <Loading what="Loading the settings" />;
   const saved = loaded.data;
   const edit = can('admin');
   const changed = JSON.stringify(draft) !== JSON.stringify(saved);
