@@ -80,6 +80,8 @@ withChromium('the console: automations', (chromium) => {
         await rule.getByLabel('Data key').fill('plan');
         await rule.getByLabel('Value', { exact: true }).fill('pro');
         await node(page, check).getByText('If data.plan is pro').waitFor();
+        await rule.scrollIntoViewIfNeeded();
+        await screenshot(page, 'automation-condition');
 
         // Yes: the Pro template; No: the Free one.
         const yes = await addStep(page, `Add a step on the Yes path of ${check}`, 'Send email');

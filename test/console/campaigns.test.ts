@@ -141,6 +141,8 @@ withChromium('the console Campaigns pages', (chromium) => {
         await filter.getByLabel('Value', { exact: true }).fill('pro');
         await page.getByText('3 contacts would receive it now').waitFor();
         await checkA11y(page);
+        await filter.scrollIntoViewIfNeeded();
+        await screenshot(page, 'campaign-filter');
 
         await page.getByRole('button', { name: 'Send now…' }).click();
         const confirm = page.getByRole('dialog', { name: 'Send to 3 contacts now?' });
