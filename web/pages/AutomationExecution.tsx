@@ -1,14 +1,15 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { useLocation, useRoute } from 'preact-iso';
+import { useRoute } from 'preact-iso';
 import type { Step } from '../../automations/steps';
-import { api, ApiFailure, call } from '../api';
-import { Button, ConfirmDialog, EmptyState, Icon, Loading, Page, Time, toast, type Tone } from '../components';
+import { api, call } from '../api';
+import { Button, ConfirmDialog, Icon, Loading, Page, Time, toast, type Tone } from '../components';
 import { useLoad } from '../hooks';
 import { useSession } from '../session';
 import { durationText, STEP_INFO } from './parts/automationSteps';
 import { ExecutionStatusBadge, isActive, nodeView, stepsOf, useTemplates, type ExecutionDetail, type Workflow } from './parts/automations';
 import { FlowGraph, type NodeMark } from './parts/FlowGraph';
 import { layoutFlow, TRIGGER_ID, type FlowLayout, type Port } from './parts/flowLayout';
+import { NotLoaded } from './parts/NotLoaded';
 
 /**
  * One execution of an automation (GET /workflows/:id/executions/:executionId): the path it took drawn on the
@@ -80,7 +81,6 @@ function took(e: TraceEntry): string {
 
 export default function AutomationExecution() {
   const { params } = useRoute();
-  const { route } = useLocation();
   const { can } = useSession();
   const workflowId = params.id ?? '';
   const executionId = params.executionId ?? '';
@@ -106,15 +106,9 @@ export default function AutomationExecution() {
   const breadcrumb = <a href={`/app/automations/${workflowId}/executions`}><Icon name="arrowLeft" size={14} />{workflow ? `${workflow.name}: executions` : 'Executions'}</a>;
   const error = ex.error ?? wf.error;
   if (error) {
-    const missing = error instanceof ApiFailure && error.status === 404;
-    return (
-      <Page title={missing ? 'Execution not found' : 'Execution'} breadcrumb={breadcrumb}>
-        <EmptyState icon="automations" title={missing ? 'There is no such execution of this automation' : 'The execution did not load'}
-          actions={<Button onClick={() => route(`/app/automations/${workflowId}/executions`)}>Back to the executions</Button>}>
-          {missing ? 'It may have been deleted with its automation, or it belongs to another project.' : error.message}
-        </EmptyState>
-      </Page>
-    );
+    return <NotLoaded error={error} thing="execution" title="Execution" icon="automations" breadcrumb={breadcrumb}
+      back={{ href: `/app/automations/${workflowId}/executions`, label: 'Back to the executions' }}
+      missingTitle="There is no such execution of this automation" missingHint="It may have been deleted with its automation, or it belongs to another project." />;
   }
   if (!x || !workflow || !path) return <Page title="Execution" breadcrumb={breadcrumb}><Loading what="Loading the execution" /></Page>;
 

@@ -1,10 +1,11 @@
 import { useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
-import { api, ApiFailure, call } from '../api';
-import { Button, ConfirmDialog, CopyButton, EmptyState, Icon, LinkButton, Loading, Page, Progress, Time, toast } from '../components';
+import { api, call } from '../api';
+import { Button, ConfirmDialog, CopyButton, Icon, Loading, Page, Progress, Time, toast } from '../components';
 import { useLoad } from '../hooks';
 import { useSession } from '../session';
 import { DomainStatus, RECORD_PURPOSE, RecordStatus, recordsFound, type DomainJson } from './parts/domain';
+import { NotLoaded } from './parts/NotLoaded';
 
 /**
  * A domain's page: its DNS records as a table (type, host, value, status), a copy button per host and value, "Verify
@@ -30,15 +31,7 @@ export default function DomainDetail() {
 
   if (loaded.loading && !domain) return <Page title="Domain" breadcrumb={<a href="/app/domains">Domains</a>}><Loading what="Loading the domain" /></Page>;
   if (!domain) {
-    const missing = loaded.error instanceof ApiFailure && loaded.error.status === 404;
-    return (
-      <Page title={missing ? 'Domain not found' : 'Domain'} breadcrumb={<a href="/app/domains">Domains</a>}>
-        <EmptyState icon="domains" title={missing ? 'This domain is not in the project' : 'The domain did not load'}
-          actions={<LinkButton href="/app/domains">All domains</LinkButton>}>
-          {missing ? 'It may have been deleted, or it belongs to another project.' : loaded.error?.message}
-        </EmptyState>
-      </Page>
-    );
+    return <NotLoaded error={loaded.error} thing="domain" title="Domain" icon="domains" breadcrumb={<a href="/app/domains">Domains</a>} back={{ href: '/app/domains', label: 'Back to domains' }} retry={loaded.reload} />;
   }
 
   const verify = async () => {

@@ -1,9 +1,10 @@
 import { useMemo, useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
-import { api, ApiFailure, call, currentProjectId, type Schemas } from '../api';
-import { Badge, Button, EmailStatus, EmptyState, Icon, Loading, LinkButton, MessagePreview, Page, Time, toast, type Tone } from '../components';
+import { api, call, currentProjectId, type Schemas } from '../api';
+import { Badge, Button, EmailStatus, Icon, Loading, MessagePreview, Page, Time, toast, type Tone } from '../components';
 import { useLoad } from '../hooks';
 import { Fragment } from 'preact';
+import { NotLoaded } from './parts/NotLoaded';
 
 /**
  * One email (GET /emails/:id): its status and fields, its timeline, opens and clicks, and the message as it was
@@ -60,15 +61,8 @@ export default function EmailDetail() {
 
   if (email.loading && !email.data) return <Page title="Email" breadcrumb={<a href="/app/emails">Emails</a>}><Loading what="Loading the email" /></Page>;
   if (email.error || !email.data) {
-    const missing = email.error instanceof ApiFailure && [400, 404, 422].includes(email.error.status);
-    return (
-      <Page title="Email" breadcrumb={<a href="/app/emails">Emails</a>}>
-        <EmptyState icon="alert" title={missing ? 'No such email in this project' : 'The email could not be loaded'}
-          actions={<LinkButton href="/app/emails" variant="primary">Back to emails</LinkButton>}>
-          {missing ? 'It may belong to another project: switch project in the side bar, or search the log.' : email.error?.message}
-        </EmptyState>
-      </Page>
-    );
+    return <NotLoaded error={email.error} thing="email" title="Email" icon="alert" breadcrumb={<a href="/app/emails">Emails</a>} back={{ href: '/app/emails', label: 'Back to emails' }}
+      missingHint="It may belong to another project: switch project in the side bar, or search the log." retry={email.reload} />;
   }
   return <EmailView email={email.data} />;
 }

@@ -8,8 +8,9 @@ import { Button, EmptyState, Page, type IconName } from '../../components';
  * the API answers a foreign id with a 404, so the page cannot tell which and does not pretend to); any other failure
  * says what failed and offers to try again when it can. Either way, the way back to the list.
  */
-export function NotLoaded({ error, thing, title, icon, breadcrumb, back, missingHint, retry }: {
-  error: Error;
+export function NotLoaded({ error, thing, title, icon, breadcrumb, back, missingTitle, missingHint, retry }: {
+  /** Undefined when the load ended with nothing (no error, no data): said as a failure. */
+  error: Error | undefined;
   /** The thing in words, lower case: "contact", "webhook endpoint". */
   thing: string;
   /** The page's title when it loads ("Contact"); "<title> not found" when it does not exist. */
@@ -17,16 +18,19 @@ export function NotLoaded({ error, thing, title, icon, breadcrumb, back, missing
   icon: IconName;
   breadcrumb: ComponentChildren;
   back: { href: string; label: string };
+  /** What a missing one is called when "There is no such <thing> in this project" does not say it. */
+  missingTitle?: string;
   missingHint?: string;
   retry?: () => void;
 }) {
   const { route } = useLocation();
-  const missing = error instanceof ApiFailure && error.status === 404;
+  // 404: not in this project. 400 and 422: an id that cannot be one (a mistyped link), which names nothing either.
+  const missing = error instanceof ApiFailure && [400, 404, 422].includes(error.status);
   return (
     <Page title={missing ? `${title} not found` : title} breadcrumb={breadcrumb}>
-      <EmptyState icon={icon} title={missing ? `There is no such ${thing} in this project` : `The ${thing} did not load`}
+      <EmptyState icon={icon} title={missing ? (missingTitle ?? `There is no such ${thing} in this project`) : `The ${thing} did not load`}
         actions={!missing && retry ? <Button onClick={retry}>Try again</Button> : <Button onClick={() => route(back.href)}>{back.label}</Button>}>
-        {missing ? (missingHint ?? 'It may have been deleted, or it belongs to another project.') : error.message}
+        {missing ? (missingHint ?? 'It may have been deleted, or it belongs to another project.') : error?.message}
       </EmptyState>
     </Page>
   );
