@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { suppress, type SuppressionReason } from '../audience/suppressions';
 import { groupCommit } from '../db/batch';
 import { recordEvents, type NewEvent } from '../db/queries/events';
+import { campaignTally, statusTally, STATUS_TALLY } from '../db/queries/campaignTally';
 import type { DeliveryFailure, Report } from './reports';
 import { emailOfBounceAddress } from './token';
 
@@ -98,9 +99,15 @@ export async function recordReturns(trx: Knex.Transaction, returns: readonly Ret
     const hard = items.filter((i) => i.returned.kind === 'bounce' && i.returned.bounce.type === 'hard');
     if (hard.length) {
       await trx.raw(
-        `UPDATE emails e SET status = 'BOUNCED', error = h.error, updated_at = now()
-         FROM unnest(?::uuid[], ?::text[]) AS h(id, error)
-         WHERE e.project_id = ?::uuid AND e.id = h.id AND e.status IN ('SENT', 'FAILED')`,
+        // \`was\`: the row as this statement found it (SENT or FAILED; only a bounce moves those, and it waits for
+        // this one and then finds BOUNCED), for its campaign's counts.
+        `WITH bounced AS (
+           UPDATE emails e SET status = 'BOUNCED', error = h.error, updated_at = now()
+           FROM unnest(?::uuid[], ?::text[]) AS h(id, error), emails was
+           WHERE e.project_id = ?::uuid AND e.id = h.id AND e.status IN ('SENT', 'FAILED') AND was.project_id = e.project_id AND was.id = e.id
+           RETURNING e.project_id, e.campaign_id, e.is_test, was.status AS was),
+         ${campaignTally(`(SELECT project_id, campaign_id, ${statusTally('was', "'BOUNCED'")} FROM bounced WHERE NOT is_test)`, STATUS_TALLY)}
+         SELECT count(*) FROM bounced`,
         [hard.map((h) => h.email.id), hard.map(({ returned: r }) => (r.kind === 'bounce' ? r.bounce.diagnostic ?? `bounced (${r.bounce.status ?? 'no status'})` : '')), projectId],
       );
       for (const { email, returned: r } of hard) {

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { campaignAudience } from '../audience/campaignAudience';
 import { cancelCampaignRows, failCampaignRows, finishCampaignRows } from './lifecycle';
 import { asPermanent } from '../engine/permanent';
+import { campaignTally, statusTally, STATUS_TALLY } from '../db/queries/campaignTally';
 import { emailsAccepted } from '../metrics/registry';
 import type { BatchResult, CampaignRef, CampaignPhase } from '../workflows/types';
 
@@ -46,7 +47,9 @@ export function campaignBatches({ knex, sendRatePerSecond }: CampaignDeps) {
              SELECT p.id, b.id, ?::uuid, ?, ?, ?, b.email, NULL, NULL, 1, p.track_campaign_opens, p.track_campaign_clicks
              FROM batch b CROSS JOIN projects p WHERE p.id = ?::uuid
              ON CONFLICT (project_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL AND NOT is_test DO NOTHING
-             RETURNING id)
+             RETURNING project_id, campaign_id, status),
+           -- The campaign's counts (campaign_stats) grow with its queue, in the same statement.
+           ${campaignTally(`(SELECT project_id, campaign_id, ${statusTally('NULL::text', 'status')} FROM inserted)`, STATUS_TALLY)}
            SELECT (SELECT count(*) FROM batch)::int AS n,
                   (SELECT b.id FROM batch b ORDER BY b.id DESC LIMIT 1) AS last,
                   (SELECT count(*) FROM inserted)::int AS inserted`,

@@ -8,7 +8,7 @@ import { conflict, invalid, notFound, type FieldError } from '../core/errors';
 import { isUuid } from '../core/values';
 import { ownedRow } from '../db/owned';
 import { listPage, type Listed, type PageRequest } from '../db/pages';
-import { campaignStats, type CampaignStats } from '../db/queries/campaigns';
+import { campaignStats, deleteCampaignStats, type CampaignStats } from '../db/queries/campaigns';
 import { isVerifiedSender } from '../db/queries/domains';
 import { queueTestEmails } from '../db/queries/testEmails';
 import { dispatchCampaign } from './dispatch';
@@ -215,6 +215,7 @@ export function campaignService({ knex, engine, log, render, temporalUi }: Campa
       await audited(knex, projectId, actor, { operation: 'deleteCampaign', resourceType: 'campaign', resourceId: current.id, details: { name: current.name } }, async (trx) => {
         const deleted = await trx('campaigns').where({ project_id: projectId, id: current.id }).whereIn('status', ['DRAFT', 'CANCELLED']).delete();
         if (!deleted) throw conflict(`Only DRAFT or CANCELLED campaigns can be deleted; this one is ${current.status}`, 'Cancel it first.');
+        await deleteCampaignStats(trx, projectId, current.id);
       });
     },
 

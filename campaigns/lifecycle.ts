@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { recordEvents } from '../db/queries/events';
+import { campaignTally, statusTally, STATUS_TALLY } from '../db/queries/campaignTally';
 import type { CampaignPhase, CampaignRef } from '../workflows/types';
 
 /*
@@ -28,8 +29,7 @@ export async function failCampaignRows(knex: Knex, ref: CampaignRef, error: stri
       const current = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).first('status');
       return { changed: false, status: (current?.status ?? 'CANCELLED') as CampaignPhase };
     }
-    const cancelledEmails = await trx('emails').where({ project_id: ref.projectId, campaign_id: ref.campaignId, status: 'QUEUED', is_test: false })
-      .update({ status: 'CANCELLED', error: CAMPAIGN_FAILED_EMAIL_ERROR, updated_at: trx.fn.now() });
+    const cancelledEmails = await cancelQueuedEmails(trx, ref, CAMPAIGN_FAILED_EMAIL_ERROR);
     await recordEvents(trx, ref.projectId, [{ name: 'campaign.failed', data: { campaignId: ref.campaignId, name: row.name, error, cancelledEmails } }]);
     return { changed: true, status: 'FAILED' };
   });
@@ -51,8 +51,7 @@ export async function cancelCampaignRows(knex: Knex, ref: CampaignRef): Promise<
       const current = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).first('status');
       return { changed: false, status: (current?.status ?? 'CANCELLED') as CampaignPhase };
     }
-    await trx('emails').where({ project_id: ref.projectId, campaign_id: ref.campaignId, status: 'QUEUED', is_test: false })
-      .update({ status: 'CANCELLED', updated_at: trx.fn.now() });
+    await cancelQueuedEmails(trx, ref, null);
     return { changed: true, status: 'CANCELLED' };
   });
 }
@@ -73,4 +72,21 @@ export async function finishCampaignRows(knex: Knex, ref: CampaignRef): Promise<
     await recordEvents(trx, ref.projectId, [{ name: 'campaign.sent', data: { campaignId: ref.campaignId, name: row.name, totalRecipients: Number(row.total_recipients) } }]);
     return 'SENT';
   });
+}
+
+/**
+ * The campaign's QUEUED emails → CANCELLED (with `error`, or none), taken out of its queued count (campaign_stats) in
+ * the same statement. Answers how many.
+ */
+async function cancelQueuedEmails(trx: Knex.Transaction, ref: CampaignRef, error: string | null): Promise<number> {
+  const { rows } = await trx.raw(
+    `WITH cancelled AS (
+       UPDATE emails SET status = 'CANCELLED', error = coalesce(?::text, error), updated_at = now()
+       WHERE project_id = ?::uuid AND campaign_id = ?::uuid AND status = 'QUEUED' AND NOT is_test
+       RETURNING project_id, campaign_id),
+     ${campaignTally(`(SELECT project_id, campaign_id, ${statusTally("'QUEUED'", "'CANCELLED'")} FROM cancelled)`, STATUS_TALLY)}
+     SELECT count(*)::int AS n FROM cancelled`,
+    [error, ref.projectId, ref.campaignId],
+  );
+  return rows[0].n as number;
 }

@@ -32,18 +32,15 @@ export interface CampaignSeries {
 
 /**
  * The statement of campaignSeries (its bindings: campaignSeriesBindings; exported for EXPLAIN). One statement: the
- * campaign's emails by emails_campaign_contact_key, their open and click events by events_engagement_idx (an
- * index-only scan: the events table is not read), counted per bucket, then joined to every bucket of the range. `date_trunc(…, 'UTC')`: the same buckets whatever the session's time zone.
+ * campaign's opens and clicks by hour as they were recorded (campaign_hourly_stats, migration 20261203000001: written
+ * with the events by EVENT_EFFECTS), summed per bucket, then joined to every bucket of the range: a few rows per hour
+ * of the campaign's life, whatever its size. `date_trunc(…, 'UTC')`: the same buckets whatever the session's time zone.
  */
 export const campaignSeriesSql = `
   WITH hits AS (
-    SELECT date_trunc(?, ev.created_at, 'UTC') AS at,
-           count(*) FILTER (WHERE ev.name = 'email.opened')::int AS opens,
-           count(*) FILTER (WHERE ev.name = 'email.clicked')::int AS clicks
-    FROM emails e
-    JOIN events ev ON ev.project_id = e.project_id AND ev.email_id = e.id
-    WHERE e.project_id = ?::uuid AND e.campaign_id = ?::uuid AND NOT e.is_test
-      AND ev.project_id = ?::uuid AND ev.email_id IS NOT NULL AND ev.name IN ('email.opened', 'email.clicked')
+    SELECT date_trunc(?, hour, 'UTC') AS at, sum(opened)::int AS opens, sum(clicked)::int AS clicks
+    FROM campaign_hourly_stats
+    WHERE project_id = ?::uuid AND campaign_id = ?::uuid AND (opened > 0 OR clicked > 0)
     GROUP BY 1),
   range AS (
     SELECT coalesce(date_trunc(?, k.started_at, 'UTC'), (SELECT min(at) FROM hits)) AS first
@@ -58,7 +55,7 @@ export const campaignSeriesSql = `
 /** The bindings of campaignSeriesSql, in order. */
 export function campaignSeriesBindings(projectId: string, campaignId: string, interval: SeriesInterval): (string | number)[] {
   const step = `1 ${interval}`;
-  return [interval, projectId, campaignId, projectId, interval, projectId, campaignId, SERIES_POINTS[interval] - 1, step, interval, step];
+  return [interval, projectId, campaignId, interval, projectId, campaignId, SERIES_POINTS[interval] - 1, step, interval, step];
 }
 
 export async function campaignSeries(db: Knex, projectId: string, campaignId: string, interval: SeriesInterval): Promise<CampaignSeries> {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { Email } from '../db/models/Email';
 import { EVENT_EFFECTS } from '../db/queries/events';
+import { campaignTally, statusTally, STATUS_TALLY } from '../db/queries/campaignTally';
 import type { Logger } from '../logging/logger';
 import { renderCampaignEmail } from '../mail/campaign';
 import { TemplateError } from '../mail/render';
@@ -231,8 +232,11 @@ export function createDeliverer(deps: DeliveryDeps) {
              -- running campaign through them for each write (23 ms a statement, 2 x slower delivery). This way only
              -- the primary key can find the rows.
              AND CASE e.status WHEN 'SENDING' THEN true WHEN 'QUEUED' THEN o.status IN ('SENT', 'FAILED') ELSE false END
-           RETURNING e.project_id, e.id, e.event_id, e.contact_id, o.status, o.message_id, o.error
-         ), new_events AS (
+           RETURNING e.project_id, e.id, e.event_id, e.contact_id, e.campaign_id, e.is_test, o.status, o.message_id, o.error
+         ),
+         -- Its campaign's counts: every changed email was QUEUED or SENDING (the CASE above), counted as queued.
+         ${campaignTally(`(SELECT project_id, campaign_id, ${statusTally("'QUEUED'", 'status')} FROM changed WHERE NOT is_test)`, STATUS_TALLY)},
+         new_events AS (
            -- The event id was announced by the send API when the email was queued.
            SELECT event_id AS id, project_id, CASE WHEN status = 'SENT' THEN 'email.sent' ELSE 'email.failed' END AS name,
                   contact_id, id AS email_id,

@@ -2,6 +2,7 @@ import type { TestContext } from './support/app';
 import { waitFor } from './support/processes';
 import type { TestSmtpServer } from './support/smtp';
 import { startEndToEnd, type EndToEnd } from './support/endToEnd';
+import { expectStatsKept } from './support/campaignRecount';
 
 /** Campaigns end to end on the embedded engine: audience → email rows → rate-limited deliveries → a real SMTP server. */
 let smtp: TestSmtpServer;
@@ -62,6 +63,7 @@ test('send now: every subscribed contact once, rendered, with unsubscribe link a
     totalRecipients: 25, queued: 0, sent: 25, delivered: 25, opened: 0, clicked: 0, bounced: 0, complained: 0, failed: 0,
     unsubscribed: 1, openRate: 0, clickRate: 0, opens: 0, uniqueOpens: 0, clicks: 0, uniqueClicks: 0, links: [],
   });
+  await expectStatsKept(t.db.knex, t.project.id, id);
   await t.db.knex('contacts').where({ project_id: t.project.id, email: 'c03@example.org' }).update({ subscribed: true });
 
   // Sent campaigns cannot be sent, edited, cancelled or deleted.

@@ -7,6 +7,7 @@ import { waitForExecutions, type ExecutionJson } from './support/automations';
 import type { TestEngine } from './support/engine';
 import { waitFor } from './support/processes';
 import { startEndToEnd, type EndToEnd } from './support/endToEnd';
+import { backfillCampaignStats } from '../db/migrations/20261203000001_campaign_stats';
 
 /**
  * Issue 13, "Failed is a state": rows that can no longer be compiled or run (stored before the API refused such
@@ -180,6 +181,7 @@ describe('campaigns', () => {
       project_id: t.project.id, contact_id: c.id, campaign_id: row.id, from_email: 'news@example.com', to_email: c.email,
       status: i === 0 ? 'SENT' : 'QUEUED', priority: 1, available_at: t.db.knex.raw("now() + interval '1 hour'"),
     })));
+    await backfillCampaignStats(t.db.knex, { projectId: t.project.id, campaignId: row.id }); // its counts, as the writers keep them
     const activities = campaignBatches({ knex: t.db.knex });
     await expect(activities.failCampaign({ projectId: t.project.id, campaignId: row.id, error: 'boom' })).resolves.toBe('FAILED');
     const emails = await t.db.knex('emails').where({ campaign_id: row.id }).select('status', 'error');

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { deleteInBatches } from '../db/prune';
 import { EVENT_EFFECTS } from '../db/queries/events';
+import { campaignTally } from '../db/queries/campaignTally';
 import type { Agent } from './agents';
 
 /** One fetch of an open pixel or one click of a tracked link, its token already verified. */
@@ -28,7 +29,13 @@ export const HITS_SQL = `WITH h AS (
          clicks = e.clicks + h.clicks,
          first_clicked_at = CASE WHEN h.human_click THEN coalesce(e.first_clicked_at, now()) ELSE e.first_clicked_at END
        FROM h WHERE e.project_id = h.project_id AND e.id = h.id
-       RETURNING e.project_id, e.id, e.contact_id),
+       -- first_opened_at / first_clicked_at = now(): set by this statement (now() is its transaction's start, and it
+       -- runs alone in autocommit), so the email counts once more among its campaign's unique opens / clicks. A
+       -- concurrent batch that set it first committed another transaction's now(): this one waited and keeps it.
+       RETURNING e.project_id, e.id, e.contact_id, e.campaign_id, e.is_test, h.opens, h.clicks,
+                 (h.human_open AND e.first_opened_at = now())::int AS unique_opens,
+                 (h.human_click AND e.first_clicked_at = now())::int AS unique_clicks),
+     ${campaignTally('(SELECT * FROM counted WHERE NOT is_test)', ['opens', 'unique_opens', 'clicks', 'unique_clicks'])},
      hit AS (
        SELECT x.*, md5(x.window_key)::uuid AS link
        FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS x(project_id, email_id, name, data, window_key, ord)),

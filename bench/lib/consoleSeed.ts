@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { backfillDailyStats } from '../../db/migrations/20261201000001_daily_stats';
+import { backfillCampaignStats } from '../../db/migrations/20261203000001_campaign_stats';
 
 /**
  * A project as the console sees it at scale, for benchmarks: `contacts` contacts, `emails` emails spread evenly over
@@ -160,6 +161,7 @@ export async function seedConsoleProject(knex: Knex, projectId: string, opts: Se
       `INSERT INTO event_names (project_id, name, shard, count, last_seen_at)
        SELECT project_id, name, 0, count(*), max(created_at) FROM events WHERE project_id = ? GROUP BY project_id, name`, [projectId]);
     await backfillDailyStats(knex, projectId);
+    await backfillCampaignStats(knex, { projectId });
   });
   return { campaignIds, timings };
 }

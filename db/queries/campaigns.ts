@@ -38,52 +38,49 @@ export interface CampaignStats {
 export const STATS_LINKS = 200;
 
 /**
- * A campaign's stats in one statement: its email rows by status and their open and click counts (tracking/record.ts
- * keeps them on the row), the distinct emails that have each other kind of event, and the clicks per link from the
- * click events (events_clicks_idx). The emails are read through emails_campaign_contact_key, their events through
- * the (project_id, email_id) indexes. Rates are of sent emails. Test copies are not counted. `delivered` is what the
+ * A campaign's stats in one statement, from its results as they were kept (migration 20261203000001): its emails by
+ * status and their open and click counts (campaign_stats), the emails with a bounce, a complaint or an unsubscribe
+ * (campaign_hourly_stats) and its clicks per link (campaign_link_stats), a few rows per campaign (8 shards, its hours,
+ * its links) whatever its size. Rates are of sent emails. Test copies are not counted. `delivered` is what the
  * receiving servers accepted and did not bounce since (status SENT): SMTP gives no later receipt to count.
  */
 export async function campaignStats(db: Knex, projectId: string, campaignId: string): Promise<CampaignStats> {
-  const { rows } = await db.raw(campaignStatsSql, [projectId, campaignId, projectId, projectId, STATS_LINKS]);
+  const { rows } = await db.raw(campaignStatsSql, [projectId, campaignId, projectId, campaignId, projectId, campaignId, STATS_LINKS]);
   const r = rows[0] as {
     total: number; queued: number; sent: number; failed: number; opens: number; unique_opens: number; clicks: number; unique_clicks: number;
-    events: Record<string, number>; links: LinkStats[];
+    bounced: number; complained: number; unsubscribed: number; links: LinkStats[];
   };
-  const ev = (name: string) => r.events[name] ?? 0;
   const rate = (n: number) => (r.sent > 0 ? Math.round((n / r.sent) * 10_000) / 10_000 : 0);
   return {
     totalRecipients: r.total, queued: r.queued, sent: r.sent, delivered: r.sent, opened: r.unique_opens,
-    clicked: r.unique_clicks, bounced: ev('email.bounced'), complained: ev('email.complained'), failed: r.failed,
-    unsubscribed: ev('contact.unsubscribed'), openRate: rate(r.unique_opens), clickRate: rate(r.unique_clicks),
+    clicked: r.unique_clicks, bounced: r.bounced, complained: r.complained, failed: r.failed,
+    unsubscribed: r.unsubscribed, openRate: rate(r.unique_opens), clickRate: rate(r.unique_clicks),
     opens: r.opens, uniqueOpens: r.unique_opens, clicks: r.clicks, uniqueClicks: r.unique_clicks, links: r.links,
   };
 }
 
-/** The statement of campaignStats (bindings: project, campaign, project, project, link limit); exported for EXPLAIN. */
+/** The statement of campaignStats (bindings: project, campaign three times, link limit); exported for EXPLAIN. */
 export const campaignStatsSql = `
-  WITH e AS (
-    SELECT id, status, opens, clicks, first_opened_at, first_clicked_at
-    FROM emails WHERE project_id = ?::uuid AND campaign_id = ?::uuid AND NOT is_test),
-  ev AS (
-    SELECT ev.name, count(DISTINCT ev.email_id)::int AS n
-    FROM events ev JOIN e ON ev.email_id = e.id
-    WHERE ev.project_id = ?::uuid AND ev.email_id IS NOT NULL AND ev.name IN ('email.bounced', 'email.complained', 'contact.unsubscribed')
-    GROUP BY ev.name),
+  WITH s AS (
+    SELECT coalesce(sum(total), 0)::int AS total, coalesce(sum(queued), 0)::int AS queued, coalesce(sum(sent), 0)::int AS sent,
+           coalesce(sum(failed), 0)::int AS failed, coalesce(sum(opens), 0)::int AS opens, coalesce(sum(unique_opens), 0)::int AS unique_opens,
+           coalesce(sum(clicks), 0)::int AS clicks, coalesce(sum(unique_clicks), 0)::int AS unique_clicks
+    FROM campaign_stats WHERE project_id = ?::uuid AND campaign_id = ?::uuid),
+  h AS (
+    SELECT coalesce(sum(bounced), 0)::int AS bounced, coalesce(sum(complained), 0)::int AS complained,
+           coalesce(sum(unsubscribed), 0)::int AS unsubscribed
+    FROM campaign_hourly_stats WHERE project_id = ?::uuid AND campaign_id = ?::uuid),
   links AS (
-    SELECT ev.data->>'url' AS url, count(*)::int AS clicks,
-           (count(DISTINCT ev.email_id) FILTER (WHERE NOT coalesce((ev.data->>'bot')::boolean, false)))::int AS unique_clicks
-    FROM events ev JOIN e ON ev.email_id = e.id
-    WHERE ev.project_id = ?::uuid AND ev.name = 'email.clicked' AND ev.email_id IS NOT NULL
-    GROUP BY 1 ORDER BY clicks DESC, url LIMIT ?)
-  SELECT count(*)::int AS total,
-         count(*) FILTER (WHERE status IN ('QUEUED', 'SENDING'))::int AS queued,
-         count(*) FILTER (WHERE status = 'SENT')::int AS sent,
-         count(*) FILTER (WHERE status = 'FAILED')::int AS failed,
-         coalesce(sum(opens), 0)::int AS opens,
-         count(first_opened_at)::int AS unique_opens,
-         coalesce(sum(clicks), 0)::int AS clicks,
-         count(first_clicked_at)::int AS unique_clicks,
-         coalesce((SELECT json_object_agg(name, n) FROM ev), '{}'::json) AS events,
+    SELECT nullif(url, '') AS url, sum(clicks)::int AS clicks, sum(unique_clicks)::int AS unique_clicks
+    FROM campaign_link_stats WHERE project_id = ?::uuid AND campaign_id = ?::uuid
+    GROUP BY url ORDER BY clicks DESC, nullif(url, '') LIMIT ?)
+  SELECT s.*, h.*,
          coalesce((SELECT json_agg(json_build_object('url', url, 'clicks', clicks, 'uniqueClicks', unique_clicks) ORDER BY clicks DESC, url) FROM links), '[]'::json) AS links
-  FROM e`;
+  FROM s, h`;
+
+/** A deleted campaign's results (migration 20261203000001), in its delete's transaction. */
+export async function deleteCampaignStats(trx: Knex.Transaction, projectId: string, campaignId: string): Promise<void> {
+  for (const table of ['campaign_stats', 'campaign_hourly_stats', 'campaign_link_stats']) {
+    await trx(table).where({ project_id: projectId, campaign_id: campaignId }).delete();
+  }
+}

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { campaignTally } from './campaignTally';
 import { isTransaction } from '../database';
 import { Contact, type ContactData } from '../models/Contact';
 import { recordEvents } from './events';
@@ -207,7 +208,20 @@ export async function getContact(db: Knex, projectId: string, id: string): Promi
   return Contact.query(db).findOne({ project_id: projectId, id });
 }
 
-/** Deletes one contact of the project; false when it does not exist there. */
+/**
+ * Deletes one contact of the project (its emails and events go with it: emails_contact_fkey, events_contact_fkey);
+ * false when it does not exist there. Its campaign emails not sent yet leave their campaigns' counts (campaign_stats)
+ * in the same statement, since they never will be sent; what was sent stays counted, as the campaign's history.
+ */
 export async function deleteContact(db: Knex, projectId: string, id: string): Promise<boolean> {
-  return (await Contact.query(db).delete().where({ project_id: projectId, id })) > 0;
+  const { rows } = await db.raw(
+    `WITH unsent AS (
+       SELECT project_id, campaign_id FROM emails
+       WHERE project_id = ?::uuid AND contact_id = ?::uuid AND campaign_id IS NOT NULL AND NOT is_test AND status IN ('QUEUED', 'SENDING')),
+     gone AS (DELETE FROM contacts WHERE project_id = ?::uuid AND id = ?::uuid RETURNING 1),
+     ${campaignTally('(SELECT u.project_id, u.campaign_id, -1 AS total, -1 AS queued FROM unsent u WHERE EXISTS (SELECT 1 FROM gone))', ['total', 'queued'])}
+     SELECT count(*)::int AS n FROM gone`,
+    [projectId, id, projectId, id],
+  );
+  return rows[0].n > 0;
 }

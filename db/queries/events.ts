@@ -20,6 +20,9 @@ const EVENT_NAME_SHARDS = 8;
 /** The events counted per day in project_daily_stats (migration 20261201000001), each in the column of its last word. */
 export const DAILY_EVENTS = ['email.sent', 'email.failed', 'email.bounced', 'email.complained', 'email.opened', 'email.clicked'] as const;
 
+/** The events of a campaign's emails that its results count (campaign_hourly_stats, campaign_link_stats). */
+const CAMPAIGN_EVENTS = ['email.opened', 'email.clicked', 'email.bounced', 'email.complained', 'contact.unsubscribed'] as const;
+
 /** A timestamp as JSON dates are written (ISO 8601, UTC, milliseconds), in SQL. */
 function utcTimestamp(column: string): string {
   return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -37,7 +40,9 @@ function utcTimestamp(column: string): string {
  * - every enabled webhook endpoint of the project that wants one of these names gets its outbox row
  *   (webhook_deliveries) with the exact payload it will carry (webhooks/; worker/webhookQueue.ts delivers it);
  * - the email outcomes (DAILY_EVENTS) are added to the project's day in project_daily_stats, one upsert per project and
- *   day of the statement (not per event), for the overview's chart.
+ *   day of the statement (not per event), for the overview's chart;
+ * - the opens, clicks, bounces, complaints and unsubscribes of a campaign's emails are added to its results
+ *   (campaign_hourly_stats, campaign_link_stats), one upsert per campaign and hour and per campaign and link.
  * The automation and webhook parts find nothing through small indexes when nobody listens. One statement: the
  * delivery queue writes a batch of outcomes and their events in one round trip (sending/delivery.ts), the tracker a
  * batch of opens and clicks (tracking/record.ts). The emails and contacts the payloads name are read as they were
@@ -47,8 +52,9 @@ function utcTimestamp(column: string): string {
 export const EVENT_EFFECTS = eventEffects();
 
 /**
- * EVENT_EFFECTS, where the webhook payloads read the emails from `emails`, a relation (project_id, id, to_email,
- * subject, campaign_id): a statement that writes emails and their events together names the emails it writes.
+ * EVENT_EFFECTS, where the webhook payloads and the campaigns' results read the emails from `emails`, a relation
+ * (project_id, id, to_email, subject, campaign_id, is_test): a statement that writes emails and their events together
+ * names the emails it writes.
  */
 export function eventEffects(emails = 'emails'): string {
   return `
@@ -90,6 +96,45 @@ export function eventEffects(emails = 'emails'): string {
     ON CONFLICT (project_id, day, shard) DO UPDATE SET
       sent = d.sent + excluded.sent, failed = d.failed + excluded.failed, bounced = d.bounced + excluded.bounced,
       complained = d.complained + excluded.complained, opened = d.opened + excluded.opened, clicked = d.clicked + excluded.clicked
+    RETURNING 1),
+  -- A campaign's results (migration 20261203000001): its emails' opens and clicks by hour (the chart), the emails whose
+  -- first bounce, complaint or unsubscribe this is (each email once: no such event of it recorded before this
+  -- statement, events_email_idx), and its clicks per link with the emails a person clicked it in for the first time
+  -- (events_clicks_idx). Test copies are not counted. Only these five names look their email up.
+  campaign_events AS (
+    SELECT ev.id, ev.project_id, ev.name, ev.email_id, ev.created_at, ev.data, e.campaign_id
+    FROM inserted ev JOIN ${emails} e ON e.project_id = ev.project_id AND e.id = ev.email_id
+    WHERE ev.name IN (${CAMPAIGN_EVENTS.map((n) => `'${n}'`).join(', ')}) AND ev.email_id IS NOT NULL
+      AND e.campaign_id IS NOT NULL AND NOT e.is_test),
+  campaign_hours AS (
+    INSERT INTO campaign_hourly_stats AS h (project_id, campaign_id, hour, shard, opened, clicked, bounced, complained, unsubscribed)
+    SELECT project_id, campaign_id, date_trunc('hour', created_at, 'UTC'), pg_backend_pid() % ${EVENT_NAME_SHARDS},
+           count(*) FILTER (WHERE name = 'email.opened' AND NOT first), count(*) FILTER (WHERE name = 'email.clicked' AND NOT first),
+           count(*) FILTER (WHERE name = 'email.bounced' AND first), count(*) FILTER (WHERE name = 'email.complained' AND first),
+           count(*) FILTER (WHERE name = 'contact.unsubscribed' AND first)
+    FROM (
+      SELECT c.*, false AS first FROM campaign_events c WHERE c.name IN ('email.opened', 'email.clicked')
+      UNION ALL
+      SELECT DISTINCT ON (c.email_id, c.name) c.*, true FROM campaign_events c
+      WHERE c.name IN ('email.bounced', 'email.complained', 'contact.unsubscribed')
+        AND NOT EXISTS (SELECT 1 FROM events o WHERE o.project_id = c.project_id AND o.email_id = c.email_id AND o.name = c.name)
+    ) x
+    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (project_id, campaign_id, hour, shard) DO UPDATE SET
+      opened = h.opened + excluded.opened, clicked = h.clicked + excluded.clicked, bounced = h.bounced + excluded.bounced,
+      complained = h.complained + excluded.complained, unsubscribed = h.unsubscribed + excluded.unsubscribed
+    RETURNING 1),
+  campaign_links AS (
+    INSERT INTO campaign_link_stats AS l (project_id, campaign_id, url, shard, clicks, unique_clicks)
+    SELECT project_id, campaign_id, url, pg_backend_pid() % ${EVENT_NAME_SHARDS}, count(*), count(DISTINCT email_id) FILTER (WHERE first)
+    FROM (
+      SELECT c.project_id, c.campaign_id, c.email_id, coalesce(c.data->>'url', '') AS url,
+             c.data->>'bot' IS DISTINCT FROM 'true' AND NOT EXISTS (
+               SELECT 1 FROM events o WHERE o.project_id = c.project_id AND o.email_id = c.email_id AND o.name = 'email.clicked'
+                 AND coalesce(o.data->>'url', '') = coalesce(c.data->>'url', '') AND o.data->>'bot' IS DISTINCT FROM 'true') AS first
+      FROM campaign_events c WHERE c.name = 'email.clicked') x
+    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (project_id, campaign_id, url, shard) DO UPDATE SET clicks = l.clicks + excluded.clicks, unique_clicks = l.unique_clicks + excluded.unique_clicks
     RETURNING 1),
   hooked AS (
     INSERT INTO webhook_deliveries (project_id, endpoint_id, type, event_id, payload)

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type request from 'supertest';
+import { expectStatsKept } from './campaignRecount';
 import { waitFor } from './processes';
 import type { TestSmtpServer } from './smtp';
 
@@ -72,5 +73,7 @@ export async function cancelMidFlight(h: CancelHarness, run: CancelRun): Promise
   expect(new Set(mail.map((m) => m.envelopeTo[0])).size).toBe(mail.length);
   expect(final).toEqual({ SENT: mail.length, CANCELLED: total - mail.length });
   expect((await h.knex('campaigns').where({ project_id: h.projectId, id }).first('status')).status).toBe('CANCELLED');
+  // The campaign's kept counts followed the race of the cancel and the deliveries in flight: equal to a recount.
+  expect(await expectStatsKept(h.knex, h.projectId, id)).toMatchObject({ totalRecipients: total, queued: 0, sent: mail.length });
   return { campaignId: id, afterAnswer, claimedAtAnswer };
 }

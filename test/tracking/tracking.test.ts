@@ -4,6 +4,7 @@ import { waitForEmails } from '../support/engine';
 import { waitFor } from '../support/processes';
 import type { Received, TestSmtpServer } from '../support/smtp';
 import { startEndToEnd, type EndToEnd } from '../support/endToEnd';
+import { expectStatsKept } from '../support/campaignRecount';
 
 /**
  * Open and click tracking end to end on the embedded engine: POST /v1/send (or a campaign) → delivery adds the pixel
@@ -303,6 +304,7 @@ describe('campaigns', () => {
         { url: 'https://news.example/b', clicks: 2, uniqueClicks: 1 },
       ],
     });
+    await expectStatsKept(t.db.knex, t.project.id, id); // kept as the hits came, equal to a recount of the rows
   });
 
   test('a project that turns campaign tracking off gets campaign mail as written', async () => {

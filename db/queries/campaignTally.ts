@@ -1,0 +1,49 @@
+/**
+ * How the statements that change a campaign's emails keep its counts (campaign_stats, migration 20261203000001) in
+ * the same statement: each names the rows it changed, with what each adds to which count, and campaignTally folds them
+ * into one upsert per campaign. A statement whose rows change no count (a claim: QUEUED → SENDING) writes nothing.
+ */
+
+/** campaign_stats' counts. */
+export type TallyColumn = 'total' | 'queued' | 'sent' | 'failed' | 'opens' | 'unique_opens' | 'clicks' | 'unique_clicks';
+
+/** Each (campaign) row is spread over this many shards, picked by the writer's session (as event_names and project_daily_stats). */
+export const CAMPAIGN_STATS_SHARDS = 8;
+
+/**
+ * A CTE `campaign_tally` (for a statement's WITH list) that adds up `rows`, a relation with `project_id`,
+ * `campaign_id` (NULL: not a campaign's email) and one column per name in `columns` (what each row adds to that
+ * count, negative to take away), into campaign_stats: one upsert per campaign, in campaign order so that concurrent
+ * writers of one shard lock its rows in the same order.
+ */
+export function campaignTally(rows: string, columns: readonly TallyColumn[]): string {
+  const sums = columns.map((c) => `sum(t.${c})`);
+  return `campaign_tally AS (
+    INSERT INTO campaign_stats AS s (project_id, campaign_id, shard, ${columns.join(', ')})
+    SELECT t.project_id, t.campaign_id, pg_backend_pid() % ${CAMPAIGN_STATS_SHARDS}, ${sums.join(', ')}
+    FROM ${rows} AS t
+    WHERE t.campaign_id IS NOT NULL
+    GROUP BY t.project_id, t.campaign_id
+    HAVING ${sums.map((s) => `${s} <> 0`).join(' OR ')}
+    ORDER BY t.project_id, t.campaign_id
+    ON CONFLICT (project_id, campaign_id, shard) DO UPDATE SET ${columns.map((c) => `${c} = s.${c} + excluded.${c}`).join(', ')}
+    RETURNING 1)`;
+}
+
+/**
+ * What an email's move from status `was` to status `now` (SQL expressions; `was` NULL for a new email) adds to the
+ * status counts, as the select list `total, queued, sent, failed`. `queued` counts QUEUED and SENDING (claimed, not yet
+ * sent), as the stats answer them.
+ */
+export function statusTally(was: string, now: string): string {
+  const is = (status: string, list: string) => `coalesce((${status}) IN (${list}), false)::int`;
+  return [
+    `(CASE WHEN (${was}) IS NULL THEN 1 ELSE 0 END) AS total`,
+    `${is(now, "'QUEUED', 'SENDING'")} - ${is(was, "'QUEUED', 'SENDING'")} AS queued`,
+    `${is(now, "'SENT'")} - ${is(was, "'SENT'")} AS sent`,
+    `${is(now, "'FAILED'")} - ${is(was, "'FAILED'")} AS failed`,
+  ].join(', ');
+}
+
+/** The columns statusTally answers. */
+export const STATUS_TALLY: readonly TallyColumn[] = ['total', 'queued', 'sent', 'failed'];
