@@ -138,13 +138,22 @@ export async function updateSegment(db: Knex, projectId: string, id: string, pat
   return (await withCounts(db, projectId, [row]))[0]!;
 }
 
-/** A segment that other segments name, or that is the audience of a campaign not yet sent, is in use: 409. */
+/**
+ * A segment that other segments name, that is the audience of a campaign not yet sent (or that its filter names), or
+ * that a condition step of an enabled workflow names, is in use: 409. (A disabled workflow's steps are checked again
+ * when it is enabled.)
+ */
 export async function deleteSegment(db: Knex, projectId: string, id: string): Promise<void> {
   const current = await findSegment(db, projectId, id);
-  const [users, campaigns] = await Promise.all([
-    segmentsReferencing(db, projectId, current.id),
-    db('campaigns').where({ project_id: projectId, segment_id: current.id }).whereIn('status', ['DRAFT', 'SCHEDULED', 'SENDING']).select('name'),
-  ]);
+  const named = `%"segment.${current.id}"%`;
+  // One after the other: `db` is the audit's transaction, one connection.
+  const users = await segmentsReferencing(db, projectId, current.id);
+  const campaigns = await db('campaigns').where({ project_id: projectId }).whereIn('status', ['DRAFT', 'SCHEDULED', 'SENDING'])
+    .where((q) => q.where('segment_id', current.id).orWhereRaw('audience_filter::text LIKE ?', [named])).select('name');
+  const automations = await db('automations').where({ project_id: projectId, enabled: true }).whereRaw('steps::text LIKE ?', [named]).select('name');
+  if (automations.length) {
+    throw conflict(`Segment is used by enabled workflows: ${automations.map((a: { name: string }) => a.name).join(', ')}`, 'Disable them or change their condition steps first.');
+  }
   if (users.length) {
     throw conflict(`Segment is used by other segments: ${users.map((u) => u.name).join(', ')}`, 'Remove the segment from their conditions first.');
   }

@@ -1,6 +1,7 @@
 import type { Response } from 'supertest';
 import { previewSegment } from '../../audience/segments';
 import { DomainError } from '../../core/errors';
+import { addDomain } from '../../domains/rows';
 import { bearer, createTestContext, type TestContext } from '../support/app';
 
 let t: TestContext;
@@ -8,6 +9,7 @@ let key: { Authorization: string };
 beforeAll(async () => {
   t = await createTestContext();
   key = bearer(t.project.secretKey);
+  await addDomain(t.project.id, 'example.com', true); // a campaign's sender
   for (const [email, plan] of [['a@acme.io', 'pro'], ['b@acme.io', 'free'], ['c@example.com', 'pro'], ['d@example.com', 'free']] as const) {
     await t.http().post('/contacts').set(key).send({ email, data: { plan } });
   }
@@ -65,6 +67,28 @@ test('nested segments, cycles refused, in-use segments cannot be deleted', async
   const inUse = await t.http().delete(`/segments/${base.body.data.id}`).set(key);
   expect(inUse.status).toBe(409);
   expect(inUse.body.error.message).toContain('Nested');
+});
+
+test('a segment named by an enabled workflow\'s condition step or by a draft campaign\'s filter is in use: 409 naming it; once they let go, it can be deleted', async () => {
+  const seg = (await t.http().post('/segments').set(key).send({ name: 'Named', type: 'DYNAMIC', condition: pro })).body.data.id as string;
+  const memberOf = { logic: 'AND', groups: [{ filters: [{ field: `segment.${seg}`, operator: 'memberOf' }] }] };
+  const flow = (await t.http().post('/workflows').set(key).send({
+    name: 'Pro path', enabled: true, trigger: { type: 'EVENT', event: 'signed_up' },
+    steps: [{ id: 'check', type: 'CONDITION', config: { filter: memberOf }, branches: { yes: null, no: null } }],
+  })).body.data.id as string;
+  const byFlow = await t.http().delete(`/segments/${seg}`).set(key);
+  expect(byFlow.status).toBe(409);
+  expect(byFlow.body.error.message).toContain('Pro path');
+  expect((await t.http().patch(`/workflows/${flow}`).set(key).send({ enabled: false })).status).toBe(200);
+
+  const campaign = (await t.http().post('/campaigns').set(key).send({
+    name: 'Pro news', subject: 's', body: '<p>b</p>', from: 'news@example.com', audienceType: 'FILTERED', audienceFilter: memberOf,
+  })).body.data.id as string;
+  const byCampaign = await t.http().delete(`/segments/${seg}`).set(key);
+  expect(byCampaign.status).toBe(409);
+  expect(byCampaign.body.error.message).toContain('Pro news');
+  expect((await t.http().delete(`/campaigns/${campaign}`).set(key)).status).toBe(204);
+  expect((await t.http().delete(`/segments/${seg}`).set(key)).status).toBe(204);
 });
 
 test('invalid conditions are 422 naming the path', async () => {
