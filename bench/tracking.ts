@@ -6,14 +6,16 @@
  *   npx tsx bench/tracking.ts          (npm run bench:tracking)
  *
  * Starts its own embedded PostgreSQL in a temporary directory and the Herald API exactly as `npm run api` runs it. The
- * project has BENCH_EMAILS sent emails with open and click tracking (and their contacts); every request names another
- * of them, round robin, as a day of opens would. Each hit verifies its signed token, then is recorded by group commit
+ * project has BENCH_EMAILS sent emails with open and click tracking (and their contacts), and as many emails of one
+ * campaign to the same contacts, measured apart (a campaign email's hit also adds to the campaign's kept stats:
+ * migration 20261203000001); every request names another of them, round robin, as a day of opens would. Each hit verifies its signed token, then is recorded by group commit
  * (tracking/record.ts): one UPDATE of the emails' counts and one recordEvents per transaction for all the hits that
  * arrived together. autocannon (in this process) drives each route at BENCH_CONNECTIONS: a warm-up, then the measure.
  * A browser user agent, so the opens are unique ones (first_opened_at is written).
  *
- * After the run it checks that every answered hit left its event and its count: events ≥ answers (hits still in flight
- * when autocannon stops are recorded but not counted), and the emails' opens/clicks sum to the events.
+ * After the run it checks that every answered hit left its count (the sums ≥ the answers: hits still in flight when
+ * autocannon stops count but were not answered), an event per email, kind and link per tracking window (at most the
+ * counts, at least one per email opened), and that the campaign's kept stats equal its emails' sums and its events.
  *
  * Environment: BENCH_DURATION (s, default 15), BENCH_WARMUP (s, default 3), BENCH_CONNECTIONS (default 32),
  * BENCH_EMAILS (default 20000), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info; the log goes to /dev/null),
@@ -105,6 +107,14 @@ runBench('bench:tracking', 10 * 60_000, async () => {
     const ids: string[] = (await knex.raw(`INSERT INTO emails (project_id, contact_id, from_email, to_email, subject, html, status, sent_at, track_opens, track_clicks)
       SELECT c.project_id, c.id, 'news@example.com', c.email, 'News', ?, 'SENT', now(), true, true
       FROM contacts c WHERE c.project_id = ?::uuid ORDER BY c.id RETURNING id`, [EMAIL_HTML, project.id])).rows.map((r: { id: string }) => r.id);
+    // The same readers' emails of one campaign: a campaign email's hit also adds to its kept stats (campaign_stats,
+    // campaign_hourly_stats, campaign_link_stats: migration 20261203000001), which a transactional one does not.
+    const [campaign] = await knex('campaigns').insert({
+      project_id: project.id, name: 'Bench news', subject: 'News', body: EMAIL_HTML, from_email: 'news@example.com', audience_type: 'ALL', status: 'SENT',
+    }).returning('id');
+    const campaignIds: string[] = (await knex.raw(`INSERT INTO emails (project_id, contact_id, campaign_id, from_email, to_email, subject, html, status, sent_at, track_opens, track_clicks)
+      SELECT c.project_id, c.id, ?::uuid, 'news@example.com', c.email, 'News', ?, 'SENT', now(), true, true
+      FROM contacts c WHERE c.project_id = ?::uuid ORDER BY c.id RETURNING id`, [campaign.id, EMAIL_HTML, project.id])).rows.map((r: { id: string }) => r.id);
     await knex.raw('ANALYZE');
 
     const secret = Buffer.from(BENCH_SECRET, 'utf8');
@@ -126,6 +136,12 @@ runBench('bench:tracking', 10 * 60_000, async () => {
     results.push(open.m);
     const click = await measure('GET /t/c/:token (redirect)', herald, base, clicks, 302, cluster);
     results.push(click.m);
+    const campaignOpens = campaignIds.map((emailId) => `/t/o/${openToken(secret, { projectId: project.id, emailId })}`);
+    const campaignClicks = campaignIds.map((emailId, i) => `/t/c/${clickToken(secret, { projectId: project.id, emailId, url: `https://shop.example/sale/${i % 20}?utm_source=herald` })}`);
+    const campaignOpen = await measure('GET /t/o/:token (pixel, a campaign\'s email)', herald, base, campaignOpens, 200, cluster);
+    results.push(campaignOpen.m);
+    const campaignClick = await measure('GET /t/c/:token (redirect, a campaign\'s email)', herald, base, campaignClicks, 302, cluster);
+    results.push(campaignClick.m);
 
     const f = (n: number, d = 0) => n.toFixed(d);
     const health = results[0]!;
@@ -145,10 +161,29 @@ runBench('bench:tracking', 10 * 60_000, async () => {
        FROM emails WHERE project_id = ?::uuid`, [project.id, project.id, project.id]);
     const sums = check as { open_events: number; click_events: number; opens: number; clicks: number; unique_opens: number };
     const [openEvents, clickEvents] = [sums.open_events, sums.click_events];
-    const recorded = openEvents >= open.total && clickEvents >= click.total && sums.opens === openEvents && sums.clicks === clickEvents;
-    console.log(`\nchecks: ${open.total} pixels answered, ${openEvents} email.opened events, opens summing to ${sums.opens} (${sums.unique_opens} emails opened); `
-      + `${click.total} redirects answered, ${clickEvents} email.clicked events, clicks summing to ${sums.clicks}: ${recorded ? 'every answered hit recorded, counts equal to events' : 'MISMATCH'}`);
-    const targets = [open.m, click.m].map((r) => `${r.name} ${Math.round(r.rps)} req/s ≥ ${TARGET}: ${r.rps >= TARGET && r.unexpected === 0 && r.errors === 0 ? 'met' : 'MISSED'}`);
+    // The campaign's kept stats equal its emails' sums and its events.
+    const { rows: [kept] } = await knex.raw(
+      `SELECT (SELECT sum(opens)::int FROM campaign_stats WHERE project_id = ?::uuid AND campaign_id = ?::uuid) AS opens,
+              (SELECT sum(clicks)::int FROM campaign_stats WHERE project_id = ?::uuid AND campaign_id = ?::uuid) AS clicks,
+              (SELECT sum(opened)::int FROM campaign_hourly_stats WHERE project_id = ?::uuid AND campaign_id = ?::uuid) AS opened,
+              (SELECT sum(clicks)::int FROM campaign_link_stats WHERE project_id = ?::uuid AND campaign_id = ?::uuid) AS link_clicks,
+              (SELECT sum(opens)::int FROM emails WHERE project_id = ?::uuid AND campaign_id = ?::uuid) AS email_opens,
+              (SELECT sum(clicks)::int FROM emails WHERE project_id = ?::uuid AND campaign_id = ?::uuid) AS email_clicks,
+              (SELECT count(*) FILTER (WHERE v.name = 'email.opened')::int FROM events v JOIN emails e ON e.project_id = v.project_id AND e.id = v.email_id
+                WHERE e.project_id = ?::uuid AND e.campaign_id = ?::uuid) AS open_events,
+              (SELECT count(*) FILTER (WHERE v.name = 'email.clicked')::int FROM events v JOIN emails e ON e.project_id = v.project_id AND e.id = v.email_id
+                WHERE e.project_id = ?::uuid AND e.campaign_id = ?::uuid) AS click_events`,
+      Array(8).fill([project.id, campaign.id]).flat());
+    const keptRight = kept.opens === kept.email_opens && kept.clicks === kept.email_clicks && kept.opened === kept.open_events && kept.link_clicks === kept.click_events;
+    console.log(`campaign kept stats: opens ${kept.opens} (its emails' ${kept.email_opens}), clicks ${kept.clicks} (${kept.email_clicks}); by hour ${kept.opened} opened (its events ${kept.open_events}), per link ${kept.link_clicks} clicked (${kept.click_events}): ${keptRight ? 'equal' : 'MISMATCH'}`);
+    // Every answered hit counts (hits in flight when autocannon stopped count too); the events are one per email, kind
+    // (and link) per tracking window (tracking/record.ts), so at most the counts and at least one per email opened.
+    const answeredOpens = open.total + campaignOpen.total;
+    const answeredClicks = click.total + campaignClick.total;
+    const recorded = keptRight && sums.opens >= answeredOpens && sums.clicks >= answeredClicks && openEvents <= sums.opens && clickEvents <= sums.clicks && openEvents >= sums.unique_opens;
+    console.log(`\nchecks: ${answeredOpens} pixels answered, opens summing to ${sums.opens} (${sums.unique_opens} emails opened), ${openEvents} email.opened events; `
+      + `${answeredClicks} redirects answered, clicks summing to ${sums.clicks}, ${clickEvents} email.clicked events: ${recorded ? 'every answered hit counted, an event per email and window' : 'MISMATCH'}`);
+    const targets = [open.m, click.m, campaignOpen.m, campaignClick.m].map((r) => `${r.name} ${Math.round(r.rps)} req/s ≥ ${TARGET}: ${r.rps >= TARGET && r.unexpected === 0 && r.errors === 0 ? 'met' : 'MISSED'}`);
     console.log(`targets: ${targets.join('; ')}`);
     if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), settings: cluster.settings, results }, null, 2));
   } finally {
