@@ -78,3 +78,14 @@ test('recording a batch of opens and clicks finds the emails by their primary ke
   expect(p).not.toMatch(/Seq Scan on emails/);
   expect(p).toContain('tracking_event_windows'); // the window is part of the same statement
 });
+
+test('recording clicks of a campaign\'s emails looks up an earlier click of the same email by index, and never reads the events table whole', async () => {
+  const p = await plan(HITS_SQL, [
+    emailIds.map(() => projectId), emailIds, emailIds.map(() => 0), emailIds.map(() => false), emailIds.map(() => 1), emailIds.map(() => true),
+    emailIds.map(() => projectId), emailIds, emailIds.map(() => 'email.clicked'), emailIds.map(() => '{"url":"https://x.example/1"}'),
+    emailIds.map(() => 'click:person:https://x.example/1'), 60_000,
+  ]);
+  expect(p).toContain('campaign_link_stats');
+  expect(p).toMatch(/events_clicks_idx|events_email_idx/);
+  expect(p).not.toMatch(/Seq Scan on (emails|events)/);
+});
