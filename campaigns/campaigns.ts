@@ -15,7 +15,7 @@ import { dispatchCampaign } from './dispatch';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
 import { checkTemplate, messageScope, type Renderer, type RenderScope } from '../mail/render';
-import { applyTemplate, type AppliedParts } from '../templates/apply';
+import { applyTemplate, type AppliedParts } from '../mail/applyTemplate';
 import { readTemplate, type CampaignContentRow } from './content';
 import { workflowId } from '../workflows/registry';
 import { cancelCampaignRows } from './lifecycle';
@@ -36,7 +36,7 @@ export interface CampaignInput {
   description?: string | null;
   /**
    * A template of the project: each of subject, body, from, fromName and replyTo that the campaign leaves out (or sets
-   * to null) is the template's (templates/apply.ts). Null: none.
+   * to null) is the template's (mail/applyTemplate.ts). Null: none.
    */
   templateId?: string | null;
   subject?: string | null;

@@ -3,11 +3,11 @@ import { isTransaction } from '../db/database';
 import type { BodyType } from '../db/models/Template';
 import { isVerifiedSender } from '../db/queries/domains';
 import { PermanentError } from '../engine/permanent';
-import { applyTemplate, type AppliedParts, type OwnParts, type TemplateParts } from '../templates/apply';
+import { applyTemplate, type AppliedParts, type OwnParts, type TemplateParts } from '../mail/applyTemplate';
 
 /**
  * A campaign's content: its own subject, body and sender, and for each part it leaves empty (null) its template's
- * (`template_id`), merged as POST /v1/send merges a template (templates/apply.ts). The template is read whenever the
+ * (`template_id`), merged as POST /v1/send merges a template (mail/applyTemplate.ts). The template is read whenever the
  * content is needed (checks, tests, the send), so edits to it apply until the campaign starts sending; then the parts
  * it gives are copied into the campaign (frozenContent), and every email of the campaign is rendered from the same.
  */
@@ -27,7 +27,7 @@ export interface CampaignContentRow {
 
 export type CampaignTemplate = TemplateParts & { id: string };
 
-/** The campaign's own parts, as templates/apply.ts takes them. */
+/** The campaign's own parts, as mail/applyTemplate.ts takes them. */
 export function ownParts(c: Omit<CampaignContentRow, 'project_id' | 'template_id'>): OwnParts {
   return {
     subject: c.subject, body: c.body, ...(c.body !== null ? { bodyType: c.body_type } : {}),

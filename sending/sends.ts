@@ -8,7 +8,7 @@ import { unsubscribeUrl } from '../mail/unsubscribe';
 import type { TrackChoice } from '../tracking/settings';
 import { DomainError, invalid } from '../core/errors';
 import { dataValues } from '../core/requestData';
-import { applyTemplate } from '../templates/apply';
+import { applyTemplate } from '../mail/applyTemplate';
 import type { Mailbox, SendBody } from './types';
 
 /** One validated POST /v1/send. */
