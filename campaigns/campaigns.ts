@@ -74,9 +74,12 @@ export type Audience = Pick<CampaignInput, 'audienceType' | 'segmentId' | 'audie
 type Message = Pick<CampaignInput, 'templateId' | 'subject' | 'body' | 'from' | 'fromName' | 'replyTo'>;
 type Content = Message & Audience;
 
-/** A stored campaign's message and audience, as a request gives them. */
+/**
+ * A stored campaign's message and audience, as a request gives them. Once it has started sending, its message is the
+ * copy it took then (campaigns/content.ts frozenContent): its template is no longer read, and may be gone.
+ */
 const contentOf = (c: CampaignRow): Content => ({
-  templateId: c.template_id, subject: c.subject, body: c.body, from: c.from_email, fromName: c.from_name, replyTo: c.reply_to,
+  templateId: c.started_at ? null : c.template_id, subject: c.subject, body: c.body, from: c.from_email, fromName: c.from_name, replyTo: c.reply_to,
   audienceType: c.audience_type, segmentId: c.segment_id ?? undefined, audienceFilter: c.audience_filter ?? undefined,
 });
 

@@ -104,6 +104,11 @@ test('edits to the template apply until the campaign starts sending (a scheduled
   expect((await t.http().get(`/campaigns/${c.id}`).set(key)).body.data).toMatchObject({ body: '<p>Final words for {{ data.firstName }}</p>', bodyType: 'html' });
   expect((await t.http().delete(`/templates/${templateId}`).set(key)).status).toBe(204);
   expect((await t.http().get(`/campaigns/${c.id}`).set(key)).body.data.templateId).toBe(templateId);
+  // Its test copies come from what it sent, the template gone or not.
+  const later = smtp.received.length;
+  expect((await t.http().post(`/campaigns/${c.id}/test`).set(key).send({ emails: ['ada@example.org'] })).status).toBe(200);
+  await smtp.waitFor(later + 1);
+  expect(to('ada@example.org', later).html).toContain('<p>Final words for Ada</p>');
 });
 
 test('a test send of a draft goes out as the template renders now, [TEST] in the subject; the draft is unchanged', async () => {
