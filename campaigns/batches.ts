@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { campaignAudience } from '../audience/campaignAudience';
+import { frozenContent } from './content';
 import { cancelCampaignRows, failCampaignRows, finishCampaignRows } from './lifecycle';
 import { asPermanent } from '../engine/permanent';
 import { campaignTally, statusTally, STATUS_TALLY } from '../db/queries/campaignTally';
@@ -14,13 +15,20 @@ export interface CampaignDeps {
 
 export function campaignBatches({ knex, sendRatePerSecond }: CampaignDeps) {
   return {
-    /** SCHEDULED → SENDING (or resume a SENDING one); any other state is the answer and the workflow stops. */
+    /**
+     * SCHEDULED → SENDING (or resume a SENDING one); any other state is the answer and the workflow stops. A campaign
+     * written from a template takes the template's parts now, once (campaigns/content.ts frozenContent): every batch
+     * and every delivery then reads the same content from the campaign.
+     */
     async beginCampaign(ref: CampaignRef): Promise<CampaignPhase> {
-      const [row] = await knex('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).whereIn('status', ['SCHEDULED', 'SENDING'])
-        .update({ status: 'SENDING', started_at: knex.raw('coalesce(started_at, now())'), updated_at: knex.fn.now() }).returning('status');
-      if (row) return 'SENDING';
-      const current = await knex('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).first('status');
-      return (current?.status ?? 'CANCELLED') as CampaignPhase;
+      return knex.transaction(async (trx) => {
+        const where = { project_id: ref.projectId, id: ref.campaignId };
+        const current = await trx('campaigns').where(where).forUpdate().first('status', 'project_id', 'template_id', 'subject', 'body', 'body_type', 'from_email', 'from_name', 'reply_to');
+        if (!current || (current.status !== 'SCHEDULED' && current.status !== 'SENDING')) return (current?.status ?? 'CANCELLED') as CampaignPhase;
+        const frozen = current.status === 'SCHEDULED' && current.template_id ? await frozenContent(trx, current) : {};
+        await trx('campaigns').where(where).update({ ...frozen, status: 'SENDING', started_at: trx.raw('coalesce(started_at, now())'), updated_at: trx.fn.now() });
+        return 'SENDING';
+      });
     },
 
     /**
@@ -42,9 +50,9 @@ export function campaignBatches({ knex, sendRatePerSecond }: CampaignDeps) {
         const res = await trx.raw(
           `WITH batch AS (${sql}),
            inserted AS (
-             INSERT INTO emails (project_id, contact_id, campaign_id, from_email, from_name, reply_to, to_email, subject, html, priority, track_opens, track_clicks)
+             INSERT INTO emails (project_id, contact_id, campaign_id, template_id, from_email, from_name, reply_to, to_email, subject, html, priority, track_opens, track_clicks)
              -- Open and click tracking as the project's campaign settings say (on unless turned off; tracking/settings.ts).
-             SELECT p.id, b.id, ?::uuid, ?, ?, ?, b.email, NULL, NULL, 1, p.track_campaign_opens, p.track_campaign_clicks
+             SELECT p.id, b.id, ?::uuid, ?::uuid, ?, ?, ?, b.email, NULL, NULL, 1, p.track_campaign_opens, p.track_campaign_clicks
              FROM batch b CROSS JOIN projects p WHERE p.id = ?::uuid
              ON CONFLICT (project_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL AND NOT is_test DO NOTHING
              RETURNING project_id, campaign_id, status),
@@ -53,7 +61,7 @@ export function campaignBatches({ knex, sendRatePerSecond }: CampaignDeps) {
            SELECT (SELECT count(*) FROM batch)::int AS n,
                   (SELECT b.id FROM batch b ORDER BY b.id DESC LIMIT 1) AS last,
                   (SELECT count(*) FROM inserted)::int AS inserted`,
-          [...bindings, ref.campaignId, campaign.from_email, campaign.from_name, campaign.reply_to, ref.projectId],
+          [...bindings, ref.campaignId, campaign.template_id, campaign.from_email, campaign.from_name, campaign.reply_to, ref.projectId],
         );
         return res.rows[0] as { n: number; last: string | null; inserted: number };
       }).catch((err: unknown) => { throw asPermanent(err, 'the audience cannot be evaluated'); });

@@ -14,7 +14,9 @@ import { queueTestEmails } from '../db/queries/testEmails';
 import { dispatchCampaign } from './dispatch';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
-import { checkTemplate, messageScope, type Renderer } from '../mail/render';
+import { checkTemplate, messageScope, type Renderer, type RenderScope } from '../mail/render';
+import { applyTemplate, type AppliedParts } from '../mail/applyTemplate';
+import { readTemplate, type CampaignContentRow } from './content';
 import { workflowId } from '../workflows/registry';
 import { cancelCampaignRows } from './lifecycle';
 import { campaignSeries, type CampaignSeries, type SeriesInterval } from './series';
@@ -32,9 +34,14 @@ export type CampaignStatus = 'DRAFT' | 'SCHEDULED' | 'SENDING' | 'SENT' | 'CANCE
 export interface CampaignInput {
   name: string;
   description?: string | null;
-  subject: string;
-  body: string;
-  from: string;
+  /**
+   * A template of the project: each of subject, body, from, fromName and replyTo that the campaign leaves out (or sets
+   * to null) is the template's (mail/applyTemplate.ts). Null: none.
+   */
+  templateId?: string | null;
+  subject?: string | null;
+  body?: string | null;
+  from?: string | null;
   fromName?: string | null;
   replyTo?: string | null;
   audienceType: AudienceType;
@@ -42,16 +49,11 @@ export interface CampaignInput {
   audienceFilter?: AudienceCondition;
 }
 
-export interface CampaignRow {
+export interface CampaignRow extends CampaignContentRow {
   id: string;
   project_id: string;
   name: string;
   description: string | null;
-  subject: string;
-  body: string;
-  from_email: string;
-  from_name: string | null;
-  reply_to: string | null;
   audience_type: AudienceType;
   segment_id: string | null;
   audience_filter: AudienceCondition | null;
@@ -69,7 +71,17 @@ export interface CampaignRow {
 /** Who a campaign goes to: everyone subscribed, a segment's subscribed members, or those a filter matches. */
 export type Audience = Pick<CampaignInput, 'audienceType' | 'segmentId' | 'audienceFilter'>;
 
-type Content = Pick<CampaignInput, 'subject' | 'body' | 'from'> & Audience;
+type Message = Pick<CampaignInput, 'templateId' | 'subject' | 'body' | 'from' | 'fromName' | 'replyTo'>;
+type Content = Message & Audience;
+
+/**
+ * A stored campaign's message and audience, as a request gives them. Once it has started sending, its message is the
+ * copy it took then (campaigns/content.ts frozenContent): its template is no longer read, and may be gone.
+ */
+const contentOf = (c: CampaignRow): Content => ({
+  templateId: c.started_at ? null : c.template_id, subject: c.subject, body: c.body, from: c.from_email, fromName: c.from_name, replyTo: c.reply_to,
+  audienceType: c.audience_type, segmentId: c.segment_id ?? undefined, audienceFilter: c.audience_filter ?? undefined,
+});
 
 /**
  * An audience's segment and filter, checked as a campaign's are (segmentId for a SEGMENT audience, audienceFilter for
@@ -97,21 +109,50 @@ async function checkAudience(db: Knex, projectId: string, a: Audience): Promise<
 }
 
 /**
- * Everything about a campaign's content that a request's shape cannot tell: sender domain, template syntax and render
- * budgets (for a recipient with no data), audience.
+ * A campaign's message as it goes now, its own parts and the rest its template's (read anew), checked for what a
+ * request's shape cannot tell: the template is the project's; subject, body and sender are given by one or the other;
+ * the content parses and renders within the budgets (for `recipients`, by default one with no data); the sender is at
+ * a verified domain. The errors name the request's fields (a template's own part at fault: `templateId`).
  */
-async function checkContent(db: Knex, render: Renderer, projectId: string, c: Content): Promise<AudienceCondition | null> {
-  const errors: FieldError[] = [];
-  const problem = await checkTemplate(render, c.subject, c.body);
-  if (problem) errors.push({ field: problem.part, message: problem.message, code: problem.code });
-  if (!(await isVerifiedSender(db, projectId, c.from))) {
-    errors.push({ field: 'from', message: `${c.from} is not at a verified domain of this project`, code: 'unverified_domain' });
+async function checkMessage(db: Knex, render: Renderer, projectId: string, c: Message, recipients?: { email: string; scope: RenderScope }[]): Promise<{ errors: FieldError[]; message: AppliedParts }> {
+  const template = c.templateId ? (isUuid(c.templateId) ? await readTemplate(db, projectId, c.templateId) : undefined) : undefined;
+  const message = applyTemplate({ subject: c.subject, body: c.body, from: c.from ? { email: c.from } : null, fromName: c.fromName, replyTo: c.replyTo }, template);
+  if (c.templateId && !template) {
+    return { errors: [{ field: 'templateId', message: 'template not found in this project', code: 'not_found' }], message };
   }
+  const errors: FieldError[] = [];
+  const required = (field: 'subject' | 'body' | 'from') => errors.push({
+    field, code: 'required',
+    message: template ? `${field} is required: the template has none` : `${field} is required unless the campaign uses a template (templateId) that gives it`,
+  });
+  if (!message.subject) required('subject');
+  if (!message.body) required('body');
+  if (!message.from) required('from');
+  if (message.subject && message.body) {
+    const problem = await checkTemplate(render, message.subject, message.body, recipients?.map((r) => r.scope), message.markdown);
+    if (problem) {
+      errors.push({
+        field: (problem.part === 'subject' ? c.subject : c.body) ? problem.part : 'templateId', code: problem.code,
+        message: recipients ? `${problem.message} (for ${recipients[problem.index]!.email})` : problem.message,
+      });
+    }
+  }
+  if (message.from && !(await isVerifiedSender(db, projectId, message.from.email))) {
+    errors.push({ field: 'from', message: `${message.from.email} is not at a verified domain of this project`, code: 'unverified_domain' });
+  }
+  return { errors, message };
+}
+
+const SENDER_HINT = 'Verify the sender domain first (POST /domains).';
+const refused = (errors: FieldError[]) => invalid(errors, errors.some((e) => e.code === 'unverified_domain') ? SENDER_HINT : undefined);
+
+/** Everything about a campaign's content that a request's shape cannot tell (checkMessage, checkAudience): the filter to store. */
+async function checkContent(db: Knex, render: Renderer, projectId: string, c: Content): Promise<AudienceCondition | null> {
+  const { errors } = await checkMessage(db, render, projectId, c);
   const audience = await checkAudience(db, projectId, c);
   errors.push(...audience.errors);
-  const { filter } = audience;
-  if (errors.length) throw invalid(errors, errors.some((e) => e.code === 'unverified_domain') ? 'Verify the sender domain first (POST /domains).' : undefined);
-  return filter;
+  if (errors.length) throw refused(errors);
+  return audience.filter;
 }
 
 /** The campaign row under a lock for a change, in `trx`: gone meanwhile is a 404. */
@@ -173,24 +214,31 @@ export function campaignService({ knex, engine, log, render, temporalUi }: Campa
 
     get,
 
-    async create(projectId, input) {
-      const filter = await checkContent(knex, render, projectId, input);
-      const [row] = await knex('campaigns').insert({
-        project_id: projectId, name: input.name, description: input.description || null, subject: input.subject, body: input.body,
-        from_email: input.from, from_name: input.fromName || null, reply_to: input.replyTo ?? null, audience_type: input.audienceType,
+    // In a transaction: its template is read under a share lock, so a delete of it waits and then sees this campaign.
+    create: (projectId, input) => knex.transaction(async (trx) => {
+      const filter = await checkContent(trx, render, projectId, input);
+      const [row] = await trx('campaigns').insert({
+        project_id: projectId, name: input.name, description: input.description || null, template_id: input.templateId?.toLowerCase() ?? null,
+        subject: input.subject ?? null, body: input.body ?? null, from_email: input.from ?? null, from_name: input.fromName || null,
+        reply_to: input.replyTo ?? null, audience_type: input.audienceType,
         segment_id: input.segmentId?.toLowerCase() ?? null, audience_filter: filter ? JSON.stringify(filter) : null,
       }).returning('*');
-      return row;
-    },
+      return row as CampaignRow;
+    }),
 
     update: (projectId, id, patch) => knex.transaction(async (trx) => {
       const current = await locked(trx, projectId, id);
       if (current.status !== 'DRAFT') throw conflict(`Only DRAFT campaigns can be edited; this one is ${current.status}`);
       const audienceType = patch.audienceType ?? current.audience_type;
+      // A message part set to null goes back to the template's.
+      const given = <K extends keyof Message>(k: K, stored: Message[K]) => (patch[k] !== undefined ? patch[k] : stored);
       const merged: Content = {
-        subject: patch.subject ?? current.subject,
-        body: patch.body ?? current.body,
-        from: patch.from ?? current.from_email,
+        templateId: given('templateId', current.template_id),
+        subject: given('subject', current.subject),
+        body: given('body', current.body),
+        from: given('from', current.from_email),
+        fromName: given('fromName', current.from_name),
+        replyTo: given('replyTo', current.reply_to),
         audienceType,
         segmentId: audienceType === 'SEGMENT' ? (patch.segmentId ?? current.segment_id ?? undefined) : undefined,
         audienceFilter: audienceType === 'FILTERED' ? (patch.audienceFilter ?? current.audience_filter ?? undefined) : undefined,
@@ -203,7 +251,8 @@ export function campaignService({ knex, engine, log, render, temporalUi }: Campa
         ...(patch.description !== undefined ? { description: patch.description || null } : {}),
         ...(patch.fromName !== undefined ? { from_name: patch.fromName || null } : {}),
         ...(patch.replyTo !== undefined ? { reply_to: patch.replyTo } : {}),
-        subject: merged.subject, body: merged.body, from_email: merged.from, audience_type: audienceType,
+        template_id: merged.templateId?.toLowerCase() ?? null,
+        subject: merged.subject ?? null, body: merged.body ?? null, from_email: merged.from ?? null, audience_type: audienceType,
         segment_id: merged.segmentId?.toLowerCase() ?? null, audience_filter: filter ? JSON.stringify(filter) : null,
         updated_at: trx.fn.now(),
       }).returning('*');
@@ -224,10 +273,7 @@ export function campaignService({ knex, engine, log, render, temporalUi }: Campa
       const row = await audited(knex, projectId, actor, (r: CampaignRow) => ({ operation: 'sendCampaign', resourceType: 'campaign', resourceId: r.id, details: { scheduledAt: scheduledAt?.toISOString() ?? null } }), async (trx) => {
         const current = await locked(trx, projectId, id);
         if (current.status !== 'DRAFT') throw conflict(`Campaign is ${current.status}; only a DRAFT campaign can be sent or scheduled`);
-        await checkContent(trx, render, projectId, {
-          subject: current.subject, body: current.body, from: current.from_email, audienceType: current.audience_type,
-          segmentId: current.segment_id ?? undefined, audienceFilter: current.audience_filter ?? undefined,
-        });
+        await checkContent(trx, render, projectId, contentOf(current));
         const [updated] = await trx('campaigns').where({ project_id: projectId, id: current.id })
           .update({ status: 'SCHEDULED', scheduled_at: scheduledAt ?? trx.fn.now(), updated_at: trx.fn.now() }).returning('*');
         return updated as CampaignRow;
@@ -255,13 +301,16 @@ export function campaignService({ knex, engine, log, render, temporalUi }: Campa
       // the budgets is refused now, not a failed email later.
       const known = new Map((await knex('contacts').where('project_id', projectId).whereIn('email', unique).select('id', 'email', 'subscribed', 'data'))
         .map((c) => [c.email as string, c]));
-      const problem = await checkTemplate(render, campaign.subject, campaign.body, unique.map((email) => {
+      const { errors, message } = await checkMessage(knex, render, projectId, contentOf(campaign), unique.map((email) => {
         const c = known.get(email);
-        return messageScope({}, c ?? { id: '', email, subscribed: false, data: {} }, 'https://example.invalid/unsubscribe');
+        return { email, scope: messageScope({}, c ?? { id: '', email, subscribed: false, data: {} }, 'https://example.invalid/unsubscribe') };
       }));
-      if (problem) throw invalid([{ field: problem.part, message: `${problem.message} (for ${unique[problem.index]})`, code: problem.code }]);
-      // Rendered again at delivery, from the campaign, as its own emails are.
-      return queueTestEmails(knex, { projectId, to: unique, campaignId: campaign.id, from: campaign.from_email, fromName: campaign.from_name, replyTo: campaign.reply_to });
+      if (errors.length) throw refused(errors);
+      // Rendered again at delivery, from the campaign and its template, as its own emails are.
+      return queueTestEmails(knex, {
+        projectId, to: unique, campaignId: campaign.id, templateId: campaign.template_id ?? undefined,
+        from: message.from!.email, fromName: message.fromName, replyTo: message.replyTo,
+      });
     },
 
     async stats(projectId, id, series) {

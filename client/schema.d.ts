@@ -649,7 +649,9 @@ export interface paths {
         post?: never;
         /**
          * Delete a template
-         * @description Permission `write`: owner, admin, member; keys: full.
+         * @description A template used by an enabled workflow, or by a campaign that is DRAFT, SCHEDULED or SENDING, is not deleted: 409 naming them.
+         *
+         *     Permission `write`: owner, admin, member; keys: full.
          */
         delete: operations["deleteTemplate"];
         options?: never;
@@ -816,7 +818,7 @@ export interface paths {
         put?: never;
         /**
          * Create a campaign (DRAFT)
-         * @description `segmentId` is required for a SEGMENT audience and `audienceFilter` for a FILTERED one; each is refused otherwise.
+         * @description `segmentId` is required for a SEGMENT audience and `audienceFilter` for a FILTERED one; each is refused otherwise. `subject`, `body` and `from` are required unless the campaign uses a template (`templateId`) that gives them: each part it leaves out is the template's, as for POST /v1/send's `template`.
          *
          *     Permission `write`: owner, admin, member; keys: full.
          */
@@ -1840,12 +1842,25 @@ export interface components {
             name: string;
             /** @example What shipped in May. */
             description: string | null;
+            /**
+             * Format: uuid
+             * @description The template it is written from: each of subject, body, from, fromName and replyTo that is null here is the template's, read when it is tested and when it starts sending.
+             * @example 0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08
+             * @example null
+             */
+            templateId: string | null;
             /** @example What’s new in June, {{ firstName }} */
-            subject: string;
+            subject: string | null;
             /** @example <h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p> */
-            body: string;
+            body: string | null;
+            /**
+             * @description How `body` is written: `html`, unless the campaign took a Markdown template's body when it started sending.
+             * @example html
+             * @enum {string}
+             */
+            bodyType: "html" | "markdown";
             /** @example news@example.com */
-            from: string;
+            from: string | null;
             /** @example Acme */
             fromName: string | null;
             replyTo: string | null;
@@ -6492,8 +6507,10 @@ export interface operations {
                      *             "id": "0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17",
                      *             "name": "June newsletter",
                      *             "description": "What shipped in May.",
+                     *             "templateId": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08",
                      *             "subject": "What’s new in June, {{ firstName }}",
                      *             "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                     *             "bodyType": "html",
                      *             "from": "news@example.com",
                      *             "fromName": "Acme",
                      *             "replyTo": null,
@@ -6582,15 +6599,20 @@ export interface operations {
                     name: string;
                     /** @example What shipped in May. */
                     description?: string | null;
+                    /**
+                     * @description A template of the project: its subject, body (HTML or Markdown), from, fromName and replyTo apply where the campaign has none of its own. `null` clears it.
+                     * @example 0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08
+                     */
+                    templateId?: string | null;
                     /** @example What’s new in June, {{ firstName }} */
-                    subject: string;
+                    subject?: string | null;
                     /** @example <h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p> */
-                    body: string;
+                    body?: string | null;
                     /**
                      * Format: email
                      * @example news@example.com
                      */
-                    from: string;
+                    from?: string | null;
                     /** @example Acme */
                     fromName?: string | null;
                     /**
@@ -6659,8 +6681,10 @@ export interface operations {
                      *         "id": "0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17",
                      *         "name": "June newsletter",
                      *         "description": "What shipped in May.",
+                     *         "templateId": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08",
                      *         "subject": "What’s new in June, {{ firstName }}",
                      *         "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                     *         "bodyType": "html",
                      *         "from": "news@example.com",
                      *         "fromName": "Acme",
                      *         "replyTo": null,
@@ -6741,8 +6765,10 @@ export interface operations {
                      *         "id": "0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17",
                      *         "name": "June newsletter",
                      *         "description": "What shipped in May.",
+                     *         "templateId": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08",
                      *         "subject": "What’s new in June, {{ firstName }}",
                      *         "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                     *         "bodyType": "html",
                      *         "from": "news@example.com",
                      *         "fromName": "Acme",
                      *         "replyTo": null,
@@ -6845,15 +6871,20 @@ export interface operations {
                     name?: string;
                     /** @example What shipped in May. */
                     description?: string | null;
+                    /**
+                     * @description A template of the project: its subject, body (HTML or Markdown), from, fromName and replyTo apply where the campaign has none of its own. `null` clears it.
+                     * @example 0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08
+                     */
+                    templateId?: string | null;
                     /** @example What’s new in June, {{ firstName }} */
-                    subject?: string;
+                    subject?: string | null;
                     /** @example <h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p> */
-                    body?: string;
+                    body?: string | null;
                     /**
                      * Format: email
                      * @example news@example.com
                      */
-                    from?: string;
+                    from?: string | null;
                     /** @example Acme */
                     fromName?: string | null;
                     /**
@@ -6922,8 +6953,10 @@ export interface operations {
                      *         "id": "0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17",
                      *         "name": "June newsletter",
                      *         "description": "What shipped in May.",
+                     *         "templateId": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08",
                      *         "subject": "What’s new in June, {{ firstName }}",
                      *         "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                     *         "bodyType": "html",
                      *         "from": "news@example.com",
                      *         "fromName": "Acme",
                      *         "replyTo": null,
@@ -7019,8 +7052,10 @@ export interface operations {
                      *         "id": "0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17",
                      *         "name": "June newsletter",
                      *         "description": "What shipped in May.",
+                     *         "templateId": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08",
                      *         "subject": "What’s new in June, {{ firstName }}",
                      *         "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                     *         "bodyType": "html",
                      *         "from": "news@example.com",
                      *         "fromName": "Acme",
                      *         "replyTo": null,
@@ -7101,8 +7136,10 @@ export interface operations {
                      *         "id": "0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17",
                      *         "name": "June newsletter",
                      *         "description": "What shipped in May.",
+                     *         "templateId": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08",
                      *         "subject": "What’s new in June, {{ firstName }}",
                      *         "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                     *         "bodyType": "html",
                      *         "from": "news@example.com",
                      *         "fromName": "Acme",
                      *         "replyTo": null,

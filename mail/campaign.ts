@@ -1,10 +1,12 @@
 import { bulkMailHeaders } from './unsubscribe';
-import { compileCached, messageScope, renderMessage } from './render';
+import { compileCached, messageScope, RenderBudget, renderMessage } from './render';
 import { testSubject, type MessageContent } from './message';
 
 export interface CampaignContent {
   subject: string;
   body: string;
+  /** The body is Markdown (a Markdown template's): converted to HTML after Liquid, as any send of the template is. */
+  markdown?: boolean;
 }
 
 export interface Recipient {
@@ -24,7 +26,8 @@ const escapeAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;
  */
 export function renderCampaignEmail(campaign: CampaignContent, recipient: Recipient, unsubscribeUrl: string | null, isTest: boolean): MessageContent {
   const url = unsubscribeUrl ?? '#';
-  const rendered = renderMessage(compileCached(campaign.subject, campaign.body), messageScope({}, { id: recipient.id ?? '', email: recipient.email, subscribed: recipient.subscribed, data: recipient.data }, url));
+  const scope = messageScope({}, { id: recipient.id ?? '', email: recipient.email, subscribed: recipient.subscribed, data: recipient.data }, url);
+  const rendered = renderMessage(compileCached(campaign.subject, campaign.body), scope, new RenderBudget(), campaign.markdown === true);
   const footer = campaign.body.includes('unsubscribeUrl')
     ? ''
     : `\n<p style="font-size:12px;color:#666;margin-top:32px">You receive this email because you subscribed. <a href="${escapeAttr(url)}">Unsubscribe</a></p>`;

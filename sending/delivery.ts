@@ -13,6 +13,7 @@ import { DEFAULT_BOUNCE_SETTINGS, recordReturns, type BounceSettings } from '../
 import { bounceAddress } from '../bounces/token';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
+import { currentContent, type CampaignContentRow } from '../campaigns/content';
 import { addTracking } from '../tracking/links';
 import { deliveries, type DeliveryOutcome } from '../metrics/registry';
 
@@ -76,7 +77,7 @@ export function createComposer({ knex, log, secret, publicUrl, bounces }: Omit<D
   const returnPath = (email: Email) => (bounces?.domain ? { returnPath: bounceAddress(secret, email.id, bounces.domain) } : {});
   /**
    * What to send, by email id: transactional emails were rendered when queued; campaign emails are rendered now,
-   * from the campaign (frozen once scheduled) and the contact as it is. Null when a campaign email's contact has
+   * from the campaign (frozen once it starts sending) and the contact as it is. Null when a campaign email's contact has
    * unsubscribed (or gone) since the audience was resolved: unsubscribed contacts are never mailed.
    */
   async function contents(emails: Email[]): Promise<Map<string, MessageContent | TemplateError | null>> {
@@ -86,22 +87,28 @@ export function createComposer({ knex, log, secret, publicUrl, bounces }: Omit<D
     if (campaignMail.length === 0) return result;
     const pairs = (ids: [string, string | null][]) => [...new Map(ids.filter(([, id]) => id).map(([p, id]) => [`${p}/${id}`, [p, id!]])).values()];
     const [campaigns, contacts] = await Promise.all([
-      knex('campaigns').whereIn(['project_id', 'id'], pairs(campaignMail.map((e) => [e.projectId, e.campaignId]))).select('project_id', 'id', 'subject', 'body'),
+      knex('campaigns').whereIn(['project_id', 'id'], pairs(campaignMail.map((e) => [e.projectId, e.campaignId])))
+        .select('project_id', 'id', 'template_id', 'subject', 'body', 'body_type', 'from_email', 'from_name', 'reply_to'),
       knex('contacts').whereIn(['project_id', 'id'], pairs(campaignMail.map((e) => [e.projectId, e.contactId]))).select('project_id', 'id', 'email', 'subscribed', 'data'),
     ]);
-    const campaignOf = new Map(campaigns.map((c) => [`${c.project_id}/${c.id}`, c]));
+    // A campaign that has not started sending (a draft's test copies) may leave its subject or body to its template,
+    // read as it is now; once sending, it has its own (campaigns/content.ts), and no template is read.
+    const campaignOf = new Map(await Promise.all(campaigns.map(async (c: CampaignContentRow & { id: string }) => [
+      `${c.project_id}/${c.id}`,
+      c.subject !== null && c.body !== null ? { subject: c.subject, body: c.body, markdown: c.body_type === 'markdown' } : await currentContent(knex, c),
+    ] as const)));
     const contactOf = new Map(contacts.map((c) => [`${c.project_id}/${c.id}`, c]));
     for (const email of campaignMail) {
       const campaign = campaignOf.get(`${email.projectId}/${email.campaignId}`);
       const contact = email.contactId ? contactOf.get(`${email.projectId}/${email.contactId}`) : undefined;
-      if (!campaign || (!email.isTest && (!contact || !contact.subscribed))) {
+      if (!campaign || !campaign.subject || !campaign.body || (!email.isTest && (!contact || !contact.subscribed))) {
         result.set(email.id, null);
         continue;
       }
       const url = contact ? unsubscribeUrl(publicUrl, secret, { projectId: email.projectId, contactId: contact.id, emailId: email.id }) : null;
       try {
         result.set(email.id, renderCampaignEmail(
-          { subject: campaign.subject, body: campaign.body },
+          { subject: campaign.subject, body: campaign.body, markdown: campaign.markdown },
           contact ? { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data } : { id: null, email: email.toEmail, subscribed: false, data: {} },
           url,
           email.isTest,

@@ -8,6 +8,7 @@ import { unsubscribeUrl } from '../mail/unsubscribe';
 import type { TrackChoice } from '../tracking/settings';
 import { DomainError, invalid } from '../core/errors';
 import { dataValues } from '../core/requestData';
+import { applyTemplate } from '../mail/applyTemplate';
 import type { Mailbox, SendBody } from './types';
 
 /** One validated POST /v1/send. */
@@ -143,7 +144,8 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
     const { body, projectId } = command;
     const template = body.template ? context.templates.get(`${projectId}/${body.template}`) : undefined;
     if (body.template && !template) return invalid([{ field: 'template', message: 'template not found', code: 'not_found' }]);
-    const from: Mailbox | undefined = body.from ?? (template?.from_email ? { email: template.from_email, ...(template.from_name ? { name: template.from_name } : {}) } : undefined);
+    const applied = applyTemplate({ subject: body.subject, body: body.body, bodyType: body.type, from: body.from, fromName: body.name, replyTo: body.reply }, template);
+    const from: Mailbox | undefined = applied.from;
     if (!from) return invalid([{ field: 'from', message: 'from is required unless the template has a sender', code: 'required' }]);
     if (!mayUseFrom(command.domains, from.email)) {
       return invalid(
@@ -160,13 +162,13 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
     const defaults = context.tracking.get(projectId) ?? { opens: false, clicks: false };
     return {
       command, from,
-      fromName: body.name ?? from.name ?? (body.from ? null : template?.from_name ?? null),
+      fromName: applied.fromName,
       templateId: template?.id ?? null,
-      replyTo: body.reply ?? template?.reply_to ?? null,
-      subject: body.subject ?? template!.subject,
-      body: body.body ?? template!.body,
-      // The request's type, else the template's for the template's own body, else HTML.
-      markdown: (body.type ?? (body.body === undefined ? template?.body_type : undefined) ?? 'html') === 'markdown',
+      replyTo: applied.replyTo,
+      // The schema asks for subject and body unless there is a template, which has both.
+      subject: applied.subject!,
+      body: applied.body!,
+      markdown: applied.markdown,
       marketing: isMarketing(template?.type),
       // A submitted message (SMTP) is delivered as its client built it: its HTML is never rewritten, so it is not tracked.
       track: command.raw ? { opens: false, clicks: false } : { opens: body.track?.opens ?? defaults.opens, clicks: body.track?.clicks ?? defaults.clicks },

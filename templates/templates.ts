@@ -84,16 +84,28 @@ export async function updateTemplate(db: Knex, render: Renderer, projectId: stri
   return updated;
 }
 
-/** A template an enabled workflow sends is in use (decisions.md: 409). Sent and queued emails keep their own copy. */
-export async function deleteTemplate(db: Knex, projectId: string, id: string): Promise<void> {
+/**
+ * A template an enabled workflow sends, or that a campaign not yet sent is written from (DRAFT, SCHEDULED, SENDING), is
+ * in use (decisions.md: 409). Sent and queued emails keep their own copy, and a campaign took the template's parts when
+ * it started sending. Called in a transaction (templateService.remove): the delete takes the template's row first, so a
+ * campaign being written from it (which reads it under a share lock: campaigns/content.ts) either commits first and is
+ * seen here, or waits and then finds the template gone.
+ */
+export async function deleteTemplate(db: Knex.Transaction, projectId: string, id: string): Promise<void> {
   if (!isUuid(id)) throw notFound('Template');
-  const users: { name: string }[] = await db('automations').where({ project_id: projectId, enabled: true })
-    .whereRaw('template_ids @> ARRAY[?]::uuid[]', [id]).select('name');
-  if (users.length) {
-    throw conflict(`Template is used by enabled workflows: ${users.map((u) => u.name).join(', ')}`, 'Disable those workflows or change their SEND_EMAIL steps first.');
-  }
   const deleted = await Template.query(db).delete().where({ project_id: projectId, id });
   if (!deleted) throw notFound('Template');
+  const [workflows, campaigns]: [{ name: string }[], { name: string }[]] = await Promise.all([
+    db('automations').where({ project_id: projectId, enabled: true }).whereRaw('template_ids @> ARRAY[?]::uuid[]', [id]).select('name'),
+    db('campaigns').where({ project_id: projectId, template_id: id }).whereIn('status', ['DRAFT', 'SCHEDULED', 'SENDING']).orderBy('name').select('name'),
+  ]);
+  if (workflows.length) {
+    throw conflict(`Template is used by enabled workflows: ${workflows.map((u) => u.name).join(', ')}`, 'Disable those workflows or change their SEND_EMAIL steps first.');
+  }
+  if (campaigns.length) {
+    throw conflict(`Template is used by campaigns not sent yet: ${campaigns.map((c) => c.name).join(', ')}`,
+      'Let them finish sending, cancel them, or choose other content for the drafts (PATCH /campaigns/:id with templateId null) first.');
+  }
 }
 
 /**

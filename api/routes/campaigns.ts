@@ -12,7 +12,7 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function campaignJson(c: CampaignRow, campaigns: Pick<Campaigns, 'workflowUrl'>) {
   return {
-    id: c.id, name: c.name, description: c.description, subject: c.subject, body: c.body,
+    id: c.id, name: c.name, description: c.description, templateId: c.template_id, subject: c.subject, body: c.body, bodyType: c.body_type,
     from: c.from_email, fromName: c.from_name, replyTo: c.reply_to, type: 'MARKETING' as const, status: c.status,
     audienceType: c.audience_type, segmentId: c.segment_id, audienceFilter: c.audience_filter,
     scheduledAt: iso(c.scheduled_at), startedAt: iso(c.started_at), completedAt: iso(c.completed_at), cancelledAt: iso(c.cancelled_at),
@@ -34,7 +34,9 @@ export const campaignRoutes = [
     } }),
 
   route({ operationId: 'createCampaign', method: 'post', path: '/campaigns', summary: 'Create a campaign (DRAFT)', tag: 'Campaigns', access: 'secret', permission: 'write', body: createCampaignSchema,
-    description: '`segmentId` is required for a SEGMENT audience and `audienceFilter` for a FILTERED one; each is refused otherwise.',
+    description: '`segmentId` is required for a SEGMENT audience and `audienceFilter` for a FILTERED one; each is refused otherwise. '
+      + '`subject`, `body` and `from` are required unless the campaign uses a template (`templateId`) that gives them: each part it leaves out is the template\'s, '
+      + 'as for POST /v1/send\'s `template`.',
     answers: created('Created.', A.campaignAnswer),
     links: crud('Campaign', undefined, undefined, ['get', 'update', 'delete', 'getCampaignStats:', 'sendCampaign:', 'cancelCampaign:', 'testCampaign:']),
     handle: async ({ auth, body, services }) => reply(campaignJson(await services.campaigns.create(auth.projectId, body), services.campaigns), 201) }),

@@ -62,6 +62,7 @@ export const templateRoutes = [
     handle: async ({ auth, params, body, services }) => reply({ emails: await services.templates.test(auth.projectId, params.id, body, auth.principal) }) }),
 
   route({ operationId: 'deleteTemplate', method: 'delete', path: '/templates/:id', summary: 'Delete a template', tag: 'Templates', access: 'secret', permission: 'write', answers: noContent('Deleted.'), errors: [409],
+    description: 'A template used by an enabled workflow, or by a campaign that is DRAFT, SCHEDULED or SENDING, is not deleted: 409 naming them.',
     async handle({ auth, params, services }) {
       await services.templates.remove(auth.projectId, params.id, actorOf(auth));
       return deleted;

@@ -118,8 +118,13 @@ export const membersRemovedAnswer = shape({ removed: countOf(1), memberCount: co
 // api/routes/campaigns.ts campaignJson
 export const campaignAnswer = shape({
   id: idOf(EXAMPLE.campaignId), name: text('June newsletter'), description: nullable(Joi.string().allow('')).example('What shipped in May.'),
-  subject: text('What’s new in June, {{ firstName }}'), body: text('<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>'),
-  from: text('news@example.com'), fromName: nullable(Joi.string().allow('')).example('Acme'), replyTo: nullable(Joi.string()), type: Joi.valid('MARKETING'),
+  templateId: nullable(idOf(EXAMPLE.templateId)).example(null)
+    .description('The template it is written from: each of subject, body, from, fromName and replyTo that is null here is the template\'s, read when it is tested and when it starts sending.'),
+  subject: nullable(Joi.string()).example('What’s new in June, {{ firstName }}'),
+  body: nullable(Joi.string()).example('<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>'),
+  bodyType: example(Joi.string().valid('html', 'markdown'), 'html')
+    .description('How `body` is written: `html`, unless the campaign took a Markdown template\'s body when it started sending.'),
+  from: nullable(Joi.string()).example('news@example.com'), fromName: nullable(Joi.string().allow('')).example('Acme'), replyTo: nullable(Joi.string()), type: Joi.valid('MARKETING'),
   status: Joi.string().valid('DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED', 'FAILED'),
   audienceType: example(Joi.string().valid('ALL', 'SEGMENT', 'FILTERED'), 'SEGMENT'), segmentId: nullable(idOf(EXAMPLE.segmentId)),
   audienceFilter: nullable(conditionSchema).example(null),

@@ -8,12 +8,16 @@ import { dateSchema, emailSchema, EXAMPLE, example, headerTextSchema, uuidSchema
 // The campaign's types live with the business (campaigns/campaigns.ts); these schemas are checked against them.
 export type CampaignBody = CampaignInput;
 
+// subject, body and from may be null (or left out) when the campaign uses a template that gives them: each part the
+// campaign has none of is the template's (campaigns/campaigns.ts checks that one or the other gives it).
 const fields = {
   name: Joi.string().trim().min(1).max(200).example('June newsletter'),
   description: Joi.string().max(2000).allow('', null).example('What shipped in May.'),
-  subject: headerTextSchema.min(1).max(998).example('What’s new in June, {{ firstName }}'),
-  body: Joi.string().min(1).max(2 * 1024 * 1024).example('<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>'),
-  from: example(emailSchema, 'news@example.com'),
+  templateId: example(uuidSchema.allow(null), EXAMPLE.templateId)
+    .description('A template of the project: its subject, body (HTML or Markdown), from, fromName and replyTo apply where the campaign has none of its own. `null` clears it.'),
+  subject: headerTextSchema.min(1).max(998).allow(null).example('What’s new in June, {{ firstName }}'),
+  body: Joi.string().min(1).max(2 * 1024 * 1024).allow(null).example('<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>'),
+  from: example(emailSchema.allow(null), 'news@example.com'),
   fromName: headerTextSchema.max(200).allow('', null).example('Acme'),
   replyTo: example(emailSchema.allow(null), 'support@example.com'),
   audienceType: Joi.string().valid('ALL', 'SEGMENT', 'FILTERED').example('SEGMENT'),
@@ -26,12 +30,15 @@ const byAudience = {
   audienceFilter: fields.audienceFilter.when('audienceType', { is: 'FILTERED', then: Joi.required(), otherwise: Joi.forbidden() }),
 };
 
+/** Without a template, a campaign gives its own subject, body and sender (a null one is refused by the business: `required`). */
+const unlessTemplate = <S extends Joi.StringSchema>(schema: S): S => schema.when('templateId', { is: Joi.string().required(), otherwise: Joi.required() }) as S;
+
 export const createCampaignSchema = Joi.object<CampaignBody, true>({
   ...fields,
   name: fields.name.required(),
-  subject: fields.subject.required(),
-  body: fields.body.required(),
-  from: fields.from.required(),
+  subject: unlessTemplate(fields.subject),
+  body: unlessTemplate(fields.body),
+  from: unlessTemplate(fields.from),
   audienceType: fields.audienceType.required(),
   ...byAudience,
 }).example({

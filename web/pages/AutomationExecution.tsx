@@ -6,7 +6,8 @@ import { Button, ConfirmDialog, Icon, Loading, Page, Time, toast, type Tone } fr
 import { useLoad } from '../hooks';
 import { useSession } from '../session';
 import { durationText, STEP_INFO } from './parts/automationSteps';
-import { ExecutionStatusBadge, isActive, nodeView, stepsOf, useTemplates, type ExecutionDetail, type Workflow } from './parts/automations';
+import { ExecutionStatusBadge, isActive, nodeView, stepsOf, type ExecutionDetail, type Workflow } from './parts/automations';
+import { useTemplates } from './parts/templates';
 import { FlowGraph, type NodeMark } from './parts/FlowGraph';
 import { layoutFlow, TRIGGER_ID, type FlowLayout, type Port } from './parts/flowLayout';
 import { NotLoaded } from './parts/NotLoaded';

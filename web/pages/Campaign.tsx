@@ -8,7 +8,8 @@ import {
 import { useLoad, useVisibleInterval } from '../hooks';
 import { useSession } from '../session';
 import { CampaignComposer } from './parts/CampaignComposer';
-import { audienceWords, CampaignStatus, contacts, formatWhen, viewerZone, type Campaign } from './parts/campaigns';
+import { audienceWords, campaignContent, CampaignStatus, contacts, formatWhen, viewerZone, type Campaign } from './parts/campaigns';
+import { usePreview } from './parts/templates';
 import { percent, Stat } from './parts/stats';
 import { VolumeChart } from './parts/VolumeChart';
 import { NotLoaded } from './parts/NotLoaded';
@@ -83,6 +84,15 @@ function CampaignReport({ campaign: c, onChange, breadcrumb }: { campaign: Campa
     if (hasStats) stats.reload();
   }, POLL_MS, live(c));
 
+  // Written from a template: what it takes from it is the template's until it starts sending, then its own copy.
+  const template = useLoad(() => (c.templateId
+    ? call(api.GET('/templates/{id}', { params: { path: { id: c.templateId } } }), { expect: [404] }).catch(() => null)
+    : Promise.resolve(null)), [c.templateId]);
+  const content = campaignContent(c, template.data);
+  // An HTML body of its own is shown as written; a template's (or a Markdown one) is rendered by Herald.
+  const asWritten = c.body !== null && c.bodyType === 'html';
+  const rendered = usePreview(!asWritten && content.body ? { subject: content.subject, body: content.body, bodyType: content.bodyType } : null);
+
   const s = stats.data ?? null;
   const writer = can('write');
   const segmentName = segment.data ? segment.data.name : c.audienceType === 'SEGMENT' ? 'a deleted segment' : null;
@@ -113,9 +123,12 @@ function CampaignReport({ campaign: c, onChange, breadcrumb }: { campaign: Campa
           <section class="card" aria-labelledby="campaign-details">
             <div class="card-header"><h2 id="campaign-details">Details</h2></div>
             <dl class="kv card-body">
-              <dt>Subject</dt><dd>{c.subject}</dd>
-              <dt>From</dt><dd>{c.fromName ? `${c.fromName} <${c.from}>` : c.from}</dd>
-              {c.replyTo ? <><dt>Reply-to</dt><dd>{c.replyTo}</dd></> : null}
+              {c.templateId ? <><dt>Template</dt><dd>{template.data
+                ? <a href={`/app/templates/${template.data.id}`}>{template.data.name}</a>
+                : template.loading ? '…' : <span class="muted">A deleted template</span>}</dd></> : null}
+              <dt>Subject</dt><dd>{content.subject || '—'}</dd>
+              <dt>From</dt><dd>{content.fromName ? `${content.fromName} <${content.from}>` : content.from || '—'}</dd>
+              {content.replyTo ? <><dt>Reply-to</dt><dd>{content.replyTo}</dd></> : null}
               <dt>Audience</dt><dd>{c.audienceType === 'FILTERED'
                 ? <details class="campaign-filter"><summary>{audienceWords(c)}</summary><pre class="json">{JSON.stringify(c.audienceFilter, null, 2)}</pre></details>
                 : audienceWords(c, segmentName)}</dd>
@@ -128,8 +141,12 @@ function CampaignReport({ campaign: c, onChange, breadcrumb }: { campaign: Campa
             </dl>
           </section>
           <section class="card campaign-message" aria-labelledby="campaign-message">
-            <div class="card-header"><h2 id="campaign-message">Message</h2><span class="muted small">Variables shown as written</span></div>
-            <MessagePreview html={c.body} title="The campaign's message" />
+            <div class="card-header"><h2 id="campaign-message">Message</h2><span class="muted small">{asWritten ? 'Variables shown as written' : 'Rendered for a contact with no data'}</span></div>
+            {asWritten ? <MessagePreview html={c.body ?? ''} title="The campaign's message" /> : null}
+            {!asWritten && rendered.error ? <div class="preview-error" role="alert"><Icon name="alert" size={14} /><span>{rendered.error}</span></div> : null}
+            {!asWritten && rendered.preview ? <MessagePreview html={rendered.preview.html} title="The campaign's message" /> : null}
+            {!asWritten && content.body && !rendered.preview && !rendered.error ? <Loading what="Rendering the message" /> : null}
+            {!asWritten && !content.body && !template.loading ? <p class="card-body muted small">Its template was deleted before it was sent: there is no message to show.</p> : null}
           </section>
         </div>
       </div>

@@ -9,7 +9,7 @@ import { useSession } from '../session';
 import { CodeEditor } from './parts/CodeEditor';
 import { ContactPicker } from './parts/ContactPicker';
 import { parseData } from './parts/contacts';
-import { FORMAT_OPTIONS, TemplateTypeBadge, TYPE_OPTIONS, type BodyType, type TemplateType } from './parts/templates';
+import { FORMAT_OPTIONS, PART_WORDS, TemplateTypeBadge, TYPE_OPTIONS, usePreview, type BodyType, type TemplateType } from './parts/templates';
 import { NotLoaded } from './parts/NotLoaded';
 
 /**
@@ -52,40 +52,6 @@ type Stored = ReturnType<typeof stored>;
 /** What a PATCH must carry to turn `was` into `now`. */
 function changes(was: Stored, now: Stored): Partial<Stored> {
   return Object.fromEntries(Object.entries(now).filter(([k, v]) => was[k as keyof Stored] !== v)) as Partial<Stored>;
-}
-
-const PART_WORDS: Record<string, string> = { subject: 'Subject', body: 'Body' };
-
-/** The API's answer to a preview, or what went wrong, in words. */
-function failureText(err: unknown): string {
-  if (!(err instanceof ApiFailure)) return 'The preview could not be rendered.';
-  const fields = Object.entries(err.fields);
-  const said = fields.length ? fields.map(([f, m]) => `${PART_WORDS[f] ?? f}: ${m}`).join(' · ') : err.message;
-  return err.suggestion ? `${said}. ${err.suggestion}` : said;
-}
-
-interface Preview { subject: string; html: string }
-
-/**
- * The live preview: the content, contact and variables rendered by Herald ~300 ms after the last change; a newer
- * change cancels the request in flight (AbortController), so an old answer never replaces a newer one.
- */
-function usePreview(input: { subject: string; body: string; bodyType: BodyType; contactId?: string; data?: Record<string, unknown> } | null) {
-  const [state, setState] = useState<{ preview?: Preview; error: string; busy: boolean }>({ error: '', busy: true });
-  const key = JSON.stringify(input);
-  useEffect(() => {
-    if (!input) return undefined;
-    const abort = new AbortController();
-    setState((s) => ({ ...s, busy: true }));
-    const timer = setTimeout(() => {
-      call(api.POST('/templates/preview', { body: input, signal: abort.signal }), { form: true }).then(
-        (preview) => setState({ preview, error: '', busy: false }),
-        (err: unknown) => { if (!abort.signal.aborted) setState((s) => ({ ...s, error: failureText(err), busy: false })); },
-      );
-    }, 300);
-    return () => { clearTimeout(timer); abort.abort(); };
-  }, [key]);
-  return state;
 }
 
 function SendTest({ open, onClose, template, contact, data, before }: {

@@ -1,27 +1,33 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
-import { api, ApiFailure, call } from '../../api';
+import { api, ApiFailure, call, type Schemas } from '../../api';
 import {
-  Button, ConfirmDialog, Dialog, FormError, Icon, MessagePreview, Page, SelectField, Spinner, TextAreaField, TextField, toast,
+  Button, ConfirmDialog, Dialog, FormError, Icon, Loading, MessagePreview, Page, SelectField, Spinner, TextAreaField, TextField, toast,
 } from '../../components';
 import { useLoad } from '../../hooks';
 import { useSession } from '../../session';
-import { audiencePhrase, contacts, formatWhen, viewerZone, type Campaign } from './campaigns';
+import { audiencePhrase, campaignContent, contacts, formatWhen, viewerZone, type Campaign } from './campaigns';
 import { ConditionBuilder, conditionErrors, isComplete, newCondition, type AudienceCondition } from './ConditionBuilder';
+import { TemplateTypeBadge, usePreview, useTemplates } from './templates';
 
 /**
  * The campaign composer (issue 29): a new campaign (`/app/campaigns/new`) or a DRAFT (`/app/campaigns/:id`). Its
- * name, subject, sender (the project's verified domains as suggestions: GET /domains), HTML body beside its preview,
- * and audience: every subscribed contact, a segment, or an inline filter, with the number of recipients it reaches now
+ * name, subject, sender (the project's verified domains as suggestions: GET /domains), its content (an HTML body
+ * beside its preview, or one of the project's templates: its subject and sender then show as the fields' placeholders
+ * and may be overridden, its message is rendered by POST /templates/preview in the preview), and audience: every subscribed contact, a segment, or an inline filter, with the number of recipients it reaches now
  * (POST /campaigns/audience). Saved as a draft (POST, then PATCH /campaigns/:id); a test sent to chosen addresses
  * (POST /campaigns/:id/test); scheduled in the viewer's time zone or sent now (POST /campaigns/:id/send), each after a
  * confirmation that says how many will receive it; a draft deleted after one too. Every action saves first what was
  * changed, so what is tested or sent is what is on the screen.
  */
 type AudienceType = Campaign['audienceType'];
+type Template = Schemas['Template'];
 
 interface Form {
   name: string;
+  /** Written here (`body`), or a template's (`templateId`). */
+  source: 'own' | 'template';
+  templateId: string;
   subject: string;
   from: string;
   fromName: string;
@@ -38,7 +44,8 @@ const STARTER_BODY = `<h1>Hello {{ data.firstName | default: "there" }}</h1>
 
 function formOf(c: Campaign | null): Form {
   return {
-    name: c?.name ?? '', subject: c?.subject ?? '', from: c?.from ?? '', fromName: c?.fromName ?? '', replyTo: c?.replyTo ?? '',
+    name: c?.name ?? '', source: c?.templateId ? 'template' : 'own', templateId: c?.templateId ?? '',
+    subject: c?.subject ?? '', from: c?.from ?? '', fromName: c?.fromName ?? '', replyTo: c?.replyTo ?? '',
     body: c?.body ?? STARTER_BODY, audienceType: c?.audienceType ?? 'ALL', segmentId: c?.segmentId ?? '', filter: c?.audienceFilter ?? null,
   };
 }
@@ -50,10 +57,16 @@ const audienceOf = (f: Pick<Form, 'audienceType' | 'segmentId' | 'filter'>) => (
   ...(f.audienceType === 'FILTERED' && f.filter ? { audienceFilter: f.filter } : {}),
 });
 
-const bodyOf = (f: Form) => ({
-  name: f.name.trim(), subject: f.subject, body: f.body, from: f.from.trim(), fromName: f.fromName.trim() || null, replyTo: f.replyTo.trim() || null,
-  ...audienceOf(f),
-});
+/** The campaign as the API takes it. With a template, an empty field is the template's (null), and the body is its. */
+function bodyOf(f: Form) {
+  const own = f.source === 'own';
+  return {
+    name: f.name.trim(), templateId: own ? null : f.templateId || null,
+    subject: own || f.subject.trim() ? f.subject : null, body: own ? f.body : null, from: f.from.trim() || (own ? '' : null),
+    fromName: f.fromName.trim() || null, replyTo: f.replyTo.trim() || null,
+    ...audienceOf(f),
+  };
+}
 
 /** A `datetime-local` value (the viewer's wall-clock time) for a date: the next whole hour after now by default. */
 function localInput(d: Date): string {
@@ -159,10 +172,16 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
   const domains = useLoad(() => call(api.GET('/domains', { params: { query: { limit: 100, status: 'VERIFIED' } } })), []);
   const segments = useLoad(() => call(api.GET('/segments', { params: { query: { limit: 100 } } })), []);
   const verified = domains.data?.items.map((d) => d.domain) ?? [];
-  // A new campaign starts from the project's first verified domain.
+  // A new campaign written here starts from the project's first verified domain (a template has its own sender).
+  const suggestedFrom = verified[0] ? `news@${verified[0]}` : '';
   useEffect(() => {
-    if (!id && !form.from && verified[0]) setForm((f) => (f.from ? f : { ...f, from: `news@${verified[0]}` }));
-  }, [verified[0]]);
+    if (!id && !form.from && suggestedFrom && form.source === 'own') setForm((f) => (f.from ? f : { ...f, from: suggestedFrom }));
+  }, [suggestedFrom, form.source]);
+  const templates = useTemplates();
+  const template: Template | undefined = templates.list.find((t) => t.id === form.templateId);
+  const fromTemplate = form.source === 'template';
+  /** "Use a template": a new campaign's suggested sender gives way to the template's. */
+  const chooseSource = (source: Form['source']) => setForm((f) => ({ ...f, source, ...(source === 'template' && !id && f.from === suggestedFrom ? { from: '' } : {}) }));
 
   const set = <K extends keyof Form>(key: K) => (value: Form[K]) => setForm((f) => ({ ...f, [key]: value }));
   const audience = audienceOf(form);
@@ -175,6 +194,7 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
   const save = async (): Promise<Campaign | null> => {
     setFields({});
     setError('');
+    if (fromTemplate && !form.templateId) { setFields({ templateId: 'Choose a template, or write the message here' }); return null; }
     if (form.audienceType === 'SEGMENT' && !form.segmentId) { setFields({ segmentId: 'Choose a segment' }); return null; }
     if (form.audienceType === 'FILTERED' && (!form.filter || !isComplete(form.filter))) { setFields({ audienceFilter: 'Finish the filter: each one needs its field and value' }); return null; }
     if (id && !dirty && latest.current) return latest.current;
@@ -226,6 +246,18 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
     onSent(c);
   };
 
+  // With a template: what goes out, the fields' own values else the template's (as the API merges them).
+  const sent = campaignContent({
+    subject: form.subject.trim() ? form.subject : null, body: null, bodyType: 'html', from: form.from.trim() || null,
+    fromName: form.fromName.trim() || null, replyTo: form.replyTo.trim() || null,
+  }, template);
+  const rendered = usePreview(fromTemplate && template ? { subject: sent.subject, body: template.body, bodyType: template.bodyType } : null);
+  const envelope = fromTemplate
+    ? { from: sent.from, fromName: sent.fromName ?? '', subject: rendered.preview?.subject ?? sent.subject }
+    : { from: form.from, fromName: form.fromName.trim(), subject: form.subject };
+  /** A field's hint with a template: whether the template gives it. */
+  const fromIt = (value: string | null | undefined, own: string) => (value ? <>The template’s, unless you write {own} here.</> : null);
+
   const title = form.name.trim() || (id ? 'Untitled campaign' : 'New campaign');
   const segmentOptions: [string, string][] = [['', segments.loading ? 'Loading segments…' : 'Choose a segment'], ...(segments.data?.items ?? []).map((s): [string, string] => [s.id, s.name])];
   const segmentName = segments.data?.items.find((s) => s.id === form.segmentId)?.name;
@@ -248,27 +280,41 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
             <div class="card-body form">
               <TextField label="Campaign name" value={form.name} onValue={set('name')} error={shown.name} required maxLength={200}
                 hint="For you and your team; recipients never see it." placeholder="June newsletter" />
-              <TextField label="Subject" value={form.subject} onValue={set('subject')} error={shown.subject} required
-                hint={<>What the inbox shows. Liquid works here too: <code>{'{{ data.firstName }}'}</code>.</>} placeholder="What’s new in June" />
+              <TextField label="Subject" value={form.subject} onValue={set('subject')} error={shown.subject} required={!fromTemplate || !template}
+                hint={(fromTemplate && fromIt(template?.subject, 'another')) || <>What the inbox shows. Liquid works here too: <code>{'{{ data.firstName }}'}</code>.</>}
+                placeholder={fromTemplate && template ? template.subject : 'What’s new in June'} />
               <div class="composer-row">
-                <TextField label="From address" type="email" value={form.from} onValue={set('from')} error={shown.from} required list="composer-from" autoComplete="off" spellcheck={false}
-                  fieldClass="grow" placeholder={verified[0] ? `news@${verified[0]}` : 'news@your-domain.com'}
-                  hint={verified.length
+                <TextField label="From address" type="email" value={form.from} onValue={set('from')} error={shown.from} required={!fromTemplate || !template?.from} list="composer-from" autoComplete="off" spellcheck={false}
+                  fieldClass="grow" placeholder={(fromTemplate && template?.from) || suggestedFrom || 'news@your-domain.com'}
+                  hint={(fromTemplate && fromIt(template?.from, 'another address')) || (verified.length
                     ? <>At a verified domain: {verified.slice(0, 3).join(', ')}{verified.length > 3 ? ` and ${verified.length - 3} more` : ''}.</>
-                    : domains.data ? <>No verified domain yet: <a href="/app/domains">verify one</a> to send.</> : 'At a verified domain of this project.'} />
+                    : domains.data ? <>No verified domain yet: <a href="/app/domains">verify one</a> to send.</> : 'At a verified domain of this project.')} />
                 <datalist id="composer-from">{verified.map((d) => <option key={d} value={`news@${d}`} />)}</datalist>
-                <TextField label="From name" value={form.fromName} onValue={set('fromName')} error={shown.fromName} fieldClass="grow" placeholder="Acme" hint="Optional." />
+                <TextField label="From name" value={form.fromName} onValue={set('fromName')} error={shown.fromName} fieldClass="grow"
+                  placeholder={(fromTemplate && !form.from.trim() && template?.fromName) || 'Acme'} hint={(fromTemplate && !form.from.trim() && fromIt(template?.fromName, 'another')) || 'Optional.'} />
               </div>
               <TextField label="Reply-to" type="email" value={form.replyTo} onValue={set('replyTo')} error={shown.replyTo} spellcheck={false}
-                placeholder="support@your-domain.com" hint="Optional: where replies go instead of the From address." />
+                placeholder={(fromTemplate && template?.replyTo) || 'support@your-domain.com'}
+                hint={(fromTemplate && fromIt(template?.replyTo, 'another')) || 'Optional: where replies go instead of the From address.'} />
             </div>
           </section>
 
           <section class="card" aria-labelledby="composer-content">
-            <div class="card-header"><h2 id="composer-content">Content</h2><span class="muted small">HTML with Liquid, rendered for each contact</span></div>
+            <div class="card-header"><h2 id="composer-content">Content</h2><span class="muted small">{fromTemplate ? 'A template, rendered for each contact' : 'HTML with Liquid, rendered for each contact'}</span></div>
             <div class="card-body form">
-              <TextAreaField label="HTML body" mono rows={14} value={form.body} onValue={set('body')} error={shown.body} required
-                hint={<>Each contact's data is <code>{'{{ data.firstName }}'}</code>, their address <code>{'{{ email }}'}</code>. Herald adds the unsubscribe link and headers.</>} />
+              <fieldset class="audience-choices content-choices">
+                <legend class="visually-hidden">Where the message comes from</legend>
+                <Choice name="content" value="own" checked={!fromTemplate} onChoose={() => chooseSource('own')}
+                  label="Write it here" hint="An HTML body for this campaign only." />
+                <Choice name="content" value="template" checked={fromTemplate} onChoose={() => chooseSource('template')}
+                  label="Use a template" hint="One of this project's templates, as it is when the campaign goes: edits to it apply until then." />
+              </fieldset>
+              {fromTemplate ? (
+                <TemplatePicker templates={templates.list} loading={templates.loading} value={form.templateId} onValue={set('templateId')} error={shown.templateId ?? shown.body} />
+              ) : (
+                <TextAreaField label="HTML body" mono rows={14} value={form.body} onValue={set('body')} error={shown.body} required
+                  hint={<>Each contact's data is <code>{'{{ data.firstName }}'}</code>, their address <code>{'{{ email }}'}</code>. Herald adds the unsubscribe link and headers.</>} />
+              )}
             </div>
           </section>
 
@@ -297,13 +343,17 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
         <aside class="card composer-preview" aria-labelledby="composer-preview">
           <div class="card-header">
             <h2 id="composer-preview">Preview</h2>
-            <span class="muted small">Variables shown as written</span>
+            {fromTemplate && rendered.busy && template ? <Spinner label="Rendering the preview" />
+              : <span class="muted small">{fromTemplate ? 'Rendered for a contact with no data' : 'Variables shown as written'}</span>}
           </div>
           <dl class="kv card-body composer-envelope">
-            <dt>From</dt><dd>{form.fromName.trim() ? `${form.fromName.trim()} <${form.from || '…'}>` : form.from || '—'}</dd>
-            <dt>Subject</dt><dd>{form.subject || '—'}</dd>
+            <dt>From</dt><dd>{envelope.fromName ? `${envelope.fromName} <${envelope.from || '…'}>` : envelope.from || '—'}</dd>
+            <dt>Subject</dt><dd>{envelope.subject || '—'}</dd>
           </dl>
-          <MessagePreview html={previewHtml} title="Preview of the campaign's message" />
+          {!fromTemplate ? <MessagePreview html={previewHtml} title="Preview of the campaign's message" /> : null}
+          {fromTemplate && !template ? <p class="card-body muted small">Choose a template to see its message here.</p> : null}
+          {fromTemplate && template && rendered.error ? <div class="preview-error" role="alert"><Icon name="alert" size={14} /><span>{rendered.error}</span></div> : null}
+          {fromTemplate && template && rendered.preview ? <MessagePreview html={rendered.preview.html} title={`Preview of the template ${template.name}`} /> : null}
         </aside>
         <div class="composer-actions">
           <span class="composer-state muted small" aria-live="polite">{busy === 'save' ? 'Saving…' : dirty ? (id ? 'Unsaved changes' : 'Not saved yet') : 'All changes saved'}</span>
@@ -414,5 +464,55 @@ function ScheduleDialog({ open, count, onClose, schedule }: { open: boolean; cou
       <TextField label="Send at" type="datetime-local" value={value} onValue={setValue} error={fieldError} min={localInput(new Date())} required
         hint={<>Your time zone: <strong>{viewerZone()}</strong>{at ? ` (${zoneOffset(at)})` : ''}.{at ? <> That is {formatWhen(at)}.</> : null}</>} />
     </Dialog>
+  );
+}
+
+/**
+ * "Use a template": the project's templates as radio buttons (arrows move the choice, as in any radio group), each with
+ * its name, type and subject, a search over names and subjects once there are more than a few, and the chosen one's
+ * link to its editor. A draft's template that is gone (or one past the first 500) is said so.
+ */
+function TemplatePicker({ templates, loading, value, onValue, error }: {
+  templates: Template[]; loading: boolean; value: string; onValue: (id: string) => void; error?: string;
+}) {
+  const id = useId();
+  const [search, setSearch] = useState('');
+  const q = search.trim().toLowerCase();
+  const shown = q ? templates.filter((t) => t.name.toLowerCase().includes(q) || t.subject.toLowerCase().includes(q)) : templates;
+  const chosen = templates.find((t) => t.id === value);
+  if (loading && !templates.length) return <Loading what="Loading the templates" />;
+  if (!templates.length) {
+    return (
+      <div class="template-picker">
+        <p class="template-none">This project has no template yet. <a href="/app/templates/new">Create a template</a>, then choose it here.</p>
+        {error ? <div class="field-error"><Icon name="alert" size={14} /><span>{error}</span></div> : null}
+      </div>
+    );
+  }
+  return (
+    <div class="template-picker">
+      {templates.length > 4 ? <TextField label="Find a template" type="search" value={search} onValue={setSearch} placeholder="Name or subject" autoComplete="off" /> : null}
+      <fieldset class="template-options" aria-describedby={error ? `${id}-error` : undefined}>
+        <legend class="field-label">Template</legend>
+        {shown.map((t) => (
+          <label class="template-option" key={t.id}>
+            <input type="radio" name={`${id}-template`} value={t.id} checked={t.id === value} onChange={() => onValue(t.id)} aria-invalid={error ? 'true' : undefined} />
+            <span class="template-option-text">
+              <span class="template-option-name"><strong>{t.name}</strong><TemplateTypeBadge type={t.type} /></span>
+              <span class="template-option-subject">{t.subject}</span>
+            </span>
+          </label>
+        ))}
+        {!shown.length ? <p class="muted small">No template’s name or subject has “{search.trim()}”.</p> : null}
+      </fieldset>
+      {error ? <div class="field-error" id={`${id}-error`}><Icon name="alert" size={14} /><span>{error}</span></div> : null}
+      {value && !chosen ? <p class="field-hint">The template this draft used is not in this project’s list any more: choose another.</p> : null}
+      {chosen ? (
+        <p class="template-chosen">
+          <a href={`/app/templates/${chosen.id}`}><Icon name="templates" size={14} />Edit “{chosen.name}”</a>
+          <span class="muted">Its changes apply to this campaign until it is sent.</span>
+        </p>
+      ) : null}
+    </div>
   );
 }

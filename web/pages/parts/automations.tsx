@@ -1,9 +1,8 @@
 /** Parts of the Automations pages (Automations, Automation, AutomationExecution): not a page. */
 import type { ExecutionStatus, Step } from '../../../automations/steps';
 import type { paths } from '../../../client/schema';
-import { api, call, type Schemas } from '../../api';
+import type { Schemas } from '../../api';
 import { Badge, type Tone } from '../../components';
-import { useLoad } from '../../hooks';
 import { STEP_INFO, stepSummary } from './automationSteps';
 import type { NodeView } from './FlowGraph';
 import type { FlowNode } from './flowLayout';
@@ -37,27 +36,6 @@ export function ExecutionStatusBadge({ status }: { status: string }) {
 }
 
 export const isActive = (x: { status: string }) => x.status === 'RUNNING' || x.status === 'WAITING';
-
-/** Templates are few; a project with very many has the newest 500 listed (a step's other template is named by id). */
-const TEMPLATE_PAGES = 5;
-
-/** The project's templates, for the SEND_EMAIL steps' choice and their nodes' names. */
-export function useTemplates() {
-  const loaded = useLoad(async () => {
-    const all: Schemas['Template'][] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < TEMPLATE_PAGES; page++) {
-      const got = await call(api.GET('/templates', { params: { query: { limit: 100, ...(cursor ? { cursor } : {}) } } }));
-      all.push(...got.items);
-      if (!got.nextCursor) break;
-      cursor = got.nextCursor;
-    }
-    return all;
-  }, []);
-  const list = loaded.data ?? [];
-  const names = new Map(list.map((t) => [t.id, t.name]));
-  return { list, loading: loaded.loading, name: (id: string) => names.get(id.toLowerCase()) };
-}
 
 /** What a node of the graph says: the trigger's event, a step's type and what it does. */
 export function nodeView(node: FlowNode, trigger: string, templateName: (id: string) => string | undefined): NodeView {

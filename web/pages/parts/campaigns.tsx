@@ -42,3 +42,22 @@ export const viewerZone = (): string => Intl.DateTimeFormat().resolvedOptions().
 /** A chosen send time in full, in the viewer's zone: "Tuesday 3 June 2031 at 10:00". */
 export const formatWhen = (d: Date | string): string => whenFormat.format(typeof d === 'string' ? new Date(d) : d);
 const whenFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'short' });
+
+type Template = Schemas['Template'];
+type Content = Pick<Campaign, 'subject' | 'body' | 'bodyType' | 'from' | 'fromName' | 'replyTo'>;
+
+/**
+ * What a campaign sends, to show it: each part it has of its own, else its template's, as the API merges them
+ * (mail/applyTemplate.ts: a sender of its own goes without the template's name). `template` undefined: none, or not
+ * loaded.
+ */
+export function campaignContent(c: Content, template: Template | null | undefined) {
+  return {
+    subject: c.subject ?? template?.subject ?? '',
+    body: c.body ?? template?.body ?? '',
+    bodyType: (c.body !== null ? c.bodyType : template?.bodyType ?? 'html') as 'html' | 'markdown',
+    from: c.from ?? template?.from ?? '',
+    fromName: c.fromName ?? (c.from ? null : template?.fromName ?? null),
+    replyTo: c.replyTo ?? template?.replyTo ?? null,
+  };
+}
