@@ -246,7 +246,7 @@ test('preview proposes the column map from the first rows; a foreign import is a
     .send(Buffer.from('E-mail,First name,Seats,Opt-in,Signed up\r\nada@example.com,Ada,3,yes,2024-01-01\r\nbob@example.com,Bob,1,no,2024-02-01\r\nbad,"Cy "x,,,\r\n'));
   expect(res.status).toBe(200);
   expect(res.body.data.format).toBe('csv');
-  expect(res.body.data.columns.map(({ samples, ...c }: { samples: string[] }) => c)).toEqual([
+  expect(res.body.data.columns.map(({ column, to, key, type }: Column) => (key ? { column, to, key, type } : { column, to }))).toEqual([
     { column: 'E-mail', to: 'email' }, { column: 'First name', to: 'data', key: 'First name', type: 'string' },
     { column: 'Seats', to: 'data', key: 'Seats', type: 'number' }, { column: 'Opt-in', to: 'subscribed' },
     { column: 'Signed up', to: 'data', key: 'Signed up', type: 'date' },

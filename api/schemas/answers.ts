@@ -400,7 +400,7 @@ export const contactImportAnswer = shape({
   bytesRead: countOf(26_214_400).description('How far the import has read the file (its checkpoint): bytesRead / fileBytes is its progress.'),
   mode: Joi.string().valid('create', 'update', 'upsert').example('upsert'),
   dataMode: Joi.string().valid('merge', 'replace').example('merge'),
-  columns: Joi.array().items(importColumn).example([{ column: 'Email', to: 'email' }, { column: 'Plan', to: 'data', key: 'plan', type: 'string' }]),
+  columns: Joi.array().items(importColumn).example([{ column: 'Email', to: 'email' }, { column: 'Seats', to: 'data', key: 'seats', type: 'number' }]),
   defaultSubscribed: Joi.boolean().example(true),
   resubscribe: Joi.boolean().example(false),
   segmentId: nullable(Joi.string().guid()).example(null),
@@ -421,8 +421,8 @@ export const importPreviewAnswer = shape({
   delimiter: nullable(Joi.string().example(',')),
   columns: Joi.array().items(importColumn.keys({ samples: Joi.array().items(Joi.string()).required() })).example([
     { column: 'Email', to: 'email', samples: ['ada@example.com'] },
-    { column: 'Plan', to: 'data', key: 'plan', type: 'string', samples: ['pro'] },
+    { column: 'Seats', to: 'data', key: 'seats', type: 'number', samples: ['3'] },
   ]).description('The proposed column map, with a few values of each column.'),
-  rows: Joi.array().items(Joi.alternatives(Joi.array().items(Joi.string()), anyObject)).example([['ada@example.com', 'pro']]),
+  rows: Joi.array().items(Joi.alternatives(Joi.array().items(Joi.string()), anyObject)).example([['ada@example.com', '3']]),
   problems: Joi.array().items(shape({ line: countOf(7), reason: text('invalid email "ada@"') })).example([]),
 }).id('ContactImportPreview');

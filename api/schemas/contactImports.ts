@@ -5,10 +5,10 @@ import { uuidSchema } from './common';
 
 /** One column of an import's map (contacts/imports/columns.ts). */
 export const columnMappingSchema = Joi.object<ColumnMapping, true>({
-  column: Joi.string().min(1).max(1000).required().example('Plan').description('The CSV header (or JSON Lines key) of the column.'),
+  column: Joi.string().min(1).max(1000).required().example('Seats').description('The CSV header (or JSON Lines key) of the column.'),
   to: Joi.string().valid(...COLUMN_TARGETS).required().example('data'),
-  key: Joi.string().trim().min(1).max(100).example('plan').description('`data`: the key it is stored under (default: the column\'s name).'),
-  type: Joi.string().valid(...DATA_TYPES).example('string').description('`data`: its type (default string). Empty cells are no value.'),
+  key: Joi.string().trim().min(1).max(100).example('seats').description('`data`: the key it is stored under (default: the column\'s name).'),
+  type: Joi.string().valid(...DATA_TYPES).example('number').description('`data`: its type (default string). Empty cells are no value.'),
 });
 
 /** An array sent as JSON text (a query parameter): parsed, then validated as an array. */
@@ -28,7 +28,7 @@ const jsonArray = Joi.extend({
   },
 }) as { jsonArray(): Joi.ArraySchema };
 
-const EXAMPLE_COLUMNS: ColumnMapping[] = [{ column: 'Email', to: 'email' }, { column: 'Plan', to: 'data', key: 'plan', type: 'string' }, { column: 'Seats', to: 'data', key: 'seats', type: 'number' }];
+const EXAMPLE_COLUMNS: ColumnMapping[] = [{ column: 'Email', to: 'email' }, { column: 'Seats', to: 'data', key: 'seats', type: 'number' }];
 
 export interface CreateImportQuery {
   columns: ColumnMapping[];

@@ -128,7 +128,7 @@ export function importBatches({ knex }: { knex: Knex }) {
             `INSERT INTO contact_import_errors (import_id, line, reason, raw)
              SELECT ?::uuid, t.line, t.reason, t.raw FROM unnest(?::int[], ?::text[], ?::text[]) AS t(line, reason, raw)
              ON CONFLICT (import_id, line) DO NOTHING`,
-            [imp.id, refused.map((r) => r.line), refused.map((r) => r.reason), refused.map((r) => r.raw.replace(/\u0000/g, '\\0'))],
+            [imp.id, refused.map((r) => r.line), refused.map((r) => r.reason), refused.map((r) => r.raw.split('\u0000').join('\\0')) /* PostgreSQL text holds no NUL */],
           );
         }
         await trx('contact_imports').where('id', imp.id).update({
