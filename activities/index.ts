@@ -1,6 +1,7 @@
 import type { Activities } from '../workflows/types';
 import { automationActivities, type AutomationDeps } from './automations';
 import { campaignActivities, type CampaignDeps } from './campaigns';
+import { contactImportActivities } from './contactImports';
 import { domainActivities, type DomainDeps } from './domains';
 import { withPermanentFailures } from '../engine/permanent';
 
@@ -12,5 +13,5 @@ export type ActivityDeps = CampaignDeps & DomainDeps & AutomationDeps;
  * retry can mend are thrown as PermanentErrors, which neither engine retries (engine/permanent.ts).
  */
 export function createActivities(deps: ActivityDeps): Activities {
-  return withPermanentFailures({ ...campaignActivities(deps), ...domainActivities(deps), ...automationActivities(deps) });
+  return withPermanentFailures({ ...campaignActivities(deps), ...domainActivities(deps), ...automationActivities(deps), ...contactImportActivities(deps) });
 }

@@ -51,6 +51,8 @@ export interface AppDeps {
   metricsOnOwnPort?: boolean;
   /** The built console (scripts/buildWeb.ts) served at /app; dist/web by default. */
   consoleDir?: string;
+  /** IMPORT_MAX_BYTES: the largest contact import file; read from the environment when not given. */
+  importMaxBytes?: number;
   /** Temporal UI (TEMPORAL_UI_URL, on Temporal only: config temporalUiOf): campaigns link to their workflow there. */
   temporalUi?: TemporalUi;
 }
@@ -65,13 +67,13 @@ export function createApp(deps: AppDeps): Koa {
   app.silent = true; // errors are logged once, by errorHandler
 
   const sessions = deps.sessions ?? loadSessionConfig();
-  const { open, people, sending, tracking, management } = buildRouters(ROUTES, createServices({ ...deps, sessions }), { ...deps, sessions });
+  const { open, people, sending, tracking, management, uploads } = buildRouters(ROUTES, createServices({ ...deps, sessions }), { ...deps, sessions });
 
   app.use(requestId());
   app.use(httpMetrics()); // outside the error handler: it times the answer the client got, with its status
   app.use(errorHandler(deps.log));
   app.use(consoleApp({ dir: deps.consoleDir })); // /app: static files; `/` from a browser goes there
-  for (const router of [open, people, sending, tracking, management]) {
+  for (const router of [open, people, sending, tracking, management, uploads]) {
     app.use(router.routes());
     app.use(router.allowedMethods()); // sets 405/501 + Allow; errorHandler renders the envelope
   }

@@ -5,6 +5,7 @@ import type { Permission } from '../projects/roles';
 import type { AuthState } from './middleware/auth';
 import type { Operation } from './openapi/operations';
 import type { Services } from './services';
+import type { Upload } from '../contacts/imports/imports';
 
 /**
  * One route, declared once (api/routes/*.ts, listed in api/routes/index.ts): what the OpenAPI document says of it
@@ -39,6 +40,8 @@ export interface Call<P extends string = string, B = undefined, Q = undefined> {
   body: B;
   query: Q;
   services: Services;
+  /** An `upload` operation's body: the request's bytes as they arrive, its media type and announced length. */
+  upload: Upload | undefined;
   /**
    * For an `idempotent` operation: runs `work` once per Idempotency-Key (api/idempotency.ts), in the transaction that
    * also stores its answer, and answers a replay with the first answer; without the header, `work` runs at once with

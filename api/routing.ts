@@ -12,6 +12,7 @@ import { authenticate, crossSite, SAFE_METHODS, type AuthState, type SessionAuth
 import { jsonBody } from './middleware/body';
 import { uuidParam } from './openapi/operations';
 import type { Call, Client, JsonRoute, Lookup, PersonCall, PersonRoute, Reply, Route } from './route';
+import type { Upload } from '../contacts/imports/imports';
 import type { Services } from './services';
 import { validateBody, validateQuery } from './validate';
 
@@ -82,13 +83,27 @@ function jsonHandler(route: JsonRoute, services: Services, knex: Knex): RouterMi
     const query = route.query ? validateQuery(ctx, route.query) : undefined;
     const body = route.body ? validateBody(ctx, route.body) : undefined;
     const call: Call<string, unknown, unknown> = {
-      ...lookup, query, body,
+      ...lookup, query, body, upload: route.upload ? uploadOf(ctx) : undefined,
       once: (work) => (route.idempotent && ctx.get('idempotency-key')
         ? idempotent(ctx, knex, lookup.auth.projectId, route.operationId, body, work)
         : work(undefined)),
     };
     answer(ctx, await route.handle(call));
   };
+}
+
+/**
+ * An upload's body as it arrives (never parsed here). Sent compressed it is a 415: the file is stored as it is read,
+ * and its size limit is the stored size.
+ */
+function uploadOf(ctx: Parameters<RouterMiddleware>[0]): Upload {
+  const encoding = (ctx.get('content-encoding') || 'identity').trim().toLowerCase();
+  if (encoding !== 'identity') {
+    throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `Unsupported Content-Encoding "${encoding}": a file is uploaded uncompressed`, {
+      suggestion: 'Send the file without a Content-Encoding header.',
+    });
+  }
+  return { stream: ctx.req, contentType: ctx.get('content-type'), length: ctx.request.length };
 }
 
 function answer(ctx: Parameters<RouterMiddleware>[0], reply: Reply): void {
@@ -138,6 +153,8 @@ export interface Routers {
   tracking: Router<CallerState>;
   /** Everything else: secret keys, small bodies. */
   management: Router<CallerState>;
+  /** Files (a contact import): secret keys or sessions, the body streamed to the route, not parsed. */
+  uploads: Router<CallerState>;
 }
 
 /**
@@ -152,9 +169,10 @@ export function buildRouters(routes: readonly Route[], services: Services,
     publicOrigin: originOf(deps.publicUrl),
     secureCookies: deps.publicUrl.startsWith('https:'),
   };
-  const authenticated = (accepts: AuthState['keyType'][], limit?: string) => {
+  const authenticated = (accepts: AuthState['keyType'][], limit?: string | null) => {
     const router = new Router<CallerState>();
-    router.use(authenticate(deps.knex, accepts, deps.apiRateLimitPerMinute, sessions), jsonBody(limit));
+    router.use(authenticate(deps.knex, accepts, deps.apiRateLimitPerMinute, sessions));
+    if (limit !== null) router.use(jsonBody(limit));
     return router;
   };
   const people = new Router();
@@ -165,6 +183,7 @@ export function buildRouters(routes: readonly Route[], services: Services,
     sending: authenticated(['secret'], LARGE_BODY_LIMIT),
     tracking: authenticated(['secret', 'public']),
     management: authenticated(['secret']),
+    uploads: authenticated(['secret'], null),
   };
   for (const route of routes) {
     if (route.available && !route.available(services)) continue;
@@ -180,7 +199,7 @@ export function buildRouters(routes: readonly Route[], services: Services,
       continue;
     }
     if (route.access === 'open') throw new Error(`${route.operationId}: an open route serves its own answer (rawRoute), having no caller`);
-    const router = route.access === 'secretOrPublic' ? routers.tracking : route.largeBody ? routers.sending : routers.management;
+    const router = route.access === 'secretOrPublic' ? routers.tracking : route.largeBody ? routers.sending : route.upload ? routers.uploads : routers.management;
     const uuids = checkUuids(route);
     router.register(route.path, methods, [permit(route), ...(uuids ? [uuids] : []), jsonHandler(route, services, deps.knex)]);
   }

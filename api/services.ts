@@ -6,6 +6,8 @@ import { auditService } from '../audit/log';
 import { automationService } from '../automations/automations';
 import { campaignService } from '../campaigns/campaigns';
 import { contactService } from '../contacts/contacts';
+import { contactImportService } from '../contacts/imports/imports';
+import { loadImportMaxBytes } from '../config';
 import { ping } from '../db/database';
 import { domainService } from '../domains/domains';
 import { emailService } from '../emails/emails';
@@ -57,6 +59,8 @@ export function createServices(deps: AppDeps) {
     customEvents: createCustomEvents(knex),
     verify: verifyService(dns),
     contacts: contactService(deps),
+    /** Contact imports (contacts/imports/): the file stored, then merged by the engine's importContacts workflow. */
+    contactImports: contactImportService({ knex, engine: deps.engine, log: deps.log, maxBytes: deps.importMaxBytes ?? loadImportMaxBytes() }),
     templates: templateService(deps),
     segments: segmentService(deps),
     campaigns: campaignService(deps),

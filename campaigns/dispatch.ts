@@ -3,6 +3,7 @@ import { countCampaignAudience, type CampaignAudienceRow } from '../audience/cam
 import type { Logger } from '../logging/logger';
 import { workflowId } from '../workflows/registry';
 import type { Engine } from '../engine/types';
+import { dispatchPendingImports } from '../contacts/imports/imports';
 
 /** A campaign as the dispatcher needs it: its ids, its schedule, and what an operator sees of it in the engine. */
 export interface DispatchedCampaign extends CampaignAudienceRow {
@@ -58,11 +59,11 @@ export async function dispatchPending(engine: Engine, knex: Knex, log: Logger, g
   return started;
 }
 
-/** Runs dispatchPending every `intervalMs` until stopped. */
+/** Runs dispatchPending (and the contact imports' dispatchPendingImports) every `intervalMs` until stopped. */
 export function startDispatcher(engine: Engine, knex: Knex, log: Logger, intervalMs = 15_000): { stop(): Promise<void> } {
   let running: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
-    running = dispatchPending(engine, knex, log).catch((err) => log.error({ err }, 'dispatcher failed'));
+    running = Promise.all([dispatchPending(engine, knex, log), dispatchPendingImports({ engine, knex, log })]).catch((err) => log.error({ err }, 'dispatcher failed'));
   }, intervalMs);
   timer.unref();
   return {

@@ -535,6 +535,116 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/contacts/imports/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview a contact import
+         * @description Reads the first rows of a file (its first 256 KB; the rest of the body is read and dropped: sending only the file's beginning is enough) and proposes the column map for POST /contacts/imports, with the rows as read and their problems. The body is the file: CSV (RFC 4180, UTF-8 with or without BOM, comma or semicolon, a header row) as `text/csv`, or JSON Lines as `application/x-ndjson`; streamed, up to IMPORT_MAX_BYTES (2 GiB by default).
+         *
+         *     Permission `write`: owner, admin, member; keys: full.
+         */
+        post: operations["previewContactImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/contacts/imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List contact imports
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["listContactImports"];
+        put?: never;
+        /**
+         * Import contacts from a file
+         * @description Stores the file and imports it as durable engine work, in batches: GET /contacts/imports/:id shows its progress. Bad rows are refused one by one (GET /contacts/imports/:id/errors); a file that is not CSV or JSON Lines (415, 422) or over the limit (413) is refused at once with nothing stored. The body is the file: CSV (RFC 4180, UTF-8 with or without BOM, comma or semicolon, a header row) as `text/csv`, or JSON Lines as `application/x-ndjson`; streamed, up to IMPORT_MAX_BYTES (2 GiB by default). An import never subscribes a contact who unsubscribed or is suppressed, unless `resubscribe` (admin permission; audited).
+         *
+         *     Permission `write`: owner, admin, member; keys: full.
+         */
+        post: operations["createContactImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/contacts/imports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a contact import
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["getContactImport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/contacts/imports/{id}/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a contact import's refused rows
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["getContactImportErrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/contacts/imports/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a contact import
+         * @description Stops the import before its next batch; the rows merged so far stay. An import that has ended is a 409.
+         *
+         *     Permission `write`: owner, admin, member; keys: full.
+         */
+        post: operations["cancelContactImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/contacts": {
         parameters: {
             query?: never;
@@ -2046,6 +2156,189 @@ export interface components {
              * @example 2025-06-02T09:41:09.204Z
              */
             updatedAt: string;
+        };
+        ContactImport: {
+            /**
+             * Format: uuid
+             * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+             */
+            id: string;
+            /**
+             * @example RUNNING
+             * @enum {string}
+             */
+            status: "QUEUED" | "RUNNING" | "COMPLETED" | "CANCELLED" | "FAILED";
+            /** @example customers.csv */
+            fileName: string | null;
+            /**
+             * @example csv
+             * @enum {string}
+             */
+            format: "csv" | "jsonl";
+            /** @example , */
+            delimiter: string | null;
+            /**
+             * @description The file's size.
+             * @example 52428800
+             */
+            fileBytes: number;
+            /**
+             * @description How far the import has read the file (its checkpoint): bytesRead / fileBytes is its progress.
+             * @example 26214400
+             */
+            bytesRead: number;
+            /**
+             * @example upsert
+             * @enum {string}
+             */
+            mode: "create" | "update" | "upsert";
+            /**
+             * @example merge
+             * @enum {string}
+             */
+            dataMode: "merge" | "replace";
+            /**
+             * @example [
+             *       {
+             *         "column": "Email",
+             *         "to": "email"
+             *       },
+             *       {
+             *         "column": "Seats",
+             *         "to": "data",
+             *         "key": "seats",
+             *         "type": "number"
+             *       }
+             *     ]
+             */
+            columns: {
+                /** @example Plan */
+                column: string;
+                /**
+                 * @example data
+                 * @enum {string}
+                 */
+                to: "email" | "subscribed" | "data" | "ignore";
+                /** @example plan */
+                key?: string;
+                /**
+                 * @example string
+                 * @enum {string}
+                 */
+                type?: "string" | "number" | "boolean" | "date";
+            }[];
+            /** @example true */
+            defaultSubscribed: boolean;
+            /** @example false */
+            resubscribe: boolean;
+            /**
+             * Format: uuid
+             * @example null
+             */
+            segmentId: string | null;
+            rows: {
+                /** @example 500000 */
+                read: number;
+                /** @example 420000 */
+                created: number;
+                /** @example 61000 */
+                updated: number;
+                /**
+                 * @description Rows that changed nothing: a known address in create mode, an unknown one in update mode, or the same values.
+                 * @example 18900
+                 */
+                skipped: number;
+                /**
+                 * @description Refused rows (GET /contacts/imports/:id/errors).
+                 * @example 100
+                 */
+                failed: number;
+            };
+            /** @example 24000 */
+            rowsPerSecond: number;
+            /** @example null */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            startedAt: string | null;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             * @example null
+             */
+            finishedAt: string | null;
+        };
+        ContactImportPreview: {
+            /**
+             * @example csv
+             * @enum {string}
+             */
+            format: "csv" | "jsonl";
+            /** @example , */
+            delimiter: string | null;
+            /**
+             * @description The proposed column map, with a few values of each column.
+             * @example [
+             *       {
+             *         "column": "Email",
+             *         "to": "email",
+             *         "samples": [
+             *           "ada@example.com"
+             *         ]
+             *       },
+             *       {
+             *         "column": "Seats",
+             *         "to": "data",
+             *         "key": "seats",
+             *         "type": "number",
+             *         "samples": [
+             *           "3"
+             *         ]
+             *       }
+             *     ]
+             */
+            columns: {
+                /** @example Plan */
+                column: string;
+                /**
+                 * @example data
+                 * @enum {string}
+                 */
+                to: "email" | "subscribed" | "data" | "ignore";
+                /** @example plan */
+                key?: string;
+                /**
+                 * @example string
+                 * @enum {string}
+                 */
+                type?: "string" | "number" | "boolean" | "date";
+                samples: string[];
+            }[];
+            /**
+             * @example [
+             *       [
+             *         "ada@example.com",
+             *         "3"
+             *       ]
+             *     ]
+             */
+            rows: (string[] | {
+                [key: string]: unknown;
+            })[];
+            /** @example [] */
+            problems: {
+                /** @example 7 */
+                line: number;
+                /** @example invalid email "ada@" */
+                reason: string;
+            }[];
         };
         Domain: {
             /**
@@ -4741,6 +5034,480 @@ export interface operations {
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    previewContactImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/csv": string;
+                "application/csv": string;
+                "text/plain": string;
+                "application/x-ndjson": string;
+                "application/jsonl": string;
+                "application/x-jsonlines": string;
+                "application/jsonlines": string;
+            };
+        };
+        responses: {
+            /** @description The proposed column map and the first rows. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "format": "csv",
+                     *         "delimiter": ",",
+                     *         "columns": [
+                     *           {
+                     *             "column": "Email",
+                     *             "to": "email",
+                     *             "samples": [
+                     *               "ada@example.com"
+                     *             ]
+                     *           },
+                     *           {
+                     *             "column": "Seats",
+                     *             "to": "data",
+                     *             "key": "seats",
+                     *             "type": "number",
+                     *             "samples": [
+                     *               "3"
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "rows": [
+                     *           [
+                     *             "ada@example.com",
+                     *             "3"
+                     *           ]
+                     *         ],
+                     *         "problems": []
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["ContactImportPreview"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    listContactImports: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of imports, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *             "status": "RUNNING",
+                     *             "fileName": "customers.csv",
+                     *             "format": "csv",
+                     *             "delimiter": ",",
+                     *             "fileBytes": 52428800,
+                     *             "bytesRead": 26214400,
+                     *             "mode": "upsert",
+                     *             "dataMode": "merge",
+                     *             "columns": [
+                     *               {
+                     *                 "column": "Email",
+                     *                 "to": "email"
+                     *               },
+                     *               {
+                     *                 "column": "Seats",
+                     *                 "to": "data",
+                     *                 "key": "seats",
+                     *                 "type": "number"
+                     *               }
+                     *             ],
+                     *             "defaultSubscribed": true,
+                     *             "resubscribe": false,
+                     *             "segmentId": null,
+                     *             "rows": {
+                     *               "read": 500000,
+                     *               "created": 420000,
+                     *               "updated": 61000,
+                     *               "skipped": 18900,
+                     *               "failed": 100
+                     *             },
+                     *             "rowsPerSecond": 24000,
+                     *             "error": null,
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "startedAt": "2025-06-02T09:41:07.512Z",
+                     *             "finishedAt": "2025-06-02T09:41:07.512Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            items: components["schemas"]["ContactImport"][];
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
+                            nextCursor: string | null;
+                            /** @example true */
+                            hasMore: boolean;
+                            /** @example 1284 */
+                            total: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    createContactImport: {
+        parameters: {
+            query: {
+                /** @description The column map, as a JSON array in the query (URL-encoded): one entry per column used; columns left out are ignored. Exactly one `email`. */
+                columns: Record<string, never>;
+                /** @description create: new addresses only; update: known ones only; upsert: both. */
+                mode?: "create" | "update" | "upsert";
+                /** @description An existing contact's data: merged with the row's keys, or replaced by them. */
+                data?: "merge" | "replace";
+                /** @description A new contact's subscription when its row gives none. */
+                subscribed?: boolean;
+                /** @description Let the file subscribe contacts who unsubscribed or are suppressed (admin permission; audited). Without it an import never does. */
+                resubscribe?: boolean;
+                /** @description A static segment every imported contact is added to. */
+                segmentId?: string;
+                /** @description The file's name, shown with the import. */
+                name?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/csv": string;
+                "application/csv": string;
+                "text/plain": string;
+                "application/x-ndjson": string;
+                "application/jsonl": string;
+                "application/x-jsonlines": string;
+                "application/jsonlines": string;
+            };
+        };
+        responses: {
+            /** @description Accepted: the import is queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "status": "RUNNING",
+                     *         "fileName": "customers.csv",
+                     *         "format": "csv",
+                     *         "delimiter": ",",
+                     *         "fileBytes": 52428800,
+                     *         "bytesRead": 26214400,
+                     *         "mode": "upsert",
+                     *         "dataMode": "merge",
+                     *         "columns": [
+                     *           {
+                     *             "column": "Email",
+                     *             "to": "email"
+                     *           },
+                     *           {
+                     *             "column": "Seats",
+                     *             "to": "data",
+                     *             "key": "seats",
+                     *             "type": "number"
+                     *           }
+                     *         ],
+                     *         "defaultSubscribed": true,
+                     *         "resubscribe": false,
+                     *         "segmentId": null,
+                     *         "rows": {
+                     *           "read": 500000,
+                     *           "created": 420000,
+                     *           "updated": 61000,
+                     *           "skipped": 18900,
+                     *           "failed": 100
+                     *         },
+                     *         "rowsPerSecond": 24000,
+                     *         "error": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "startedAt": "2025-06-02T09:41:07.512Z",
+                     *         "finishedAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["ContactImport"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    getContactImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The import: status, rows read, created, updated, skipped and failed, and its rate. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "status": "RUNNING",
+                     *         "fileName": "customers.csv",
+                     *         "format": "csv",
+                     *         "delimiter": ",",
+                     *         "fileBytes": 52428800,
+                     *         "bytesRead": 26214400,
+                     *         "mode": "upsert",
+                     *         "dataMode": "merge",
+                     *         "columns": [
+                     *           {
+                     *             "column": "Email",
+                     *             "to": "email"
+                     *           },
+                     *           {
+                     *             "column": "Seats",
+                     *             "to": "data",
+                     *             "key": "seats",
+                     *             "type": "number"
+                     *           }
+                     *         ],
+                     *         "defaultSubscribed": true,
+                     *         "resubscribe": false,
+                     *         "segmentId": null,
+                     *         "rows": {
+                     *           "read": 500000,
+                     *           "created": 420000,
+                     *           "updated": 61000,
+                     *           "skipped": 18900,
+                     *           "failed": 100
+                     *         },
+                     *         "rowsPerSecond": 24000,
+                     *         "error": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "startedAt": "2025-06-02T09:41:07.512Z",
+                     *         "finishedAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["ContactImport"];
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    getContactImportErrors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description CSV: `line,reason,raw`, one row per refused row of the file, in line order. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    cancelContactImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The import, CANCELLED. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "status": "RUNNING",
+                     *         "fileName": "customers.csv",
+                     *         "format": "csv",
+                     *         "delimiter": ",",
+                     *         "fileBytes": 52428800,
+                     *         "bytesRead": 26214400,
+                     *         "mode": "upsert",
+                     *         "dataMode": "merge",
+                     *         "columns": [
+                     *           {
+                     *             "column": "Email",
+                     *             "to": "email"
+                     *           },
+                     *           {
+                     *             "column": "Seats",
+                     *             "to": "data",
+                     *             "key": "seats",
+                     *             "type": "number"
+                     *           }
+                     *         ],
+                     *         "defaultSubscribed": true,
+                     *         "resubscribe": false,
+                     *         "segmentId": null,
+                     *         "rows": {
+                     *           "read": 500000,
+                     *           "created": 420000,
+                     *           "updated": 61000,
+                     *           "skipped": 18900,
+                     *           "failed": 100
+                     *         },
+                     *         "rowsPerSecond": 24000,
+                     *         "error": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "startedAt": "2025-06-02T09:41:07.512Z",
+                     *         "finishedAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["ContactImport"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             429: components["responses"]["Error429"];
         };
     };

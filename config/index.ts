@@ -426,3 +426,15 @@ export function publicUrlWarning(publicUrl: string): string | undefined {
   if (loopback) return undefined;
   return `PUBLIC_URL=${publicUrl} is not HTTPS: recipients' mail clients get plain-HTTP unsubscribe links, and one-click unsubscribe (RFC 8058) expects HTTPS. Serve Herald behind TLS and set PUBLIC_URL to its https:// address.`;
 }
+
+const importSchema = Joi.object({
+  // 2 GiB: the issue asks for at least 1 GB; the file is stored in the database until its import ends.
+  IMPORT_MAX_BYTES: Joi.number().integer().min(1024).max(64 * 1024 ** 3).empty('').default(2 * 1024 ** 3),
+}).unknown(true).prefs({ convert: true, abortEarly: true });
+
+/** The largest contact import file accepted, in bytes (IMPORT_MAX_BYTES; contacts/imports/imports.ts). */
+export function loadImportMaxBytes(env: NodeJS.ProcessEnv = process.env): number {
+  const { value, error } = importSchema.validate(env);
+  if (error) throw configError(error, env);
+  return value.IMPORT_MAX_BYTES as number;
+}

@@ -14,7 +14,7 @@ export interface FieldError {
  * What kind of refusal: the request's values, something it names that is not there, the state it meets, or a caller
  * who may run the operation but not with these values (a role above their own: people/members.ts).
  */
-export type DomainErrorKind = 'invalid' | 'not_found' | 'conflict' | 'forbidden';
+export type DomainErrorKind = 'invalid' | 'not_found' | 'conflict' | 'forbidden' | 'too_large' | 'unsupported_media';
 
 export class DomainError extends Error {
   constructor(readonly kind: DomainErrorKind, message: string, readonly details: { errors?: FieldError[]; suggestion?: string } = {}) {
@@ -32,6 +32,12 @@ export const notFound = (what: string) => new DomainError('not_found', `${what} 
 
 /** The request meets a state that refuses it (a campaign already sent, a segment still in use…). */
 export const conflict = (message: string, suggestion?: string) => new DomainError('conflict', message, { suggestion });
+
+/** An upload over its limit (a contact import's file): refused with nothing stored. */
+export const tooLarge = (message: string, suggestion?: string) => new DomainError('too_large', message, { suggestion });
+
+/** An upload in a format the operation does not read (a contact import that is neither CSV nor JSON Lines). */
+export const unsupportedMedia = (message: string, suggestion?: string) => new DomainError('unsupported_media', message, { suggestion });
 
 /** The caller may not do this with these values (grant a role above their own, say). */
 export const refused = (message: string, suggestion?: string) => new DomainError('forbidden', message, { suggestion });

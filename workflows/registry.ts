@@ -1,4 +1,5 @@
 import { checkDomains } from './checkDomains';
+import { importContacts } from './importContacts';
 import type { WorkflowContext } from './context';
 import { runAutomation } from './runAutomation';
 import { sendCampaign } from './sendCampaign';
@@ -14,6 +15,7 @@ export const workflows = {
   sendCampaign: { run: sendCampaign, queue: 'default' },
   checkDomains: { run: checkDomains, queue: 'default' },
   runAutomation: { run: runAutomation, queue: 'automation' },
+  importContacts: { run: importContacts, queue: 'default' },
 } as const satisfies Record<WorkflowName, { run: (ctx: WorkflowContext, input: never) => Promise<unknown>; queue: 'default' | 'automation' }>;
 
 /** Business ids of workflows: a repeated start with the same id is harmless in both engines. */
@@ -26,4 +28,5 @@ export const workflowId = {
    * of a parked execution (embedded engine) is `execution-<id>-<n>`.
    */
   runAutomation: (ref: { executionId: string; run?: number }) => (ref.run ? `execution-${ref.executionId}-${ref.run}` : `execution-${ref.executionId}`),
+  importContacts: (ref: { importId: string }) => `contact-import-${ref.importId}`,
 };

@@ -13,11 +13,12 @@
 import { CancellationScope, condition, defineSignal, isCancellation, makeContinueAsNewFunc, patched, proxyActivities, proxySinks, setHandler, sleep, TemporalFailure, workflowInfo, type Sinks } from '@temporalio/workflow';
 import type { RetryPolicy as TemporalRetryPolicy } from '@temporalio/common';
 import { checkDomains as checkDomainsLogic } from './checkDomains';
+import { importContacts as importContactsLogic } from './importContacts';
 import type { WorkflowContext } from './context';
 import { runAutomation as runAutomationLogic } from './runAutomation';
 import { sendCampaign as sendCampaignLogic } from './sendCampaign';
 import { ACTIVITY_RETRY, PERMANENT_ERROR, WAKE_TOPIC, WEBHOOK_RETRY, type RetryPolicy } from './policy';
-import type { RunAutomationInput, CheckDomainsInput, OtherActivities, SendCampaignInput, WebhookActivities } from './types';
+import type { RunAutomationInput, CheckDomainsInput, ImportContactsInput, OtherActivities, SendCampaignInput, WebhookActivities } from './types';
 
 function retry(p: RetryPolicy): TemporalRetryPolicy {
   return {
@@ -92,4 +93,8 @@ export async function checkDomains(input: CheckDomainsInput) {
 export async function runAutomation(input: RunAutomationInput) {
   setHandler(wake, () => { inbox.set(WAKE_TOPIC, (inbox.get(WAKE_TOPIC) ?? 0) + 1); });
   return observed('runAutomation', () => runAutomationLogic(context, input));
+}
+
+export async function importContacts(input: ImportContactsInput) {
+  return observed('importContacts', () => importContactsLogic(context, input));
 }

@@ -29,6 +29,7 @@ export interface WorkflowInputs {
   sendCampaign: SendCampaignInput;
   checkDomains: CheckDomainsInput;
   runAutomation: RunAutomationInput;
+  importContacts: ImportContactsInput;
 }
 
 export type WorkflowName = keyof WorkflowInputs;
@@ -117,6 +118,25 @@ export interface StepRef extends ExecutionRef {
   step: Step;
 }
 
+export interface ImportRef {
+  projectId: string;
+  importId: string;
+}
+
+export type ImportStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'CANCELLED' | 'FAILED';
+
+/** The input of the importContacts workflow: the import's ids (its options, file and checkpoint are in its row). */
+export type ImportContactsInput = ImportRef;
+
+export interface ImportBatchResult {
+  /** RUNNING while the import goes on; anything else (CANCELLED) stops the workflow. */
+  status: ImportStatus;
+  /** The file has been read to its end. */
+  done: boolean;
+  /** Rows read by this batch. */
+  rows: number;
+}
+
 /** The activities every engine runs for the workflows, as plain async functions (activities/). */
 export interface Activities {
   beginCampaign(ref: CampaignRef): Promise<CampaignPhase>;
@@ -152,6 +172,16 @@ export interface Activities {
   finishExecution(ref: ExecutionRef & { status: 'COMPLETED' | 'EXITED' | 'FAILED'; error?: string; exit?: { seq: number; stepId: string } }): Promise<ExecutionStatus>;
   /** Cancels an active execution (its engine workflow was cancelled, e.g. in the Temporal UI). */
   cancelExecution(ref: ExecutionRef): Promise<ExecutionStatus>;
+  /** QUEUED → RUNNING (or a RUNNING one resumed); any other status is answered as it is. */
+  beginImport(ref: ImportRef): Promise<ImportStatus>;
+  /** Reads, checks and merges the next batch of the file from the import's checkpoint, which it advances. */
+  importBatch(ref: ImportRef): Promise<ImportBatchResult>;
+  /** RUNNING → COMPLETED, the stored file deleted. */
+  finishImport(ref: ImportRef): Promise<ImportStatus>;
+  /** Its workflow was cancelled in the engine: the import CANCELLED, as by the API. */
+  cancelImport(ref: ImportRef): Promise<ImportStatus>;
+  /** Its workflow gave up: FAILED with `error`. */
+  failImport(ref: ImportRef & { error: string }): Promise<ImportStatus>;
 }
 
 /** Webhook calls have their own timeout and retry policy (WEBHOOK_RETRY). */

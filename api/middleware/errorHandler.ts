@@ -40,6 +40,8 @@ const DOMAIN_STATUS: Record<DomainErrorKind, { status: number; code: string }> =
   not_found: { status: 404, code: 'NOT_FOUND' },
   conflict: { status: 409, code: 'CONFLICT' },
   forbidden: { status: 403, code: 'FORBIDDEN' },
+  too_large: { status: 413, code: 'PAYLOAD_TOO_LARGE' },
+  unsupported_media: { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' },
 };
 
 export interface ErrorBody {

@@ -12,7 +12,7 @@ type Json = Record<string, unknown>;
 
 const MEDIA: Record<string, string> = {
   json: 'application/json', html: 'text/html', gif: 'image/gif', javascript: 'application/javascript', text: 'text/plain', css: 'text/css', svg: 'image/svg+xml',
-  mime: 'message/rfc822',
+  mime: 'message/rfc822', csv: 'text/csv',
 };
 
 const ERROR_TEXT: Record<number, string> = {
@@ -100,7 +100,7 @@ export function errorStatuses(op: Operation): number[] {
     if (op.method === 'post' || op.method === 'patch') codes.add(409);
     if (/:(id|executionId|deliveryId)\b/.test(op.path)) codes.add(404);
   }
-  if (op.body) codes.add(422);
+  if (op.body || op.upload) codes.add(422);
   if (op.query) codes.add(400);
   if (op.idempotent) [400, 409].forEach((c) => codes.add(c));
   for (const status of Object.keys(op.answers)) codes.delete(Number(status));
@@ -199,6 +199,10 @@ function operationOf(op: Operation, components: Json): Json {
   if (parameters.length) operation.parameters = parameters;
   if (op.body) {
     operation.requestBody = { required: !op.bodyOptional, content: { 'application/json': withExample(jsonSchemaOf(op.body), undefined, components) } };
+  }
+  if (op.upload) {
+    // A file, streamed: any of these media types, its bytes as they are.
+    operation.requestBody = { required: true, content: Object.fromEntries(op.upload.map((type) => [type, { schema: { type: 'string', contentMediaType: type } }])) };
   }
   operation.responses = responses;
   return operation;

@@ -14,7 +14,7 @@ import type { Permission } from '../../projects/roles';
  */
 export type Access = 'open' | 'secret' | 'secretOrPublic' | 'session';
 
-export type Media = 'json' | 'html' | 'gif' | 'javascript' | 'text' | 'css' | 'svg' | 'mime' | 'none';
+export type Media = 'json' | 'html' | 'gif' | 'javascript' | 'text' | 'css' | 'svg' | 'mime' | 'csv' | 'none';
 
 export interface Answer {
   description: string;
@@ -46,6 +46,11 @@ export interface Operation {
   permission?: Permission;
   /** The JSON body's schema; its absence means the route reads no body. */
   body?: Joi.ObjectSchema;
+  /**
+   * The body is a file, not JSON: these media types, streamed to the handler (`call.upload`), never parsed or held
+   * whole (a contact import). Its options are in the query.
+   */
+  upload?: readonly string[];
   /** Whether the body may be left out (POST /campaigns/:id/send sends now with none). */
   bodyOptional?: boolean;
   query?: Joi.ObjectSchema;

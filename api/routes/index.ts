@@ -5,6 +5,7 @@ import { auditLogRoutes } from './auditLog';
 import { automationRoutes } from './automations';
 import { campaignRoutes } from './campaigns';
 import { contactRoutes } from './contacts';
+import { contactImportRoutes } from './contactImports';
 import { customEventRoutes } from './customEvents';
 import { domainRoutes } from './domains';
 import { emailRoutes } from './emails';
@@ -40,6 +41,7 @@ export const ROUTES: readonly Route[] = [
   ...customEventRoutes,
   ...verifyRoutes,
   // Management.
+  ...contactImportRoutes,
   ...contactRoutes,
   ...templateRoutes,
   ...segmentRoutes,

@@ -389,3 +389,45 @@ export const auditEntryAnswer = shape({
   address: nullable(Joi.string()).example('203.0.113.7'), at: instant, details: anyObject.example({ url: 'https://hooks.example.com/herald' }),
 }).id('AuditEntry');
 
+
+/** A contact import (contacts/imports/imports.ts), as GET /contacts/imports/:id shows it. */
+const importColumn = shape({
+  column: text('Plan'), to: Joi.string().valid('email', 'subscribed', 'data', 'ignore').example('data'),
+  key: Joi.string().optional().example('plan'), type: Joi.string().valid('string', 'number', 'boolean', 'date').optional().example('string'),
+});
+export const contactImportAnswer = shape({
+  id: idOf(EXAMPLE.contactId),
+  status: Joi.string().valid('QUEUED', 'RUNNING', 'COMPLETED', 'CANCELLED', 'FAILED').example('RUNNING'),
+  fileName: nullable(text('customers.csv')),
+  format: Joi.string().valid('csv', 'jsonl').example('csv'),
+  delimiter: nullable(Joi.string().example(',')),
+  fileBytes: countOf(52_428_800).description('The file\'s size.'),
+  bytesRead: countOf(26_214_400).description('How far the import has read the file (its checkpoint): bytesRead / fileBytes is its progress.'),
+  mode: Joi.string().valid('create', 'update', 'upsert').example('upsert'),
+  dataMode: Joi.string().valid('merge', 'replace').example('merge'),
+  columns: Joi.array().items(importColumn).example([{ column: 'Email', to: 'email' }, { column: 'Seats', to: 'data', key: 'seats', type: 'number' }]),
+  defaultSubscribed: Joi.boolean().example(true),
+  resubscribe: Joi.boolean().example(false),
+  segmentId: nullable(Joi.string().guid()).example(null),
+  rows: shape({
+    read: countOf(500_000), created: countOf(420_000), updated: countOf(61_000),
+    skipped: countOf(18_900).description('Rows that changed nothing: a known address in create mode, an unknown one in update mode, or the same values.'),
+    failed: countOf(100).description('Refused rows (GET /contacts/imports/:id/errors).'),
+  }),
+  rowsPerSecond: countOf(24_000),
+  error: nullable(Joi.string()).example(null),
+  createdAt: instant, startedAt: nullable(instant), finishedAt: nullable(instant).example(null),
+}).id('ContactImport');
+
+export const contactImportPageAnswer = pageOf(contactImportAnswer);
+
+export const importPreviewAnswer = shape({
+  format: Joi.string().valid('csv', 'jsonl').example('csv'),
+  delimiter: nullable(Joi.string().example(',')),
+  columns: Joi.array().items(importColumn.keys({ samples: Joi.array().items(Joi.string()).required() })).example([
+    { column: 'Email', to: 'email', samples: ['ada@example.com'] },
+    { column: 'Seats', to: 'data', key: 'seats', type: 'number', samples: ['3'] },
+  ]).description('The proposed column map, with a few values of each column.'),
+  rows: Joi.array().items(Joi.alternatives(Joi.array().items(Joi.string()), anyObject)).example([['ada@example.com', '3']]),
+  problems: Joi.array().items(shape({ line: countOf(7), reason: text('invalid email "ada@"') })).example([]),
+}).id('ContactImportPreview');

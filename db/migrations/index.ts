@@ -28,6 +28,7 @@ import * as dailyStats from './20261201000001_daily_stats';
 import * as campaignEngagement from './20261202000001_campaign_engagement';
 import * as campaignStats from './20261203000001_campaign_stats';
 import * as campaignTemplate from './20261203000002_campaign_template';
+import * as contactImports from './20261204000001_contact_imports';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -64,6 +65,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261202000001_campaign_engagement': campaignEngagement,
   '20261203000001_campaign_stats': campaignStats,
   '20261203000002_campaign_template': campaignTemplate,
+  '20261204000001_contact_imports': contactImports,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -43,7 +43,7 @@ const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${pa
 function appRouters(): string[][] {
   const app = createApp(testAppDeps(t.db.knex));
   const routers = app.middleware.map((mw) => (mw as { router?: Router }).router).filter((r): r is Router => r !== undefined);
-  expect(routers.length).toBe(5); // open, people, sending, tracking, management
+  expect(routers.length).toBe(6); // open, people, sending, tracking, management, uploads
   return routers.map((router) => router.stack.flatMap((layer) => layer.methods
     .filter((method) => method !== 'HEAD' && method !== 'OPTIONS').map((method) => routeKey(method, String(layer.path)))));
 }
@@ -62,7 +62,7 @@ function documentRoutes(): Set<string> {
 
 describe('the document and the routers agree', () => {
   test('the routers hold the route table, each route once, in a router of its access', () => {
-    const [open, people, sending, tracking, management] = appRouters();
+    const [open, people, sending, tracking, management, uploads] = appRouters();
     const table = ROUTES.map((r) => routeKey(r.method, r.path));
     expect(new Set(table).size).toBe(table.length);
     // Table order within each router (the order @koa/router matches in).
@@ -73,7 +73,8 @@ describe('the document and the routers agree', () => {
       'POST /auth/two-factor', 'POST /auth/two-factor/confirm', 'DELETE /auth/two-factor', 'GET /auth/providers', 'POST /invitations/accept', 'POST /auth/password-reset', 'POST /auth/password-reset/confirm', 'POST /auth/setup']);
     expect(sending).toEqual(of((r) => r.access === 'secret' && r.largeBody === true));
     expect(tracking).toEqual(of((r) => r.access === 'secretOrPublic'));
-    expect(management).toEqual(of((r) => r.access === 'secret' && !r.largeBody));
+    expect(management).toEqual(of((r) => r.access === 'secret' && !r.largeBody && !r.upload));
+    expect(uploads).toEqual(['POST /contacts/imports/preview', 'POST /contacts/imports']);
     expect(sending).toEqual(['POST /v1/send']);
     expect(tracking).toEqual(['POST /v1/track']);
   });

@@ -1,0 +1,149 @@
+/**
+ * Contact import against its floor (issue 30, "Performance"):
+ *
+ *   npx tsx bench/contactImport.ts            (1,000,000 rows; BENCH_ROWS=20000 for a quick check)
+ *
+ * Starts its own embedded PostgreSQL and one Herald process (API + worker, embedded engine), writes a CSV of BENCH_ROWS
+ * rows with 5 data columns, and measures in the same run:
+ * - the floor: a raw `COPY` of the same file into a staging table and one INSERT … SELECT of it into `contacts` (another
+ *   project), the least any import of that file into that table can cost;
+ * - the import: POST /contacts/imports with the file streamed from disk, until COMPLETED (upload and merge apart);
+ * - the worker's RSS, sampled every 250 ms from the upload to the end;
+ * - POST /v1/send latency (p50, p99) idle, then while the import runs.
+ * Prints a table for BENCHMARKS.md.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { from as copyFrom } from 'pg-copy-streams';
+import { pipeline } from 'node:stream/promises';
+import { startCluster } from './lib/cluster';
+import { benchProject, prepareEngineSchema, startHeraldChild } from './lib/herald';
+import { machine, runBench, sleep, type Child } from './lib/proc';
+import { startSink } from './lib/sink';
+import { createProject } from '../projects/service';
+
+const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
+
+function writeFile(file: string): Promise<void> {
+  const out = fs.createWriteStream(file);
+  const plans = ['free', 'pro', 'team', 'enterprise'];
+  async function* rows() {
+    yield 'email,first_name,last_name,plan,seats,signed_up\n';
+    for (let i = 0; i < ROWS; i += 1000) {
+      let chunk = '';
+      for (let j = i; j < Math.min(ROWS, i + 1000); j++) {
+        chunk += `user${j}@example.org,First${j % 977},Last${j % 1013},${plans[j % 4]},${(j % 50) + 1},2024-${String((j % 12) + 1).padStart(2, '0')}-${String((j % 28) + 1).padStart(2, '0')}\n`;
+      }
+      yield chunk;
+    }
+  }
+  return pipeline(rows, out);
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+};
+
+function post(port: number, pathname: string, headers: Record<string, string>, body: Buffer | fs.ReadStream): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path: pathname, method: 'POST', headers }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => { text += c.toString(); });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on('error', reject);
+    if (Buffer.isBuffer(body)) req.end(body);
+    else body.pipe(req);
+  });
+}
+
+function get(port: number, pathname: string, headers: Record<string, string>): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: pathname, headers }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => { text += c.toString(); });
+      res.on('end', () => resolve(JSON.parse(text).data));
+    }).on('error', reject);
+  });
+}
+
+runBench('bench:contact-import', 60 * 60_000, async () => {
+  const cluster = await startCluster('contact-import');
+  const sink = await startSink();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-import-'));
+  const file = path.join(dir, 'contacts.csv');
+  let herald: Child | undefined;
+  try {
+    console.log(`machine: ${machine(cluster.version)}`);
+    await writeFile(file);
+    const bytes = fs.statSync(file).size;
+    console.log(`file: ${ROWS} rows, 5 data columns, ${(bytes / 1e6).toFixed(1)} MB`);
+
+    // The floor: COPY into staging, one INSERT … SELECT into contacts, in one transaction.
+    const floorProject = await createProject('Floor');
+    const floorStart = Date.now();
+    await cluster.knex.transaction(async (trx) => {
+      await trx.raw('CREATE TEMPORARY TABLE raw_import (email text, first_name text, last_name text, plan text, seats text, signed_up text) ON COMMIT DROP');
+      const conn = await trx.client.acquireConnection() as { query(s: unknown): NodeJS.WritableStream };
+      await pipeline(fs.createReadStream(file), conn.query(copyFrom('COPY raw_import FROM STDIN (FORMAT csv, HEADER true)')));
+      await trx.raw(`INSERT INTO contacts (id, project_id, email, subscribed, data)
+        SELECT herald_uuidv7(), ?, email, true, jsonb_build_object('first_name', first_name, 'last_name', last_name, 'plan', plan, 'seats', seats::numeric, 'signed_up', signed_up)
+        FROM raw_import`, [floorProject.id]);
+    });
+    const floorMs = Date.now() - floorStart;
+
+    await prepareEngineSchema(cluster, sink.url);
+    const project = await benchProject(cluster);
+    herald = startHeraldChild('herald', cluster, 'all', { SMTP_URL: sink.url, EXECUTOR_ID: 'bench-import', LOG_LEVEL: 'warn', SEND_RATE_PER_SECOND: '100000', IMPORT_MAX_BYTES: String(4 * 1024 ** 3), API_RATE_LIMIT_PER_MINUTE: '1000000' });
+    const port = (await herald.ready).port as number;
+    const auth = { Authorization: `Bearer ${project.secretKey}` };
+    const send = async () => {
+      const t0 = process.hrtime.bigint();
+      const res = await post(port, '/v1/send', { ...auth, 'Content-Type': 'application/json' }, Buffer.from(JSON.stringify({ to: 'p99@example.org', from: 'hi@example.com', subject: 'Hi', body: '<p>hi</p>' })));
+      if (res.status !== 200) throw new Error(`send: ${res.status} ${res.body}`);
+      return Number(process.hrtime.bigint() - t0) / 1e6;
+    };
+    for (let i = 0; i < 20; i++) await send(); // warm
+    const idle: number[] = [];
+    for (let i = 0; i < 200; i++) idle.push(await send());
+
+    const columns = JSON.stringify([{ column: 'email', to: 'email' }, { column: 'first_name', to: 'data' }, { column: 'last_name', to: 'data' }, { column: 'plan', to: 'data' },
+      { column: 'seats', to: 'data', type: 'number' }, { column: 'signed_up', to: 'data', type: 'date' }]);
+    const rss: number[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        herald!.send({ type: 'mem' });
+        rss.push(((await herald!.next('mem')).rss as number) / 1024 / 1024);
+        await sleep(250);
+      }
+    })();
+    const start = Date.now();
+    const uploaded = await post(port, `/contacts/imports?columns=${encodeURIComponent(columns)}`, { ...auth, 'Content-Type': 'text/csv', 'Content-Length': String(bytes) }, fs.createReadStream(file));
+    if (uploaded.status !== 202) throw new Error(`upload: ${uploaded.status} ${uploaded.body}`);
+    const uploadMs = Date.now() - start;
+    const id = JSON.parse(uploaded.body).data.id as string;
+    const during: number[] = [];
+    let status: Record<string, unknown>;
+    for (;;) {
+      during.push(await send());
+      status = await get(port, `/contacts/imports/${id}`, auth);
+      if (!['QUEUED', 'RUNNING'].includes(status.status as string)) break;
+    }
+    const importMs = Date.now() - start;
+    sampling = false;
+    await sampler;
+    console.log(`import: ${JSON.stringify(status.rows)} ${status.status}`);
+    console.log('\n| rows | raw COPY + INSERT (floor) | import (upload + merge) | of which upload | import ÷ floor speed | worker RSS max | /v1/send p50 / p99 idle | during import |');
+    console.log('|---|---|---|---|---|---|---|---|');
+    console.log(`| ${ROWS} | ${(floorMs / 1000).toFixed(1)} s | ${(importMs / 1000).toFixed(1)} s | ${(uploadMs / 1000).toFixed(1)} s | ${(floorMs / importMs).toFixed(2)} × | ${Math.max(...rss).toFixed(0)} MB | ${pct(idle, 50).toFixed(1)} / ${pct(idle, 99).toFixed(1)} ms | ${pct(during, 50).toFixed(1)} / ${pct(during, 99).toFixed(1)} ms (${during.length} sends) |`);
+  } finally {
+    await herald?.stop();
+    await sink.close?.();
+    await cluster.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

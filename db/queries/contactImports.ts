@@ -1,0 +1,151 @@
+import type { Knex } from 'knex';
+import { from as copyFrom } from 'pg-copy-streams';
+import { eventEffects } from './events';
+
+/**
+ * The statements of a contact import's batch (contacts/imports/batches.ts): the batch's rows COPYed into a staging
+ * table of the transaction, then merged into the contacts by ONE statement, which also records each contact's
+ * subscription change as an event with its effects (EVENT_EFFECTS: automations, webhooks, totals), adds the contacts
+ * to the import's segment and notes their addresses as seen by the import. contact.created and contact.updated
+ * webhooks come from the contacts table's statement triggers (migration 20261124000003), one per contact that was
+ * created or really changed, in the same statement.
+ */
+
+/** A row of a batch as staged: its line (for a duplicate's error), and the contact it stands for. */
+export interface StagedRow {
+  line: number;
+  email: string;
+  subscribed: boolean | null;
+  data: Record<string, unknown>;
+}
+
+export interface MergeOptions {
+  projectId: string;
+  importId: string;
+  mode: 'create' | 'update' | 'upsert';
+  dataMode: 'merge' | 'replace';
+  defaultSubscribed: boolean;
+  resubscribe: boolean;
+  segmentId: string | null;
+}
+
+export interface MergeResult {
+  created: number;
+  updated: number;
+  /** Rows that changed nothing: an existing contact in create mode, an unknown one in update mode, the same values. */
+  skipped: number;
+  /** Rows whose address an earlier batch of the import took: line, and the line that took it. */
+  duplicates: { line: number; first: number }[];
+  /** Upsert: rows inserted by a concurrent transaction after this statement's snapshot (merged again by the caller). */
+  missed: string[];
+}
+
+const csvField = (v: string | null) => (v === null ? '' : `"${v.replace(/"/g, '""')}"`);
+
+/** Stages the rows in `import_staging`, a temporary table dropped at the transaction's end, by COPY. */
+export async function stageRows(trx: Knex.Transaction, rows: StagedRow[]): Promise<void> {
+  await trx.raw('CREATE TEMPORARY TABLE import_staging (line integer NOT NULL, email text NOT NULL, subscribed boolean, data jsonb NOT NULL) ON COMMIT DROP');
+  if (rows.length === 0) return;
+  // The transaction's own connection (knex hands it out without a second checkout).
+  const connection = await trx.client.acquireConnection() as { query(stream: unknown): NodeJS.WritableStream };
+  const text = rows.map((r) => `${r.line},${csvField(r.email)},${r.subscribed === null ? '' : r.subscribed},${csvField(JSON.stringify(r.data))}\n`).join('');
+  await new Promise<void>((resolve, reject) => {
+    const copy = connection.query(copyFrom('COPY import_staging (line, email, subscribed, data) FROM STDIN (FORMAT csv)'));
+    copy.on('error', reject);
+    copy.on('finish', resolve);
+    copy.end(text);
+  });
+}
+
+/**
+ * Merges the staged rows into the project's contacts, in one statement (see the module's comment). An existing
+ * contact's subscription only goes from subscribed to unsubscribed, unless `resubscribe`; a new contact whose address is
+ * suppressed starts unsubscribed, unless `resubscribe`. Rows are taken in address order, so that two imports of the
+ * same addresses lock them in the same order.
+ */
+export async function mergeStaged(trx: Knex.Transaction, o: MergeOptions): Promise<MergeResult> {
+  const newSubscribed = o.resubscribe ? 'coalesce(f.subscribed, :def)' : 'coalesce(f.subscribed, :def) AND NOT f.suppressed';
+  const keptSubscribed = o.resubscribe ? 'coalesce(f.subscribed, c.subscribed)' : 'c.subscribed AND coalesce(f.subscribed, true)';
+  const newData = o.dataMode === 'merge' ? 'c.data || f.data' : 'f.data';
+  const inserts = o.mode !== 'update';
+  const updates = o.mode !== 'create';
+  const sql = `
+    WITH staged AS (SELECT line, email, subscribed, data FROM import_staging),
+    fresh AS (
+      SELECT s.*, EXISTS (SELECT 1 FROM suppressions x WHERE x.project_id = :project AND x.email = s.email) AS suppressed
+      FROM staged s
+      WHERE NOT EXISTS (SELECT 1 FROM contact_import_seen o WHERE o.import_id = :import AND o.email = s.email)),
+    dups AS (
+      SELECT s.line, o.line AS first FROM staged s JOIN contact_import_seen o ON o.import_id = :import AND o.email = s.email),
+    old AS (
+      SELECT c.id, c.email, c.subscribed, c.data FROM contacts c JOIN fresh f ON c.project_id = :project AND c.email = f.email
+      ORDER BY c.email FOR UPDATE OF c),
+    ins AS (
+      ${inserts ? `INSERT INTO contacts (id, project_id, email, subscribed, data)
+      SELECT herald_uuidv7(), :project, f.email, ${newSubscribed}, f.data
+      FROM fresh f WHERE NOT EXISTS (SELECT 1 FROM old WHERE old.email = f.email)
+      ORDER BY f.email
+      ON CONFLICT (project_id, email) DO NOTHING
+      RETURNING id, email` : 'SELECT NULL::uuid AS id, NULL::text AS email WHERE false'}),
+    upd AS (
+      ${updates ? `UPDATE contacts c SET
+        subscribed = ${keptSubscribed},
+        data = ${newData},
+        updated_at = CASE WHEN (${keptSubscribed}, ${newData}) IS DISTINCT FROM (c.subscribed, c.data) THEN now() ELSE c.updated_at END
+      FROM fresh f, old
+      WHERE c.project_id = :project AND c.id = old.id AND old.email = f.email
+      RETURNING c.id, c.email, c.subscribed, old.subscribed AS was, (c.subscribed, c.data) IS DISTINCT FROM (old.subscribed, old.data) AS changed`
+    : 'SELECT NULL::uuid AS id, NULL::text AS email, NULL::boolean AS subscribed, NULL::boolean AS was, false AS changed WHERE false'}),
+    -- Upsert: an address neither found by this statement's snapshot nor inserted was inserted meanwhile by another
+    -- transaction; the caller merges it again with a new snapshot (as db/queries/contacts.ts upsertContacts does).
+    missed AS (
+      SELECT f.email FROM fresh f
+      WHERE ${o.mode === 'upsert' ? 'true' : 'false'} AND NOT EXISTS (SELECT 1 FROM old WHERE old.email = f.email)
+        AND NOT EXISTS (SELECT 1 FROM ins WHERE ins.email = f.email)),
+    seen AS (
+      INSERT INTO contact_import_seen (import_id, email, line)
+      SELECT :import, f.email, f.line FROM fresh f WHERE NOT EXISTS (SELECT 1 FROM missed m WHERE m.email = f.email)
+      ORDER BY f.email
+      RETURNING 1),
+    members AS (
+      INSERT INTO segment_members (project_id, segment_id, contact_id)
+      SELECT :project, sg.id, w.id FROM (SELECT id FROM ins UNION ALL SELECT id FROM upd) w
+      JOIN segments sg ON sg.project_id = :project AND sg.id = :segment AND sg.type = 'STATIC'
+      ORDER BY w.id
+      FOR KEY SHARE OF sg
+      ON CONFLICT DO NOTHING
+      RETURNING 1),
+    new_events AS (
+      SELECT NULL::uuid AS id, :project::uuid AS project_id,
+             CASE WHEN u.subscribed THEN 'contact.subscribed' ELSE 'contact.unsubscribed' END AS name,
+             u.id AS contact_id, NULL::uuid AS email_id, jsonb_build_object('source', 'import', 'importId', :import::text) AS data
+      FROM upd u WHERE u.was IS DISTINCT FROM u.subscribed
+      ORDER BY u.id),
+    ${eventEffects()}
+    SELECT (SELECT count(*) FROM ins)::int AS created,
+           (SELECT count(*) FROM upd WHERE changed)::int AS updated,
+           (SELECT count(*) FROM fresh)::int AS fresh,
+           (SELECT coalesce(json_agg(json_build_object('line', line, 'first', first)), '[]') FROM dups) AS duplicates,
+           (SELECT coalesce(array_agg(email), '{}') FROM missed) AS missed,
+           (SELECT count(*) FROM seen)::int AS seen, (SELECT count(*) FROM members)::int AS members,
+           (SELECT count(*) FROM inserted)::int AS events`;
+  const { rows } = await trx.raw(sql, {
+    project: o.projectId, import: o.importId, def: o.defaultSubscribed, segment: o.segmentId,
+  });
+  const r = rows[0] as { created: number; updated: number; fresh: number; duplicates: { line: number; first: number }[]; missed: string[] };
+  return { created: r.created, updated: r.updated, skipped: r.fresh - r.created - r.updated - r.missed.length, duplicates: r.duplicates, missed: r.missed };
+}
+
+/** The stored file from `offset` on, chunk by chunk (each read when the previous one has been consumed). */
+export async function* fileFrom(knex: Knex, importId: string, offset: number, chunkBytes: number): AsyncGenerator<Buffer> {
+  let seq = Math.floor(offset / chunkBytes);
+  let skip = offset % chunkBytes;
+  for (;;) {
+    const row = await knex('contact_import_chunks').where({ import_id: importId, seq }).first('bytes');
+    if (!row) return;
+    const bytes = row.bytes as Buffer;
+    if (skip < bytes.length) yield skip ? bytes.subarray(skip) : bytes;
+    skip = 0;
+    seq++;
+  }
+}

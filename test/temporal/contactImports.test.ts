@@ -1,0 +1,50 @@
+import { bearer } from '../support/app';
+import { waitFor } from '../support/processes';
+import { heraldCluster } from '../support/temporalCluster';
+import { describeTemporal } from '../support/temporal';
+
+/**
+ * Contact imports on the cluster engine: an ENGINE=temporal API process stores the file, a worker process runs the
+ * importContacts workflow on a real Temporal server. A cancel from Temporal (as Temporal UI's) leaves the rows an API
+ * cancel leaves: CANCELLED, the file deleted, the rows merged so far kept.
+ */
+describeTemporal(__filename, 'Temporal: contact imports as workflows', (temporal) => {
+  const c = heraldCluster(temporal, { workers: 1 });
+  const key = () => bearer(c.project.secretKey);
+  const upload = (file: string) => c.http().post('/contacts/imports').set(key()).set('Content-Type', 'text/csv')
+    .query({ columns: JSON.stringify([{ column: 'email', to: 'email' }, { column: 'plan', to: 'data', key: 'plan' }]) }).send(Buffer.from(file));
+  const progress = async (id: string) => (await c.http().get(`/contacts/imports/${id}`).set(key())).body.data;
+
+  test('a file with bad rows: the good rows imported in batches by the workflow, the bad ones refused with their line', async () => {
+    const rows = Array.from({ length: 12_000 }, (_, i) => (i === 100 ? 'broken,"x"y' : i === 7000 ? 'tmp0@example.com,dup' : `tmp${i}@example.com,p${i % 4}`));
+    const res = await upload(['email,plan', ...rows].join('\n'));
+    expect(res.status).toBe(202);
+    const done = await waitFor('the import COMPLETED', async () => {
+      const p = await progress(res.body.data.id);
+      return p.status === 'COMPLETED' ? p : undefined;
+    }, 90_000, 200);
+    expect(done.rows).toEqual({ read: 12_000, created: 11_998, updated: 0, skipped: 0, failed: 2 });
+    const errors = await c.db.knex('contact_import_errors').where('import_id', res.body.data.id).orderBy('line').select('line', 'reason');
+    expect(errors).toEqual([
+      { line: 102, reason: expect.stringContaining('broken quote') },
+      { line: 7002, reason: 'duplicate email: the file has it on line 2 already' },
+    ]);
+    expect(Number((await c.db.knex('contacts').where('project_id', c.project.id).count('* as n').first())!.n)).toBe(11_998);
+    const described = await c.client.workflow.getHandle(`contact-import-${res.body.data.id}`).describe();
+    expect(described.status.name).toBe('COMPLETED');
+  });
+
+  test('cancelled in Temporal (as from its UI): CANCELLED, the file deleted, the rows merged so far kept', async () => {
+    const res = await upload(['email,plan', ...Array.from({ length: 60_000 }, (_, i) => `ui${i}@example.com,p`)].join('\n'));
+    const id = res.body.data.id;
+    await waitFor('a first batch', async () => ((await progress(id)).rows.read > 0 ? true : undefined), 60_000, 20);
+    await c.client.workflow.getHandle(`contact-import-${id}`).cancel();
+    const ended = await waitFor('the import CANCELLED', async () => {
+      const p = await progress(id);
+      return p.status === 'CANCELLED' ? p : undefined;
+    }, 60_000, 100);
+    expect(ended.rows.read).toBeLessThan(60_000);
+    expect(Number((await c.db.knex('contacts').where('project_id', c.project.id).where('email', 'like', 'ui%').count('* as n').first())!.n)).toBe(ended.rows.created);
+    expect(await c.db.knex('contact_import_chunks').where('import_id', id).first()).toBeUndefined();
+  });
+});
