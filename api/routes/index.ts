@@ -7,6 +7,7 @@ import { campaignRoutes } from './campaigns';
 import { contactRoutes } from './contacts';
 import { customEventRoutes } from './customEvents';
 import { domainRoutes } from './domains';
+import { inboundRoutes } from './inbound';
 import { emailRoutes } from './emails';
 import { keyRoutes } from './keys';
 import { eventRoutes } from './events';
@@ -52,6 +53,7 @@ export const ROUTES: readonly Route[] = [
   ...webhookRoutes,
   ...automationRoutes,
   ...domainRoutes,
+  ...inboundRoutes,
   // People: members and invitations of the project; accounts' links (open: the token authorises).
   ...memberRoutes,
   ...invitationRoutes,

@@ -27,6 +27,7 @@ import * as twoFactor from './20261130000004_two_factor';
 import * as dailyStats from './20261201000001_daily_stats';
 import * as campaignEngagement from './20261202000001_campaign_engagement';
 import * as campaignStats from './20261203000001_campaign_stats';
+import * as inbound from './20261205000001_inbound';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -62,6 +63,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261201000001_daily_stats': dailyStats,
   '20261202000001_campaign_engagement': campaignEngagement,
   '20261203000001_campaign_stats': campaignStats,
+  '20261205000001_inbound': inbound,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
