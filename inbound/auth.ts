@@ -26,7 +26,8 @@ const verdict = (v: string | undefined): AuthVerdict => (v === 'temperr' ? 'temp
 export function summarise(r: AuthenticateResult): AuthResults {
   return {
     spf: r.spf ? { result: verdict(r.spf.status.result), domain: r.spf.domain ?? null } : { result: 'none', domain: null },
-    dkim: (r.dkim?.results ?? []).slice(0, 20).map((d) => ({ result: verdict(d.status.result), domain: d.signingDomain, selector: d.selector ?? null, aligned: Boolean(d.status.aligned) })),
+    // mailauth reports an unsigned message as one `none` result without a domain: no signature, an empty list.
+    dkim: (r.dkim?.results ?? []).filter((d) => d.signingDomain).slice(0, 20).map((d) => ({ result: verdict(d.status.result), domain: d.signingDomain, selector: d.selector ?? null, aligned: Boolean(d.status.aligned) })),
     dmarc: r.dmarc ? { result: verdict(r.dmarc.status.result), domain: r.dmarc.domain ?? null, policy: r.dmarc.policy ?? null } : { result: 'none', domain: null, policy: null },
     arc: { result: r.arc ? verdict(r.arc.status.result) : 'none' },
   };
