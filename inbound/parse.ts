@@ -59,7 +59,7 @@ function clean(text: string | undefined | null, warnings: Set<string>): string |
   if (text === undefined || text === null) return null;
   let out = text;
   if (out.includes('\u0000')) {
-    out = out.replace(/\u0000/g, '');
+    out = out.split('\u0000').join('');
     warnings.add('NUL characters were removed from decoded text');
   }
   if (UNPAIRED.test(out)) {

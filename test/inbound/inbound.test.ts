@@ -191,7 +191,7 @@ describe('the listener', () => {
       return got.length ? got : undefined;
     });
     expect(delivery!.payload.type).toBe('email.received');
-    const d = delivery!.payload.data as Record<string, any>;
+    const d = delivery!.payload.data as Record<string, unknown> & { attachments: { url: string }[]; inboundId: string; rawUrl: string };
     expect(d).toMatchObject({
       routeId: webhookRoute, recipient: `support@${DOMAIN}`, mailFrom: 'grace@example.org', contactId,
       from: { address: 'grace@example.org', name: 'Grace Hopper' }, cc: [{ address: 'ops@example.org', name: null }], replyTo: [{ address: 'grace+replies@example.org', name: null }],
@@ -217,7 +217,7 @@ describe('the listener', () => {
     expect((notes.body as Buffer).toString()).toBe('line 1\nline 2');
     expect(notes.headers['content-disposition']).toContain('filename="notes.txt"');
     expect((await http().get(`/inbound/${id}/attachments/7`).set(e2e.key)).status).toBe(404);
-    const link = new URL(d.attachments[1].url as string);
+    const link = new URL(d.attachments[1]!.url);
     const byLink = await http().get(link.pathname).buffer(true).parse((res, cb) => { const c: Buffer[] = []; res.on('data', (x: Buffer) => c.push(x)); res.on('end', () => cb(null, Buffer.concat(c))); });
     expect(byLink.status).toBe(200);
     expect((byLink.body as Buffer).toString()).toBe('line 1\nline 2');
