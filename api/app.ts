@@ -41,6 +41,8 @@ export interface AppDeps {
   dns?: DnsConfig;
   /** The bounce domain's records, shown and checked with every sending domain's (BOUNCE_DOMAIN). */
   returnPath?: ReturnPath;
+  /** The host inbound domains' MX must name (BOUNCE_MX_HOST); the returnPath's, or PUBLIC_URL's host, when not given. */
+  inboundMxHost?: string;
   /** The send pipeline, when the process shares it with another way in (SMTP submission); made here otherwise. */
   sender?: Sender;
   /** Invitations and password resets (INVITATION_TTL_HOURS, the system sender); defaults and no mail when not given. */

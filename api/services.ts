@@ -27,6 +27,8 @@ import { settingsService } from '../tracking/settings';
 import { createTracker } from '../tracking/tracker';
 import { verifyService } from '../verify/address';
 import { webhookService } from '../webhooks/endpoints';
+import { inboundSetupService } from '../inbound/domains';
+import { inboundMessageService } from '../inbound/messages';
 import type { AppDeps } from './app';
 
 /**
@@ -73,6 +75,11 @@ export function createServices(deps: AppDeps) {
     webhooks: webhookService(deps),
     automations: automationService(deps),
     domains: domainService({ ...deps, dns }),
+    /** Inbound domains, routes and received messages (inbound/). The MX host is the bounce domain's (BOUNCE_MX_HOST). */
+    inbound: {
+      setup: inboundSetupService({ knex, dns, mxHost: deps.inboundMxHost ?? deps.returnPath?.mxHost ?? new URL(deps.publicUrl).hostname }),
+      messages: inboundMessageService(deps),
+    },
     /** People's logins and sessions (people/). */
     people: peopleService({ knex, secret: deps.secret, sessions: deps.sessions ?? loadSessionConfig() }),
     /** Single sign-on (OIDC_ISSUER…; people/oidc.ts); `enabled` false when it is not configured. */

@@ -147,7 +147,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     // And every worker delivers the projects' outbound webhooks from their outbox (worker/webhookQueue.ts).
     webhookDeliveries = startWebhookQueue({ knex: db.knex, log, secret, executorId, config: outboundWebhookConfig(process.env) });
     // And deletes what has served its time: passed tracking windows, expired idempotency keys (worker/housekeeping.ts).
-    housekeeping = startHousekeeping({ knex: db.knex, log, eventWindowMs: loadTrackingConfig().eventWindowMs, sessionIdleMinutes: loadSessionConfig().idleMinutes });
+    housekeeping = startHousekeeping({ knex: db.knex, log, eventWindowMs: loadTrackingConfig().eventWindowMs, sessionIdleMinutes: loadSessionConfig().idleMinutes, inboundRetentionDays: config.bounces.inboundRetentionDays });
     log.info({ mail: mailer.describe, executorId, rate: config.sendRatePerSecond }, 'delivering mail');
   }
   const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log) : undefined;
@@ -171,7 +171,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     renderPool = load<typeof import('../mail/renderPool')>('../mail/renderPool').createRenderPool();
     // One send pipeline for HTTP and SMTP: sends that arrive together by either way share a transaction.
     const sender = load<typeof import('../sending/sender')>('../sending/sender').createSender(db.knex, { secret, publicUrl: config.publicUrl, render: renderPool.render });
-    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, trustProxyHops: config.trustProxyHops, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config),
+    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, trustProxyHops: config.trustProxyHops, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config), inboundMxHost: config.bounces.mxHost,
       metricsToken: config.metrics.token, metricsOnOwnPort: config.metrics.port !== undefined, people: config.people, temporalUi: temporalUiOf(config) });
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.port, () => resolve(s));
@@ -202,8 +202,12 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       inbound = await load<typeof import('../smtp/inbound')>('../smtp/inbound').startInbound({
         knex: db.knex, secret, log, settings: config.bounces, bounceDomain: config.bounces.domain, port: config.bounces.inboundPort, host: config.bounces.inboundHost, tls: tls!,
         limits: config.smtpLimits,
+        receiver: load<typeof import('../inbound/receive')>('../inbound/receive').inboundReceiver({
+          knex: db.knex, secret, publicUrl: config.publicUrl,
+          authenticate: load<typeof import('../inbound/auth')>('../inbound/auth').authenticator(loadDnsConfig(), config.bounces.mxHost),
+        }),
       });
-      log.info({ port: inbound.port, bounceDomain: config.bounces.domain ?? null }, 'Herald inbound SMTP listening for bounces and complaints');
+      log.info({ port: inbound.port, bounceDomain: config.bounces.domain ?? null }, 'Herald inbound SMTP listening for bounces, complaints and inbound domains');
     }
   }
 

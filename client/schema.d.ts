@@ -1563,6 +1563,232 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/inbound/domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List inbound domains
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["listInboundDomains"];
+        put?: never;
+        /**
+         * Add an inbound domain
+         * @description Adds a domain to receive mail at (PENDING until its MX record, shown in `records`, points at Herald: POST /inbound/domains/:id/verify). A domain receives for one project of the installation: 409 when it is taken.
+         *
+         *     Permission `admin`: owner, admin; keys: full.
+         */
+        post: operations["createInboundDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inbound/domains/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an inbound domain
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["getInboundDomain"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove an inbound domain and its routes
+         * @description Its mail is refused from then on; the messages already received stay until their retention ends.
+         *
+         *     Permission `admin`: owner, admin; keys: full.
+         */
+        delete: operations["deleteInboundDomain"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inbound/domains/{id}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check the inbound domain's MX record now
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
+        post: operations["verifyInboundDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inbound/routes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List inbound routes
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["listInboundRoutes"];
+        put?: never;
+        /**
+         * Add an inbound route
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
+        post: operations["createInboundRoute"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inbound/routes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an inbound route
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["getInboundRoute"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove an inbound route
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
+        delete: operations["deleteInboundRoute"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an inbound route
+         * @description Permission `admin`: owner, admin; keys: full.
+         */
+        patch: operations["updateInboundRoute"];
+        trace?: never;
+    };
+    "/inbound": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List received messages
+         * @description Newest first, without bodies and headers (GET /inbound/:id has them). `since` is inclusive, `until` exclusive (the time received).
+         *
+         *     Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["listInbound"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inbound/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a received message: parsed, with its authentication
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["getInbound"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inbound/{id}/raw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a received message as it arrived (.eml)
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["getInboundRaw"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inbound/{id}/attachments/{n}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an attachment of a received message
+         * @description Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["getInboundAttachment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inbound-files/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a received message or attachment by its signed link
+         * @description The `rawUrl` and `attachments[].url` of an `email.received` webhook payload: no key, the signed token authorises; 404 once it has expired (a week after the message arrived) or its message was deleted.
+         */
+        get: operations["getInboundFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/members": {
         parameters: {
             query?: never;
@@ -2820,6 +3046,461 @@ export interface components {
              */
             traceTruncated: boolean;
         };
+        InboundDomain: {
+            /**
+             * Format: uuid
+             * @example 0197a0c2-4a7c-7d31-8f2e-6b8d0f2a4c95
+             */
+            id: string;
+            /** @example in.example.com */
+            domain: string;
+            /**
+             * @example VERIFIED
+             * @enum {string}
+             */
+            status: "PENDING" | "VERIFIED" | "FAILED";
+            /**
+             * @description The MX record to publish: mail for the domain reaches Herald's inbound listener through it.
+             * @example [
+             *       {
+             *         "type": "MX",
+             *         "name": "in.example.com",
+             *         "value": "10 mx.herald.example.com",
+             *         "status": "VERIFIED"
+             *       }
+             *     ]
+             */
+            records: {
+                /** @constant */
+                type: "MX";
+                name: string;
+                value: string;
+                /** @enum {string} */
+                status: "PENDING" | "VERIFIED" | "FAILED";
+            }[];
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            checkedAt: string | null;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            verifiedAt: string | null;
+        };
+        InboundMessage: {
+            /**
+             * Format: uuid
+             * @example 0197a3c6-2d4f-7a81-b3c5-7e9f1a3b5d7f
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @example 0197a0c3-1b2d-7e4f-9a6c-8d0e2f4a6b7c
+             */
+            routeId: string | null;
+            /** @example support@in.example.com */
+            recipient: string;
+            /** @example ada@example.org */
+            mailFrom: string;
+            /** @example 192.0.2.25 */
+            remoteAddress: string | null;
+            from: {
+                /** @example ada@example.org */
+                address: string;
+                /** @example Ada Lovelace */
+                name: string | null;
+            } | null;
+            /**
+             * @example [
+             *       {
+             *         "address": "support@in.example.com",
+             *         "name": null
+             *       }
+             *     ]
+             */
+            to: {
+                /** @example ada@example.org */
+                address: string;
+                /** @example Ada Lovelace */
+                name: string | null;
+            }[];
+            /** @example [] */
+            cc: {
+                /** @example ada@example.org */
+                address: string;
+                /** @example Ada Lovelace */
+                name: string | null;
+            }[];
+            /** @example [] */
+            replyTo: {
+                /** @example ada@example.org */
+                address: string;
+                /** @example Ada Lovelace */
+                name: string | null;
+            }[];
+            /** @example Re: Your order has shipped */
+            subject: string | null;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            date: string | null;
+            /** @example <CAF=x1@mail.example.org> */
+            messageId: string | null;
+            /** @example <0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24@example.com> */
+            inReplyToMessageId: string | null;
+            /**
+             * @example [
+             *       "<0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24@example.com>"
+             *     ]
+             */
+            references: string[];
+            /**
+             * @example [
+             *       {
+             *         "index": 0,
+             *         "attachmentId": "0197a3c6-2d50-7b12-8c3d-4e5f6a7b8c9d",
+             *         "filename": "invoice.pdf",
+             *         "contentType": "application/pdf",
+             *         "disposition": "attachment",
+             *         "contentId": null,
+             *         "size": 48213
+             *       }
+             *     ]
+             */
+            attachments: {
+                /** @example 0 */
+                index: number;
+                /**
+                 * Format: uuid
+                 * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+                 */
+                attachmentId: string;
+                filename: string;
+                contentType: string;
+                disposition: string;
+                contentId: string | null;
+                /** @example 0 */
+                size: number;
+            }[];
+            /** @description SPF, DKIM, DMARC and ARC of the message as it arrived (mailauth); reported, not acted on. */
+            auth: {
+                spf?: {
+                    /**
+                     * @example pass
+                     * @enum {string}
+                     */
+                    result: "pass" | "fail" | "neutral" | "none" | "temperror" | "permerror" | "policy" | "softfail" | "skipped";
+                    /** @example example.org */
+                    domain: string | null;
+                };
+                /**
+                 * @example [
+                 *       {
+                 *         "result": "pass",
+                 *         "domain": "example.org",
+                 *         "selector": "s1",
+                 *         "aligned": true
+                 *       }
+                 *     ]
+                 */
+                dkim?: {
+                    /**
+                     * @example pass
+                     * @enum {string}
+                     */
+                    result: "pass" | "fail" | "neutral" | "none" | "temperror" | "permerror" | "policy" | "softfail" | "skipped";
+                    domain: string;
+                    selector: string | null;
+                    aligned: boolean;
+                }[];
+                dmarc?: {
+                    /**
+                     * @example pass
+                     * @enum {string}
+                     */
+                    result: "pass" | "fail" | "neutral" | "none" | "temperror" | "permerror" | "policy" | "softfail" | "skipped";
+                    /** @example example.org */
+                    domain: string | null;
+                    /** @example reject */
+                    policy: string | null;
+                };
+                arc?: {
+                    /**
+                     * @example pass
+                     * @example none
+                     * @enum {string}
+                     */
+                    result: "pass" | "fail" | "neutral" | "none" | "temperror" | "permerror" | "policy" | "softfail" | "skipped";
+                };
+                error?: string;
+            };
+            /**
+             * @description What could not be read (malformed MIME, no From, an undecodable charset): the message is kept as received.
+             * @example []
+             */
+            warnings: string[];
+            /** @description The email Herald sent that this message replies to (by In-Reply-To or References), and its contact. */
+            inReplyTo: {
+                /**
+                 * Format: uuid
+                 * @example 0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24
+                 */
+                emailId: string;
+                /**
+                 * Format: uuid
+                 * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+                 */
+                contactId: string | null;
+            } | null;
+            /** @example 5120 */
+            size: number;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            createdAt: string;
+        };
+        InboundMessageDetail: {
+            /**
+             * Format: uuid
+             * @example 0197a3c6-2d4f-7a81-b3c5-7e9f1a3b5d7f
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @example 0197a0c3-1b2d-7e4f-9a6c-8d0e2f4a6b7c
+             */
+            routeId: string | null;
+            /** @example support@in.example.com */
+            recipient: string;
+            /** @example ada@example.org */
+            mailFrom: string;
+            /** @example 192.0.2.25 */
+            remoteAddress: string | null;
+            from: {
+                /** @example ada@example.org */
+                address: string;
+                /** @example Ada Lovelace */
+                name: string | null;
+            } | null;
+            /**
+             * @example [
+             *       {
+             *         "address": "support@in.example.com",
+             *         "name": null
+             *       }
+             *     ]
+             */
+            to: {
+                /** @example ada@example.org */
+                address: string;
+                /** @example Ada Lovelace */
+                name: string | null;
+            }[];
+            /** @example [] */
+            cc: {
+                /** @example ada@example.org */
+                address: string;
+                /** @example Ada Lovelace */
+                name: string | null;
+            }[];
+            /** @example [] */
+            replyTo: {
+                /** @example ada@example.org */
+                address: string;
+                /** @example Ada Lovelace */
+                name: string | null;
+            }[];
+            /** @example Re: Your order has shipped */
+            subject: string | null;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            date: string | null;
+            /** @example <CAF=x1@mail.example.org> */
+            messageId: string | null;
+            /** @example <0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24@example.com> */
+            inReplyToMessageId: string | null;
+            /**
+             * @example [
+             *       "<0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24@example.com>"
+             *     ]
+             */
+            references: string[];
+            /**
+             * @example [
+             *       {
+             *         "index": 0,
+             *         "attachmentId": "0197a3c6-2d50-7b12-8c3d-4e5f6a7b8c9d",
+             *         "filename": "invoice.pdf",
+             *         "contentType": "application/pdf",
+             *         "disposition": "attachment",
+             *         "contentId": null,
+             *         "size": 48213
+             *       }
+             *     ]
+             */
+            attachments: {
+                /** @example 0 */
+                index: number;
+                /**
+                 * Format: uuid
+                 * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+                 */
+                attachmentId: string;
+                filename: string;
+                contentType: string;
+                disposition: string;
+                contentId: string | null;
+                /** @example 0 */
+                size: number;
+            }[];
+            /** @description SPF, DKIM, DMARC and ARC of the message as it arrived (mailauth); reported, not acted on. */
+            auth: {
+                spf?: {
+                    /**
+                     * @example pass
+                     * @enum {string}
+                     */
+                    result: "pass" | "fail" | "neutral" | "none" | "temperror" | "permerror" | "policy" | "softfail" | "skipped";
+                    /** @example example.org */
+                    domain: string | null;
+                };
+                /**
+                 * @example [
+                 *       {
+                 *         "result": "pass",
+                 *         "domain": "example.org",
+                 *         "selector": "s1",
+                 *         "aligned": true
+                 *       }
+                 *     ]
+                 */
+                dkim?: {
+                    /**
+                     * @example pass
+                     * @enum {string}
+                     */
+                    result: "pass" | "fail" | "neutral" | "none" | "temperror" | "permerror" | "policy" | "softfail" | "skipped";
+                    domain: string;
+                    selector: string | null;
+                    aligned: boolean;
+                }[];
+                dmarc?: {
+                    /**
+                     * @example pass
+                     * @enum {string}
+                     */
+                    result: "pass" | "fail" | "neutral" | "none" | "temperror" | "permerror" | "policy" | "softfail" | "skipped";
+                    /** @example example.org */
+                    domain: string | null;
+                    /** @example reject */
+                    policy: string | null;
+                };
+                arc?: {
+                    /**
+                     * @example pass
+                     * @example none
+                     * @enum {string}
+                     */
+                    result: "pass" | "fail" | "neutral" | "none" | "temperror" | "permerror" | "policy" | "softfail" | "skipped";
+                };
+                error?: string;
+            };
+            /**
+             * @description What could not be read (malformed MIME, no From, an undecodable charset): the message is kept as received.
+             * @example []
+             */
+            warnings: string[];
+            /** @description The email Herald sent that this message replies to (by In-Reply-To or References), and its contact. */
+            inReplyTo: {
+                /**
+                 * Format: uuid
+                 * @example 0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24
+                 */
+                emailId: string;
+                /**
+                 * Format: uuid
+                 * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+                 */
+                contactId: string | null;
+            } | null;
+            /** @example 5120 */
+            size: number;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            createdAt: string;
+            /** @example Thanks, it arrived! */
+            text: string | null;
+            /** @example <p>Thanks, it arrived!</p> */
+            html: string | null;
+            /**
+             * @example [
+             *       {
+             *         "name": "Subject",
+             *         "value": "Re: Your order has shipped"
+             *       }
+             *     ]
+             */
+            headers: {
+                name: string;
+                value: string;
+            }[];
+        };
+        InboundRoute: {
+            /**
+             * Format: uuid
+             * @example 0197a0c3-1b2d-7e4f-9a6c-8d0e2f4a6b7c
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @example 0197a0c2-4a7c-7d31-8f2e-6b8d0f2a4c95
+             */
+            domainId: string;
+            /** @example support@in.example.com */
+            match: string;
+            /**
+             * @example address
+             * @enum {string}
+             */
+            kind: "address" | "tag" | "domain";
+            /** @example 10 */
+            priority: number;
+            /**
+             * @example webhook
+             * @enum {string}
+             */
+            action: "webhook" | "store" | "reject";
+            /**
+             * Format: uuid
+             * @example 0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60
+             */
+            endpointId: string | null;
+            /** @example null */
+            rejectMessage: string | null;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            updatedAt: string;
+        };
         Membership: {
             /**
              * Format: uuid
@@ -3376,7 +4057,7 @@ export interface components {
              *       "email.bounced"
              *     ]
              */
-            events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
+            events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
             enabled: boolean;
             /** @enum {string} */
             status: "healthy" | "failing";
@@ -3481,7 +4162,7 @@ export interface components {
              *       "email.bounced"
              *     ]
              */
-            events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
+            events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
             enabled: boolean;
             /** @enum {string} */
             status: "healthy" | "failing";
@@ -9104,7 +9785,7 @@ export interface operations {
                      *       "email.bounced"
                      *     ]
                      */
-                    events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
+                    events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
                     enabled?: boolean;
                 };
             };
@@ -9278,7 +9959,7 @@ export interface operations {
                      *       "email.bounced"
                      *     ]
                      */
-                    events?: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
+                    events?: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
                     enabled?: boolean;
                 };
             };
@@ -10602,6 +11283,990 @@ export interface operations {
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
             429: components["responses"]["Error429"];
+        };
+    };
+    listInboundDomains: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of inbound domains. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a0c2-4a7c-7d31-8f2e-6b8d0f2a4c95",
+                     *             "domain": "in.example.com",
+                     *             "status": "VERIFIED",
+                     *             "records": [
+                     *               {
+                     *                 "type": "MX",
+                     *                 "name": "in.example.com",
+                     *                 "value": "10 mx.herald.example.com",
+                     *                 "status": "VERIFIED"
+                     *               }
+                     *             ],
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "checkedAt": "2025-06-02T09:41:07.512Z",
+                     *             "verifiedAt": "2025-06-02T09:41:07.512Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            items: components["schemas"]["InboundDomain"][];
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
+                            nextCursor: string | null;
+                            /** @example true */
+                            hasMore: boolean;
+                            /** @example 1284 */
+                            total: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    createInboundDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "domain": "example.com"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Usually a subdomain kept for receiving, e.g. in.example.com: its MX must point at Herald.
+                     * @example example.com
+                     * @example in.example.com
+                     */
+                    domain?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Added, with the MX record to publish. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0c2-4a7c-7d31-8f2e-6b8d0f2a4c95",
+                     *         "domain": "in.example.com",
+                     *         "status": "VERIFIED",
+                     *         "records": [
+                     *           {
+                     *             "type": "MX",
+                     *             "name": "in.example.com",
+                     *             "value": "10 mx.herald.example.com",
+                     *             "status": "VERIFIED"
+                     *           }
+                     *         ],
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "checkedAt": "2025-06-02T09:41:07.512Z",
+                     *         "verifiedAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["InboundDomain"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    getInboundDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The domain. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0c2-4a7c-7d31-8f2e-6b8d0f2a4c95",
+                     *         "domain": "in.example.com",
+                     *         "status": "VERIFIED",
+                     *         "records": [
+                     *           {
+                     *             "type": "MX",
+                     *             "name": "in.example.com",
+                     *             "value": "10 mx.herald.example.com",
+                     *             "status": "VERIFIED"
+                     *           }
+                     *         ],
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "checkedAt": "2025-06-02T09:41:07.512Z",
+                     *         "verifiedAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["InboundDomain"];
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    deleteInboundDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    verifyInboundDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The domain after the check: VERIFIED when its MX names Herald's host, FAILED otherwise. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0c2-4a7c-7d31-8f2e-6b8d0f2a4c95",
+                     *         "domain": "in.example.com",
+                     *         "status": "VERIFIED",
+                     *         "records": [
+                     *           {
+                     *             "type": "MX",
+                     *             "name": "in.example.com",
+                     *             "value": "10 mx.herald.example.com",
+                     *             "status": "VERIFIED"
+                     *           }
+                     *         ],
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "checkedAt": "2025-06-02T09:41:07.512Z",
+                     *         "verifiedAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["InboundDomain"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    listInboundRoutes: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                domainId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of routes, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a0c3-1b2d-7e4f-9a6c-8d0e2f4a6b7c",
+                     *             "domainId": "0197a0c2-4a7c-7d31-8f2e-6b8d0f2a4c95",
+                     *             "match": "support@in.example.com",
+                     *             "kind": "address",
+                     *             "priority": 10,
+                     *             "action": "webhook",
+                     *             "endpointId": "0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60",
+                     *             "rejectMessage": null,
+                     *             "createdAt": "2025-06-02T09:41:07.512Z",
+                     *             "updatedAt": "2025-06-02T09:41:07.512Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            items: components["schemas"]["InboundRoute"][];
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
+                            nextCursor: string | null;
+                            /** @example true */
+                            hasMore: boolean;
+                            /** @example 1284 */
+                            total: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    createInboundRoute: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "match": "support@in.example.com",
+                 *       "priority": 10,
+                 *       "action": "webhook",
+                 *       "endpointId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                 *       "rejectMessage": "This address does not take mail"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description `name@domain` (that address), `name+*@domain` (name with any +tag) or `*@domain` (any address), at one of the project's inbound domains.
+                     * @example support@in.example.com
+                     */
+                    match: string;
+                    /**
+                     * @description Lower first; a domain's routes are tried in this order (then oldest first), the first match decides.
+                     * @example 10
+                     */
+                    priority?: number;
+                    /**
+                     * @description `webhook`: stored, and delivered to `endpointId` as `email.received`; `store`: stored only; `reject`: refused at RCPT TO with 550 and `rejectMessage`.
+                     * @example webhook
+                     * @enum {string}
+                     */
+                    action: "webhook" | "store" | "reject";
+                    /**
+                     * @description The webhook endpoint of a `webhook` route (POST /webhooks).
+                     * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+                     * @example 0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60
+                     */
+                    endpointId?: string | null;
+                    /**
+                     * @description The text of a `reject` route's 550 (printable ASCII; anything else becomes a space).
+                     * @example This address does not take mail
+                     */
+                    rejectMessage?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Added. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0c3-1b2d-7e4f-9a6c-8d0e2f4a6b7c",
+                     *         "domainId": "0197a0c2-4a7c-7d31-8f2e-6b8d0f2a4c95",
+                     *         "match": "support@in.example.com",
+                     *         "kind": "address",
+                     *         "priority": 10,
+                     *         "action": "webhook",
+                     *         "endpointId": "0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60",
+                     *         "rejectMessage": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["InboundRoute"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    getInboundRoute: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The route. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0c3-1b2d-7e4f-9a6c-8d0e2f4a6b7c",
+                     *         "domainId": "0197a0c2-4a7c-7d31-8f2e-6b8d0f2a4c95",
+                     *         "match": "support@in.example.com",
+                     *         "kind": "address",
+                     *         "priority": 10,
+                     *         "action": "webhook",
+                     *         "endpointId": "0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60",
+                     *         "rejectMessage": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["InboundRoute"];
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    deleteInboundRoute: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    updateInboundRoute: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "priority": 5
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description `name@domain` (that address), `name+*@domain` (name with any +tag) or `*@domain` (any address), at one of the project's inbound domains.
+                     * @example support@in.example.com
+                     */
+                    match?: string;
+                    /**
+                     * @description Lower first; a domain's routes are tried in this order (then oldest first), the first match decides.
+                     * @example 10
+                     */
+                    priority?: number;
+                    /**
+                     * @description `webhook`: stored, and delivered to `endpointId` as `email.received`; `store`: stored only; `reject`: refused at RCPT TO with 550 and `rejectMessage`.
+                     * @example webhook
+                     * @enum {string}
+                     */
+                    action?: "webhook" | "store" | "reject";
+                    /**
+                     * @description The webhook endpoint of a `webhook` route (POST /webhooks).
+                     * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+                     * @example 0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60
+                     */
+                    endpointId?: string | null;
+                    /**
+                     * @description The text of a `reject` route's 550 (printable ASCII; anything else becomes a space).
+                     * @example This address does not take mail
+                     */
+                    rejectMessage?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The route as changed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a0c3-1b2d-7e4f-9a6c-8d0e2f4a6b7c",
+                     *         "domainId": "0197a0c2-4a7c-7d31-8f2e-6b8d0f2a4c95",
+                     *         "match": "support@in.example.com",
+                     *         "kind": "address",
+                     *         "priority": 10,
+                     *         "action": "webhook",
+                     *         "endpointId": "0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60",
+                     *         "rejectMessage": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:07.512Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["InboundRoute"];
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    listInbound: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                /** @description The messages a route took. */
+                route?: string;
+                /** @description The From address. */
+                from?: string;
+                /** @description The recipient (envelope) a route took it for. */
+                to?: string;
+                since?: string;
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of received messages. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "id": "0197a3c6-2d4f-7a81-b3c5-7e9f1a3b5d7f",
+                     *             "routeId": "0197a0c3-1b2d-7e4f-9a6c-8d0e2f4a6b7c",
+                     *             "recipient": "support@in.example.com",
+                     *             "mailFrom": "ada@example.org",
+                     *             "remoteAddress": "192.0.2.25",
+                     *             "from": {
+                     *               "address": "ada@example.org",
+                     *               "name": "Ada Lovelace"
+                     *             },
+                     *             "to": [
+                     *               {
+                     *                 "address": "support@in.example.com",
+                     *                 "name": null
+                     *               }
+                     *             ],
+                     *             "cc": [],
+                     *             "replyTo": [],
+                     *             "subject": "Re: Your order has shipped",
+                     *             "date": "2025-06-02T09:41:07.512Z",
+                     *             "messageId": "<CAF=x1@mail.example.org>",
+                     *             "inReplyToMessageId": "<0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24@example.com>",
+                     *             "references": [
+                     *               "<0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24@example.com>"
+                     *             ],
+                     *             "attachments": [
+                     *               {
+                     *                 "index": 0,
+                     *                 "attachmentId": "0197a3c6-2d50-7b12-8c3d-4e5f6a7b8c9d",
+                     *                 "filename": "invoice.pdf",
+                     *                 "contentType": "application/pdf",
+                     *                 "disposition": "attachment",
+                     *                 "contentId": null,
+                     *                 "size": 48213
+                     *               }
+                     *             ],
+                     *             "auth": {
+                     *               "spf": {
+                     *                 "result": "pass",
+                     *                 "domain": "example.org"
+                     *               },
+                     *               "dkim": [
+                     *                 {
+                     *                   "result": "pass",
+                     *                   "domain": "example.org",
+                     *                   "selector": "s1",
+                     *                   "aligned": true
+                     *                 }
+                     *               ],
+                     *               "dmarc": {
+                     *                 "result": "pass",
+                     *                 "domain": "example.org",
+                     *                 "policy": "reject"
+                     *               },
+                     *               "arc": {
+                     *                 "result": "pass"
+                     *               }
+                     *             },
+                     *             "warnings": [],
+                     *             "inReplyTo": {
+                     *               "emailId": "0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24",
+                     *               "contactId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53"
+                     *             },
+                     *             "size": 5120,
+                     *             "createdAt": "2025-06-02T09:41:07.512Z"
+                     *           }
+                     *         ],
+                     *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
+                     *         "hasMore": true,
+                     *         "total": 1284
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            items: components["schemas"]["InboundMessage"][];
+                            /**
+                             * @description Pass as `cursor` for the next page; null on the last one.
+                             * @example djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz
+                             */
+                            nextCursor: string | null;
+                            /** @example true */
+                            hasMore: boolean;
+                            /** @example 1284 */
+                            total: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    getInbound: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a3c6-2d4f-7a81-b3c5-7e9f1a3b5d7f",
+                     *         "routeId": "0197a0c3-1b2d-7e4f-9a6c-8d0e2f4a6b7c",
+                     *         "recipient": "support@in.example.com",
+                     *         "mailFrom": "ada@example.org",
+                     *         "remoteAddress": "192.0.2.25",
+                     *         "from": {
+                     *           "address": "ada@example.org",
+                     *           "name": "Ada Lovelace"
+                     *         },
+                     *         "to": [
+                     *           {
+                     *             "address": "support@in.example.com",
+                     *             "name": null
+                     *           }
+                     *         ],
+                     *         "cc": [],
+                     *         "replyTo": [],
+                     *         "subject": "Re: Your order has shipped",
+                     *         "date": "2025-06-02T09:41:07.512Z",
+                     *         "messageId": "<CAF=x1@mail.example.org>",
+                     *         "inReplyToMessageId": "<0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24@example.com>",
+                     *         "references": [
+                     *           "<0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24@example.com>"
+                     *         ],
+                     *         "attachments": [
+                     *           {
+                     *             "index": 0,
+                     *             "attachmentId": "0197a3c6-2d50-7b12-8c3d-4e5f6a7b8c9d",
+                     *             "filename": "invoice.pdf",
+                     *             "contentType": "application/pdf",
+                     *             "disposition": "attachment",
+                     *             "contentId": null,
+                     *             "size": 48213
+                     *           }
+                     *         ],
+                     *         "auth": {
+                     *           "spf": {
+                     *             "result": "pass",
+                     *             "domain": "example.org"
+                     *           },
+                     *           "dkim": [
+                     *             {
+                     *               "result": "pass",
+                     *               "domain": "example.org",
+                     *               "selector": "s1",
+                     *               "aligned": true
+                     *             }
+                     *           ],
+                     *           "dmarc": {
+                     *             "result": "pass",
+                     *             "domain": "example.org",
+                     *             "policy": "reject"
+                     *           },
+                     *           "arc": {
+                     *             "result": "pass"
+                     *           }
+                     *         },
+                     *         "warnings": [],
+                     *         "inReplyTo": {
+                     *           "emailId": "0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24",
+                     *           "contactId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53"
+                     *         },
+                     *         "size": 5120,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "text": "Thanks, it arrived!",
+                     *         "html": "<p>Thanks, it arrived!</p>",
+                     *         "headers": [
+                     *           {
+                     *             "name": "Subject",
+                     *             "value": "Re: Your order has shipped"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["InboundMessageDetail"];
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    getInboundRaw: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message's bytes, as an attachment named <id>.eml. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description `attachment; filename="<id>.eml"` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "message/rfc822": string;
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    getInboundAttachment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+                /** @description The attachment's index (`attachments[].index`). */
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attachment's bytes, with its name. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description `attachment; filename="<name>"` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    getInboundFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The signed token from the link in the email. */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description `attachment; filename="<name>"` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            404: components["responses"]["Error404"];
         };
     };
     listMembers: {

@@ -39,7 +39,7 @@ describe('defaults', () => {
       smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false,
         sessionMaxMessages: 1000, sessionMaxSeconds: 3600, authMaxFailures: 3, authMaxFailuresPerAddress: 20, authFailureWindowSeconds: 900 },
       smtpLimits: { maxConnectionsPerAddress: 20, sessionTimeoutMs: 600_000, commandTimeoutMs: 60_000 },
-      bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'localhost' },
+      bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'localhost', inboundRetentionDays: 30 },
       metrics: { port: undefined, token: undefined },
       people: { invitationTtlHours: 72, systemSender: undefined },
     });
@@ -101,7 +101,7 @@ describe('valid values are read and converted', () => {
       smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false,
         sessionMaxMessages: 1000, sessionMaxSeconds: 3600, authMaxFailures: 3, authMaxFailuresPerAddress: 20, authFailureWindowSeconds: 900 },
       smtpLimits: { maxConnectionsPerAddress: 20, sessionTimeoutMs: 600_000, commandTimeoutMs: 60_000 },
-      bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com' },
+      bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com', inboundRetentionDays: 30 },
       metrics: { port: 9464, token: 't'.repeat(32) },
       people: { invitationTtlHours: 72, systemSender: undefined },
     });
@@ -142,7 +142,7 @@ describe('valid values are read and converted', () => {
 
   test('bounces: VERP off without BOUNCE_DOMAIN; the inbound listener on 2525; the MX host defaults to PUBLIC_URL\'s', () => {
     expect(loadConfig({ BOUNCE_DOMAIN: 'Bounces.Example.com', PUBLIC_URL: 'https://mail.example.com' }).bounces)
-      .toEqual({ domain: 'bounces.example.com', inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com' });
+      .toEqual({ domain: 'bounces.example.com', inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com', inboundRetentionDays: 30 });
     expect(loadConfig({ SMTP_INBOUND_PORT: '0', BOUNCE_MX_HOST: 'mx.example.com' }).bounces).toMatchObject({ inboundPort: 0, mxHost: 'mx.example.com' });
   });
 

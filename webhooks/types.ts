@@ -11,6 +11,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'email.bounced',
   'email.complained',
   'email.suppressed',
+  'email.received',
   'contact.created',
   'contact.updated',
   'contact.subscribed',

@@ -7,13 +7,15 @@ import { pruneSessions } from '../people/sessions';
 import { pruneLoginFailures } from '../people/throttle';
 import { pruneLoginChallenges } from '../people/twoFactor';
 import { pruneEventWindows } from '../tracking/record';
+import { pruneInbound } from '../inbound/messages';
 import { loopState } from './claimLoop';
 
 /**
  * Rows that matter only for a while, deleted by every worker once they no longer do: tracking windows that have passed
  * (tracking/record.ts), idempotency keys past their 24 hours (db/queries/idempotency.ts), failed-login counts an hour
  * old (people/throttle.ts), and a day after their end, sessions (people/sessions.ts) and single-use tokens
- * (people/links.ts), and expired two-factor login challenges (people/twoFactor.ts). Each sweep deletes in short batches (db/prune.ts), so workers sweeping at once share the rows rather than wait on each other. A failed
+ * (people/links.ts), and expired two-factor login challenges (people/twoFactor.ts), and received messages past
+ * INBOUND_RETENTION_DAYS with their raw bytes and attachments (inbound/messages.ts). Each sweep deletes in short batches (db/prune.ts), so workers sweeping at once share the rows rather than wait on each other. A failed
  * sweep is logged and tried again at the next round.
  */
 export interface HousekeepingOptions {
@@ -23,6 +25,8 @@ export interface HousekeepingOptions {
   eventWindowMs: number;
   /** SESSION_IDLE_MINUTES: a session unused this long has ended (its row goes a day later). */
   sessionIdleMinutes?: number;
+  /** INBOUND_RETENTION_DAYS (default 30). */
+  inboundRetentionDays?: number;
   /** Between rounds; the first round runs at start. */
   intervalMs?: number;
 }
@@ -42,6 +46,7 @@ export function startHousekeeping(opts: HousekeepingOptions): Housekeeping {
     sessions: () => pruneSessions(knex, opts.sessionIdleMinutes ?? loadSessionConfig({}).idleMinutes),
     authTokens: () => pruneTokens(knex),
     loginChallenges: () => pruneLoginChallenges(knex),
+    inboundMessages: () => pruneInbound(knex, opts.inboundRetentionDays ?? 30),
   };
   async function round(): Promise<Record<string, number>> {
     const deleted: Record<string, number> = {};

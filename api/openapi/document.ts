@@ -12,7 +12,7 @@ type Json = Record<string, unknown>;
 
 const MEDIA: Record<string, string> = {
   json: 'application/json', html: 'text/html', gif: 'image/gif', javascript: 'application/javascript', text: 'text/plain', css: 'text/css', svg: 'image/svg+xml',
-  mime: 'message/rfc822', csv: 'text/csv',
+  mime: 'message/rfc822', csv: 'text/csv', binary: 'application/octet-stream',
 };
 
 const ERROR_TEXT: Record<number, string> = {

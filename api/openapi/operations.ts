@@ -14,7 +14,7 @@ import type { Permission } from '../../projects/roles';
  */
 export type Access = 'open' | 'secret' | 'secretOrPublic' | 'session';
 
-export type Media = 'json' | 'html' | 'gif' | 'javascript' | 'text' | 'css' | 'svg' | 'mime' | 'csv' | 'none';
+export type Media = 'json' | 'html' | 'gif' | 'javascript' | 'text' | 'css' | 'svg' | 'mime' | 'csv' | 'binary' | 'none';
 
 export interface Answer {
   description: string;

@@ -8,6 +8,7 @@ import { contactRoutes } from './contacts';
 import { contactImportRoutes } from './contactImports';
 import { customEventRoutes } from './customEvents';
 import { domainRoutes } from './domains';
+import { inboundRoutes } from './inbound';
 import { emailRoutes } from './emails';
 import { keyRoutes } from './keys';
 import { eventRoutes } from './events';
@@ -54,6 +55,7 @@ export const ROUTES: readonly Route[] = [
   ...webhookRoutes,
   ...automationRoutes,
   ...domainRoutes,
+  ...inboundRoutes,
   // People: members and invitations of the project; accounts' links (open: the token authorises).
   ...memberRoutes,
   ...invitationRoutes,

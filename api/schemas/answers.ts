@@ -431,3 +431,50 @@ export const importPreviewAnswer = shape({
   rows: Joi.array().items(Joi.alternatives(Joi.array().items(Joi.string()), anyObject)).example([['ada@example.com', '3']]),
   problems: Joi.array().items(shape({ line: countOf(7), reason: text('invalid email "ada@"') })).example([]),
 }).id('ContactImportPreview');
+// api/routes/inbound.ts (inbound/, issue 31)
+export const inboundDomainAnswer = shape({
+  id: idOf('0197a0c2-4a7c-7d31-8f2e-6b8d0f2a4c95'), domain: text('in.example.com'), status: recordStatus.example('VERIFIED'),
+  records: Joi.array().items(shape({ type: Joi.string().valid('MX'), name: Joi.string(), value: Joi.string(), status: recordStatus }))
+    .example([{ type: 'MX', name: 'in.example.com', value: '10 mx.herald.example.com', status: 'VERIFIED' }])
+    .description('The MX record to publish: mail for the domain reaches Herald\'s inbound listener through it.'),
+  createdAt: instant, checkedAt: nullable(instant), verifiedAt: nullable(instant),
+}).id('InboundDomain');
+
+export const inboundRouteAnswer = shape({
+  id: idOf('0197a0c3-1b2d-7e4f-9a6c-8d0e2f4a6b7c'), domainId: idOf('0197a0c2-4a7c-7d31-8f2e-6b8d0f2a4c95'), match: text('support@in.example.com'),
+  kind: Joi.string().valid('address', 'tag', 'domain').example('address'), priority: countOf(10),
+  action: Joi.string().valid('webhook', 'store', 'reject').example('webhook'), endpointId: nullable(idOf(EXAMPLE.webhookId)),
+  rejectMessage: nullable(Joi.string()).example(null), createdAt: instant, updatedAt: instant,
+}).id('InboundRoute');
+
+const mailbox = shape({ address: Joi.string().example('ada@example.org'), name: nullable(Joi.string()).example('Ada Lovelace') });
+const verdict = Joi.string().valid('pass', 'fail', 'neutral', 'none', 'temperror', 'permerror', 'policy', 'softfail', 'skipped').example('pass');
+const inboundAuth = Joi.object({
+  spf: shape({ result: verdict, domain: nullable(Joi.string()).example('example.org') }),
+  dkim: Joi.array().items(shape({ result: verdict, domain: Joi.string(), selector: nullable(Joi.string()), aligned: Joi.boolean() }))
+    .example([{ result: 'pass', domain: 'example.org', selector: 's1', aligned: true }]),
+  dmarc: shape({ result: verdict, domain: nullable(Joi.string()).example('example.org'), policy: nullable(Joi.string()).example('reject') }),
+  arc: shape({ result: verdict.example('none') }),
+  error: sometimes(Joi.string().optional()),
+}).description('SPF, DKIM, DMARC and ARC of the message as it arrived (mailauth); reported, not acted on.');
+const inboundFields = {
+  id: idOf('0197a3c6-2d4f-7a81-b3c5-7e9f1a3b5d7f'), routeId: nullable(idOf('0197a0c3-1b2d-7e4f-9a6c-8d0e2f4a6b7c')),
+  recipient: text('support@in.example.com'), mailFrom: Joi.string().allow('').example('ada@example.org'), remoteAddress: nullable(Joi.string()).example('192.0.2.25'),
+  from: nullable(mailbox), to: Joi.array().items(mailbox).example([{ address: 'support@in.example.com', name: null }]), cc: Joi.array().items(mailbox).example([]),
+  replyTo: Joi.array().items(mailbox).example([]), subject: nullable(Joi.string()).example('Re: Your order has shipped'), date: nullable(instant),
+  messageId: nullable(Joi.string()).example('<CAF=x1@mail.example.org>'), inReplyToMessageId: nullable(Joi.string()).example(`<${EXAMPLE.emailId}@example.com>`),
+  references: Joi.array().items(Joi.string()).example([`<${EXAMPLE.emailId}@example.com>`]),
+  attachments: Joi.array().items(shape({ index: count, attachmentId: id, filename: Joi.string(), contentType: Joi.string(), disposition: Joi.string(), contentId: nullable(Joi.string()), size: count }))
+    .example([{ index: 0, attachmentId: '0197a3c6-2d50-7b12-8c3d-4e5f6a7b8c9d', filename: 'invoice.pdf', contentType: 'application/pdf', disposition: 'attachment', contentId: null, size: 48213 }]),
+  auth: inboundAuth,
+  warnings: Joi.array().items(Joi.string()).example([]).description('What could not be read (malformed MIME, no From, an undecodable charset): the message is kept as received.'),
+  inReplyTo: nullable(shape({ emailId: idOf(EXAMPLE.emailId), contactId: nullable(idOf(EXAMPLE.contactId)) }))
+    .description('The email Herald sent that this message replies to (by In-Reply-To or References), and its contact.'),
+  size: countOf(5120), createdAt: instant,
+};
+export const inboundMessageAnswer = shape(inboundFields).id('InboundMessage');
+export const inboundMessageDetailAnswer = shape({
+  ...inboundFields,
+  text: nullable(Joi.string()).example('Thanks, it arrived!'), html: nullable(Joi.string()).example('<p>Thanks, it arrived!</p>'),
+  headers: Joi.array().items(shape({ name: Joi.string(), value: Joi.string() })).example([{ name: 'Subject', value: 'Re: Your order has shipped' }]),
+}).id('InboundMessageDetail');

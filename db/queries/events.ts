@@ -37,7 +37,8 @@ function utcTimestamp(column: string): string {
  *   event's contact (its row is the outbox entry the execution dispatcher starts the engine workflow from); one
  *   active execution per workflow and contact unless it allows reentry (a unique index, ON CONFLICT DO NOTHING);
  * - every execution of the contact WAITING for one of these names records the event and is marked for a wake-up.
- * - every enabled webhook endpoint of the project that wants one of these names gets its outbox row
+ * - every enabled webhook endpoint of the project that wants one of these names (and, for `email.received`, the
+ *   endpoint its inbound route names) gets its outbox row
  *   (webhook_deliveries) with the exact payload it will carry (webhooks/; worker/webhookQueue.ts delivers it);
  * - the email outcomes (DAILY_EVENTS) are added to the project's day in project_daily_stats, one upsert per project and
  *   day of the statement (not per event), for the overview's chart;
@@ -145,7 +146,9 @@ export function eventEffects(emails = 'emails'): string {
                'to', e.to_email, 'subject', e.subject, 'campaignId', e.campaign_id,
                'email', c.email)) || ev.data)
     FROM inserted ev
-    JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.enabled AND ev.name = ANY (w.events)
+    -- A received message also goes to its inbound route's endpoint (inbound/receive.ts), subscribed or not.
+    JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.enabled
+      AND (ev.name = ANY (w.events) OR (ev.name = 'email.received' AND w.id::text = ev.data->>'endpointId'))
     LEFT JOIN ${emails} e ON e.project_id = ev.project_id AND e.id = ev.email_id
     LEFT JOIN contacts c ON c.project_id = ev.project_id AND c.id = ev.contact_id AND ev.name LIKE 'contact.%'
     ORDER BY ev.id, w.id

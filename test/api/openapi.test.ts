@@ -95,7 +95,7 @@ describe('the document and the routers agree', () => {
         const open = ['/health', '/metrics', '/openapi.json', '/docs', '/docs/redoc.standalone.js', '/docs/reference.js', '/docs/guide', '/docs/guide.css', '/favicon.svg', '/favicon.ico',
           '/auth/login', '/auth/login/two-factor'].includes(path)
           // Single sign-on: the provider's answer and the flow cookie authorise (api/routes/auth.ts, people/oidc.ts).
-          || ['/auth/providers', '/auth/oidc/login', '/auth/oidc/callback'].includes(path) || /^\/(unsubscribe|t)\//.test(path)
+          || ['/auth/providers', '/auth/oidc/login', '/auth/oidc/callback'].includes(path) || /^\/(unsubscribe|t|inbound-files)\//.test(path)
           // People's links: the token in the body authorises (api/routes/invitations.ts, accounts.ts).
           || ['/invitations/accept', '/auth/password-reset', '/auth/password-reset/confirm', '/auth/setup'].includes(path);
         const person = !open && path.startsWith('/auth/');

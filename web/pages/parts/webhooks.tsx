@@ -14,6 +14,7 @@ const MEANS: Record<WebhookEventType, string> = {
   'email.bounced': 'A hard or soft bounce came back',
   'email.complained': 'A recipient reported spam',
   'email.suppressed': 'A send to a suppressed address was stopped',
+  'email.received': 'Mail arrived at an inbound route (every route, not only those naming this endpoint)',
   'contact.created': 'A contact was created',
   'contact.updated': 'A contact’s address, subscription or data changed',
   'contact.subscribed': 'A contact subscribed',

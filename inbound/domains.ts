@@ -1,0 +1,189 @@
+import type { Knex } from 'knex';
+import { audited, type Actor } from '../audit/log';
+import type { DnsConfig } from '../config';
+import { conflict, invalid, notFound } from '../core/errors';
+import { isUuid } from '../core/values';
+import { listPage, type Listed, type PageRequest } from '../db/pages';
+import { domainDnsClient } from '../domains/checks';
+import { matchText, parseMatch, replyText, type MatchKind } from './matching';
+
+/**
+ * A project's inbound domains and routes (issue 31): the domains it receives mail at, and what becomes of the mail of
+ * each address. A domain takes mail once DNS shows its MX pointing at Herald's inbound listener (`mxHost`); a route
+ * names a match (inbound/matching.ts), a priority and an action. Every call is scoped to the project.
+ */
+
+export type InboundDomainStatus = 'PENDING' | 'VERIFIED' | 'FAILED';
+
+export interface InboundDomain {
+  id: string;
+  domain: string;
+  status: InboundDomainStatus;
+  createdAt: Date;
+  checkedAt: Date | null;
+  verifiedAt: Date | null;
+}
+
+export type RouteAction = 'webhook' | 'store' | 'reject';
+
+export interface InboundRoute {
+  id: string;
+  domainId: string;
+  domain: string;
+  kind: MatchKind;
+  localPart: string | null;
+  /** As written back: `support@in.example.com`, `reply+*@…`, `*@…`. */
+  match: string;
+  priority: number;
+  action: RouteAction;
+  /** For `webhook`; null when its endpoint was deleted (the route then stores only). */
+  endpointId: string | null;
+  rejectMessage: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface RouteInput {
+  match: string;
+  priority?: number;
+  action: RouteAction;
+  endpointId?: string | null;
+  rejectMessage?: string | null;
+}
+
+export interface InboundSetupDeps {
+  knex: Knex;
+  dns: DnsConfig;
+  /** The host the domains' MX must name: where the inbound listener is reached (BOUNCE_MX_HOST). */
+  mxHost: string;
+}
+
+const domainOf = (r: Record<string, unknown>): InboundDomain => ({
+  id: r.id as string, domain: r.domain as string, status: r.status as InboundDomainStatus, createdAt: r.created_at as Date,
+  checkedAt: (r.checked_at as Date | null) ?? null, verifiedAt: (r.verified_at as Date | null) ?? null,
+});
+
+const routeOf = (r: Record<string, unknown>): InboundRoute => ({
+  id: r.id as string, domainId: r.domain_id as string, domain: r.domain as string, kind: r.kind as MatchKind, localPart: (r.local_part as string | null) ?? null,
+  match: matchText({ kind: r.kind as MatchKind, localPart: r.local_part as string | null }, r.domain as string),
+  priority: r.priority as number, action: r.action as RouteAction, endpointId: (r.endpoint_id as string | null) ?? null,
+  rejectMessage: (r.reject_message as string | null) ?? null, createdAt: r.created_at as Date, updatedAt: r.updated_at as Date,
+});
+
+const sameHost = (a: string, b: string) => a.toLowerCase().replace(/\.$/, '') === b.toLowerCase().replace(/\.$/, '');
+
+export function inboundSetupService({ knex, dns: dnsConfig, mxHost }: InboundSetupDeps) {
+  const dns = domainDnsClient(dnsConfig);
+  const routes = () => knex('inbound_routes as r').join('inbound_domains as d', function on() {
+    this.on('d.project_id', 'r.project_id').andOn('d.id', 'r.domain_id');
+  }).select('r.*', 'd.domain');
+
+  async function findDomain(db: Knex, projectId: string, id: string): Promise<InboundDomain> {
+    const row = isUuid(id) ? await db('inbound_domains').where({ project_id: projectId, id }).first() : undefined;
+    if (!row) throw notFound('Inbound domain');
+    return domainOf(row);
+  }
+  async function findRoute(projectId: string, id: string): Promise<InboundRoute> {
+    const row = isUuid(id) ? await routes().where({ 'r.project_id': projectId, 'r.id': id }).first() : undefined;
+    if (!row) throw notFound('Inbound route');
+    return routeOf(row);
+  }
+
+  /** The route's columns from a request: its match at one of the project's domains, an endpoint of the project. */
+  async function columns(trx: Knex, projectId: string, input: RouteInput) {
+    const m = parseMatch(input.match);
+    if ('error' in m) throw invalid([{ field: 'match', message: `match ${m.error}`, code: 'invalid' }]);
+    const domain = await trx('inbound_domains').where({ project_id: projectId, domain: m.domain }).first('id');
+    if (!domain) throw invalid([{ field: 'match', message: `match must be at one of the project's inbound domains; ${m.domain} is not one`, code: 'unknown_domain' }], 'POST /inbound/domains adds it.');
+    if (input.action === 'webhook') {
+      const endpoint = input.endpointId && isUuid(input.endpointId) ? await trx('webhook_endpoints').where({ project_id: projectId, id: input.endpointId }).first('id') : undefined;
+      if (!endpoint) throw invalid([{ field: 'endpointId', message: 'endpointId must name a webhook endpoint of the project (a webhook route delivers to it)', code: 'not_found' }], 'POST /webhooks creates one.');
+    }
+    return {
+      domain_id: domain.id, kind: m.kind, local_part: m.localPart, priority: input.priority ?? 100, action: input.action,
+      endpoint_id: input.action === 'webhook' ? input.endpointId : null,
+      reject_message: input.action === 'reject' ? replyText(input.rejectMessage ?? 'This address does not take mail') : null,
+    };
+  }
+
+  return {
+    async listDomains(projectId: string, page: PageRequest): Promise<Listed<InboundDomain>> {
+      return listPage(() => knex('inbound_domains').where('project_id', projectId), page, domainOf);
+    },
+    getDomain: (projectId: string, id: string) => findDomain(knex, projectId, id),
+    /** Adds a PENDING domain; 409 when any project of the installation has it (the listener knows one owner per domain). */
+    async createDomain(projectId: string, domain: string, actor: Actor): Promise<InboundDomain> {
+      return audited(knex, projectId, actor, (d: InboundDomain) => ({ operation: 'createInboundDomain', resourceType: 'inbound_domain', resourceId: d.id, details: { domain: d.domain } }), async (trx) => {
+        const [row] = await trx('inbound_domains').insert({ project_id: projectId, domain }).onConflict('domain').ignore().returning('*');
+        if (!row) throw conflict(`The inbound domain ${domain} is already in use`, 'GET /inbound/domains lists the project\'s; a domain receives for one project only.');
+        return domainOf(row);
+      });
+    },
+    /** Removes the domain and its routes; the messages received stay until their retention ends. */
+    async removeDomain(projectId: string, id: string, actor: Actor): Promise<void> {
+      if (!isUuid(id)) throw notFound('Inbound domain');
+      await audited(knex, projectId, actor, { operation: 'deleteInboundDomain', resourceType: 'inbound_domain', resourceId: id }, async (trx) => {
+        if (!(await trx('inbound_domains').where({ project_id: projectId, id }).delete())) throw notFound('Inbound domain');
+      });
+    },
+    /**
+     * Asks DNS for the domain's MX now: VERIFIED when one of its hosts is `mxHost`, FAILED when none is (or the name
+     * has none); a lookup that does not answer changes nothing but the time of the check.
+     */
+    async verifyDomain(projectId: string, id: string, actor: Actor): Promise<InboundDomain> {
+      const d = await findDomain(knex, projectId, id);
+      const answer = await dns.lookup('MX', d.domain);
+      const found = answer.status === 'FOUND' ? (answer.records.some((h) => sameHost(h, mxHost)) ? 'VERIFIED' : 'FAILED')
+        : answer.status === 'NXDOMAIN' || answer.status === 'NODATA' ? 'FAILED' : undefined;
+      return audited(knex, projectId, actor, (after: InboundDomain) => ({ operation: 'verifyInboundDomain', resourceType: 'inbound_domain', resourceId: id, details: { status: after.status } }), async (trx) => {
+        const now = new Date();
+        const [row] = await trx('inbound_domains').where({ project_id: projectId, id }).update({
+          checked_at: now,
+          ...(found ? { status: found, verified_at: found === 'VERIFIED' ? knex.raw('coalesce(verified_at, ?)', [now]) : null } : {}),
+        }).returning('*');
+        if (!row) throw notFound('Inbound domain');
+        return domainOf(row);
+      });
+    },
+    /** The MX record to publish for a domain. */
+    mxRecord: (d: InboundDomain) => ({ type: 'MX' as const, name: d.domain, value: `10 ${mxHost}`, status: d.status }),
+
+    async listRoutes(projectId: string, filter: { domainId?: string }, page: PageRequest): Promise<Listed<InboundRoute>> {
+      return listPage(() => {
+        const q = routes().where('r.project_id', projectId);
+        if (filter.domainId) q.where('r.domain_id', filter.domainId);
+        return q;
+      }, page, routeOf, 'r.id');
+    },
+    getRoute: findRoute,
+    async createRoute(projectId: string, input: RouteInput, actor: Actor): Promise<InboundRoute> {
+      const id = await audited(knex, projectId, actor, (made: string) => ({ operation: 'createInboundRoute', resourceType: 'inbound_route', resourceId: made, details: { match: input.match, action: input.action } }), async (trx) => {
+        const [row] = await trx('inbound_routes').insert({ project_id: projectId, ...(await columns(trx, projectId, input)) }).returning('id');
+        return row.id as string;
+      });
+      return findRoute(projectId, id);
+    },
+    /** Changes what is given; the rest stays (a new action without its endpoint or text is checked as a whole). */
+    async updateRoute(projectId: string, id: string, patch: Partial<RouteInput>, actor: Actor): Promise<InboundRoute> {
+      const current = await findRoute(projectId, id);
+      const merged: RouteInput = {
+        match: patch.match ?? current.match, priority: patch.priority ?? current.priority, action: patch.action ?? current.action,
+        endpointId: patch.endpointId !== undefined ? patch.endpointId : current.endpointId,
+        rejectMessage: patch.rejectMessage !== undefined ? patch.rejectMessage : current.rejectMessage,
+      };
+      await audited(knex, projectId, actor, { operation: 'updateInboundRoute', resourceType: 'inbound_route', resourceId: id, details: { ...patch } }, async (trx) => {
+        const n = await trx('inbound_routes').where({ project_id: projectId, id }).update({ ...(await columns(trx, projectId, merged)), updated_at: trx.fn.now() });
+        if (!n) throw notFound('Inbound route');
+      });
+      return findRoute(projectId, id);
+    },
+    async removeRoute(projectId: string, id: string, actor: Actor): Promise<void> {
+      if (!isUuid(id)) throw notFound('Inbound route');
+      await audited(knex, projectId, actor, { operation: 'deleteInboundRoute', resourceType: 'inbound_route', resourceId: id }, async (trx) => {
+        if (!(await trx('inbound_routes').where({ project_id: projectId, id }).delete())) throw notFound('Inbound route');
+      });
+    },
+  };
+}
+
+export type InboundSetup = ReturnType<typeof inboundSetupService>;

@@ -1,0 +1,166 @@
+import type { Knex } from 'knex';
+import { notFound } from '../core/errors';
+import { isUuid } from '../core/values';
+import { listPage, type Listed, type PageRequest } from '../db/pages';
+import type { AuthResults } from './auth';
+import { fileOfToken, RAW_FILE } from './files';
+import type { Mailbox } from './parse';
+
+/** Received messages as the API reads them (GET /inbound…), their files, and their retention. */
+
+export interface InboundAttachment {
+  index: number;
+  attachmentId: string;
+  filename: string;
+  contentType: string;
+  disposition: string;
+  contentId: string | null;
+  size: number;
+}
+
+export interface InboundMessage {
+  id: string;
+  routeId: string | null;
+  recipient: string;
+  mailFrom: string;
+  remoteAddress: string | null;
+  from: Mailbox | null;
+  to: Mailbox[];
+  cc: Mailbox[];
+  replyTo: Mailbox[];
+  subject: string | null;
+  date: Date | null;
+  messageId: string | null;
+  inReplyToMessageId: string | null;
+  references: string[];
+  text: string | null;
+  html: string | null;
+  headers: { name: string; value: string }[];
+  attachments: InboundAttachment[];
+  auth: AuthResults;
+  warnings: string[];
+  inReplyTo: { emailId: string; contactId: string | null } | null;
+  size: number;
+  createdAt: Date;
+}
+
+export interface InboundFilter {
+  routeId?: string;
+  from?: string;
+  to?: string;
+  since?: Date;
+  until?: Date;
+}
+
+/** The columns of a list (no bodies, no headers: a page stays small). */
+const LIST_COLUMNS = ['id', 'route_id', 'recipient', 'mail_from', 'remote_address', 'from_address', 'from_name', 'to_addresses', 'cc_addresses', 'reply_to', 'subject',
+  'sent_at', 'message_id', 'in_reply_to', 'references', 'attachments', 'auth', 'warnings', 'reply_email_id', 'reply_contact_id', 'size', 'created_at'];
+
+function messageOf(r: Record<string, unknown>): InboundMessage {
+  return {
+    id: r.id as string, routeId: (r.route_id as string | null) ?? null, recipient: r.recipient as string, mailFrom: r.mail_from as string,
+    remoteAddress: (r.remote_address as string | null) ?? null,
+    from: r.from_address ? { address: r.from_address as string, name: (r.from_name as string | null) ?? null } : null,
+    to: r.to_addresses as Mailbox[], cc: r.cc_addresses as Mailbox[], replyTo: r.reply_to as Mailbox[], subject: (r.subject as string | null) ?? null,
+    date: (r.sent_at as Date | null) ?? null, messageId: (r.message_id as string | null) ?? null, inReplyToMessageId: (r.in_reply_to as string | null) ?? null,
+    references: r.references as string[], text: (r.text as string | null | undefined) ?? null, html: (r.html as string | null | undefined) ?? null,
+    headers: (r.headers as { name: string; value: string }[] | undefined) ?? [], attachments: r.attachments as InboundAttachment[], auth: r.auth as AuthResults,
+    warnings: r.warnings as string[], inReplyTo: r.reply_email_id ? { emailId: r.reply_email_id as string, contactId: (r.reply_contact_id as string | null) ?? null } : null,
+    size: r.size as number, createdAt: r.created_at as Date,
+  };
+}
+
+export interface InboundMessagesDeps {
+  knex: Knex;
+  secret: Buffer;
+}
+
+export function inboundMessageService({ knex, secret }: InboundMessagesDeps) {
+  async function find(projectId: string, id: string): Promise<Record<string, unknown>> {
+    const row = isUuid(id) ? await knex('inbound_messages').where({ project_id: projectId, id }).first() : undefined;
+    if (!row) throw notFound('Inbound message');
+    return row;
+  }
+  async function rawOf(projectId: string, rawId: string): Promise<Buffer> {
+    const row = await knex('raw_messages').where({ project_id: projectId, id: rawId }).first('content');
+    if (!row) throw notFound('Inbound message');
+    return row.content as Buffer;
+  }
+  async function attachmentOf(projectId: string, row: Record<string, unknown>, n: number): Promise<{ filename: string; contentType: string; content: Buffer }> {
+    const meta = (row.attachments as InboundAttachment[]).find((a) => a.index === n);
+    const stored = meta ? await knex('attachments').where({ project_id: projectId, id: meta.attachmentId }).first('content') : undefined;
+    if (!meta || !stored) throw notFound('Attachment');
+    return { filename: meta.filename, contentType: meta.contentType, content: stored.content as Buffer };
+  }
+
+  return {
+    list(projectId: string, filter: InboundFilter, page: PageRequest): Promise<Listed<InboundMessage>> {
+      return listPage(() => {
+        const q = knex('inbound_messages').where('project_id', projectId).select(LIST_COLUMNS);
+        if (filter.routeId) q.where('route_id', filter.routeId);
+        if (filter.from) q.where('from_address', filter.from.toLowerCase());
+        if (filter.to) q.where('recipient', filter.to.toLowerCase());
+        if (filter.since) q.where('created_at', '>=', filter.since);
+        if (filter.until) q.where('created_at', '<', filter.until);
+        return q;
+      }, page, messageOf);
+    },
+    get: async (projectId: string, id: string) => messageOf(await find(projectId, id)),
+    async raw(projectId: string, id: string): Promise<Buffer> {
+      return rawOf(projectId, (await find(projectId, id)).raw_message_id as string);
+    },
+    async attachment(projectId: string, id: string, n: number) {
+      return attachmentOf(projectId, await find(projectId, id), n);
+    },
+    /**
+     * The file a signed link names (inbound/files.ts): the raw message or an attachment. `expired` for a link past its
+     * time, undefined for a link Herald did not sign or whose message is gone.
+     */
+    async byToken(token: string): Promise<{ filename: string; contentType: string; content: Buffer } | 'expired' | undefined> {
+      const ref = fileOfToken(secret, token);
+      if (!ref) return undefined;
+      if (ref.expired) return 'expired';
+      try {
+        const row = await find(ref.projectId, ref.messageId);
+        if (ref.file === RAW_FILE) return { filename: `${ref.messageId}.eml`, contentType: 'message/rfc822', content: await rawOf(ref.projectId, row.raw_message_id as string) };
+        return await attachmentOf(ref.projectId, row, ref.file);
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+export type InboundMessages = ReturnType<typeof inboundMessageService>;
+
+/**
+ * Deletes received messages older than `retentionDays` (every project), with their raw bytes and attachments once no
+ * row of the same message is left. In short batches (db/prune.ts); answers the messages deleted.
+ */
+export async function pruneInbound(knex: Knex, retentionDays: number, batch = 500): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rows } = await knex.raw(
+      `WITH gone AS (
+         DELETE FROM inbound_messages m WHERE (m.project_id, m.id) IN (
+           SELECT project_id, id FROM inbound_messages WHERE created_at < now() - make_interval(days => ?) ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED)
+         RETURNING m.project_id, m.raw_message_id, m.attachments),
+       files AS (
+         SELECT DISTINCT g.project_id, g.raw_message_id FROM gone g
+         WHERE NOT EXISTS (SELECT 1 FROM inbound_messages o WHERE o.project_id = g.project_id AND o.raw_message_id = g.raw_message_id
+                             AND NOT EXISTS (SELECT 1 FROM gone x WHERE x.project_id = o.project_id AND x.raw_message_id = o.raw_message_id))),
+       attachments_gone AS (
+         DELETE FROM attachments a USING gone g, jsonb_array_elements(g.attachments) j
+         WHERE a.project_id = g.project_id AND a.id = (j->>'attachmentId')::uuid
+           AND EXISTS (SELECT 1 FROM files f WHERE f.project_id = g.project_id AND f.raw_message_id = g.raw_message_id)
+         RETURNING 1),
+       raw_gone AS (
+         DELETE FROM raw_messages r USING files f WHERE r.project_id = f.project_id AND r.id = f.raw_message_id RETURNING 1)
+       SELECT count(*)::int AS n FROM gone`,
+      [retentionDays, batch],
+    );
+    const n = (rows[0] as { n: number }).n;
+    total += n;
+    if (n < batch) return total;
+  }
+}

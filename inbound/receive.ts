@@ -1,0 +1,174 @@
+import type { Knex } from 'knex';
+import { recordEvents, type NewEvent } from '../db/queries/events';
+import { domainOf } from '../mail/message';
+import type { Authenticator, AuthResults } from './auth';
+import { FILE_LINK_TTL_MS, fileUrl, RAW_FILE } from './files';
+import { firstMatch, splitRecipient, type MatchKind } from './matching';
+import { parseMessage, type ParsedMessage } from './parse';
+import type { RouteAction } from './domains';
+
+/**
+ * The listener's side of inbound routing (smtp/inbound.ts calls it): which route takes a recipient (asked at RCPT TO,
+ * so that an unknown recipient is refused before any data: no backscatter), and the storing of a message that was
+ * accepted. A message is stored in ONE transaction: per project, its raw bytes, its attachments, a parsed row per
+ * route it matched and the `email.received` event of each (EVENT_EFFECTS writes the webhook outbox rows in the same
+ * statement): the listener answers 250 only once that has committed (PostgreSQL's synchronous commit: on disk).
+ */
+
+/** Bodies (text and HTML together) up to this size travel in the webhook payload; larger ones are left out (the links and GET /inbound/:id have them). */
+export const INLINE_BODY_BYTES = 64 * 1024;
+
+export type Resolution =
+  | { kind: 'route'; projectId: string; routeId: string; action: Exclude<RouteAction, 'reject'>; endpointId: string | null; tag: string | null }
+  | { kind: 'reject'; message: string };
+
+export interface Envelope {
+  mailFrom: string;
+  remoteAddress: string;
+  helo: string;
+}
+
+export interface ReceiverDeps {
+  knex: Knex;
+  secret: Buffer;
+  publicUrl: string;
+  authenticate: Authenticator;
+}
+
+interface RouteRow {
+  id: string;
+  project_id: string;
+  kind: MatchKind;
+  local_part: string | null;
+  action: RouteAction;
+  endpoint_id: string | null;
+  reject_message: string | null;
+}
+
+/** Herald's own Message-IDs are `<email id@sending domain>` (mail/message.ts messageIdOf). */
+const OWN_ID = /^<([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})@([^<>@\s]+)>$/i;
+
+export function inboundReceiver({ knex, secret, publicUrl, authenticate }: ReceiverDeps) {
+  /** The route that takes `address` at a VERIFIED inbound domain; undefined: nobody takes it. */
+  async function resolve(address: string): Promise<Resolution | undefined> {
+    const r = splitRecipient(address);
+    if (!r) return undefined;
+    const routes: RouteRow[] = await knex('inbound_domains as d')
+      .join('inbound_routes as r', function on() { this.on('r.project_id', 'd.project_id').andOn('r.domain_id', 'd.id'); })
+      .where({ 'd.domain': r.domain, 'd.status': 'VERIFIED' }).orderBy([{ column: 'r.priority' }, { column: 'r.id' }])
+      .select('r.id', 'r.project_id', 'r.kind', 'r.local_part', 'r.action', 'r.endpoint_id', 'r.reject_message');
+    const hit = firstMatch(routes.map((row) => ({ ...row, localPart: row.local_part })), r.local);
+    if (!hit) return undefined;
+    const { route } = hit;
+    if (route.action === 'reject') return { kind: 'reject', message: route.reject_message ?? 'Rejected' };
+    return { kind: 'route', projectId: route.project_id, routeId: route.id, action: route.action, endpointId: route.endpoint_id, tag: hit.tag };
+  }
+
+  /** The email of this project a reply names (In-Reply-To first, then References from the latest). */
+  async function repliedTo(trx: Knex, projectId: string, parsed: ParsedMessage): Promise<{ emailId: string; contactId: string | null } | null> {
+    const ordered = [...(parsed.inReplyTo ? [parsed.inReplyTo] : []), ...[...parsed.references].reverse()];
+    const candidates = ordered.map((id) => OWN_ID.exec(id)).filter((m): m is RegExpExecArray => m !== null).map((m) => ({ id: m[1]!.toLowerCase(), domain: m[2]!.toLowerCase() }));
+    if (!candidates.length) return null;
+    const rows: { id: string; contact_id: string | null; from_email: string }[] = await trx('emails').where('project_id', projectId)
+      .whereIn('id', [...new Set(candidates.map((c) => c.id))]).select('id', 'contact_id', 'from_email');
+    for (const c of candidates) {
+      const e = rows.find((row) => row.id === c.id && domainOf(row.from_email).toLowerCase() === c.domain);
+      if (e) return { emailId: e.id, contactId: e.contact_id };
+    }
+    return null;
+  }
+
+  /**
+   * Stores an accepted message for its recipients (each resolved to a route at RCPT TO). Answers the parsed rows'
+   * ids. Throws only when the database does (the listener answers 451 and the sender tries again: nothing was kept).
+   */
+  async function store(raw: Buffer, envelope: Envelope, recipients: { address: string; to: Extract<Resolution, { kind: 'route' }> }[]): Promise<string[]> {
+    const parsed = await parseMessage(raw);
+    const auth = await authenticate(raw, { ip: envelope.remoteAddress, helo: envelope.helo, sender: envelope.mailFrom });
+    const byProject = new Map<string, Map<string, { address: string; to: Extract<Resolution, { kind: 'route' }> }>>();
+    for (const r of recipients) {
+      const routes = byProject.get(r.to.projectId) ?? new Map();
+      if (!routes.has(r.to.routeId)) routes.set(r.to.routeId, r); // one row per route: its first recipient names it
+      byProject.set(r.to.projectId, routes);
+    }
+    const expiresAt = new Date(Date.now() + FILE_LINK_TTL_MS);
+    return knex.transaction(async (trx) => {
+      const ids: string[] = [];
+      for (const [projectId, routes] of byProject) {
+        const [rawRow] = await trx('raw_messages').insert({ project_id: projectId, content: raw, size: raw.length }).returning('id');
+        const attachmentIds: string[] = parsed.attachments.length
+          ? (await trx('attachments').insert(parsed.attachments.map((a) => ({
+            project_id: projectId, filename: a.filename, content_type: a.contentType, content_id: a.contentId, disposition: a.disposition, content: a.content, size: a.content.length,
+          }))).returning('id')).map((row: { id: string }) => row.id)
+          : [];
+        const attachments = parsed.attachments.map((a, i) => ({ index: i, attachmentId: attachmentIds[i], filename: a.filename, contentType: a.contentType, disposition: a.disposition, contentId: a.contentId, size: a.content.length }));
+        const reply = await repliedTo(trx, projectId, parsed);
+        const rows = [...routes.values()].map(({ address, to }) => ({
+          project_id: projectId, route_id: to.routeId, raw_message_id: rawRow.id, recipient: address.toLowerCase(), mail_from: envelope.mailFrom,
+          remote_address: envelope.remoteAddress, helo: envelope.helo.slice(0, 255), from_address: parsed.from?.address ?? null, from_name: parsed.from?.name ?? null,
+          to_addresses: JSON.stringify(parsed.to), cc_addresses: JSON.stringify(parsed.cc), reply_to: JSON.stringify(parsed.replyTo), subject: parsed.subject,
+          sent_at: parsed.date, message_id: parsed.messageId, in_reply_to: parsed.inReplyTo, references: parsed.references, text: parsed.text, html: parsed.html,
+          headers: JSON.stringify(parsed.headers), attachments: JSON.stringify(attachments), auth: JSON.stringify(auth), warnings: parsed.warnings,
+          reply_email_id: reply?.emailId ?? null, reply_contact_id: reply?.contactId ?? null, size: raw.length,
+        }));
+        const stored: { id: string; route_id: string; recipient: string }[] = await trx('inbound_messages').insert(rows).returning(['id', 'route_id', 'recipient']);
+        const events: NewEvent[] = stored.map((row) => {
+          const { to } = [...routes.values()].find((r) => r.to.routeId === row.route_id)!;
+          const links = (file: number) => fileUrl(publicUrl, secret, { projectId, messageId: row.id, file, expiresAt });
+          return {
+            name: 'email.received',
+            contactId: reply?.contactId ?? null,
+            data: receivedPayload({
+              id: row.id, routeId: to.routeId, endpointId: to.action === 'webhook' ? to.endpointId : null, recipient: row.recipient, tag: to.tag,
+              mailFrom: envelope.mailFrom, parsed, auth, size: raw.length, inReplyTo: reply,
+              rawUrl: links(RAW_FILE), attachments: attachments.map((a) => ({ ...a, url: links(a.index) })), linksExpireAt: expiresAt,
+            }),
+          };
+        });
+        await recordEvents(trx, projectId, events);
+        ids.push(...stored.map((s) => s.id));
+      }
+      return ids;
+    });
+  }
+
+  return { resolve, store };
+}
+
+export type InboundReceiver = ReturnType<typeof inboundReceiver>;
+
+interface PayloadInput {
+  id: string;
+  routeId: string;
+  endpointId: string | null;
+  recipient: string;
+  tag: string | null;
+  mailFrom: string;
+  parsed: ParsedMessage;
+  auth: AuthResults;
+  size: number;
+  inReplyTo: { emailId: string; contactId: string | null } | null;
+  rawUrl: string;
+  attachments: { index: number; filename: string; contentType: string; disposition: string; contentId: string | null; size: number; url: string }[];
+  linksExpireAt: Date;
+}
+
+/**
+ * The `email.received` event's data, which is also its webhook payload's (EVENT_EFFECTS): the parsed message, its
+ * authentication, the email it replies to, and links to the raw message and attachments. `endpointId` names the
+ * route's endpoint: EVENT_EFFECTS delivers the event there (besides any endpoint subscribed to `email.received`).
+ */
+export function receivedPayload(p: PayloadInput): Record<string, unknown> {
+  const m = p.parsed;
+  const bodies = Buffer.byteLength(m.text ?? '') + Buffer.byteLength(m.html ?? '');
+  const inline = bodies <= INLINE_BODY_BYTES;
+  return {
+    inboundId: p.id, routeId: p.routeId, ...(p.endpointId ? { endpointId: p.endpointId } : {}), recipient: p.recipient, tag: p.tag, mailFrom: p.mailFrom,
+    from: m.from, to: m.to, cc: m.cc, replyTo: m.replyTo, subject: m.subject, date: m.date?.toISOString() ?? null,
+    messageId: m.messageId, inReplyToMessageId: m.inReplyTo, references: m.references,
+    text: inline ? m.text : null, html: inline ? m.html : null, bodiesOmitted: !inline,
+    attachments: p.attachments.map(({ index, filename, contentType, disposition, contentId, size, url }) => ({ index, filename, contentType, disposition, contentId, size, url })),
+    rawUrl: p.rawUrl, linksExpireAt: p.linksExpireAt.toISOString(), size: p.size,
+    auth: p.auth, warnings: m.warnings, inReplyTo: p.inReplyTo,
+  };
+}
