@@ -6,6 +6,7 @@ import { auditService } from '../audit/log';
 import { automationService } from '../automations/automations';
 import { campaignService } from '../campaigns/campaigns';
 import { contactService } from '../contacts/contacts';
+import { contactExportService } from '../contacts/export';
 import { ping } from '../db/database';
 import { domainService } from '../domains/domains';
 import { emailService } from '../emails/emails';
@@ -57,6 +58,8 @@ export function createServices(deps: AppDeps) {
     customEvents: createCustomEvents(knex),
     verify: verifyService(dns),
     contacts: contactService(deps),
+    /** GET /contacts/export: streams, each on a connection of its own (contacts/export.ts). */
+    contactExports: contactExportService(deps),
     templates: templateService(deps),
     segments: segmentService(deps),
     campaigns: campaignService(deps),
