@@ -6,6 +6,8 @@ import { auditService } from '../audit/log';
 import { automationService } from '../automations/automations';
 import { campaignService } from '../campaigns/campaigns';
 import { contactService } from '../contacts/contacts';
+import { contactDataService } from '../contacts/dataExport';
+import { contactErasureService } from '../contacts/erase';
 import { contactExportService } from '../contacts/export';
 import { ping } from '../db/database';
 import { domainService } from '../domains/domains';
@@ -60,6 +62,10 @@ export function createServices(deps: AppDeps) {
     contacts: contactService(deps),
     /** GET /contacts/export: streams, each on a connection of its own (contacts/export.ts). */
     contactExports: contactExportService(deps),
+    /** GET /contacts/:id/export (contacts/dataExport.ts). */
+    contactData: contactDataService(deps),
+    /** DELETE /contacts/:id?erase=true (contacts/erase.ts): the address's hash is keyed with the installation's secret. */
+    contactErasure: contactErasureService(deps),
     templates: templateService(deps),
     segments: segmentService(deps),
     campaigns: campaignService(deps),

@@ -1,3 +1,4 @@
+import { createHmac, hkdfSync } from 'node:crypto';
 import type { Knex } from 'knex';
 import { notFound } from '../core/errors';
 import { listPage, type Listed, type PageRequest } from '../db/pages';
@@ -66,6 +67,29 @@ export async function suppress(db: Knex | Knex.Transaction, projectId: string, g
 export async function unsuppress(db: Knex, projectId: string, email: string): Promise<void> {
   const deleted = await db('suppressions').where({ project_id: projectId, email }).delete();
   if (!deleted) throw notFound('Suppression');
+}
+
+/**
+ * An erased contact's address as the suppression list keeps it (contacts/erase.ts): HMAC-SHA256 under a key derived from
+ * the installation's secret (SECRET_KEY or DATA_DIR/secret.key) for this purpose alone, so the list does not say who it
+ * was, and one who has the database but not the secret cannot test guesses against it. Stored in `email` with this
+ * prefix (no address has a colon before an @), under the reason `erased`; a send looks up the recipient's address and
+ * its hash in one probe (db/queries/sends.ts).
+ */
+export const ADDRESS_HASH_PREFIX = 'hmac-sha256:';
+export const ERASED_REASON = 'erased';
+
+const hashers = new WeakMap<Buffer, (email: string) => string>();
+
+/** The hash function of an installation's secret (its key derived once per secret: every send hashes its recipients). */
+export function addressHasher(secret: Buffer): (email: string) => string {
+  let hasher = hashers.get(secret);
+  if (!hasher) {
+    const key = Buffer.from(hkdfSync('sha256', secret, 'herald', 'suppressed-address-hash', 32));
+    hasher = (email) => ADDRESS_HASH_PREFIX + createHmac('sha256', key).update(email.trim().toLowerCase(), 'utf8').digest('hex');
+    hashers.set(secret, hasher);
+  }
+  return hasher;
 }
 
 /** The condition a query over `contacts AS c` adds to leave suppressed addresses out (a campaign's audience). */

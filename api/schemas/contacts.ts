@@ -73,3 +73,11 @@ export const exportContactsQuerySchema = Joi.object<ExportContactsQuery>({
     .description('Only the contacts this audience condition selects, as JSON text: the language of FILTERED campaigns and dynamic segments.')
     .example('{"logic":"AND","groups":[{"filters":[{"field":"data.plan","operator":"equals","value":"pro"}]}]}'),
 }).oxor('segmentId', 'filter');
+
+export interface DeleteContactQuery {
+  erase: boolean;
+}
+
+export const deleteContactQuerySchema = Joi.object<DeleteContactQuery, true>({
+  erase: Joi.boolean().default(false).description('Also erase the contact (GDPR article 17): redact its address and its emails\' content everywhere they stay, and keep only a keyed hash of the address on the suppression list. Needs the admin permission.'),
+});

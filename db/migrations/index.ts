@@ -27,6 +27,7 @@ import * as twoFactor from './20261130000004_two_factor';
 import * as dailyStats from './20261201000001_daily_stats';
 import * as campaignEngagement from './20261202000001_campaign_engagement';
 import * as campaignStats from './20261203000001_campaign_stats';
+import * as contactErasure from './20261204000002_contact_erasure';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -62,6 +63,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261201000001_daily_stats': dailyStats,
   '20261202000001_campaign_engagement': campaignEngagement,
   '20261203000001_campaign_stats': campaignStats,
+  '20261204000002_contact_erasure': contactErasure,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
