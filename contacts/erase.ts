@@ -6,7 +6,7 @@ import { isUuid } from '../core/values';
 import { eraseContactRows, type Erasure } from '../db/queries/contacts';
 
 /**
- * DELETE /contacts/:id?erase=true (issue 30, point 3; GDPR article 17, docs/contacts.md "Erasure"): the contact is
+ * DELETE /contacts/:id?erase=true (issue 30, point 3; GDPR article 17, docs/api.md "Erasure"): the contact is
  * deleted as DELETE /contacts/:id deletes it, and in the same transaction its address and what its emails said are
  * redacted from everything that outlives it (db/queries/contacts.ts eraseContactRows). The suppression list keeps only
  * the address's keyed hash (audience/suppressions.ts addressHasher) under the reason `erased`, in place of any entry of

@@ -79,7 +79,7 @@ export const contactRoutes = [
       + 'With `erase=true` (admins and owners, full keys: it writes the suppression list and cannot be undone) the contact is also erased (GDPR article 17): '
       + 'its address and what its emails said are redacted from every row that outlives it (emails to it that are not its own, other emails\' headers, '
       + 'raw messages and attachments, events, webhook deliveries, audit entries), and the suppression list keeps only a keyed hash of the address, '
-      + 'which every send checks, so that it is not mailed again by accident. Audited (deleteContact, or eraseContact with what was redacted). docs/contacts.md says what is erased.',
+      + 'which every send checks, so that it is not mailed again by accident. Audited (deleteContact, or eraseContact with what was redacted). docs/api.md ("Erasure") says what is erased.',
     answers: noContent('Deleted (and erased, with erase=true).'),
     async handle({ auth, params, query, services }) {
       if (query.erase) {
