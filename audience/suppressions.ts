@@ -24,7 +24,7 @@ export interface Suppression {
   created_at: Date;
 }
 
-export function listSuppressions(db: Knex, projectId: string, filter: { reason?: SuppressionReason }, page: PageRequest): Promise<Listed<Suppression>> {
+export function listSuppressions(db: Knex, projectId: string, filter: { reason?: SuppressionReason | typeof ERASED_REASON }, page: PageRequest): Promise<Listed<Suppression>> {
   return listPage<Suppression>(() => {
     const q = db('suppressions').where('project_id', projectId).select('id', 'email', 'reason', 'details', 'created_at');
     if (filter.reason) q.where('reason', filter.reason);
@@ -77,7 +77,7 @@ export async function unsuppress(db: Knex, projectId: string, email: string): Pr
  * its hash in one probe (db/queries/sends.ts).
  */
 export const ADDRESS_HASH_PREFIX = 'hmac-sha256:';
-export const ERASED_REASON = 'erased';
+export const ERASED_REASON = 'erased' as const;
 
 const hashers = new WeakMap<Buffer, (email: string) => string>();
 
@@ -98,7 +98,7 @@ export const NOT_SUPPRESSED = 'NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.
 /** The functions above as one object over the app's database, the API's way in (like campaignService). */
 export function suppressionService({ knex }: { knex: Knex }) {
   return {
-    list: (projectId: string, filter: { reason?: SuppressionReason }, page: PageRequest) => listSuppressions(knex, projectId, filter, page),
+    list: (projectId: string, filter: { reason?: SuppressionReason | typeof ERASED_REASON }, page: PageRequest) => listSuppressions(knex, projectId, filter, page),
     /** One address; `created` is false when it was already on the list. */
     add: (projectId: string, entry: { email: string; reason: SuppressionReason; details?: Record<string, unknown> }, actor: Actor) =>
       audited(knex, projectId, actor,

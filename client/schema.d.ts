@@ -8279,7 +8279,7 @@ export interface operations {
             query?: {
                 limit?: number;
                 cursor?: string;
-                reason?: "manual" | "soft_bounce" | "hard_bounce" | "complaint";
+                reason?: "manual" | "soft_bounce" | "hard_bounce" | "complaint" | "erased";
             };
             header?: never;
             path?: never;
@@ -8451,7 +8451,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The address (matched lower-cased). */
+                /** @description The address (matched lower-cased), or an erased address's hash (`hmac-sha256:<hex>`). */
                 email: string;
             };
             cookie?: never;

@@ -165,5 +165,11 @@ describe('a contact\'s data, then its erasure', () => {
     await e2e.smtp.waitFor(before + 1);
     await waitFor('bob SENT', async () => ((await knex('emails').where({ id: bob.email }).first()).status === 'SENT' || undefined), 20_000, 100);
     expect(e2e.smtp.received.slice(before).map((m) => m.envelopeTo[0])).toEqual(['bob@example.org']);
+
+    // The hashed entry is lifted as any other, by its name on the list: then the address is mailed again.
+    const [entry] = (await http().get('/suppressions').set(e2e.key).expect(200)).body.data.items;
+    expect((await http().delete(`/suppressions/${encodeURIComponent(entry.email)}`).set(e2e.key)).status).toBe(204);
+    const after = await http().post('/v1/send').set(e2e.key).send({ from: 'app@example.com', to: ADA, subject: 'Welcome back', body: '<p>Hi</p>' }).expect(200);
+    expect(after.body.data.emails[0].status).toBe('QUEUED');
   });
 });
