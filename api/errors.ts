@@ -1,4 +1,5 @@
 import type { FieldError } from '../core/errors';
+import type { Permission, Principal } from '../projects/roles';
 
 export type { FieldError };
 
@@ -24,6 +25,13 @@ export const badRequest = (message: string, errors?: FieldError[], suggestion?: 
 export const unauthorized = (message: string, suggestion?: string) => new ApiError(401, 'UNAUTHORIZED', message, { suggestion });
 
 export const forbidden = (message: string, suggestion?: string) => new ApiError(403, 'FORBIDDEN', message, { suggestion });
+
+/** A caller without the permission an operation needs (api/routing.ts permit; a route's stricter option, as erase=true). */
+export function forbiddenFor(principal: Principal, action: string, needs: Permission): ApiError {
+  const who = principal.kind === 'key' ? `This API key (scope ${principal.scope})` : `Your role (${principal.role})`;
+  return forbidden(`${who} may not ${action}: it needs the ${needs} permission`,
+    principal.kind === 'key' ? 'Use a key with the full scope, or sign in as a member allowed to.' : 'Ask an admin of the project for a role that allows it.');
+}
 
 export const notFound = (what: string) => new ApiError(404, 'NOT_FOUND', `${what} not found`);
 

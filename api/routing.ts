@@ -6,7 +6,7 @@ import { isUuid } from '../core/values';
 import { sessionOf } from '../people/sessions';
 import { allows, type Permission } from '../projects/roles';
 import { clearedSessionCookie, fromOwnOrigin, originOf, sessionTokenOf } from './cookies';
-import { ApiError, forbidden } from './errors';
+import { ApiError, forbiddenFor } from './errors';
 import { idempotent } from './idempotency';
 import { authenticate, crossSite, SAFE_METHODS, type AuthState, type SessionAuth } from './middleware/auth';
 import { jsonBody } from './middleware/body';
@@ -66,11 +66,7 @@ function permit(route: JsonRoute): RouterMiddleware<CallerState> {
   const needs: Permission = route.permission;
   return (ctx, next) => {
     const { principal } = ctx.state.auth;
-    if (!allows(principal, needs)) {
-      const who = principal.kind === 'key' ? `This API key (scope ${principal.scope})` : `Your role (${principal.role})`;
-      throw forbidden(`${who} may not ${route.summary.toLowerCase()}: it needs the ${needs} permission`,
-        principal.kind === 'key' ? 'Use a key with the full scope, or sign in as a member allowed to.' : 'Ask an admin of the project for a role that allows it.');
-    }
+    if (!allows(principal, needs)) throw forbiddenFor(principal, route.summary.toLowerCase(), needs);
     return next();
   };
 }

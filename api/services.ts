@@ -8,6 +8,9 @@ import { campaignService } from '../campaigns/campaigns';
 import { contactService } from '../contacts/contacts';
 import { contactImportService } from '../contacts/imports/imports';
 import { loadImportMaxBytes } from '../config';
+import { contactDataService } from '../contacts/dataExport';
+import { contactErasureService } from '../contacts/erase';
+import { contactExportService } from '../contacts/export';
 import { ping } from '../db/database';
 import { domainService } from '../domains/domains';
 import { emailService } from '../emails/emails';
@@ -63,6 +66,12 @@ export function createServices(deps: AppDeps) {
     contacts: contactService(deps),
     /** Contact imports (contacts/imports/): the file stored, then merged by the engine's importContacts workflow. */
     contactImports: contactImportService({ knex, engine: deps.engine, log: deps.log, maxBytes: deps.importMaxBytes ?? loadImportMaxBytes() }),
+    /** GET /contacts/export: streams, each on a connection of its own (contacts/export.ts). */
+    contactExports: contactExportService(deps),
+    /** GET /contacts/:id/export (contacts/dataExport.ts). */
+    contactData: contactDataService(deps),
+    /** DELETE /contacts/:id?erase=true (contacts/erase.ts): the address's hash is keyed with the installation's secret. */
+    contactErasure: contactErasureService(deps),
     templates: templateService(deps),
     segments: segmentService(deps),
     campaigns: campaignService(deps),

@@ -1,3 +1,4 @@
+import { createHmac, hkdfSync } from 'node:crypto';
 import type { Knex } from 'knex';
 import { notFound } from '../core/errors';
 import { listPage, type Listed, type PageRequest } from '../db/pages';
@@ -23,7 +24,7 @@ export interface Suppression {
   created_at: Date;
 }
 
-export function listSuppressions(db: Knex, projectId: string, filter: { reason?: SuppressionReason }, page: PageRequest): Promise<Listed<Suppression>> {
+export function listSuppressions(db: Knex, projectId: string, filter: { reason?: SuppressionReason | typeof ERASED_REASON }, page: PageRequest): Promise<Listed<Suppression>> {
   return listPage<Suppression>(() => {
     const q = db('suppressions').where('project_id', projectId).select('id', 'email', 'reason', 'details', 'created_at');
     if (filter.reason) q.where('reason', filter.reason);
@@ -68,13 +69,36 @@ export async function unsuppress(db: Knex, projectId: string, email: string): Pr
   if (!deleted) throw notFound('Suppression');
 }
 
+/**
+ * An erased contact's address as the suppression list keeps it (contacts/erase.ts): HMAC-SHA256 under a key derived from
+ * the installation's secret (SECRET_KEY or DATA_DIR/secret.key) for this purpose alone, so the list does not say who it
+ * was, and one who has the database but not the secret cannot test guesses against it. Stored in `email` with this
+ * prefix (no address has a colon before an @), under the reason `erased`; a send looks up the recipient's address and
+ * its hash in one probe (db/queries/sends.ts).
+ */
+export const ADDRESS_HASH_PREFIX = 'hmac-sha256:';
+export const ERASED_REASON = 'erased' as const;
+
+const hashers = new WeakMap<Buffer, (email: string) => string>();
+
+/** The hash function of an installation's secret (its key derived once per secret: every send hashes its recipients). */
+export function addressHasher(secret: Buffer): (email: string) => string {
+  let hasher = hashers.get(secret);
+  if (!hasher) {
+    const key = Buffer.from(hkdfSync('sha256', secret, 'herald', 'suppressed-address-hash', 32));
+    hasher = (email) => ADDRESS_HASH_PREFIX + createHmac('sha256', key).update(email.trim().toLowerCase(), 'utf8').digest('hex');
+    hashers.set(secret, hasher);
+  }
+  return hasher;
+}
+
 /** The condition a query over `contacts AS c` adds to leave suppressed addresses out (a campaign's audience). */
 export const NOT_SUPPRESSED = 'NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.project_id = c.project_id AND s.email = c.email)';
 
 /** The functions above as one object over the app's database, the API's way in (like campaignService). */
 export function suppressionService({ knex }: { knex: Knex }) {
   return {
-    list: (projectId: string, filter: { reason?: SuppressionReason }, page: PageRequest) => listSuppressions(knex, projectId, filter, page),
+    list: (projectId: string, filter: { reason?: SuppressionReason | typeof ERASED_REASON }, page: PageRequest) => listSuppressions(knex, projectId, filter, page),
     /** One address; `created` is false when it was already on the list. */
     add: (projectId: string, entry: { email: string; reason: SuppressionReason; details?: Record<string, unknown> }, actor: Actor) =>
       audited(knex, projectId, actor,

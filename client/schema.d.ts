@@ -669,6 +669,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/contacts/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export contacts as CSV or JSON Lines
+         * @description Streams every contact of the project (or of `segmentId`, or that `filter` selects), oldest first, with the columns asked for, at the pace the client reads: nothing is held in memory but a few chunks, whatever the number of contacts. One snapshot: the contacts as they were when the export began. CSV has a header line and RFC 4180 quoting; a data value is its text (an object or array as JSON), a missing one empty. JSON Lines has one object per contact, keyed by the column names, data values as JSON. Audited (exportContacts), as a read of personal data. A 409 when four exports are running already in this process.
+         *
+         *     Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["exportContacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/contacts/{id}": {
         parameters: {
             query?: never;
@@ -685,7 +707,9 @@ export interface paths {
         post?: never;
         /**
          * Delete a contact
-         * @description Permission `write`: owner, admin, member; keys: full.
+         * @description Deletes the contact, its emails and its events; what its campaigns sent stays counted in their stats. With `erase=true` (admins and owners, full keys: it writes the suppression list and cannot be undone) the contact is also erased (GDPR article 17): its address and what its emails said are redacted from every row that outlives it (emails to it that are not its own, other emails' headers, raw messages and attachments, events, webhook deliveries, audit entries), and the suppression list keeps only a keyed hash of the address, which every send checks, so that it is not mailed again by accident. Audited (deleteContact, or eraseContact with what was redacted). docs/api.md ("Erasure") says what is erased.
+         *
+         *     Permission `write`: owner, admin, member; keys: full.
          */
         delete: operations["deleteContact"];
         options?: never;
@@ -695,6 +719,28 @@ export interface paths {
          * @description Permission `write`: owner, admin, member; keys: full.
          */
         patch: operations["updateContact"];
+        trace?: never;
+    };
+    "/contacts/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export a contact's data
+         * @description Everything Herald holds about the contact, as one JSON document (a data subject's copy, GDPR article 15): `contact` (the record), `events` (those about the contact; an email's events are in its `timeline`), `emails` (every email to it, with subject, HTML, headers, attachments' names and its timeline), `suppressions` (the entry of its address, if any), `segments` (those it is in now) and `automationExecutions` (with their steps). Written as it is read, so a long history costs no memory. Audited (exportContactData).
+         *
+         *     Permission `read`: owner, admin, member, viewer; keys: full.
+         */
+        get: operations["exportContactData"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/templates": {
@@ -2383,6 +2429,204 @@ export interface components {
              */
             updatedAt: string;
         };
+        ContactData: {
+            /**
+             * Format: date-time
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            exportedAt: string;
+            contact: components["schemas"]["Contact"];
+            /** @description Events about the contact itself; an email's events are in its timeline. */
+            events: {
+                /**
+                 * Format: uuid
+                 * @example 0197a3c4-6a09-7b42-a1c3-5d7e9f0b2c46
+                 */
+                id: string;
+                /** @example contact.subscribed */
+                name: string;
+                /**
+                 * @example {
+                 *       "source": "api"
+                 *     }
+                 */
+                data: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:07.512Z
+                 */
+                createdAt: string;
+            }[];
+            emails: {
+                /**
+                 * Format: uuid
+                 * @example 0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24
+                 */
+                id: string;
+                /**
+                 * @example SENT
+                 * @enum {string}
+                 */
+                status: "QUEUED" | "SENDING" | "SENT" | "FAILED" | "CANCELLED" | "SUPPRESSED" | "BOUNCED";
+                /** @example hello@acme.com */
+                from: string;
+                /** @example Acme */
+                fromName: string | null;
+                /** @example null */
+                replyTo: string | null;
+                /** @example ada@example.com */
+                to: string;
+                /** @example null */
+                toName: string | null;
+                /**
+                 * @description Null for a campaign email: rendered when it is sent, not stored.
+                 * @example Welcome
+                 */
+                subject: string | null;
+                /** @example <p>Hello Ada</p> */
+                html: string | null;
+                /** @example {} */
+                headers: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * Format: uuid
+                 * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+                 * @example null
+                 */
+                campaignId: string | null;
+                /**
+                 * Format: uuid
+                 * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+                 * @example null
+                 */
+                templateId: string | null;
+                /** @example false */
+                isTest: boolean;
+                attachments: {
+                    /** @example invoice.pdf */
+                    filename: string;
+                    /** @example application/pdf */
+                    contentType: string;
+                    /** @example 48213 */
+                    size: number;
+                }[];
+                /** @example null */
+                messageId: string | null;
+                /** @example null */
+                error: string | null;
+                /** @example 0 */
+                opens: number;
+                /** @example 0 */
+                clicks: number;
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:07.512Z
+                 */
+                createdAt: string;
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:07.512Z
+                 */
+                sentAt: string | null;
+                timeline: {
+                    /** @example email.sent */
+                    type: string;
+                    /**
+                     * Format: date-time
+                     * @example 2025-06-02T09:41:07.512Z
+                     */
+                    at: string;
+                    /**
+                     * Format: uuid
+                     * @example 0197a3c4-6a09-7b42-a1c3-5d7e9f0b2c46
+                     */
+                    eventId: string | null;
+                    /** @example {} */
+                    data: {
+                        [key: string]: unknown;
+                    };
+                }[];
+            }[];
+            suppressions: {
+                /** @example ada@example.com */
+                email: string;
+                /**
+                 * @example complaint
+                 * @enum {string}
+                 */
+                reason: "manual" | "soft_bounce" | "hard_bounce" | "complaint";
+                /** @example {} */
+                details: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:07.512Z
+                 */
+                createdAt: string;
+            }[];
+            segments: {
+                /**
+                 * Format: uuid
+                 * @example 0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53
+                 */
+                id: string;
+                /** @example Pro customers */
+                name: string;
+                /**
+                 * @example DYNAMIC
+                 * @enum {string}
+                 */
+                type: "DYNAMIC" | "STATIC";
+            }[];
+            automationExecutions: {
+                /**
+                 * Format: uuid
+                 * @example 0197a3c5-0f18-7a63-9d2e-4b6c8e0a2f5d
+                 */
+                id: string;
+                /**
+                 * Format: uuid
+                 * @example 0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b
+                 */
+                workflowId: string;
+                /** @example Onboarding */
+                workflowName: string;
+                /**
+                 * @example COMPLETED
+                 * @enum {string}
+                 */
+                status: "RUNNING" | "WAITING" | "COMPLETED" | "EXITED" | "FAILED" | "CANCELLED";
+                /** @example null */
+                error: string | null;
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:07.512Z
+                 */
+                startedAt: string;
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:07.512Z
+                 */
+                completedAt: string | null;
+                steps: {
+                    /** @example welcome */
+                    stepId: string;
+                    /** @example {} */
+                    outcome: {
+                        [key: string]: unknown;
+                    };
+                    /**
+                     * Format: date-time
+                     * @example 2025-06-02T09:41:07.512Z
+                     */
+                    at: string;
+                }[];
+            }[];
+        };
         ContactImport: {
             /**
              * Format: uuid
@@ -3896,10 +4140,13 @@ export interface components {
              * @example 0197a2d7-5b19-7e4c-9a30-1f2e3d4c5b6a
              */
             id: string;
-            /** @example gone@example.com */
+            /**
+             * @description The address; for an erased contact (reason `erased`) only its keyed hash, `hmac-sha256:<hex>`.
+             * @example gone@example.com
+             */
             email: string;
             /** @enum {string} */
-            reason: "manual" | "soft_bounce" | "hard_bounce" | "complaint";
+            reason: "manual" | "soft_bounce" | "hard_bounce" | "complaint" | "erased";
             /**
              * @example {
              *       "note": "Asked by phone to stop all mail."
@@ -6409,6 +6656,49 @@ export interface operations {
             429: components["responses"]["Error429"];
         };
     };
+    exportContacts: {
+        parameters: {
+            query?: {
+                /** @description csv (RFC 4180, a header line) or jsonl (JSON Lines: one object per contact). */
+                format?: "csv" | "jsonl";
+                /** @description Comma-separated, in the order wanted: id, email, subscribed, createdAt, updatedAt, data and data.<key> (data.address.city for a nested key). Default: id,email,subscribed,createdAt,updatedAt,data. */
+                columns?: string;
+                /** @description Only the contacts of this segment (static or dynamic). */
+                segmentId?: string;
+                /** @description Only the contacts this audience condition selects, as JSON text: the language of FILTERED campaigns and dynamic segments. */
+                filter?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file, as an attachment named contacts-<time>.csv or .jsonl. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description `attachment; filename="contacts-2026-12-04T10-30-00Z.csv"` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
     getContact: {
         parameters: {
             query?: never;
@@ -6462,7 +6752,10 @@ export interface operations {
     };
     deleteContact: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Also erase the contact (GDPR article 17): redact its address and its emails' content everywhere they stay, and keep only a keyed hash of the address on the suppression list. Needs the admin permission. */
+                erase?: boolean;
+            };
             header?: never;
             path: {
                 /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
@@ -6472,7 +6765,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Deleted. */
+            /** @description Deleted (and erased, with erase=true). */
             204: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6569,6 +6862,136 @@ export interface operations {
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    exportContactData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document, as an attachment named contact-<id>.json. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description `attachment; filename="contact-<id>.json"` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "exportedAt": "2025-06-02T09:41:07.512Z",
+                     *       "contact": {
+                     *         "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *         "email": "ada@example.com",
+                     *         "subscribed": true,
+                     *         "data": {
+                     *           "firstName": "Ada",
+                     *           "plan": "pro"
+                     *         },
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z"
+                     *       },
+                     *       "events": [
+                     *         {
+                     *           "id": "0197a3c4-6a09-7b42-a1c3-5d7e9f0b2c46",
+                     *           "name": "contact.subscribed",
+                     *           "data": {
+                     *             "source": "api"
+                     *           },
+                     *           "createdAt": "2025-06-02T09:41:07.512Z"
+                     *         }
+                     *       ],
+                     *       "emails": [
+                     *         {
+                     *           "id": "0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24",
+                     *           "status": "SENT",
+                     *           "from": "hello@acme.com",
+                     *           "fromName": "Acme",
+                     *           "replyTo": null,
+                     *           "to": "ada@example.com",
+                     *           "toName": null,
+                     *           "subject": "Welcome",
+                     *           "html": "<p>Hello Ada</p>",
+                     *           "headers": {},
+                     *           "campaignId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *           "templateId": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *           "isTest": false,
+                     *           "attachments": [
+                     *             {
+                     *               "filename": "invoice.pdf",
+                     *               "contentType": "application/pdf",
+                     *               "size": 48213
+                     *             }
+                     *           ],
+                     *           "messageId": null,
+                     *           "error": null,
+                     *           "opens": 0,
+                     *           "clicks": 0,
+                     *           "createdAt": "2025-06-02T09:41:07.512Z",
+                     *           "sentAt": "2025-06-02T09:41:07.512Z",
+                     *           "timeline": [
+                     *             {
+                     *               "type": "email.sent",
+                     *               "at": "2025-06-02T09:41:07.512Z",
+                     *               "eventId": "0197a3c4-6a09-7b42-a1c3-5d7e9f0b2c46",
+                     *               "data": {}
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "suppressions": [
+                     *         {
+                     *           "email": "ada@example.com",
+                     *           "reason": "complaint",
+                     *           "details": {},
+                     *           "createdAt": "2025-06-02T09:41:07.512Z"
+                     *         }
+                     *       ],
+                     *       "segments": [
+                     *         {
+                     *           "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
+                     *           "name": "Pro customers",
+                     *           "type": "DYNAMIC"
+                     *         }
+                     *       ],
+                     *       "automationExecutions": [
+                     *         {
+                     *           "id": "0197a3c5-0f18-7a63-9d2e-4b6c8e0a2f5d",
+                     *           "workflowId": "0197a11b-9e47-7d26-b8c1-2f4a6c8e0d3b",
+                     *           "workflowName": "Onboarding",
+                     *           "status": "COMPLETED",
+                     *           "error": null,
+                     *           "startedAt": "2025-06-02T09:41:07.512Z",
+                     *           "completedAt": "2025-06-02T09:41:07.512Z",
+                     *           "steps": [
+                     *             {
+                     *               "stepId": "welcome",
+                     *               "outcome": {},
+                     *               "at": "2025-06-02T09:41:07.512Z"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ContactData"];
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
         };
     };
@@ -9341,7 +9764,7 @@ export interface operations {
             query?: {
                 limit?: number;
                 cursor?: string;
-                reason?: "manual" | "soft_bounce" | "hard_bounce" | "complaint";
+                reason?: "manual" | "soft_bounce" | "hard_bounce" | "complaint" | "erased";
             };
             header?: never;
             path?: never;
@@ -9513,7 +9936,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The address (matched lower-cased). */
+                /** @description The address (matched lower-cased), or an erased address's hash (`hmac-sha256:<hex>`). */
                 email: string;
             };
             cookie?: never;

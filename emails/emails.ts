@@ -132,11 +132,16 @@ export async function getEmail(db: Knex, projectId: string, id: string): Promise
     emailEventsQuery(db, projectId, id),
   ]);
   if (!email) throw notFound('Email');
+  return { email, timeline: timelineOf(email, events) };
+}
+
+/** An email's timeline from its row and its `email.*` events, oldest first (as emailEventsQuery orders them). */
+export function timelineOf(email: Pick<Email, 'status' | 'createdAt' | 'updatedAt'>, events: Pick<Event, 'id' | 'name' | 'createdAt' | 'data'>[]): TimelineEntry[] {
   // A suppressed email was stored but never queued: its timeline starts with its email.suppressed event.
   const timeline: TimelineEntry[] = email.status === 'SUPPRESSED' ? [] : [{ type: 'email.queued', at: email.createdAt, eventId: null, data: {} }];
   for (const e of events) timeline.push({ type: e.name, at: e.createdAt, eventId: e.id, data: e.data });
   if (email.status === 'CANCELLED') timeline.push({ type: 'email.cancelled', at: email.updatedAt, eventId: null, data: {} });
-  return { email, timeline };
+  return timeline;
 }
 
 /** What the raw message needs to compose an email as delivery does (sending/delivery.ts createComposer). */

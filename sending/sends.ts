@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { mayUseFrom } from '../projects/keys';
 import { v7 as uuidv7 } from 'uuid';
 import { isMarketing, marketingHeaders, skipReason } from '../audience/subscription';
+import { addressHasher } from '../audience/suppressions';
 import { isStaleSend, sendContext, storeSendRows, type ContactAsRead, type ContactWrite, type EmailWrite, type SendWrites } from '../db/queries/sends';
 import { messageScope, RENDER_LIMITS_HINT, type Renderer, type RenderJob, type TemplateProblem } from '../mail/render';
 import { unsubscribeUrl } from '../mail/unsubscribe';
@@ -220,6 +221,7 @@ class InconsistentBatch extends Error {
 
 /** A stored send's answer, and the rows that store it. */
 function writesOf(prepared: readonly PreparedSend[], deps: SendStoreDeps) {
+  const hashAddress = addressHasher(deps.secret);
   // Each recipient's contact as the batch leaves it: the one all its sends were rendered for.
   const contacts = new Map<string, ContactWrite>();
   for (const p of prepared) {
@@ -279,6 +281,7 @@ function writesOf(prepared: readonly PreparedSend[], deps: SendStoreDeps) {
         raw_message_id: rawId,
         track_opens: p.track.opens,
         track_clicks: p.track.clicks,
+        to_hash: hashAddress(m.email),
       };
       writes.emails.push(email);
       return email;

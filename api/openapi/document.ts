@@ -12,7 +12,7 @@ type Json = Record<string, unknown>;
 
 const MEDIA: Record<string, string> = {
   json: 'application/json', html: 'text/html', gif: 'image/gif', javascript: 'application/javascript', text: 'text/plain', css: 'text/css', svg: 'image/svg+xml',
-  mime: 'message/rfc822', csv: 'text/csv', binary: 'application/octet-stream',
+  mime: 'message/rfc822', csv: 'text/csv', jsonl: 'application/x-ndjson', binary: 'application/octet-stream',
 };
 
 const ERROR_TEXT: Record<number, string> = {
@@ -141,16 +141,18 @@ function withExample(schema: Json, given: unknown, components: Json): Json {
 }
 
 function responseOf(answer: Answer, components: Json): Json {
-  const media = answer.media ?? 'json';
+  const medias = Array.isArray(answer.media) ? answer.media : [answer.media ?? 'json'];
   const response: Json = { description: answer.description };
   if (answer.headers) {
     response.headers = Object.fromEntries(Object.entries(answer.headers).map(([name, description]) => [name, { description, schema: jsonSchemaOf(Joi.string()) }]));
   }
-  if (media === 'none') return response;
-  const schema: Json = media === 'json'
-    ? jsonSchemaOf(answer.raw ?? successOf(answer.data as Joi.Schema), components)
-    : media === 'gif' || media === 'svg' ? { type: 'string', contentMediaType: MEDIA[media] } : { type: 'string' };
-  response.content = { [MEDIA[media]!]: media === 'json' ? withExample(schema, answer.example, components) : { schema } };
+  if (medias.includes('none')) return response;
+  response.content = Object.fromEntries(medias.map((media) => {
+    const schema: Json = media === 'json'
+      ? jsonSchemaOf(answer.raw ?? successOf(answer.data as Joi.Schema), components)
+      : media === 'gif' || media === 'svg' ? { type: 'string', contentMediaType: MEDIA[media] } : { type: 'string' };
+    return [MEDIA[media]!, media === 'json' ? withExample(schema, answer.example, components) : { schema }];
+  }));
   return response;
 }
 

@@ -14,7 +14,7 @@ import type { Permission } from '../../projects/roles';
  */
 export type Access = 'open' | 'secret' | 'secretOrPublic' | 'session';
 
-export type Media = 'json' | 'html' | 'gif' | 'javascript' | 'text' | 'css' | 'svg' | 'mime' | 'csv' | 'binary' | 'none';
+export type Media = 'json' | 'html' | 'gif' | 'javascript' | 'text' | 'css' | 'svg' | 'mime' | 'csv' | 'jsonl' | 'binary' | 'none';
 
 export interface Answer {
   description: string;
@@ -23,7 +23,8 @@ export interface Answer {
   raw?: Joi.Schema;
   /** The whole body a person would see, where the schema's own examples do not compose it (api/openapi/examples.ts). */
   example?: unknown;
-  media?: Media;
+  /** Several: the request chooses (GET /contacts/export's `format`). */
+  media?: Media | Media[];
   headers?: Record<string, string>;
 }
 

@@ -1,6 +1,6 @@
 import { actorOf } from '../../audit/log';
 import Joi from 'joi';
-import type { Suppression } from '../../audience/suppressions';
+import { ADDRESS_HASH_PREFIX, type Suppression } from '../../audience/suppressions';
 import { notFound } from '../../core/errors';
 import { normaliseEmail } from '../../core/values';
 import { noContent, ok } from '../openapi/operations';
@@ -31,9 +31,11 @@ export const suppressionRoutes = [
     } }),
 
   route({ operationId: 'deleteSuppression', method: 'delete', path: '/suppressions/:email', summary: 'Remove an address from the suppression list', tag: 'Suppressions', access: 'secret', permission: 'admin',
-    params: { email: Joi.string().description('The address (matched lower-cased).') }, answers: noContent('Removed.'), errors: [404],
+    params: { email: Joi.string().description('The address (matched lower-cased), or an erased address\'s hash (`hmac-sha256:<hex>`).') }, answers: noContent('Removed.'), errors: [404],
     async handle({ auth, params, services }) {
-      const email = normaliseEmail(params.email);
+      // An erased contact's entry is named by its keyed hash (contacts/erase.ts), not by an address.
+      const given = params.email.trim().toLowerCase();
+      const email = given.startsWith(ADDRESS_HASH_PREFIX) ? given : normaliseEmail(params.email);
       if (!email) throw notFound('Suppression');
       await services.suppressions.remove(auth.projectId, email, actorOf(auth));
       return deleted;

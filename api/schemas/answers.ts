@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { SUPPRESSION_REASONS } from '../../audience/suppressions';
+import { ERASED_REASON, SUPPRESSION_REASONS } from '../../audience/suppressions';
 import { conditionSchema } from '../../audience/condition';
 import { EXECUTION_STATUSES, STEP_TYPES } from '../../automations/steps';
 import { EMAIL_STATUSES } from '../../emails/emails';
@@ -163,7 +163,9 @@ export const eventNamesAnswer = shape({ items: Joi.array().items(shape({ name: t
 
 // api/routes/suppressions.ts suppressionJson
 export const suppressionAnswer = shape({
-  id: idOf(EXAMPLE.suppressionId), email: text('gone@example.com'), reason: Joi.string().valid(...SUPPRESSION_REASONS),
+  id: idOf(EXAMPLE.suppressionId),
+  email: text('gone@example.com').description('The address; for an erased contact (reason `erased`) only its keyed hash, `hmac-sha256:<hex>`.'),
+  reason: Joi.string().valid(...SUPPRESSION_REASONS, ERASED_REASON),
   details: anyObject.allow(null).example({ note: 'Asked by phone to stop all mail.' }), createdAt: instant,
 }).id('Suppression');
 
@@ -478,3 +480,27 @@ export const inboundMessageDetailAnswer = shape({
   text: nullable(Joi.string()).example('Thanks, it arrived!'), html: nullable(Joi.string()).example('<p>Thanks, it arrived!</p>'),
   headers: Joi.array().items(shape({ name: Joi.string(), value: Joi.string() })).example([{ name: 'Subject', value: 'Re: Your order has shipped' }]),
 }).id('InboundMessageDetail');
+// contacts/dataExport.ts documentOf: GET /contacts/:id/export, a file (no envelope).
+const timelineEntryAnswer = shape({ type: text('email.sent'), at: instant, eventId: nullable(idOf(EXAMPLE.eventId)), data: anyObject.example({}) });
+export const contactDataAnswer = shape({
+  exportedAt: instant,
+  contact: contactAnswer,
+  events: Joi.array().items(shape({ id: idOf(EXAMPLE.eventId), name: text('contact.subscribed'), data: anyObject.example({ source: 'api' }), createdAt: instant }))
+    .description("Events about the contact itself; an email's events are in its timeline."),
+  emails: Joi.array().items(shape({
+    id: idOf(EXAMPLE.emailId), status: Joi.string().valid(...EMAIL_STATUSES).example('SENT'), from: text('hello@acme.com'), fromName: nullable(text('Acme')),
+    replyTo: nullable(Joi.string()).example(null), to: text(EXAMPLE.email), toName: nullable(Joi.string()).example(null),
+    subject: nullable(text('Welcome')).description("Null for a campaign email: rendered when it is sent, not stored."), html: nullable(text('<p>Hello Ada</p>')),
+    headers: anyObject.example({}), campaignId: nullable(id).example(null), templateId: nullable(id).example(null), isTest: Joi.boolean().example(false),
+    attachments: Joi.array().items(shape({ filename: text('invoice.pdf'), contentType: text('application/pdf'), size: countOf(48213) })),
+    messageId: nullable(Joi.string()).example(null), error: nullable(Joi.string()).example(null), opens: count, clicks: count,
+    createdAt: instant, sentAt: nullable(instant), timeline: Joi.array().items(timelineEntryAnswer),
+  })),
+  suppressions: Joi.array().items(shape({ email: text(EXAMPLE.email), reason: Joi.string().valid(...SUPPRESSION_REASONS).example('complaint'), details: anyObject.example({}), createdAt: instant })),
+  segments: Joi.array().items(shape({ id, name: text('Pro customers'), type: Joi.string().valid('DYNAMIC', 'STATIC').example('DYNAMIC') })),
+  automationExecutions: Joi.array().items(shape({
+    id: idOf(EXAMPLE.executionId), workflowId: idOf(EXAMPLE.workflowId), workflowName: text('Onboarding'), status: Joi.string().valid(...EXECUTION_STATUSES).example('COMPLETED'),
+    error: nullable(Joi.string()).example(null), startedAt: instant, completedAt: nullable(instant),
+    steps: Joi.array().items(shape({ stepId: text('welcome'), outcome: anyObject.example({}), at: instant })),
+  })),
+}).id('ContactData');

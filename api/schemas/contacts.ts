@@ -1,5 +1,7 @@
 import Joi from 'joi';
 import { cursorSchema, limitSchema } from '../pagination';
+import type { AudienceCondition } from '../../audience/condition';
+import { DEFAULT_EXPORT_COLUMNS, EXPORT_FORMATS, RECORD_COLUMNS, type ExportFormat } from '../../contacts/export';
 import { contactDataSchema, emailSchema } from './common';
 
 export interface UpsertContactBody {
@@ -36,4 +38,46 @@ export const listContactsQuerySchema = Joi.object<ListContactsQuery, true>({
   cursor: cursorSchema,
   subscribed: Joi.boolean(),
   search: Joi.string().trim().lowercase().min(1).max(254),
+});
+
+export interface ExportContactsQuery {
+  format: ExportFormat;
+  columns: string[];
+  segmentId?: string;
+  /** Parsed JSON, not checked yet: the export checks it as a condition. */
+  filter?: AudienceCondition;
+}
+
+/**
+ * GET /contacts/export. `columns` is a comma-separated list (record columns and data.<key>); `filter` an audience
+ * condition as JSON text (the language of FILTERED campaigns).
+ */
+// Not a strict key map: columns and filter arrive as text and leave parsed (the custom rules convert them).
+export const exportContactsQuerySchema = Joi.object<ExportContactsQuery>({
+  format: Joi.string().valid(...EXPORT_FORMATS).default('csv').description('csv (RFC 4180, a header line) or jsonl (JSON Lines: one object per contact).'),
+  // Split here; which names are columns is the export's to say (contacts/export.ts checkColumns), as a 400 naming `columns`.
+  columns: Joi.string().max(10_000).default([...DEFAULT_EXPORT_COLUMNS])
+    .custom((value: string) => value.split(',').map((c) => c.trim()).filter((c) => c !== ''))
+    .description(`Comma-separated, in the order wanted: ${RECORD_COLUMNS.join(', ')} and data.<key> (data.address.city for a nested key). Default: ${DEFAULT_EXPORT_COLUMNS.join(',')}.`)
+    .example('email,subscribed,createdAt,data.plan'),
+  segmentId: Joi.string().guid().lowercase().description('Only the contacts of this segment (static or dynamic).'),
+  // Parsed here; checked as an audience condition by the export, as a 400 naming the rule at fault (filter.groups.0…).
+  filter: Joi.string().max(100_000)
+    .custom((value: string, helpers) => {
+      try {
+        return JSON.parse(value) as unknown;
+      } catch {
+        return helpers.message({ custom: 'filter is not JSON: an audience condition as JSON text is expected' });
+      }
+    })
+    .description('Only the contacts this audience condition selects, as JSON text: the language of FILTERED campaigns and dynamic segments.')
+    .example('{"logic":"AND","groups":[{"filters":[{"field":"data.plan","operator":"equals","value":"pro"}]}]}'),
+}).oxor('segmentId', 'filter');
+
+export interface DeleteContactQuery {
+  erase: boolean;
+}
+
+export const deleteContactQuerySchema = Joi.object<DeleteContactQuery, true>({
+  erase: Joi.boolean().default(false).description('Also erase the contact (GDPR article 17): redact its address and its emails\' content everywhere they stay, and keep only a keyed hash of the address on the suppression list. Needs the admin permission.'),
 });

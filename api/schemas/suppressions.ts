@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { SUPPRESSION_REASONS, type SuppressionReason } from '../../audience/suppressions';
+import { ERASED_REASON, SUPPRESSION_REASONS, type SuppressionReason } from '../../audience/suppressions';
 import { cursorSchema, limitSchema } from '../pagination';
 import { emailSchema } from './common';
 
@@ -20,11 +20,11 @@ export const suppressSchema = Joi.object<SuppressBody, true>({
 export interface ListSuppressionsQuery {
   limit: number;
   cursor?: string;
-  reason?: SuppressionReason;
+  reason?: SuppressionReason | typeof ERASED_REASON;
 }
 
 export const listSuppressionsQuerySchema = Joi.object<ListSuppressionsQuery, true>({
   limit: limitSchema,
   cursor: cursorSchema,
-  reason: Joi.string().valid(...SUPPRESSION_REASONS),
+  reason: Joi.string().valid(...SUPPRESSION_REASONS, ERASED_REASON),
 });

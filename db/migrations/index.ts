@@ -29,6 +29,7 @@ import * as campaignEngagement from './20261202000001_campaign_engagement';
 import * as campaignStats from './20261203000001_campaign_stats';
 import * as campaignTemplate from './20261203000002_campaign_template';
 import * as contactImports from './20261204000001_contact_imports';
+import * as contactErasure from './20261204000002_contact_erasure';
 import * as inbound from './20261205000001_inbound';
 
 /**
@@ -67,6 +68,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261203000001_campaign_stats': campaignStats,
   '20261203000002_campaign_template': campaignTemplate,
   '20261204000001_contact_imports': contactImports,
+  '20261204000002_contact_erasure': contactErasure,
   '20261205000001_inbound': inbound,
 };
 

@@ -225,3 +225,110 @@ export async function deleteContact(db: Knex, projectId: string, id: string): Pr
   );
   return rows[0].n > 0;
 }
+
+/** What an erased address is replaced with wherever it stays (a reserved domain: RFC 2606 `.invalid`). */
+export const ERASED_ADDRESS = 'erased@redacted.invalid';
+
+export interface Erasure {
+  /** Emails to the address that are not the contact's (a campaign's test copies): kept, redacted. */
+  emailsRedacted: number;
+  /** The contact's own emails, deleted with it (emails_contact_fkey), as deleteContact does. */
+  emailsDeleted: number;
+  eventsRedacted: number;
+  webhookDeliveriesRedacted: number;
+  rawMessagesDeleted: number;
+  rawMessagesRedacted: number;
+  attachmentsDeleted: number;
+  auditEntriesRedacted: number;
+}
+
+/** A PostgreSQL regular expression matching `text` literally (an address's dots and pluses are not operators). */
+const literalRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * Erases one contact of the project (DELETE /contacts/:id?erase=true), in the caller's transaction: its address and
+ * what its emails said are removed from every row that keeps them after the contact is gone, then the contact is
+ * deleted by deleteContact's statement (its emails, events, memberships and executions go with it; the counts of its
+ * campaigns stay right). Undefined when the contact is not in the project.
+ *
+ * - emails to the address that are not the contact's (a campaign's test copies have no contact): address, name,
+ *   subject, body and headers replaced; other emails' Reply-To and headers that name the address: the address replaced;
+ * - files (attachments, submitted raw messages) of the contact's emails: deleted when no other email uses them; a raw
+ *   message shared with other recipients (an SMTP submission to several) keeps its bytes but for the address;
+ * - events and webhook deliveries whose data names the address (the contact's own events go with it);
+ * - audit entries that name the address (a suppression's entry is named by it): named by `hash` instead.
+ * The address is matched without regard to case. Rows are found by the address inside JSON and bytes, which reads the
+ * project's events, deliveries and emails once: erasure is rare, and completeness matters more than speed here.
+ */
+export async function eraseContactRows(trx: Knex.Transaction, projectId: string, id: string, hash: string): Promise<(Erasure & { email: string }) | undefined> {
+  const contact = await trx('contacts').where({ project_id: projectId, id }).forUpdate().first('email');
+  if (!contact) return undefined;
+  const email = contact.email as string;
+  const pattern = literalRegex(email);
+  const { rows: [files] } = await trx.raw(
+    `WITH mine AS (SELECT id, attachment_ids, raw_message_id, created_at FROM emails WHERE project_id = ?::uuid AND (contact_id = ?::uuid OR to_email = ?)),
+     -- A file is shared only by the emails of its send request, all stored by one statement (one created_at).
+     others AS (SELECT o.attachment_ids, o.raw_message_id FROM emails o
+                WHERE o.project_id = ?::uuid AND o.created_at IN (SELECT created_at FROM mine) AND o.id NOT IN (SELECT id FROM mine)),
+     gone_files AS (
+       DELETE FROM attachments a WHERE a.project_id = ?::uuid AND a.id IN (SELECT unnest(attachment_ids) FROM mine)
+         AND NOT EXISTS (SELECT 1 FROM others o WHERE a.id = ANY (o.attachment_ids))
+       RETURNING 1),
+     gone_raws AS (
+       DELETE FROM raw_messages r WHERE r.project_id = ?::uuid AND r.id IN (SELECT raw_message_id FROM mine)
+         AND NOT EXISTS (SELECT 1 FROM others o WHERE o.raw_message_id = r.id)
+       RETURNING 1),
+     shared_raws AS (
+       UPDATE raw_messages r SET content = decode(regexp_replace(encode(r.content, 'escape'), ?, ?, 'gi'), 'escape')
+       WHERE r.project_id = ?::uuid AND r.id IN (SELECT raw_message_id FROM mine) AND r.id IN (SELECT raw_message_id FROM others)
+       RETURNING 1)
+     SELECT (SELECT count(*) FROM gone_files)::int AS files, (SELECT count(*) FROM gone_raws)::int AS raws,
+            (SELECT count(*) FROM shared_raws)::int AS shared, (SELECT count(*) FROM mine)::int AS mine`,
+    [projectId, id, email, projectId, projectId, projectId, pattern, ERASED_ADDRESS, projectId],
+  );
+  // The bytes changed: their size follows (a separate statement: a row may be updated once per statement).
+  if (files.shared > 0) {
+    await trx.raw(`UPDATE raw_messages SET size = length(content) WHERE project_id = ?::uuid AND size <> length(content)
+                   AND id IN (SELECT raw_message_id FROM emails WHERE project_id = ?::uuid AND (contact_id = ?::uuid OR to_email = ?))`, [projectId, projectId, id, email]);
+  }
+  const redacted = await trx.raw(
+    `UPDATE emails SET to_email = ?, to_name = NULL, subject = NULL, html = NULL, headers = '{}'::jsonb, reply_to = NULL, raw_message_id = NULL, attachment_ids = '{}', updated_at = now()
+     WHERE project_id = ?::uuid AND to_email = ? AND contact_id IS DISTINCT FROM ?::uuid`,
+    [ERASED_ADDRESS, projectId, email, id],
+  );
+  await trx.raw(
+    `UPDATE emails SET reply_to = CASE WHEN lower(reply_to) = ? THEN ? ELSE reply_to END,
+                       headers = regexp_replace(headers::text, ?, ?, 'gi')::jsonb
+     WHERE project_id = ?::uuid AND contact_id IS DISTINCT FROM ?::uuid AND (lower(reply_to) = ? OR headers::text ~* ?)`,
+    [email, ERASED_ADDRESS, pattern, ERASED_ADDRESS, projectId, id, email, pattern],
+  );
+  const events = await trx.raw(
+    `UPDATE events SET data = regexp_replace(data::text, ?, ?, 'gi')::jsonb
+     WHERE project_id = ?::uuid AND contact_id IS DISTINCT FROM ?::uuid AND data::text ~* ?`,
+    [pattern, ERASED_ADDRESS, projectId, id, pattern],
+  );
+  const deliveries = await trx.raw(
+    `UPDATE webhook_deliveries SET payload = regexp_replace(payload::text, ?, ?, 'gi')::jsonb
+     WHERE project_id = ?::uuid AND payload::text ~* ?`,
+    [pattern, ERASED_ADDRESS, projectId, pattern],
+  );
+  const audit = await trx.raw(
+    `UPDATE audit_log SET resource_id = CASE WHEN lower(resource_id) = ? THEN ? ELSE resource_id END,
+                          details = regexp_replace(details::text, ?, ?, 'gi')::jsonb
+     WHERE project_id = ?::uuid AND (lower(resource_id) = ? OR details::text ~* ?)`,
+    [email, hash, pattern, ERASED_ADDRESS, projectId, email, pattern],
+  );
+  const emailsDeleted = files.mine - (redacted as { rowCount: number }).rowCount;
+  await deleteContact(trx, projectId, id);
+  return {
+    email,
+    emailsRedacted: (redacted as { rowCount: number }).rowCount,
+    emailsDeleted,
+    eventsRedacted: (events as { rowCount: number }).rowCount,
+    webhookDeliveriesRedacted: (deliveries as { rowCount: number }).rowCount,
+    rawMessagesDeleted: files.raws,
+    rawMessagesRedacted: files.shared,
+    attachmentsDeleted: files.files,
+    auditEntriesRedacted: (audit as { rowCount: number }).rowCount,
+  };
+}

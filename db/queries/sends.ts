@@ -126,6 +126,8 @@ export interface EmailWrite {
   raw_message_id: string | null;
   track_opens: boolean;
   track_clicks: boolean;
+  /** The recipient's keyed hash (audience/suppressions.ts addressHasher): an erased address is suppressed by it. */
+  to_hash: string;
 }
 
 export interface FileWrite {
@@ -147,7 +149,7 @@ export interface SendWrites {
 
 const EMAIL_COLUMNS = `id uuid, event_id uuid, project_id uuid, contact_id uuid, template_id uuid, from_email text, from_name text,
   reply_to text, to_email text, to_name text, subject text, html text, headers jsonb, attachment_ids uuid[], raw_message_id uuid,
-  track_opens boolean, track_clicks boolean`;
+  track_opens boolean, track_clicks boolean, to_hash text`;
 
 /*
  * The store, in one statement (autocommit: atomic without BEGIN and COMMIT). The contacts are written only if they are
@@ -193,7 +195,8 @@ const storeSql = (flips: boolean) => `WITH want AS (
   ),
   rows AS (
     SELECT e.*, s.reason FROM jsonb_to_recordset(?::jsonb) AS e(${EMAIL_COLUMNS})
-    LEFT JOIN LATERAL (SELECT s.reason FROM suppressions s WHERE s.project_id = e.project_id AND s.email = e.to_email LIMIT 1) s ON true
+    -- The address, or its keyed hash (an erased contact's: contacts/erase.ts), in one probe of the key.
+    LEFT JOIN LATERAL (SELECT s.reason FROM suppressions s WHERE s.project_id = e.project_id AND s.email IN (e.to_email, e.to_hash) LIMIT 1) s ON true
   ),
   stored AS (
     INSERT INTO emails (id, event_id, status, error, project_id, contact_id, template_id, from_email, from_name, reply_to,

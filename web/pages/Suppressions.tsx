@@ -21,7 +21,10 @@ const REASONS: Record<Reason, [string, Tone, string]> = {
   soft_bounce: ['Soft bounces', 'warning', 'Bounced softly too many times'],
   hard_bounce: ['Hard bounce', 'danger', 'The receiving server said the address does not exist'],
   complaint: ['Complaint', 'danger', 'The recipient marked an email as spam'],
+  erased: ['Erased contact', 'neutral', 'A contact erased on request: only a keyed hash of its address is kept'],
 };
+/** What a person may add by hand: an erased contact's entry is made by its erasure only. */
+type AddableReason = Exclude<Reason, 'erased'>;
 
 const isReason = (v: string | undefined): v is Reason => v !== undefined && v in REASONS;
 
@@ -42,7 +45,7 @@ function detailLine(details: Suppression['details']): string {
 
 function AddSuppression({ open, onClose, onAdded }: { open: boolean; onClose: () => void; onAdded: () => void }) {
   const [email, setEmail] = useState('');
-  const [reason, setReason] = useState<Reason>('manual');
+  const [reason, setReason] = useState<AddableReason>('manual');
   const [note, setNote] = useState('');
   const [fields, setFields] = useState<Record<string, string>>({});
   const [error, setError] = useState('');
@@ -75,8 +78,8 @@ function AddSuppression({ open, onClose, onAdded }: { open: boolean; onClose: ()
       <p class="muted">Herald will not send to it again, transactional email included, until it is removed from this list.</p>
       <FormError>{error}</FormError>
       <TextField label="Email" type="email" autoComplete="off" required value={email} onValue={setEmail} error={fields.email} placeholder="someone@example.org" />
-      <SelectField label="Reason" value={reason} onValue={(v) => isReason(v) && setReason(v)} error={fields.reason}
-        options={Object.entries(REASONS).map(([v, [word]]) => [v, word])} hint="Hard bounce and complaint let you bring a list over from another provider." />
+      <SelectField label="Reason" value={reason} onValue={(v) => isReason(v) && v !== 'erased' && setReason(v)} error={fields.reason}
+        options={Object.entries(REASONS).filter(([v]) => v !== 'erased').map(([v, [word]]) => [v, word])} hint="Hard bounce and complaint let you bring a list over from another provider." />
       <TextField label="Note (optional)" value={note} onValue={setNote} error={fields.note} maxLength={500} placeholder="Asked us by email not to write again" />
     </Dialog>
   );
