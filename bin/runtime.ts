@@ -8,6 +8,7 @@ import { openDatabase, type Database } from '../db/database';
 import { webhookConfig } from '../outbound/http';
 import { startDeliveryQueue, type DeliveryQueue } from '../worker/deliveryQueue';
 import { startDispatcher } from '../campaigns/dispatch';
+import { dispatchPendingImports } from '../contacts/imports/imports';
 import { startWebhookQueue, type WebhookQueue } from '../worker/webhookQueue';
 import { outboundWebhookConfig } from '../webhooks/config';
 import { startExecutionDispatcher } from '../worker/executionDispatcher';
@@ -150,7 +151,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     housekeeping = startHousekeeping({ knex: db.knex, log, eventWindowMs: loadTrackingConfig().eventWindowMs, sessionIdleMinutes: loadSessionConfig().idleMinutes, inboundRetentionDays: config.bounces.inboundRetentionDays });
     log.info({ mail: mailer.describe, executorId, rate: config.sendRatePerSecond }, 'delivering mail');
   }
-  const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log) : undefined;
+  const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log, [() => dispatchPendingImports({ engine, knex: db.knex, log })]) : undefined;
   // Starts automation executions and delivers their wake-ups from the outbox their events wrote.
   const executions = roles.worker ? startExecutionDispatcher({ engine, knex: db.knex, log, maxRunning: config.automationMaxRunning }) : undefined;
   if (roles.worker) {

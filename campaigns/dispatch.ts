@@ -3,7 +3,6 @@ import { countCampaignAudience, type CampaignAudienceRow } from '../audience/cam
 import type { Logger } from '../logging/logger';
 import { workflowId } from '../workflows/registry';
 import type { Engine } from '../engine/types';
-import { dispatchPendingImports } from '../contacts/imports/imports';
 
 /** A campaign as the dispatcher needs it: its ids, its schedule, and what an operator sees of it in the engine. */
 export interface DispatchedCampaign extends CampaignAudienceRow {
@@ -59,11 +58,14 @@ export async function dispatchPending(engine: Engine, knex: Knex, log: Logger, g
   return started;
 }
 
-/** Runs dispatchPending (and the contact imports' dispatchPendingImports) every `intervalMs` until stopped. */
-export function startDispatcher(engine: Engine, knex: Knex, log: Logger, intervalMs = 15_000): { stop(): Promise<void> } {
+/**
+ * Runs dispatchPending every `intervalMs` until stopped, with the other outboxes' passes the process gives (`also`: the
+ * contact imports' dispatchPendingImports), so that one timer restarts every kind of engine work whose start was lost.
+ */
+export function startDispatcher(engine: Engine, knex: Knex, log: Logger, also: readonly (() => Promise<unknown>)[] = [], intervalMs = 15_000): { stop(): Promise<void> } {
   let running: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
-    running = Promise.all([dispatchPending(engine, knex, log), dispatchPendingImports({ engine, knex, log })]).catch((err) => log.error({ err }, 'dispatcher failed'));
+    running = Promise.all([dispatchPending(engine, knex, log), ...also.map((pass) => pass())]).catch((err) => log.error({ err }, 'dispatcher failed'));
   }, intervalMs);
   timer.unref();
   return {

@@ -155,6 +155,13 @@ async function seedProject(name: string, domain: string): Promise<FuzzProject> {
   await post('/v1/send', { to: contact.email, from: `team@${domain}`, subject: 'Receipt', body: '<p>Thanks</p>' });
   pools.email.keep.push(...(await db.knex('emails').where({ project_id: created.id }).pluck('id')));
   pools.webhookDelivery.keep.push(...(await db.knex('webhook_deliveries').where({ project_id: created.id }).pluck('id')));
+  // An import (its file stored; no worker runs here, so it stays queued), an inbound domain and a route of it.
+  const upload = await http().post('/contacts/imports').set(key).query({ columns: JSON.stringify([{ column: 'Email', to: 'email' }]) })
+    .set('Content-Type', 'text/csv').send(`Email\r\nimported@${domain}\r\n`);
+  if (upload.status !== 202 && upload.status !== 201) throw new Error(`seeding /contacts/imports: ${upload.status} ${JSON.stringify(upload.body)}`);
+  pools.contactImport.keep.push(upload.body.data.id);
+  await post('/inbound/domains', { domain: `in1.${domain}` }, 'inboundDomain');
+  await post('/inbound/routes', { match: `*@in1.${domain}`, action: 'store' }, 'inboundRoute');
   return { id: created.id, secretKey: created.secretKey, publicKey: created.publicKey, domain, pools };
 }
 

@@ -10,7 +10,7 @@ export interface CreateInboundDomainBody {
 }
 
 export const createInboundDomainSchema = Joi.object<CreateInboundDomainBody, true>({
-  domain: domainNameSchema.example('in.example.com').description('Usually a subdomain kept for receiving, e.g. in.example.com: its MX must point at Herald.'),
+  domain: domainNameSchema.required().example('in.example.com').description('Usually a subdomain kept for receiving, e.g. in.example.com: its MX must point at Herald.'),
 });
 
 export interface ListQuery {

@@ -21,7 +21,8 @@ import { clickToken, openToken } from '../../tracking/links';
 // ---------------------------------------------------------------------------------------------------------------
 // The world: what tokens resolve against.
 
-export const RESOURCE_TYPES = ['contact', 'template', 'segment', 'campaign', 'workflow', 'domain', 'execution', 'email', 'webhook', 'webhookDelivery', 'member', 'invitation', 'key', 'auditEntry'] as const;
+export const RESOURCE_TYPES = ['contact', 'template', 'segment', 'campaign', 'workflow', 'domain', 'execution', 'email', 'webhook', 'webhookDelivery', 'member', 'invitation', 'key', 'auditEntry',
+  'contactImport', 'inboundDomain', 'inboundRoute', 'inboundMessage'] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 export interface Pool {
@@ -341,7 +342,7 @@ const campaignFields = {
 type QueryPair = [string, string];
 export interface RouteGen {
   /** Path parameters and what they refer to. */
-  ids?: Record<string, ResourceType | 'unsubscribe' | 'address' | 'openToken' | 'clickToken'>;
+  ids?: Record<string, ResourceType | 'unsubscribe' | 'address' | 'openToken' | 'clickToken' | 'index' | 'fileToken'>;
   /** Near-valid JSON body; absent: the route takes none (a stray body is still sent now and then). */
   body?: fc.Arbitrary<unknown>;
   /** Valid query parameters (URL-encoded when sent); the fuzz adds bad ones. */
@@ -363,6 +364,10 @@ export interface RouteGen {
   sso?: true;
   /** Not JSON when it succeeds: an email's message (message/rfc822, as an .eml attachment). */
   mime?: true;
+  /** The body is a file (POST /contacts/imports): near-valid uploads with their media type instead of JSON. */
+  upload?: fc.Arbitrary<{ contentType: string; text: string }>;
+  /** Not JSON when it succeeds: a download whose Content-Type matches (CSV, JSON Lines, a file's bytes). */
+  download?: RegExp;
 }
 
 const limitArb = fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 1, max: 100 }).map(String) }, { weight: 1, arbitrary: fc.constantFrom('0', '101', '-1', 'abc', '1.5', '1e2', '', ' 5', '9'.repeat(400), '0x10') });
@@ -389,6 +394,46 @@ const webhookFields = {
     { weight: 1, arbitrary: fc.constantFrom<unknown>([], ['email.nope'], 'email.sent', [1], null) },
   ),
   enabled: fc.oneof({ weight: 3, arbitrary: fc.boolean() }, { weight: 1, arbitrary: fc.constantFrom<unknown>('yes', null) }),
+};
+
+/** A small contact file, now and then broken: bad rows, a stray quote, NUL bytes, the wrong media type. */
+const uploadArb: fc.Arbitrary<{ contentType: string; text: string }> = fc.oneof(
+  { weight: 6, arbitrary: fc.tuple(fc.array(emailArb, { minLength: 1, maxLength: 5 }), fc.constantFrom(',', ';')).map(([emails, d]) => ({
+    contentType: 'text/csv', text: `Email${d}Plan${d}Seats\r\n${emails.map((e, i) => `${e}${d}${i % 2 ? 'pro' : 'free'}${d}${i}`).join('\r\n')}\r\n`,
+  })) },
+  { weight: 2, arbitrary: fc.array(emailArb, { minLength: 1, maxLength: 5 }).map((emails) => ({
+    contentType: 'application/x-ndjson', text: emails.map((email) => JSON.stringify({ email, plan: 'pro' })).join('\n'),
+  })) },
+  { weight: 3, arbitrary: fc.constantFrom(
+    { contentType: 'text/csv', text: 'Email,Plan\r\n"broken@example.org,pro\r\nok@example.org,free\r\n' },
+    { contentType: 'text/csv', text: 'Email\r\nnot an address\r\na\u0000b@example.org\r\n' },
+    { contentType: 'text/csv', text: '' },
+    { contentType: 'text/csv', text: '\ufeffEmail\r\nbom@example.org\r\n' },
+    { contentType: 'application/x-ndjson', text: '{"email":"a@example.org"}\n{not json}\n[1,2]\n' },
+    { contentType: 'application/pdf', text: '%PDF-1.4' },
+    { contentType: 'text/csv; charset=utf-16', text: 'Email\r\nx@example.org' },
+  ) },
+);
+const importColumnsArb = mostly(
+  [JSON.stringify([{ column: 'Email', to: 'email' }, { column: 'Plan', to: 'data', key: 'plan' }, { column: 'Seats', to: 'data', key: 'seats', type: 'number' }]), JSON.stringify([{ column: 'Email', to: 'email' }]), JSON.stringify([{ column: 'email', to: 'email' }])],
+  ['[]', 'not json', JSON.stringify([{ column: 'Email', to: 'nowhere' }]), JSON.stringify([{ column: 'Plan', to: 'data' }]), JSON.stringify([{ column: 'Email', to: 'email' }, { column: 'Email', to: 'email' }]), '{}'],
+);
+const importQueryArb: fc.Arbitrary<QueryPair[]> = fc.record({
+  columns: importColumnsArb, mode: opt(mostly(['create', 'update', 'upsert'], ['merge', ''])), data: opt(mostly(['merge', 'replace'], ['keep'])),
+  subscribed: opt(boolText), resubscribe: opt(boolText), segmentId: opt(idArb('segment', 'body').map((r) => r.text)), name: opt(fc.constantFrom('customers.csv', '', 'x'.repeat(300))),
+}).map((r) => Object.entries(r).filter((e): e is [string, string] => e[1] !== undefined));
+const exportQueryArb: fc.Arbitrary<QueryPair[]> = fc.record({
+  format: opt(mostly(['csv', 'jsonl'], ['xml', ''])),
+  columns: opt(mostly(['email,subscribed,createdAt,data.plan', 'email'], ['', 'password', 'data.', ',,,', 'x'.repeat(11_000)])),
+  segmentId: opt(idArb('segment', 'body').map((r) => r.text)),
+  filter: opt(mostly([JSON.stringify({ logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] }] })], ['{', '[]', JSON.stringify({ logic: 'XOR', groups: [] })])),
+}).map((r) => Object.entries(r).filter((e): e is [string, string] => e[1] !== undefined));
+const inboundRouteFields = {
+  match: mostly(['support@in1.⟦domain:own⟧', '*@in1.⟦domain:own⟧', 'help+*@in1.⟦domain:own⟧'], ['*@⟦domain:other⟧', 'nobody', '', '*@*', 'a\r\nb@in1.⟦domain:own⟧']),
+  priority: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 0, max: 100 }) }, { weight: 1, arbitrary: fc.constantFrom<unknown>(-1, 100001, 1.5, '5', null) }),
+  action: mostly(['store', 'webhook', 'reject'], ['forward', '']),
+  endpointId: fc.oneof(idArb('webhook', 'body').map((r) => r.text as string | null), fc.constant(null)),
+  rejectMessage: fc.constantFrom<string | null>('No such mailbox', '', null, 'a\r\n250 OK', 'x'.repeat(201)),
 };
 
 export const ROUTE_GENERATORS: Record<string, RouteGen> = {
@@ -592,6 +637,45 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'POST /auth/password-reset': { keys: 'none', body: fc.record({ email: emailArb }) },
   'POST /auth/password-reset/confirm': { keys: 'none', body: fc.record({ token: linkTokenArb, password: passwordArb }) },
   'POST /auth/setup': { keys: 'none', body: fc.record({ token: linkTokenArb, email: emailArb, name: nameArb, password: passwordArb }) },
+
+  // Contacts in bulk: imports (the body is the file, the options in the query), exports and a contact's data.
+  'POST /contacts/imports/preview': { upload: uploadArb },
+  'POST /contacts/imports': { upload: uploadArb, query: importQueryArb, creates: 'contactImport' },
+  'GET /contacts/imports': { list: true, query: listQuery('contactImport') },
+  'GET /contacts/imports/:id': { ids: { id: 'contactImport' } },
+  'GET /contacts/imports/:id/errors': { ids: { id: 'contactImport' }, download: /^text\/csv/ },
+  'POST /contacts/imports/:id/cancel': { ids: { id: 'contactImport' } },
+  'GET /contacts/export': { query: exportQueryArb, download: /^(text\/csv|application\/x-ndjson)/ },
+  'GET /contacts/:id/export': { ids: { id: 'contact' }, download: /^application\/json/ },
+
+  // Inbound mail: domains, routes, and what arrived (none in the fuzz's world: own ids of messages are unknown ones).
+  'GET /inbound/domains': { list: true, query: listQuery('inboundDomain') },
+  'POST /inbound/domains': {
+    body: fc.record({ domain: fc.oneof(
+      fc.tuple(fc.constantFrom('in', 'reply', 'x'), fc.nat(30)).map(([a, n]) => `${a}${n}.⟦domain:own⟧`),
+      fc.constantFrom('in.⟦domain:other⟧', 'localhost', '192.0.2.1', 'a..b.com', 'co.uk', `${'a'.repeat(64)}.com`),
+    ) }),
+    creates: 'inboundDomain',
+  },
+  'GET /inbound/domains/:id': { ids: { id: 'inboundDomain' } },
+  'DELETE /inbound/domains/:id': { ids: { id: 'inboundDomain' }, deletes: 'inboundDomain' },
+  'POST /inbound/domains/:id/verify': { ids: { id: 'inboundDomain' } },
+  'GET /inbound/routes': { list: true, query: listQuery('inboundRoute', { domainId: idArb('inboundDomain', 'body').map((r) => r.text) }) },
+  'POST /inbound/routes': { body: fc.record(inboundRouteFields, { requiredKeys: ['match', 'action'] }), creates: 'inboundRoute' },
+  'GET /inbound/routes/:id': { ids: { id: 'inboundRoute' } },
+  'PATCH /inbound/routes/:id': { ids: { id: 'inboundRoute' }, body: fc.record(inboundRouteFields, { requiredKeys: [] }).filter(nonEmpty) },
+  'DELETE /inbound/routes/:id': { ids: { id: 'inboundRoute' }, deletes: 'inboundRoute' },
+  'GET /inbound': {
+    list: true,
+    query: listQuery('inboundMessage', {
+      route: idArb('inboundRoute', 'body').map((r) => r.text), from: fc.oneof(emailArb, fc.constantFrom('', 'not-an-address')),
+      to: fc.oneof(emailArb, fc.constantFrom('', 'x'.repeat(400))), since: dateText, until: dateText,
+    }),
+  },
+  'GET /inbound/:id': { ids: { id: 'inboundMessage' } },
+  'GET /inbound/:id/raw': { ids: { id: 'inboundMessage' }, download: /^message\/rfc822/ },
+  'GET /inbound/:id/attachments/:n': { ids: { id: 'inboundMessage', n: 'index' }, download: /./ },
+  'GET /inbound-files/:token': { keys: 'none', ids: { token: 'fileToken' }, download: /./ },
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -722,7 +806,9 @@ export type BodySpec =
   | { kind: 'none' }
   | { kind: 'json'; value: unknown }
   /** Raw text (latin1 `\xNN` escapes become those bytes when `bytes` is set). */
-  | { kind: 'text'; text: string; bytes?: boolean };
+  | { kind: 'text'; text: string; bytes?: boolean }
+  /** A file, sent as it is with its media type (an upload route's body). */
+  | { kind: 'upload'; contentType: string; text: string };
 
 export const HEADER_VARIANTS = [
   'normal', 'ct-charset', 'ct-latin1', 'ct-utf16', 'ct-text', 'ct-form', 'ct-none', 'ct-vnd', 'ct-weird', 'ct-multipart',
@@ -830,9 +916,18 @@ export function routeRequestArb(route: RouteKey): fc.Arbitrary<FuzzRequest> {
   const idArbs: Record<string, fc.Arbitrary<{ text: string; kind: string }>> = {};
   for (const [name, type] of Object.entries(gen.ids ?? {})) {
     idArbs[name] = type === 'unsubscribe' ? unsubArb() : type === 'address' ? addressArb() : type === 'openToken' ? trackTokenArb('o') : type === 'clickToken' ? trackTokenArb('c')
+      : type === 'index' ? fc.constantFrom('0', '1', '1000', '1001', '-1', 'x', '1.5', '9'.repeat(30)).map((text) => ({ text, kind: 'index' }))
+      : type === 'fileToken' ? fc.constantFrom('x', 'a.b', '%00', 'x'.repeat(3000), 'eyJhIjoxfQ.AAAA', '..').map((text) => ({ text, kind: 'token' }))
       : idArb(type, 'path', { deleting: route.method === 'DELETE' && gen.deletes !== undefined && name === 'id' });
   }
-  const bodyArb: fc.Arbitrary<{ body: BodySpec; label: string; valid: boolean }> = gen.body
+  const bodyArb: fc.Arbitrary<{ body: BodySpec; label: string; valid: boolean }> = gen.upload
+    ? fc.oneof(
+      { weight: 85, arbitrary: gen.upload.map((u) => ({ body: { kind: 'upload' as const, ...u }, label: `upload ${u.contentType}`, valid: true })) },
+      { weight: 5, arbitrary: fc.constant({ body: { kind: 'json' as const, value: { email: 'a@example.org' } }, label: 'JSON instead of a file', valid: false }) },
+      { weight: 5, arbitrary: fc.constantFrom(...RAW_BODIES).map((body) => ({ body, label: 'raw body', valid: false })) },
+      { weight: 5, arbitrary: fc.constant({ body: { kind: 'none' as const }, label: 'no body', valid: false }) },
+    )
+    : gen.body
     ? fc.oneof(
       { weight: 92, arbitrary: fc.tuple(gen.body, mutationArb).map(([b, m]) => { const { value, label } = mutate(b, m); return { body: { kind: 'json' as const, value }, label, valid: m.op === 'none' }; }) },
       { weight: 5, arbitrary: fc.constantFrom(...RAW_BODIES).map((body) => ({ body, label: 'raw body', valid: false })) },
@@ -919,7 +1014,8 @@ const short = (s: string, n = 300) => (s.length > n ? `${s.slice(0, n)}…(${s.l
 /** One line: method, path, query, key, header variant, body (JSON, escapes visible). */
 export function describeRequest(req: FuzzRequest): string {
   const q = [...req.query.map(([k, v]) => `${k}=${v}`), req.rawQuery].filter(Boolean).join('&');
-  const body = req.body.kind === 'none' ? '' : req.body.kind === 'json' ? ` body=${short(jsonText(req.body.value))}` : ` rawBody=${short(JSON.stringify(req.body.text))}`;
+  const body = req.body.kind === 'none' ? '' : req.body.kind === 'json' ? ` body=${short(jsonText(req.body.value))}`
+    : req.body.kind === 'upload' ? ` upload(${req.body.contentType})=${short(JSON.stringify(req.body.text))}` : ` rawBody=${short(JSON.stringify(req.body.text))}`;
   return `${req.method} ${short(req.path, 120)}${q ? `?${short(q, 200)}` : ''} [project ${req.project}, key ${req.auth}, headers ${req.headers}]${body}`;
 }
 
@@ -1106,8 +1202,11 @@ export function resolveRequest(world: FuzzWorld, req: FuzzRequest): ResolvedRequ
   } else if (req.body.kind === 'text') {
     text = req.body.text;
     bytes = Buffer.from(text, req.body.bytes ? 'latin1' : 'utf8');
+  } else if (req.body.kind === 'upload') {
+    text = req.body.text;
+    bytes = Buffer.from(text, 'utf8');
   }
-  if (bytes) headers['Content-Type'] = 'application/json';
+  if (bytes) headers['Content-Type'] = req.body.kind === 'upload' ? req.body.contentType : 'application/json';
   let chunked = false;
   switch (req.headers) {
     case 'normal': break;
@@ -1292,6 +1391,10 @@ export function checkAnswer(req: FuzzRequest, gen: RouteGen | undefined, a: Answ
     if (!/^Message-ID: /im.test(a.text)) problems.push('the message has no Message-ID');
     return problems;
   }
+  if (gen?.download) {
+    if (!gen.download.test(String(a.headers['content-type']))) problems.push(`${req.route} answered ${String(a.headers['content-type'])}`);
+    return problems;
+  }
   if (gen?.tracking) {
     if (gen.tracking !== 'pixel' || a.headers['content-type'] !== 'image/gif') problems.push(`tracking answered ${a.status} ${String(a.headers['content-type'])}`);
     return problems;
@@ -1310,7 +1413,9 @@ export function checkAnswer(req: FuzzRequest, gen: RouteGen | undefined, a: Answ
   }
   if (gen?.creates && req.method === 'POST' && !['POST /v1/send'].includes(req.route)) {
     if (typeof b.data.id !== 'string') problems.push('created resource without id');
-    if (req.route !== 'POST /contacts' && a.status !== 201) problems.push(`create answered ${a.status}, not 201`);
+    // POST /contacts answers 200 for an update; an import is accepted (202) and runs as engine work.
+    const created = req.route === 'POST /contacts/imports' ? 202 : 201;
+    if (req.route !== 'POST /contacts' && a.status !== created) problems.push(`create answered ${a.status}, not ${created}`);
   }
   return problems;
 }
