@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { createActivities } from '../activities';
 import { createDeliverer } from '../sending/delivery';
 import { scheduleDomainChecks } from '../domains/checks';
@@ -175,7 +175,9 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, trustProxyHops: config.trustProxyHops, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config), inboundMxHost: config.bounces.mxHost,
       metricsToken: config.metrics.token, metricsOnOwnPort: config.metrics.port !== undefined, people: config.people, temporalUi: temporalUiOf(config) });
     server = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(config.port, () => resolve(s));
+      // 32 KB of request line and headers (Node's default is 16 KB): room for GET /contacts/export's filter and
+      // columns in the URL, whose longest allowed values, URL-encoded, come to 24 KB.
+      const s = createServer({ maxHeaderSize: 32 * 1024 }, app.callback()).listen(config.port, () => resolve(s));
       s.once('error', reject);
     });
     const port = (server.address() as { port: number }).port;

@@ -6147,7 +6147,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description The column map, as a JSON array in the query (URL-encoded): one entry per column used; columns left out are ignored. Exactly one `email`. */
-                columns: Record<string, never>;
+                columns: string;
                 /** @description create: new addresses only; update: known ones only; upsert: both. */
                 mode?: "create" | "update" | "upsert";
                 /** @description An existing contact's data: merged with the row's keys, or replaced by them. */
@@ -6665,7 +6665,7 @@ export interface operations {
                 columns?: string;
                 /** @description Only the contacts of this segment (static or dynamic). */
                 segmentId?: string;
-                /** @description Only the contacts this audience condition selects, as JSON text: the language of FILTERED campaigns and dynamic segments. */
+                /** @description Only the contacts this audience condition selects, as JSON text: the language of FILTERED campaigns and dynamic segments (at most 1,500 characters: a longer condition belongs in a segment, `segmentId`). */
                 filter?: string;
             };
             header?: never;
@@ -11803,7 +11803,7 @@ export interface operations {
                      * @example example.com
                      * @example in.example.com
                      */
-                    domain?: string;
+                    domain: string;
                 };
             };
         };

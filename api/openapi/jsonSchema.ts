@@ -1,4 +1,5 @@
 import type Joi from 'joi';
+import { JSON_QUERY_MAX_LENGTH } from '../schemas/contactImports';
 
 /**
  * Joi → JSON Schema 2020-12 (the dialect of OpenAPI 3.1), with joi-to-json's OpenAPI 3.1 parser. The parser is
@@ -30,6 +31,22 @@ interface ParserBase {
 }
 
 class HeraldParser extends (OpenApi31Parser as new (opts?: object) => ParserBase) {
+  /**
+   * An array sent as JSON text in a query parameter (api/schemas/contactImports.ts `jsonArray`, a Joi extension the
+   * converter does not know, and wrote as `type: "jsonArray"`): a string whose content is that array.
+   */
+  override parse(spec: Describe, definitions?: object, level?: number): JsonSchema {
+    if (spec.type !== 'jsonArray') return super.parse(spec, definitions, level);
+    const array = super.parse({ ...spec, type: 'array' }, definitions, level);
+    const { description, examples } = array as { description?: string; examples?: unknown[] };
+    delete array.description;
+    delete array.examples;
+    return {
+      type: 'string', maxLength: JSON_QUERY_MAX_LENGTH, contentMediaType: 'application/json', contentSchema: array,
+      ...(description ? { description } : {}), ...(examples ? { examples: examples.map((e) => JSON.stringify(e)) } : {}),
+    };
+  }
+
   override _setObjectProperties(schema: JsonSchema, spec: Describe, definitions: object, level: number): void {
     super._setObjectProperties(schema, spec, definitions, level);
     if (schema.type !== 'object') return;

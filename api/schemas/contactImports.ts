@@ -11,14 +11,21 @@ export const columnMappingSchema = Joi.object<ColumnMapping, true>({
   type: Joi.string().valid(...DATA_TYPES).example('number').description('`data`: its type (default string). Empty cells are no value.'),
 });
 
+/**
+ * The longest JSON text accepted: the URL must fit the server's 32 KB of request head (bin/runtime.ts) however its
+ * characters encode (12 bytes for one of 4 UTF-8 bytes).
+ */
+export const JSON_QUERY_MAX_LENGTH = 2_500;
+
 /** An array sent as JSON text (a query parameter): parsed, then validated as an array. */
 const jsonArray = Joi.extend({
   type: 'jsonArray',
   base: Joi.array(),
-  messages: { 'jsonArray.json': '{{#label}} must be a JSON array' },
+  messages: { 'jsonArray.json': '{{#label}} must be a JSON array', 'jsonArray.long': `{{#label}} must be at most ${JSON_QUERY_MAX_LENGTH} characters of JSON` },
   coerce: {
     from: 'string',
     method(value, helpers) {
+      if (value.length > JSON_QUERY_MAX_LENGTH) return { errors: [helpers.error('jsonArray.long')] };
       try {
         return { value: JSON.parse(value) };
       } catch {

@@ -56,13 +56,14 @@ export interface ExportContactsQuery {
 export const exportContactsQuerySchema = Joi.object<ExportContactsQuery>({
   format: Joi.string().valid(...EXPORT_FORMATS).default('csv').description('csv (RFC 4180, a header line) or jsonl (JSON Lines: one object per contact).'),
   // Split here; which names are columns is the export's to say (contacts/export.ts checkColumns), as a 400 naming `columns`.
-  columns: Joi.string().max(10_000).default([...DEFAULT_EXPORT_COLUMNS])
+  // Bounded so that the URL fits the server's 32 KB of request head (bin/runtime.ts) however the characters encode.
+  columns: Joi.string().max(500).default([...DEFAULT_EXPORT_COLUMNS])
     .custom((value: string) => value.split(',').map((c) => c.trim()).filter((c) => c !== ''))
     .description(`Comma-separated, in the order wanted: ${RECORD_COLUMNS.join(', ')} and data.<key> (data.address.city for a nested key). Default: ${DEFAULT_EXPORT_COLUMNS.join(',')}.`)
     .example('email,subscribed,createdAt,data.plan'),
   segmentId: Joi.string().guid().lowercase().description('Only the contacts of this segment (static or dynamic).'),
   // Parsed here; checked as an audience condition by the export, as a 400 naming the rule at fault (filter.groups.0…).
-  filter: Joi.string().max(100_000)
+  filter: Joi.string().max(1_500)
     .custom((value: string, helpers) => {
       try {
         return JSON.parse(value) as unknown;
@@ -70,7 +71,7 @@ export const exportContactsQuerySchema = Joi.object<ExportContactsQuery>({
         return helpers.message({ custom: 'filter is not JSON: an audience condition as JSON text is expected' });
       }
     })
-    .description('Only the contacts this audience condition selects, as JSON text: the language of FILTERED campaigns and dynamic segments.')
+    .description('Only the contacts this audience condition selects, as JSON text: the language of FILTERED campaigns and dynamic segments (at most 1,500 characters: a longer condition belongs in a segment, `segmentId`).')
     .example('{"logic":"AND","groups":[{"filters":[{"field":"data.plan","operator":"equals","value":"pro"}]}]}'),
 }).oxor('segmentId', 'filter');
 
