@@ -86,6 +86,7 @@ withChromium('the console: contact export and erasure', (chromium) => {
       await c.withPage({ viewport, as: 'viewer' }, async (page) => {
         await page.goto(c.url(`/app/contacts/${id}`));
         await heading(page, `data.${size}@example.org`);
+        expect(await page.getByText('Erasure').count()).toBe(0);
         expect(await page.getByRole('button', { name: 'Erase' }).count()).toBe(0);
         const file = await downloaded(page, () => page.getByRole('button', { name: 'Download data' }).click());
         expect(file.name).toBe(`contact-${id}.json`);
@@ -98,6 +99,7 @@ withChromium('the console: contact export and erasure', (chromium) => {
         await page.goto(c.url(`/app/contacts/${id}`));
         await heading(page, `data.${size}@example.org`);
         await page.getByRole('button', { name: 'Delete' }).waitFor();
+        expect(await page.getByText('Erasure').count()).toBe(0);
         expect(await page.getByRole('button', { name: 'Erase' }).count()).toBe(0);
       });
     });
@@ -108,11 +110,12 @@ withChromium('the console: contact export and erasure', (chromium) => {
       await c.withPage({ viewport, as: 'admin' }, async (page) => {
         await page.goto(c.url(`/app/contacts/${id}`));
         await heading(page, address);
-        await page.getByRole('button', { name: 'Erase' }).click();
+        await page.getByRole('region', { name: 'Erasure' }).getByText('It cannot be undone.').waitFor();
+        await page.getByRole('button', { name: 'Erase contact' }).click();
         const dialog = page.getByRole('dialog', { name: `Erase ${address}?` });
         await dialog.getByText('This cannot be undone.').waitFor();
         await dialog.getByText(/keyed hash of the address/).waitFor();
-        const confirm = dialog.getByRole('button', { name: 'Erase contact' });
+        const confirm = dialog.getByRole('button', { name: 'Erase permanently' });
         expect(await confirm.isDisabled()).toBe(true);
         const typed = dialog.getByLabel(`Type ${address} to confirm`);
         await typed.fill('erase@example.org');
@@ -141,7 +144,7 @@ withChromium('the console: contact export and erasure', (chromium) => {
       await c.withPage({ viewport, as: 'admin' }, async (page) => {
         await page.goto(c.url(`/app/contacts/${id}`));
         await heading(page, 'shots@example.org');
-        await page.getByRole('button', { name: 'Erase' }).waitFor();
+        await page.getByRole('button', { name: 'Erase contact' }).waitFor();
         await checkA11y(page);
         await screenshot(page, 'contact-actions');
       });

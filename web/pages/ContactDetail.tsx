@@ -136,7 +136,7 @@ function EraseDialog({ contact, onClose, onErased }: { contact: Contact; onClose
   return (
     <Dialog open title={`Erase ${contact.email}?`} onClose={onClose} onSubmit={erase} actions={<>
       <Button onClick={onClose} disabled={busy}>Cancel</Button>
-      <Button type="submit" variant="danger" busy={busy} disabled={!matches}>Erase contact</Button>
+      <Button type="submit" variant="danger" busy={busy} disabled={!matches}>Erase permanently</Button>
     </>}>
       <div class="erase-what">
         <p>Erasure (GDPR article 17) deletes the contact with its data, events, emails and segment memberships, and removes the address and what its emails said from everything Herald keeps after it:</p>
@@ -201,7 +201,6 @@ export default function ContactDetail() {
           <Button busy={switching} onClick={toggle}>{contact.subscribed ? 'Unsubscribe' : 'Subscribe'}</Button>
           <Button variant="danger" onClick={() => setDeleting(true)}><Icon name="trash" />Delete</Button>
         </> : null}
-        {can('admin') ? <Button variant="danger" onClick={() => setErasing(true)}>Erase</Button> : null}
       </>}>
       <div class="contact-grid">
         <div class="stack">
@@ -226,6 +225,16 @@ export default function ContactDetail() {
             </dl>
           </section>
           <ContactEvents id={contact.id} />
+          {can('admin') ? (
+            // Apart from the page's actions: erasure answers a person's request to be forgotten, not everyday work.
+            <section class="card" aria-labelledby="contact-erasure">
+              <div class="card-header"><h2 id="contact-erasure">Erasure</h2></div>
+              <div class="card-body stack contact-erasure">
+                <p class="muted">When this person asks to be forgotten (GDPR article 17): deletes the contact and removes its address from everything Herald keeps. It cannot be undone.</p>
+                <div><Button variant="danger" onClick={() => setErasing(true)}>Erase contact</Button></div>
+              </div>
+            </section>
+          ) : null}
         </div>
       </div>
       <ConfirmDialog open={deleting} title={`Delete ${contact.email}?`} confirm="Delete contact" danger onClose={() => setDeleting(false)}

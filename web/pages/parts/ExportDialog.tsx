@@ -11,14 +11,8 @@ import { useDataKeys } from './contacts';
 
 type Format = 'csv' | 'jsonl';
 
-/** The record's columns offered, in the file's order, with what each holds. */
-const RECORD: [string, string][] = [
-  ['email', 'The address'],
-  ['subscribed', 'true or false'],
-  ['createdAt', 'When it was added (UTC)'],
-  ['updatedAt', 'When it last changed (UTC)'],
-  ['id', 'Herald’s id of the contact'],
-];
+/** The record's columns offered, in the file's order (the API's names: a script asks for the same). */
+const RECORD = ['email', 'subscribed', 'createdAt', 'updatedAt', 'id'];
 const DEFAULT_COLUMNS = ['email', 'subscribed', 'createdAt', 'updatedAt'];
 
 const FORMATS: [Format, string][] = [['csv', 'CSV (spreadsheets)'], ['jsonl', 'JSON Lines (one JSON object per line)']];
@@ -34,7 +28,7 @@ export function ExportDialog({ onClose }: { onClose: () => void }) {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
 
-  const all = [...RECORD.map(([c]) => c), ...dataKeys.map((k) => `data.${k}`)];
+  const all = [...RECORD, ...dataKeys.map((k) => `data.${k}`)];
   // The file's columns keep the order they are offered in, whatever order they were ticked in.
   const toggle = (column: string, on: boolean) => setColumns((had) => all.filter((c) => c === column ? on : had.includes(c)));
 
@@ -76,10 +70,9 @@ export function ExportDialog({ onClose }: { onClose: () => void }) {
           <button type="button" class="btn btn-ghost btn-sm" onClick={() => setColumns(all)}>Select all</button>
           <button type="button" class="btn btn-ghost btn-sm" onClick={() => setColumns([])}>Clear</button>
         </div>
-        {RECORD.map(([c, hint]) => <Checkbox key={c} label={c} hint={hint} checked={columns.includes(c)} onChecked={(on) => toggle(c, on)} />)}
-        {dataKeys.map((k) => <Checkbox key={k} label={`data.${k}`} checked={columns.includes(`data.${k}`)} onChecked={(on) => toggle(`data.${k}`, on)} />)}
+        {all.map((c) => <Checkbox key={c} label={c} checked={columns.includes(c)} onChecked={(on) => toggle(c, on)} />)}
       </fieldset>
-      <p class="field-hint">{dataKeys.length ? 'Data keys as your newest contacts have them; a contact without a key has an empty value.' : 'Your contacts have no data keys yet.'}</p>
+      <div class="field-hint">{dataKeys.length ? 'Dates are UTC. data.* keys as your newest contacts have them; a contact without a key has an empty value.' : 'Dates are UTC. Your contacts have no data keys yet.'}</div>
       {format === 'csv' ? (
         <Checkbox label="For Excel" hint="Starts the file with a byte order mark, so that Excel shows accents and other scripts correctly. Leave it off for other tools." checked={bom} onChecked={setBom} />
       ) : null}
