@@ -102,7 +102,8 @@ export function addressHasher(secret: Buffer): (email: string) => string {
  * count): an entry of the address itself, or of its keyed hash (an erased address that came back as a contact by an
  * import or POST /contacts). PostgreSQL computes the hash as addressHasher does, HMAC-SHA256 from its built-in sha256():
  * sha256((K xor opad) || sha256((K xor ipad) || email)), over the address as stored (trimmed and lower-cased on the way
- * in, so the same text Node hashes). The padded keys are bound parameters, never text of the statement. A project
+ * in, so the same text Node hashes). The padded keys are bound parameters, never text of the statement (a server that
+ * logs slow statements with their parameters does write them to its log: docs/api.md says so). A project
  * without any erased entry (one probe of suppressions_project_reason_id_idx, evaluated once per statement) hashes
  * nothing; otherwise each contact costs two sha256 and one more probe of the (project_id, email) index.
  */
