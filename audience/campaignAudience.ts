@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { compileCondition, loadSegments } from './compile';
 import type { AudienceCondition } from './condition';
-import { NOT_SUPPRESSED } from './suppressions';
+import { notSuppressed } from './suppressions';
 
 /** What of a campaign row decides its audience. */
 export interface CampaignAudienceRow {
@@ -12,11 +12,12 @@ export interface CampaignAudienceRow {
 
 /**
  * The contacts a campaign goes to, as a query over `contacts AS c`: its audience (all, a segment, a filter),
- * subscribed contacts only, none whose address is suppressed (audience/suppressions.ts). A query over contacts returns each contact once, however the filter is built.
+ * subscribed contacts only, none whose address (or its keyed hash under `hashKey`, audience/suppressions.ts addressHashKey:
+ * an erased address) is suppressed (audience/suppressions.ts notSuppressed). A query over contacts returns each contact once, however the filter is built.
  * Wrapped in an object: a query builder is thenable, and returning it bare from an async function would run it.
  */
-export async function campaignAudience(db: Knex, projectId: string, c: CampaignAudienceRow): Promise<{ query: Knex.QueryBuilder }> {
-  const query = db('contacts as c').where('c.project_id', projectId).where('c.subscribed', true).whereRaw(NOT_SUPPRESSED);
+export async function campaignAudience(db: Knex, projectId: string, c: CampaignAudienceRow, hashKey: Buffer): Promise<{ query: Knex.QueryBuilder }> {
+  const query = db('contacts as c').where('c.project_id', projectId).where('c.subscribed', true).where(notSuppressed(db, projectId, hashKey));
   if (c.audience_type === 'ALL') return { query };
   const segments = await loadSegments(db, projectId);
   if (c.audience_type === 'SEGMENT') {
@@ -30,8 +31,8 @@ export async function campaignAudience(db: Knex, projectId: string, c: CampaignA
 }
 
 /** How many contacts the campaign would go to now (one COUNT query). */
-export async function countCampaignAudience(db: Knex, projectId: string, c: CampaignAudienceRow): Promise<number> {
-  const { query } = await campaignAudience(db, projectId, c);
+export async function countCampaignAudience(db: Knex, projectId: string, c: CampaignAudienceRow, hashKey: Buffer): Promise<number> {
+  const { query } = await campaignAudience(db, projectId, c, hashKey);
   const row = await query.count<{ n: string }[]>('* as n').first();
   return Number(row?.n ?? 0);
 }

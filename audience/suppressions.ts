@@ -9,7 +9,7 @@ import { audited, type Actor } from '../audit/log';
  * complaints put an address there (issue 17's bounce processing), the user may add and remove entries. Unsubscribes are
  * not suppressions: an unsubscribed contact still gets transactional mail (audience/subscription.ts).
  * Every way of sending checks the list in the statement that stores its emails (db/queries/sends.ts for sends); a
- * campaign's audience query leaves suppressed addresses out (audience/campaignAudience.ts, `NOT_SUPPRESSED`).
+ * campaign's audience query leaves suppressed addresses out (audience/campaignAudience.ts, `notSuppressed`), by the address and by its keyed hash.
  */
 
 /** From the mildest to the gravest: an entry's reason is replaced only by a graver one. */
@@ -79,21 +79,46 @@ export async function unsuppress(db: Knex, projectId: string, email: string): Pr
 export const ADDRESS_HASH_PREFIX = 'hmac-sha256:';
 export const ERASED_REASON = 'erased' as const;
 
-const hashers = new WeakMap<Buffer, (email: string) => string>();
+const keys = new WeakMap<Buffer, Buffer>();
 
-/** The hash function of an installation's secret (its key derived once per secret: every send hashes its recipients). */
-export function addressHasher(secret: Buffer): (email: string) => string {
-  let hasher = hashers.get(secret);
-  if (!hasher) {
-    const key = Buffer.from(hkdfSync('sha256', secret, 'herald', 'suppressed-address-hash', 32));
-    hasher = (email) => ADDRESS_HASH_PREFIX + createHmac('sha256', key).update(email.trim().toLowerCase(), 'utf8').digest('hex');
-    hashers.set(secret, hasher);
+/** The HMAC key of an installation's secret, derived once per secret (every send hashes its recipients). */
+export function addressHashKey(secret: Buffer): Buffer {
+  let key = keys.get(secret);
+  if (!key) {
+    key = Buffer.from(hkdfSync('sha256', secret, 'herald', 'suppressed-address-hash', 32));
+    keys.set(secret, key);
   }
-  return hasher;
+  return key;
 }
 
-/** The condition a query over `contacts AS c` adds to leave suppressed addresses out (a campaign's audience). */
-export const NOT_SUPPRESSED = 'NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.project_id = c.project_id AND s.email = c.email)';
+/** The hash function of an installation's secret. */
+export function addressHasher(secret: Buffer): (email: string) => string {
+  const key = addressHashKey(secret);
+  return (email) => ADDRESS_HASH_PREFIX + createHmac('sha256', key).update(email.trim().toLowerCase(), 'utf8').digest('hex');
+}
+
+/**
+ * The condition a query over `contacts AS c` adds to leave suppressed addresses out (a campaign's audience and its
+ * count): an entry of the address itself, or of its keyed hash (an erased address that came back as a contact by an
+ * import or POST /contacts). PostgreSQL computes the hash as addressHasher does, HMAC-SHA256 from its built-in sha256():
+ * sha256((K xor opad) || sha256((K xor ipad) || email)), over the address as stored (trimmed and lower-cased on the way
+ * in, so the same text Node hashes). The padded keys are bound parameters, never text of the statement (a server that
+ * logs slow statements with their parameters does write them to its log: docs/api.md says so). A project
+ * without any erased entry (one probe of suppressions_project_reason_id_idx, evaluated once per statement) hashes
+ * nothing; otherwise each contact costs two sha256 and one more probe of the (project_id, email) index.
+ */
+export function notSuppressed(db: Knex, projectId: string, hashKey: Buffer): Knex.Raw {
+  const block = Buffer.alloc(64); // SHA-256's block: a 32-byte key is padded with zeros
+  hashKey.copy(block);
+  const pad = (byte: number) => Buffer.from(block.map((b) => b ^ byte));
+  return db.raw(
+    `NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.project_id = c.project_id AND s.email = c.email)
+     AND (NOT EXISTS (SELECT 1 FROM suppressions e WHERE e.project_id = ?::uuid AND e.reason = '${ERASED_REASON}')
+       OR NOT EXISTS (SELECT 1 FROM suppressions h WHERE h.project_id = c.project_id
+         AND h.email = '${ADDRESS_HASH_PREFIX}' || encode(sha256(?::bytea || sha256(?::bytea || convert_to(c.email, 'UTF8'))), 'hex')))`,
+    [projectId, pad(0x5c), pad(0x36)],
+  );
+}
 
 /** The functions above as one object over the app's database, the API's way in (like campaignService). */
 export function suppressionService({ knex }: { knex: Knex }) {

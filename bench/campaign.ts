@@ -33,6 +33,7 @@
  * directory), BENCH_WORKER_NODE_ARGS (extra node options of the worker, e.g. --max-old-space-size=160),
  * BENCH_JSON=file (all figures).
  */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -115,7 +116,8 @@ interface HeraldRun { ms: number; batches: number; runs: number; rows: number; s
 async function heraldMaterialise(cluster: BenchCluster, projectId: string, rep: number): Promise<HeraldRun> {
   const { knex } = cluster;
   const campaignId = await newCampaign(knex, projectId, `herald-${rep}`, 'SCHEDULED');
-  const acts = campaignBatches({ knex });
+  // A secret of its own: the bench's project has no erased addresses, so no hash is ever compared.
+  const acts = campaignBatches({ knex, secret: randomBytes(32) });
   let batches = 0;
   let runs = 0;
   let doneAt = 0;

@@ -151,7 +151,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     housekeeping = startHousekeeping({ knex: db.knex, log, eventWindowMs: loadTrackingConfig().eventWindowMs, sessionIdleMinutes: loadSessionConfig().idleMinutes, inboundRetentionDays: config.bounces.inboundRetentionDays });
     log.info({ mail: mailer.describe, executorId, rate: config.sendRatePerSecond }, 'delivering mail');
   }
-  const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log, [() => dispatchPendingImports({ engine, knex: db.knex, log })]) : undefined;
+  const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log, secret, [() => dispatchPendingImports({ engine, knex: db.knex, log })]) : undefined;
   // Starts automation executions and delivers their wake-ups from the outbox their events wrote.
   const executions = roles.worker ? startExecutionDispatcher({ engine, knex: db.knex, log, maxRunning: config.automationMaxRunning }) : undefined;
   if (roles.worker) {

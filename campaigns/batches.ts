@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { campaignAudience } from '../audience/campaignAudience';
+import { addressHashKey } from '../audience/suppressions';
 import { frozenContent } from './content';
 import { cancelCampaignRows, failCampaignRows, finishCampaignRows } from './lifecycle';
 import { asPermanent } from '../engine/permanent';
@@ -11,9 +12,12 @@ export interface CampaignDeps {
   knex: Knex;
   /** The delivery rate (SEND_RATE_PER_SECOND): how long the campaign workflow waits between progress checks. */
   sendRatePerSecond?: number;
+  /** The installation's secret: the audience leaves out erased addresses by their keyed hash (audience/suppressions.ts). */
+  secret: Buffer;
 }
 
-export function campaignBatches({ knex, sendRatePerSecond }: CampaignDeps) {
+export function campaignBatches({ knex, sendRatePerSecond, secret }: CampaignDeps) {
+  const hashKey = addressHashKey(secret);
   return {
     /**
      * SCHEDULED → SENDING (or resume a SENDING one); any other state is the answer and the workflow stops. A campaign
@@ -43,7 +47,7 @@ export function campaignBatches({ knex, sendRatePerSecond }: CampaignDeps) {
       const result = await knex.transaction(async (trx) => {
         const campaign = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).forShare().first();
         if (!campaign || campaign.status !== 'SENDING') return null;
-        const batch = (await campaignAudience(trx, ref.projectId, campaign)).query.select('c.id', 'c.email').orderBy('c.id').limit(ref.size);
+        const batch = (await campaignAudience(trx, ref.projectId, campaign, hashKey)).query.select('c.id', 'c.email').orderBy('c.id').limit(ref.size);
         if (ref.after) batch.where('c.id', '>', ref.after);
         const { sql, bindings } = batch.toSQL();
         // Priority 1: the delivery queue serves transactional mail (0) first.

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { countCampaignAudience } from '../audience/campaignAudience';
+import { addressHashKey } from '../audience/suppressions';
 import { checkCondition } from '../audience/check';
 import { resolveSegments } from '../audience/compile';
 import type { AudienceCondition } from '../audience/condition';
@@ -195,6 +196,8 @@ export interface CampaignDeps {
   render: Renderer;
   /** Temporal UI and the namespace Herald's workflows run in (TEMPORAL_UI_URL, TEMPORAL_NAMESPACE), on Temporal only. */
   temporalUi?: TemporalUi;
+  /** The installation's secret: audiences leave out erased addresses by their keyed hash (audience/suppressions.ts). */
+  secret: Buffer;
 }
 
 export interface TemporalUi {
@@ -202,7 +205,8 @@ export interface TemporalUi {
   namespace: string;
 }
 
-export function campaignService({ knex, engine, log, render, temporalUi }: CampaignDeps): Campaigns {
+export function campaignService({ knex, engine, log, render, temporalUi, secret }: CampaignDeps): Campaigns {
+  const hashKey = addressHashKey(secret);
   const get = (projectId: string, id: string) => ownedRow<CampaignRow>(knex, 'campaigns', 'Campaign', projectId, id);
 
   return {
@@ -278,7 +282,7 @@ export function campaignService({ knex, engine, log, render, temporalUi }: Campa
           .update({ status: 'SCHEDULED', scheduled_at: scheduledAt ?? trx.fn.now(), updated_at: trx.fn.now() }).returning('*');
         return updated as CampaignRow;
       });
-      await dispatchCampaign(engine, knex, row, log);
+      await dispatchCampaign(engine, knex, row, log, secret);
       return (await knex('campaigns').where({ project_id: projectId, id: row.id }).first()) ?? row;
     },
 
@@ -328,7 +332,7 @@ export function campaignService({ knex, engine, log, render, temporalUi }: Campa
       try {
         return await countCampaignAudience(knex, projectId, {
           audience_type: audience.audienceType, segment_id: audience.segmentId?.toLowerCase() ?? null, audience_filter: audience.audienceFilter ?? null,
-        });
+        }, hashKey);
       } catch (err) {
         if (!isUnusableCondition(err)) throw err;
         const field = audience.audienceType === 'SEGMENT' ? 'segmentId' : 'audienceFilter';

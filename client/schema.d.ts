@@ -6667,6 +6667,8 @@ export interface operations {
                 segmentId?: string;
                 /** @description Only the contacts this audience condition selects, as JSON text: the language of FILTERED campaigns and dynamic segments (at most 1,500 characters: a longer condition belongs in a segment, `segmentId`). */
                 filter?: string;
+                /** @description CSV only: start the file with a UTF-8 byte order mark, so that Excel reads non-ASCII text (Zoë, 日本語) as UTF-8. Ignored for jsonl (JSON Lines has none). */
+                bom?: boolean;
             };
             header?: never;
             path?: never;

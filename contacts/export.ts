@@ -32,7 +32,12 @@ export interface ExportRequest {
   columns: readonly string[];
   segmentId?: string;
   filter?: AudienceCondition;
+  /** CSV only: start the file with a UTF-8 byte order mark, by which Excel reads it as UTF-8 (else as the system's code page). */
+  bom?: boolean;
 }
+
+/** U+FEFF in UTF-8. */
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 export interface ContactExport {
   stream: Readable;
@@ -152,14 +157,14 @@ export function contactExportService({ knex }: { knex: Knex }) {
       running++;
       let stream: Readable;
       try {
-        stream = await copyOut(knex, query, COPY_OPTIONS[req.format]);
+        stream = await copyOut(knex, query, COPY_OPTIONS[req.format], req.bom && req.format === 'csv' ? UTF8_BOM : undefined);
       } catch (err) {
         running--;
         throw err;
       }
       stream.once('close', () => { running--; });
       const filter = req.segmentId ? { segmentId: req.segmentId.toLowerCase() } : req.filter ? { filter: req.filter } : {};
-      await audited(knex, projectId, actor, { operation: 'exportContacts', resourceType: 'contact', resourceId: null, details: { format: req.format, columns: req.columns, ...filter } }, async () => undefined)
+      await audited(knex, projectId, actor, { operation: 'exportContacts', resourceType: 'contact', resourceId: null, details: { format: req.format, columns: req.columns, ...filter, ...(req.bom ? { bom: true } : {}) } }, async () => undefined)
         .catch((err: unknown) => { stream.destroy(); throw err; });
       return { stream, filename: exportFilename(req.format), contentType: CONTENT_TYPES[req.format] };
     },

@@ -11,9 +11,10 @@ import { to as copyTo } from 'pg-copy-streams';
  * that; and because a reader who goes away leaves the connection mid-COPY, which only closing it ends.
  *
  * `query` is one statement, with its values inlined (COPY takes no parameters): build it with knex and `toQuery()`,
- * whose literals are escaped by the driver's rules.
+ * whose literals are escaped by the driver's rules. `prefix`, when given, is written before the rows (a CSV's byte order
+ * mark: COPY has no option for one).
  */
-export async function copyOut(knex: Knex, query: string, options: string): Promise<Readable> {
+export async function copyOut(knex: Knex, query: string, options: string, prefix?: Buffer): Promise<Readable> {
   // Named, so that an operator (and a test) can tell an export's connection in pg_stat_activity.
   const client = new pg.Client({ ...(knex.client.connectionSettings as pg.ClientConfig), application_name: 'herald-export' });
   await client.connect();
@@ -44,6 +45,7 @@ export async function copyOut(knex: Knex, query: string, options: string): Promi
     throw err;
   }
   const out = new PassThrough({ highWaterMark: 64 * 1024 });
+  if (prefix) out.write(prefix);
   if (first === null) {
     close();
     out.end();

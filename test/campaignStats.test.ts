@@ -1,5 +1,6 @@
 import { DEFAULT_BOUNCE_SETTINGS, recordReturns } from '../bounces/bounces';
 import { campaignBatches } from '../campaigns/batches';
+import { TEST_SECRET } from './support/app';
 import { deleteContact } from '../db/queries/contacts';
 import { createProject } from '../projects/service';
 import { recordHits, type Hit } from '../tracking/record';
@@ -76,7 +77,7 @@ describe('queued, cancelled, deleted', () => {
       project_id: project.id, name: 'Q', subject: 'Q', body: '<p>Q</p>', from_email: 'news@example.com', audience_type: 'ALL', status: 'SENDING', started_at: knex.fn.now(),
     }).returning('id');
     const ref = { projectId: project.id, campaignId: campaign.id as string };
-    const batches = campaignBatches({ knex });
+    const batches = campaignBatches({ knex, secret: TEST_SECRET });
     // Two batches, the second one retried (as an engine retries an activity): the retry inserts nothing and counts nothing.
     const first = await batches.campaignBatch({ ...ref, after: null, size: 20 });
     await batches.campaignBatch({ ...ref, after: first.last, size: 20 });

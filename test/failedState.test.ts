@@ -2,7 +2,7 @@ import { campaignBatches } from '../campaigns/batches';
 import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
 import { dispatchCampaign } from '../campaigns/dispatch';
 import { createLogger } from '../logging/logger';
-import { bearer, type TestContext } from './support/app';
+import { bearer, TEST_SECRET, type TestContext } from './support/app';
 import { waitForExecutions, type ExecutionJson } from './support/automations';
 import type { TestEngine } from './support/engine';
 import { waitFor } from './support/processes';
@@ -163,7 +163,7 @@ describe('campaigns', () => {
       project_id: t.project.id, name: 'Stored year zero', subject: 'Hi', body: '<p>Hi</p>', from_email: 'news@example.com',
       audience_type: 'FILTERED', audience_filter: JSON.stringify(POISON), status: 'SCHEDULED', scheduled_at: t.db.knex.fn.now(),
     }).returning('*');
-    expect(await dispatchCampaign(eng.engine, t.db.knex, row, createLogger('silent'))).toBe(true);
+    expect(await dispatchCampaign(eng.engine, t.db.knex, row, createLogger('silent'), TEST_SECRET)).toBe(true);
     const failed = await campaignIn(row.id, 'FAILED', FAIL_FAST_MS);
     expect(failed.error).toMatch(/^the audience cannot be evaluated: /);
     expect(failed.error).toMatch(POISON_REASON);
@@ -182,7 +182,7 @@ describe('campaigns', () => {
       status: i === 0 ? 'SENT' : 'QUEUED', priority: 1, available_at: t.db.knex.raw("now() + interval '1 hour'"),
     })));
     await backfillCampaignStats(t.db.knex, { projectId: t.project.id, campaignId: row.id }); // its counts, as the writers keep them
-    const activities = campaignBatches({ knex: t.db.knex });
+    const activities = campaignBatches({ knex: t.db.knex, secret: TEST_SECRET });
     await expect(activities.failCampaign({ projectId: t.project.id, campaignId: row.id, error: 'boom' })).resolves.toBe('FAILED');
     const emails = await t.db.knex('emails').where({ campaign_id: row.id }).select('status', 'error');
     expect(emails.map((e) => e.status).sort()).toEqual(['CANCELLED', 'CANCELLED', 'SENT']);

@@ -92,3 +92,26 @@ function toFailure(response: Response, envelope: ErrorEnvelope | undefined): Api
   return new ApiFailure(response.status, error?.code ?? `HTTP_${response.status}`, error?.message ?? `Herald answered ${response.status}`,
     fields, error?.suggestion, Number.isFinite(retry) && retry > 0 ? retry : undefined);
 }
+
+/**
+ * A file the API answers (an export, a raw message), fetched with the session and the project like any call and saved
+ * under the name its Content-Disposition gives (else `fallback`). The console cannot send `Herald-Project` with a plain
+ * link, so the file passes through a Blob (the browser keeps a large one on disk, not in the page's memory). A failure
+ * is an ApiFailure, shown as `call` shows it.
+ *
+ *   await download(api.GET('/contacts/{id}/export', { params: { path: { id } }, parseAs: 'blob' }), `contact-${id}.json`);
+ */
+export async function download(request: Promise<Answer<unknown>>, fallback: string, opts: CallOptions = {}): Promise<string> {
+  let response: Response | undefined;
+  const blob = await call(request.then((answer) => { response = answer.response; return answer; }), opts) as unknown as Blob;
+  const named = /filename="([^"]+)"/.exec(response?.headers.get('Content-Disposition') ?? '')?.[1];
+  const filename = named ?? fallback;
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  a.click();
+  // Revoked once the browser has taken the file (the click starts the download; it does not wait for it).
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  return filename;
+}

@@ -46,6 +46,7 @@ export interface ExportContactsQuery {
   segmentId?: string;
   /** Parsed JSON, not checked yet: the export checks it as a condition. */
   filter?: AudienceCondition;
+  bom: boolean;
 }
 
 /**
@@ -73,6 +74,7 @@ export const exportContactsQuerySchema = Joi.object<ExportContactsQuery>({
     })
     .description('Only the contacts this audience condition selects, as JSON text: the language of FILTERED campaigns and dynamic segments (at most 1,500 characters: a longer condition belongs in a segment, `segmentId`).')
     .example('{"logic":"AND","groups":[{"filters":[{"field":"data.plan","operator":"equals","value":"pro"}]}]}'),
+  bom: Joi.boolean().default(false).description('CSV only: start the file with a UTF-8 byte order mark, so that Excel reads non-ASCII text (Zoë, 日本語) as UTF-8. Ignored for jsonl (JSON Lines has none).'),
 }).oxor('segmentId', 'filter');
 
 export interface DeleteContactQuery {

@@ -2,7 +2,8 @@ import request from 'supertest';
 import { createApp } from '../../api/app';
 import { countCampaignAudience } from '../../audience/campaignAudience';
 import { addDomain } from '../../domains/rows';
-import { bearer, createTestContext, testAppDeps, type TestContext } from '../support/app';
+import { bearer, createTestContext, TEST_SECRET, testAppDeps, type TestContext } from '../support/app';
+import { addressHashKey } from '../../audience/suppressions';
 import { backfillCampaignStats } from '../../db/migrations/20261203000001_campaign_stats';
 
 /**
@@ -152,7 +153,7 @@ describe('POST /campaigns/audience', () => {
 
     // The same number the campaign then goes to: a campaign of that filter, sent, has as many emails.
     const id = await campaign(key, { audienceType: 'FILTERED', audienceFilter: pro });
-    expect(await countCampaignAudience(t.db.knex, t.project.id, await t.db.knex('campaigns').where({ id }).first())).toBe(3);
+    expect(await countCampaignAudience(t.db.knex, t.project.id, await t.db.knex('campaigns').where({ id }).first(), addressHashKey(TEST_SECRET))).toBe(3);
   });
 
   test('a bad audience is a 422 naming its field; nothing is saved', async () => {

@@ -72,6 +72,20 @@ describe('GET /contacts/export', () => {
     expect(res.body).toContain('"line one\nline two\r\nline three"');
   });
 
+  test('bom=true: a CSV starts with the UTF-8 byte order mark (Excel then reads it as UTF-8); never without asking, never in JSON Lines', async () => {
+    const bytes = async (query: string) => Buffer.from((await exportText(query)).body as string, 'utf8');
+    const plain = await bytes('?columns=email,data.city');
+    expect(plain.subarray(0, 11).toString('utf8')).toBe('email,data.');
+    const withBom = await bytes('?columns=email,data.city&bom=true');
+    expect([...withBom.subarray(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
+    // The rest is the same file, byte for byte: the mark is only a prefix.
+    expect(withBom.subarray(3).equals(plain)).toBe(true);
+    expect(parse(withBom.subarray(3).toString('utf8'), { columns: true })).toContainEqual({ email: 'ada@example.com', 'data.city': tricky.unicode });
+    const jsonl = await bytes('?format=jsonl&columns=email&bom=true');
+    expect(jsonl[0]).toBe('{'.charCodeAt(0));
+    expect((await t.http().get('/contacts/export?bom=maybe').set(auth)).body.error.errors).toEqual([expect.objectContaining({ field: 'bom' })]);
+  });
+
   test('JSON Lines: one object per line keyed by the columns, data values keep their JSON type', async () => {
     const res = await exportText('?format=jsonl&columns=email,subscribed,data.seats,data.bio,data.city,data.address,data.missing');
     expect(res.status).toBe(200);

@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
-import { api, ApiFailure, call, type Schemas } from '../api';
+import { api, ApiFailure, call, download, type Schemas } from '../api';
 import {
-  Button, ConfirmDialog, EmailStatus, Icon, Loading, Page, TextAreaField, Time, toast,
+  Button, ConfirmDialog, Dialog, EmailStatus, Icon, Loading, Page, TextAreaField, TextField, Time, toast,
 } from '../components';
 import { useLoad } from '../hooks';
 import { useSession } from '../session';
@@ -12,7 +12,9 @@ import { NotLoaded } from './parts/NotLoaded';
 /**
  * One contact (issue 28): its subscription (subscribe / unsubscribe), its data as JSON (checked before it is sent;
  * the API's 422 shown under the field), delete with a confirmation that names the address, and what happened to it:
- * its emails (each opens the email's page) and its events, newest first.
+ * its emails (each opens the email's page) and its events, newest first. Issue 30: "Download data" saves everything
+ * Herald holds about the contact (GET /contacts/:id/export), and an admin may erase it (DELETE ?erase=true) after
+ * typing its address.
  */
 type Contact = Schemas['Contact'];
 
@@ -113,6 +115,43 @@ function ContactEvents({ id }: { id: string }) {
   );
 }
 
+/**
+ * Erasure's confirmation: what is erased, that it cannot be undone, and the address typed to confirm (a click alone is
+ * not enough for what no one can take back). Enter submits once it matches.
+ */
+function EraseDialog({ contact, onClose, onErased }: { contact: Contact; onClose: () => void; onErased: () => void }) {
+  const [typed, setTyped] = useState('');
+  const [busy, setBusy] = useState(false);
+  const matches = typed.trim().toLowerCase() === contact.email.toLowerCase();
+  const erase = async () => {
+    if (!matches) return;
+    setBusy(true);
+    try {
+      await call(api.DELETE('/contacts/{id}', { params: { path: { id: contact.id }, query: { erase: true } } }));
+      onErased();
+    } catch { /* the API wrapper showed it; the dialog stays */ } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Dialog open title={`Erase ${contact.email}?`} onClose={onClose} onSubmit={erase} actions={<>
+      <Button onClick={onClose} disabled={busy}>Cancel</Button>
+      <Button type="submit" variant="danger" busy={busy} disabled={!matches}>Erase permanently</Button>
+    </>}>
+      <div class="erase-what">
+        <p>Erasure (GDPR article 17) deletes the contact with its data, events, emails and segment memberships, and removes the address and what its emails said from everything Herald keeps after it:</p>
+        <ul>
+          <li>other emails’ recipients, Reply-To and headers that name it;</li>
+          <li>raw messages and attachments of its emails;</li>
+          <li>other events, webhook deliveries and the audit log.</li>
+        </ul>
+        <p>Campaign statistics keep their counts. The suppression list keeps only a keyed hash of the address, so that it is not mailed again by accident. <strong>This cannot be undone.</strong></p>
+      </div>
+      <TextField label={`Type ${contact.email} to confirm`} value={typed} onValue={setTyped} autoComplete="off" spellcheck={false} />
+    </Dialog>
+  );
+}
+
 export default function ContactDetail() {
   const { params } = useRoute();
   const { route } = useLocation();
@@ -122,6 +161,8 @@ export default function ContactDetail() {
   const [contact, setContact] = useState<Contact | undefined>(undefined);
   const [deleting, setDeleting] = useState(false);
   const [switching, setSwitching] = useState(false);
+  const [erasing, setErasing] = useState(false);
+  const [downloading, setDownloading] = useState(false);
   useEffect(() => { setContact(loaded.data); }, [loaded.data]);
 
   const breadcrumb = <a href="/app/contacts"><Icon name="arrowLeft" size={14} />Contacts</a>;
@@ -141,13 +182,26 @@ export default function ContactDetail() {
     }
   };
 
+  const downloadData = async () => {
+    setDownloading(true);
+    try {
+      const name = await download(api.GET('/contacts/{id}/export', { params: { path: { id } }, parseAs: 'blob' }), `contact-${id}.json`);
+      toast(`Downloaded ${name}`);
+    } catch { /* the API wrapper showed it */ } finally {
+      setDownloading(false);
+    }
+  };
+
   return (
     <Page title={contact.email} breadcrumb={breadcrumb}
       lede={<span class="row"><SubscriptionBadge subscribed={contact.subscribed} /><span class="muted">Added <Time value={contact.createdAt} /></span></span>}
-      actions={can('write') ? <>
-        <Button busy={switching} onClick={toggle}>{contact.subscribed ? 'Unsubscribe' : 'Subscribe'}</Button>
-        <Button variant="danger" onClick={() => setDeleting(true)}><Icon name="trash" />Delete</Button>
-      </> : null}>
+      actions={<>
+        <Button busy={downloading} onClick={downloadData}><Icon name="download" />Download data</Button>
+        {can('write') ? <>
+          <Button busy={switching} onClick={toggle}>{contact.subscribed ? 'Unsubscribe' : 'Subscribe'}</Button>
+          <Button variant="danger" onClick={() => setDeleting(true)}><Icon name="trash" />Delete</Button>
+        </> : null}
+      </>}>
       <div class="contact-grid">
         <div class="stack">
           <section class="card" aria-labelledby="contact-data">
@@ -171,6 +225,16 @@ export default function ContactDetail() {
             </dl>
           </section>
           <ContactEvents id={contact.id} />
+          {can('admin') ? (
+            // Apart from the page's actions: erasure answers a person's request to be forgotten, not everyday work.
+            <section class="card" aria-labelledby="contact-erasure">
+              <div class="card-header"><h2 id="contact-erasure">Erasure</h2></div>
+              <div class="card-body stack contact-erasure">
+                <p class="muted">When this person asks to be forgotten (GDPR article 17): deletes the contact and removes its address from everything Herald keeps. It cannot be undone.</p>
+                <div><Button variant="danger" onClick={() => setErasing(true)}>Erase contact</Button></div>
+              </div>
+            </section>
+          ) : null}
         </div>
       </div>
       <ConfirmDialog open={deleting} title={`Delete ${contact.email}?`} confirm="Delete contact" danger onClose={() => setDeleting(false)}
@@ -181,6 +245,7 @@ export default function ContactDetail() {
         }}>
         The contact is removed with their data, events and email log, and leaves every segment. This cannot be undone; sending to the address again makes a new contact.
       </ConfirmDialog>
+      {erasing ? <EraseDialog contact={contact} onClose={() => setErasing(false)} onErased={() => { toast(`${contact.email} erased`); route('/app/contacts'); }} /> : null}
     </Page>
   );
 }

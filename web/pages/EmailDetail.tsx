@@ -1,6 +1,6 @@
 import { useMemo, useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
-import { api, call, currentProjectId, type Schemas } from '../api';
+import { api, ApiFailure, call, download, type Schemas } from '../api';
 import { Badge, Button, EmailStatus, Icon, Loading, MessagePreview, Page, Time, toast, type Tone } from '../components';
 import { useLoad } from '../hooks';
 import { Fragment } from 'preact';
@@ -38,20 +38,13 @@ function detailLine(data: Record<string, unknown>): string {
 /** The message's remote resources (http/https images and backgrounds): the preview loads them only on request. */
 const REMOTE = /(<img[^>]+src\s*=\s*["']?\s*https?:|url\(\s*["']?\s*https?:|background\s*=\s*["']?\s*https?:)/i;
 
-/** GET /emails/:id/raw with the session and the project, saved as <id>.eml (a 409 says a campaign email has no message). */
+/** GET /emails/:id/raw saved as <id>.eml (a 409 says a campaign email has no message). */
 async function downloadRaw(id: string): Promise<void> {
-  const res = await fetch(`/emails/${encodeURIComponent(id)}/raw`, { credentials: 'same-origin', headers: { 'Herald-Project': currentProjectId() ?? '' } });
-  if (!res.ok) {
-    const why = res.status === 409 ? 'this campaign email has no message (its contact unsubscribed, or it could not be rendered)' : `the API answered ${res.status}`;
-    toast.error(`The raw message could not be downloaded: ${why}`);
-    return;
+  try {
+    await download(api.GET('/emails/{id}/raw', { params: { path: { id } }, parseAs: 'blob' }), `${id}.eml`, { expect: [409] });
+  } catch (err) {
+    if (err instanceof ApiFailure && err.status === 409) toast.error('The raw message could not be downloaded: this campaign email has no message (its contact unsubscribed, or it could not be rendered)');
   }
-  const url = URL.createObjectURL(await res.blob());
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = `${id}.eml`;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
 export default function EmailDetail() {

@@ -19,7 +19,7 @@ import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { api, ApiFailure, call, type Schemas } from '../../api';
 import { Button, FormError, Icon, Spinner } from '../../components';
 import { useLoad } from '../../hooks';
-import { SubscriptionBadge } from './contacts';
+import { SubscriptionBadge, useDataKeys } from './contacts';
 
 export type AudienceCondition = NonNullable<Schemas['Segment']['condition']>;
 export type FilterRule = AudienceCondition['groups'][number]['filters'][number];
@@ -240,9 +240,7 @@ export function conditionErrors(fields: Record<string, string>, prefix: string):
 function useChoices() {
   const names = useLoad(() => call(api.GET('/events/names')).catch(() => ({ items: [] })), []);
   const segments = useLoad(() => call(api.GET('/segments', { params: { query: { limit: 100 } } })).catch(() => ({ items: [] as Schemas['Segment'][] })), []);
-  // No route lists data keys: those of the newest contacts are suggestions enough (any key may be typed).
-  const contacts = useLoad(() => call(api.GET('/contacts', { params: { query: { limit: 100 } } })).catch(() => ({ items: [] as Contact[] })), []);
-  const dataKeys = [...new Set((contacts.data?.items ?? []).flatMap((c) => Object.keys(c.data)))].sort();
+  const dataKeys = useDataKeys();
   const eventNames = (names.data?.items ?? []).map((n) => n.name).filter((n) => !n.startsWith('email.'));
   return { eventNames, segments: segments.data?.items ?? [], dataKeys };
 }

@@ -1,5 +1,7 @@
 /** Parts of the Contacts pages (Contacts, ContactDetail): not a page (web/pages/parts/ holds what two pages share). */
+import { api, call, type Schemas } from '../../api';
 import { Badge } from '../../components';
+import { useLoad } from '../../hooks';
 
 /**
  * A contact's data as the person typed it: JSON that must be an object. A mistake is named before anything is sent
@@ -32,4 +34,13 @@ export function dataPatch(stored: Record<string, unknown>, next: Record<string, 
 
 export function SubscriptionBadge({ subscribed }: { subscribed: boolean }) {
   return subscribed ? <Badge tone="success">Subscribed</Badge> : <Badge>Unsubscribed</Badge>;
+}
+
+/**
+ * The project's data keys, as far as the newest 100 contacts show them, sorted: no route lists data keys, and these are
+ * suggestions enough (the audience builder's, the export's columns). Empty until loaded, and on a failure.
+ */
+export function useDataKeys(): string[] {
+  const contacts = useLoad(() => call(api.GET('/contacts', { params: { query: { limit: 100 } } })).catch(() => ({ items: [] as Schemas['Contact'][] })), []);
+  return [...new Set((contacts.data?.items ?? []).flatMap((c) => Object.keys(c.data)))].sort();
 }
