@@ -7,6 +7,7 @@ import {
 import { useLoad } from '../hooks';
 import { useSession } from '../session';
 import { parseData, SubscriptionBadge } from './parts/contacts';
+import { ImportDialog } from './parts/ImportDialog';
 
 /**
  * Contacts (issue 28): search by address (`/` focuses it), filter by subscription, cursor pages (never an offset:
@@ -83,6 +84,7 @@ export default function Contacts() {
   const subscribed = query.subscribed === 'true' || query.subscribed === 'false' ? query.subscribed : '';
   const [typed, setTyped] = useState(search);
   const [creating, setCreating] = useState(false);
+  const [importing, setImporting] = useState(false);
   const pages = useCursorPages(`${search}|${subscribed}`);
 
   const setQuery = (next: { search?: string; subscribed?: string }) => {
@@ -113,7 +115,10 @@ export default function Contacts() {
 
   return (
     <Page title="Contacts" lede="The people you send to: their subscription and the data your templates and segments use."
-      actions={can('write') ? <Button variant="primary" onClick={() => setCreating(true)}><Icon name="plus" />New contact</Button> : null}>
+      actions={can('write') ? <>
+        <Button onClick={() => setImporting(true)}><Icon name="download" />Import</Button>
+        <Button variant="primary" onClick={() => setCreating(true)}><Icon name="plus" />New contact</Button>
+      </> : null}>
       <div class="stack contacts">
         <div class="toolbar">
           <div class="grow"><SearchField label="Search by email" value={typed} onValue={setTyped} autoComplete="off" spellcheck={false} /></div>
@@ -159,6 +164,7 @@ export default function Contacts() {
         ) : null}
       </div>
       {can('write') ? <NewContact open={creating} onClose={() => setCreating(false)} /> : null}
+      {can('write') ? <ImportDialog open={importing} onClose={() => setImporting(false)} onImported={list.reload} /> : null}
     </Page>
   );
 }
