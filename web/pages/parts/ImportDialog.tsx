@@ -23,9 +23,9 @@ type DataType = NonNullable<Column['type']>;
 const PREVIEW_BYTES = 256 * 1024;
 const POLL_MS = 1000;
 
-const TARGETS: [Target, string][] = [['email', 'Email address'], ['subscribed', 'Subscribed'], ['data', 'Data'], ['ignore', 'Ignore']];
+const TARGETS: [Target, string][] = [['email', 'Email'], ['subscribed', 'Subscribed'], ['data', 'Data'], ['ignore', 'Ignore']];
 const TYPES: [DataType, string][] = [['string', 'Text'], ['number', 'Number'], ['boolean', 'Yes / no'], ['date', 'Date']];
-const MODES: [string, string][] = [['upsert', 'Add new contacts and update existing ones'], ['create', 'Only add new contacts'], ['update', 'Only update existing contacts']];
+const MODES: [string, string][] = [['upsert', 'Add new and update existing'], ['create', 'Only add new contacts'], ['update', 'Only update existing contacts']];
 const DATA_MODES: [string, string][] = [['merge', 'Merge: keep their other keys'], ['replace', 'Replace their data with the file\'s']];
 
 const STATUS: Record<Import['status'], [string, Tone]> = {
@@ -66,6 +66,7 @@ async function downloadErrors(id: string): Promise<void> {
 }
 
 const n = (x: number) => x.toLocaleString();
+const fileSize = (bytes: number) => (bytes < 1024 * 1024 ? `${n(Math.max(1, Math.round(bytes / 1024)))} KB` : `${n(Math.round((10 * bytes) / 1024 / 1024) / 10)} MB`);
 
 function StatusBadge({ status }: { status: Import['status'] }) {
   const [word, tone] = STATUS[status];
@@ -85,7 +86,7 @@ function ChooseFile({ onPreview, onOpen, busy, error }: { onPreview: (file: File
         onDrop={(e) => { e.preventDefault(); setOver(false); pick(e.dataTransfer?.files); }}>
         <Icon name="download" size={22} />
         <span class="import-drop-title">{busy ? 'Reading the file…' : 'Choose a CSV or JSON Lines file'}</span>
-        <span class="import-drop-hint">or drop it here. A header row, comma or semicolon separated, UTF-8; up to 2 GB.</span>
+        <span class="import-drop-hint">or drop it here. CSV with a header row, comma or semicolon separated, UTF-8.</span>
         <input class="visually-hidden" type="file" accept=".csv,.txt,.jsonl,.ndjson,text/csv,application/x-ndjson" disabled={busy}
           onChange={(e) => { pick(e.currentTarget.files); e.currentTarget.value = ''; }} />
       </label>
@@ -118,7 +119,7 @@ function ColumnMap({ preview, columns, onColumns, problem }: { preview: Preview;
     <>
       <p class="import-summary">
         {preview.format === 'csv' ? `CSV, ${preview.delimiter === ';' ? 'semicolon' : 'comma'} separated` : 'JSON Lines'} · {columns.length} columns ·
-        {' '}the first {n(preview.rows.length)} rows read{preview.problems.length ? `, ${preview.problems.length} of them refused` : ''}.
+        {' '}the first {n(preview.rows.length + preview.problems.length)} rows read{preview.problems.length ? `, ${n(preview.problems.length)} of them unreadable` : ''}.
       </p>
       {preview.problems.length ? (
         <div class="import-problems" role="note">
@@ -346,7 +347,7 @@ export function ImportDialog({ open, onClose, onImported }: { open: boolean; onC
   if (step.at === 'options') {
     return (
       <Dialog open={open} title="Import contacts: options" onClose={onClose} wide onSubmit={() => void start(step.file)}
-        lede={<>{step.file.name} · {(step.file.size / 1024 / 1024).toFixed(step.file.size < 10 * 1024 * 1024 ? 1 : 0)} MB</>}
+        lede={<>{step.file.name} · {fileSize(step.file.size)}</>}
         actions={<>
           <Button onClick={() => setStep({ at: 'columns', file: step.file, preview: step.preview })} disabled={busy}>Back</Button>
           <Button type="submit" variant="primary" busy={busy}>Start import</Button>
