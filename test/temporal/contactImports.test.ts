@@ -55,8 +55,16 @@ describeTemporal(__filename, 'Temporal: contact imports as workflows', (temporal
     const res = await upload(['email,plan', ...Array.from({ length: total }, (_, i) => `kill${i}@example.com,p`)].join('\n'));
     const id = res.body.data.id;
     await waitFor('a first batch', async () => ((await progress(id)).rows.read > 0 ? true : undefined), 60_000, 20);
+    // A batch held in flight: the import's row locked here, the worker's next batch waits for it (a batch is too quick
+    // to be caught otherwise), and is killed while it waits.
+    const lock = await c.db.knex.transaction();
+    await lock('contact_imports').where('id', id).forUpdate().first();
+    const handle = c.client.workflow.getHandle(`contact-import-${id}`);
+    await waitFor('a batch in flight', async () => ((await handle.describe()).raw.pendingActivities ?? [])
+      .some((a) => a.activityType?.name === 'importBatch' && a.state === proto.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED) || undefined, 30_000, 50);
     await c.stopWorkers('SIGKILL');
     const killedAt = Date.now();
+    await lock.commit();
     expect((await progress(id)).rows.read).toBeLessThan(total);
     c.startWorker('w1');
     await c.workersReady();
@@ -70,7 +78,7 @@ describeTemporal(__filename, 'Temporal: contact imports as workflows', (temporal
       .select(c.db.knex.raw('count(*)::int AS n'), c.db.knex.raw('count(DISTINCT email)::int AS distinct'));
     expect({ n, distinct }).toEqual({ n: total, distinct: total });
     // The batch the killed worker held was retried because its heartbeats stopped, not after the minute's start-to-close.
-    const events = (await c.client.workflow.getHandle(`contact-import-${id}`).fetchHistory()).events ?? [];
+    const events = (await handle.fetchHistory()).events ?? [];
     const retried = events.map((e) => e.activityTaskStartedEventAttributes).filter((a) => a && (a.attempt ?? 1) > 1);
     expect(retried.length).toBeGreaterThan(0);
     expect(retried[0]!.lastFailure?.timeoutFailureInfo?.timeoutType).toBe(proto.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT);
