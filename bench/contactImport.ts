@@ -10,7 +10,7 @@
  * - the import: POST /contacts/imports with the file streamed from disk, until COMPLETED (upload and merge apart);
  * - the worker's RSS, sampled every 250 ms from the upload to the end;
  * - POST /v1/send latency (p50, p99) idle, then while the import runs.
- * Prints a table for BENCHMARKS.md.
+ * Prints a table for BENCHMARKS.md. With BENCH_PG_STAT=1, also the statements that took the import's time, per batch.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -18,11 +18,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { from as copyFrom } from 'pg-copy-streams';
 import { pipeline } from 'node:stream/promises';
-import { startCluster } from './lib/cluster';
+import { printTopStatements, startCluster } from './lib/cluster';
 import { benchProject, prepareEngineSchema, startHeraldChild } from './lib/herald';
 import { machine, runBench, sleep, type Child } from './lib/proc';
 import { startSink } from './lib/sink';
 import { createProject } from '../projects/service';
+import { IMPORT_BATCH_ROWS } from '../contacts/imports/batches';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 
@@ -121,6 +122,7 @@ runBench('bench:contact-import', 60 * 60_000, async () => {
         await sleep(250);
       }
     })();
+    if (cluster.pgStat) await cluster.knex.raw('SELECT pg_stat_statements_reset()');
     const start = Date.now();
     const uploaded = await post(port, `/contacts/imports?columns=${encodeURIComponent(columns)}`, { ...auth, 'Content-Type': 'text/csv', 'Content-Length': String(bytes) }, fs.createReadStream(file));
     if (uploaded.status !== 202) throw new Error(`upload: ${uploaded.status} ${uploaded.body}`);
@@ -137,6 +139,10 @@ runBench('bench:contact-import', 60 * 60_000, async () => {
     sampling = false;
     await sampler;
     console.log(`import: ${JSON.stringify(status.rows)} ${status.status}`);
+    if (cluster.pgStat) {
+      console.log(`statements per batch of ${IMPORT_BATCH_ROWS} rows (upload included):`);
+      await printTopStatements(cluster, Math.ceil(ROWS / IMPORT_BATCH_ROWS), 12);
+    }
     console.log('\n| rows | raw COPY + INSERT (floor) | import (upload + merge) | of which upload | import ÷ floor speed | worker RSS max | /v1/send p50 / p99 idle | during import |');
     console.log('|---|---|---|---|---|---|---|---|');
     console.log(`| ${ROWS} | ${(floorMs / 1000).toFixed(1)} s | ${(importMs / 1000).toFixed(1)} s | ${(uploadMs / 1000).toFixed(1)} s | ${(floorMs / importMs).toFixed(2)} × | ${Math.max(...rss).toFixed(0)} MB | ${pct(idle, 50).toFixed(1)} / ${pct(idle, 99).toFixed(1)} ms | ${pct(during, 50).toFixed(1)} / ${pct(during, 99).toFixed(1)} ms (${during.length} sends) |`);

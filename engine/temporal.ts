@@ -3,7 +3,7 @@ import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { temporal as proto } from '@temporalio/proto';
 import type { Logger } from '../logging/logger';
-import { WORKFLOW_TASK_QUEUE } from '../workflows/policy';
+import { HEARTBEAT, HEARTBEATING_ACTIVITIES, WORKFLOW_TASK_QUEUE } from '../workflows/policy';
 import type { Activities, WorkflowInputs, WorkflowName } from '../workflows/types';
 import type { Engine, StartOptions, WorkerHandle } from './types';
 import { workflowBundlePath } from './workflowBundle';
@@ -208,6 +208,30 @@ export interface TemporalWorkerOptions extends TemporalOptions {
 }
 
 /**
+ * The activities of HEARTBEATING_ACTIVITIES beating every HEARTBEAT.everyMs while they run (from a timer: a batch
+ * waiting on one long statement still beats, a killed worker does not), so that the server notices a lost worker
+ * within HEARTBEAT.timeoutMs (workflows/temporal.ts asks for that timeout).
+ */
+async function withHeartbeats(activities: Activities): Promise<Activities> {
+  const { Context } = await import('@temporalio/activity');
+  const wrapped: Record<string, unknown> = { ...activities };
+  for (const name of HEARTBEATING_ACTIVITIES) {
+    const fn = (activities as unknown as Record<string, unknown>)[name];
+    if (typeof fn !== 'function') continue;
+    wrapped[name] = async (...args: unknown[]) => {
+      const context = Context.current();
+      const timer = setInterval(() => context.heartbeat(), HEARTBEAT.everyMs);
+      try {
+        return await (fn as (...a: unknown[]) => Promise<unknown>)(...args);
+      } finally {
+        clearInterval(timer);
+      }
+    };
+  }
+  return wrapped as unknown as Activities;
+}
+
+/**
  * Runs workflows and their activities on the `herald` task queue. Any number of workers may poll it: the server hands
  * each task to one of them, and a stopped worker's tasks to the others.
  */
@@ -236,7 +260,7 @@ export async function startTemporalWorker(opts: TemporalWorkerOptions): Promise<
     taskQueue: WORKFLOW_TASK_QUEUE,
     ...(opts.identity ? { identity: opts.identity } : {}),
     workflowBundle: { codePath: await workflowBundlePath() },
-    activities: opts.activities,
+    activities: await withHeartbeats(opts.activities),
     sinks: heraldSinks(),
   });
   const running = worker.run();

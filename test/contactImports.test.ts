@@ -129,6 +129,14 @@ test('JSON Lines, and the modes: create skips known addresses, update skips unkn
   expect(again.rows).toEqual({ read: 1, created: 0, updated: 0, skipped: 1, failed: 0 });
 });
 
+test('values with backslashes, tabs, quotes and line breaks are stored as the file has them', async () => {
+  const note = 'C:\\path\\n\ttab "quoted" \\N\r\nnext line';
+  const csv = `email,note\r\nodd@example.com,"${note.replace(/"/g, '""')}"\r\n`;
+  const done = await finished((await upload(csv, { columns: [{ column: 'email', to: 'email' }, { column: 'note', to: 'data' }] })).body.data.id);
+  expect(done.rows).toEqual({ read: 1, created: 1, updated: 0, skipped: 0, failed: 0 });
+  expect((await contact('odd@example.com')).data).toEqual({ note });
+});
+
 test('an import never re-subscribes an unsubscribed or suppressed contact; resubscribe does, for admins only, audited', async () => {
   await t.http().post('/contacts').set(key).send({ email: 'gone@example.com', subscribed: false }).expect(201);
   await t.http().post('/contacts').set(key).send({ email: 'stays@example.com', subscribed: true }).expect(201);

@@ -35,6 +35,16 @@ export const WEBHOOK_RETRY = {
   maximumAttempts: 6,
 } as const;
 
+/**
+ * Activities that beat while they run (Temporal's heartbeat; the embedded engine's recovery needs none): a contact
+ * import's batch can take seconds on a big table, more than a short start-to-close timeout should allow, yet a worker
+ * killed in the middle of one must not hold the import for ACTIVITY's minute. The worker beats every `everyMs`; the
+ * server retries the batch on another worker once `timeoutMs` passes without one (the checkpoint makes it safe: a batch
+ * not committed is read again, a committed one is not).
+ */
+export const HEARTBEAT = { timeoutMs: 10_000, everyMs: 2_000 } as const;
+export const HEARTBEATING_ACTIVITIES: readonly string[] = ['importBatch'];
+
 /** Topic of the nudge that wakes an automation execution from a wait (an event arrived, or its deadline moved). */
 export const WAKE_TOPIC = 'wake';
 

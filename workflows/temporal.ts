@@ -17,7 +17,7 @@ import { importContacts as importContactsLogic } from './importContacts';
 import type { WorkflowContext } from './context';
 import { runAutomation as runAutomationLogic } from './runAutomation';
 import { sendCampaign as sendCampaignLogic } from './sendCampaign';
-import { ACTIVITY_RETRY, PERMANENT_ERROR, WAKE_TOPIC, WEBHOOK_RETRY, type RetryPolicy } from './policy';
+import { ACTIVITY_RETRY, HEARTBEAT, HEARTBEATING_ACTIVITIES, PERMANENT_ERROR, WAKE_TOPIC, WEBHOOK_RETRY, type RetryPolicy } from './policy';
 import type { RunAutomationInput, CheckDomainsInput, ImportContactsInput, OtherActivities, SendCampaignInput, WebhookActivities } from './types';
 
 function retry(p: RetryPolicy): TemporalRetryPolicy {
@@ -39,8 +39,15 @@ function retry(p: RetryPolicy): TemporalRetryPolicy {
 const inbox = new Map<string, number>();
 const wake = defineSignal<[unknown]>(WAKE_TOPIC);
 
+const activities = proxyActivities<OtherActivities>({ startToCloseTimeout: '1 minute', retry: retry(ACTIVITY_RETRY) });
+// The same activities with a heartbeat timeout (policy.ts HEARTBEAT): a lost worker's batch is retried within seconds,
+// while a slow batch that still beats may run on. Activity options are not part of the history: no patch needed.
+const beating = proxyActivities<OtherActivities>({ startToCloseTimeout: '10 minutes', heartbeatTimeout: HEARTBEAT.timeoutMs, retry: retry(ACTIVITY_RETRY) });
+
 const context: WorkflowContext = {
-  activities: proxyActivities<OtherActivities>({ startToCloseTimeout: '1 minute', retry: retry(ACTIVITY_RETRY) }),
+  activities: new Proxy(activities, {
+    get: (target, name) => (typeof name === 'string' && HEARTBEATING_ACTIVITIES.includes(name) ? beating : target)[name as keyof OtherActivities],
+  }),
   // The call's own timeout (WEBHOOK_TIMEOUT_MS) is enforced inside the activity; this one only bounds a lost worker.
   webhooks: proxyActivities<WebhookActivities>({ startToCloseTimeout: '2 minutes', retry: retry(WEBHOOK_RETRY) }),
   receive: async (topic, timeoutMs) => {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { fileFrom, mergeStaged, stageRows, type StagedRow } from '../../db/queries/contactImports';
+import { fileFrom, mergeStaged, probeStaged, stageRows, type StagedRow } from '../../db/queries/contactImports';
 import { planColumns, rowToContact, type ColumnMapping } from './columns';
 import { readRecords, type ImportFormat } from './format';
 import type { ImportBatchResult, ImportRef, ImportStatus } from '../../workflows/types';
@@ -107,6 +107,7 @@ export function importBatches({ knex }: { knex: Knex }) {
         };
         good.sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0));
         await stageRows(trx, good);
+        await probeStaged(trx, imp.id);
         let created = 0;
         let updated = 0;
         let skipped = 0;

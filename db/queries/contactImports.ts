@@ -40,21 +40,42 @@ export interface MergeResult {
   missed: string[];
 }
 
-const csvField = (v: string | null) => (v === null ? '' : `"${v.replace(/"/g, '""')}"`);
+/**
+ * A value in COPY's text format: backslash, tab, newline and carriage return escaped. Text, not CSV: a row's data is
+ * JSON, full of quotes that CSV would double (measured: a batch's COPY text built 6 times faster).
+ */
+const COPY_SPECIAL = /[\\\t\n\r]/;
+const COPY_SPECIALS = /[\\\t\n\r]/g;
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+const copyText = (v: string) => (COPY_SPECIAL.test(v) ? v.replace(COPY_SPECIALS, (c) => COPY_ESCAPES[c]!) : v);
 
 /** Stages the rows in `import_staging`, a temporary table dropped at the transaction's end, by COPY. */
 export async function stageRows(trx: Knex.Transaction, rows: StagedRow[]): Promise<void> {
-  await trx.raw('CREATE TEMPORARY TABLE import_staging (line integer NOT NULL, email text NOT NULL, subscribed boolean, data jsonb NOT NULL) ON COMMIT DROP');
+  await trx.raw('CREATE TEMPORARY TABLE import_staging (line integer NOT NULL, email text NOT NULL, subscribed boolean, data jsonb NOT NULL, first integer) ON COMMIT DROP');
   if (rows.length === 0) return;
   // The transaction's own connection (knex hands it out without a second checkout).
   const connection = await trx.client.acquireConnection() as { query(stream: unknown): NodeJS.WritableStream };
-  const text = rows.map((r) => `${r.line},${csvField(r.email)},${r.subscribed === null ? '' : r.subscribed},${csvField(JSON.stringify(r.data))}\n`).join('');
+  const text = rows.map((r) => `${r.line}\t${copyText(r.email)}\t${r.subscribed === null ? '\\N' : r.subscribed}\t${copyText(JSON.stringify(r.data))}\n`).join('');
   await new Promise<void>((resolve, reject) => {
-    const copy = connection.query(copyFrom('COPY import_staging (line, email, subscribed, data) FROM STDIN (FORMAT csv)'));
+    const copy = connection.query(copyFrom('COPY import_staging (line, email, subscribed, data) FROM STDIN'));
     copy.on('error', reject);
     copy.on('finish', resolve);
     copy.end(text);
   });
+}
+
+/**
+ * Notes on each staged row the line that took its address in an earlier batch of the import, if any (a duplicate), and
+ * gives the planner the staged rows' statistics. Both are for the merge's plan: a probe per row by the seen table's key
+ * (a scalar subquery, never flattened into a join: as a join, the planner, misled by the stale statistics of a table
+ * that grows by the batch, read every address seen so far on every batch, a cost quadratic in the import), and
+ * estimates that know how many rows are fresh (without them, it took a few rows for thousands and chose nested loops
+ * over them: 1.3 s for 5,000 rows).
+ */
+export async function probeStaged(trx: Knex.Transaction, importId: string): Promise<void> {
+  await trx.raw(`UPDATE import_staging s SET first = (SELECT o.line FROM contact_import_seen o WHERE o.import_id = ? AND o.email = s.email)
+    WHERE EXISTS (SELECT 1 FROM contact_import_seen o WHERE o.import_id = ? AND o.email = s.email OFFSET 0)`, [importId, importId]);
+  await trx.raw('ANALYZE import_staging');
 }
 
 /**
@@ -65,21 +86,25 @@ export async function stageRows(trx: Knex.Transaction, rows: StagedRow[]): Promi
  */
 export async function mergeStaged(trx: Knex.Transaction, o: MergeOptions): Promise<MergeResult> {
   const newSubscribed = o.resubscribe ? 'coalesce(f.subscribed, :def)' : 'coalesce(f.subscribed, :def) AND NOT f.suppressed';
-  const keptSubscribed = o.resubscribe ? 'coalesce(f.subscribed, c.subscribed)' : 'c.subscribed AND coalesce(f.subscribed, true)';
-  const newData = o.dataMode === 'merge' ? 'c.data || f.data' : 'f.data';
+  // An existing contact (c) and its row's values (o.in_…).
+  const keptSubscribed = o.resubscribe ? 'coalesce(o.in_subscribed, c.subscribed)' : 'c.subscribed AND coalesce(o.in_subscribed, true)';
+  const newData = o.dataMode === 'merge' ? 'c.data || o.in_data' : 'o.in_data';
   const inserts = o.mode !== 'update';
   const updates = o.mode !== 'create';
   const sql = `
-    WITH staged AS (SELECT line, email, subscribed, data FROM import_staging),
-    fresh AS (
-      SELECT s.*, EXISTS (SELECT 1 FROM suppressions x WHERE x.project_id = :project AND x.email = s.email) AS suppressed
-      FROM staged s
-      WHERE NOT EXISTS (SELECT 1 FROM contact_import_seen o WHERE o.import_id = :import AND o.email = s.email)),
-    dups AS (
-      SELECT s.line, o.line AS first FROM staged s JOIN contact_import_seen o ON o.import_id = :import AND o.email = s.email),
+    WITH fresh AS (
+      SELECT s.line, s.email, s.subscribed, s.data,
+             EXISTS (SELECT 1 FROM suppressions x WHERE x.project_id = :project AND x.email = s.email) AS suppressed
+      FROM import_staging s WHERE s.first IS NULL),
+    dups AS (SELECT line, first FROM import_staging WHERE first IS NOT NULL),
+    -- Each row probes the project's contacts by the unique index (LATERAL … LIMIT 1: a lookup per row, which the planner
+    -- cannot turn into a hash join reading every contact of the project, as it did with stale statistics on a table that
+    -- grows by the batch), in address order (the sorted subquery drives the lookups), so that two imports of the same
+    -- addresses lock them in the same order.
     old AS (
-      SELECT c.id, c.email, c.subscribed, c.data FROM contacts c JOIN fresh f ON c.project_id = :project AND c.email = f.email
-      ORDER BY c.email FOR UPDATE OF c),
+      SELECT c.id, c.email, c.subscribed, c.data, f.subscribed AS in_subscribed, f.data AS in_data
+      FROM (SELECT email, subscribed, data FROM fresh ORDER BY email) f
+      JOIN LATERAL (SELECT c.id, c.email, c.subscribed, c.data FROM contacts c WHERE c.project_id = :project AND c.email = f.email LIMIT 1 FOR UPDATE) c ON true),
     ins AS (
       ${inserts ? `INSERT INTO contacts (id, project_id, email, subscribed, data)
       SELECT herald_uuidv7(), :project, f.email, ${newSubscribed}, f.data
@@ -92,9 +117,9 @@ export async function mergeStaged(trx: Knex.Transaction, o: MergeOptions): Promi
         subscribed = ${keptSubscribed},
         data = ${newData},
         updated_at = CASE WHEN (${keptSubscribed}, ${newData}) IS DISTINCT FROM (c.subscribed, c.data) THEN now() ELSE c.updated_at END
-      FROM fresh f, old
-      WHERE c.project_id = :project AND c.id = old.id AND old.email = f.email
-      RETURNING c.id, c.email, c.subscribed, old.subscribed AS was, (c.subscribed, c.data) IS DISTINCT FROM (old.subscribed, old.data) AS changed`
+      FROM old o
+      WHERE c.project_id = :project AND c.id = o.id
+      RETURNING c.id, c.email, c.subscribed, o.subscribed AS was, (c.subscribed, c.data) IS DISTINCT FROM (o.subscribed, o.data) AS changed`
     : 'SELECT NULL::uuid AS id, NULL::text AS email, NULL::boolean AS subscribed, NULL::boolean AS was, false AS changed WHERE false'}),
     -- Upsert: an address neither found by this statement's snapshot nor inserted was inserted meanwhile by another
     -- transaction; the caller merges it again with a new snapshot (as db/queries/contacts.ts upsertContacts does).

@@ -2,6 +2,8 @@ import { bearer } from '../support/app';
 import { waitFor } from '../support/processes';
 import { heraldCluster } from '../support/temporalCluster';
 import { describeTemporal } from '../support/temporal';
+import { temporal as proto } from '@temporalio/proto';
+import { HEARTBEAT } from '../../workflows/policy';
 
 /**
  * Contact imports on the cluster engine: an ENGINE=temporal API process stores the file, a worker process runs the
@@ -47,4 +49,40 @@ describeTemporal(__filename, 'Temporal: contact imports as workflows', (temporal
     expect(Number((await c.db.knex('contacts').where('project_id', c.project.id).where('email', 'like', 'ui%').count('* as n').first())!.n)).toBe(ended.rows.created);
     expect(await c.db.knex('contact_import_chunks').where('import_id', id).first()).toBeUndefined();
   });
+
+  test('the worker SIGKILLed during a batch: its heartbeat stops, the batch is retried within seconds, every row imported once', async () => {
+    const total = 60_000;
+    const res = await upload(['email,plan', ...Array.from({ length: total }, (_, i) => `kill${i}@example.com,p`)].join('\n'));
+    const id = res.body.data.id;
+    await waitFor('a first batch', async () => ((await progress(id)).rows.read > 0 ? true : undefined), 60_000, 20);
+    // A batch held in flight: the import's row locked here, the worker's next batch waits for it (a batch is too quick
+    // to be caught otherwise), and is killed while it waits.
+    const lock = await c.db.knex.transaction();
+    await lock('contact_imports').where('id', id).forUpdate().first();
+    const handle = c.client.workflow.getHandle(`contact-import-${id}`);
+    await waitFor('a batch in flight', async () => ((await handle.describe()).raw.pendingActivities ?? [])
+      .some((a) => a.activityType?.name === 'importBatch' && a.state === proto.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED) || undefined, 30_000, 50);
+    await c.stopWorkers('SIGKILL');
+    const killedAt = Date.now();
+    await lock.commit();
+    expect((await progress(id)).rows.read).toBeLessThan(total);
+    c.startWorker('w1');
+    await c.workersReady();
+    const done = await waitFor('the import COMPLETED', async () => {
+      const p = await progress(id);
+      return p.status === 'COMPLETED' ? p : undefined;
+    }, 90_000, 200);
+    console.log(`import completed ${Math.round((Date.now() - killedAt) / 1000)} s after the worker was killed`);
+    expect(done.rows).toEqual({ read: total, created: total, updated: 0, skipped: 0, failed: 0 });
+    const [{ n, distinct }] = await c.db.knex('contacts').where('project_id', c.project.id).where('email', 'like', 'kill%')
+      .select(c.db.knex.raw('count(*)::int AS n'), c.db.knex.raw('count(DISTINCT email)::int AS distinct'));
+    expect({ n, distinct }).toEqual({ n: total, distinct: total });
+    // The batch the killed worker held was retried because its heartbeats stopped, not after the minute's start-to-close.
+    const events = (await handle.fetchHistory()).events ?? [];
+    const retried = events.map((e) => e.activityTaskStartedEventAttributes).filter((a) => a && (a.attempt ?? 1) > 1);
+    expect(retried.length).toBeGreaterThan(0);
+    expect(retried[0]!.lastFailure?.timeoutFailureInfo?.timeoutType).toBe(proto.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT);
+    const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'importBatch')!.activityTaskScheduledEventAttributes!;
+    expect(Number(scheduled.heartbeatTimeout!.seconds)).toBe(HEARTBEAT.timeoutMs / 1000);
+  }, 150_000);
 });

@@ -8,6 +8,7 @@ import { useLoad } from '../hooks';
 import { useSession } from '../session';
 import { parseData, SubscriptionBadge } from './parts/contacts';
 import { ExportDialog } from './parts/ExportDialog';
+import { ImportDialog } from './parts/ImportDialog';
 
 /**
  * Contacts (issue 28): search by address (`/` focuses it), filter by subscription, cursor pages (never an offset:
@@ -85,6 +86,7 @@ export default function Contacts() {
   const [typed, setTyped] = useState(search);
   const [creating, setCreating] = useState(false);
   const [exporting, setExporting] = useState(false);
+  const [importing, setImporting] = useState(false);
   const pages = useCursorPages(`${search}|${subscribed}`);
 
   const setQuery = (next: { search?: string; subscribed?: string }) => {
@@ -116,6 +118,7 @@ export default function Contacts() {
   return (
     <Page title="Contacts" lede="The people you send to: their subscription and the data your templates and segments use."
       actions={<>
+        {can('write') ? <Button onClick={() => setImporting(true)}><Icon name="upload" />Import</Button> : null}
         <Button onClick={() => setExporting(true)}><Icon name="download" />Export</Button>
         {can('write') ? <Button variant="primary" onClick={() => setCreating(true)}><Icon name="plus" />New contact</Button> : null}
       </>}>
@@ -166,6 +169,7 @@ export default function Contacts() {
       {can('write') ? <NewContact open={creating} onClose={() => setCreating(false)} /> : null}
       {/* Mounted only while open: its look-ups (segments, data keys) are made when someone exports. */}
       {exporting ? <ExportDialog onClose={() => setExporting(false)} /> : null}
+      {can('write') ? <ImportDialog open={importing} onClose={() => setImporting(false)} onImported={list.reload} /> : null}
     </Page>
   );
 }
