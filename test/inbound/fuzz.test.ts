@@ -54,7 +54,7 @@ beforeAll(async () => {
     { project_id: project.id, domain_id: domain.id, kind: 'address', local_part: 'noreply', action: 'reject', reject_message: 'Nobody reads this', priority: 5 },
   ]);
   tlsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-inbound-fuzz-'));
-  const log = createLogger('silent');
+  const log = createLogger(process.env.INBOUND_FUZZ_LOG ?? 'silent', 'herald', 2);
   const tls = await smtpTls({ port: 0, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false }, tlsDir, log);
   const receiver = inboundReceiver({ knex, secret: TEST_SECRET, publicUrl: 'http://herald.test',
     authenticate: authenticator({ servers: [dns.address], timeoutMs: 200, tries: 1, verifyBudgetMs: 200, domainCheckIntervalMinutes: 60 }, 'mx.herald.test') });
@@ -407,7 +407,7 @@ test('malformed SMTP sessions and messages: the right reply to each, never a cra
   const bombs = stored.filter((s) => s.kind === 'nestedBomb' || s.kind === 'hugeHeaders').map((s) => s.mark);
   if (bombs.length) {
     const warned = await knex('inbound_messages as m').join('raw_messages as r', 'r.id', 'm.raw_message_id')
-      .whereRaw(`position(convert_to(?, 'UTF8') IN r.content) > 0`, [bombs[0]]).first('m.warnings');
+      .whereRaw(`position(convert_to(?, 'UTF8') IN r.content) > 0`, [bombs[0]!]).first('m.warnings');
     expect(warned.warnings).toEqual([expect.stringMatching(/could not be parsed as MIME/)]);
   }
 
