@@ -30,6 +30,7 @@ import * as campaignStats from './20261203000001_campaign_stats';
 import * as campaignTemplate from './20261203000002_campaign_template';
 import * as contactImports from './20261204000001_contact_imports';
 import * as inbound from './20261205000001_inbound';
+import * as inboundMore from './20261205000002_inbound_more';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -68,6 +69,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261203000002_campaign_template': campaignTemplate,
   '20261204000001_contact_imports': contactImports,
   '20261205000001_inbound': inbound,
+  '20261205000002_inbound_more': inboundMore,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
