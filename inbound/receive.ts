@@ -6,6 +6,7 @@ import type { Authenticator, AuthResults } from './auth';
 import { FILE_LINK_TTL_MS, fileUrl, RAW_FILE } from './files';
 import { firstMatch, splitRecipient, type MatchKind } from './matching';
 import { parseMessage, type ParsedMessage } from './parse';
+import { emailOfReplyRecipient } from './replyAddress';
 import type { RouteAction } from './domains';
 
 /**
@@ -71,13 +72,19 @@ export function inboundReceiver({ knex, secret, publicUrl, authenticate }: Recei
     return { kind: 'route', projectId: route.project_id, routeId: route.id, action: route.action, endpointId: route.endpoint_id, tag: hit.tag };
   }
 
-  /** The email of this project a reply names (In-Reply-To first, then References from the latest). */
-  async function repliedTo(db: Knex, projectId: string, parsed: ParsedMessage): Promise<{ emailId: string; contactId: string | null } | null> {
+  /**
+   * The email of this project a reply names: by the signed reply address it was sent to (inbound/replyAddress.ts), else
+   * by In-Reply-To, then References from the latest (Herald's own Message-IDs, at the email's From domain).
+   */
+  async function repliedTo(db: Knex, projectId: string, parsed: ParsedMessage, recipients: string[]): Promise<{ emailId: string; contactId: string | null } | null> {
+    const signed = recipients.map((a) => emailOfReplyRecipient(secret, a)).filter((id): id is string => id !== undefined);
     const ordered = [...(parsed.inReplyTo ? [parsed.inReplyTo] : []), ...[...parsed.references].reverse()];
     const candidates = ordered.map((id) => OWN_ID.exec(id)).filter((m): m is RegExpExecArray => m !== null).map((m) => ({ id: m[1]!.toLowerCase(), domain: m[2]!.toLowerCase() }));
-    if (!candidates.length) return null;
+    if (!signed.length && !candidates.length) return null;
     const rows: { id: string; contact_id: string | null; from_email: string }[] = await db('emails').where('project_id', projectId)
-      .whereIn('id', [...new Set(candidates.map((c) => c.id))]).select('id', 'contact_id', 'from_email');
+      .whereIn('id', [...new Set([...signed, ...candidates.map((c) => c.id)])]).select('id', 'contact_id', 'from_email');
+    const bySigned = signed.map((id) => rows.find((row) => row.id === id)).find((e) => e !== undefined);
+    if (bySigned) return { emailId: bySigned.id, contactId: bySigned.contact_id };
     for (const c of candidates) {
       const e = rows.find((row) => row.id === c.id && domainOf(row.from_email).toLowerCase() === c.domain);
       if (e) return { emailId: e.id, contactId: e.contact_id };
@@ -105,7 +112,7 @@ export function inboundReceiver({ knex, secret, publicUrl, authenticate }: Recei
       const rawId = uuidv7();
       const files = parsed.attachments.map((a) => ({ id: uuidv7(), filename: a.filename, contentType: a.contentType, contentId: a.contentId, disposition: a.disposition, content: a.content }));
       const attachments = parsed.attachments.map((a, i) => ({ index: i, attachmentId: files[i]!.id, filename: a.filename, contentType: a.contentType, disposition: a.disposition, contentId: a.contentId, size: a.content.length }));
-      const reply = await repliedTo(knex, projectId, parsed);
+      const reply = await repliedTo(knex, projectId, parsed, [...routes.values()].map((r) => r.address));
       const messages = [...routes.values()].map(({ address, to }) => ({ id: uuidv7(), address: address.toLowerCase(), to }));
       writes.push({
         projectId,

@@ -4,7 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import nodemailer from 'nodemailer';
+import { emailToken } from '../../bounces/token';
 import { authenticator } from '../../inbound/auth';
+import { replyAddressFor } from '../../inbound/replyAddress';
 import { pruneInbound } from '../../inbound/messages';
 import { inboundReceiver } from '../../inbound/receive';
 import { createLogger } from '../../logging/logger';
@@ -266,6 +268,31 @@ describe('the listener', () => {
     const other = await e2e.t.newProject('Nosy');
     expect((await http().get(`/inbound/${id}`).set(bearer(other.secretKey))).status).toBe(404);
     expect((await http().get('/inbound').set(bearer(other.secretKey))).body.data.total).toBe(0);
+  });
+
+  test('a reply to the signed reply address names its email with no In-Reply-To; a forged or foreign token names nothing', async () => {
+    const sent = await http().post('/v1/send').set(e2e.key).send({ from: 'app@example.com', to: 'linus@example.org', reply: `reply+*@${DOMAIN}`, subject: 'Your ticket', body: '<p>Reply to this email</p>' }).expect(200);
+    const emailId = sent.body.data.emails[0].email as string;
+    const contactId = (await knex('emails').where({ id: emailId }).first('contact_id')).contact_id as string;
+    // The message goes out with the address signed for this email (GET /emails/:id/raw builds what delivery sends).
+    const raw = await http().get(`/emails/${emailId}/raw`).set(e2e.key).buffer(true).parse((res, cb) => { const c: Buffer[] = []; res.on('data', (x: Buffer) => c.push(x)); res.on('end', () => cb(null, Buffer.concat(c))); });
+    // (a long header is folded onto the next line)
+    const replyTo = /^Reply-To:\s+(\S+)\r?$/m.exec((raw.body as Buffer).toString())?.[1];
+    expect(replyTo).toMatch(new RegExp(`^reply\\+[a-z2-7]{42}@${DOMAIN.replace(/\./g, '\\.')}$`));
+    expect(replyTo).toBe(replyAddressFor(TEST_SECRET, emailId, `reply+*@${DOMAIN}`));
+
+    const reply = async (to: string) => {
+      const info = await mta().sendMail({ from: 'linus@example.org', to, subject: 'Re: Your ticket', text: 'It works now.', headers: { 'In-Reply-To': '<unrelated@elsewhere.example>' } });
+      expect(info.response).toMatch(/^250 2\.0\.0 Stored/);
+      const [row] = await knex('inbound_messages').where({ recipient: to.toLowerCase() }).orderBy('id', 'desc').limit(1).select('id');
+      return (await http().get(`/inbound/${row.id}`).set(e2e.key)).body.data;
+    };
+    expect(await reply(replyTo!)).toMatchObject({ inReplyTo: { emailId, contactId }, inReplyToMessageId: '<unrelated@elsewhere.example>' });
+    // One character changed: a tag like any other, naming nothing.
+    const forged = replyTo!.replace(/\+(.)/, (_m, c: string) => `+${c === 'a' ? 'b' : 'a'}`);
+    expect(await reply(forged)).toMatchObject({ inReplyTo: null });
+    // Another purpose's token for the same email (its bounce address's) names nothing here either.
+    expect(await reply(`reply+${emailToken(TEST_SECRET, emailId, 'bounce')}@${DOMAIN}`)).toMatchObject({ inReplyTo: null });
   });
 
   test('bad input is stored with a warning, never half-written: no From, broken encoding, multiparts nested past the bound; a NUL byte is 554', async () => {
