@@ -92,3 +92,21 @@ function toFailure(response: Response, envelope: ErrorEnvelope | undefined): Api
   return new ApiFailure(response.status, error?.code ?? `HTTP_${response.status}`, error?.message ?? `Herald answered ${response.status}`,
     fields, error?.suggestion, Number.isFinite(retry) && retry > 0 ? retry : undefined);
 }
+
+/**
+ * Downloads a file the API answers (a raw message, an attachment) with the session and the project, saved as
+ * `filename`. A failure is a toast: `explain` words a status the caller knows better than "the API answered 409".
+ */
+export async function downloadFile(path: string, filename: string, what: string, explain: (status: number) => string | undefined = () => undefined): Promise<void> {
+  const res = await fetch(path, { credentials: 'same-origin', headers: { 'Herald-Project': project ?? '' } });
+  if (!res.ok) {
+    toast.error(`${what} could not be downloaded: ${explain(res.status) ?? `the API answered ${res.status}`}`);
+    return;
+  }
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}

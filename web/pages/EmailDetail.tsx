@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
-import { api, call, currentProjectId, type Schemas } from '../api';
-import { Badge, Button, EmailStatus, Icon, Loading, MessagePreview, Page, Time, toast, type Tone } from '../components';
+import { api, call, downloadFile, type Schemas } from '../api';
+import { Badge, Button, EmailStatus, Icon, Loading, MessagePreview, Page, Time, type Tone } from '../components';
 import { useLoad } from '../hooks';
 import { Fragment } from 'preact';
 import { NotLoaded } from './parts/NotLoaded';
@@ -38,21 +38,9 @@ function detailLine(data: Record<string, unknown>): string {
 /** The message's remote resources (http/https images and backgrounds): the preview loads them only on request. */
 const REMOTE = /(<img[^>]+src\s*=\s*["']?\s*https?:|url\(\s*["']?\s*https?:|background\s*=\s*["']?\s*https?:)/i;
 
-/** GET /emails/:id/raw with the session and the project, saved as <id>.eml (a 409 says a campaign email has no message). */
-async function downloadRaw(id: string): Promise<void> {
-  const res = await fetch(`/emails/${encodeURIComponent(id)}/raw`, { credentials: 'same-origin', headers: { 'Herald-Project': currentProjectId() ?? '' } });
-  if (!res.ok) {
-    const why = res.status === 409 ? 'this campaign email has no message (its contact unsubscribed, or it could not be rendered)' : `the API answered ${res.status}`;
-    toast.error(`The raw message could not be downloaded: ${why}`);
-    return;
-  }
-  const url = URL.createObjectURL(await res.blob());
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = `${id}.eml`;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
+/** GET /emails/:id/raw, saved as <id>.eml (a 409 says a campaign email has no message). */
+const downloadRaw = (id: string) => downloadFile(`/emails/${encodeURIComponent(id)}/raw`, `${id}.eml`, 'The raw message',
+  (status) => (status === 409 ? 'this campaign email has no message (its contact unsubscribed, or it could not be rendered)' : undefined));
 
 export default function EmailDetail() {
   const { params } = useRoute();
