@@ -86,7 +86,7 @@ export function createServices(deps: AppDeps) {
     domains: domainService({ ...deps, dns }),
     /** Inbound domains, routes and received messages (inbound/). The MX host is the bounce domain's (BOUNCE_MX_HOST). */
     inbound: {
-      setup: inboundSetupService({ knex, dns, mxHost: deps.inboundMxHost ?? deps.returnPath?.mxHost ?? new URL(deps.publicUrl).hostname }),
+      setup: inboundSetupService({ knex, dns, secret: deps.secret, mxHost: deps.inboundMxHost ?? deps.returnPath?.mxHost ?? new URL(deps.publicUrl).hostname }),
       messages: inboundMessageService(deps),
     },
     /** People's logins and sessions (people/). */

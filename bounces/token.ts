@@ -45,19 +45,39 @@ function unbase32(text: string): Buffer | undefined {
   return Buffer.from(bytes);
 }
 
-const tag = (secret: Buffer, id: Buffer) => createHmac('sha256', secret).update('bounce:').update(id).digest().subarray(0, 10);
+/** What a token is for: a token made for one purpose names nothing for another (the tag covers it). */
+export type TokenPurpose = 'bounce' | 'reply';
+
+const tag = (secret: Buffer, purpose: TokenPurpose, id: Buffer) => createHmac('sha256', secret).update(`${purpose}:`).update(id).digest().subarray(0, 10);
 
 const uuidBytes = (id: string) => Buffer.from(id.replace(/-/g, ''), 'hex');
 const uuidOf = (b: Buffer) => b.toString('hex').replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
 
-/** The envelope sender of an email: its bounces come back to Herald's inbound listener. */
-export function bounceAddress(secret: Buffer, emailId: string, bounceDomain: string): string {
+/** An email's signed token for a purpose (42 characters of lower-case base32). */
+export function emailToken(secret: Buffer, emailId: string, purpose: TokenPurpose): string {
   const id = uuidBytes(emailId);
-  return `${PREFIX}${base32(Buffer.concat([id, tag(secret, id)]))}@${bounceDomain}`;
+  return base32(Buffer.concat([id, tag(secret, purpose, id)]));
 }
 
 /** The length of a token: 26 bytes (id and tag) in base32, the last character carrying 3 bits and 2 zero bits. */
-const TOKEN_LENGTH = 42;
+export const TOKEN_LENGTH = 42;
+
+/**
+ * The email a token names, or undefined for any text that is not exactly a token Herald made for this purpose: 42
+ * characters as `emailToken` spells them (decoded and encoded again, the same text), signed with this secret.
+ */
+export function emailOfToken(secret: Buffer, token: string, purpose: TokenPurpose): string | undefined {
+  if (token.length !== TOKEN_LENGTH) return undefined;
+  const raw = unbase32(token);
+  if (!raw || raw.length !== 26 || base32(raw) !== token) return undefined;
+  const id = raw.subarray(0, 16);
+  return timingSafeEqual(raw.subarray(16), tag(secret, purpose, id)) ? uuidOf(id) : undefined;
+}
+
+/** The envelope sender of an email: its bounces come back to Herald's inbound listener. */
+export function bounceAddress(secret: Buffer, emailId: string, bounceDomain: string): string {
+  return `${PREFIX}${emailToken(secret, emailId, 'bounce')}@${bounceDomain}`;
+}
 
 /**
  * The email a bounce address names, or undefined for any address that is not exactly one Herald wrote: the prefix and
@@ -71,11 +91,6 @@ export function emailOfBounceAddress(secret: Buffer, address: string, bounceDoma
   const at = address.lastIndexOf('@');
   if (at < 0 || address.slice(at + 1).toLowerCase() !== bounceDomain.toLowerCase()) return undefined;
   const local = address.slice(0, at);
-  if (!local.startsWith(PREFIX) || local.length !== PREFIX.length + TOKEN_LENGTH) return undefined;
-  const token = local.slice(PREFIX.length);
-  const raw = unbase32(token);
-  if (!raw || raw.length !== 26 || base32(raw) !== token) return undefined;
-  const id = raw.subarray(0, 16);
-  const given = raw.subarray(16);
-  return timingSafeEqual(given, tag(secret, id)) ? uuidOf(id) : undefined;
+  if (!local.startsWith(PREFIX)) return undefined;
+  return emailOfToken(secret, local.slice(PREFIX.length), 'bounce');
 }

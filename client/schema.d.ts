@@ -1624,7 +1624,7 @@ export interface paths {
         put?: never;
         /**
          * Add an inbound domain
-         * @description Adds a domain to receive mail at (PENDING until its MX record, shown in `records`, points at Herald: POST /inbound/domains/:id/verify). A domain receives for one project of the installation: 409 when it is taken.
+         * @description Adds a domain to receive mail at. It stays PENDING until DNS shows that the project owns it: the MX record and the TXT record shown in `records` (the TXT value is the project's own token), checked by POST /inbound/domains/:id/verify. A domain receives for one project of the installation, the one that proved it last; 409 when this project has it already.
          *
          *     Permission `admin`: owner, admin; keys: full.
          */
@@ -1671,8 +1671,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Check the inbound domain's MX record now
-         * @description Permission `admin`: owner, admin; keys: full.
+         * Check the inbound domain's DNS records now
+         * @description VERIFIED when the MX names Herald's host and the TXT record carries the project's token; the domain then receives for this project, and another project that had it VERIFIED loses it (FAILED).
+         *
+         *     Permission `admin`: owner, admin; keys: full.
          */
         post: operations["verifyInboundDomain"];
         delete?: never;
@@ -3304,19 +3306,25 @@ export interface components {
              */
             status: "PENDING" | "VERIFIED" | "FAILED";
             /**
-             * @description The MX record to publish: mail for the domain reaches Herald's inbound listener through it.
+             * @description The records to publish: the MX (mail for the domain reaches Herald's inbound listener through it) and the TXT record that proves the project owns the domain.
              * @example [
              *       {
              *         "type": "MX",
              *         "name": "in.example.com",
              *         "value": "10 mx.herald.example.com",
              *         "status": "VERIFIED"
+             *       },
+             *       {
+             *         "type": "TXT",
+             *         "name": "_herald.in.example.com",
+             *         "value": "herald-inbound=3q2-7wEjRVZ4mqu8zN7v8A",
+             *         "status": "VERIFIED"
              *       }
              *     ]
              */
             records: {
-                /** @constant */
-                type: "MX";
+                /** @enum {string} */
+                type: "MX" | "TXT";
                 name: string;
                 value: string;
                 /** @enum {string} */
@@ -11747,6 +11755,12 @@ export interface operations {
                      *                 "name": "in.example.com",
                      *                 "value": "10 mx.herald.example.com",
                      *                 "status": "VERIFIED"
+                     *               },
+                     *               {
+                     *                 "type": "TXT",
+                     *                 "name": "_herald.in.example.com",
+                     *                 "value": "herald-inbound=3q2-7wEjRVZ4mqu8zN7v8A",
+                     *                 "status": "VERIFIED"
                      *               }
                      *             ],
                      *             "createdAt": "2025-06-02T09:41:07.512Z",
@@ -11810,7 +11824,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Added, with the MX record to publish. */
+            /** @description Added, with the records to publish. */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11832,6 +11846,12 @@ export interface operations {
                      *             "type": "MX",
                      *             "name": "in.example.com",
                      *             "value": "10 mx.herald.example.com",
+                     *             "status": "VERIFIED"
+                     *           },
+                     *           {
+                     *             "type": "TXT",
+                     *             "name": "_herald.in.example.com",
+                     *             "value": "herald-inbound=3q2-7wEjRVZ4mqu8zN7v8A",
                      *             "status": "VERIFIED"
                      *           }
                      *         ],
@@ -11893,6 +11913,12 @@ export interface operations {
                      *             "type": "MX",
                      *             "name": "in.example.com",
                      *             "value": "10 mx.herald.example.com",
+                     *             "status": "VERIFIED"
+                     *           },
+                     *           {
+                     *             "type": "TXT",
+                     *             "name": "_herald.in.example.com",
+                     *             "value": "herald-inbound=3q2-7wEjRVZ4mqu8zN7v8A",
                      *             "status": "VERIFIED"
                      *           }
                      *         ],
@@ -11959,7 +11985,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The domain after the check: VERIFIED when its MX names Herald's host, FAILED otherwise. */
+            /** @description The domain after the check: VERIFIED when both records are right, FAILED when one is missing or wrong. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11981,6 +12007,12 @@ export interface operations {
                      *             "type": "MX",
                      *             "name": "in.example.com",
                      *             "value": "10 mx.herald.example.com",
+                     *             "status": "VERIFIED"
+                     *           },
+                     *           {
+                     *             "type": "TXT",
+                     *             "name": "_herald.in.example.com",
+                     *             "value": "herald-inbound=3q2-7wEjRVZ4mqu8zN7v8A",
                      *             "status": "VERIFIED"
                      *           }
                      *         ],

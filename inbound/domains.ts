@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { Knex } from 'knex';
 import { audited, type Actor } from '../audit/log';
 import type { DnsConfig } from '../config';
@@ -5,12 +6,15 @@ import { conflict, invalid, notFound } from '../core/errors';
 import { isUuid } from '../core/values';
 import { listPage, type Listed, type PageRequest } from '../db/pages';
 import { domainDnsClient } from '../domains/checks';
+import type { DnsAnswer } from '../verify/dns';
 import { matchText, parseMatch, replyText, type MatchKind } from './matching';
 
 /**
  * A project's inbound domains and routes (issue 31): the domains it receives mail at, and what becomes of the mail of
- * each address. A domain takes mail once DNS shows its MX pointing at Herald's inbound listener (`mxHost`); a route
- * names a match (inbound/matching.ts), a priority and an action. Every call is scoped to the project.
+ * each address. A domain takes mail once DNS shows that the project owns it: its MX points at Herald's inbound
+ * listener (`mxHost`) and a TXT record at `_herald.<domain>` carries the project's token (ownerToken), which only
+ * the domain's owner can publish; so no project can take another's mail by adding its domain. A route names a match
+ * (inbound/matching.ts), a priority and an action. Every call is scoped to the project.
  */
 
 export type InboundDomainStatus = 'PENDING' | 'VERIFIED' | 'FAILED';
@@ -19,6 +23,9 @@ export interface InboundDomain {
   id: string;
   domain: string;
   status: InboundDomainStatus;
+  /** What the last check found of each record. */
+  mxStatus: InboundDomainStatus;
+  ownerStatus: InboundDomainStatus;
   createdAt: Date;
   checkedAt: Date | null;
   verifiedAt: Date | null;
@@ -56,10 +63,24 @@ export interface InboundSetupDeps {
   dns: DnsConfig;
   /** The host the domains' MX must name: where the inbound listener is reached (BOUNCE_MX_HOST). */
   mxHost: string;
+  /** The installation secret: the projects' ownership tokens derive from it. */
+  secret: Buffer;
+}
+
+/** Where a domain's ownership record is published. */
+export const ownerRecordName = (domain: string) => `_herald.${domain}`;
+
+/**
+ * The TXT value that proves a project owns a domain: derived from the installation secret and the project, the same
+ * for all its domains, unguessable by another project (HMAC-SHA256, 128 bits shown).
+ */
+export function ownerToken(secret: Buffer, projectId: string): string {
+  return `herald-inbound=${createHmac('sha256', secret).update(`inbound-domain-owner\0${projectId}`).digest('base64url').slice(0, 22)}`;
 }
 
 const domainOf = (r: Record<string, unknown>): InboundDomain => ({
-  id: r.id as string, domain: r.domain as string, status: r.status as InboundDomainStatus, createdAt: r.created_at as Date,
+  id: r.id as string, domain: r.domain as string, status: r.status as InboundDomainStatus,
+  mxStatus: r.mx_status as InboundDomainStatus, ownerStatus: r.owner_status as InboundDomainStatus, createdAt: r.created_at as Date,
   checkedAt: (r.checked_at as Date | null) ?? null, verifiedAt: (r.verified_at as Date | null) ?? null,
 });
 
@@ -72,7 +93,13 @@ const routeOf = (r: Record<string, unknown>): InboundRoute => ({
 
 const sameHost = (a: string, b: string) => a.toLowerCase().replace(/\.$/, '') === b.toLowerCase().replace(/\.$/, '');
 
-export function inboundSetupService({ knex, dns: dnsConfig, mxHost }: InboundSetupDeps) {
+/** An answer's verdict on one record: undefined when DNS did not answer (the last verdict stands). */
+function verdict(answer: DnsAnswer, wanted: (record: string) => boolean): InboundDomainStatus | undefined {
+  if (answer.status === 'FOUND') return answer.records.some(wanted) ? 'VERIFIED' : 'FAILED';
+  return answer.status === 'NXDOMAIN' || answer.status === 'NODATA' ? 'FAILED' : undefined;
+}
+
+export function inboundSetupService({ knex, dns: dnsConfig, mxHost, secret }: InboundSetupDeps) {
   const dns = domainDnsClient(dnsConfig);
   const routes = () => knex('inbound_routes as r').join('inbound_domains as d', function on() {
     this.on('d.project_id', 'r.project_id').andOn('d.id', 'r.domain_id');
@@ -111,11 +138,14 @@ export function inboundSetupService({ knex, dns: dnsConfig, mxHost }: InboundSet
       return listPage(() => knex('inbound_domains').where('project_id', projectId), page, domainOf);
     },
     getDomain: (projectId: string, id: string) => findDomain(knex, projectId, id),
-    /** Adds a PENDING domain; 409 when any project of the installation has it (the listener knows one owner per domain). */
+    /**
+     * Adds a PENDING domain; 409 when the project has it already. Another project having it changes nothing here: the
+     * domain receives for the project that proves it owns it (verifyDomain).
+     */
     async createDomain(projectId: string, domain: string, actor: Actor): Promise<InboundDomain> {
       return audited(knex, projectId, actor, (d: InboundDomain) => ({ operation: 'createInboundDomain', resourceType: 'inbound_domain', resourceId: d.id, details: { domain: d.domain } }), async (trx) => {
-        const [row] = await trx('inbound_domains').insert({ project_id: projectId, domain }).onConflict('domain').ignore().returning('*');
-        if (!row) throw conflict(`The inbound domain ${domain} is already in use`, 'GET /inbound/domains lists the project\'s; a domain receives for one project only.');
+        const [row] = await trx('inbound_domains').insert({ project_id: projectId, domain }).onConflict(['project_id', 'domain']).ignore().returning('*');
+        if (!row) throw conflict(`The project has the inbound domain ${domain} already`, 'GET /inbound/domains lists the project\'s.');
         return domainOf(row);
       });
     },
@@ -127,26 +157,39 @@ export function inboundSetupService({ knex, dns: dnsConfig, mxHost }: InboundSet
       });
     },
     /**
-     * Asks DNS for the domain's MX now: VERIFIED when one of its hosts is `mxHost`, FAILED when none is (or the name
-     * has none); a lookup that does not answer changes nothing but the time of the check.
+     * Asks DNS for the domain's MX and ownership TXT record now: VERIFIED when the MX names `mxHost` and the TXT
+     * record carries the project's token, FAILED when either is missing or wrong; a lookup that does not answer keeps
+     * that record's last verdict. A project that proves a domain another project has VERIFIED takes it over (only the
+     * domain's owner can have published its token): the other's row becomes FAILED, in the same transaction.
      */
     async verifyDomain(projectId: string, id: string, actor: Actor): Promise<InboundDomain> {
       const d = await findDomain(knex, projectId, id);
-      const answer = await dns.lookup('MX', d.domain);
-      const found = answer.status === 'FOUND' ? (answer.records.some((h) => sameHost(h, mxHost)) ? 'VERIFIED' : 'FAILED')
-        : answer.status === 'NXDOMAIN' || answer.status === 'NODATA' ? 'FAILED' : undefined;
-      return audited(knex, projectId, actor, (after: InboundDomain) => ({ operation: 'verifyInboundDomain', resourceType: 'inbound_domain', resourceId: id, details: { status: after.status } }), async (trx) => {
+      const token = ownerToken(secret, projectId);
+      const [mxAnswer, txtAnswer] = await Promise.all([dns.lookup('MX', d.domain), dns.lookup('TXT', ownerRecordName(d.domain))]);
+      const mx = verdict(mxAnswer, (h) => sameHost(h, mxHost)) ?? d.mxStatus;
+      const owner = verdict(txtAnswer, (t) => t.trim() === token) ?? d.ownerStatus;
+      const status: InboundDomainStatus = mx === 'VERIFIED' && owner === 'VERIFIED' ? 'VERIFIED' : mx === 'FAILED' || owner === 'FAILED' ? 'FAILED' : d.status;
+      return audited(knex, projectId, actor, (after: InboundDomain & { displaced: number }) => ({
+        operation: 'verifyInboundDomain', resourceType: 'inbound_domain', resourceId: id, details: { status: after.status, mx: after.mxStatus, owner: after.ownerStatus, ...(after.displaced ? { tookOverFromProjects: after.displaced } : {}) },
+      }), async (trx) => {
         const now = new Date();
+        const displaced = status === 'VERIFIED'
+          ? await trx('inbound_domains').where({ domain: d.domain, status: 'VERIFIED' }).whereNot('project_id', projectId).update({ status: 'FAILED', owner_status: 'FAILED', verified_at: null, checked_at: now })
+          : 0;
         const [row] = await trx('inbound_domains').where({ project_id: projectId, id }).update({
-          checked_at: now,
-          ...(found ? { status: found, verified_at: found === 'VERIFIED' ? knex.raw('coalesce(verified_at, ?)', [now]) : null } : {}),
+          checked_at: now, mx_status: mx, owner_status: owner, status,
+          verified_at: status === 'VERIFIED' ? knex.raw('coalesce(verified_at, ?)', [now]) : null,
         }).returning('*');
         if (!row) throw notFound('Inbound domain');
-        return domainOf(row);
+        return { ...domainOf(row), displaced };
       });
     },
-    /** The MX record to publish for a domain. */
-    mxRecord: (d: InboundDomain) => ({ type: 'MX' as const, name: d.domain, value: `10 ${mxHost}`, status: d.status }),
+    /** The records to publish for a domain: the MX (mail reaches Herald) and the TXT record (the project owns it). */
+    records: (projectId: string, d: InboundDomain) => [
+      { type: 'MX' as const, name: d.domain, value: `10 ${mxHost}`, status: d.mxStatus },
+      { type: 'TXT' as const, name: ownerRecordName(d.domain), value: ownerToken(secret, projectId), status: d.ownerStatus },
+    ],
+
 
     async listRoutes(projectId: string, filter: { domainId?: string }, page: PageRequest): Promise<Listed<InboundRoute>> {
       return listPage(() => {

@@ -1,18 +1,21 @@
 import type { Knex } from 'knex';
-import { recordEvents, type NewEvent } from '../db/queries/events';
+import { v7 as uuidv7 } from 'uuid';
+import { storeInbound, type InboundWrite } from '../db/queries/inbound';
 import { domainOf } from '../mail/message';
 import type { Authenticator, AuthResults } from './auth';
 import { FILE_LINK_TTL_MS, fileUrl, RAW_FILE } from './files';
 import { firstMatch, splitRecipient, type MatchKind } from './matching';
 import { parseMessage, type ParsedMessage } from './parse';
+import { emailOfReplyRecipient } from './replyAddress';
 import type { RouteAction } from './domains';
 
 /**
  * The listener's side of inbound routing (smtp/inbound.ts calls it): which route takes a recipient (asked at RCPT TO,
  * so that an unknown recipient is refused before any data: no backscatter), and the storing of a message that was
- * accepted. A message is stored in ONE transaction: per project, its raw bytes, its attachments, a parsed row per
+ * accepted. A message is stored at once, whole or not at all: per project, its raw bytes, its attachments, a parsed row per
  * route it matched and the `email.received` event of each (EVENT_EFFECTS writes the webhook outbox rows in the same
- * statement): the listener answers 250 only once that has committed (PostgreSQL's synchronous commit: on disk).
+ * statement), all in one statement (db/queries/inbound.ts): the listener answers 250 only once that has committed
+ * (PostgreSQL's synchronous commit: on disk).
  */
 
 /** Bodies (text and HTML together) up to this size travel in the webhook payload; larger ones are left out (the links and GET /inbound/:id have them). */
@@ -48,15 +51,20 @@ interface RouteRow {
 /** Herald's own Message-IDs are `<email id@sending domain>` (mail/message.ts messageIdOf). */
 const OWN_ID = /^<([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})@([^<>@\s]+)>$/i;
 
+/** The routes of a VERIFIED inbound domain in their order (exported for the EXPLAIN test of its index). */
+export function verifiedRoutes(knex: Knex, domain: string): Knex.QueryBuilder {
+  return knex('inbound_domains as d')
+    .join('inbound_routes as r', function on() { this.on('r.project_id', 'd.project_id').andOn('r.domain_id', 'd.id'); })
+    .where({ 'd.domain': domain, 'd.status': 'VERIFIED' }).orderBy([{ column: 'r.priority' }, { column: 'r.id' }])
+    .select('r.id', 'r.project_id', 'r.kind', 'r.local_part', 'r.action', 'r.endpoint_id', 'r.reject_message');
+}
+
 export function inboundReceiver({ knex, secret, publicUrl, authenticate }: ReceiverDeps) {
   /** The route that takes `address` at a VERIFIED inbound domain; undefined: nobody takes it. */
   async function resolve(address: string): Promise<Resolution | undefined> {
     const r = splitRecipient(address);
     if (!r) return undefined;
-    const routes: RouteRow[] = await knex('inbound_domains as d')
-      .join('inbound_routes as r', function on() { this.on('r.project_id', 'd.project_id').andOn('r.domain_id', 'd.id'); })
-      .where({ 'd.domain': r.domain, 'd.status': 'VERIFIED' }).orderBy([{ column: 'r.priority' }, { column: 'r.id' }])
-      .select('r.id', 'r.project_id', 'r.kind', 'r.local_part', 'r.action', 'r.endpoint_id', 'r.reject_message');
+    const routes: RouteRow[] = await verifiedRoutes(knex, r.domain);
     const hit = firstMatch(routes.map((row) => ({ ...row, localPart: row.local_part })), r.local);
     if (!hit) return undefined;
     const { route } = hit;
@@ -64,13 +72,19 @@ export function inboundReceiver({ knex, secret, publicUrl, authenticate }: Recei
     return { kind: 'route', projectId: route.project_id, routeId: route.id, action: route.action, endpointId: route.endpoint_id, tag: hit.tag };
   }
 
-  /** The email of this project a reply names (In-Reply-To first, then References from the latest). */
-  async function repliedTo(trx: Knex, projectId: string, parsed: ParsedMessage): Promise<{ emailId: string; contactId: string | null } | null> {
+  /**
+   * The email of this project a reply names: by the signed reply address it was sent to (inbound/replyAddress.ts), else
+   * by In-Reply-To, then References from the latest (Herald's own Message-IDs, at the email's From domain).
+   */
+  async function repliedTo(db: Knex, projectId: string, parsed: ParsedMessage, recipients: string[]): Promise<{ emailId: string; contactId: string | null } | null> {
+    const signed = recipients.map((a) => emailOfReplyRecipient(secret, a)).filter((id): id is string => id !== undefined);
     const ordered = [...(parsed.inReplyTo ? [parsed.inReplyTo] : []), ...[...parsed.references].reverse()];
     const candidates = ordered.map((id) => OWN_ID.exec(id)).filter((m): m is RegExpExecArray => m !== null).map((m) => ({ id: m[1]!.toLowerCase(), domain: m[2]!.toLowerCase() }));
-    if (!candidates.length) return null;
-    const rows: { id: string; contact_id: string | null; from_email: string }[] = await trx('emails').where('project_id', projectId)
-      .whereIn('id', [...new Set(candidates.map((c) => c.id))]).select('id', 'contact_id', 'from_email');
+    if (!signed.length && !candidates.length) return null;
+    const rows: { id: string; contact_id: string | null; from_email: string }[] = await db('emails').where('project_id', projectId)
+      .whereIn('id', [...new Set([...signed, ...candidates.map((c) => c.id)])]).select('id', 'contact_id', 'from_email');
+    const bySigned = signed.map((id) => rows.find((row) => row.id === id)).find((e) => e !== undefined);
+    if (bySigned) return { emailId: bySigned.id, contactId: bySigned.contact_id };
     for (const c of candidates) {
       const e = rows.find((row) => row.id === c.id && domainOf(row.from_email).toLowerCase() === c.domain);
       if (e) return { emailId: e.id, contactId: e.contact_id };
@@ -92,44 +106,44 @@ export function inboundReceiver({ knex, secret, publicUrl, authenticate }: Recei
       byProject.set(r.to.projectId, routes);
     }
     const expiresAt = new Date(Date.now() + FILE_LINK_TTL_MS);
-    return knex.transaction(async (trx) => {
-      const ids: string[] = [];
-      for (const [projectId, routes] of byProject) {
-        const [rawRow] = await trx('raw_messages').insert({ project_id: projectId, content: raw, size: raw.length }).returning('id');
-        const attachmentIds: string[] = parsed.attachments.length
-          ? (await trx('attachments').insert(parsed.attachments.map((a) => ({
-            project_id: projectId, filename: a.filename, content_type: a.contentType, content_id: a.contentId, disposition: a.disposition, content: a.content, size: a.content.length,
-          }))).returning('id')).map((row: { id: string }) => row.id)
-          : [];
-        const attachments = parsed.attachments.map((a, i) => ({ index: i, attachmentId: attachmentIds[i], filename: a.filename, contentType: a.contentType, disposition: a.disposition, contentId: a.contentId, size: a.content.length }));
-        const reply = await repliedTo(trx, projectId, parsed);
-        const rows = [...routes.values()].map(({ address, to }) => ({
-          project_id: projectId, route_id: to.routeId, raw_message_id: rawRow.id, recipient: address.toLowerCase(), mail_from: envelope.mailFrom,
+    const writes: InboundWrite[] = [];
+    for (const [projectId, routes] of byProject) {
+      // Ids made here: the payload's signed links name the rows, which one statement then writes (db/queries/inbound.ts).
+      const rawId = uuidv7();
+      const files = parsed.attachments.map((a) => ({ id: uuidv7(), filename: a.filename, contentType: a.contentType, contentId: a.contentId, disposition: a.disposition, content: a.content }));
+      const attachments = parsed.attachments.map((a, i) => ({ index: i, attachmentId: files[i]!.id, filename: a.filename, contentType: a.contentType, disposition: a.disposition, contentId: a.contentId, size: a.content.length }));
+      const reply = await repliedTo(knex, projectId, parsed, [...routes.values()].map((r) => r.address));
+      const messages = [...routes.values()].map(({ address, to }) => ({ id: uuidv7(), address: address.toLowerCase(), to }));
+      writes.push({
+        projectId,
+        raw: { id: rawId, content: raw },
+        attachments: files,
+        messages: messages.map(({ id, address, to }) => ({
+          id, route_id: to.routeId, recipient: address, mail_from: envelope.mailFrom,
           remote_address: envelope.remoteAddress, helo: envelope.helo.slice(0, 255), from_address: parsed.from?.address ?? null, from_name: parsed.from?.name ?? null,
-          to_addresses: JSON.stringify(parsed.to), cc_addresses: JSON.stringify(parsed.cc), reply_to: JSON.stringify(parsed.replyTo), subject: parsed.subject,
-          sent_at: parsed.date, message_id: parsed.messageId, in_reply_to: parsed.inReplyTo, references: parsed.references, text: parsed.text, html: parsed.html,
-          headers: JSON.stringify(parsed.headers), attachments: JSON.stringify(attachments), auth: JSON.stringify(auth), warnings: parsed.warnings,
+          to_addresses: parsed.to, cc_addresses: parsed.cc, reply_to: parsed.replyTo, subject: parsed.subject,
+          sent_at: parsed.date?.toISOString() ?? null, message_id: parsed.messageId, in_reply_to: parsed.inReplyTo, references: parsed.references, text: parsed.text, html: parsed.html,
+          headers: parsed.headers, attachments, auth, warnings: parsed.warnings,
           reply_email_id: reply?.emailId ?? null, reply_contact_id: reply?.contactId ?? null, size: raw.length,
-        }));
-        const stored: { id: string; route_id: string; recipient: string }[] = await trx('inbound_messages').insert(rows).returning(['id', 'route_id', 'recipient']);
-        const events: NewEvent[] = stored.map((row) => {
-          const { to } = [...routes.values()].find((r) => r.to.routeId === row.route_id)!;
-          const links = (file: number) => fileUrl(publicUrl, secret, { projectId, messageId: row.id, file, expiresAt });
+        })),
+        events: messages.map(({ id, address, to }) => {
+          const links = (file: number) => fileUrl(publicUrl, secret, { projectId, messageId: id, file, expiresAt });
           return {
             name: 'email.received',
             contactId: reply?.contactId ?? null,
             data: receivedPayload({
-              id: row.id, routeId: to.routeId, endpointId: to.action === 'webhook' ? to.endpointId : null, recipient: row.recipient, tag: to.tag,
+              id, routeId: to.routeId, endpointId: to.action === 'webhook' ? to.endpointId : null, recipient: address, tag: to.tag,
               mailFrom: envelope.mailFrom, parsed, auth, size: raw.length, inReplyTo: reply,
               rawUrl: links(RAW_FILE), attachments: attachments.map((a) => ({ ...a, url: links(a.index) })), linksExpireAt: expiresAt,
             }),
           };
-        });
-        await recordEvents(trx, projectId, events);
-        ids.push(...stored.map((s) => s.id));
-      }
-      return ids;
-    });
+        }),
+      });
+    }
+    // One statement per project; recipients of several projects (rare) in one transaction: all stored or none.
+    if (writes.length === 1) await storeInbound(knex, writes[0]!);
+    else await knex.transaction(async (trx) => { for (const w of writes) await storeInbound(trx, w); });
+    return writes.flatMap((w) => w.messages.map((m) => m.id as string));
   }
 
   return { resolve, store };

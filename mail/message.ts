@@ -38,6 +38,8 @@ export interface BuildOptions {
   dkim?: SendMailOptions['dkim'];
   /** The envelope sender (Return-Path): the email's VERP bounce address (bounces/token.ts); the From address without. */
   returnPath?: string;
+  /** The Reply-To as sent, when it differs from the stored one (a `name+*@domain` signed for the email: inbound/replyAddress.ts). */
+  replyTo?: string;
 }
 
 /** The Message-ID of an email, derived from its id (see above). */
@@ -93,7 +95,7 @@ export function buildMessage(email: Email, content: MessageContent, attachments:
     baseBoundary: email.id.replace(/-/g, ''),
     from: email.fromName ? { name: email.fromName, address: email.fromEmail } : email.fromEmail,
     to: email.toName ? { name: email.toName, address: email.toEmail } : email.toEmail,
-    ...(email.replyTo ? { replyTo: email.replyTo } : {}),
+    ...(email.replyTo ? { replyTo: opts.replyTo ?? email.replyTo } : {}),
     subject: content.subject,
     html: content.html,
     headers: { ...email.headers, ...content.extraHeaders },

@@ -11,6 +11,7 @@ import { buildMessage, buildRawMessage, domainOf, messageIdOf, type MessageConte
 import { enhancedStatus, failureReason, isPermanentFailure, isRecipientRejection, type Mailer } from '../mail/transport';
 import { DEFAULT_BOUNCE_SETTINGS, recordReturns, type BounceSettings } from '../bounces/bounces';
 import { bounceAddress } from '../bounces/token';
+import { replyAddressFor } from '../inbound/replyAddress';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
 import { currentContent, type CampaignContentRow } from '../campaigns/content';
@@ -153,7 +154,7 @@ export function createComposer({ knex, log, secret, publicUrl, bounces }: Omit<D
 
   /** The message of a prepared email whose content is ready, as it is handed to SMTP (signed when `dkim` is given). */
   async function build(email: Email, { content, dkim }: Prepared & { content: MessageContent }): Promise<SendMailOptions> {
-    const opts = { ...(dkim ? { dkim } : {}), ...returnPath(email) };
+    const opts = { ...(dkim ? { dkim } : {}), ...returnPath(email), ...(email.replyTo ? { replyTo: replyAddressFor(secret, email.id, email.replyTo) } : {}) };
     if (email.rawMessageId) {
       const raw = await knex('raw_messages').where({ project_id: email.projectId, id: email.rawMessageId }).first('content');
       if (!raw) throw new Error('the submitted message is gone');

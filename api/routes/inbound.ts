@@ -11,8 +11,8 @@ import {
   updateInboundRouteSchema,
 } from '../schemas/inbound';
 
-const domainJson = (d: InboundDomain, mx: { type: 'MX'; name: string; value: string; status: string }) => ({
-  id: d.id, domain: d.domain, status: d.status, records: [mx], createdAt: d.createdAt.toISOString(),
+const domainJson = (d: InboundDomain, records: { type: 'MX' | 'TXT'; name: string; value: string; status: string }[]) => ({
+  id: d.id, domain: d.domain, status: d.status, records, createdAt: d.createdAt.toISOString(),
   checkedAt: d.checkedAt?.toISOString() ?? null, verifiedAt: d.verifiedAt?.toISOString() ?? null,
 });
 
@@ -41,23 +41,23 @@ export const inboundRoutes = [
     query: listInboundDomainsQuerySchema, answers: ok('A page of inbound domains.', A.pageOf(A.inboundDomainAnswer)),
     async handle({ auth, query: q, services }) {
       const { rows, total } = await services.inbound.setup.listDomains(auth.projectId, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-      return reply(toPage(rows, q.limit, total, (d) => domainJson(d, services.inbound.setup.mxRecord(d))));
+      return reply(toPage(rows, q.limit, total, (d) => domainJson(d, services.inbound.setup.records(auth.projectId, d))));
     } }),
 
   route({ operationId: 'createInboundDomain', method: 'post', path: '/inbound/domains', summary: 'Add an inbound domain', tag: 'Inbound', access: 'secret', permission: 'admin',
-    description: 'Adds a domain to receive mail at (PENDING until its MX record, shown in `records`, points at Herald: POST /inbound/domains/:id/verify). A domain receives for one project of the installation: 409 when it is taken.',
-    body: createInboundDomainSchema, answers: created('Added, with the MX record to publish.', A.inboundDomainAnswer), errors: [409],
+    description: 'Adds a domain to receive mail at. It stays PENDING until DNS shows that the project owns it: the MX record and the TXT record shown in `records` (the TXT value is the project\'s own token), checked by POST /inbound/domains/:id/verify. A domain receives for one project of the installation, the one that proved it last; 409 when this project has it already.',
+    body: createInboundDomainSchema, answers: created('Added, with the records to publish.', A.inboundDomainAnswer), errors: [409],
     links: crud('InboundDomain', undefined, undefined, ['get', 'delete', 'verifyInboundDomain:']),
     async handle({ auth, body, services }) {
       const d = await services.inbound.setup.createDomain(auth.projectId, body.domain, actorOf(auth));
-      return reply(domainJson(d, services.inbound.setup.mxRecord(d)), 201);
+      return reply(domainJson(d, services.inbound.setup.records(auth.projectId, d)), 201);
     } }),
 
   route({ operationId: 'getInboundDomain', method: 'get', path: '/inbound/domains/:id', summary: 'Get an inbound domain', tag: 'Inbound', access: 'secret', permission: 'read',
     answers: ok('The domain.', A.inboundDomainAnswer),
     async handle({ auth, params, services }) {
       const d = await services.inbound.setup.getDomain(auth.projectId, params.id);
-      return reply(domainJson(d, services.inbound.setup.mxRecord(d)));
+      return reply(domainJson(d, services.inbound.setup.records(auth.projectId, d)));
     } }),
 
   route({ operationId: 'deleteInboundDomain', method: 'delete', path: '/inbound/domains/:id', summary: 'Remove an inbound domain and its routes', tag: 'Inbound', access: 'secret', permission: 'admin',
@@ -67,11 +67,12 @@ export const inboundRoutes = [
       return deleted;
     } }),
 
-  route({ operationId: 'verifyInboundDomain', method: 'post', path: '/inbound/domains/:id/verify', summary: "Check the inbound domain's MX record now", tag: 'Inbound', access: 'secret', permission: 'admin',
-    answers: ok('The domain after the check: VERIFIED when its MX names Herald\'s host, FAILED otherwise.', A.inboundDomainAnswer),
+  route({ operationId: 'verifyInboundDomain', method: 'post', path: '/inbound/domains/:id/verify', summary: "Check the inbound domain's DNS records now", tag: 'Inbound', access: 'secret', permission: 'admin',
+    description: 'VERIFIED when the MX names Herald\'s host and the TXT record carries the project\'s token; the domain then receives for this project, and another project that had it VERIFIED loses it (FAILED).',
+    answers: ok('The domain after the check: VERIFIED when both records are right, FAILED when one is missing or wrong.', A.inboundDomainAnswer),
     async handle({ auth, params, services }) {
       const d = await services.inbound.setup.verifyDomain(auth.projectId, params.id, actorOf(auth));
-      return reply(domainJson(d, services.inbound.setup.mxRecord(d)));
+      return reply(domainJson(d, services.inbound.setup.records(auth.projectId, d)));
     } }),
 
   route({ operationId: 'listInboundRoutes', method: 'get', path: '/inbound/routes', summary: 'List inbound routes', tag: 'Inbound', access: 'secret', permission: 'read',

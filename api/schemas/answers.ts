@@ -436,9 +436,10 @@ export const importPreviewAnswer = shape({
 // api/routes/inbound.ts (inbound/, issue 31)
 export const inboundDomainAnswer = shape({
   id: idOf('0197a0c2-4a7c-7d31-8f2e-6b8d0f2a4c95'), domain: text('in.example.com'), status: recordStatus.example('VERIFIED'),
-  records: Joi.array().items(shape({ type: Joi.string().valid('MX'), name: Joi.string(), value: Joi.string(), status: recordStatus }))
-    .example([{ type: 'MX', name: 'in.example.com', value: '10 mx.herald.example.com', status: 'VERIFIED' }])
-    .description('The MX record to publish: mail for the domain reaches Herald\'s inbound listener through it.'),
+  records: Joi.array().items(shape({ type: Joi.string().valid('MX', 'TXT'), name: Joi.string(), value: Joi.string(), status: recordStatus }))
+    .example([{ type: 'MX', name: 'in.example.com', value: '10 mx.herald.example.com', status: 'VERIFIED' },
+      { type: 'TXT', name: '_herald.in.example.com', value: 'herald-inbound=3q2-7wEjRVZ4mqu8zN7v8A', status: 'VERIFIED' }])
+    .description('The records to publish: the MX (mail for the domain reaches Herald\'s inbound listener through it) and the TXT record that proves the project owns the domain.'),
   createdAt: instant, checkedAt: nullable(instant), verifiedAt: nullable(instant),
 }).id('InboundDomain');
 

@@ -31,6 +31,7 @@ import * as campaignTemplate from './20261203000002_campaign_template';
 import * as contactImports from './20261204000001_contact_imports';
 import * as contactErasure from './20261204000002_contact_erasure';
 import * as inbound from './20261205000001_inbound';
+import * as inboundMore from './20261205000002_inbound_more';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -70,6 +71,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261204000001_contact_imports': contactImports,
   '20261204000002_contact_erasure': contactErasure,
   '20261205000001_inbound': inbound,
+  '20261205000002_inbound_more': inboundMore,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -5,7 +5,7 @@ import { checkA11y, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHa
  * The console's frame in Chromium: a person signed in through the API opens /app and finds the shell (the side bar's
  * pages, their name, the project), with no console error, no serious accessibility violation, at both sizes.
  */
-const NAV = ['Overview', 'Emails', 'Contacts', 'Events', 'Campaigns', 'Templates', 'Segments', 'Automations', 'Domains', 'Webhooks', 'Suppressions', 'Settings'];
+const NAV = ['Overview', 'Emails', 'Contacts', 'Events', 'Inbound', 'Campaigns', 'Templates', 'Segments', 'Automations', 'Domains', 'Webhooks', 'Suppressions', 'Settings'];
 
 withChromium('the console shell', (chromium) => {
   let c: ConsoleHarness;

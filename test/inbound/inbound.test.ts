@@ -4,7 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import nodemailer from 'nodemailer';
+import { emailToken } from '../../bounces/token';
 import { authenticator } from '../../inbound/auth';
+import { replyAddressFor } from '../../inbound/replyAddress';
 import { pruneInbound } from '../../inbound/messages';
 import { inboundReceiver } from '../../inbound/receive';
 import { createLogger } from '../../logging/logger';
@@ -102,29 +104,64 @@ async function session(lines: string[]): Promise<string[]> {
 }
 
 let domainId: string;
+let mxValue: string;
+let ownTxt: string;
 let endpoint: { id: string; secret: string };
 let webhookRoute: string;
 
 describe('inbound domains and routes', () => {
-  test('a domain shows its MX record; DNS decides VERIFIED; another project cannot take it; a foreign id is a 404', async () => {
+  test('a domain shows its MX and ownership records; VERIFIED needs both; a foreign id is a 404', async () => {
     const made = await http().post('/inbound/domains').set(e2e.key).send({ domain: ` ${DOMAIN.toUpperCase()}. ` });
     expect(made.status).toBe(201);
-    expect(made.body.data).toMatchObject({ domain: DOMAIN, status: 'PENDING', records: [{ type: 'MX', name: DOMAIN, value: expect.stringMatching(/^10 /), status: 'PENDING' }], verifiedAt: null });
+    expect(made.body.data).toMatchObject({ domain: DOMAIN, status: 'PENDING', verifiedAt: null, records: [
+      { type: 'MX', name: DOMAIN, value: expect.stringMatching(/^10 /), status: 'PENDING' },
+      { type: 'TXT', name: `_herald.${DOMAIN}`, value: expect.stringMatching(/^herald-inbound=[\w-]{22}$/), status: 'PENDING' },
+    ] });
     domainId = made.body.data.id;
-    const mxValue = made.body.data.records[0].value.slice(3);
+    mxValue = made.body.data.records[0].value.slice(3);
+    ownTxt = made.body.data.records[1].value;
+    expect((await http().post('/inbound/domains').set(e2e.key).send({ domain: DOMAIN })).status).toBe(409);
 
+    const verify = async () => (await http().post(`/inbound/domains/${domainId}/verify`).set(e2e.key)).body.data;
     dns.set(DOMAIN, { MX: ['mx.elsewhere.example'] });
-    expect((await http().post(`/inbound/domains/${domainId}/verify`).set(e2e.key)).body.data.status).toBe('FAILED');
+    expect(await verify()).toMatchObject({ status: 'FAILED', records: [{ status: 'FAILED' }, { status: 'FAILED' }] });
+    // The MX alone proves nothing: anyone can point an MX at Herald.
     dns.set(DOMAIN, { MX: [mxValue] });
-    const verified = await http().post(`/inbound/domains/${domainId}/verify`).set(e2e.key);
-    expect(verified.body.data).toMatchObject({ status: 'VERIFIED', verifiedAt: expect.any(String), checkedAt: expect.any(String) });
+    expect(await verify()).toMatchObject({ status: 'FAILED', records: [{ status: 'VERIFIED' }, { status: 'FAILED' }] });
+    dns.set(`_herald.${DOMAIN}`, { TXT: ['v=spf1 -all', 'herald-inbound=not-this-project'] });
+    expect((await verify()).status).toBe('FAILED');
+    dns.set(`_herald.${DOMAIN}`, { TXT: ['v=spf1 -all', ownTxt] });
+    expect(await verify()).toMatchObject({ status: 'VERIFIED', verifiedAt: expect.any(String), checkedAt: expect.any(String), records: [{ status: 'VERIFIED' }, { status: 'VERIFIED' }] });
 
     const other = await e2e.t.newProject('Other');
-    expect((await http().post('/inbound/domains').set(bearer(other.secretKey)).send({ domain: DOMAIN })).status).toBe(409);
     expect((await http().get(`/inbound/domains/${domainId}`).set(bearer(other.secretKey))).status).toBe(404);
     expect((await http().post('/inbound/domains').set(e2e.key).send({ domain: 'localhost' })).status).toBe(422);
     const list = await http().get('/inbound/domains').set(e2e.key);
     expect(list.body.data.items.map((d: { domain: string }) => d.domain)).toEqual([DOMAIN]);
+  });
+
+  test('ownership: another project may add the domain but gets it only by publishing its own token; then it takes it over', async () => {
+    const other = await e2e.t.newProject('Claimant');
+    const theirs = await http().post('/inbound/domains').set(bearer(other.secretKey)).send({ domain: DOMAIN });
+    expect(theirs.status).toBe(201);
+    const theirTxt = theirs.body.data.records[1].value as string;
+    expect(theirTxt).not.toBe(ownTxt);
+    const verifyTheirs = async () => (await http().post(`/inbound/domains/${theirs.body.data.id}/verify`).set(bearer(other.secretKey))).body.data;
+    // Our token is published, not theirs: the MX is right, the claim fails; the domain stays ours.
+    expect(await verifyTheirs()).toMatchObject({ status: 'FAILED', records: [{ status: 'VERIFIED' }, { status: 'FAILED' }] });
+    expect((await http().get(`/inbound/domains/${domainId}`).set(e2e.key)).body.data.status).toBe('VERIFIED');
+
+    // The domain's owner publishes the other project's token: it takes the domain over, ours is FAILED at once.
+    dns.set(`_herald.${DOMAIN}`, { TXT: [theirTxt] });
+    expect((await verifyTheirs()).status).toBe('VERIFIED');
+    expect((await http().get(`/inbound/domains/${domainId}`).set(e2e.key)).body.data).toMatchObject({ status: 'FAILED', verifiedAt: null });
+    const rows = await knex('inbound_domains').where({ domain: DOMAIN, status: 'VERIFIED' }).select('project_id');
+    expect(rows.map((r: { project_id: string }) => r.project_id)).toEqual([other.id]);
+
+    // And back (the later tests receive for this project).
+    dns.set(`_herald.${DOMAIN}`, { TXT: [ownTxt] });
+    expect((await http().post(`/inbound/domains/${domainId}/verify`).set(e2e.key)).body.data.status).toBe('VERIFIED');
+    expect((await http().get(`/inbound/domains/${theirs.body.data.id}`).set(bearer(other.secretKey))).body.data.status).toBe('FAILED');
   });
 
   test('routes: the match must be at a domain of the project, a webhook route needs an endpoint of the project; PATCH and DELETE', async () => {
@@ -231,6 +268,31 @@ describe('the listener', () => {
     const other = await e2e.t.newProject('Nosy');
     expect((await http().get(`/inbound/${id}`).set(bearer(other.secretKey))).status).toBe(404);
     expect((await http().get('/inbound').set(bearer(other.secretKey))).body.data.total).toBe(0);
+  });
+
+  test('a reply to the signed reply address names its email with no In-Reply-To; a forged or foreign token names nothing', async () => {
+    const sent = await http().post('/v1/send').set(e2e.key).send({ from: 'app@example.com', to: 'linus@example.org', reply: `reply+*@${DOMAIN}`, subject: 'Your ticket', body: '<p>Reply to this email</p>' }).expect(200);
+    const emailId = sent.body.data.emails[0].email as string;
+    const contactId = (await knex('emails').where({ id: emailId }).first('contact_id')).contact_id as string;
+    // The message goes out with the address signed for this email (GET /emails/:id/raw builds what delivery sends).
+    const raw = await http().get(`/emails/${emailId}/raw`).set(e2e.key).buffer(true).parse((res, cb) => { const c: Buffer[] = []; res.on('data', (x: Buffer) => c.push(x)); res.on('end', () => cb(null, Buffer.concat(c))); });
+    // (a long header is folded onto the next line)
+    const replyTo = /^Reply-To:\s+(\S+)\r?$/m.exec((raw.body as Buffer).toString())?.[1];
+    expect(replyTo).toMatch(new RegExp(`^reply\\+[a-z2-7]{42}@${DOMAIN.replace(/\./g, '\\.')}$`));
+    expect(replyTo).toBe(replyAddressFor(TEST_SECRET, emailId, `reply+*@${DOMAIN}`));
+
+    const reply = async (to: string) => {
+      const info = await mta().sendMail({ from: 'linus@example.org', to, subject: 'Re: Your ticket', text: 'It works now.', headers: { 'In-Reply-To': '<unrelated@elsewhere.example>' } });
+      expect(info.response).toMatch(/^250 2\.0\.0 Stored/);
+      const [row] = await knex('inbound_messages').where({ recipient: to.toLowerCase() }).orderBy('id', 'desc').limit(1).select('id');
+      return (await http().get(`/inbound/${row.id}`).set(e2e.key)).body.data;
+    };
+    expect(await reply(replyTo!)).toMatchObject({ inReplyTo: { emailId, contactId }, inReplyToMessageId: '<unrelated@elsewhere.example>' });
+    // One character changed: a tag like any other, naming nothing.
+    const forged = replyTo!.replace(/\+(.)/, (_m, c: string) => `+${c === 'a' ? 'b' : 'a'}`);
+    expect(await reply(forged)).toMatchObject({ inReplyTo: null });
+    // Another purpose's token for the same email (its bounce address's) names nothing here either.
+    expect(await reply(`reply+${emailToken(TEST_SECRET, emailId, 'bounce')}@${DOMAIN}`)).toMatchObject({ inReplyTo: null });
   });
 
   test('bad input is stored with a warning, never half-written: no From, broken encoding, multiparts nested past the bound; a NUL byte is 554', async () => {

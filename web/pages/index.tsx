@@ -40,6 +40,8 @@ const TemplateEditor = lazy(() => import('./TemplateEditor'));
 const Automations = lazy(() => import('./Automations'));
 const Automation = lazy(() => import('./Automation'));
 const AutomationExecution = lazy(() => import('./AutomationExecution'));
+const Inbound = lazy(() => import('./Inbound'));
+const InboundMessage = lazy(() => import('./InboundMessage'));
 const NotFound = lazy(() => import('./NotFound'));
 
 export const APP_PAGES: ConsolePage[] = [
@@ -49,6 +51,9 @@ export const APP_PAGES: ConsolePage[] = [
   { path: '/app/contacts', component: Contacts, nav: { label: 'Contacts', icon: 'contacts', group: 'Send' } },
   { path: '/app/contacts/:id', component: ContactDetail },
   { path: '/app/events', component: Events, nav: { label: 'Events', icon: 'events', group: 'Send' } },
+  { path: '/app/inbound', component: Inbound, nav: { label: 'Inbound', icon: 'inbox', group: 'Send' } },
+  { path: '/app/inbound/messages/:id', component: InboundMessage },
+  { path: '/app/inbound/:tab', component: Inbound },
   { path: '/app/campaigns', component: Campaigns, nav: { label: 'Campaigns', icon: 'campaigns', group: 'Marketing' } },
   // `/app/campaigns/new` too: one page, so that a new campaign's composer keeps its place when its first save gives it an id.
   { path: '/app/campaigns/:id', component: Campaign },

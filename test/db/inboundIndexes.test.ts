@@ -1,0 +1,66 @@
+import type { Knex } from 'knex';
+import { pageQueries } from '../../db/pages';
+import { filteredInbound } from '../../inbound/messages';
+import { verifiedRoutes } from '../../inbound/receive';
+import { createProject } from '../../projects/service';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+
+/**
+ * Inbound mail's reads are index reads (issue 31): GET /inbound's since/until range (a range of the primary key: the ids
+ * are UUIDv7, made as the rows are stored)
+ * and the listener's lookup of a recipient's domain at RCPT TO (inbound_domains_verified_key). The plans are read from
+ * EXPLAIN of the very SQL the code builds, on 50 projects of rows, enough that a sequential scan would lose.
+ */
+let db: TestDatabase;
+let projectId: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const projects: string[] = [];
+  for (let i = 0; i < 50; i++) projects.push((await createProject(`p${i}`)).id);
+  projectId = projects[0]!;
+  await db.knex.raw(`INSERT INTO raw_messages (project_id, content, size) SELECT p, '\\x00'::bytea, 1 FROM unnest(?::uuid[]) p`, [projects]);
+  // A year of mail: 3,000 messages a project, one every 175 minutes.
+  await db.knex.raw(
+    `INSERT INTO inbound_messages (id, project_id, raw_message_id, recipient, mail_from, size, created_at)
+     SELECT uuidv7(-(g * interval '175 minutes')), r.project_id, r.id, 'support@in' || g || '.example.com', 'a@example.org', 1, now() - g * interval '175 minutes'
+     FROM raw_messages r CROSS JOIN generate_series(1, 3000) g`);
+  // Every project has domains; a few are claimed by several projects, one of which is VERIFIED.
+  await db.knex.raw(
+    `INSERT INTO inbound_domains (project_id, domain, status)
+     SELECT p, 'in' || g || '.example.com', CASE WHEN g % 50 = i % 50 THEN 'VERIFIED' ELSE 'PENDING' END
+     FROM unnest(?::uuid[]) WITH ORDINALITY AS x(p, i) CROSS JOIN generate_series(1, 40) g`, [projects]);
+  await db.knex.raw(
+    `INSERT INTO inbound_routes (project_id, domain_id, kind, local_part, action) SELECT project_id, id, 'address', 'support', 'store' FROM inbound_domains`);
+  for (const t of ['inbound_messages', 'inbound_domains', 'inbound_routes']) await db.knex.raw(`VACUUM ANALYZE ${t}`);
+}, 120_000);
+afterAll(async () => { await db.close(); });
+
+async function planOf(b: { toSQL(): { sql: string; bindings: readonly unknown[] } }): Promise<string> {
+  const { sql, bindings } = b.toSQL();
+  const res = await db.knex.raw(`EXPLAIN ${sql}`, bindings as Knex.RawBinding[]);
+  return res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+}
+
+test('GET /inbound?since=…&until=…: the page and its count read a range of the project’s arrival times', async () => {
+  const filtered = filteredInbound(db.knex, projectId, { since: new Date(Date.now() - 7 * 86_400_000), until: new Date(Date.now() - 86_400_000) });
+  const { page, count } = pageQueries(filtered, { limit: 20 });
+  for (const p of [await planOf(page), await planOf(count)]) {
+    expect(p).toContain('inbound_messages_pkey');
+    expect(p).toMatch(/Index Cond: \(\(project_id = .*\) AND \(id >= .*\) AND \(id < /);
+    expect(p).not.toMatch(/Seq Scan|Sort/);
+  }
+  // And the rows are those of the range.
+  const rows = await page;
+  expect(rows.length).toBeGreaterThan(0);
+  expect(rows.every((r: { created_at: Date }) => r.created_at.getTime() >= Date.now() - 7 * 86_400_000 && r.created_at.getTime() < Date.now() - 86_400_000)).toBe(true);
+  expect(Number((await count)[0].n)).toBe(Math.floor(6 * 24 * 60 / 175));
+});
+
+test('RCPT TO: the routes of a recipient’s domain come through the one VERIFIED row of that domain', async () => {
+  const p = await planOf(verifiedRoutes(db.knex, 'in7.example.com'));
+  expect(p).toContain('inbound_domains_verified_key');
+  expect(p).not.toMatch(/Seq Scan on inbound_domains/);
+  const routes = await verifiedRoutes(db.knex, 'in7.example.com');
+  expect(routes).toHaveLength(1);
+});
