@@ -64,6 +64,16 @@ test('every listed change by a key has its entry: who, what, which id, from wher
   expectEntry(e, 'createDomain', 'domain', id);
   expectEntry(await change(() => http().delete(`/domains/${id}`).set(key), 204), 'deleteDomain', 'domain', id);
 
+  // Inbound domains and their routes.
+  e = await change(async () => { const r = await http().post('/inbound/domains').set(key).send({ domain: 'in.audit.example.net' }); id = r.body.data.id; return r; }, 201);
+  expectEntry(e, 'createInboundDomain', 'inbound_domain', id);
+  const inboundDomain = id;
+  e = await change(async () => { const r = await http().post('/inbound/routes').set(key).send({ match: '*@in.audit.example.net', action: 'store' }); id = r.body.data.id; return r; }, 201);
+  expectEntry(e, 'createInboundRoute', 'inbound_route', id);
+  expectEntry(await change(() => http().patch(`/inbound/routes/${id}`).set(key).send({ priority: 5 }), 200), 'updateInboundRoute', 'inbound_route', id);
+  expectEntry(await change(() => http().delete(`/inbound/routes/${id}`).set(key), 204), 'deleteInboundRoute', 'inbound_route', id);
+  expectEntry(await change(() => http().delete(`/inbound/domains/${inboundDomain}`).set(key), 204), 'deleteInboundDomain', 'inbound_domain', inboundDomain);
+
   // Webhooks, the rotation of their secret included; the secret is never in an entry.
   e = await change(async () => { const r = await http().post('/webhooks').set(key).send({ url: 'https://hooks.example.org/h?token=s3cret', events: ['email.sent'] }); id = r.body.data.id; return r; }, 201);
   expectEntry(e, 'createWebhook', 'webhook', id);
@@ -112,8 +122,8 @@ test('no change of the route table escapes the audit: every DELETE and every adm
   // Project operations: a person's own sessions (DELETE /auth/sessions/:id) belong to no project.
   const expected = ROUTES.filter((r) => !r.serve && !r.people && (r.method === 'delete' || (r.permission === 'admin' && r.method !== 'get')))
     .map((r) => r.operationId)
-    // Checked against a DNS server of the test's own in test/domains/api.test.ts.
-    .filter((op) => op !== 'verifyDomain');
+    // Checked against a DNS server of the test's own in test/domains/api.test.ts and test/inbound/inbound.test.ts.
+    .filter((op) => op !== 'verifyDomain' && op !== 'verifyInboundDomain');
   expect(expected.filter((op) => !recorded.has(op))).toEqual([]);
   for (const op of ['sendCampaign', 'cancelCampaign']) expect(recorded).toContain(op);
 });

@@ -132,6 +132,8 @@ describe('inbound domains and routes', () => {
     expect((await verify()).status).toBe('FAILED');
     dns.set(`_herald.${DOMAIN}`, { TXT: ['v=spf1 -all', ownTxt] });
     expect(await verify()).toMatchObject({ status: 'VERIFIED', verifiedAt: expect.any(String), checkedAt: expect.any(String), records: [{ status: 'VERIFIED' }, { status: 'VERIFIED' }] });
+    // Each check by an admin is in the audit log, with the domain.
+    expect(await knex('audit_log').where({ project_id: e2e.t.project.id, operation: 'verifyInboundDomain', resource_id: domainId }).count('* as n').first()).toEqual({ n: 4 });
 
     const other = await e2e.t.newProject('Other');
     expect((await http().get(`/inbound/domains/${domainId}`).set(bearer(other.secretKey))).status).toBe(404);
