@@ -76,6 +76,10 @@ async function main(): Promise<number> {
       '--workers', '1',
       '--request-timeout', '30',
       '--generation-database', 'none',
+      // File uploads (POST /contacts/imports, /preview) take a body of a media type schemathesis has no generator for
+      // (text/csv, application/x-ndjson): it discards most of what it draws for them, and its health check then stops
+      // the operation as "filtered too much". A limit of the generator, not a finding about Herald: not a failure.
+      '--suppress-health-check', 'filter_too_much',
       '--report', 'junit', '--report-dir', reportDir,
       '--no-color',
       ...EXCLUDED.flatMap((e) => ['--exclude-path-regex', e.pattern]),
