@@ -60,8 +60,12 @@ describeTemporal(__filename, 'Temporal: contact imports as workflows', (temporal
     const lock = await c.db.knex.transaction();
     await lock('contact_imports').where('id', id).forUpdate().first();
     const handle = c.client.workflow.getHandle(`contact-import-${id}`);
-    await waitFor('a batch in flight', async () => ((await handle.describe()).raw.pendingActivities ?? [])
-      .some((a) => a.activityType?.name === 'importBatch' && a.state === proto.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED) || undefined, 30_000, 50);
+    // In flight means waiting on that lock in PostgreSQL (a batch seen STARTED may be one that just finished: then the
+    // next would start after the kill, on the new worker, and nothing would be retried).
+    const waiting = async () => Number((await c.db.knex.raw(
+      `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`)).rows[0].n);
+    await waitFor('a batch in flight, waiting for the import\'s row', async () => ((await waiting()) > 0 && ((await handle.describe()).raw.pendingActivities ?? [])
+      .some((a) => a.activityType?.name === 'importBatch' && a.state === proto.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED)) || undefined, 30_000, 50);
     await c.stopWorkers('SIGKILL');
     const killedAt = Date.now();
     await lock.commit();
