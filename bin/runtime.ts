@@ -176,8 +176,11 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       metricsToken: config.metrics.token, metricsOnOwnPort: config.metrics.port !== undefined, people: config.people, temporalUi: temporalUiOf(config) });
     server = await new Promise<Server>((resolve, reject) => {
       // 32 KB of request line and headers (Node's default is 16 KB): room for GET /contacts/export's filter and
-      // columns in the URL, whose longest allowed values, URL-encoded, come to 24 KB.
-      const s = createServer({ maxHeaderSize: 32 * 1024 }, app.callback()).listen(config.port, () => resolve(s));
+      // columns in the URL, whose longest allowed values, URL-encoded, come to 24 KB. The request timeout is the
+      // operator's (HTTP_REQUEST_TIMEOUT_SECONDS, for large imports), looked at often enough to hold a short one.
+      const requestTimeout = config.httpRequestTimeoutSeconds * 1000;
+      const s = createServer({ maxHeaderSize: 32 * 1024, requestTimeout, connectionsCheckingInterval: Math.min(30_000, requestTimeout / 4) }, app.callback())
+        .listen(config.port, () => resolve(s));
       s.once('error', reject);
     });
     const port = (server.address() as { port: number }).port;

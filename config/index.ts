@@ -25,6 +25,12 @@ export interface Config {
    * client's). With n, the client is the n-th address from the right of X-Forwarded-For (what the nearest proxy saw).
    */
   trustProxyHops: number;
+  /**
+   * HTTP_REQUEST_TIMEOUT_SECONDS: the longest one HTTP request (head and body) may take to arrive. Node's own default,
+   * 300 s, would cut a contact import of 1 GB sent at under 3.5 MB/s; slow heads are still cut by Node's
+   * headersTimeout (60 s).
+   */
+  httpRequestTimeoutSeconds: number;
   sendRatePerSecond: number;
   /** Base URL under which recipients reach Herald (unsubscribe links). */
   publicUrl: string;
@@ -162,6 +168,9 @@ const envSchema = Joi.object({
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').empty('').default('info'),
   API_RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).empty('').default(1000),
   TRUST_PROXY_HOPS: Joi.number().integer().min(0).max(10).empty('').default(0),
+  // An hour: IMPORT_MAX_BYTES' 2 GiB at 0.6 MB/s. A client that holds a connection that long holds one connection;
+  // a shorter limit only makes it reconnect, and cuts honest uploads over slow links.
+  HTTP_REQUEST_TIMEOUT_SECONDS: Joi.number().integer().min(1).max(86_400).empty('').default(3600),
   SEND_RATE_PER_SECOND: Joi.number().positive().max(100000).empty('').default(14),
   PUBLIC_URL: urlWithScheme(['http', 'https']).empty(''),
   SECRET_KEY: Joi.string().min(32).empty('').messages({ 'string.min': 'must be at least 32 characters (e.g. openssl rand -hex 32)' }),
@@ -234,6 +243,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: value.LOG_LEVEL,
     apiRateLimitPerMinute: value.API_RATE_LIMIT_PER_MINUTE,
     trustProxyHops: value.TRUST_PROXY_HOPS,
+    httpRequestTimeoutSeconds: value.HTTP_REQUEST_TIMEOUT_SECONDS,
     sendRatePerSecond: value.SEND_RATE_PER_SECOND,
     publicUrl: (value.PUBLIC_URL ?? `http://localhost:${value.PORT}`).replace(/\/+$/, ''),
     secretKey: value.SECRET_KEY,

@@ -29,6 +29,7 @@ describe('defaults', () => {
       temporalNamespace: 'default',
       temporalUiUrl: undefined,
       trustProxyHops: 0,
+      httpRequestTimeoutSeconds: 3600,
       logLevel: 'info',
       apiRateLimitPerMinute: 1000,
       sendRatePerSecond: 14,
@@ -81,6 +82,7 @@ describe('valid values are read and converted', () => {
       METRICS_PORT: '9464',
       METRICS_TOKEN: 't'.repeat(32),
       TRUST_PROXY_HOPS: '2',
+      HTTP_REQUEST_TIMEOUT_SECONDS: '7200',
     })).toEqual({
       port: 8080,
       dataDir: '/var/lib/herald',
@@ -91,6 +93,7 @@ describe('valid values are read and converted', () => {
       temporalNamespace: 'herald',
       temporalUiUrl: 'https://temporal.example.com',
       trustProxyHops: 2,
+      httpRequestTimeoutSeconds: 7200,
       logLevel: 'debug',
       apiRateLimitPerMinute: 60,
       sendRatePerSecond: 2.5,
