@@ -546,7 +546,7 @@ export interface paths {
         put?: never;
         /**
          * Preview a contact import
-         * @description Reads the first rows of a file (its first 256 KB; the rest of the body is read and dropped: sending only the file's beginning is enough) and proposes the column map for POST /contacts/imports, with the rows as read and their problems. The body is the file: CSV (RFC 4180, UTF-8 with or without BOM, comma or semicolon, a header row) as `text/csv`, or JSON Lines as `application/x-ndjson`; streamed, up to IMPORT_MAX_BYTES (2 GiB by default).
+         * @description Reads the first rows of a file (its first 256 KB; the rest of the body is read and dropped: sending only the file's beginning is enough) and proposes the column map for POST /contacts/imports, with the rows as read and their problems: the rows that cannot be read, and those the import would refuse under the proposed map (no or invalid email, a row of the wrong width, a value not of its type, an address already on an earlier line). The body is the file: CSV (RFC 4180, UTF-8 with or without BOM, comma or semicolon, a header row) as `text/csv`, or JSON Lines as `application/x-ndjson`; streamed, up to IMPORT_MAX_BYTES (2 GiB by default).
          *
          *     Permission `write`: owner, admin, member; keys: full.
          */

@@ -261,6 +261,15 @@ test('preview proposes the column map from the first rows; a foreign import is a
   ]);
   expect(res.body.data.rows).toEqual([['ada@example.com', 'Ada', '3', 'yes', '2024-01-01'], ['bob@example.com', 'Bob', '1', 'no', '2024-02-01']]);
   expect(res.body.data.problems).toEqual([{ line: 4, reason: expect.stringContaining('broken quote') }]);
+  // The rows the import would refuse under the proposed map are named too, not only those that cannot be read.
+  const refusals = await t.http().post('/contacts/imports/preview').set(key).set('Content-Type', 'text/csv')
+    .send(Buffer.from('email,plan\nada@example.com,pro\nnot-an-address,pro\nbob@example.com\nADA@example.com,free\ncy@example.com,team\n'));
+  expect(refusals.body.data.problems).toEqual([
+    { line: 3, reason: expect.stringMatching(/email/i) },
+    { line: 4, reason: '1 fields where the header has 2' },
+    { line: 5, reason: 'duplicate email: the file has it on line 2 already' },
+  ]);
+  expect(refusals.body.data.rows).toHaveLength(5);
   const clean = await t.http().post('/contacts/imports/preview').set(key).set('Content-Type', 'text/csv')
     .send(Buffer.from('email,seats,since\nada@example.com,3,2024-01-01\nbob@example.com,1,2024-02-01\n'));
   expect(clean.body.data.columns.map((c: Column) => c.type ?? c.to)).toEqual(['email', 'number', 'date']);

@@ -23,7 +23,7 @@ const FILE = 'The body is the file: CSV (RFC 4180, UTF-8 with or without BOM, co
 export const contactImportRoutes = [
   route({ operationId: 'previewContactImport', method: 'post', path: '/contacts/imports/preview', summary: 'Preview a contact import', tag: 'Contacts', access: 'secret', permission: 'write',
     upload: IMPORT_MEDIA_TYPES,
-    description: `Reads the first rows of a file (its first 256 KB; the rest of the body is read and dropped: sending only the file's beginning is enough) and proposes the column map for POST /contacts/imports, with the rows as read and their problems. ${FILE}`,
+    description: `Reads the first rows of a file (its first 256 KB; the rest of the body is read and dropped: sending only the file's beginning is enough) and proposes the column map for POST /contacts/imports, with the rows as read and their problems: the rows that cannot be read, and those the import would refuse under the proposed map (no or invalid email, a row of the wrong width, a value not of its type, an address already on an earlier line). ${FILE}`,
     answers: ok('The proposed column map and the first rows.', A.importPreviewAnswer),
     handle: async ({ upload, services }) => reply(await services.contactImports.preview(upload!)) }),
 

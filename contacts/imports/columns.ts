@@ -151,6 +151,17 @@ export function rowToContact(record: ImportRecord, plan: ColumnPlan): ImportedCo
 }
 
 /** A column as the preview proposes it, with a few of its values. */
+/**
+ * Why a row is refused as a duplicate (its address is on an earlier line of the file), or undefined, remembering the
+ * address's first line in `firstLine` (address → line) otherwise.
+ */
+export function duplicateOf(firstLine: Map<string, number>, email: string, line: number): string | undefined {
+  const first = firstLine.get(email);
+  if (first !== undefined) return `duplicate email: the file has it on line ${first} already`;
+  firstLine.set(email, line);
+  return undefined;
+}
+
 export interface ProposedColumn extends ColumnMapping {
   samples: string[];
 }

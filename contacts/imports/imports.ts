@@ -9,8 +9,8 @@ import type { Logger } from '../../logging/logger';
 import { workflowId } from '../../workflows/registry';
 import type { ImportStatus } from '../../workflows/types';
 import { CHUNK_BYTES, endImport } from './batches';
-import { ColumnMapError, planColumns, proposeColumns, type ColumnMapping, type ProposedColumn } from './columns';
-import { BOM, detectDelimiter, MAX_ROW_BYTES, parseCsvRecord, readLines, RecordReader, type ImportFormat } from './format';
+import { ColumnMapError, duplicateOf, planColumns, proposeColumns, rowToContact, type ColumnMapping, type ProposedColumn } from './columns';
+import { BOM, detectDelimiter, MAX_ROW_BYTES, parseCsvRecord, readLines, RecordReader, type ImportFormat, type ImportRecord } from './format';
 
 /**
  * Contact imports (issue 30, point 1): a CSV or JSON Lines file uploaded as a stream and stored in the database in
@@ -158,20 +158,44 @@ export async function previewImport(upload: Upload): Promise<ImportPreview> {
   // The head's bytes only; a row cut off at the end of them is not shown.
   const body = first.subarray(head.offset, ended ? first.length : first.lastIndexOf(10) + 1);
   const reader = new RecordReader(readLines([body] as unknown as AsyncIterable<Buffer>, head.line + 1), format, head.delimiter ?? ',');
-  const rows: (string[] | Record<string, unknown>)[] = [];
+  const read: ImportRecord[] = [];
   const problems: { line: number; reason: string }[] = [];
   const keys: string[] = [...head.header];
-  for (let record = await reader.next(); record && rows.length + problems.length < PREVIEW_ROWS; record = await reader.next()) {
+  for (let record = await reader.next(); record && read.length + problems.length < PREVIEW_ROWS; record = await reader.next()) {
     if (record.empty) continue;
     if (record.error) problems.push({ line: record.line, reason: record.error });
-    else if (record.fields) rows.push(record.fields);
-    else if (record.object) {
-      rows.push(record.object);
-      for (const k of Object.keys(record.object)) if (!keys.includes(k)) keys.push(k);
+    else {
+      read.push(record);
+      for (const k of Object.keys(record.object ?? {})) if (!keys.includes(k)) keys.push(k);
     }
   }
+  const rows = read.map((r) => r.fields ?? r.object!);
   const getters = rows.map((r) => (column: string) => (Array.isArray(r) ? r[head.header.indexOf(column)] : r[column]));
-  return { format, delimiter: head.delimiter, columns: proposeColumns(keys, getters), rows, problems };
+  const columns = proposeColumns(keys, getters);
+  return { format, delimiter: head.delimiter, columns, rows, problems: [...problems, ...refusedUnder(columns, read, format, head.header)].sort((a, b) => a.line - b.line) };
+}
+
+/**
+ * The rows the import would refuse under the proposed map, and why, as its batches decide it (a row's width, its
+ * address, its values' types, an address the file has already): so that a person sees them before starting, not only
+ * the rows that could not be read. None when no email column could be proposed: the map is then for a person to make.
+ */
+function refusedUnder(columns: ProposedColumn[], records: ImportRecord[], format: ImportFormat, header: string[]): { line: number; reason: string }[] {
+  let plan;
+  try {
+    plan = planColumns(columns.map(({ samples: _samples, ...mapping }) => mapping), format, header);
+  } catch (err) {
+    if (err instanceof ColumnMapError) return [];
+    throw err;
+  }
+  const firstLine = new Map<string, number>();
+  const refusals: { line: number; reason: string }[] = [];
+  for (const record of records) {
+    const contact = rowToContact(record, plan);
+    const reason = 'error' in contact ? contact.error : duplicateOf(firstLine, contact.email, record.line);
+    if (reason) refusals.push({ line: record.line, reason });
+  }
+  return refusals;
 }
 
 /** A row of contact_imports as the API shows it. */

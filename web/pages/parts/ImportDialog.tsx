@@ -109,11 +109,11 @@ function ColumnMap({ preview, columns, onColumns, problem }: { preview: Preview;
     <>
       <p class="import-summary">
         {preview.format === 'csv' ? `CSV, ${preview.delimiter === ';' ? 'semicolon' : 'comma'} separated` : 'JSON Lines'} · {columns.length} columns ·
-        {' '}the first {n(preview.rows.length + preview.problems.length)} rows read{preview.problems.length ? `, ${n(preview.problems.length)} of them unreadable` : ''}.
+        {' '}the first {n(preview.rows.length)} readable rows shown{preview.problems.length ? `; ${n(preview.problems.length)} of the rows read will be refused` : ''}.
       </p>
       {preview.problems.length ? (
         <div class="import-problems" role="note">
-          <strong>Rows the import will refuse</strong>
+          <strong>Rows refused with the proposed map</strong>
           <ul>{preview.problems.slice(0, 5).map((p) => <li key={p.line}>Line {p.line}: {p.reason}</li>)}</ul>
         </div>
       ) : null}
