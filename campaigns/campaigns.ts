@@ -7,7 +7,6 @@ import type { AudienceCondition } from '../audience/condition';
 import { isUnusableCondition, unusableCondition } from '../audience/segmentQueries';
 import { conflict, invalid, notFound, type FieldError } from '../core/errors';
 import { isUuid } from '../core/values';
-import { ownedRow } from '../db/owned';
 import { listPage, type Listed, type PageRequest } from '../db/pages';
 import { campaignStats, deleteCampaignStats, type CampaignStats } from '../db/queries/campaigns';
 import { isVerifiedSender } from '../db/queries/domains';
@@ -64,10 +63,20 @@ export interface CampaignRow extends CampaignContentRow {
   completed_at: Date | null;
   cancelled_at: Date | null;
   total_recipients: number | null;
+  /** Read with the row (campaignRows): the campaign's emails so far, from its kept stats; null before its first batch. */
+  recipients_so_far?: number | null;
   error: string | null;
   created_at: Date;
   updated_at: Date;
 }
+
+/**
+ * Campaigns as the API answers them. total_recipients is set when a campaign has sent; until then (sending, cancelled,
+ * failed) its recipients so far come from its kept stats (campaign_stats' total, a few rows by its key), so that
+ * GET /campaigns/:id says how many it has queued while the stats count them.
+ */
+const campaignRows = (db: Knex) => db('campaigns').select('campaigns.*', db.raw(
+  '(SELECT sum(s.total)::int FROM campaign_stats s WHERE s.project_id = campaigns.project_id AND s.campaign_id = campaigns.id) AS recipients_so_far'));
 
 /** Who a campaign goes to: everyone subscribed, a segment's subscribed members, or those a filter matches. */
 export type Audience = Pick<CampaignInput, 'audienceType' | 'segmentId' | 'audienceFilter'>;
@@ -207,11 +216,15 @@ export interface TemporalUi {
 
 export function campaignService({ knex, engine, log, render, temporalUi, secret }: CampaignDeps): Campaigns {
   const hashKey = addressHashKey(secret);
-  const get = (projectId: string, id: string) => ownedRow<CampaignRow>(knex, 'campaigns', 'Campaign', projectId, id);
+  const get = async (projectId: string, id: string): Promise<CampaignRow> => {
+    const row = isUuid(id) ? await campaignRows(knex).where({ project_id: projectId, id }).first() as CampaignRow | undefined : undefined;
+    if (!row) throw notFound('Campaign');
+    return row;
+  };
 
   return {
     list: (projectId, filter, page) => listPage<CampaignRow>(() => {
-      const q = knex('campaigns').where('project_id', projectId);
+      const q = campaignRows(knex).where('project_id', projectId);
       if (filter.status) q.where('status', filter.status);
       return q;
     }, page),

@@ -2341,14 +2341,30 @@ export interface components {
             temporalUiUrl: string | null;
         };
         CampaignStats: {
-            /** @example 1200 */
+            /**
+             * @description queued + sent + failed + cancelled + suppressed.
+             * @example 1200
+             */
             totalRecipients: number;
             /** @example 0 */
             queued: number;
-            /** @example 1196 */
+            /**
+             * @description Handed to the receiving server: delivered, or bounced since.
+             * @example 1194
+             */
             sent: number;
-            /** @example 1190 */
+            /** @example 1188 */
             delivered: number;
+            /**
+             * @description Not sent: the campaign was cancelled (or failed) before their turn.
+             * @example 0
+             */
+            cancelled: number;
+            /**
+             * @description Not sent: the address was on the suppression list when its turn came.
+             * @example 2
+             */
+            suppressed: number;
             /** @example 512 */
             opened: number;
             /** @example 143 */
@@ -2361,9 +2377,15 @@ export interface components {
             failed: number;
             /** @example 3 */
             unsubscribed: number;
-            /** @example 0.428 */
+            /**
+             * @description uniqueOpens / delivered.
+             * @example 0.431
+             */
             openRate: number;
-            /** @example 0.12 */
+            /**
+             * @description uniqueClicks / delivered.
+             * @example 0.1204
+             */
             clickRate: number;
             /** @example 730 */
             opens: number;
@@ -9185,16 +9207,18 @@ export interface operations {
                      *       "data": {
                      *         "totalRecipients": 1200,
                      *         "queued": 0,
-                     *         "sent": 1196,
-                     *         "delivered": 1190,
+                     *         "sent": 1194,
+                     *         "delivered": 1188,
+                     *         "cancelled": 0,
+                     *         "suppressed": 2,
                      *         "opened": 512,
                      *         "clicked": 143,
                      *         "bounced": 6,
                      *         "complained": 1,
                      *         "failed": 4,
                      *         "unsubscribed": 3,
-                     *         "openRate": 0.428,
-                     *         "clickRate": 0.12,
+                     *         "openRate": 0.431,
+                     *         "clickRate": 0.1204,
                      *         "opens": 730,
                      *         "uniqueOpens": 512,
                      *         "clicks": 198,

@@ -3,6 +3,7 @@ import { campaignBatches } from '../campaigns/batches';
 import { TEST_SECRET } from './support/app';
 import { deleteContact } from '../db/queries/contacts';
 import { createProject } from '../projects/service';
+import { addDomain } from '../domains/rows';
 import { recordHits, type Hit } from '../tracking/record';
 import { expectStatsKept } from './support/campaignRecount';
 import { createTestDatabase, type TestDatabase } from './support/db';
@@ -52,7 +53,8 @@ describe('sent and come back', () => {
 
     const stats = await expectStatsKept(knex, t.project.id, id);
     expect(stats).toMatchObject({
-      totalRecipients: 12, queued: 0, sent: 9, delivered: 9, failed: 0, bounced: 3, complained: 1, unsubscribed: 1,
+      // Sent: handed to the receiving servers, the three bounced since included; delivered: not bounced.
+      totalRecipients: 12, queued: 0, sent: 12, delivered: 9, failed: 0, cancelled: 0, suppressed: 0, bounced: 3, complained: 1, unsubscribed: 1,
       opens: 4, uniqueOpens: 2, clicks: 4, uniqueClicks: 2,
       links: [{ url: 'https://news.example/b', clicks: 3, uniqueClicks: 2 }, { url: 'https://news.example/a', clicks: 1, uniqueClicks: 1 }],
     });
@@ -60,6 +62,35 @@ describe('sent and come back', () => {
     // A contact's deletion takes its emails and events with it, not what its campaign sent: the stats are history.
     expect((await t.http().delete(`/contacts/${e5!.contact_id}`).set(key)).status).toBe(204);
     expect((await t.http().get(`/campaigns/${id}/stats`).set(key)).body.data).toEqual({ ...stats });
+  });
+
+  test('GET /campaigns/:id and the list say how many it has queued so far, and the stats add up to it', async () => {
+    const { t } = e2e;
+    const knex = t.db.knex;
+    // A project of its own: its audience is these 25 contacts.
+    const project = await t.newProject('So far');
+    const key = { Authorization: `Bearer ${project.secretKey}` };
+    await addDomain(project.id, 'example.com', true);
+    await knex.raw(`INSERT INTO contacts (project_id, email, subscribed) SELECT ?::uuid, 'r' || g || '@example.org', true FROM generate_series(1, 25) g`, [project.id]);
+    const id = (await t.http().post('/campaigns').set(key).send({ name: 'So far', subject: 'So far', body: '<p>Hi</p>', from: 'news@example.com', audienceType: 'ALL' })).body.data.id as string;
+    const answer = async () => (await t.http().get(`/campaigns/${id}`).set(key)).body.data as { status: string; totalRecipients: number | null };
+    expect(await answer()).toMatchObject({ status: 'DRAFT', totalRecipients: null });
+
+    // As the engine would: the campaign SENDING, two batches of its audience queued (this file's worker may deliver some).
+    await knex('campaigns').where({ id }).update({ status: 'SENDING', started_at: knex.fn.now() });
+    const batches = campaignBatches({ knex, secret: TEST_SECRET });
+    const first = await batches.campaignBatch({ projectId: project.id, campaignId: id, after: null, size: 10 });
+    await batches.campaignBatch({ projectId: project.id, campaignId: id, after: first.last, size: 10 });
+    expect(await answer()).toMatchObject({ status: 'SENDING', totalRecipients: 20 });
+    const listed = (await t.http().get('/campaigns').set(key)).body.data.items as { id: string; totalRecipients: number | null }[];
+    expect(listed.find((c) => c.id === id)?.totalRecipients).toBe(20);
+
+    const cancelled = (await t.http().post(`/campaigns/${id}/cancel`).set(key)).body.data;
+    expect(cancelled).toMatchObject({ status: 'CANCELLED', totalRecipients: 20 });
+    const stats = (await t.http().get(`/campaigns/${id}/stats`).set(key)).body.data;
+    expect(stats).toMatchObject({ totalRecipients: 20, queued: 0, failed: 0, suppressed: 0 });
+    expect(stats.sent + stats.cancelled).toBe(20);
+    await expectStatsKept(knex, project.id, id);
   });
 });
 
@@ -90,6 +121,6 @@ describe('queued, cancelled, deleted', () => {
     expect(await expectStatsKept(knex, project.id, ref.campaignId)).toMatchObject({ totalRecipients: 29, queued: 29 });
 
     expect(await batches.cancelCampaign(ref)).toBe('CANCELLED');
-    expect(await expectStatsKept(knex, project.id, ref.campaignId)).toMatchObject({ totalRecipients: 29, queued: 0, sent: 0, failed: 0 });
+    expect(await expectStatsKept(knex, project.id, ref.campaignId)).toMatchObject({ totalRecipients: 29, queued: 0, sent: 0, failed: 0, cancelled: 29 });
   });
 });

@@ -7,7 +7,7 @@ import { waitForExecutions, type ExecutionJson } from './support/automations';
 import type { TestEngine } from './support/engine';
 import { waitFor } from './support/processes';
 import { startEndToEnd, type EndToEnd } from './support/endToEnd';
-import { backfillCampaignStats } from '../db/migrations/20261203000001_campaign_stats';
+import { backfillCampaignStats } from '../db/migrations/20261206000010_campaign_outcomes';
 
 /**
  * Issue 13, "Failed is a state": rows that can no longer be compiled or run (stored before the API refused such

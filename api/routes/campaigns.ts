@@ -16,7 +16,7 @@ export function campaignJson(c: CampaignRow, campaigns: Pick<Campaigns, 'workflo
     from: c.from_email, fromName: c.from_name, replyTo: c.reply_to, type: 'MARKETING' as const, status: c.status,
     audienceType: c.audience_type, segmentId: c.segment_id, audienceFilter: c.audience_filter,
     scheduledAt: iso(c.scheduled_at), startedAt: iso(c.started_at), completedAt: iso(c.completed_at), cancelledAt: iso(c.cancelled_at),
-    totalRecipients: c.total_recipients, error: c.error,
+    totalRecipients: c.total_recipients ?? c.recipients_so_far ?? null, error: c.error,
     createdAt: c.created_at.toISOString(), updatedAt: c.updated_at.toISOString(),
     temporalUiUrl: campaigns.workflowUrl(c),
   };

@@ -138,9 +138,12 @@ export const campaignTestAnswer = shape({ emails: Joi.array().items(shape({ emai
 
 // db/queries/campaigns.ts CampaignStats
 export const campaignStatsAnswer = shape({
-  totalRecipients: countOf(1200), queued: countOf(0), sent: countOf(1196), delivered: countOf(1190), opened: countOf(512), clicked: countOf(143),
-  bounced: countOf(6), complained: countOf(1), failed: countOf(4), unsubscribed: countOf(3),
-  openRate: Joi.number().min(0).example(0.428), clickRate: Joi.number().min(0).example(0.12),
+  totalRecipients: countOf(1200).description('queued + sent + failed + cancelled + suppressed.'), queued: countOf(0),
+  sent: countOf(1194).description('Handed to the receiving server: delivered, or bounced since.'), delivered: countOf(1188),
+  cancelled: countOf(0).description('Not sent: the campaign was cancelled (or failed) before their turn.'),
+  suppressed: countOf(2).description('Not sent: the address was on the suppression list when its turn came.'),
+  opened: countOf(512), clicked: countOf(143), bounced: countOf(6), complained: countOf(1), failed: countOf(4), unsubscribed: countOf(3),
+  openRate: Joi.number().min(0).example(0.431).description('uniqueOpens / delivered.'), clickRate: Joi.number().min(0).example(0.1204).description('uniqueClicks / delivered.'),
   opens: countOf(730), uniqueOpens: countOf(512), clicks: countOf(198), uniqueClicks: countOf(143),
   links: Joi.array().items(shape({ url: text('https://example.com/changelog'), clicks: countOf(120), uniqueClicks: countOf(97) })),
   // campaigns/series.ts CampaignSeries: only when asked (`?series=`).

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { backfillDailyStats } from '../../db/migrations/20261201000001_daily_stats';
-import { backfillCampaignStats } from '../../db/migrations/20261203000001_campaign_stats';
+import { backfillCampaignStats } from '../../db/migrations/20261206000010_campaign_outcomes';
 
 /**
  * A project as the console sees it at scale, for benchmarks: `contacts` contacts, `emails` emails spread evenly over

@@ -32,6 +32,7 @@ import * as contactImports from './20261204000001_contact_imports';
 import * as contactErasure from './20261204000002_contact_erasure';
 import * as inbound from './20261205000001_inbound';
 import * as inboundMore from './20261205000002_inbound_more';
+import * as campaignOutcomes from './20261206000010_campaign_outcomes';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -72,6 +73,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261204000002_contact_erasure': contactErasure,
   '20261205000001_inbound': inbound,
   '20261205000002_inbound_more': inboundMore,
+  '20261206000010_campaign_outcomes': campaignOutcomes,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

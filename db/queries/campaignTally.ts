@@ -5,7 +5,7 @@
  */
 
 /** campaign_stats' counts. */
-export type TallyColumn = 'total' | 'queued' | 'sent' | 'failed' | 'opens' | 'unique_opens' | 'clicks' | 'unique_clicks';
+export type TallyColumn = 'total' | 'queued' | 'sent' | 'failed' | 'cancelled' | 'suppressed' | 'bounced' | 'opens' | 'unique_opens' | 'clicks' | 'unique_clicks';
 
 /** Each (campaign) row is spread over this many shards, picked by the writer's session (as event_names and project_daily_stats). */
 export const CAMPAIGN_STATS_SHARDS = 8;
@@ -32,8 +32,9 @@ export function campaignTally(rows: string, columns: readonly TallyColumn[]): st
 
 /**
  * What an email's move from status `was` to status `now` (SQL expressions; `was` NULL for a new email) adds to the
- * status counts, as the select list `total, queued, sent, failed`. `queued` counts QUEUED and SENDING (claimed, not yet
- * sent), as the stats answer them.
+ * status counts, as the select list `total, queued, sent, failed, cancelled, suppressed, bounced`: one count per status
+ * (`queued` counts QUEUED and SENDING: claimed, not yet sent), so that they add up to `total` (migration
+ * 20261206000010).
  */
 export function statusTally(was: string, now: string): string {
   const is = (status: string, list: string) => `coalesce((${status}) IN (${list}), false)::int`;
@@ -42,8 +43,11 @@ export function statusTally(was: string, now: string): string {
     `${is(now, "'QUEUED', 'SENDING'")} - ${is(was, "'QUEUED', 'SENDING'")} AS queued`,
     `${is(now, "'SENT'")} - ${is(was, "'SENT'")} AS sent`,
     `${is(now, "'FAILED'")} - ${is(was, "'FAILED'")} AS failed`,
+    `${is(now, "'CANCELLED'")} - ${is(was, "'CANCELLED'")} AS cancelled`,
+    `${is(now, "'SUPPRESSED'")} - ${is(was, "'SUPPRESSED'")} AS suppressed`,
+    `${is(now, "'BOUNCED'")} - ${is(was, "'BOUNCED'")} AS bounced`,
   ].join(', ');
 }
 
 /** The columns statusTally answers. */
-export const STATUS_TALLY: readonly TallyColumn[] = ['total', 'queued', 'sent', 'failed'];
+export const STATUS_TALLY: readonly TallyColumn[] = ['total', 'queued', 'sent', 'failed', 'cancelled', 'suppressed', 'bounced'];

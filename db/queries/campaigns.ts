@@ -9,10 +9,16 @@ export interface LinkStats {
 }
 
 export interface CampaignStats {
+  /** = queued + sent + failed + cancelled + suppressed. */
   totalRecipients: number;
   queued: number;
+  /** Handed to the receiving server: delivered, or bounced since. */
   sent: number;
   delivered: number;
+  /** Not sent because the campaign was cancelled (or failed) first. */
+  cancelled: number;
+  /** Not sent because the address was on the suppression list when its turn came. */
+  suppressed: number;
   /** Unique opens: emails opened at least once by a person (proxies and scanners do not count); = uniqueOpens. */
   opened: number;
   /** Unique clicks: emails with at least one click by a person; = uniqueClicks. */
@@ -21,9 +27,9 @@ export interface CampaignStats {
   complained: number;
   failed: number;
   unsubscribed: number;
-  /** uniqueOpens / sent. */
+  /** uniqueOpens / delivered. */
   openRate: number;
-  /** uniqueClicks / sent. */
+  /** uniqueClicks / delivered. */
   clickRate: number;
   /** Every open recorded, mail proxies' and scanners' included. */
   opens: number;
@@ -41,18 +47,18 @@ export const STATS_LINKS = 200;
  * A campaign's stats in one statement, from its results as they were kept (migration 20261203000001): its emails by
  * status and their open and click counts (campaign_stats), the emails with a bounce, a complaint or an unsubscribe
  * (campaign_hourly_stats) and its clicks per link (campaign_link_stats), a few rows per campaign (8 shards, its hours,
- * its links) whatever its size. Rates are of sent emails. Test copies are not counted. `delivered` is what the
+ * its links) whatever its size. Rates are of delivered emails. Test copies are not counted. `delivered` is what the
  * receiving servers accepted and did not bounce since (status SENT): SMTP gives no later receipt to count.
  */
 export async function campaignStats(db: Knex, projectId: string, campaignId: string): Promise<CampaignStats> {
   const { rows } = await db.raw(campaignStatsSql, [projectId, campaignId, projectId, campaignId, projectId, campaignId, STATS_LINKS]);
   const r = rows[0] as {
-    total: number; queued: number; sent: number; failed: number; opens: number; unique_opens: number; clicks: number; unique_clicks: number;
-    bounced: number; complained: number; unsubscribed: number; links: LinkStats[];
+    total: number; queued: number; sent: number; failed: number; cancelled: number; suppressed: number; bounced_emails: number;
+    opens: number; unique_opens: number; clicks: number; unique_clicks: number; bounced: number; complained: number; unsubscribed: number; links: LinkStats[];
   };
   const rate = (n: number) => (r.sent > 0 ? Math.round((n / r.sent) * 10_000) / 10_000 : 0);
   return {
-    totalRecipients: r.total, queued: r.queued, sent: r.sent, delivered: r.sent, opened: r.unique_opens,
+    totalRecipients: r.total, queued: r.queued, sent: r.sent + r.bounced_emails, delivered: r.sent, cancelled: r.cancelled, suppressed: r.suppressed, opened: r.unique_opens,
     clicked: r.unique_clicks, bounced: r.bounced, complained: r.complained, failed: r.failed,
     unsubscribed: r.unsubscribed, openRate: rate(r.unique_opens), clickRate: rate(r.unique_clicks),
     opens: r.opens, uniqueOpens: r.unique_opens, clicks: r.clicks, uniqueClicks: r.unique_clicks, links: r.links,
@@ -63,7 +69,8 @@ export async function campaignStats(db: Knex, projectId: string, campaignId: str
 export const campaignStatsSql = `
   WITH s AS (
     SELECT coalesce(sum(total), 0)::int AS total, coalesce(sum(queued), 0)::int AS queued, coalesce(sum(sent), 0)::int AS sent,
-           coalesce(sum(failed), 0)::int AS failed, coalesce(sum(opens), 0)::int AS opens, coalesce(sum(unique_opens), 0)::int AS unique_opens,
+           coalesce(sum(failed), 0)::int AS failed, coalesce(sum(cancelled), 0)::int AS cancelled, coalesce(sum(suppressed), 0)::int AS suppressed,
+           coalesce(sum(bounced), 0)::int AS bounced_emails, coalesce(sum(opens), 0)::int AS opens, coalesce(sum(unique_opens), 0)::int AS unique_opens,
            coalesce(sum(clicks), 0)::int AS clicks, coalesce(sum(unique_clicks), 0)::int AS unique_clicks
     FROM campaign_stats WHERE project_id = ?::uuid AND campaign_id = ?::uuid),
   h AS (

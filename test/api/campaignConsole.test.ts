@@ -4,7 +4,7 @@ import { countCampaignAudience } from '../../audience/campaignAudience';
 import { addDomain } from '../../domains/rows';
 import { bearer, createTestContext, TEST_SECRET, testAppDeps, type TestContext } from '../support/app';
 import { addressHashKey } from '../../audience/suppressions';
-import { backfillCampaignStats } from '../../db/migrations/20261203000001_campaign_stats';
+import { backfillCampaignStats } from '../../db/migrations/20261206000010_campaign_outcomes';
 
 /**
  * What the console's campaign pages ask of the API beyond spec 4.5: a campaign's opens and clicks over time

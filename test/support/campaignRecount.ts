@@ -3,7 +3,7 @@ import { campaignSeries, SERIES_INTERVALS } from '../../campaigns/series';
 import { campaignStats, STATS_LINKS } from '../../db/queries/campaigns';
 
 /**
- * A campaign's stats counted from its rows, as GET /campaigns/:id/stats answered before its results were kept as they
+ * A campaign's stats counted from its rows (and, since migration 20261206000010, its emails by every status), as GET /campaigns/:id/stats answered before its results were kept as they
  * happen (migration 20261203000001): the reference the kept results must equal, whichever statements wrote the
  * campaign's emails and events (queueing, delivery, cancel, failure, bounces, complaints, unsubscribes, opens, clicks).
  * Holds while none of the campaign's emails was deleted (a contact's deletion keeps what was sent: history).
@@ -31,8 +31,11 @@ const RECOUNT = `
     GROUP BY 1)
   SELECT count(*)::int AS total,
          count(*) FILTER (WHERE status IN ('QUEUED', 'SENDING'))::int AS queued,
-         count(*) FILTER (WHERE status = 'SENT')::int AS sent,
+         count(*) FILTER (WHERE status IN ('SENT', 'BOUNCED'))::int AS sent,
+         count(*) FILTER (WHERE status = 'SENT')::int AS delivered,
          count(*) FILTER (WHERE status = 'FAILED')::int AS failed,
+         count(*) FILTER (WHERE status = 'CANCELLED')::int AS cancelled,
+         count(*) FILTER (WHERE status = 'SUPPRESSED')::int AS suppressed,
          coalesce(sum(opens), 0)::int AS opens, count(first_opened_at)::int AS unique_opens,
          coalesce(sum(clicks), 0)::int AS clicks, count(first_clicked_at)::int AS unique_clicks,
          coalesce((SELECT json_object_agg(name, n) FROM ev), '{}'::json) AS events,
@@ -46,14 +49,18 @@ export async function expectStatsKept(knex: Knex, projectId: string, campaignId:
   const r = rows[0];
   const kept = await campaignStats(knex, projectId, campaignId);
   expect({
-    totalRecipients: kept.totalRecipients, queued: kept.queued, sent: kept.sent, failed: kept.failed, opens: kept.opens,
+    totalRecipients: kept.totalRecipients, queued: kept.queued, sent: kept.sent, delivered: kept.delivered, failed: kept.failed,
+    cancelled: kept.cancelled, suppressed: kept.suppressed, opens: kept.opens,
     uniqueOpens: kept.uniqueOpens, clicks: kept.clicks, uniqueClicks: kept.uniqueClicks, bounced: kept.bounced,
     complained: kept.complained, unsubscribed: kept.unsubscribed, links: kept.links,
   }).toEqual({
-    totalRecipients: r.total, queued: r.queued, sent: r.sent, failed: r.failed, opens: r.opens, uniqueOpens: r.unique_opens,
+    totalRecipients: r.total, queued: r.queued, sent: r.sent, delivered: r.delivered, failed: r.failed, cancelled: r.cancelled,
+    suppressed: r.suppressed, opens: r.opens, uniqueOpens: r.unique_opens,
     clicks: r.clicks, uniqueClicks: r.unique_clicks, bounced: r.events['email.bounced'] ?? 0,
     complained: r.events['email.complained'] ?? 0, unsubscribed: r.events['contact.unsubscribed'] ?? 0, links: r.links,
   });
+  // The counts add up: every recipient is queued, sent, failed, cancelled or suppressed.
+  expect(kept.queued + kept.sent + kept.failed + kept.cancelled + kept.suppressed).toBe(kept.totalRecipients);
   // The chart: the hours with opens or clicks, as counted from the events.
   const byHour = (await campaignSeries(knex, projectId, campaignId, SERIES_INTERVALS[0]!)).points.filter((p) => p.opens > 0 || p.clicks > 0);
   expect(byHour).toEqual(r.hours);

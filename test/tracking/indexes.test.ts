@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { campaignSeriesBindings, campaignSeriesSql } from '../../campaigns/series';
 import { campaignStatsSql, STATS_LINKS } from '../../db/queries/campaigns';
-import { backfillCampaignStats } from '../../db/migrations/20261203000001_campaign_stats';
+import { backfillCampaignStats } from '../../db/migrations/20261206000010_campaign_outcomes';
 import { createProject } from '../../projects/service';
 import { HITS_SQL } from '../../tracking/record';
 import { createTestDatabase, type TestDatabase } from '../support/db';

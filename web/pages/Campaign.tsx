@@ -197,7 +197,8 @@ function ScheduledCard({ campaign: c }: { campaign: Campaign }) {
 }
 
 function ProgressCard({ stats: s, loading }: { stats: Stats | null; loading: boolean }) {
-  const done = s ? s.sent + s.failed + s.bounced : 0;
+  // Every recipient not still queued has been handled: sent (bounced or not), failed, cancelled or suppressed.
+  const done = s ? s.totalRecipients - s.queued : 0;
   return (
     <section class="card" aria-labelledby="campaign-progress">
       <div class="card-header"><h2 id="campaign-progress">Progress</h2><span class="muted small live-note"><span class="live-dot" aria-hidden="true" />Live</span></div>
@@ -227,12 +228,15 @@ function Results({ stats: s }: { stats: Stats }) {
     <div class="stats campaign-stats" role="group" aria-label="Results">
       <Stat label="Recipients" value={s.totalRecipients} note={s.queued ? `${s.queued.toLocaleString()} still queued` : undefined} />
       <Stat label="Delivered" value={s.delivered} note={`${percent(s.delivered, s.totalRecipients)} of recipients`} />
-      <Stat label="Opened" value={s.uniqueOpens} note={`${percent(s.uniqueOpens, s.sent)} · ${count(s.opens, 'open')} in all`} />
-      <Stat label="Clicked" value={s.uniqueClicks} note={`${percent(s.uniqueClicks, s.sent)} · ${count(s.clicks, 'click')} in all`} />
+      <Stat label="Opened" value={s.uniqueOpens} note={`${percent(s.uniqueOpens, s.delivered)} of delivered · ${count(s.opens, 'open')} in all`} />
+      <Stat label="Clicked" value={s.uniqueClicks} note={`${percent(s.uniqueClicks, s.delivered)} of delivered · ${count(s.clicks, 'click')} in all`} />
       <Stat label="Bounced" value={s.bounced} note={`${percent(s.bounced, s.sent)} of sent`} />
       <Stat label="Complaints" value={s.complained} note={`${percent(s.complained, s.sent)} of sent`} />
       <Stat label="Unsubscribed" value={s.unsubscribed} note={`${percent(s.unsubscribed, s.sent)} of sent`} />
       <Stat label="Failed" value={s.failed} />
+      {s.cancelled + s.suppressed > 0 ? (
+        <Stat label="Not sent" value={s.cancelled + s.suppressed} note={[s.cancelled ? `${s.cancelled.toLocaleString()} cancelled` : '', s.suppressed ? `${s.suppressed.toLocaleString()} suppressed` : ''].filter(Boolean).join(' · ')} />
+      ) : null}
     </div>
   );
 }
