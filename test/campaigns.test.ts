@@ -60,7 +60,7 @@ test('send now: every subscribed contact once, rendered, with unsubscribe link a
   expect((await t.db.knex('contacts').where({ project_id: t.project.id, email: 'c03@example.org' }).first()).subscribed).toBe(false);
   const stats = await t.http().get(`/campaigns/${id}/stats`).set(key);
   expect(stats.body.data).toEqual({
-    totalRecipients: 25, queued: 0, sent: 25, delivered: 25, opened: 0, clicked: 0, bounced: 0, complained: 0, failed: 0,
+    totalRecipients: 25, queued: 0, sent: 25, delivered: 25, opened: 0, clicked: 0, bounced: 0, complained: 0, failed: 0, cancelled: 0, suppressed: 0,
     unsubscribed: 1, openRate: 0, clickRate: 0, opens: 0, uniqueOpens: 0, clicks: 0, uniqueClicks: 0, links: [],
   });
   await expectStatsKept(t.db.knex, t.project.id, id);

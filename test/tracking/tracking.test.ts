@@ -296,7 +296,7 @@ describe('campaigns', () => {
     const stats = await t.http().get(`/campaigns/${id}/stats`).set(key);
     expect(stats.status).toBe(200);
     expect(stats.body.data).toEqual({
-      totalRecipients: 4, queued: 0, sent: 4, delivered: 4, opened: 2, clicked: 2, bounced: 0, complained: 0, failed: 0,
+      totalRecipients: 4, queued: 0, sent: 4, delivered: 4, opened: 2, clicked: 2, bounced: 0, complained: 0, failed: 0, cancelled: 0, suppressed: 0,
       unsubscribed: 0, openRate: 0.5, clickRate: 0.5, opens: 4, uniqueOpens: 2, clicks: 5, uniqueClicks: 2,
       links: [
         // s1's second click of A is within its window: a link's clicks count one per email per window.
