@@ -308,6 +308,7 @@ async function runUnit(c: SmtpClient, m: SubModel, u: Unit): Promise<void> {
     }
     case 'revoke': {
       if (!m.key || m.revoked || !m.authed) return;
+      count('revoke: a key revoked mid-session');
       expect(await revokeKey(m.key.id)).toBe(true);
       m.revoked = true;
       // The next message: MAIL FROM is taken (the key's fresh look runs beside the dialogue), then refused 530 at
@@ -387,6 +388,7 @@ async function runSession(s: Session): Promise<void> {
         m.authed = true;
         break;
       case 'wrong': {
+        count(s.prelude.n >= MAX_AUTH_FAILURES ? 'wrong passwords: cut (421)' : 'wrong passwords: then logged in');
         await starttls(c);
         for (let i = 1; i <= s.prelude.n; i++) {
           c.write(`${plain(wrongKey(secret, s.prelude.spelling + i))}\r\n`);
@@ -406,7 +408,7 @@ async function runSession(s: Session): Promise<void> {
     }
     for (const u of s.units) {
       if (!m.open || m.done) break;
-      count(u.t === 'message' ? `message ${u.kind}${u.pipelined ? ' (pipelined)' : ''}` : u.t);
+      if (u.t !== 'revoke') count(u.t === 'message' ? `message ${u.kind}${u.pipelined ? ' (pipelined)' : ''}` : u.t);
       await runUnit(c, m, u);
     }
     if (m.open) {
