@@ -26,8 +26,8 @@ import { listen, malformedMessage, messageFault, parsing, readMessage, smtpError
  * logged (never its password) and answered later the more failures the connection has had, and past a limit per
  * connection or per remote address (in a window) the answer is 421 and the connection is closed.
  *
- * Answers: 535 for a bad key; 530 for MAIL FROM without AUTH, and for RCPT TO once the session's key is revoked or its
- * project disabled; 550 for a From or Sender that is not one mailbox at a verified domain, or a message the send rules refuse,
+ * Answers: 535 for a bad key; 538 for AUTH before STARTTLS; 530 for MAIL FROM without AUTH, and for RCPT TO once the
+ * session's key is revoked or its project disabled; 550 for a From or Sender that is not one mailbox at a verified domain, or a message the send rules refuse,
  * with the reason; 552 over the size limit; 554 for a message that cannot be read (a NUL byte, headers over 2 MB, MIME
  * nested over 256 levels) or holds a value the database refuses, which no retry mends; 451 (at RCPT TO) when rate-limited or (at the end of DATA) when
  * the message cannot be stored now (the client retries); 503 and the connection closed for content sent before the
@@ -92,6 +92,15 @@ type SmtpRefusal = ReturnType<typeof smtpError>;
 
 interface SessionUser {
   caller: Caller;
+}
+
+/** The parts of smtp-server's connection (smtp-connection.js, 3.x) that encryptionFirst reads before STARTTLS. */
+interface EarlyConnection {
+  _ready: boolean;
+  _upgrading: boolean;
+  secure: boolean;
+  send(code: number, text: string): void;
+  _onCommand(line: Buffer, callback?: () => void): void;
 }
 
 /** What Herald keeps of a connection beside smtp-server's session, by session id. */
@@ -286,6 +295,27 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
     state.timer.unref();
   }
 
+  /**
+   * Before STARTTLS, AUTH is disabled for the session so that EHLO does not offer it; smtp-server answers a disabled
+   * command as an unknown one (500 "command not recognized", counted towards its cut at 10 of them), which tells a
+   * client that insists nothing of what to do. An AUTH sent then is answered 538 5.7.11 "STARTTLS first" (RFC 4954
+   * section 6), the answer onAuth has for it. Found by the SMTP fuzz (test/smtp/fuzz.test.ts, seed 20261126). Lines
+   * read while the connection is not greeted yet or is upgrading to TLS stay smtp-server's (it refuses or drops them).
+   */
+  function encryptionFirst(session: SMTPServerSession) {
+    const connection = connectionOf(session.id) as unknown as EarlyConnection | undefined;
+    if (!connection || typeof connection._onCommand !== 'function') return;
+    const onCommand = connection._onCommand.bind(connection);
+    connection._onCommand = (line, callback) => {
+      if (connection._ready && !connection._upgrading && !connection.secure && session.disabledCommands?.includes('AUTH') && /^AUTH(?:\s|$)/i.test(line.toString('latin1'))) {
+        connection.send(538, '5.7.11 Encryption required: STARTTLS first');
+        setImmediate(() => callback?.());
+        return;
+      }
+      onCommand(line, callback);
+    };
+  }
+
   const server = new SMTPServer({
     name: opts.host && opts.host !== '0.0.0.0' && opts.host !== '::' ? opts.host : undefined,
     banner: 'Herald SMTP submission',
@@ -294,8 +324,8 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
     cert: opts.tls.cert,
     authMethods: ['PLAIN', 'LOGIN'],
     // AUTH is offered (and accepted) only once the session is encrypted, or from loopback when the operator allows it:
-    // onConnect disables it for the session, onSecure enables it again. smtp-server's own refusal (538 for any AUTH
-    // before STARTTLS) stays off, as it would also refuse the loopback clients.
+    // onConnect disables it for the session (an AUTH then is answered 538: encryptionFirst), onSecure enables it again.
+    // smtp-server's own refusal (538 for any AUTH before STARTTLS) stays off, as it would also refuse the loopback clients.
     allowInsecureAuth: true,
     size: maxBytes,
     maxClients: opts.maxClients ?? 5000,
@@ -307,7 +337,10 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
       const state: SessionState = { startedAt: Date.now(), messages: 0, authFailures: 0 };
       sessions.set(session.id, state);
       armLifetime(session.id, state, limits.maxSessionMs);
-      if (!(opts.insecureAuthOnLoopback && isLoopback(session.remoteAddress))) session.disabledCommands = ['AUTH'];
+      if (!(opts.insecureAuthOnLoopback && isLoopback(session.remoteAddress))) {
+        session.disabledCommands = ['AUTH'];
+        encryptionFirst(session);
+      }
       callback();
     },
     onSecure(_socket, session, callback) {

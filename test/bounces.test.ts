@@ -15,6 +15,7 @@ import { smtpTls } from '../smtp/tls';
 import { TEST_SECRET, testAppDeps } from './support/app';
 import { startDnsServer } from './support/dns';
 import { startEndToEnd, type EndToEnd } from './support/endToEnd';
+import { dsn, variants } from './support/bounceMail';
 import { waitFor } from './support/processes';
 
 /**
@@ -42,19 +43,6 @@ afterAll(async () => {
 
 /** A remote MTA delivering to the inbound listener: no AUTH, STARTTLS when offered (with any certificate). */
 const mta = (extra: { ignoreTLS?: boolean } = {}) => nodemailer.createTransport({ host: '127.0.0.1', port: inbound.port, secure: false, tls: { rejectUnauthorized: false }, ...extra });
-
-function dsn(recipient: string, action: 'failed' | 'delayed', status: string): Buffer {
-  return Buffer.from([
-    'From: MAILER-DAEMON@mx.example.org', 'Subject: Undelivered Mail Returned to Sender', 'MIME-Version: 1.0',
-    'Content-Type: multipart/report; report-type=delivery-status; boundary="B"', '',
-    '--B', 'Content-Type: text/plain', '', 'Your message could not be delivered.', '',
-    '--B', 'Content-Type: message/delivery-status', '',
-    'Reporting-MTA: dns; mx.example.org', '',
-    `Final-Recipient: rfc822; ${recipient}`, `Action: ${action}`, `Status: ${status}`,
-    `Diagnostic-Code: smtp; ${status.startsWith('5') ? '550' : '452'} ${status} <${recipient}>: mailbox`, ' unavailable', '',
-    '--B--', '',
-  ].join('\r\n'));
-}
 
 function arf(recipient: string): Buffer {
   return Buffer.from([
@@ -122,19 +110,6 @@ test('bounce addresses: signed, within 64 characters; a tampered or foreign one 
 });
 
 /** Issue 26, point 2: the spellings of one signed token that used to name its email too. */
-function variants(address: string): Record<string, string[]> {
-  const [local, domain] = address.split('@') as [string, string];
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
-  const last = alphabet.indexOf(local.at(-1)!);
-  const head = local.slice(0, -1);
-  return {
-    'one extra character': [...alphabet].map((c) => `${local}${c}@${domain}`),
-    // The last character carries 3 bits of the tag and 2 unused ones: the 3 other values of those 2 bits.
-    'last-character variants': [1, 2, 3].map((b) => `${head}${alphabet[last ^ b]}@${domain}`),
-    'upper case': [address.toUpperCase(), `${local.toUpperCase()}@${domain}`, `Bounces+${local.slice(8)}@${domain}`],
-    'another domain': [`${local}@evil.test`, `${local}@sub.${domain}`, `${local}@${domain}.evil.test`],
-  };
-}
 
 test('issue 26: only the canonical spelling of a token, at BOUNCE_DOMAIN, names its email; the others are refused at RCPT TO', async () => {
   const { id, returnPath } = await sendOne('canonical@example.org');

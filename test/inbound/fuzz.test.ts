@@ -14,6 +14,7 @@ import { smtpTls } from '../../smtp/tls';
 import { TEST_SECRET } from '../support/app';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { startDnsServer, type TestDnsServer } from '../support/dns';
+import { SmtpClient } from '../support/smtpClient';
 
 /**
  * Issue 31: a fuzz test of the inbound SMTP listener (the approach of test/fuzz.test.ts: seeded, bounded, a model
@@ -67,68 +68,6 @@ afterAll(async () => {
   await db?.close();
   if (tlsDir) fs.rmSync(tlsDir, { recursive: true, force: true });
 });
-
-// ---------------------------------------------------------------- the client
-
-/** A raw SMTP client: writes bytes, reads whole replies (the last line of a multi-line one). */
-class Client {
-  private buffer = '';
-  private closed = false;
-  private wake: (() => void) | undefined;
-  readonly transcript: string[] = [];
-  private constructor(private socket: net.Socket) {
-    socket.on('data', (d: Buffer) => {
-      this.buffer += d.toString('latin1');
-      this.wake?.();
-    });
-    socket.on('close', () => {
-      this.closed = true;
-      this.wake?.();
-    });
-    socket.on('error', () => undefined);
-  }
-
-  static async open(): Promise<Client> {
-    const socket = net.connect({ port: listener.port, host: '127.0.0.1' });
-    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-    return new Client(socket);
-  }
-
-  write(bytes: string | Buffer): void {
-    if (!this.closed) this.socket.write(bytes);
-  }
-
-  /** The next reply, or undefined when the server closed the connection first (or after `ms`). */
-  async reply(ms = 10_000): Promise<string | undefined> {
-    const until = Date.now() + ms;
-    for (;;) {
-      const m = /^(\d{3}) [^\n]*\r\n/m.exec(this.buffer);
-      if (m) {
-        const end = m.index + m[0].length;
-        const last = this.buffer.slice(0, end).trim().split('\r\n').pop()!;
-        this.buffer = this.buffer.slice(end);
-        this.transcript.push(last);
-        return last;
-      }
-      if (this.closed || Date.now() > until) return undefined;
-      await new Promise<void>((r) => {
-        this.wake = r;
-        setTimeout(r, Math.max(1, until - Date.now())).unref();
-      });
-    }
-  }
-
-  async close(): Promise<void> {
-    if (!this.closed) {
-      this.socket.end();
-      setTimeout(() => this.socket.destroy(), 200).unref();
-    }
-  }
-
-  destroy(): void {
-    this.socket.destroy();
-  }
-}
 
 // ---------------------------------------------------------------- messages
 
@@ -261,7 +200,7 @@ function expectCommand(m: Model, cmd: 'ehlo' | 'badEhlo' | 'mail' | 'badMail' | 
   }
 }
 
-async function expectReply(c: Client, m: Model, want: string, what: string): Promise<string | undefined> {
+async function expectReply(c: SmtpClient, m: Model, want: string, what: string): Promise<string | undefined> {
   const r = await c.reply();
   if (code(r) !== want) throw new Error(`${what}: expected ${want}, got ${r ?? 'the connection closed'}\ntranscript:\n${c.transcript.join('\n')}`);
   if (want === '421') m.open = false;
@@ -269,7 +208,7 @@ async function expectReply(c: Client, m: Model, want: string, what: string): Pro
 }
 
 /** DATA's body and its final reply (after 354). */
-async function dataBody(c: Client, m: Model, kind: BodyKind, ending: 'crlf' | 'bareLfThenCrlf', noise: string): Promise<void> {
+async function dataBody(c: SmtpClient, m: Model, kind: BodyKind, ending: 'crlf' | 'bareLfThenCrlf', noise: string): Promise<void> {
   const mark = `fzmark${++marks}x`;
   c.write(wire(message(kind, mark, noise), ending));
   const want = finalFor(kind);
@@ -281,7 +220,7 @@ async function dataBody(c: Client, m: Model, kind: BodyKind, ending: 'crlf' | 'b
   m.unknown = 0; // smtp-server resets its count of unknown commands after a message
 }
 
-async function runStep(c: Client, m: Model, s: Step): Promise<void> {
+async function runStep(c: SmtpClient, m: Model, s: Step): Promise<void> {
   const one = async (line: string, cmd: Parameters<typeof expectCommand>[1]) => {
     c.write(`${line}\r\n`);
     return expectReply(c, m, expectCommand(m, cmd), line.slice(0, 60));
@@ -348,7 +287,7 @@ async function runStep(c: Client, m: Model, s: Step): Promise<void> {
 }
 
 async function runSession(steps: Step[]): Promise<void> {
-  const c = await Client.open();
+  const c = await SmtpClient.open(listener.port);
   const m: Model = { helo: false, mail: false, rcpts: 0, unknown: 0, open: true };
   await expectReply(c, m, '220', 'greeting');
   for (const s of steps) {
@@ -412,7 +351,7 @@ test('malformed SMTP sessions and messages: the right reply to each, never a cra
   }
 
   // Still up and taking mail.
-  const c = await Client.open();
+  const c = await SmtpClient.open(listener.port);
   const m: Model = { helo: false, mail: false, rcpts: 0, unknown: 0, open: true };
   await expectReply(c, m, '220', 'greeting');
   for (const s of [{ t: 'ehlo' }, { t: 'mail' }, { t: 'rcpt', local: 'support' }, { t: 'data', kind: 'plain', ending: 'crlf', noise: 'after the fuzz' }] as Step[]) await runStep(c, m, s);

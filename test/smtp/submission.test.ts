@@ -468,6 +468,8 @@ describe('issue 26', () => {
     expect(before).toContain('STARTTLS');
     expect(before).not.toMatch(/AUTH/);
     expect(await c.cmd('MAIL FROM:<billing@example.com>')).toMatch(/^530 /);
+    // Sent anyway, AUTH is told to come after STARTTLS (RFC 4954's 538), not taken for an unknown command (500).
+    expect(await c.cmd(`AUTH PLAIN ${Buffer.from(`\0raw\0${e2e.t.project.secretKey}`).toString('base64')}`)).toMatch(/^538 5\.7\.11 /);
     await c.starttls();
     expect(await c.cmd('EHLO raw.test')).toMatch(/250[- ]AUTH PLAIN LOGIN/);
 
