@@ -41,6 +41,13 @@ const SENDER_DOMAIN = 'sender.example';
 
 let counter = 0;
 const nextRecipient = () => `user-${counter++}@${DOMAIN}`;
+/**
+ * A distinct envelope sender per message, as a provider's MTA writes them (VERP-style bounce addresses at its own
+ * domain: SPF is checked for that domain all the same): the listener's limit per envelope sender (600 a minute, the
+ * default) is not what is measured here. With one sender, every message past the 600th of a minute was answered 451
+ * at MAIL FROM and the run measured the limit.
+ */
+const nextSender = () => `bounces+${counter}@${SENDER_DOMAIN}`;
 
 /** A message as a mailbox provider sends it: DKIM-signed by the sender's domain, about `size` bytes. */
 async function composeMessage(size: '10k' | '1m', privateKey: string): Promise<Buffer> {
@@ -71,7 +78,7 @@ async function drive(transport: Transporter, raw: Buffer, seconds: number): Prom
   const lane = async () => {
     while (performance.now() < until) {
       try {
-        await transport.sendMail({ envelope: { from: `grace@${SENDER_DOMAIN}`, to: [nextRecipient()] }, raw });
+        await transport.sendMail({ envelope: { from: nextSender(), to: [nextRecipient()] }, raw });
         ok++;
       } catch (err) {
         failed++;
