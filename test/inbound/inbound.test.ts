@@ -196,6 +196,31 @@ describe('inbound domains and routes', () => {
     expect((await http().get(`/inbound/routes/${all.body.data.id}`).set(e2e.key)).status).toBe(404);
     expect((await http().get('/inbound/routes').set(e2e.key)).body.data.total).toBe(3);
   });
+
+  test('GET /inbound/routes answers in the order routes are tried (priority, then oldest first), page after page, even when the last row shown is deleted', async () => {
+    const help = (await http().post('/inbound/routes').set(e2e.key).send({ match: `help@${DOMAIN}`, action: 'store', priority: 10 }).expect(201)).body.data;
+    const gone = (await http().post('/inbound/routes').set(e2e.key).send({ match: `gone@${DOMAIN}`, action: 'store', priority: 7 }).expect(201)).body.data;
+    const pageAfter = async (cursor: string | null) => (await http().get(`/inbound/routes?limit=2${cursor ? `&cursor=${cursor}` : ''}`).set(e2e.key).expect(200)).body.data;
+    const first = await pageAfter(null);
+    expect(first.items.map((r: { match: string }) => r.match)).toEqual([`noreply@${DOMAIN}`, `gone@${DOMAIN}`]);
+    expect(first).toMatchObject({ total: 5, hasMore: true });
+    // The row the cursor names is deleted before the next page is asked: the page starts after its place all the same.
+    expect((await http().delete(`/inbound/routes/${gone.id}`).set(e2e.key)).status).toBe(204);
+    const second = await pageAfter(first.nextCursor);
+    // Two routes of priority 10: the older first, as the listener tries them.
+    expect(second.items.map((r: { match: string; priority: number }) => [r.match, r.priority])).toEqual([[`support@${DOMAIN}`, 10], [`help@${DOMAIN}`, 10]]);
+    const third = await pageAfter(second.nextCursor);
+    expect(third.items.map((r: { match: string }) => r.match)).toEqual([`reply+*@${DOMAIN}`]);
+    expect(third).toMatchObject({ hasMore: false, nextCursor: null, total: 4 });
+    // A cursor this list did not make (another list's, or garbage) is a 400 naming the field.
+    const foreign = Buffer.from(`v1:${help.id}`).toString('base64url');
+    for (const bad of [foreign, 'bm90LWEtY3Vyc29y']) {
+      const res = await http().get(`/inbound/routes?cursor=${bad}`).set(e2e.key);
+      expect(res.status).toBe(400);
+      expect(res.body.error.errors[0]).toMatchObject({ field: 'cursor', code: 'invalid_cursor' });
+    }
+    expect((await http().delete(`/inbound/routes/${help.id}`).set(e2e.key)).status).toBe(204);
+  });
 });
 
 describe('the listener', () => {
