@@ -6,7 +6,8 @@ import { domainOf } from '../mail/message';
 import type { Authenticator, AuthResults } from './auth';
 import { FILE_LINK_TTL_MS, fileUrl, RAW_FILE } from './files';
 import { firstMatch, splitRecipient, type MatchKind } from './matching';
-import { parseMessage, type ParsedMessage } from './parse';
+import type { ParsedMessage } from './parse';
+import { inProcess, type Analyser } from './analysis';
 import { emailOfReplyRecipient } from './replyAddress';
 import type { RouteAction } from './domains';
 
@@ -40,6 +41,8 @@ export interface ReceiverDeps {
   secret: Buffer;
   publicUrl: string;
   authenticate: Authenticator;
+  /** Where messages are parsed and authenticated (inbound/analysis.ts); unset: in this thread, with `authenticate`. */
+  analyse?: Analyser;
 }
 
 interface EmailRow {
@@ -69,7 +72,7 @@ export function verifiedRoutes(knex: Knex, domain: string): Knex.QueryBuilder {
     .select('r.id', 'r.project_id', 'r.kind', 'r.local_part', 'r.action', 'r.endpoint_id', 'r.reject_message');
 }
 
-export function inboundReceiver({ knex, secret, publicUrl, authenticate }: ReceiverDeps) {
+export function inboundReceiver({ knex, secret, publicUrl, authenticate, analyse = inProcess(authenticate) }: ReceiverDeps) {
   const routesOf = (domain: string) => verifiedRoutes(knex, domain) as Promise<RouteRow[]>;
   /** The route that takes each address (all of one domain): one query of the domain's routes for all of them. */
   const resolving = batchedByGroup<{ local: string; domain: string }, Resolution | undefined>((r) => r.domain, async (recipients) => {
@@ -131,8 +134,7 @@ export function inboundReceiver({ knex, secret, publicUrl, authenticate }: Recei
    * ids. Throws only when the database does (the listener answers 451 and the sender tries again: nothing was kept).
    */
   async function store(raw: Buffer, envelope: Envelope, recipients: { address: string; to: Extract<Resolution, { kind: 'route' }> }[]): Promise<string[]> {
-    // Independent: while one waits for DNS (mailauth's lookups), the other runs.
-    const [parsed, auth] = await Promise.all([parseMessage(raw), authenticate(raw, { ip: envelope.remoteAddress, helo: envelope.helo, sender: envelope.mailFrom })]);
+    const { parsed, auth } = await analyse(raw, { ip: envelope.remoteAddress, helo: envelope.helo, sender: envelope.mailFrom });
     const byProject = new Map<string, Map<string, { address: string; to: Extract<Resolution, { kind: 'route' }> }>>();
     for (const r of recipients) {
       const routes = byProject.get(r.to.projectId) ?? new Map();
