@@ -26,6 +26,9 @@ import type { RouteAction } from './domains';
 /** Bodies (text and HTML together) up to this size travel in the webhook payload; larger ones are left out (the links and GET /inbound/:id have them). */
 export const INLINE_BODY_BYTES = 64 * 1024;
 
+/** Messages stored by one statement at most (group commit): 32 of the largest (16 MB) stay under PostgreSQL's 1 GB a value. */
+export const STORE_BATCH = 32;
+
 export type Resolution =
   | { kind: 'route'; projectId: string; routeId: string; action: Exclude<RouteAction, 'reject'>; endpointId: string | null; tag: string | null }
   | { kind: 'reject'; message: string };
@@ -123,11 +126,12 @@ export function inboundReceiver({ knex, secret, publicUrl, authenticate, analyse
     return null;
   }
 
-  // The messages ready together: one statement, each answered once it has committed (db/queries/inbound.ts).
+  // The messages ready together: one statement, each answered once it has committed (db/queries/inbound.ts). At most
+  // STORE_BATCH messages a statement: its bytes are one parameter, which PostgreSQL takes up to 1 GB (16 MB messages).
   const storing = groupStatement<InboundWrite[], true>(knex, async (db, batch) => {
     await storeInbound(db, batch.flat());
     return batch.map(() => true as const);
-  });
+  }, STORE_BATCH);
 
   /**
    * Stores an accepted message for its recipients (each resolved to a route at RCPT TO). Answers the parsed rows'
