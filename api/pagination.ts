@@ -23,6 +23,22 @@ export function decodeCursor(cursor: string | undefined): string | undefined {
   return id;
 }
 
+/**
+ * A cursor for a list ordered by a rank first (a route's priority), then by id: it holds both, so that the next page
+ * starts after the same place even if that row was changed or deleted meanwhile.
+ */
+export function encodeRankCursor(rank: number, id: string): string {
+  return encodeCursor(`${rank}/${id}`);
+}
+
+/** The rank and id a rank cursor points after; a cursor we did not make is a 400. */
+export function decodeRankCursor(cursor: string | undefined): { rank: number; id: string } | undefined {
+  if (cursor === undefined) return undefined;
+  const m = /^v1:(-?\d{1,9})\/(.*)$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!m || !isUuid(m[2]!)) throw badRequest('Invalid cursor', [{ field: 'cursor', message: 'cursor is not one this API returned', code: 'invalid_cursor' }]);
+  return { rank: Number(m[1]), id: m[2]! };
+}
+
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
@@ -30,11 +46,14 @@ export interface Page<T> {
   total: number;
 }
 
-/** Builds a page from `limit + 1` fetched rows: the extra row only tells that there is more. */
-export function toPage<R extends { id: string }, T>(rows: R[], limit: number, total: number, map: (row: R) => T): Page<T> {
+/**
+ * Builds a page from `limit + 1` fetched rows: the extra row only tells that there is more. `cursorOf` writes the
+ * cursor of the page's last row (its id, unless the list is ordered by something else first: encodeRankCursor).
+ */
+export function toPage<R extends { id: string }, T>(rows: R[], limit: number, total: number, map: (row: R) => T, cursorOf: (row: R) => string = (row) => encodeCursor(row.id)): Page<T> {
   const hasMore = rows.length > limit;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;
   const last = pageRows[pageRows.length - 1];
-  return { items: pageRows.map(map), nextCursor: hasMore && last ? encodeCursor(last.id) : null, hasMore, total };
+  return { items: pageRows.map(map), nextCursor: hasMore && last ? cursorOf(last) : null, hasMore, total };
 }
 

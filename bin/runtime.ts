@@ -205,12 +205,15 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       log.info({ port: submission.port }, 'Herald SMTP submission listening (STARTTLS, AUTH PLAIN/LOGIN with a secret API key)');
     }
     if (config.bounces.inboundPort !== 0) {
+      const authenticate = load<typeof import('../inbound/auth')>('../inbound/auth').authenticator(loadDnsConfig(), config.bounces.mxHost);
+      const analysis = load<typeof import('../inbound/analysis')>('../inbound/analysis');
       inbound = await load<typeof import('../smtp/inbound')>('../smtp/inbound').startInbound({
         knex: db.knex, secret, log, settings: config.bounces, bounceDomain: config.bounces.domain, port: config.bounces.inboundPort, host: config.bounces.inboundHost, tls: tls!,
         limits: config.smtpLimits,
         receiver: load<typeof import('../inbound/receive')>('../inbound/receive').inboundReceiver({
           knex: db.knex, secret, publicUrl: config.publicUrl,
-          authenticate: load<typeof import('../inbound/auth')>('../inbound/auth').authenticator(loadDnsConfig(), config.bounces.mxHost),
+          authenticate,
+          ...(config.bounces.inboundAnalysisThreads > 0 ? { analyse: analysis.bySize(analysis.inProcess(authenticate), analysis.analysisThreads(config.bounces.inboundAnalysisThreads, loadDnsConfig(), config.bounces.mxHost), analysis.THREAD_MIN_BYTES) } : {}),
         }),
       });
       log.info({ port: inbound.port, bounceDomain: config.bounces.domain ?? null }, 'Herald inbound SMTP listening for bounces, complaints and inbound domains');

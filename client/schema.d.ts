@@ -12076,7 +12076,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of routes, newest first. */
+            /** @description A page of routes in the order they are tried: by priority, then oldest first. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

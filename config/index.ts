@@ -82,6 +82,8 @@ export interface BounceConfig {
   mxHost: string;
   /** INBOUND_RETENTION_DAYS: received messages (inbound/) older than this are deleted by housekeeping. */
   inboundRetentionDays: number;
+  /** INBOUND_ANALYSIS_THREADS: worker threads that parse and authenticate large received messages (inbound/analysis.ts); 0: none. */
+  inboundAnalysisThreads: number;
 }
 
 /**
@@ -197,6 +199,7 @@ const envSchema = Joi.object({
   SOFT_BOUNCE_WINDOW_DAYS: Joi.number().integer().min(1).max(365).empty('').default(7),
   BOUNCE_MX_HOST: Joi.string().trim().lowercase().empty('').domain({ tlds: false, minDomainSegments: 1 }),
   INBOUND_RETENTION_DAYS: Joi.number().integer().min(1).max(3650).empty('').default(30),
+  INBOUND_ANALYSIS_THREADS: Joi.number().integer().min(0).max(64).empty('').default(0),
   // 0: an ephemeral port, as PORT=0 (tests); otherwise it must not be the API's own.
   METRICS_PORT: Joi.number().integer().min(0).max(65535).empty('')
     .custom((v: number, helpers) => (v !== 0 && v === Number(helpers.state.ancestors[0].PORT ?? 3000) ? helpers.error('any.invalid') : v))
@@ -274,6 +277,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       softBounceWindowDays: value.SOFT_BOUNCE_WINDOW_DAYS,
       mxHost: value.BOUNCE_MX_HOST ?? new URL(value.PUBLIC_URL ?? `http://localhost:${value.PORT}`).hostname,
       inboundRetentionDays: value.INBOUND_RETENTION_DAYS,
+      inboundAnalysisThreads: value.INBOUND_ANALYSIS_THREADS,
     },
     metrics: { port: value.METRICS_PORT, token: value.METRICS_TOKEN },
     people: {

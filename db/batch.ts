@@ -49,13 +49,14 @@ export function groupCommit<C, V>(knex: Knex, storeMany: (trx: Knex.Transaction,
 /**
  * groupCommit for a write that is ONE statement, atomic on its own: it runs in autocommit, so a batch costs one round
  * trip instead of three (BEGIN, the statement, COMMIT). For the hottest public endpoints (tracking/tracker.ts).
+ * `maxBatchSize` (default 256) bounds a statement's commands where each is large (inbound/receive.ts: whole messages).
  */
-export function groupStatement<C, V>(knex: Knex, writeMany: (db: Knex, commands: readonly C[]) => Promise<(V | Error)[]>): DataLoader<C, V> {
-  return grouped((commands) => writeMany(knex, commands));
+export function groupStatement<C, V>(knex: Knex, writeMany: (db: Knex, commands: readonly C[]) => Promise<(V | Error)[]>, maxBatchSize?: number): DataLoader<C, V> {
+  return grouped((commands) => writeMany(knex, commands), maxBatchSize);
 }
 
 /** The batching of groupCommit and groupStatement: all at once, then, if that fails, each command alone. */
-function grouped<C, V>(store: (commands: readonly C[]) => Promise<(V | Error)[]>): DataLoader<C, V> {
+function grouped<C, V>(store: (commands: readonly C[]) => Promise<(V | Error)[]>, maxBatchSize?: number): DataLoader<C, V> {
   const alone = async (command: C): Promise<V | Error> => {
     try {
       return (await store([command]))[0]!;
@@ -70,5 +71,5 @@ function grouped<C, V>(store: (commands: readonly C[]) => Promise<(V | Error)[]>
     } catch {
       return Promise.all(commands.map(alone));
     }
-  });
+  }, maxBatchSize);
 }

@@ -46,15 +46,18 @@ export async function listPage<R>(
   return { rows: rows.map(rowOf), total };
 }
 
-/** A page query and its count query (one row, `n`) in one statement: the page's rows, and the count. */
-export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBuilder, column = 'id'): Promise<{ rows: Record<string, unknown>[]; total: number }> {
+/**
+ * A page query and its count query (one row, `n`) in one statement: the page's rows, and the count. `order`: the
+ * page's order when it is not `column` newest first (the page query must be ordered the same way).
+ */
+export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBuilder, column = 'id', order: { column: string; order: 'asc' | 'desc' }[] = [{ column, order: 'desc' }]): Promise<{ rows: Record<string, unknown>[]; total: number }> {
   const key = column.split('.').pop()!;
   // The count's one row, joined to the page's rows: a page that is empty is one row of NULLs, and still has its count.
   const joined: Record<string, unknown>[] = await page.client.queryBuilder()
     .with('page', page).with('total', count)
     .from('total').joinRaw('LEFT JOIN page ON true')
     .select('total.n AS __total', 'page.*')
-    .orderBy(`page.${key}`, 'desc');
+    .orderBy(order.map((o) => ({ column: `page.${o.column.split('.').pop()!}`, order: o.order })));
   const total = Number(joined[0]?.__total ?? 0);
   const rows = joined.filter((r) => r[key] !== null).map(({ __total: _n, ...row }) => row);
   return { rows, total };

@@ -4,7 +4,7 @@ import { audited, type Actor } from '../audit/log';
 import type { DnsConfig } from '../config';
 import { conflict, invalid, notFound } from '../core/errors';
 import { isUuid } from '../core/values';
-import { listPage, type Listed, type PageRequest } from '../db/pages';
+import { listPage, pageWithTotal, type Listed, type PageRequest } from '../db/pages';
 import { domainDnsClient } from '../domains/checks';
 import type { DnsAnswer } from '../verify/dns';
 import { matchText, parseMatch, replyText, type MatchKind } from './matching';
@@ -191,12 +191,21 @@ export function inboundSetupService({ knex, dns: dnsConfig, mxHost, secret }: In
     ],
 
 
-    async listRoutes(projectId: string, filter: { domainId?: string }, page: PageRequest): Promise<Listed<InboundRoute>> {
-      return listPage(() => {
+    /**
+     * The routes in the order they are tried: priority, then oldest first (as verifiedRoutes reads them), a page being
+     * the rows after the previous page's last (priority, id): the list shows the true order across pages.
+     */
+    async listRoutes(projectId: string, filter: { domainId?: string }, { limit, after }: { limit: number; after?: { priority: number; id: string } }): Promise<Listed<InboundRoute>> {
+      const filtered = () => {
         const q = routes().where('r.project_id', projectId);
         if (filter.domainId) q.where('r.domain_id', filter.domainId);
         return q;
-      }, page, routeOf, 'r.id');
+      };
+      const page = filtered().orderBy([{ column: 'r.priority' }, { column: 'r.id' }]).limit(limit + 1);
+      if (after) page.whereRaw('(r.priority, r.id) > (?, ?)', [after.priority, after.id]);
+      const { rows, total } = await pageWithTotal(page, filtered().clearSelect().clearOrder().count('* as n'), 'r.id',
+        [{ column: 'priority', order: 'asc' }, { column: 'id', order: 'asc' }]);
+      return { rows: rows.map(routeOf), total };
     },
     getRoute: findRoute,
     async createRoute(projectId: string, input: RouteInput, actor: Actor): Promise<InboundRoute> {

@@ -1,11 +1,13 @@
 import type { Knex } from 'knex';
 import { v7 as uuidv7 } from 'uuid';
+import { batched, batchedByGroup, groupStatement } from '../db/batch';
 import { storeInbound, type InboundWrite } from '../db/queries/inbound';
 import { domainOf } from '../mail/message';
 import type { Authenticator, AuthResults } from './auth';
 import { FILE_LINK_TTL_MS, fileUrl, RAW_FILE } from './files';
 import { firstMatch, splitRecipient, type MatchKind } from './matching';
-import { parseMessage, type ParsedMessage } from './parse';
+import type { ParsedMessage } from './parse';
+import { inProcess, type Analyser } from './analysis';
 import { emailOfReplyRecipient } from './replyAddress';
 import type { RouteAction } from './domains';
 
@@ -15,11 +17,17 @@ import type { RouteAction } from './domains';
  * accepted. A message is stored at once, whole or not at all: per project, its raw bytes, its attachments, a parsed row per
  * route it matched and the `email.received` event of each (EVENT_EFFECTS writes the webhook outbox rows in the same
  * statement), all in one statement (db/queries/inbound.ts): the listener answers 250 only once that has committed
- * (PostgreSQL's synchronous commit: on disk).
+ * (PostgreSQL's synchronous commit: on disk). Under load the database work is grouped (db/batch.ts): the recipients
+ * of a domain asked together are looked up with one query, the emails that messages ready together reply to with
+ * one, and those messages are stored by ONE statement (group commit; a batch that fails is retried message by message,
+ * so a bad one fails alone). bench/inbound.ts measures it.
  */
 
 /** Bodies (text and HTML together) up to this size travel in the webhook payload; larger ones are left out (the links and GET /inbound/:id have them). */
 export const INLINE_BODY_BYTES = 64 * 1024;
+
+/** Messages stored by one statement at most (group commit): 32 of the largest (16 MB) stay under PostgreSQL's 1 GB a value. */
+export const STORE_BATCH = 32;
 
 export type Resolution =
   | { kind: 'route'; projectId: string; routeId: string; action: Exclude<RouteAction, 'reject'>; endpointId: string | null; tag: string | null }
@@ -36,6 +44,14 @@ export interface ReceiverDeps {
   secret: Buffer;
   publicUrl: string;
   authenticate: Authenticator;
+  /** Where messages are parsed and authenticated (inbound/analysis.ts); unset: in this thread, with `authenticate`. */
+  analyse?: Analyser;
+}
+
+interface EmailRow {
+  id: string;
+  contact_id: string | null;
+  from_email: string;
 }
 
 interface RouteRow {
@@ -59,30 +75,48 @@ export function verifiedRoutes(knex: Knex, domain: string): Knex.QueryBuilder {
     .select('r.id', 'r.project_id', 'r.kind', 'r.local_part', 'r.action', 'r.endpoint_id', 'r.reject_message');
 }
 
-export function inboundReceiver({ knex, secret, publicUrl, authenticate }: ReceiverDeps) {
+export function inboundReceiver({ knex, secret, publicUrl, authenticate, analyse = inProcess(authenticate) }: ReceiverDeps) {
+  const routesOf = (domain: string) => verifiedRoutes(knex, domain) as Promise<RouteRow[]>;
+  /** The route that takes each address (all of one domain): one query of the domain's routes for all of them. */
+  const resolving = batchedByGroup<{ local: string; domain: string }, Resolution | undefined>((r) => r.domain, async (recipients) => {
+    const routes = (await routesOf(recipients[0]!.domain)).map((row) => ({ ...row, localPart: row.local_part }));
+    return recipients.map((r) => {
+      const hit = firstMatch(routes, r.local);
+      if (!hit) return undefined;
+      const { route } = hit;
+      if (route.action === 'reject') return { kind: 'reject', message: route.reject_message ?? 'Rejected' };
+      return { kind: 'route', projectId: route.project_id, routeId: route.id, action: route.action, endpointId: route.endpoint_id, tag: hit.tag };
+    });
+  });
+
   /** The route that takes `address` at a VERIFIED inbound domain; undefined: nobody takes it. */
   async function resolve(address: string): Promise<Resolution | undefined> {
     const r = splitRecipient(address);
-    if (!r) return undefined;
-    const routes: RouteRow[] = await verifiedRoutes(knex, r.domain);
-    const hit = firstMatch(routes.map((row) => ({ ...row, localPart: row.local_part })), r.local);
-    if (!hit) return undefined;
-    const { route } = hit;
-    if (route.action === 'reject') return { kind: 'reject', message: route.reject_message ?? 'Rejected' };
-    return { kind: 'route', projectId: route.project_id, routeId: route.id, action: route.action, endpointId: route.endpoint_id, tag: hit.tag };
+    return r ? resolving.load(r) : undefined;
   }
+
+  /** Emails by project and id (the ones replies name), those of the messages ready together in one query. */
+  const emailsById = batched<string, EmailRow | null>(async (keys) => {
+    const pairs = keys.map((k) => k.split('/') as [string, string]);
+    // One shape whatever the batch's size (two array parameters): planned like one statement, not one per size.
+    const rows: (EmailRow & { project_id: string })[] = await knex('emails')
+      .whereRaw('(project_id, id) IN (SELECT * FROM unnest(?::uuid[], ?::uuid[]))', [pairs.map((p) => p[0]), pairs.map((p) => p[1])])
+      .select('project_id', 'id', 'contact_id', 'from_email');
+    const byKey = new Map(rows.map((r) => [`${r.project_id}/${r.id}`, r]));
+    return keys.map((k) => byKey.get(k) ?? null);
+  });
 
   /**
    * The email of this project a reply names: by the signed reply address it was sent to (inbound/replyAddress.ts), else
    * by In-Reply-To, then References from the latest (Herald's own Message-IDs, at the email's From domain).
    */
-  async function repliedTo(db: Knex, projectId: string, parsed: ParsedMessage, recipients: string[]): Promise<{ emailId: string; contactId: string | null } | null> {
+  async function repliedTo(projectId: string, parsed: ParsedMessage, recipients: string[]): Promise<{ emailId: string; contactId: string | null } | null> {
     const signed = recipients.map((a) => emailOfReplyRecipient(secret, a)).filter((id): id is string => id !== undefined);
     const ordered = [...(parsed.inReplyTo ? [parsed.inReplyTo] : []), ...[...parsed.references].reverse()];
     const candidates = ordered.map((id) => OWN_ID.exec(id)).filter((m): m is RegExpExecArray => m !== null).map((m) => ({ id: m[1]!.toLowerCase(), domain: m[2]!.toLowerCase() }));
     if (!signed.length && !candidates.length) return null;
-    const rows: { id: string; contact_id: string | null; from_email: string }[] = await db('emails').where('project_id', projectId)
-      .whereIn('id', [...new Set([...signed, ...candidates.map((c) => c.id)])]).select('id', 'contact_id', 'from_email');
+    const rows = (await Promise.all([...new Set([...signed, ...candidates.map((c) => c.id)])].map((id) => emailsById.load(`${projectId}/${id}`))))
+      .filter((e): e is EmailRow => e !== null);
     const bySigned = signed.map((id) => rows.find((row) => row.id === id)).find((e) => e !== undefined);
     if (bySigned) return { emailId: bySigned.id, contactId: bySigned.contact_id };
     for (const c of candidates) {
@@ -92,13 +126,19 @@ export function inboundReceiver({ knex, secret, publicUrl, authenticate }: Recei
     return null;
   }
 
+  // The messages ready together: one statement, each answered once it has committed (db/queries/inbound.ts). At most
+  // STORE_BATCH messages a statement: its bytes are one parameter, which PostgreSQL takes up to 1 GB (16 MB messages).
+  const storing = groupStatement<InboundWrite[], true>(knex, async (db, batch) => {
+    await storeInbound(db, batch.flat());
+    return batch.map(() => true as const);
+  }, STORE_BATCH);
+
   /**
    * Stores an accepted message for its recipients (each resolved to a route at RCPT TO). Answers the parsed rows'
    * ids. Throws only when the database does (the listener answers 451 and the sender tries again: nothing was kept).
    */
   async function store(raw: Buffer, envelope: Envelope, recipients: { address: string; to: Extract<Resolution, { kind: 'route' }> }[]): Promise<string[]> {
-    const parsed = await parseMessage(raw);
-    const auth = await authenticate(raw, { ip: envelope.remoteAddress, helo: envelope.helo, sender: envelope.mailFrom });
+    const { parsed, auth } = await analyse(raw, { ip: envelope.remoteAddress, helo: envelope.helo, sender: envelope.mailFrom });
     const byProject = new Map<string, Map<string, { address: string; to: Extract<Resolution, { kind: 'route' }> }>>();
     for (const r of recipients) {
       const routes = byProject.get(r.to.projectId) ?? new Map();
@@ -112,7 +152,7 @@ export function inboundReceiver({ knex, secret, publicUrl, authenticate }: Recei
       const rawId = uuidv7();
       const files = parsed.attachments.map((a) => ({ id: uuidv7(), filename: a.filename, contentType: a.contentType, contentId: a.contentId, disposition: a.disposition, content: a.content }));
       const attachments = parsed.attachments.map((a, i) => ({ index: i, attachmentId: files[i]!.id, filename: a.filename, contentType: a.contentType, disposition: a.disposition, contentId: a.contentId, size: a.content.length }));
-      const reply = await repliedTo(knex, projectId, parsed, [...routes.values()].map((r) => r.address));
+      const reply = await repliedTo(projectId, parsed, [...routes.values()].map((r) => r.address));
       const messages = [...routes.values()].map(({ address, to }) => ({ id: uuidv7(), address: address.toLowerCase(), to }));
       writes.push({
         projectId,
@@ -140,9 +180,8 @@ export function inboundReceiver({ knex, secret, publicUrl, authenticate }: Recei
         }),
       });
     }
-    // One statement per project; recipients of several projects (rare) in one transaction: all stored or none.
-    if (writes.length === 1) await storeInbound(knex, writes[0]!);
-    else await knex.transaction(async (trx) => { for (const w of writes) await storeInbound(trx, w); });
+    // Every project's write of this message in the same statement: all stored or none.
+    await storing.load(writes);
     return writes.flatMap((w) => w.messages.map((m) => m.id as string));
   }
 

@@ -1,6 +1,6 @@
 import type { SendMailOptions } from 'nodemailer';
 import type { Email } from '../db/models/Email';
-import { withHeraldHeaders } from './rawMessage';
+import { withHeraldHeaders, withReplyAddress } from './rawMessage';
 
 export interface StoredAttachment {
   id: string;
@@ -77,7 +77,8 @@ export function mainHeaders(email: Pick<Email, 'id' | 'fromEmail' | 'fromName' |
 export function buildRawMessage(email: Email, raw: Buffer, opts: BuildOptions = {}): SendMailOptions {
   return {
     envelope: { from: opts.returnPath ?? email.fromEmail, to: [email.toEmail] },
-    raw: withHeraldHeaders(raw, { 'Message-ID': messageIdOf(email) }),
+    // A Reply-To written `name+*@domain` goes out signed for this email (delivery.ts replyAddressFor), as from /v1/send.
+    raw: withHeraldHeaders(email.replyTo && opts.replyTo && opts.replyTo !== email.replyTo ? withReplyAddress(raw, email.replyTo, opts.replyTo) : raw, { 'Message-ID': messageIdOf(email) }),
     ...(opts.dkim ? { dkim: opts.dkim } : {}),
     ...(opts.returnPath ? { envelope: { from: opts.returnPath, to: [email.toEmail] } } : {}),
   };

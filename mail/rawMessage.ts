@@ -40,3 +40,21 @@ export function withHeraldHeaders(raw: Buffer, set: Record<string, string>): Buf
   const head = [...Object.entries(set).map(([k, v]) => `${k}: ${v}`), ...kept].join(eol) + eol;
   return Buffer.concat([Buffer.from(head, 'latin1'), raw.subarray(end)]);
 }
+
+/**
+ * The submitted bytes with the reply address Herald signed for this email (inbound/replyAddress.ts) in place of the
+ * `name+*@domain` the client wrote in its Reply-To: only in that field (and its folded lines), the display name and
+ * everything else as written.
+ */
+export function withReplyAddress(raw: Buffer, wildcard: string, signed: string): Buffer {
+  const { end, eol } = headerEnd(raw);
+  const lines = raw.subarray(0, end).toString('latin1').split(/\r?\n/);
+  if (lines.at(-1) === '') lines.pop();
+  const pattern = new RegExp(wildcard.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi');
+  let inReplyTo = false;
+  const out = lines.map((line) => {
+    if (!/^[ \t]/.test(line)) inReplyTo = line.slice(0, Math.max(0, line.indexOf(':'))).trim().toLowerCase() === 'reply-to';
+    return inReplyTo ? line.replace(pattern, signed) : line;
+  });
+  return Buffer.concat([Buffer.from(out.join(eol) + eol, 'latin1'), raw.subarray(end)]);
+}

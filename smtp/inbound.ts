@@ -19,7 +19,7 @@ import { listen, messageFault, parsing, readMessage, smtpError, type ListenerLim
  *
  * With `receiver`, it also takes mail for the projects' inbound domains (issue 31, inbound/): a recipient that a route
  * of a VERIFIED domain takes is accepted at RCPT TO (a reject route answers its own 550 text there), and the message is
- * answered 250 once it is stored (inbound/receive.ts: one statement). Bounce addresses and inbound addresses are not
+ * answered 250 once it is stored (inbound/receive.ts: one statement, shared by the messages ready together). Bounce addresses and inbound addresses are not
  * mixed in one message (452 for the second kind: the sender sends it again in a transaction of its own). At most
  * `maxRecipients` recipients per message (452 after), at most `senderRatePerMinute` messages per minute from one
  * envelope sender (the remote address for the null sender), 451 past it.

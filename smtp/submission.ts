@@ -9,6 +9,7 @@ import type { Logger } from '../logging/logger';
 import { admit, identify, type Caller } from '../projects/access';
 import { MAX_RECIPIENTS, type Sender } from '../sending/sender';
 import { addressKey, isLoopback } from '../core/addresses';
+import { wildcardReplyTo } from '../inbound/replyAddress';
 import { listen, malformedMessage, messageFault, parsing, readMessage, smtpError, type ListenerLimits, type Listening } from './listener';
 
 /**
@@ -207,11 +208,13 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
       }
     }
     const recipients = session.envelope.rcptTo.map((r) => ({ email: r.address }));
+    const reply = await wildcardReplyTo(knex, caller.projectId, parsed.replyTo ?? []);
     const body = {
       to: recipients,
       from: { email: fromEmail, ...(from.name ? { name: from.name } : {}) },
       subject: parsed.subject ?? '',
       body: parsed.html || (parsed.text ? textAsHtml(parsed.text) : ''),
+      ...(reply ? { reply } : {}),
     };
     try {
       const stored = await sender.send({ projectId: caller.projectId, body, recipients, attachments: [], raw, domains: caller.domains });

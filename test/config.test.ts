@@ -40,7 +40,7 @@ describe('defaults', () => {
       smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false,
         sessionMaxMessages: 1000, sessionMaxSeconds: 3600, authMaxFailures: 3, authMaxFailuresPerAddress: 20, authFailureWindowSeconds: 900 },
       smtpLimits: { maxConnectionsPerAddress: 20, sessionTimeoutMs: 600_000, commandTimeoutMs: 60_000 },
-      bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'localhost', inboundRetentionDays: 30 },
+      bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'localhost', inboundRetentionDays: 30, inboundAnalysisThreads: 0 },
       metrics: { port: undefined, token: undefined },
       people: { invitationTtlHours: 72, systemSender: undefined },
     });
@@ -104,7 +104,7 @@ describe('valid values are read and converted', () => {
       smtpSubmission: { port: 2587, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false,
         sessionMaxMessages: 1000, sessionMaxSeconds: 3600, authMaxFailures: 3, authMaxFailuresPerAddress: 20, authFailureWindowSeconds: 900 },
       smtpLimits: { maxConnectionsPerAddress: 20, sessionTimeoutMs: 600_000, commandTimeoutMs: 60_000 },
-      bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com', inboundRetentionDays: 30 },
+      bounces: { domain: undefined, inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com', inboundRetentionDays: 30, inboundAnalysisThreads: 0 },
       metrics: { port: 9464, token: 't'.repeat(32) },
       people: { invitationTtlHours: 72, systemSender: undefined },
     });
@@ -145,8 +145,11 @@ describe('valid values are read and converted', () => {
 
   test('bounces: VERP off without BOUNCE_DOMAIN; the inbound listener on 2525; the MX host defaults to PUBLIC_URL\'s', () => {
     expect(loadConfig({ BOUNCE_DOMAIN: 'Bounces.Example.com', PUBLIC_URL: 'https://mail.example.com' }).bounces)
-      .toEqual({ domain: 'bounces.example.com', inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com', inboundRetentionDays: 30 });
+      .toEqual({ domain: 'bounces.example.com', inboundPort: 2525, inboundHost: undefined, softBounceLimit: 3, softBounceWindowDays: 7, mxHost: 'mail.example.com', inboundRetentionDays: 30, inboundAnalysisThreads: 0 });
     expect(loadConfig({ SMTP_INBOUND_PORT: '0', BOUNCE_MX_HOST: 'mx.example.com' }).bounces).toMatchObject({ inboundPort: 0, mxHost: 'mx.example.com' });
+    // Worker threads for large received messages: none unless asked; a count, not anything else.
+    expect(loadConfig({ INBOUND_ANALYSIS_THREADS: '2' }).bounces.inboundAnalysisThreads).toBe(2);
+    for (const bad of ['-1', 'two', '1.5']) expect(() => loadConfig({ INBOUND_ANALYSIS_THREADS: bad })).toThrow(/INBOUND_ANALYSIS_THREADS/);
   });
 
   test('metrics: on the API port by default; METRICS_PORT moves them (0: an ephemeral port, as PORT=0)', () => {

@@ -3,7 +3,7 @@ import type { InboundDomain, InboundRoute } from '../../inbound/domains';
 import type { InboundMessage } from '../../inbound/messages';
 import { notFound } from '../../core/errors';
 import { crud, created, first, noContent, ok, token } from '../openapi/operations';
-import { decodeCursor, toPage } from '../pagination';
+import { decodeCursor, decodeRankCursor, encodeRankCursor, toPage } from '../pagination';
 import { deleted, rawRoute, reply, route } from '../route';
 import * as A from '../schemas/answers';
 import {
@@ -76,10 +76,11 @@ export const inboundRoutes = [
     } }),
 
   route({ operationId: 'listInboundRoutes', method: 'get', path: '/inbound/routes', summary: 'List inbound routes', tag: 'Inbound', access: 'secret', permission: 'read',
-    query: listInboundRoutesQuerySchema, answers: ok('A page of routes, newest first.', A.pageOf(A.inboundRouteAnswer)), links: first('getInboundRoute'),
+    query: listInboundRoutesQuerySchema, answers: ok('A page of routes in the order they are tried: by priority, then oldest first.', A.pageOf(A.inboundRouteAnswer)), links: first('getInboundRoute'),
     async handle({ auth, query: q, services }) {
-      const { rows, total } = await services.inbound.setup.listRoutes(auth.projectId, { domainId: q.domainId }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-      return reply(toPage(rows, q.limit, total, routeJson));
+      const after = decodeRankCursor(q.cursor);
+      const { rows, total } = await services.inbound.setup.listRoutes(auth.projectId, { domainId: q.domainId }, { limit: q.limit, ...(after ? { after: { priority: after.rank, id: after.id } } : {}) });
+      return reply(toPage(rows, q.limit, total, routeJson, (r) => encodeRankCursor(r.priority, r.id)));
     } }),
 
   route({ operationId: 'createInboundRoute', method: 'post', path: '/inbound/routes', summary: 'Add an inbound route', tag: 'Inbound', access: 'secret', permission: 'admin',

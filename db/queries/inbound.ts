@@ -2,12 +2,13 @@ import type { Knex } from 'knex';
 import { eventEffects } from './events';
 
 /**
- * The store of one received message for one project (inbound/receive.ts), as ONE statement: its raw bytes, its
- * attachments, a parsed row per route it matched and their `email.received` events with their effects (webhook
- * outbox rows included). One statement is atomic without BEGIN and COMMIT, and a named (prepared) one is planned once
- * per connection: bench/inbound.ts measured the five statements it replaces at 7.5 ms of PostgreSQL time a message, 3
- * of them planning the events' statement anew each time. The ids come from the caller (the webhook payload's signed
- * links name the rows before they exist).
+ * The store of received messages (inbound/receive.ts), as ONE statement: for each message and project, its raw bytes,
+ * its attachments, a parsed row per route it matched and their `email.received` events with their effects (webhook
+ * outbox rows included). The listener gathers the messages that are ready together into one call (group commit,
+ * db/batch.ts groupStatement): one statement is atomic without BEGIN and COMMIT, so a batch is one round trip and one
+ * commit, and a named (prepared) one is planned once per connection (bench/inbound.ts: five statements per message cost
+ * 7.5 ms of PostgreSQL time, 3 of them planning the events' statement anew each time). The ids come from the caller (the
+ * webhook payload's signed links name the rows before they exist).
  */
 
 export interface InboundWrite {
@@ -28,41 +29,60 @@ const MESSAGE_COLUMNS: [string, string][] = [
 ];
 const quoted = (c: string) => `"${c}"`;
 
-// One jsonb parameter for the rows (its estimate does not change with its value: a generic plan is kept), the bytes as
-// bytea parameters (no hex or base64 inside JSON).
-const STORE_SQL = `WITH input AS (SELECT ?::jsonb AS j),
-  raw_row AS (
-    INSERT INTO raw_messages (id, project_id, content, size) SELECT (j->>'rawId')::uuid, (j->>'projectId')::uuid, ?::bytea, (j->>'rawSize')::int FROM input RETURNING 1),
+// One jsonb parameter for the rows (its estimate does not change with its value: a generic plan is kept), and every
+// byte (raw messages and attachments, one after the other) in ONE bytea parameter that each row cuts its part of by
+// offset. node-postgres sends a Buffer parameter as binary, but an array of Buffers as hex text (twice the bytes, and
+// encoded and decoded on each side): one Buffer keeps a 1 MB message at 1 MB on the wire.
+const STORE_SQL = `WITH input AS (SELECT ?::jsonb AS j, ?::bytea AS bytes),
+  raw_rows AS (
+    INSERT INTO raw_messages (id, project_id, content, size)
+    SELECT r.id, r.project_id, substring(bytes FROM r.off + 1 FOR r.len), r.len
+    FROM input, jsonb_to_recordset(j->'raws') AS r(id uuid, project_id uuid, off int, len int)
+    RETURNING 1),
   attachment_rows AS (
     INSERT INTO attachments (id, project_id, filename, content_type, content_id, disposition, content, size)
-    SELECT a.id, (j->>'projectId')::uuid, a.filename, a.content_type, a.content_id, a.disposition, b.content, octet_length(b.content)
-    FROM input, jsonb_to_recordset(j->'attachments') AS a(id uuid, filename text, content_type text, content_id text, disposition text, ord bigint)
-    JOIN unnest(?::bytea[]) WITH ORDINALITY AS b(content, ord) ON b.ord = a.ord
+    SELECT a.id, a.project_id, a.filename, a.content_type, a.content_id, a.disposition, substring(bytes FROM a.off + 1 FOR a.len), a.len
+    FROM input, jsonb_to_recordset(j->'attachments') AS a(id uuid, project_id uuid, filename text, content_type text, content_id text, disposition text, off int, len int)
     RETURNING 1),
   message_rows AS (
     INSERT INTO inbound_messages (project_id, raw_message_id, ${MESSAGE_COLUMNS.map(([c]) => quoted(c)).join(', ')})
-    SELECT (j->>'projectId')::uuid, (j->>'rawId')::uuid, ${MESSAGE_COLUMNS.map(([c]) => `m.${quoted(c)}`).join(', ')}
-    FROM input, jsonb_to_recordset(j->'messages') AS m(${MESSAGE_COLUMNS.map(([c, t]) => `${quoted(c)} ${t}`).join(', ')})
+    SELECT m.project_id, m.raw_message_id, ${MESSAGE_COLUMNS.map(([c]) => `m.${quoted(c)}`).join(', ')}
+    FROM input, jsonb_to_recordset(j->'messages') AS m(project_id uuid, raw_message_id uuid, ${MESSAGE_COLUMNS.map(([c, t]) => `${quoted(c)} ${t}`).join(', ')})
     RETURNING 1),
   new_events AS (
-    SELECT NULL::uuid AS id, (j->>'projectId')::uuid AS project_id, e.name, e.contact_id, NULL::uuid AS email_id, e.data
-    FROM input, jsonb_to_recordset(j->'events') AS e(name text, contact_id uuid, data jsonb, ord bigint)
+    SELECT NULL::uuid AS id, e.project_id, e.name, e.contact_id, NULL::uuid AS email_id, e.data
+    FROM input, jsonb_to_recordset(j->'events') AS e(project_id uuid, name text, contact_id uuid, data jsonb, ord bigint)
     ORDER BY e.ord),
   ${eventEffects()}
-  SELECT (SELECT count(*) FROM raw_row)::int AS raws, (SELECT count(*) FROM attachment_rows)::int AS attachments,
+  SELECT (SELECT count(*) FROM raw_rows)::int AS raws, (SELECT count(*) FROM attachment_rows)::int AS attachments,
          (SELECT count(*) FROM message_rows)::int AS messages, (SELECT count(*) FROM inserted)::int AS events`;
 
-export async function storeInbound(db: Knex | Knex.Transaction, w: InboundWrite): Promise<void> {
-  const input = {
-    projectId: w.projectId, rawId: w.raw.id, rawSize: w.raw.content.length,
-    attachments: w.attachments.map((a, i) => ({ ord: i + 1, id: a.id, filename: a.filename, content_type: a.contentType, content_id: a.contentId, disposition: a.disposition })),
-    messages: w.messages,
-    events: w.events.map((e, i) => ({ ord: i + 1, name: e.name, contact_id: e.contactId, data: e.data })),
+/** Stores every write in one statement: all of them or (it throws) none. */
+export async function storeInbound(db: Knex | Knex.Transaction, writes: readonly InboundWrite[]): Promise<void> {
+  const parts: Buffer[] = [];
+  let off = 0;
+  const place = (content: Buffer) => {
+    parts.push(content);
+    off += content.length;
+    return { off: off - content.length, len: content.length };
   };
-  const { rows: [row] } = await db.raw(STORE_SQL, [JSON.stringify(input), w.raw.content, w.attachments.map((a) => a.content)] as Knex.RawBinding[])
+  const raws: Record<string, unknown>[] = [];
+  const attachments: Record<string, unknown>[] = [];
+  const messages: Record<string, unknown>[] = [];
+  const events: Record<string, unknown>[] = [];
+  for (const w of writes) {
+    raws.push({ id: w.raw.id, project_id: w.projectId, ...place(w.raw.content) });
+    for (const a of w.attachments) {
+      attachments.push({ id: a.id, project_id: w.projectId, filename: a.filename, content_type: a.contentType, content_id: a.contentId, disposition: a.disposition, ...place(a.content) });
+    }
+    for (const m of w.messages) messages.push({ ...m, project_id: w.projectId, raw_message_id: w.raw.id });
+    for (const e of w.events) events.push({ ord: events.length + 1, project_id: w.projectId, name: e.name, contact_id: e.contactId, data: e.data });
+  }
+  const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts, off);
+  const { rows: [row] } = await db.raw(STORE_SQL, [JSON.stringify({ raws, attachments, messages, events }), bytes] as Knex.RawBinding[])
     .options({ name: 'herald_store_inbound' });
   // The statement inserts every row it is given or fails as a whole; a count short of that is a bug in the SQL.
-  if (row.raws !== 1 || row.attachments !== w.attachments.length || row.messages !== w.messages.length || row.events !== w.events.length) {
-    throw new Error(`storeInbound wrote ${JSON.stringify(row)} for 1 raw, ${w.attachments.length} attachments, ${w.messages.length} messages, ${w.events.length} events`);
+  if (row.raws !== raws.length || row.attachments !== attachments.length || row.messages !== messages.length || row.events !== events.length) {
+    throw new Error(`storeInbound wrote ${JSON.stringify(row)} for ${raws.length} raw, ${attachments.length} attachments, ${messages.length} messages, ${events.length} events`);
   }
 }

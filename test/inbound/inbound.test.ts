@@ -8,7 +8,7 @@ import { emailToken } from '../../bounces/token';
 import { authenticator } from '../../inbound/auth';
 import { replyAddressFor } from '../../inbound/replyAddress';
 import { pruneInbound } from '../../inbound/messages';
-import { inboundReceiver } from '../../inbound/receive';
+import { inboundReceiver, type InboundReceiver } from '../../inbound/receive';
 import { createLogger } from '../../logging/logger';
 import { startInbound } from '../../smtp/inbound';
 import type { Listening } from '../../smtp/listener';
@@ -33,6 +33,7 @@ let dns: TestDnsServer;
 let hooks: WebhookReceiver;
 let listener: Listening;
 let tlsDir: string;
+let receiver: InboundReceiver;
 const savedDns = process.env.DNS_SERVERS;
 
 beforeAll(async () => {
@@ -45,7 +46,7 @@ beforeAll(async () => {
   tlsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-inbound-tls-'));
   const log = createLogger('silent');
   const tls = await smtpTls({ port: 0, host: undefined, tlsCertFile: undefined, tlsKeyFile: undefined, insecureAuthOnLoopback: false }, tlsDir, log);
-  const receiver = inboundReceiver({ knex, secret: TEST_SECRET, publicUrl: 'http://herald.test', authenticate: authenticator({ servers: [dns.address], timeoutMs: 300, tries: 1, verifyBudgetMs: 300, domainCheckIntervalMinutes: 60 }, MX_HOST) });
+  receiver = inboundReceiver({ knex, secret: TEST_SECRET, publicUrl: 'http://herald.test', authenticate: authenticator({ servers: [dns.address], timeoutMs: 300, tries: 1, verifyBudgetMs: 300, domainCheckIntervalMinutes: 60 }, MX_HOST) });
   listener = await startInbound({ knex, secret: TEST_SECRET, log, settings: { softBounceLimit: 3, softBounceWindowDays: 7 }, bounceDomain: 'bounces.herald.test', port: 0, host: '127.0.0.1', tls,
     maxBytes: 256 * 1024, receiver, maxRecipients: 5 });
 });
@@ -196,6 +197,31 @@ describe('inbound domains and routes', () => {
     expect((await http().get(`/inbound/routes/${all.body.data.id}`).set(e2e.key)).status).toBe(404);
     expect((await http().get('/inbound/routes').set(e2e.key)).body.data.total).toBe(3);
   });
+
+  test('GET /inbound/routes answers in the order routes are tried (priority, then oldest first), page after page, even when the last row shown is deleted', async () => {
+    const help = (await http().post('/inbound/routes').set(e2e.key).send({ match: `help@${DOMAIN}`, action: 'store', priority: 10 }).expect(201)).body.data;
+    const gone = (await http().post('/inbound/routes').set(e2e.key).send({ match: `gone@${DOMAIN}`, action: 'store', priority: 7 }).expect(201)).body.data;
+    const pageAfter = async (cursor: string | null) => (await http().get(`/inbound/routes?limit=2${cursor ? `&cursor=${cursor}` : ''}`).set(e2e.key).expect(200)).body.data;
+    const first = await pageAfter(null);
+    expect(first.items.map((r: { match: string }) => r.match)).toEqual([`noreply@${DOMAIN}`, `gone@${DOMAIN}`]);
+    expect(first).toMatchObject({ total: 5, hasMore: true });
+    // The row the cursor names is deleted before the next page is asked: the page starts after its place all the same.
+    expect((await http().delete(`/inbound/routes/${gone.id}`).set(e2e.key)).status).toBe(204);
+    const second = await pageAfter(first.nextCursor);
+    // Two routes of priority 10: the older first, as the listener tries them.
+    expect(second.items.map((r: { match: string; priority: number }) => [r.match, r.priority])).toEqual([[`support@${DOMAIN}`, 10], [`help@${DOMAIN}`, 10]]);
+    const third = await pageAfter(second.nextCursor);
+    expect(third.items.map((r: { match: string }) => r.match)).toEqual([`reply+*@${DOMAIN}`]);
+    expect(third).toMatchObject({ hasMore: false, nextCursor: null, total: 4 });
+    // A cursor this list did not make (another list's, or garbage) is a 400 naming the field.
+    const foreign = Buffer.from(`v1:${help.id}`).toString('base64url');
+    for (const bad of [foreign, 'bm90LWEtY3Vyc29y']) {
+      const res = await http().get(`/inbound/routes?cursor=${bad}`).set(e2e.key);
+      expect(res.status).toBe(400);
+      expect(res.body.error.errors[0]).toMatchObject({ field: 'cursor', code: 'invalid_cursor' });
+    }
+    expect((await http().delete(`/inbound/routes/${help.id}`).set(e2e.key)).status).toBe(204);
+  });
 });
 
 describe('the listener', () => {
@@ -316,6 +342,34 @@ describe('the listener', () => {
     const tooBig = await session(['EHLO x.example.org', 'MAIL FROM:<a@example.org>', `RCPT TO:<reply+abc@${DOMAIN}>`, 'DATA', `From: a@example.org\r\n\r\n${'x'.repeat(300 * 1024)}\r\n.`, 'QUIT']);
     expect(tooBig[4]).toMatch(/^552/);
     expect(Number((await knex('inbound_messages').count('* as n'))[0]!.n)).toBe(before + 2);
+  });
+
+  test('group commit: messages ready together are stored by ONE statement; one the database refuses fails alone and the others are stored', async () => {
+    const to = await receiver.resolve(`reply+g0@${DOMAIN}`);
+    if (to?.kind !== 'route') throw new Error('the reply+* route should take it');
+    const envelope = { mailFrom: 'grace@example.org', remoteAddress: '127.0.0.1', helo: 'mail.example.org' };
+    const message = (n: number) => Buffer.from(`From: grace@example.org\r\nSubject: batch ${n}\r\n\r\nmessage ${n}\r\n`);
+    const statements: string[] = [];
+    const count = (q: { sql: string }) => { if (q.sql.includes('INSERT INTO raw_messages')) statements.push(q.sql); };
+    knex.on('query', count);
+    try {
+      const ids = await Promise.all([1, 2, 3, 4].map((n) => receiver.store(message(n), envelope, [{ address: `reply+g${n}@${DOMAIN}`, to }])));
+      expect(statements).toHaveLength(1);
+      const rows = await knex('inbound_messages').whereIn('id', ids.flat()).orderBy('subject').select('subject', 'recipient');
+      expect(rows).toEqual([1, 2, 3, 4].map((n) => ({ subject: `batch ${n}`, recipient: `reply+g${n}@${DOMAIN}` })));
+      expect(Number((await knex('events').where('name', 'email.received').whereRaw("data->>'inboundId' = ANY(?)", [ids.flat()]).count('* as n').first())!.n)).toBe(4);
+
+      // A recipient whose project is gone (deleted between RCPT TO and the end of DATA): its message fails, the batch
+      // is retried message by message, and the others are stored once each.
+      statements.length = 0;
+      const gone = { ...to, projectId: '0197a12c-7b3e-7f04-a6d8-9c1e3a5b7d60' };
+      const results = await Promise.allSettled([5, 6, 7].map((n) => receiver.store(message(n), envelope, [{ address: `reply+g${n}@${DOMAIN}`, to: n === 6 ? gone : to }])));
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect(statements.length).toBeGreaterThan(1);
+      expect((await knex('inbound_messages').whereIn('subject', ['batch 5', 'batch 6', 'batch 7']).orderBy('subject').select('subject')).map((r) => r.subject)).toEqual(['batch 5', 'batch 7']);
+    } finally {
+      knex.off('query', count);
+    }
   });
 
   test('retention: messages past it go with their raw bytes and attachments; newer ones stay', async () => {

@@ -14,6 +14,7 @@ import type SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { ensureDomainKey } from '../../domains/rows';
 import { Domain } from '../../db/models/Domain';
 import { createLogger } from '../../logging/logger';
+import { emailOfReplyRecipient, replyAddressFor } from '../../inbound/replyAddress';
 import { withHeraldHeaders } from '../../mail/rawMessage';
 import { emailsAccepted } from '../../metrics/registry';
 import { createKey, revokeKey, setProjectDisabled } from '../../projects/service';
@@ -212,6 +213,35 @@ test('1,000 connections that never send neither crash the listener nor keep a re
   const full = await listen({ maxInFlight: 0 });
   await expect(client(full.port, e2e.t.project.secretKey).sendMail({ from: 'a@example.com', to: 'b@example.org', text: 'x' }))
     .rejects.toMatchObject({ responseCode: 421 });
+});
+
+test('issue 31: a Reply-To written name+*@ a VERIFIED inbound domain goes out signed for the email (its name kept), as from /v1/send; at a domain not verified, as written', async () => {
+  const knex = e2e.t.db.knex;
+  const projectId = e2e.t.project.id;
+  await knex('inbound_domains').insert([
+    { project_id: projectId, domain: 'in.submission.test', status: 'VERIFIED', verified_at: new Date() },
+    { project_id: projectId, domain: 'pending.submission.test', status: 'PENDING' },
+  ]);
+  const s = await listen();
+  const send = async (replyTo: string, to: string) => {
+    const message = Buffer.from(`From: Support <support@example.com>\r\nReply-To: ${replyTo}\r\nSubject: Your ticket\r\n\r\nReply to this email\r\n`);
+    expect((await client(s.port, e2e.t.project.secretKey).sendMail({ envelope: { from: 'support@example.com', to: [to] }, raw: message })).response).toMatch(/^250 /);
+    const email = await knex('emails').where({ project_id: projectId, to_email: to }).first('id');
+    const raw = await e2e.t.http().get(`/emails/${email.id}/raw`).set('Authorization', `Bearer ${e2e.t.project.secretKey}`).buffer(true)
+      .parse((res, cb) => { const c: Buffer[] = []; res.on('data', (x: Buffer) => c.push(x)); res.on('end', () => cb(null, Buffer.concat(c))); });
+    return { emailId: email.id as string, replyTo: /^Reply-To: (.*)\r$/m.exec((raw.body as Buffer).toString())?.[1] };
+  };
+  const first = await send('Help desk <help+*@in.submission.test>', 'reply-one@example.org');
+  expect(first.replyTo).toBe(`Help desk <${replyAddressFor(TEST_SECRET, first.emailId, 'help+*@in.submission.test')}>`);
+  expect(first.replyTo).toMatch(/^Help desk <help\+[a-z2-7]{42}@in\.submission\.test>$/);
+  // Each email its own token: a reply names the email it answers.
+  const second = await send('help+*@in.submission.test', 'reply-two@example.org');
+  expect(second.replyTo).toBe(replyAddressFor(TEST_SECRET, second.emailId, 'help+*@in.submission.test'));
+  expect(second.replyTo).not.toContain(first.replyTo!.slice(first.replyTo!.indexOf('+'), first.replyTo!.indexOf('@')));
+  expect(emailOfReplyRecipient(TEST_SECRET, second.replyTo!)).toBe(second.emailId);
+  // Not an inbound domain of the project that is VERIFIED, or not the wildcard form: the header stays as the client wrote it.
+  expect((await send('help+*@pending.submission.test', 'reply-three@example.org')).replyTo).toBe('help+*@pending.submission.test');
+  expect((await send('help@in.submission.test', 'reply-four@example.org')).replyTo).toBe('help@in.submission.test');
 });
 
 describe('withHeraldHeaders', () => {

@@ -130,7 +130,8 @@ function Routes() {
   const [removing, setRemoving] = useState<Route | null>(null);
   const list = useLoad(() => call(api.GET('/inbound/routes', { params: { query: { limit: PAGE_SIZE, ...(pages.cursor ? { cursor: pages.cursor } : {}) } } })), [pages.cursor]);
   const domains = useLoad(() => call(api.GET('/inbound/domains', { params: { query: { limit: 100 } } })), []);
-  const items = [...(list.data?.items ?? [])].sort((a, b) => a.priority - b.priority);
+  // In the order the listener tries them: the API pages by (priority, id).
+  const items = list.data?.items ?? [];
   const newButton = admin && domains.data?.items.length ? <Button variant="primary" onClick={() => setEditing('new')}><Icon name="plus" />New route</Button> : null;
 
   const remove = async () => {
