@@ -113,12 +113,18 @@ runBench('bench:contact-import', 60 * 60_000, async () => {
 
     const columns = JSON.stringify([{ column: 'email', to: 'email' }, { column: 'first_name', to: 'data' }, { column: 'last_name', to: 'data' }, { column: 'plan', to: 'data' },
       { column: 'seats', to: 'data', type: 'number' }, { column: 'signed_up', to: 'data', type: 'date' }]);
+    // The worker's RSS before the import, after the sends above: what the import adds is the difference.
+    herald.send({ type: 'mem' });
+    const idleRss = ((await herald.next('mem')).rss as number) / 1024 / 1024;
     const rss: number[] = [];
+    const heap: number[] = [];
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
         herald!.send({ type: 'mem' });
-        rss.push(((await herald!.next('mem')).rss as number) / 1024 / 1024);
+        const mem = await herald!.next('mem');
+        rss.push((mem.rss as number) / 1024 / 1024);
+        heap.push((mem.heapUsed as number) / 1024 / 1024);
         await sleep(250);
       }
     })();
@@ -139,6 +145,7 @@ runBench('bench:contact-import', 60 * 60_000, async () => {
     sampling = false;
     await sampler;
     console.log(`import: ${JSON.stringify(status.rows)} ${status.status}`);
+    console.log(`worker RSS idle before the import ${idleRss.toFixed(0)} MB, max during ${Math.max(...rss).toFixed(0)} MB (V8 heap used max ${Math.max(...heap).toFixed(0)} MB)`);
     if (cluster.pgStat) {
       console.log(`statements per batch of ${IMPORT_BATCH_ROWS} rows (upload included):`);
       await printTopStatements(cluster, Math.ceil(ROWS / IMPORT_BATCH_ROWS), 12);

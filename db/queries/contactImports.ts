@@ -49,18 +49,24 @@ const COPY_SPECIALS = /[\\\t\n\r]/g;
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 const copyText = (v: string) => (COPY_SPECIAL.test(v) ? v.replace(COPY_SPECIALS, (c) => COPY_ESCAPES[c]!) : v);
 
-/** Stages the rows in `import_staging`, a temporary table dropped at the transaction's end, by COPY. */
-export async function stageRows(trx: Knex.Transaction, rows: StagedRow[]): Promise<void> {
+/** The rows as the COPY text `stageRows` takes (built apart from the transaction: see contacts/imports/batches.ts). */
+export function copyRows(rows: StagedRow[]): string {
+  let text = '';
+  for (const r of rows) text += `${r.line}\t${copyText(r.email)}\t${r.subscribed === null ? '\\N' : r.subscribed}\t${copyText(JSON.stringify(r.data))}\n`;
+  return text;
+}
+
+/** Stages rows (`copyRows`' text) in `import_staging`, a temporary table dropped at the transaction's end, by COPY. */
+export async function stageRows(trx: Knex.Transaction, copy: string): Promise<void> {
   await trx.raw('CREATE TEMPORARY TABLE import_staging (line integer NOT NULL, email text NOT NULL, subscribed boolean, data jsonb NOT NULL, first integer) ON COMMIT DROP');
-  if (rows.length === 0) return;
+  if (copy.length === 0) return;
   // The transaction's own connection (knex hands it out without a second checkout).
   const connection = await trx.client.acquireConnection() as { query(stream: unknown): NodeJS.WritableStream };
-  const text = rows.map((r) => `${r.line}\t${copyText(r.email)}\t${r.subscribed === null ? '\\N' : r.subscribed}\t${copyText(JSON.stringify(r.data))}\n`).join('');
   await new Promise<void>((resolve, reject) => {
-    const copy = connection.query(copyFrom('COPY import_staging (line, email, subscribed, data) FROM STDIN'));
-    copy.on('error', reject);
-    copy.on('finish', resolve);
-    copy.end(text);
+    const stream = connection.query(copyFrom('COPY import_staging (line, email, subscribed, data) FROM STDIN'));
+    stream.on('error', reject);
+    stream.on('finish', resolve);
+    stream.end(copy);
   });
 }
 
