@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { copyRows, fileFrom, mergeStaged, probeStaged, stageRows, type StagedRow } from '../../db/queries/contactImports';
+import { copyRows, fileFrom, forgetSeen, mergeStaged, stageRows, type StagedRow } from '../../db/queries/contactImports';
 import { planColumns, rowToContact, type ColumnMapping, type ColumnPlan } from './columns';
 import { readRecords, type ImportFormat, type RecordReader } from './format';
 import type { ImportBatchResult, ImportRef, ImportStatus } from '../../workflows/types';
@@ -7,7 +7,7 @@ import type { ImportBatchResult, ImportRef, ImportStatus } from '../../workflows
 /** The file is stored in pieces of this size (contact_import_chunks). */
 export const CHUNK_BYTES = 1024 * 1024;
 /** Rows per batch: one COPY and one merge statement each, and a checkpoint. */
-export const IMPORT_BATCH_ROWS = 5000;
+export const IMPORT_BATCH_ROWS = 20000;
 
 /**
  * Rows read between two turns of the event loop while a batch is prepared: reading and checking rows is the import's
@@ -184,7 +184,6 @@ export function importBatches({ knex }: { knex: Knex }) {
           defaultSubscribed: imp.default_subscribed, resubscribe: imp.resubscribe, segmentId: imp.segment_id,
         };
         await stageRows(trx, batch.copy);
-        await probeStaged(trx, imp.id);
         let created = 0;
         let updated = 0;
         let skipped = 0;
@@ -198,8 +197,10 @@ export function importBatches({ knex }: { knex: Knex }) {
           }
           if (merged.missed.length === 0) break;
           if (round === 3) throw new Error('contacts kept being created concurrently while the import merged them');
-          // Only the rows a concurrent insert got ahead of stay staged: merged again with a new snapshot.
+          // Only the rows a concurrent insert got ahead of stay staged, their addresses no longer taken: merged again with a
+          // new snapshot.
           await trx.raw('DELETE FROM import_staging WHERE NOT (email = ANY(?::text[]))', [merged.missed]);
+          await forgetSeen(trx, imp.id, merged.missed);
         }
         if (refused.length > 0) {
           await trx.raw(
