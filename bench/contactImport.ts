@@ -9,6 +9,9 @@
  *   project), the least any import of that file into that table can cost;
  * - the import: POST /contacts/imports with the file streamed from disk, until COMPLETED (upload and merge apart);
  * - the worker's RSS, sampled every 250 ms from the upload to the end;
+ * Herald runs as deployed (docker-compose.yml): an API process, and a worker process started with the flags that
+ * `npm run worker` gives it (MALLOC_ARENA_MAX, --max-old-space-size), as bench/campaign.ts measures its worker.
+ * BENCH_ONE_PROCESS=1 runs both in one process without those flags instead (the shape of §29's first figures).
  * - POST /v1/send latency (p50, p99) idle, then while the import runs.
  * Prints a table for BENCHMARKS.md. With BENCH_PG_STAT=1, also the statements that took the import's time, per batch.
  */
@@ -26,6 +29,7 @@ import { createProject } from '../projects/service';
 import { IMPORT_BATCH_ROWS } from '../contacts/imports/batches';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const ONE_PROCESS = process.env.BENCH_ONE_PROCESS === '1';
 
 function writeFile(file: string): Promise<void> {
   const out = fs.createWriteStream(file);
@@ -77,6 +81,7 @@ runBench('bench:contact-import', 60 * 60_000, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-import-'));
   const file = path.join(dir, 'contacts.csv');
   let herald: Child | undefined;
+  let api: Child | undefined;
   try {
     console.log(`machine: ${machine(cluster.version)}`);
     await writeFile(file);
@@ -98,8 +103,20 @@ runBench('bench:contact-import', 60 * 60_000, async () => {
 
     await prepareEngineSchema(cluster, sink.url);
     const project = await benchProject(cluster);
-    herald = startHeraldChild('herald', cluster, 'all', { SMTP_URL: sink.url, EXECUTOR_ID: 'bench-import', LOG_LEVEL: 'warn', SEND_RATE_PER_SECOND: '100000', IMPORT_MAX_BYTES: String(4 * 1024 ** 3), API_RATE_LIMIT_PER_MINUTE: '1000000' });
-    const port = (await herald.ready).port as number;
+    const env = { SMTP_URL: sink.url, LOG_LEVEL: 'warn', SEND_RATE_PER_SECOND: '100000', IMPORT_MAX_BYTES: String(4 * 1024 ** 3), API_RATE_LIMIT_PER_MINUTE: '1000000' };
+    let port: number;
+    if (ONE_PROCESS) {
+      herald = startHeraldChild('herald', cluster, 'all', { ...env, EXECUTOR_ID: 'bench-import' });
+      port = (await herald.ready).port as number;
+    } else {
+      const script = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.worker!;
+      const arena = /MALLOC_ARENA_MAX=(\d+)/.exec(script);
+      herald = startHeraldChild('herald worker', cluster, 'worker', { ...env, EXECUTOR_ID: 'bench-import', ...(arena ? { MALLOC_ARENA_MAX: arena[1]! } : {}) }, script.match(/--max-old-space-size=\d+/g) ?? []);
+      await herald.ready;
+      // After the worker: two processes creating DBOS's schema at once collide (see bench/campaign.ts).
+      api = startHeraldChild('herald api', cluster, 'api', { ...env, PORT: '0' });
+      port = (await api.ready).port as number;
+    }
     const auth = { Authorization: `Bearer ${project.secretKey}` };
     const send = async () => {
       const t0 = process.hrtime.bigint();
@@ -113,12 +130,18 @@ runBench('bench:contact-import', 60 * 60_000, async () => {
 
     const columns = JSON.stringify([{ column: 'email', to: 'email' }, { column: 'first_name', to: 'data' }, { column: 'last_name', to: 'data' }, { column: 'plan', to: 'data' },
       { column: 'seats', to: 'data', type: 'number' }, { column: 'signed_up', to: 'data', type: 'date' }]);
+    // The worker's RSS before the import, after the sends above: what the import adds is the difference.
+    herald.send({ type: 'mem' });
+    const idleRss = ((await herald.next('mem')).rss as number) / 1024 / 1024;
     const rss: number[] = [];
+    const heap: number[] = [];
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
         herald!.send({ type: 'mem' });
-        rss.push(((await herald!.next('mem')).rss as number) / 1024 / 1024);
+        const mem = await herald!.next('mem');
+        rss.push((mem.rss as number) / 1024 / 1024);
+        heap.push((mem.heapUsed as number) / 1024 / 1024);
         await sleep(250);
       }
     })();
@@ -139,6 +162,8 @@ runBench('bench:contact-import', 60 * 60_000, async () => {
     sampling = false;
     await sampler;
     console.log(`import: ${JSON.stringify(status.rows)} ${status.status}`);
+    console.log(`Herald: ${ONE_PROCESS ? 'API and worker in one process' : 'API and worker processes (the worker as npm run worker starts it)'}`);
+    console.log(`worker RSS idle before the import ${idleRss.toFixed(0)} MB, max during ${Math.max(...rss).toFixed(0)} MB (V8 heap used max ${Math.max(...heap).toFixed(0)} MB)`);
     if (cluster.pgStat) {
       console.log(`statements per batch of ${IMPORT_BATCH_ROWS} rows (upload included):`);
       await printTopStatements(cluster, Math.ceil(ROWS / IMPORT_BATCH_ROWS), 12);
@@ -147,6 +172,7 @@ runBench('bench:contact-import', 60 * 60_000, async () => {
     console.log('|---|---|---|---|---|---|---|---|');
     console.log(`| ${ROWS} | ${(floorMs / 1000).toFixed(1)} s | ${(importMs / 1000).toFixed(1)} s | ${(uploadMs / 1000).toFixed(1)} s | ${(floorMs / importMs).toFixed(2)} × | ${Math.max(...rss).toFixed(0)} MB | ${pct(idle, 50).toFixed(1)} / ${pct(idle, 99).toFixed(1)} ms | ${pct(during, 50).toFixed(1)} / ${pct(during, 99).toFixed(1)} ms (${during.length} sends) |`);
   } finally {
+    await api?.stop();
     await herald?.stop();
     await sink.close?.();
     await cluster.stop();

@@ -190,21 +190,35 @@ test('every imported contact joins the static segment; one contact.created webho
 });
 
 test('cancel stops the import between batches; the rows merged so far stay, the file is deleted; an ended import is a 409', async () => {
-  const file = ['email', ...Array.from({ length: 40_000 }, (_, i) => `cancel${i}@example.com`)].join('\n');
+  const file = ['email', ...Array.from({ length: 80_000 }, (_, i) => `cancel${i}@example.com`)].join('\n');
   const id = (await upload(file, { columns: [{ column: 'email', to: 'email' }] })).body.data.id;
   await waitFor('a first batch', async () => ((await t.http().get(`/contacts/imports/${id}`).set(key)).body.data.rows.read > 0 ? true : undefined), 30_000, 20);
   const cancelled = await t.http().post(`/contacts/imports/${id}/cancel`).set(key);
   expect(cancelled.status).toBe(200);
   expect(cancelled.body.data.status).toBe('CANCELLED');
   const read = cancelled.body.data.rows.read;
-  expect(read).toBeLessThan(40_000);
+  expect(read).toBeLessThan(80_000);
   // No batch after the cancel: the counts and the contacts stay where the cancel found them.
   await new Promise((r) => setTimeout(r, 500));
   const after = (await t.http().get(`/contacts/imports/${id}`).set(key)).body.data;
   expect(after.rows.read).toBe(read);
   expect(Number((await t.db.knex('contacts').where('project_id', t.project.id).where('email', 'like', 'cancel%').count('* as n').first())!.n)).toBe(read);
   expect(await t.db.knex('contact_import_chunks').where('import_id', id).first()).toBeUndefined();
+  expect(await t.db.knex('contact_import_seen').where('import_id', id).first()).toBeUndefined();
   expect((await t.http().post(`/contacts/imports/${id}/cancel`).set(key)).status).toBe(409);
+});
+
+test('an import deleted while it runs (its project deleted) takes its seen addresses with it', async () => {
+  const other = await t.newProject('Deleted mid-import');
+  const k = bearer(other.secretKey);
+  const file = ['email', ...Array.from({ length: 80_000 }, (_, i) => `gone${i}@example.com`)].join('\n');
+  const id = (await upload(file, { columns: [{ column: 'email', to: 'email' }] }, 'text/csv', k)).body.data.id;
+  await waitFor('a first batch', async () => ((await t.http().get(`/contacts/imports/${id}`).set(k)).body.data.rows.read > 0 ? true : undefined), 30_000, 20);
+  expect(Number((await t.db.knex('contact_import_seen').where('import_id', id).count('* as n').first())!.n)).toBeGreaterThan(0);
+  // As a project's deletion cascades to its imports: the seen table has no foreign key, a trigger deletes its rows.
+  await t.db.knex('contact_imports').where('id', id).delete();
+  expect(await t.db.knex('contact_import_seen').where('import_id', id).first()).toBeUndefined();
+  expect((await t.http().get(`/contacts/imports/${id}`).set(k)).status).toBe(404);
 });
 
 test('two imports into the same project at once, overlapping: every address once, the later data wins or merges', async () => {

@@ -90,26 +90,28 @@ function asBoolean(v: unknown): boolean | undefined {
 /** A value as its type, or why it is not one. Empty text is no value (undefined): the key is not written. */
 function typed(v: unknown, type: DataType, column: string): { value?: unknown; error?: string } {
   if (v === undefined || v === null || v === '') return {};
-  const wrong = { error: `"${column}" is not a ${type}: ${JSON.stringify(v).slice(0, 60)}` };
+  // A function: the message is written only for a value that is wrong (every row's values pass here).
+  const wrong = () => ({ error: `"${column}" is not a ${type}: ${JSON.stringify(v).slice(0, 60)}` });
   switch (type) {
     case 'string': {
-      if (typeof v === 'object') return wrong;
+      if (typeof v === 'string') return v.length > MAX_VALUE_CHARS ? { error: `"${column}" is over the limit of ${MAX_VALUE_CHARS} characters` } : { value: v };
+      if (typeof v === 'object') return wrong();
       const s = String(v);
       return s.length > MAX_VALUE_CHARS ? { error: `"${column}" is over the limit of ${MAX_VALUE_CHARS} characters` } : { value: s };
     }
     case 'number': {
-      if (typeof v === 'number') return Number.isFinite(v) ? { value: v } : wrong;
-      if (typeof v !== 'string' || !NUMBER.test(v.trim())) return wrong;
+      if (typeof v === 'number') return Number.isFinite(v) ? { value: v } : wrong();
+      if (typeof v !== 'string' || !NUMBER.test(v.trim())) return wrong();
       const n = Number(v.trim());
-      return Number.isFinite(n) ? { value: n } : wrong;
+      return Number.isFinite(n) ? { value: n } : wrong();
     }
     case 'boolean': {
       const b = asBoolean(v);
-      return b === undefined ? wrong : { value: b };
+      return b === undefined ? wrong() : { value: b };
     }
     case 'date': {
       const d = typeof v === 'string' ? parseIsoDate(v.trim()) : null;
-      return d ? { value: d.toISOString() } : wrong;
+      return d ? { value: d.toISOString() } : wrong();
     }
   }
 }
@@ -157,10 +159,13 @@ export function rowToContact(record: ImportRecord, plan: ColumnPlan): ImportedCo
  */
 export function duplicateOf(firstLine: Map<string, number>, email: string, line: number): string | undefined {
   const first = firstLine.get(email);
-  if (first !== undefined) return `duplicate email: the file has it on line ${first} already`;
+  if (first !== undefined) return duplicateReason(first);
   firstLine.set(email, line);
   return undefined;
 }
+
+/** Why a row is refused whose address the file has on an earlier line, `first` (in its batch, or an earlier one). */
+export const duplicateReason = (first: number) => `duplicate email: the file has it on line ${first} already`;
 
 export interface ProposedColumn extends ColumnMapping {
   samples: string[];

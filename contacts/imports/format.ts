@@ -31,11 +31,11 @@ export interface Line {
 }
 
 /**
- * The lines of a byte stream that starts at a line boundary; `firstLine` is the number of its first line. A line longer
- * than MAX_ROW_BYTES is given with only its beginning (never held whole: a file without line breaks is not a reason
- * to fill the memory).
+ * The lines of a byte stream that starts at a line boundary, a chunk's lines at a time (a turn of the async iterator per
+ * line cost as much as parsing it); `firstLine` is the number of its first line. A line longer than MAX_ROW_BYTES is
+ * given with only its beginning (never held whole: a file without line breaks is not a reason to fill the memory).
  */
-export async function* readLines(chunks: AsyncIterable<Buffer>, firstLine = 1): AsyncGenerator<Line> {
+export async function* readLines(chunks: AsyncIterable<Buffer>, firstLine = 1): AsyncGenerator<Line[]> {
   let parts: Buffer[] = [];
   let held = 0; // bytes in parts
   let skipped = 0; // bytes of an over-long line dropped beyond what parts hold
@@ -54,11 +54,13 @@ export async function* readLines(chunks: AsyncIterable<Buffer>, firstLine = 1): 
     return out;
   };
   for await (const chunk of chunks) {
+    const lines: Line[] = [];
     let at = 0;
     for (let nl = chunk.indexOf(10, at); nl >= 0; nl = chunk.indexOf(10, at)) {
-      yield emit(chunk.subarray(at, nl), true);
+      lines.push(emit(chunk.subarray(at, nl), true));
       at = nl + 1;
     }
+    if (lines.length > 0) yield lines;
     if (at < chunk.length) {
       const rest = chunk.subarray(at);
       if (held > MAX_ROW_BYTES) {
@@ -69,7 +71,7 @@ export async function* readLines(chunks: AsyncIterable<Buffer>, firstLine = 1): 
       }
     }
   }
-  if (held > 0 || skipped > 0) yield emit(Buffer.alloc(0), false);
+  if (held > 0 || skipped > 0) yield [emit(Buffer.alloc(0), false)];
 }
 
 /** One row of the file, as an import sees it. */
@@ -158,17 +160,25 @@ const cut = (s: string) => (s.length > MAX_RAW_CHARS ? s.slice(0, MAX_RAW_CHARS)
  */
 export class RecordReader {
   private readonly back: Line[] = [];
-  private readonly lines: AsyncIterator<Line>;
+  private readonly lines: AsyncIterator<Line[]>;
+  /** The lines of the chunk being read, and the next one's index. */
+  private ahead: Line[] = [];
+  private at = 0;
 
-  constructor(lines: AsyncIterable<Line>, private readonly format: ImportFormat, private readonly delimiter = ',') {
+  constructor(lines: AsyncIterable<Line[]>, private readonly format: ImportFormat, private readonly delimiter = ',') {
     this.lines = lines[Symbol.asyncIterator]();
   }
 
   private async pull(): Promise<Line | undefined> {
     const kept = this.back.shift();
     if (kept) return kept;
-    const next = await this.lines.next();
-    return next.done ? undefined : next.value;
+    if (this.at === this.ahead.length) {
+      const next = await this.lines.next();
+      if (next.done) return undefined;
+      this.ahead = next.value;
+      this.at = 0;
+    }
+    return this.ahead[this.at++];
   }
 
   async next(): Promise<ImportRecord | undefined> {

@@ -29,6 +29,7 @@ import * as campaignEngagement from './20261202000001_campaign_engagement';
 import * as campaignStats from './20261203000001_campaign_stats';
 import * as campaignTemplate from './20261203000002_campaign_template';
 import * as contactImports from './20261204000001_contact_imports';
+import * as contactImportSeenCleanup from './20261206000001_contact_import_seen_cleanup';
 import * as contactErasure from './20261204000002_contact_erasure';
 import * as inbound from './20261205000001_inbound';
 import * as inboundMore from './20261205000002_inbound_more';
@@ -73,6 +74,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261204000002_contact_erasure': contactErasure,
   '20261205000001_inbound': inbound,
   '20261205000002_inbound_more': inboundMore,
+  '20261206000001_contact_import_seen_cleanup': contactImportSeenCleanup,
   '20261206000010_campaign_outcomes': campaignOutcomes,
 };
 

@@ -49,33 +49,30 @@ const COPY_SPECIALS = /[\\\t\n\r]/g;
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 const copyText = (v: string) => (COPY_SPECIAL.test(v) ? v.replace(COPY_SPECIALS, (c) => COPY_ESCAPES[c]!) : v);
 
-/** Stages the rows in `import_staging`, a temporary table dropped at the transaction's end, by COPY. */
-export async function stageRows(trx: Knex.Transaction, rows: StagedRow[]): Promise<void> {
-  await trx.raw('CREATE TEMPORARY TABLE import_staging (line integer NOT NULL, email text NOT NULL, subscribed boolean, data jsonb NOT NULL, first integer) ON COMMIT DROP');
-  if (rows.length === 0) return;
-  // The transaction's own connection (knex hands it out without a second checkout).
-  const connection = await trx.client.acquireConnection() as { query(stream: unknown): NodeJS.WritableStream };
-  const text = rows.map((r) => `${r.line}\t${copyText(r.email)}\t${r.subscribed === null ? '\\N' : r.subscribed}\t${copyText(JSON.stringify(r.data))}\n`).join('');
-  await new Promise<void>((resolve, reject) => {
-    const copy = connection.query(copyFrom('COPY import_staging (line, email, subscribed, data) FROM STDIN'));
-    copy.on('error', reject);
-    copy.on('finish', resolve);
-    copy.end(text);
-  });
+/** The rows as the COPY text `stageRows` takes (built apart from the transaction: see contacts/imports/batches.ts). */
+export function copyRows(rows: StagedRow[]): string {
+  let text = '';
+  for (const r of rows) text += `${r.line}\t${copyText(r.email)}\t${r.subscribed === null ? '\\N' : r.subscribed}\t${copyText(JSON.stringify(r.data))}\n`;
+  return text;
 }
 
-/**
- * Notes on each staged row the line that took its address in an earlier batch of the import, if any (a duplicate), and
- * gives the planner the staged rows' statistics. Both are for the merge's plan: a probe per row by the seen table's key
- * (a scalar subquery, never flattened into a join: as a join, the planner, misled by the stale statistics of a table
- * that grows by the batch, read every address seen so far on every batch, a cost quadratic in the import), and
- * estimates that know how many rows are fresh (without them, it took a few rows for thousands and chose nested loops
- * over them: 1.3 s for 5,000 rows).
- */
-export async function probeStaged(trx: Knex.Transaction, importId: string): Promise<void> {
-  await trx.raw(`UPDATE import_staging s SET first = (SELECT o.line FROM contact_import_seen o WHERE o.import_id = ? AND o.email = s.email)
-    WHERE EXISTS (SELECT 1 FROM contact_import_seen o WHERE o.import_id = ? AND o.email = s.email OFFSET 0)`, [importId, importId]);
-  await trx.raw('ANALYZE import_staging');
+/** Stages rows (`copyRows`' text) in `import_staging`, a temporary table dropped at the transaction's end, by COPY, and analyses them. */
+export async function stageRows(trx: Knex.Transaction, copy: string): Promise<void> {
+  await trx.raw('CREATE TEMPORARY TABLE import_staging (line integer NOT NULL, email text NOT NULL, subscribed boolean, data jsonb NOT NULL) ON COMMIT DROP');
+  if (copy.length === 0) return;
+  // The transaction's own connection (knex hands it out without a second checkout).
+  const connection = await trx.client.acquireConnection() as { query(stream: unknown): NodeJS.WritableStream };
+  await new Promise<void>((resolve, reject) => {
+    const stream = connection.query(copyFrom('COPY import_staging (line, email, subscribed, data) FROM STDIN'));
+    stream.on('error', reject);
+    stream.on('finish', resolve);
+    stream.end(copy);
+  });
+  // Estimates for the merge: a table never analysed has no distinct counts, and the planner, taking thousands of rows
+  // joined for millions, chose plans that read every contact of the project. The address is what the merge joins on;
+  // the other columns' statistics (the data's above all: jsonb values compared and sorted) cost a third of a batch's
+  // staging and changed no plan.
+  await trx.raw('ANALYZE import_staging (email)');
 }
 
 /**
@@ -92,11 +89,25 @@ export async function mergeStaged(trx: Knex.Transaction, o: MergeOptions): Promi
   const inserts = o.mode !== 'update';
   const updates = o.mode !== 'create';
   const sql = `
-    WITH fresh AS (
+    WITH
+    -- The staged addresses this import had not taken yet, noted as taken now: the seen table's key decides, by an insert
+    -- that skips the addresses an earlier batch took (no probe of the table before, no statistics to gather: the plan
+    -- does not depend on how many rows are fresh or how many the import has seen). An address of the upsert's missed
+    -- rows (below) is noted too, and forgotten again by the caller before it merges them again.
+    seen AS (
+      INSERT INTO contact_import_seen (import_id, email, line)
+      SELECT :import, s.email, s.line FROM import_staging s
+      ON CONFLICT (import_id, email) DO NOTHING
+      RETURNING email),
+    fresh AS (
       SELECT s.line, s.email, s.subscribed, s.data,
              EXISTS (SELECT 1 FROM suppressions x WHERE x.project_id = :project AND x.email = s.email) AS suppressed
-      FROM import_staging s WHERE s.first IS NULL),
-    dups AS (SELECT line, first FROM import_staging WHERE first IS NOT NULL),
+      FROM import_staging s JOIN seen ON seen.email = s.email),
+    -- A duplicate of an earlier batch's row, with that row's line: one lookup by the seen table's key per duplicate
+    -- (a scalar subquery, never a join reading every address the import has seen), and duplicates are few.
+    dups AS (
+      SELECT s.line, (SELECT o.line FROM contact_import_seen o WHERE o.import_id = :import AND o.email = s.email) AS first
+      FROM import_staging s WHERE NOT EXISTS (SELECT 1 FROM seen WHERE seen.email = s.email)),
     -- Each row probes the project's contacts by the unique index (LATERAL … LIMIT 1: a lookup per row, which the planner
     -- cannot turn into a hash join reading every contact of the project, as it did with stale statistics on a table that
     -- grows by the batch), in address order (the sorted subquery drives the lookups), so that two imports of the same
@@ -127,11 +138,6 @@ export async function mergeStaged(trx: Knex.Transaction, o: MergeOptions): Promi
       SELECT f.email FROM fresh f
       WHERE ${o.mode === 'upsert' ? 'true' : 'false'} AND NOT EXISTS (SELECT 1 FROM old WHERE old.email = f.email)
         AND NOT EXISTS (SELECT 1 FROM ins WHERE ins.email = f.email)),
-    seen AS (
-      INSERT INTO contact_import_seen (import_id, email, line)
-      SELECT :import, f.email, f.line FROM fresh f WHERE NOT EXISTS (SELECT 1 FROM missed m WHERE m.email = f.email)
-      ORDER BY f.email
-      RETURNING 1),
     members AS (
       INSERT INTO segment_members (project_id, segment_id, contact_id)
       SELECT :project, sg.id, w.id FROM (SELECT id FROM ins UNION ALL SELECT id FROM upd) w
@@ -152,13 +158,18 @@ export async function mergeStaged(trx: Knex.Transaction, o: MergeOptions): Promi
            (SELECT count(*) FROM fresh)::int AS fresh,
            (SELECT coalesce(json_agg(json_build_object('line', line, 'first', first)), '[]') FROM dups) AS duplicates,
            (SELECT coalesce(array_agg(email), '{}') FROM missed) AS missed,
-           (SELECT count(*) FROM seen)::int AS seen, (SELECT count(*) FROM members)::int AS members,
+           (SELECT count(*) FROM members)::int AS members,
            (SELECT count(*) FROM inserted)::int AS events`;
   const { rows } = await trx.raw(sql, {
     project: o.projectId, import: o.importId, def: o.defaultSubscribed, segment: o.segmentId,
   });
   const r = rows[0] as { created: number; updated: number; fresh: number; duplicates: { line: number; first: number }[]; missed: string[] };
   return { created: r.created, updated: r.updated, skipped: r.fresh - r.created - r.updated - r.missed.length, duplicates: r.duplicates, missed: r.missed };
+}
+
+/** Forgets that the import took these addresses (the upsert's missed rows, before they are merged again). */
+export async function forgetSeen(trx: Knex.Transaction, importId: string, emails: string[]): Promise<void> {
+  await trx.raw('DELETE FROM contact_import_seen WHERE import_id = ? AND email = ANY(?::text[])', [importId, emails]);
 }
 
 /** The stored file from `offset` on, chunk by chunk (each read when the previous one has been consumed). */
