@@ -87,7 +87,11 @@ describe('sent and come back', () => {
 
     const cancelled = (await t.http().post(`/campaigns/${id}/cancel`).set(key)).body.data;
     expect(cancelled).toMatchObject({ status: 'CANCELLED', totalRecipients: 20 });
-    const stats = (await t.http().get(`/campaigns/${id}/stats`).set(key)).body.data;
+    // Emails this file's worker had claimed before the cancel end at their send slot (CANCELLED, or SENT if handed over).
+    const stats = await waitFor('the claimed emails to end', async () => {
+      const now = (await t.http().get(`/campaigns/${id}/stats`).set(key)).body.data;
+      return now.queued === 0 ? now : undefined;
+    }, 30_000, 100);
     expect(stats).toMatchObject({ totalRecipients: 20, queued: 0, failed: 0, suppressed: 0 });
     expect(stats.sent + stats.cancelled).toBe(20);
     await expectStatsKept(knex, project.id, id);
