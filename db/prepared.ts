@@ -11,15 +11,16 @@ import type { Knex } from 'knex';
  * `sql` is written with knex's `?` placeholders (never `??` or an escaped `\?`); the bindings are pg values (an
  * array binds as one PostgreSQL array, as with knex.raw).
  */
-export function preparedStatement(name: string, sql: string): (knex: Knex, bindings: readonly unknown[]) => Promise<{ rows: unknown[] }> {
+export function preparedStatement(name: string, sql: string): (db: Knex | Knex.Transaction, bindings: readonly unknown[]) => Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any -- rows as knex.raw has them
   if (/\?\?|\\\?/.test(sql)) throw new Error(`${name}: a prepared statement takes only plain ? placeholders`);
   let n = 0;
   const text = sql.replace(/\?/g, () => `$${++n}`);
-  return async (knex, bindings) => {
+  return async (db, bindings) => {
     if (bindings.length !== n) throw new Error(`${name}: ${n} bindings expected, ${bindings.length} given`);
     const values = bindings as unknown[];
-    knex.emit('query', { sql, bindings: values, options: { name }, method: 'raw' });
-    const client = knex.client as { acquireConnection(): Promise<PgConnection>; releaseConnection(c: PgConnection): Promise<unknown> };
+    // A transaction's client hands out the transaction's own connection and keeps it on release (knex's own way).
+    const client = db.client as { emit(event: 'query', q: unknown): void; acquireConnection(): Promise<PgConnection>; releaseConnection(c: PgConnection): Promise<unknown> };
+    client.emit('query', { sql, bindings: values, options: { name }, method: 'raw' }); // knex passes it on to its instance
     const connection = await client.acquireConnection();
     try {
       return await connection.query({ name, text, values });
@@ -30,5 +31,5 @@ export function preparedStatement(name: string, sql: string): (knex: Knex, bindi
 }
 
 interface PgConnection {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: any[] }>; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
