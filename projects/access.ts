@@ -1,7 +1,9 @@
 import type { Knex } from 'knex';
+import { timingSafeEqual } from 'node:crypto';
 import { batched } from '../db/batch';
 import type { ApiKeyType } from '../db/models/ApiKey';
-import { keyMatches, parseKey } from './keys';
+import { preparedStatement } from '../db/prepared';
+import { hashKey, keyMatches, parseKey } from './keys';
 import type { KeyScope } from './roles';
 
 /**
@@ -61,8 +63,28 @@ export async function identify(knex: Knex, key: string): Promise<Caller | { refu
   return callerOf(key, parsed.type, await loader.load(parsed.lookup));
 }
 
-function callerOf(key: string, type: ApiKeyType, row: KeyRow | undefined): Caller | { refused: KeyRefusal } {
-  if (!row || row.type !== type || !keyMatches(key, row.hash)) return { refused: 'invalid' };
+/**
+ * A key as presented, parsed and hashed once: a connection that presents the same key again and again (an SMTP
+ * session, at each message) hashes it at AUTH, not per message. Its hash is still compared with the stored row's at
+ * every admission, so a key replaced or revoked since is refused.
+ */
+export interface PresentedKey {
+  type: ApiKeyType;
+  lookup: string;
+  hash: Buffer;
+}
+
+/** The key parsed and hashed, or null when it is not shaped like a Herald key. */
+export function presentKey(key: string): PresentedKey | null {
+  const parsed = parseKey(key);
+  return parsed && { ...parsed, hash: hashKey(key) };
+}
+
+function callerOf(key: string | PresentedKey, type: ApiKeyType, row: KeyRow | undefined): Caller | { refused: KeyRefusal } {
+  const matches = (stored: Buffer) => typeof key === 'string'
+    ? keyMatches(key, stored)
+    : key.hash.length === stored.length && timingSafeEqual(key.hash, stored);
+  if (!row || row.type !== type || !matches(row.hash)) return { refused: 'invalid' };
   if (row.disabled) return { refused: 'disabled' };
   return { projectId: row.projectId, keyId: row.id, keyType: row.type, scope: row.scope, domains: row.domains };
 }
@@ -165,14 +187,16 @@ export const ADMIT_KEYS = `WITH keys AS (${KEY_ROWS}),
 
 const admitters = new WeakMap<Knex, ReturnType<typeof newAdmitter>>();
 
+/**
+ * Named (prepared once per connection): it runs for every request and every SMTP message, and planning its unnamed
+ * text each time cost more than running it (0.17 ms against 0.06 ms, bench:smtp with BENCH_PG_STAT=1); and run
+ * without knex's per-call scan of its text (db/prepared.ts).
+ */
+const runAdmitKeys = preparedStatement('herald_admit', ADMIT_KEYS);
+
 function newAdmitter(knex: Knex) {
   return batched<string, { row: KeyRow | undefined; rate: Consumed | undefined }>(async (lookups) => {
-    const { rows } = await knex.raw(
-      ADMIT_KEYS,
-      [[...new Set(lookups)], lookups as string[], ...windowBindings(Date.now())],
-    // Named (prepared once per connection): it runs for every request and every SMTP message, and planning its
-    // unnamed text each time cost more than running it (0.17 ms against 0.06 ms, bench:smtp with BENCH_PG_STAT=1).
-    ).options({ name: 'herald_admit' });
+    const { rows } = await runAdmitKeys(knex, [[...new Set(lookups)], lookups, ...windowBindings(Date.now())]);
     const found = rows as (KeyRow & { lookup: string; rate_key: string; points: number; expire: string })[];
     const byLookup = new Map(found.map((r) => [r.lookup, r]));
     const rates = positions(lookups.map((l) => byLookup.get(l)?.rate_key), countsAfter(found.map((r) => ({ key: r.rate_key, points: r.points, expire: r.expire }))));
@@ -180,9 +204,12 @@ function newAdmitter(knex: Knex) {
   });
 }
 
-/** The caller an API key names and this request's place in its project's rate window, or why the key is refused. */
-export async function admit(knex: Knex, key: string): Promise<(Caller & { rate: Consumed }) | { refused: KeyRefusal }> {
-  const parsed = parseKey(key);
+/**
+ * The caller an API key names and this request's place in its project's rate window, or why the key is refused. The
+ * key as presented, or as presentKey made it once for a connection that presents it again.
+ */
+export async function admit(knex: Knex, key: string | PresentedKey): Promise<(Caller & { rate: Consumed }) | { refused: KeyRefusal }> {
+  const parsed = typeof key === 'string' ? parseKey(key) : key;
   if (!parsed) return { refused: 'malformed' };
   let admitter = admitters.get(knex);
   if (!admitter) admitters.set(knex, (admitter = newAdmitter(knex)));

@@ -1,4 +1,4 @@
-import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+import { hash, randomInt, timingSafeEqual } from 'node:crypto';
 import type { ApiKeyType } from '../db/models/ApiKey';
 
 /**
@@ -21,8 +21,9 @@ export interface GeneratedKey {
   hint: string;
 }
 
+/** One-shot hash (no Hash object): it runs at every request's authentication. */
 export function hashKey(key: string): Buffer {
-  return createHash('sha256').update(key).digest();
+  return hash('sha256', key, 'buffer');
 }
 
 export function generateKey(type: ApiKeyType): GeneratedKey {

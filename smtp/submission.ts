@@ -6,7 +6,7 @@ import { normaliseEmail } from '../core/values';
 import { isDataError, sqlState } from '../db/errors';
 import { isVerifiedSender } from '../db/queries/domains';
 import type { Logger } from '../logging/logger';
-import { admit, identify, type Caller } from '../projects/access';
+import { admit, identify, presentKey, type Caller, type PresentedKey } from '../projects/access';
 import { MAX_RECIPIENTS, type Sender } from '../sending/sender';
 import { addressKey, isLoopback } from '../core/addresses';
 import { wildcardReplyTo } from '../inbound/replyAddress';
@@ -107,8 +107,11 @@ interface EarlyConnection {
 /** What Herald keeps of a connection beside smtp-server's session, by session id. */
 interface SessionState {
   startedAt: number;
-  /** The key the session authenticated with, looked up again at each MAIL FROM. Never logged. */
-  key?: string;
+  /**
+   * The key the session authenticated with, looked up again at each MAIL FROM: parsed and hashed once, at AUTH (its
+   * hash is compared with the stored one at each lookup). Never logged.
+   */
+  key?: PresentedKey;
   messages: number;
   /**
    * The check of the message in progress, started at its MAIL FROM: the promise of its refusal (or undefined), and
@@ -387,7 +390,7 @@ export async function startSubmission(opts: SubmissionOptions): Promise<Submissi
           }, delay).unref();
           return;
         }
-        state.key = key;
+        state.key = presentKey(key)!; // identify parsed it
         callback(null, { user: { caller } satisfies SessionUser as unknown as string });
       }, (err: Error) => {
         log.error({ err: err.message }, 'SMTP AUTH lookup failed');

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { preparedStatement } from '../prepared';
 import { isTransaction } from '../database';
 import { sqlState } from '../errors';
 import { verifiedSenderSql } from './domains';
@@ -77,6 +78,9 @@ const CONTEXT_SQL = `WITH input AS (SELECT ?::jsonb AS j),
        LATERAL (SELECT * FROM contacts c WHERE c.project_id = w.project_id AND c.email = w.email LIMIT 1) c
     ) AS contacts`;
 
+/** Named, and run without knex's scan of its text at each batch (db/prepared.ts). */
+const runContext = preparedStatement('herald_send_context', CONTEXT_SQL);
+
 /** Everything a batch of sends is checked and rendered against, in one statement: templates, senders, tracking, contacts. */
 export async function sendContext(db: Knex | Knex.Transaction, wanted: SendContextWanted): Promise<SendContext> {
   const input = {
@@ -85,7 +89,7 @@ export async function sendContext(db: Knex | Knex.Transaction, wanted: SendConte
     projects: wanted.projectIds,
     contacts: wanted.contacts.map((t) => ({ project_id: t.projectId, email: t.email })),
   };
-  const { rows: [row] } = await db.raw(CONTEXT_SQL, [JSON.stringify(input)]).options({ name: 'herald_send_context' });
+  const { rows: [row] } = await runContext(db, [JSON.stringify(input)]);
   return {
     templates: new Map((row.templates as TemplateRow[]).map((t) => [`${t.project_id}/${t.id}`, t])),
     verifiedSenders: new Set(row.senders as string[]),
@@ -226,6 +230,9 @@ const storeSql = (flips: boolean) => `WITH want AS (
 /** Two texts: a batch that changes no subscription (nearly all) has no UPDATE of contacts. */
 const STORE_SQL = storeSql(false);
 const STORE_WITH_FLIPS = storeSql(true);
+/** Named, and run without knex's scan of their long texts at each batch (db/prepared.ts). */
+const runStore = preparedStatement('herald_store_sends', STORE_SQL);
+const runStoreWithFlips = preparedStatement('herald_store_sends_flips', STORE_WITH_FLIPS);
 
 /**
  * Stores a batch of sends in one statement: raw messages, attachments, contacts, emails, and the events of suppressed
@@ -234,14 +241,14 @@ const STORE_WITH_FLIPS = storeSql(true);
  */
 export async function storeSendRows(db: Knex | Knex.Transaction, w: SendWrites): Promise<Map<string, string>> {
   const flips = w.contacts.some((c) => c.was !== null && c.was !== c.subscribed);
-  const store = async (q: Knex | Knex.Transaction) => (await q.raw(flips ? STORE_WITH_FLIPS : STORE_SQL, [
+  const store = async (q: Knex | Knex.Transaction) => (await (flips ? runStoreWithFlips : runStore)(q, [
     JSON.stringify(w.contacts.map((c) => ({ project_id: c.projectId, email: c.email, id: c.id, was: c.was, version: c.version, subscribed: c.subscribed }))),
     w.raws.map((r) => r.id), w.raws.map((r) => r.projectId), w.raws.map((r) => r.content),
     w.attachments.map((a) => a.id), w.attachments.map((a) => a.projectId), w.attachments.map((a) => a.filename),
     w.attachments.map((a) => a.contentType), w.attachments.map((a) => a.contentId), w.attachments.map((a) => a.disposition),
     w.attachments.map((a) => a.content),
     JSON.stringify(w.emails),
-  ] as Knex.RawBinding[]).options({ name: flips ? 'herald_store_sends_flips' : 'herald_store_sends' })).rows[0];
+  ])).rows[0];
   // In the caller's transaction, under a savepoint: a store undone for a changed contact leaves it usable for the retry.
   const row = isTransaction(db) ? await db.transaction(store) : await store(db);
   return new Map(row.suppressed as [string, string][]);

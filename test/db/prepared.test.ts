@@ -1,0 +1,57 @@
+import { admit, presentKey } from '../../projects/access';
+import { hashKey } from '../../projects/keys';
+import { createProject, revokeKey } from '../../projects/service';
+import { preparedStatement } from '../../db/prepared';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+
+let db: TestDatabase;
+beforeAll(async () => { db = await createTestDatabase(); });
+afterAll(async () => { await db.close(); });
+
+test('a prepared statement answers as knex.raw does, with ? numbered, arrays bound as PostgreSQL arrays', async () => {
+  const sql = 'SELECT x, ?::int AS n, ?::text AS t FROM unnest(?::text[]) AS u(x) ORDER BY x';
+  const run = preparedStatement('test_prepared_same', sql);
+  const bindings = [7, 'a ? inside a value', ['b', 'a', 'c']];
+  const viaKnex = await db.knex.raw(sql, bindings);
+  // Twice: the second run uses the statement prepared on its connection.
+  for (let i = 0; i < 2; i++) expect((await run(db.knex, bindings)).rows).toEqual(viaKnex.rows);
+  expect((await run(db.knex, bindings)).rows).toEqual([{ x: 'a', n: 7, t: 'a ? inside a value' }, { x: 'b', n: 7, t: 'a ? inside a value' }, { x: 'c', n: 7, t: 'a ? inside a value' }]);
+});
+
+test('a failing statement rejects and gives its connection back to the pool; knex\'s query event is emitted', async () => {
+  const run = preparedStatement('test_prepared_fails', 'SELECT 1 / ?::int AS q');
+  const seen: { sql: string; bindings: unknown[] }[] = [];
+  const onQuery = (q: { sql: string; bindings: unknown[] }) => seen.push(q);
+  db.knex.on('query', onQuery);
+  try {
+    // More failures than the pool has connections (10): a connection kept after a failure would starve the next call.
+    for (let i = 0; i < 15; i++) await expect(run(db.knex, [0])).rejects.toMatchObject({ code: '22012' });
+    expect((await run(db.knex, [2])).rows).toEqual([{ q: 0 }]);
+  } finally {
+    db.knex.off('query', onQuery);
+  }
+  expect(seen).toHaveLength(16);
+  expect(seen[15]).toMatchObject({ sql: 'SELECT 1 / ?::int AS q', bindings: [2] });
+});
+
+test('a prepared statement takes only plain placeholders, and as many bindings as it has', async () => {
+  expect(() => preparedStatement('test_prepared_identifier', 'SELECT ?? FROM t')).toThrow(/only plain \? placeholders/);
+  const run = preparedStatement('test_prepared_count', 'SELECT ?::int + ?::int AS s');
+  await expect(run(db.knex, [1])).rejects.toThrow(/2 bindings expected, 1 given/);
+});
+
+test('admit with a key presented once (an SMTP session\'s): the live key passes, another hash or a revoked key does not', async () => {
+  const project = await createProject('Prepared admission');
+  const presented = presentKey(project.secretKey)!;
+  expect(presented.hash.equals(hashKey(project.secretKey))).toBe(true);
+  const first = await admit(db.knex, presented);
+  expect(first).toMatchObject({ projectId: project.id, keyType: 'secret' });
+  // The rate is counted at each admission, whichever way the key is presented.
+  const second = await admit(db.knex, project.secretKey);
+  if ('refused' in first || 'refused' in second) throw new Error('the live key was refused');
+  expect(second.rate.points).toBe(first.rate.points + 1);
+  expect(await admit(db.knex, { ...presented, hash: hashKey(`${project.secretKey}x`) })).toEqual({ refused: 'invalid' });
+  expect(await admit(db.knex, { ...presented, type: 'public' })).toEqual({ refused: 'invalid' });
+  await revokeKey(first.keyId);
+  expect(await admit(db.knex, presented)).toEqual({ refused: 'invalid' });
+});
