@@ -7,12 +7,16 @@
  * rows with 5 data columns, and measures in the same run:
  * - the floor: a raw `COPY` of the same file into a staging table and one INSERT … SELECT of it into `contacts` (another
  *   project), the least any import of that file into that table can cost;
- * - the import: POST /contacts/imports with the file streamed from disk, until COMPLETED (upload and merge apart);
+ * - the import: POST /contacts/imports with the file streamed from disk, until COMPLETED (upload and merge apart), alone
+ *   on the machine as the floor was;
  * - the worker's RSS, sampled every 250 ms from the upload to the end;
  * Herald runs as deployed (docker-compose.yml): an API process, and a worker process started with the flags that
  * `npm run worker` gives it (MALLOC_ARENA_MAX, --max-old-space-size), as bench/campaign.ts measures its worker.
  * BENCH_ONE_PROCESS=1 runs both in one process without those flags instead (the shape of §29's first figures).
- * - POST /v1/send latency (p50, p99) idle, then while the import runs.
+ * - POST /v1/send latency (p50, p99) idle, then while a second import of the file (into another project) runs, sends
+ *   timed one after another; that import's own speed beside the sends is printed too;
+ * - a third import, its worker SIGKILLed at half the rows and started again: it must end with exactly the file's
+ *   contacts, no duplicates (BENCH_KILL=0 leaves it out; not in one process).
  * Prints a table for BENCHMARKS.md. With BENCH_PG_STAT=1, also the statements that took the import's time, per batch.
  */
 import fs from 'node:fs';
@@ -104,14 +108,19 @@ runBench('bench:contact-import', 60 * 60_000, async () => {
     await prepareEngineSchema(cluster, sink.url);
     const project = await benchProject(cluster);
     const env = { SMTP_URL: sink.url, LOG_LEVEL: 'warn', SEND_RATE_PER_SECOND: '100000', IMPORT_MAX_BYTES: String(4 * 1024 ** 3), API_RATE_LIMIT_PER_MINUTE: '1000000' };
+    // A worker as `npm run worker` starts it (its flags), under the one executor id: a restarted worker recovers the
+    // killed one's workflows.
+    const startWorker = (workerEnv: Record<string, string>, name: string) => {
+      const script = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.worker!;
+      const arena = /MALLOC_ARENA_MAX=(\d+)/.exec(script);
+      return startHeraldChild(name, cluster, 'worker', { ...workerEnv, EXECUTOR_ID: 'bench-import', ...(arena ? { MALLOC_ARENA_MAX: arena[1]! } : {}) }, script.match(/--max-old-space-size=\d+/g) ?? []);
+    };
     let port: number;
     if (ONE_PROCESS) {
       herald = startHeraldChild('herald', cluster, 'all', { ...env, EXECUTOR_ID: 'bench-import' });
       port = (await herald.ready).port as number;
     } else {
-      const script = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.worker!;
-      const arena = /MALLOC_ARENA_MAX=(\d+)/.exec(script);
-      herald = startHeraldChild('herald worker', cluster, 'worker', { ...env, EXECUTOR_ID: 'bench-import', ...(arena ? { MALLOC_ARENA_MAX: arena[1]! } : {}) }, script.match(/--max-old-space-size=\d+/g) ?? []);
+      herald = startWorker(env, 'herald worker');
       await herald.ready;
       // After the worker: two processes creating DBOS's schema at once collide (see bench/campaign.ts).
       api = startHeraldChild('herald api', cluster, 'api', { ...env, PORT: '0' });
@@ -145,32 +154,74 @@ runBench('bench:contact-import', 60 * 60_000, async () => {
         await sleep(250);
       }
     })();
+    // One import of the file into a project of its own, until it ends; with `sending`, /v1/send is timed one request
+    // after another meanwhile (each answer then the import's status), otherwise its status is asked every 200 ms.
+    const runImport = async (key: string, sending: boolean) => {
+      const headers = { Authorization: `Bearer ${key}` };
+      const start = Date.now();
+      const uploaded = await post(port, `/contacts/imports?columns=${encodeURIComponent(columns)}`, { ...headers, 'Content-Type': 'text/csv', 'Content-Length': String(bytes) }, fs.createReadStream(file));
+      if (uploaded.status !== 202) throw new Error(`upload: ${uploaded.status} ${uploaded.body}`);
+      const uploadMs = Date.now() - start;
+      const id = JSON.parse(uploaded.body).data.id as string;
+      const during: number[] = [];
+      let status: Record<string, unknown>;
+      for (;;) {
+        if (sending) during.push(await send());
+        else await sleep(200);
+        status = await get(port, `/contacts/imports/${id}`, headers);
+        if (!['QUEUED', 'RUNNING'].includes(status.status as string)) break;
+      }
+      return { ms: Date.now() - start, uploadMs, during, status };
+    };
+    // The speed bar compares the import with its floor, each alone on the machine; the latency bar times sends while
+    // another import runs (its speed then is the import's under that load: printed too).
     if (cluster.pgStat) await cluster.knex.raw('SELECT pg_stat_statements_reset()');
-    const start = Date.now();
-    const uploaded = await post(port, `/contacts/imports?columns=${encodeURIComponent(columns)}`, { ...auth, 'Content-Type': 'text/csv', 'Content-Length': String(bytes) }, fs.createReadStream(file));
-    if (uploaded.status !== 202) throw new Error(`upload: ${uploaded.status} ${uploaded.body}`);
-    const uploadMs = Date.now() - start;
-    const id = JSON.parse(uploaded.body).data.id as string;
-    const during: number[] = [];
-    let status: Record<string, unknown>;
-    for (;;) {
-      during.push(await send());
-      status = await get(port, `/contacts/imports/${id}`, auth);
-      if (!['QUEUED', 'RUNNING'].includes(status.status as string)) break;
-    }
-    const importMs = Date.now() - start;
+    const alone = await runImport(project.secretKey, false);
+    const loadedProject = await createProject('Import beside sends');
+    const loaded = await runImport(loadedProject.secretKey, true);
+    const { ms: importMs, uploadMs, status } = alone;
+    const during = loaded.during;
     sampling = false;
     await sampler;
-    console.log(`import: ${JSON.stringify(status.rows)} ${status.status}`);
+    console.log(`import: ${JSON.stringify(status.rows)} ${status.status}; beside the sends: ${JSON.stringify(loaded.status.rows)} ${loaded.status.status} in ${(loaded.ms / 1000).toFixed(1)} s (${(floorMs / loaded.ms).toFixed(2)} × the floor)`);
     console.log(`Herald: ${ONE_PROCESS ? 'API and worker in one process' : 'API and worker processes (the worker as npm run worker starts it)'}`);
+
+    // Issue 30's crash: a third import of the file, its worker SIGKILLed once half the rows are read and started again;
+    // the import must end COMPLETED with exactly the file's contacts. (In one process the API would die with it: skipped.)
+    if (!ONE_PROCESS && process.env.BENCH_KILL !== '0') {
+      const crashProject = await createProject('Import killed at half');
+      const headers = { Authorization: `Bearer ${crashProject.secretKey}` };
+      const uploaded = await post(port, `/contacts/imports?columns=${encodeURIComponent(columns)}`, { ...headers, 'Content-Type': 'text/csv', 'Content-Length': String(bytes) }, fs.createReadStream(file));
+      if (uploaded.status !== 202) throw new Error(`upload: ${uploaded.status} ${uploaded.body}`);
+      const id = JSON.parse(uploaded.body).data.id as string;
+      let read = 0;
+      while (read < ROWS / 2) {
+        await sleep(100);
+        read = ((await get(port, `/contacts/imports/${id}`, headers)).rows as { read: number }).read;
+      }
+      herald!.process.kill('SIGKILL');
+      const killedAt = Date.now();
+      herald = startWorker(env, 'herald worker (restarted)');
+      await herald.ready;
+      let end: Record<string, unknown>;
+      for (;;) {
+        end = await get(port, `/contacts/imports/${id}`, headers);
+        if (!['QUEUED', 'RUNNING'].includes(end.status as string)) break;
+        await sleep(200);
+      }
+      const [counted] = (await cluster.knex.raw('SELECT count(*)::int AS n, count(DISTINCT email)::int AS distinct FROM contacts WHERE project_id = ?', [crashProject.id])).rows as { n: number; distinct: number }[];
+      const exact = end.status === 'COMPLETED' && counted!.n === ROWS && counted!.distinct === ROWS;
+      console.log(`killed at half: worker SIGKILLed with ${read} of ${ROWS} rows read; ${end.status} ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill; ${counted!.n} contacts (${counted!.distinct} distinct): ${exact ? 'exactly the file\'s' : 'NOT the file\'s'}`);
+      if (!exact) throw new Error('the import killed at half did not end with exactly the file\'s contacts');
+    }
     console.log(`worker RSS idle before the import ${idleRss.toFixed(0)} MB, max during ${Math.max(...rss).toFixed(0)} MB (V8 heap used max ${Math.max(...heap).toFixed(0)} MB)`);
     if (cluster.pgStat) {
       console.log(`statements per batch of ${IMPORT_BATCH_ROWS} rows (upload included):`);
-      await printTopStatements(cluster, Math.ceil(ROWS / IMPORT_BATCH_ROWS), 12);
+      await printTopStatements(cluster, 2 * Math.ceil(ROWS / IMPORT_BATCH_ROWS), 12);
     }
-    console.log('\n| rows | raw COPY + INSERT (floor) | import (upload + merge) | of which upload | import ÷ floor speed | worker RSS max | /v1/send p50 / p99 idle | during import |');
-    console.log('|---|---|---|---|---|---|---|---|');
-    console.log(`| ${ROWS} | ${(floorMs / 1000).toFixed(1)} s | ${(importMs / 1000).toFixed(1)} s | ${(uploadMs / 1000).toFixed(1)} s | ${(floorMs / importMs).toFixed(2)} × | ${Math.max(...rss).toFixed(0)} MB | ${pct(idle, 50).toFixed(1)} / ${pct(idle, 99).toFixed(1)} ms | ${pct(during, 50).toFixed(1)} / ${pct(during, 99).toFixed(1)} ms (${during.length} sends) |`);
+    console.log('\n| rows | raw COPY + INSERT (floor) | import alone (upload + merge) | of which upload | import ÷ floor speed | beside sends: import ÷ floor | worker RSS max | /v1/send p50 / p99 idle | during an import |');
+    console.log('|---|---|---|---|---|---|---|---|---|');
+    console.log(`| ${ROWS} | ${(floorMs / 1000).toFixed(1)} s | ${(importMs / 1000).toFixed(1)} s | ${(uploadMs / 1000).toFixed(1)} s | ${(floorMs / importMs).toFixed(2)} × | ${(floorMs / loaded.ms).toFixed(2)} × | ${Math.max(...rss).toFixed(0)} MB | ${pct(idle, 50).toFixed(1)} / ${pct(idle, 99).toFixed(1)} ms | ${pct(during, 50).toFixed(1)} / ${pct(during, 99).toFixed(1)} ms (${during.length} sends) |`);
   } finally {
     await api?.stop();
     await herald?.stop();
