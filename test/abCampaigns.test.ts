@@ -7,6 +7,7 @@ import { expectStatsKept } from './support/campaignRecount';
 import { openToken } from '../tracking/links';
 import { workflowId } from '../workflows/registry';
 import { WAKE_TOPIC } from '../workflows/policy';
+import { startWebhookReceiver, type WebhookReceiver } from './support/webhookReceiver';
 
 /**
  * A/B campaigns end to end on the embedded engine (issue 32): variants and a test → the sample, split between the
@@ -21,13 +22,21 @@ let e2e: EndToEnd;
 const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
 const CONTACTS = 40;
 
+let hooks: WebhookReceiver;
+let hook: { id: string; secret: string };
+
 beforeAll(async () => {
-  ({ smtp, t, key } = e2e = await startEndToEnd());
+  ({ smtp, t, key } = e2e = await startEndToEnd({ outboundWebhooks: { http: { allowPrivate: ['127.0.0.1'], timeoutMs: 2000, maxResponseBytes: 1024 } } }));
+  hooks = await startWebhookReceiver();
+  hook = (await t.http().post('/webhooks').set(key).send({ url: `${hooks.url}/ab`, events: ['campaign.winner'] })).body.data;
   for (let i = 0; i < CONTACTS; i++) {
     await t.http().post('/contacts').set(key).send({ email: `ab${String(i).padStart(2, '0')}@example.org`, subscribed: true, data: { n: i, seg: 'ab' } });
   }
 });
-afterAll(() => e2e.close());
+afterAll(async () => {
+  await e2e.close();
+  await hooks.close();
+});
 
 const segmentFilter = { logic: 'AND', groups: [{ filters: [{ field: 'data.seg', operator: 'equals', value: 'ab' }] }] };
 const variants = [
@@ -119,10 +128,12 @@ test('a manual test: the sample split evenly between the variants, the wait, a p
   expect(stats.rest).toMatchObject({ totalRecipients: 0, sent: 0 });
   expect(stats.decision).toBeNull();
 
-  // A contact who unsubscribes during the wait is not mailed; one who joins the audience gets the winner.
-  const rest = (await mailsOf(id).select('to_email')).map((e) => e.to_email as string);
-  const leaving = Array.from({ length: CONTACTS }, (_, i) => `ab${String(i).padStart(2, '0')}@example.org`).find((a) => !rest.includes(a))!;
+  // A contact who unsubscribes during the wait is not mailed, nor one whose address is suppressed; one who joins the
+  // audience gets the winner.
+  const mailed = (await mailsOf(id).select('to_email')).map((e) => e.to_email as string);
+  const [leaving, suppressed] = Array.from({ length: CONTACTS }, (_, i) => `ab${String(i).padStart(2, '0')}@example.org`).filter((a) => !mailed.includes(a));
   await t.db.knex('contacts').where({ project_id: t.project.id, email: leaving }).update({ subscribed: false });
+  expect((await t.http().post('/suppressions').set(key).send({ email: suppressed, reason: 'manual' })).status).toBe(201);
   await t.http().post('/contacts').set(key).send({ email: 'late@example.org', subscribed: true, data: { n: 99, seg: 'ab' } });
 
   expect((await t.http().post(`/campaigns/${id}/winner`).set(key).send({ variant: 'C' })).status).toBe(422); // no such variant
@@ -134,18 +145,19 @@ test('a manual test: the sample split evenly between the variants, the wait, a p
   expect((await t.http().post(`/campaigns/${id}/winner`).set(key).send({ variant: 'A' })).status).toBe(409);
 
   const all = await mailsOf(id).select('to_email', 'variant', 'status');
-  expect(all).toHaveLength(CONTACTS); // 40 − 1 unsubscribed + 1 joined
-  expect(new Set(all.map((e) => e.to_email)).size).toBe(CONTACTS);
+  expect(all).toHaveLength(CONTACTS - 1); // 40 − 1 unsubscribed − 1 suppressed + 1 joined
+  expect(new Set(all.map((e) => e.to_email)).size).toBe(CONTACTS - 1);
   expect(all.map((e) => e.to_email)).not.toContain(leaving);
+  expect(all.map((e) => e.to_email)).not.toContain(suppressed);
   expect(all.map((e) => e.to_email)).toContain('late@example.org');
   const restMails = receivedFor(since).slice(20);
-  expect(restMails).toHaveLength(20);
+  expect(restMails).toHaveLength(19);
   expect(restMails.every((m) => /^Ready for June, \d+\?$/.test(m.parsed.subject ?? ''))).toBe(true);
-  expect(sent.totalRecipients).toBe(CONTACTS);
+  expect(sent.totalRecipients).toBe(CONTACTS - 1);
 
   const final = (await t.http().get(`/campaigns/${id}/stats`).set(key)).body.data;
-  expect(final).toMatchObject({ totalRecipients: CONTACTS, sent: CONTACTS });
-  expect(final.rest).toMatchObject({ totalRecipients: 20, sent: 20, delivered: 20 });
+  expect(final).toMatchObject({ totalRecipients: CONTACTS - 1, sent: CONTACTS - 1 });
+  expect(final.rest).toMatchObject({ totalRecipients: 19, sent: 19, delivered: 19 });
   // Counts add up, for the campaign and for each variant.
   for (const part of [final, final.rest, ...final.variants]) {
     expect(part.sent + part.queued + part.failed + part.cancelled + part.suppressed).toBe(part.totalRecipients);
@@ -159,7 +171,11 @@ test('a manual test: the sample split evenly between the variants, the wait, a p
   expect(event.data).toMatchObject({ campaignId: id, name: 'AB', winner: 'B', decidedBy: 'manual' });
   const audit = await t.db.knex('audit_log').where({ project_id: t.project.id, operation: 'chooseCampaignWinner', resource_id: id }).first();
   expect(audit.details).toEqual({ variant: 'B' });
+  // … delivered to the subscribed endpoint, signed (verified with standardwebhooks).
+  const delivered = await waitFor('the campaign.winner webhook', () => hooks.verified(hook.secret, '/ab').find((w) => w.payload.data.campaignId === id));
+  expect(delivered.payload).toMatchObject({ type: 'campaign.winner', data: { campaignId: id, winner: 'B', decidedBy: 'manual', eventId: event.id } });
   await t.db.knex('contacts').where({ project_id: t.project.id, email: leaving }).update({ subscribed: true });
+  await t.http().delete(`/suppressions/${encodeURIComponent(suppressed!)}`).set(key).expect(204);
   await t.db.knex('contacts').where({ project_id: t.project.id, email: 'late@example.org' }).delete();
 });
 
