@@ -85,29 +85,11 @@ export const campaignStatsSql = `
          coalesce((SELECT json_agg(json_build_object('url', url, 'clicks', clicks, 'uniqueClicks', unique_clicks) ORDER BY clicks DESC, url) FROM links), '[]'::json) AS links
   FROM s, h`;
 
-/** An A/B campaign's sample figures of one variant: its emails by status, opens and clicks, and its firsts' counts. */
-export interface VariantStats {
+/** An A/B campaign's sample figures of one variant: the campaign's own counts and rates, but for its links. */
+export type VariantStats = Omit<CampaignStats, 'links' | 'opened' | 'clicked'> & {
   /** The variant's position (0 is A). */
   variant: number;
-  totalRecipients: number;
-  queued: number;
-  sent: number;
-  delivered: number;
-  cancelled: number;
-  suppressed: number;
-  failed: number;
-  bounced: number;
-  complained: number;
-  unsubscribed: number;
-  opens: number;
-  uniqueOpens: number;
-  clicks: number;
-  uniqueClicks: number;
-  /** uniqueOpens / delivered. */
-  openRate: number;
-  /** uniqueClicks / delivered. */
-  clickRate: number;
-}
+};
 
 /**
  * The sample's stats of each of an A/B campaign's `variants` (positions 0 … variants − 1), from what was kept as it
