@@ -6,6 +6,7 @@ import { PermanentError } from '../engine/permanent';
 import type { AppliedParts, TemplateParts } from '../mail/applyTemplate';
 import { readTemplate } from './content';
 import { leader, rateOf, significance, type DecidingMetric, type Significance, type VariantFigures } from './abDecision';
+import { sampleFits, sampleRunEnds, sampleSize, VARIANT_KEYS, type AbMetric, type VariantKey } from './abRules';
 
 /**
  * A/B campaigns (issue 32): a campaign with 2–5 variants, each overriding any of its subject, preview text, sender
@@ -15,14 +16,9 @@ import { leader, rateOf, significance, type DecidingMetric, type Significance, t
  * the activities are campaigns/batches.ts's. Here: the variants' content, the sample's plan, and the decision.
  */
 
-export const VARIANT_KEYS = ['A', 'B', 'C', 'D', 'E'] as const;
-export type VariantKey = (typeof VARIANT_KEYS)[number];
-export const AB_METRICS = ['opens', 'clicks', 'manual'] as const;
-export type AbMetric = (typeof AB_METRICS)[number];
+// The arithmetic of a test (keys, metrics, bounds, the sample's size and split) is campaigns/abRules.ts's: the console uses it too.
+export { AB_LIMITS, AB_METRICS, VARIANT_KEYS, sampleSize, type AbMetric, type VariantKey } from './abRules';
 export type AbPhase = 'SAMPLE' | 'WAITING' | 'DECIDED';
-
-/** The bounds of a test, as the API checks them (api/schemas/campaigns.ts) and the database holds them (migration 20261207000001). */
-export const AB_LIMITS = { minVariants: 2, maxVariants: 5, minPercent: 1, maxPercent: 50, minWaitMinutes: 10, maxWaitMinutes: 7 * 24 * 60 } as const;
 
 export interface AbTestSettings {
   /** The share of the audience, in percent, that gets the variants (split evenly between them). */
@@ -146,20 +142,11 @@ export async function freezeVariants(trx: Knex.Transaction, projectId: string, c
 }
 
 /**
- * How many recipients a test's sample has: its share of the audience, rounded, and at least one per variant when the
- * audience has that many (none otherwise).
- */
-export function sampleSize(audience: number, samplePercent: number, variants: number): number {
-  if (audience < variants) return 0;
-  return Math.min(audience, Math.max(variants, Math.round((audience * samplePercent) / 100)));
-}
-
-/**
  * The refusal of a test whose sample would leave a variant without a recipient at this audience (`field` names the
  * share), or undefined.
  */
 export function sampleShareProblem(audience: number, samplePercent: number, variants: number, field: string): FieldError | undefined {
-  if (Math.floor((audience * samplePercent) / 100 / variants) >= 1) return undefined;
+  if (sampleFits(audience, samplePercent, variants)) return undefined;
   return {
     field, code: 'too_small',
     message: `a ${samplePercent} % sample of ${audience} recipient(s) leaves a variant without a recipient: ${variants} variants need at least `
@@ -196,7 +183,7 @@ export async function planSample(trx: Knex.Transaction, projectId: string, campa
   const size = sampleSize(audience, campaign.ab_sample_percent, variants);
   if (size === 0) return { audience, size, bounds: [] };
   // Variant i's run ends at position ceil(size·(i+1)/variants): runs of equal length, ±1.
-  const ends = Array.from({ length: variants }, (_, i) => Math.ceil((size * (i + 1)) / variants));
+  const ends = sampleRunEnds(size, variants);
   const { rows } = await trx.raw(
     `SELECT r.h::text AS h, r.id FROM (
        SELECT t.id, t.h, row_number() OVER (ORDER BY t.h, t.id) AS pos
