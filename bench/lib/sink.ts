@@ -16,7 +16,13 @@ export interface Sink {
   close(): Promise<void>;
 }
 
-export async function startSink(): Promise<Sink> {
+/**
+ * `delayMs`: each message is answered that long after its data ended (a simulated relay or provider whose reply takes
+ * that long: the sender's connection is held meanwhile, as by a real one), so that throughput at a given latency and
+ * number of connections can be measured; 0 (the default) answers at once.
+ */
+export async function startSink(opts: { delayMs?: number } = {}): Promise<Sink> {
+  const delayMs = opts.delayMs ?? 0;
   let times: number[] = [];
   let recipients: string[] = [];
   let waiters: { n: number; resolve: () => void }[] = [];
@@ -28,12 +34,13 @@ export async function startSink(): Promise<Sink> {
     maxClients: 1000,
     onData(stream, session, callback) {
       stream.on('data', () => undefined);
-      stream.on('end', () => {
+      const accept = () => {
         times.push(performance.timeOrigin + performance.now());
         recipients.push(session.envelope.rcptTo[0]?.address ?? '');
         callback(null, 'OK');
         if (waiters.length) waiters = waiters.filter((w) => (times.length >= w.n ? (w.resolve(), false) : true));
-      });
+      };
+      stream.on('end', () => { if (delayMs > 0) setTimeout(accept, delayMs); else accept(); });
     },
   });
   await new Promise<void>((resolve, reject) => {
