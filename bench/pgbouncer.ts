@@ -18,13 +18,15 @@
  * 2. delivery: the workers start and drain what phase 1 queued into the sink; emails/s from the moment all are ready,
  *    and the same per-email figures;
  * 3. send while delivering: POST /v1/send again with the workers delivering what arrives: req/s, p99, emails/s.
+ * First, what transaction pooling does to each session feature Herald uses, tried through PgBouncer and printed.
  * Throughout, the server connections are sampled every 250 ms (pg_stat_activity; PgBouncer's SHOW POOLS and SHOW
  * SERVERS): peak client backends, how many came through PgBouncer, and how long a client waited for one.
  * Per mode: rows inserted and updated per table (pg_stat_user_tables) and bytes per table and index per 1,000 emails.
  *
  * Environment: BENCH_WORKERS (default 4), BENCH_SECONDS (default 15), BENCH_POOL_SIZE (PgBouncer's default_pool_size,
  * default 20), BENCH_ROUNDS (default 1: direct then pgbouncer; 2: direct, pgbouncer, pgbouncer, direct),
- * BENCH_MODES (default direct,pgbouncer), BENCH_ENGINE (embedded, the default, or temporal: a Temporal dev server on this
+ * BENCH_MODES (default direct,pgbouncer; direct-unnamed: PostgreSQL directly with DATABASE_PREPARED_STATEMENTS=false,
+ * which tells what the pooler's hop costs from what planning every statement costs), BENCH_ENGINE (embedded, the default, or temporal: a Temporal dev server on this
  * machine, as bench/temporal.ts starts it; its workers hold no DBOS connections), BENCH_DURABLE=0, BENCH_LOG_LEVEL.
  *
  * Before each phase a CHECKPOINT: the phase's WAL then holds the full-page images of every page it touches first (an
@@ -34,7 +36,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { startCluster, type BenchCluster } from './lib/cluster';
 import { benchProject, EMAIL_HTML, prepareEngineSchema, startHeraldChild } from './lib/herald';
-import { startPgBouncer, type Bouncer } from './lib/pgbouncer';
+import { probeTransactionPooling, startPgBouncer, type Bouncer } from './lib/pgbouncer';
 import { cpuMs, machine, machineBusyMs, runBench, sleep, stealSince, type Child } from './lib/proc';
 import { startSink } from './lib/sink';
 import { startDevServer, type DevServer } from '../scripts/temporalDevServer';
@@ -54,7 +56,8 @@ const MODES = (process.env.BENCH_MODES ?? 'direct,pgbouncer').split(',') as Mode
 const ENGINE = process.env.BENCH_ENGINE === 'temporal' ? 'temporal' : 'embedded';
 const CONNECTIONS = 32;
 const WORKER_ARGS = ['--max-old-space-size=160'];
-type Mode = 'direct' | 'pgbouncer';
+/** direct-unnamed: PostgreSQL directly, with DATABASE_PREPARED_STATEMENTS=false, to tell the pooler's cost from the planning's. */
+type Mode = 'direct' | 'direct-unnamed' | 'pgbouncer';
 
 /** The tables whose growth the arithmetic uses, and every index of the first two. */
 const TABLES = ['emails', 'events', 'contacts', 'event_names', 'webhook_messages', 'rate_limits', 'delivery_pace', 'workers'];
@@ -160,6 +163,9 @@ runBench('bench:pgbouncer', 40 * 60_000, async () => {
     console.log(`PostgreSQL settings: ${JSON.stringify(cluster.settings)}`);
     console.log(`PgBouncer: ${bouncer.version}, pool_mode = transaction, default_pool_size = ${POOL_SIZE}`);
     console.log(`engine: ${ENGINE}; load: ${WORKERS} worker processes, 1 API process, POST /v1/send at ${CONNECTIONS} connections for ${SECONDS} s per send phase\n`);
+    console.log('what transaction pooling does to the session features Herald uses (bench/lib/pgbouncer.ts probeTransactionPooling):');
+    for (const line of await probeTransactionPooling(cluster, bouncer)) console.log(`  ${line}`);
+    console.log('');
     const project = await benchProject();
     await cluster.knex.raw(`INSERT INTO contacts (project_id, email, subscribed, data)
       SELECT ?::uuid, 'existing-' || g || '@example.org', true, '{}'::jsonb FROM generate_series(1, 50000) g`, [project.id]);
@@ -192,9 +198,13 @@ runBench('bench:pgbouncer', 40 * 60_000, async () => {
     for (const mode of order) {
       console.log(`— ${mode} —`);
       current.bouncer = mode === 'pgbouncer' ? bouncer : undefined;
+      // PgBouncer keeps its idle server connections (server_idle_timeout): closed between modes, so that a direct mode's
+      // count is its own.
+      await bouncer.admin('KILL herald');
+      await bouncer.admin('RESUME herald');
       const env: Record<string, string> = mode === 'pgbouncer'
         ? { ...engineEnv, DATABASE_URL: bouncer.url, DATABASE_SESSION_URL: cluster.url, DATABASE_PREPARED_STATEMENTS: 'false' }
-        : engineEnv;
+        : mode === 'direct-unnamed' ? { ...engineEnv, DATABASE_PREPARED_STATEMENTS: 'false' } : engineEnv;
       const tuplesBefore = await tupleStats(cluster);
       const modeStart = await dbSnap(cluster);
       const emailsBefore = Number(((await cluster.knex('emails').count('* as n').first()) as { n: number }).n);

@@ -55,6 +55,7 @@ export async function startPgBouncer(cluster: BenchCluster, opts: { poolSize: nu
     'unix_socket_dir =',
     // Loopback only, for a throwaway cluster: no client authentication; the server login is the one above.
     'auth_type = any',
+    'admin_users = pgbouncer',
     'pool_mode = transaction',
     `default_pool_size = ${opts.poolSize}`,
     'max_client_conn = 2000',
@@ -108,4 +109,80 @@ export async function startPgBouncer(cluster: BenchCluster, opts: { poolSize: nu
       });
     },
   };
+}
+
+/**
+ * What transaction pooling does to the session features Herald uses, each tried through `bouncer` (pool of at least
+ * 2 server connections) and reported in a line: named prepared statements, a session-level advisory lock, SET outside
+ * a transaction (a tracked and an untracked parameter), LISTEN/NOTIFY, and the `options` startup parameter.
+ */
+export async function probeTransactionPooling(cluster: BenchCluster, bouncer: Bouncer): Promise<string[]> {
+  const lines: string[] = [];
+  const client = async (url = bouncer.url) => { const c = new pg.Client({ connectionString: url }); await c.connect(); return c; };
+  // Named statements from two clients at once: pg prepares a name once per client connection, PgBouncer hands it
+  // whichever server connection is free.
+  for (const named of [true, false]) {
+    const clients = await Promise.all(Array.from({ length: 6 }, () => client()));
+    const errors = new Map<string, number>();
+    let ok = 0;
+    await Promise.all(clients.map(async (c, i) => {
+      for (let j = 0; j < 30; j++) {
+        try {
+          await c.query(named ? { name: 'herald_probe', text: 'SELECT $1::int + 1 AS n', values: [i * 100 + j] } : { text: 'SELECT $1::int + 1 AS n', values: [i * 100 + j] });
+          ok++;
+        } catch (err) {
+          const m = (err as Error).message;
+          errors.set(m, (errors.get(m) ?? 0) + 1);
+        }
+      }
+    }));
+    await Promise.all(clients.map((c) => c.end()));
+    lines.push(`${named ? 'named' : 'unnamed'} statements, 6 clients × 30: ${ok} of 180 answered${errors.size ? `; ${[...errors].map(([m, n]) => `${n} × "${m}"`).join(', ')}` : ''}`);
+  }
+  const key = 0x48657264;
+  const a = await client();
+  const took = (await a.query('SELECT pg_try_advisory_lock($1::int, 7) AS ok', [key])).rows[0].ok as boolean;
+  await a.end();
+  await sleep(200);
+  const held = (await cluster.knex.raw("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid::text::bigint = ? AND objid = 7", [key])).rows[0].n as number;
+  const others = await Promise.all([1, 2, 3, 4].map(() => client()));
+  const got = await Promise.all(others.map(async (c) => (await c.query('SELECT pg_try_advisory_lock($1::int, 7) AS ok', [key])).rows[0].ok as boolean));
+  await Promise.all(others.map((c) => c.end()));
+  lines.push(`session advisory lock: taken (${took}), its client gone, still held by ${held} server connection(s); 4 new clients try it: ${got.map(String).join(', ')}`);
+  await bouncer.admin('KILL herald');
+  await bouncer.admin('RESUME herald');
+  const t = await client();
+  const u = await client();
+  await t.query("SET TIME ZONE 'Pacific/Auckland'");
+  await t.query("SET statement_timeout = '1234ms'");
+  // Ten reads from each client, two at a time, so that they meet each other's server connections.
+  const seen = { tz: [0, 0], st: [0, 0] };
+  for (let i = 0; i < 10; i++) {
+    const [a1, b1] = await Promise.all([t.query('SELECT current_setting($1) AS tz, current_setting($2) AS st, pg_sleep(0.01)', ['TimeZone', 'statement_timeout']), u.query('SELECT current_setting($1) AS tz, current_setting($2) AS st, pg_sleep(0.01)', ['TimeZone', 'statement_timeout'])]);
+    if (a1.rows[0].tz === 'Pacific/Auckland') seen.tz[0]!++;
+    if (b1.rows[0].tz === 'Pacific/Auckland') seen.tz[1]!++;
+    if (a1.rows[0].st === '1234ms') seen.st[0]!++;
+    if (b1.rows[0].st === '1234ms') seen.st[1]!++;
+  }
+  await Promise.all([t.end(), u.end()]);
+  lines.push(`SET outside a transaction, then 10 reads from its client and 10 from another: TimeZone (a parameter PgBouncer tracks) seen by ${seen.tz[0]} and ${seen.tz[1]}; statement_timeout (not tracked) seen by ${seen.st[0]} and ${seen.st[1]}`);
+  await bouncer.admin('KILL herald');
+  await bouncer.admin('RESUME herald');
+  const l = await client();
+  let heard = 0;
+  l.on('notification', () => { heard++; });
+  await l.query('LISTEN herald_probe');
+  const n = await client();
+  await n.query("NOTIFY herald_probe, 'x'");
+  await sleep(1000);
+  await Promise.all([l.end(), n.end()]);
+  lines.push(`LISTEN, then NOTIFY from another client: ${heard} notification(s) heard in 1 s`);
+  try {
+    const o = await client(`${bouncer.url}?options=${encodeURIComponent('-c idle_in_transaction_session_timeout=60000')}`);
+    await o.end();
+    lines.push('the options startup parameter (DBOS\'s connections carry one): accepted');
+  } catch (err) {
+    lines.push(`the options startup parameter (DBOS's connections carry one): refused, "${(err as Error).message}"`);
+  }
+  return lines;
 }

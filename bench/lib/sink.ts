@@ -11,6 +11,8 @@ export interface Sink {
   times: number[];
   /** Envelope recipients, in acceptance order. */
   recipients: string[];
+  /** Connections open now, the most open at once, and the most messages waiting for their answer at once (with a delay). */
+  sessions: { open: number; peak: number; peakWaiting: number };
   reset(): void;
   waitFor(n: number, timeoutMs: number): Promise<void>;
   close(): Promise<void>;
@@ -23,6 +25,8 @@ export interface Sink {
  */
 export async function startSink(opts: { delayMs?: number } = {}): Promise<Sink> {
   const delayMs = opts.delayMs ?? 0;
+  const sessions = { open: 0, peak: 0, peakWaiting: 0 };
+  let waiting = 0;
   let times: number[] = [];
   let recipients: string[] = [];
   let waiters: { n: number; resolve: () => void }[] = [];
@@ -32,6 +36,12 @@ export async function startSink(opts: { delayMs?: number } = {}): Promise<Sink> 
     logger: false,
     size: 30 * 1024 * 1024,
     maxClients: 1000,
+    onConnect(_session, callback) {
+      sessions.open++;
+      sessions.peak = Math.max(sessions.peak, sessions.open);
+      callback();
+    },
+    onClose() { sessions.open--; },
     onData(stream, session, callback) {
       stream.on('data', () => undefined);
       const accept = () => {
@@ -40,7 +50,11 @@ export async function startSink(opts: { delayMs?: number } = {}): Promise<Sink> 
         callback(null, 'OK');
         if (waiters.length) waiters = waiters.filter((w) => (times.length >= w.n ? (w.resolve(), false) : true));
       };
-      stream.on('end', () => { if (delayMs > 0) setTimeout(accept, delayMs); else accept(); });
+      stream.on('end', () => {
+        if (delayMs <= 0) { accept(); return; }
+        sessions.peakWaiting = Math.max(sessions.peakWaiting, ++waiting);
+        setTimeout(() => { waiting--; accept(); }, delayMs);
+      });
     },
   });
   await new Promise<void>((resolve, reject) => {
@@ -54,7 +68,8 @@ export async function startSink(opts: { delayMs?: number } = {}): Promise<Sink> 
     url: `smtp://127.0.0.1:${port}`,
     get times() { return times; },
     get recipients() { return recipients; },
-    reset() { times = []; recipients = []; },
+    sessions,
+    reset() { times = []; recipients = []; sessions.peak = sessions.open; sessions.peakWaiting = 0; },
     waitFor(n, timeoutMs) {
       if (times.length >= n) return Promise.resolve();
       return new Promise((resolve, reject) => {
