@@ -47,7 +47,8 @@ export function createKnex(url: string, opts: KnexOptions = {}): Knex {
 /**
  * A pg connection that sends every statement unnamed. Behind a transaction pooler, consecutive transactions of one
  * client connection run on different server connections: a statement that pg prepared by name on one (and then only
- * binds, believing it prepared) is unknown on the next, `prepared statement "herald_admit" does not exist`. PgBouncer
+ * binds, believing it prepared) is unknown on the next (`prepared statement "herald_admit" does not exist`), and one
+ * that another client prepared there collides (`already exists`; BENCHMARKS.md §34 measured both). PgBouncer
  * 1.21 and later carry named statements across its server connections (max_prepared_statements); Debian 12's 1.18
  * does not. One place for every named statement, Herald's (db/prepared.ts) and knex's (`.options({ name })`) alike.
  */
