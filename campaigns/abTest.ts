@@ -195,18 +195,19 @@ export async function planSample(trx: Knex.Transaction, projectId: string, campa
 }
 
 /**
- * The SQL expression of the variant (0–4, or NULL: not in the sample) of the contact whose id is `column`, under
- * `plan` (its values checked and inlined: they came from the database, and a batch's statement stays one text per
- * campaign).
+ * The SQL of the variant (0–4, or NULL: not in the sample) of each contact of `rows` (a relation with `id`), under
+ * `plan`: a select list of `rows`' columns and `variant` over a relation of its own (the hash is computed once a row,
+ * then compared with the bounds; their values are checked and inlined: they came from the database, and a batch's
+ * statement stays one text per campaign).
  */
-export function sampleVariantSql(campaignId: string, plan: SamplePlan, column: string): string {
-  if (plan.bounds.length === 0) return 'NULL::smallint';
-  const h = sampleHash(campaignId, column);
+export function sampleVariantSql(campaignId: string, plan: SamplePlan, rows: string): string {
+  if (plan.bounds.length === 0) return `SELECT r.*, NULL::smallint AS variant FROM ${rows} r`;
   const whens = plan.bounds.map((b, i) => {
     if (!/^-?\d{1,20}$/.test(b.h) || !isUuid(b.id)) throw new Error('a sample plan bound is not a hash and an id');
-    return `WHEN (${h}, ${column}) <= (${b.h}::bigint, '${b.id}'::uuid) THEN ${i}`;
+    return `WHEN (r.h, r.id) <= (${b.h}::bigint, '${b.id}'::uuid) THEN ${i}`;
   });
-  return `(CASE ${whens.join(' ')} ELSE NULL END)::smallint`;
+  return `SELECT r.*, (CASE ${whens.join(' ')} ELSE NULL END)::smallint AS variant
+    FROM (SELECT x.*, ${sampleHash(campaignId, 'x.id')} AS h FROM ${rows} x) r`;
 }
 
 /** The winner, how it was chosen, and the figures and certainty it was chosen on: `campaigns.ab_decision`, and the `campaign.winner` event's data. */

@@ -19,17 +19,18 @@ export interface CampaignDeps {
   secret: Buffer;
 }
 
-/** The most of the audience one sample batch reads: the sample is its share, so a batch reads more to queue as many. */
+/** The most of the audience one A/B batch reads: the sample is its share, so a batch reads more to queue as many. */
 const SAMPLE_READ_MAX = 10_000;
 
 /**
  * Which of a batch's contacts get an email, with which variant and sender name, and how many contacts the batch
  * reads: a plain campaign's, all of them with its sender name; an A/B campaign's sample, those its plan puts in a
  * variant, each with the variant's sender name, reading the audience `100 / share` times faster; its rest, all who
- * have not had one yet (the sample's emails are in the way of theirs: ON CONFLICT), with the winner's sender name.
+ * have not had one yet (`unmailed`: the audience's query leaves out those with an email of the campaign, one probe of
+ * emails_campaign_contact_key each), with the winner's sender name.
  */
 async function batchPick(trx: Knex.Transaction, ref: CampaignRef & { size: number; part?: BatchPart }, campaign: { from_name: string | null; ab_sample_percent: number | null; ab_plan: SamplePlan | null; ab_winner: number | null }) {
-  const plain = { read: ref.size, variant: 'NULL::smallint', fromNames: [] as (string | null)[], fromName: campaign.from_name };
+  const plain = { read: ref.size, unmailed: false, picked: (rows: string) => `SELECT r.*, NULL::smallint AS variant FROM ${rows} r`, fromNames: [] as (string | null)[], fromName: campaign.from_name };
   if (!ref.part) return plain;
   const variants = await readVariants(trx, ref.projectId, ref.campaignId);
   const frozen = (position: number | null): VariantContent => {
@@ -37,10 +38,13 @@ async function batchPick(trx: Knex.Transaction, ref: CampaignRef & { size: numbe
     if (!v) throw new PermanentError(`variant ${position} of the campaign is missing`);
     return v;
   };
-  if (ref.part === 'rest') return { ...plain, fromName: frozen(campaign.ab_winner).fromName };
+  // The rest's batches skip the sample in the audience's query, so that each queues `size` emails: as many batches,
+  // transactions and statements as a plain campaign's, and no insert that ends in a conflict.
+  if (ref.part === 'rest') return { ...plain, unmailed: true, fromName: frozen(campaign.ab_winner).fromName };
   return {
+    unmailed: false,
     read: Math.min(SAMPLE_READ_MAX, Math.ceil((ref.size * 100) / (campaign.ab_sample_percent ?? 100))),
-    variant: sampleVariantSql(ref.campaignId, campaign.ab_plan ?? { audience: 0, size: 0, bounds: [] }, 'b.id'),
+    picked: (rows: string) => sampleVariantSql(ref.campaignId, campaign.ab_plan ?? { audience: 0, size: 0, bounds: [] }, rows),
     fromNames: variants.map((v) => frozen(v.position).fromName),
     fromName: campaign.from_name,
   };
@@ -93,11 +97,15 @@ export function campaignBatches({ knex, sendRatePerSecond, secret }: CampaignDep
         read = pick.read;
         const batch = (await campaignAudience(trx, ref.projectId, campaign, hashKey)).query.select('c.id', 'c.email').orderBy('c.id').limit(read);
         if (ref.after) batch.where('c.id', '>', ref.after);
+        if (pick.unmailed) {
+          batch.whereNotExists(trx('emails as m').select(trx.raw('1'))
+            .whereRaw('m.project_id = c.project_id AND m.campaign_id = ?::uuid AND m.contact_id = c.id AND NOT m.is_test', [ref.campaignId]));
+        }
         const { sql, bindings } = batch.toSQL();
         // Priority 1: the delivery queue serves transactional mail (0) first.
         const res = await trx.raw(
           `WITH batch AS (${sql}),
-           picked AS (SELECT b.id, b.email, ${pick.variant} AS variant FROM batch b),
+           picked AS (${pick.picked('batch')}),
            inserted AS (
              INSERT INTO emails (project_id, contact_id, campaign_id, template_id, from_email, from_name, reply_to, to_email, subject, html, priority, track_opens, track_clicks, variant)
              -- Open and click tracking as the project's campaign settings say (on unless turned off; tracking/settings.ts).
