@@ -128,17 +128,23 @@ export async function variantContents(db: Knex | Knex.Transaction, projectId: st
  * campaign's own is: edits to their templates no longer change them. A template deleted since, or a variant left
  * without subject or body, is a permanent failure (the campaign ends FAILED saying so).
  */
-export async function freezeVariants(trx: Knex.Transaction, projectId: string, campaignId: string, base: BaseContent): Promise<void> {
+export async function freezeVariants(trx: Knex.Transaction, projectId: string, campaignId: string, base: BaseContent): Promise<VariantContent[]> {
   const rows = await readVariants(trx, projectId, campaignId);
+  const frozen: VariantContent[] = [];
   for (const r of rows) {
-    if (r.frozen) continue;
+    if (r.frozen) {
+      frozen.push(r.frozen);
+      continue;
+    }
     const template = r.template_id ? await readTemplate(trx, projectId, r.template_id) : undefined;
     if (r.template_id && !template) throw new PermanentError(`the template of variant ${keyOf(r.position)} was deleted before it started sending`);
     const c = resolveVariant(base, variantInputOf(r), template);
     if (!c.subject || !c.body) throw new PermanentError(`variant ${keyOf(r.position)} has no ${c.subject ? 'body' : 'subject'}`);
     const content: VariantContent = { ...c, subject: c.subject, body: c.body };
     await trx('campaign_variants').where({ project_id: projectId, campaign_id: campaignId, position: r.position }).update({ frozen: JSON.stringify(content) });
+    frozen.push(content);
   }
+  return frozen;
 }
 
 /**
@@ -166,6 +172,8 @@ export interface SamplePlan {
   audience: number;
   size: number;
   bounds: { h: string; id: string }[];
+  /** Each variant's sender name, frozen with it: what its emails (and the rest's, the winner's) go out with. */
+  fromNames: (string | null)[];
 }
 
 /** The sample hash of the contact id column `column` for campaign `campaignId` (a UUID, checked: it is inlined). */
@@ -175,13 +183,14 @@ function sampleHash(campaignId: string, column: string): string {
 }
 
 /** Computes the sample's plan over the audience as it is now: a count, then a top-N sort of the audience's hashes. */
-export async function planSample(trx: Knex.Transaction, projectId: string, campaign: CampaignAudienceRow & { id: string; ab_sample_percent: number }, variants: number, hashKey: Buffer): Promise<SamplePlan> {
+export async function planSample(trx: Knex.Transaction, projectId: string, campaign: CampaignAudienceRow & { id: string; ab_sample_percent: number }, fromNames: (string | null)[], hashKey: Buffer): Promise<SamplePlan> {
+  const variants = fromNames.length;
   const { query } = await campaignAudience(trx, projectId, campaign, hashKey);
   const { sql, bindings } = query.select('c.id').toSQL();
   const counted = await trx.raw(`SELECT count(*)::int AS n FROM (${sql}) x`, bindings as Knex.RawBinding[]);
   const audience = counted.rows[0].n as number;
   const size = sampleSize(audience, campaign.ab_sample_percent, variants);
-  if (size === 0) return { audience, size, bounds: [] };
+  if (size === 0) return { audience, size, bounds: [], fromNames };
   // Variant i's run ends at position ceil(size·(i+1)/variants): runs of equal length, ±1.
   const ends = sampleRunEnds(size, variants);
   const { rows } = await trx.raw(
@@ -191,7 +200,7 @@ export async function planSample(trx: Knex.Transaction, projectId: string, campa
      WHERE r.pos = ANY(?::int[]) ORDER BY r.pos`,
     [...bindings, size, ends] as Knex.RawBinding[],
   );
-  return { audience, size, bounds: rows as { h: string; id: string }[] };
+  return { audience, size, bounds: rows as { h: string; id: string }[], fromNames };
 }
 
 /**
