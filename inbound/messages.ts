@@ -5,6 +5,7 @@ import { listPage, type Listed, type PageRequest } from '../db/pages';
 import type { AuthResults } from './auth';
 import { fileOfToken, RAW_FILE } from './files';
 import type { Mailbox } from './parse';
+import { uuidFloor } from '../db/partitions';
 
 /** Received messages as the API reads them (GET /inbound…), their files, and their retention. */
 
@@ -147,16 +148,21 @@ export function inboundMessageService({ knex, secret }: InboundMessagesDeps) {
 export type InboundMessages = ReturnType<typeof inboundMessageService>;
 
 /**
- * Deletes received messages older than `retentionDays` (every project), with their raw bytes and attachments once no
- * row of the same message is left. In short batches (db/prune.ts); answers the messages deleted.
+ * Deletes received messages older than `retentionDays` (every project's, or one project's: a shorter retention of its
+ * own, retention/retention.ts), with their raw bytes and attachments once no row of the same message is left. In short
+ * batches (db/prune.ts); answers the messages deleted.
  */
-export async function pruneInbound(knex: Knex, retentionDays: number, batch = 500): Promise<number> {
+export async function pruneInbound(knex: Knex, retentionDays: number, batch = 500, projectId?: string): Promise<number> {
   let total = 0;
   for (;;) {
     const { rows } = await knex.raw(
       `WITH gone AS (
          DELETE FROM inbound_messages m WHERE (m.project_id, m.id) IN (
-           SELECT project_id, id FROM inbound_messages WHERE created_at < now() - make_interval(days => ?) ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED)
+           ${projectId
+    // One project's: a range of its primary key (ids are UUIDv7, their time first), not the whole table's created_at index.
+    ? 'SELECT project_id, id FROM inbound_messages WHERE project_id = ?::uuid AND id < ?::uuid ORDER BY id'
+    : 'SELECT project_id, id FROM inbound_messages WHERE created_at < now() - make_interval(days => ?) ORDER BY created_at'}
+           LIMIT ? FOR UPDATE SKIP LOCKED)
          RETURNING m.project_id, m.raw_message_id, m.attachments),
        files AS (
          SELECT DISTINCT g.project_id, g.raw_message_id FROM gone g
@@ -170,7 +176,7 @@ export async function pruneInbound(knex: Knex, retentionDays: number, batch = 50
        raw_gone AS (
          DELETE FROM raw_messages r USING files f WHERE r.project_id = f.project_id AND r.id = f.raw_message_id RETURNING 1)
        SELECT count(*)::int AS n FROM gone`,
-      [retentionDays, batch],
+      [...(projectId ? [projectId, uuidFloor(new Date(Date.now() - retentionDays * 86_400_000))] : [retentionDays]), batch],
     );
     const n = (rows[0] as { n: number }).n;
     total += n;

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { listCappedPage, type CappedList, type PageRequest } from '../pages';
 import { Event } from '../models/Event';
+import { uuidFloor } from '../partitions';
 
 export interface NewEvent {
   /** Preset id (an email's pre-announced event id); otherwise the database assigns a UUIDv7. */
@@ -22,6 +23,16 @@ export const DAILY_EVENTS = ['email.sent', 'email.failed', 'email.bounced', 'ema
 
 /** The events of a campaign's emails that its results count (campaign_hourly_stats, campaign_link_stats). */
 const CAMPAIGN_EVENTS = ['email.opened', 'email.clicked', 'email.bounced', 'email.complained', 'contact.unsubscribed'] as const;
+
+/**
+ * The events of an email were all recorded after it was made (its sent or failed event's id is made with it, the others
+ * later), so their ids are at least its id's time (a day earlier, for clocks that disagree): events are partitioned by
+ * id (db/partitions.ts), and this bound keeps a look for an email's earlier events to the partitions since its month.
+ * SQL, over the email id `emailId` (an expression).
+ */
+export function sinceEmailOf(emailId: string): string {
+  return `herald_uuid_shift(${emailId}, interval '-1 day')`;
+}
 
 /** A timestamp as JSON dates are written (ISO 8601, UTC, milliseconds), in SQL. */
 function utcTimestamp(column: string): string {
@@ -111,7 +122,8 @@ export function eventEffects(emails = 'emails'): string {
   campaign_firsts AS (
     SELECT DISTINCT ON (c.email_id, c.name) c.* FROM campaign_events c
     WHERE c.name IN ('email.bounced', 'email.complained', 'contact.unsubscribed')
-      AND NOT EXISTS (SELECT 1 FROM events o WHERE o.project_id = c.project_id AND o.email_id = c.email_id AND o.name = c.name)),
+      AND NOT EXISTS (SELECT 1 FROM events o WHERE o.project_id = c.project_id AND o.email_id = c.email_id AND o.name = c.name
+                        AND o.id >= ${sinceEmailOf('c.email_id')})),
   campaign_hours AS (
     INSERT INTO campaign_hourly_stats AS h (project_id, campaign_id, hour, shard, opened, clicked, bounced, complained, unsubscribed)
     SELECT project_id, campaign_id, date_trunc('hour', created_at, 'UTC'), pg_backend_pid() % ${EVENT_NAME_SHARDS},
@@ -147,6 +159,7 @@ export function eventEffects(emails = 'emails'): string {
       SELECT c.project_id, c.campaign_id, c.email_id, coalesce(c.data->>'url', '') AS url,
              c.data->>'bot' IS DISTINCT FROM 'true' AND NOT EXISTS (
                SELECT 1 FROM events o WHERE o.project_id = c.project_id AND o.email_id = c.email_id AND o.name = 'email.clicked'
+                 AND o.id >= ${sinceEmailOf('c.email_id')}
                  AND coalesce(o.data->>'url', '') = coalesce(c.data->>'url', '') AND o.data->>'bot' IS DISTINCT FROM 'true') AS first
       FROM campaign_events c WHERE c.name = 'email.clicked') x
     GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
@@ -211,7 +224,12 @@ export function filteredEvents(db: Knex, projectId: string, filter: EventFilter)
     if (filter.name !== undefined) q.where('name', filter.name);
     if (filter.contactId !== undefined) q.where('contact_id', filter.contactId);
     if (filter.since) q.where('created_at', '>=', filter.since);
-    if (filter.until) q.where('created_at', '<', filter.until);
+    if (filter.until) {
+      q.where('created_at', '<', filter.until);
+      // An event's id is made at or before its insert (an hour of slack for a long transaction or clocks that
+      // disagree): the same bound on the id, the partition key, leaves the later months' partitions unread.
+      q.where('id', '<', uuidFloor(new Date(filter.until.getTime() + 3_600_000)));
+    }
     return q;
   };
 }
