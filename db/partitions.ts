@@ -21,10 +21,10 @@ import type { Knex } from 'knex';
  *
  * Why a DEFAULT partition and creation ahead, both: ahead keeps the default empty (attaching a month scans the default
  * for rows of that month, holding a lock on it), the default makes a missed creation harmless. A default partition
- * rules out DETACH … CONCURRENTLY; measured (BENCHMARKS.md section 39), a detach would not help here anyway: the tables
- * keep their foreign keys to contacts and projects, and detaching the referencing side takes a lock on contacts (which
- * every send writes), and dropping the detached table an ACCESS EXCLUSIVE one on contacts; `DROP TABLE` of the attached
- * partition locks only the parent, for milliseconds.
+ * rules out DETACH … CONCURRENTLY; measured (BENCHMARKS.md section 39), a detach does not help here anyway: the tables
+ * keep their foreign keys to contacts and projects, so detaching takes SHARE ROW EXCLUSIVE on both, and the detached
+ * table's foreign keys must then go (ACCESS EXCLUSIVE on each, until the commit) before it can be dropped; `DROP TABLE`
+ * of the attached partition locks only the parent and the default partition, for the statement (dropPartition).
  */
 
 /** How a table is partitioned: its key column, and whether the key is a time or a UUIDv7 (whose prefix is a time). */
@@ -237,125 +237,58 @@ export async function createMonthlyPartitions(knex: Knex | Knex.Transaction, t: 
   return made;
 }
 
-/** One short transaction of a drop that others may wait for: the locks it took, how long it waited and held them. */
-export interface DropStep {
-  step: string;
-  /** Milliseconds to its first lock (the statement's own wait, bounded by lock_timeout). */
-  waitMs: number;
-  /** Milliseconds from then to its commit. */
-  holdMs: number;
-  /** With `listLocks`: the tables it held locks on before its commit, `name mode`. */
-  locks?: string[];
-}
-
 export interface DropResult {
   table: string;
   partition: string;
-  /** The steps that lock tables others use (the detach, the foreign keys' removal), each in its own transaction. */
-  steps: DropStep[];
-  /** The sum of those steps' waits and holds: the time writers may have queued behind the drop. */
-  lockedMs: number;
-  /** Milliseconds of the last step, the DROP of the detached table (its files unlinked at commit), which locks nothing else. */
-  unlinkMs: number;
-  /** Attempts the detach took (a lock wait past the timeout gives up and tries again). */
+  /** Milliseconds to the parent's ACCESS EXCLUSIVE lock (the writers queue behind a waiting drop too: bounded by lock_timeout). */
+  waitMs: number;
+  /** Milliseconds of the DROP statement, under the lock (the lock is released at commit). */
+  dropMs: number;
+  /** Milliseconds from the lock until the commit returned: the DROP, the commit, and the unlinking of the files, which PostgreSQL does once the locks are released (the benchmark's probes measure what writers wait). */
+  holdMs: number;
+  /** Attempts it took (a lock wait past the timeout gives up and tries again). */
   attempts: number;
+  /** With `listLocks`: the tables the drop held locks on before its commit, `name mode` (the benchmark prints them). */
+  locks?: string[];
 }
 
-/** The name a partition takes once detached, until its table is dropped (a run that stopped between is finished by the next: dropRetired). */
-const RETIRED = '_retired';
-
-interface LockOptions { lockTimeoutMs: number; attempts: number; pauseMs?: number; listLocks: boolean }
-
 /**
- * One transaction of `statements` whose locks are waited for at most `lockTimeoutMs` (then it gives up, pauses and tries
- * again, up to `attempts` times: a long transaction somewhere delays the drop, never the writers queued behind it).
+ * Drops one partition: `DROP TABLE` of the attached partition, which takes ACCESS EXCLUSIVE on the parent and on its
+ * default partition (whose implicit range changes) and on nothing else (the partition's foreign keys are its parent's:
+ * contacts and projects are not touched). No row is read. The locks last the statement, milliseconds, and are released
+ * at commit before the files are unlinked (seconds for gigabytes on a disk mounted with online discard, which no one
+ * waits for: BENCHMARKS.md section 39, where a drop of the detached partition instead was measured and rejected: its
+ * foreign keys then lock contacts and projects). The parent's lock is taken first, explicitly (ONLY: LOCK TABLE of a
+ * partitioned table would lock every partition; DROP does not), so that its wait is measured; the wait is bounded by
+ * `lockTimeoutMs` (the writers that queue behind it wait no longer) and retried up to `attempts` times with a pause
+ * between, so that a long transaction somewhere delays the drop, never the writers.
  */
-async function lockedStep(knex: Knex, step: string, statements: string[], o: LockOptions): Promise<DropStep & { attempts: number }> {
+export async function dropPartition(knex: Knex, table: string, partition: string, opts: { lockTimeoutMs?: number; attempts?: number; pauseMs?: number; listLocks?: boolean } = {}): Promise<DropResult> {
+  const lockTimeoutMs = opts.lockTimeoutMs ?? 100;
+  const attempts = opts.attempts ?? 20;
   for (let attempt = 1; ; attempt++) {
+    let started = 0;
+    let locked = 0;
+    let dropped = 0;
+    let locks: string[] | undefined;
     try {
-      return { ...(await lockedOnce(knex, step, o.lockTimeoutMs, statements, o.listLocks)), attempts: attempt };
+      await knex.transaction(async (trx) => {
+        await trx.raw(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`);
+        started = performance.now();
+        await trx.raw(`LOCK TABLE ONLY ${ident(table)} IN ACCESS EXCLUSIVE MODE`);
+        locked = performance.now();
+        await trx.raw(`DROP TABLE IF EXISTS ${ident(partition)}`);
+        dropped = performance.now();
+        if (opts.listLocks) {
+          const { rows } = await trx.raw(`SELECT l.relation::regclass::text AS rel, l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+            WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation' AND l.granted AND c.relkind IN ('r', 'p') AND c.relname <> 'pg_class' ORDER BY 1, 2`);
+          locks = rows.map((r: { rel: string; mode: string }) => `${r.rel} ${r.mode}`);
+        }
+      });
+      return { table, partition, waitMs: locked - started, dropMs: dropped - locked, holdMs: performance.now() - locked, attempts: attempt, ...(locks ? { locks } : {}) };
     } catch (err) {
-      if ((err as { code?: string }).code !== '55P03' || attempt >= o.attempts) throw err;
-      await new Promise((r) => setTimeout(r, o.pauseMs ?? 250 * attempt));
+      if ((err as { code?: string }).code !== '55P03' || attempt >= attempts) throw err;
+      await new Promise((r) => setTimeout(r, opts.pauseMs ?? 250 * attempt));
     }
   }
-}
-
-async function lockedOnce(knex: Knex, step: string, lockTimeoutMs: number, statements: string[], listLocks: boolean): Promise<DropStep> {
-  let started = 0;
-  let locked = 0;
-  let locks: string[] | undefined;
-  await knex.transaction(async (trx) => {
-    await trx.raw(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`);
-    started = performance.now();
-    for (const [i, sql] of statements.entries()) {
-      await trx.raw(sql);
-      if (i === 0) locked = performance.now();
-    }
-    if (listLocks) {
-      const { rows } = await trx.raw(`SELECT l.relation::regclass::text AS rel, l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
-        WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation' AND l.granted AND c.relkind IN ('r', 'p') AND c.relname <> 'pg_class' ORDER BY 1, 2`);
-      locks = rows.map((r: { rel: string; mode: string }) => `${r.rel} ${r.mode}`);
-    }
-  });
-  return { step, waitMs: locked - started, holdMs: performance.now() - locked, ...(locks ? { locks } : {}) };
-}
-
-/**
- * Finishes a detached partition (`<partition>_retired`): its foreign keys dropped, each in a short transaction of its
- * own (dropping a table that has a foreign key takes ACCESS EXCLUSIVE on the table it references — contacts,
- * projects — until its commit, and the commit is when the table's files are unlinked: seconds for gigabytes on a
- * disk mounted with online discard, BENCHMARKS.md section 39), then the table, which nothing else then locks.
- */
-async function dropRetired(knex: Knex, retired: string, o: LockOptions): Promise<{ steps: DropStep[]; unlinkMs: number }> {
-  const steps: DropStep[] = [];
-  const { rows: fks } = await knex.raw(`SELECT conname AS name FROM pg_constraint WHERE conrelid = to_regclass(?) AND contype = 'f' ORDER BY conname`, [retired]);
-  for (const fk of fks as { name: string }[]) {
-    const { attempts: _attempts, ...step } = await lockedStep(knex, `drop ${fk.name}`, [`ALTER TABLE ${ident(retired)} DROP CONSTRAINT IF EXISTS ${ident(fk.name)}`], o);
-    steps.push(step);
-  }
-  const started = performance.now();
-  await knex.raw(`DROP TABLE IF EXISTS ${ident(retired)}`);
-  return { steps, unlinkMs: performance.now() - started };
-}
-
-/** Detached partitions that a run left (it stopped after the detach): finished now. Answers their names. */
-export async function dropLeftovers(knex: Knex, lockTimeoutMs = 100): Promise<string[]> {
-  const names = PARTITIONED_TABLES.map((t) => `${t.table}_p`);
-  const { rows } = await knex.raw(
-    `SELECT c.relname AS name FROM pg_class c WHERE c.relkind = 'r' AND NOT c.relispartition AND c.relname LIKE '%${RETIRED}'
-       AND c.relnamespace = current_schema()::regnamespace AND left(c.relname, length(c.relname) - ${RETIRED.length} - 6) = ANY (?::text[])`,
-    [names],
-  );
-  for (const r of rows as { name: string }[]) await dropRetired(knex, r.name, { lockTimeoutMs, attempts: 20, listLocks: false });
-  return rows.map((r: { name: string }) => r.name);
-}
-
-/**
- * Drops one partition without holding the parent's lock while its files go: (1) `DETACH PARTITION` and a rename to
- * `<partition>_retired`, one transaction of catalog changes only (ACCESS EXCLUSIVE on the parent and its default
- * partition, SHARE ROW EXCLUSIVE on the tables its foreign keys reference: milliseconds); (2) its foreign keys dropped;
- * (3) the table dropped. A `DROP TABLE` of the attached partition would take only the parent and the default, but hold
- * them through the unlinking of its files at commit (10 s for a month of 10,000,000 events on this machine: BENCHMARKS.md
- * section 39), and every send waits for the parent. Each locking step's wait is bounded by `lockTimeoutMs` (the writers
- * that queue behind it wait no longer), the detach retried up to `attempts` times with a pause between, so that a long
- * transaction somewhere delays the drop, never the writers.
- */
-export type DropStrategy = 'detach' | 'drop';
-
-export async function dropPartition(knex: Knex, table: string, partition: string, opts: { lockTimeoutMs?: number; attempts?: number; pauseMs?: number; listLocks?: boolean; strategy?: DropStrategy } = {}): Promise<DropResult> {
-  const o: LockOptions = { lockTimeoutMs: opts.lockTimeoutMs ?? 100, attempts: opts.attempts ?? 20, pauseMs: opts.pauseMs, listLocks: opts.listLocks ?? false };
-  if (opts.strategy === 'drop') {
-    // The attached partition dropped as it is: the parent's lock (taken first, ONLY: the one DROP takes) and the default's.
-    const { attempts, ...step } = await lockedStep(knex, 'drop', [`LOCK TABLE ONLY ${ident(table)} IN ACCESS EXCLUSIVE MODE`, `DROP TABLE ${ident(partition)}`], o);
-    return { table, partition, steps: [step], lockedMs: step.waitMs + step.holdMs, unlinkMs: 0, attempts };
-  }
-  const retired = `${partition}${RETIRED}`;
-  const { attempts, ...detach } = await lockedStep(knex, 'detach', [
-    `ALTER TABLE ${ident(table)} DETACH PARTITION ${ident(partition)}`,
-    `ALTER TABLE ${ident(partition)} RENAME TO ${ident(retired)}`,
-  ], o);
-  const rest = await dropRetired(knex, retired, o);
-  const steps = [detach, ...rest.steps];
-  return { table, partition, steps, lockedMs: steps.reduce((sum, x) => sum + x.waitMs + x.holdMs, 0), unlinkMs: rest.unlinkMs, attempts };
 }

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { RetentionConfig } from '../config';
 import {
-  dropLeftovers, dropPartition, ensurePartitions, listPartitions, partitioned, PARTITIONED_TABLES, uuidFloor, type DropResult, type DropStrategy, type PartitionedName,
+  dropPartition, ensurePartitions, listPartitions, partitioned, PARTITIONED_TABLES, uuidFloor, type DropResult, type PartitionedName,
 } from '../db/partitions';
 import { pruneInbound } from '../inbound/messages';
 import type { Logger } from '../logging/logger';
@@ -56,8 +56,6 @@ export interface RetentionDeps {
   lockTimeoutMs?: number;
   /** Each drop lists the relations its transaction locked (the benchmark prints them). */
   listLocks?: boolean;
-  /** How a partition goes (db/partitions.ts dropPartition): detached first (the default), or dropped attached (the benchmark compares). */
-  dropStrategy?: DropStrategy;
 }
 
 /** The oldest email still to be sent (QUEUED or SENDING). Through the queue's and the claims' partial indexes; ORDER BY … LIMIT 1, not min(): PostgreSQL has no min(uuid). */
@@ -91,8 +89,6 @@ async function emailsPartitionBusy(knex: Knex, name: string, from: Date | null, 
  */
 export async function applyPartitions(deps: RetentionDeps, now = new Date()): Promise<PartitionRun> {
   const { knex } = deps;
-  // A run that stopped between a partition's detach and its drop left it detached: finished first.
-  await dropLeftovers(knex, deps.lockTimeoutMs);
   const run: PartitionRun = { created: await ensurePartitions(knex, { now }), dropped: [], kept: [] };
   const cut = cutoffs(deps.config, now);
   const pending = await oldestPending(knex);
@@ -110,7 +106,7 @@ export async function applyPartitions(deps: RetentionDeps, now = new Date()): Pr
           continue;
         }
       }
-      const dropped = await dropPartition(knex, t.table, p.name, { lockTimeoutMs: deps.lockTimeoutMs, listLocks: deps.listLocks, strategy: deps.dropStrategy });
+      const dropped = await dropPartition(knex, t.table, p.name, { lockTimeoutMs: deps.lockTimeoutMs, listLocks: deps.listLocks });
       deps.log?.info({ ...dropped }, 'retention: partition dropped');
       run.dropped.push(dropped);
     }
