@@ -298,6 +298,8 @@ describeTemporal(__filename, 'Temporal lifecycle: schedules, waits, cancels and 
   // ---- 3b. the retention Schedule ----
 
   test('the Schedule retention exists (hourly); triggered, its run makes the months ahead, drops a month past RETENTION_DAYS and ends', async () => {
+    // The workers create the Schedule once started (a bundle build each: run alone, this test may come first).
+    await c.workersReady();
     const schedule = c.client.schedule.getHandle(RETENTION_SCHEDULE);
     const described = await waitFor('the schedule', async () => schedule.describe().catch(() => undefined), 60_000, 250);
     expect(described.spec.intervals?.map((i) => i.every)).toEqual([RETENTION_INTERVAL_MS]);
