@@ -232,6 +232,14 @@ async function withHeartbeats(activities: Activities): Promise<Activities> {
 }
 
 /**
+ * The options of Herald's Temporal worker beside its connection, task queue and code (startTemporalWorker); the
+ * execution bench's floor worker takes the same (bench/temporalExecutions.ts).
+ */
+export function temporalWorkerTuning(): { maxCachedWorkflows?: number } {
+  return {};
+}
+
+/**
  * Runs workflows and their activities on the `herald` task queue. Any number of workers may poll it: the server hands
  * each task to one of them, and a stopped worker's tasks to the others.
  */
@@ -262,9 +270,10 @@ export async function startTemporalWorker(opts: TemporalWorkerOptions): Promise<
     workflowBundle: { codePath: await workflowBundlePath() },
     activities: await withHeartbeats(opts.activities),
     sinks: heraldSinks(),
+    ...temporalWorkerTuning(),
   });
   const running = worker.run();
-  opts.log.info({ address: opts.address, namespace, taskQueue: WORKFLOW_TASK_QUEUE, identity: worker.options.identity }, 'temporal worker running');
+  opts.log.info({ address: opts.address, namespace, taskQueue: WORKFLOW_TASK_QUEUE, identity: worker.options.identity, maxCachedWorkflows: worker.options.maxCachedWorkflows }, 'temporal worker running');
   return {
     async stop() {
       // Graceful: stop polling, let in-flight tasks finish (or time out and go back to the server), then close.
