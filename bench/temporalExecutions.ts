@@ -170,7 +170,7 @@ runBench('bench:temporal-executions', 60 * 60_000, async () => {
         const s = (performance.now() - t0) / 1000;
         const cpu = { w: cpuMs(child.pid) - cpu0.w, t: cpuMs(dev!.pid, true) - cpu0.t, pg: pgCpu() - cpu0.pg };
         const row: ExecRow = {
-          round, part, 'executions/s': Math.round(N / s), seconds: s.toFixed(1), 'worker CPU ms/exec': (cpu.w / N).toFixed(2),
+          round, part, 'executions/s': Number((N / s).toPrecision(3)), seconds: s.toFixed(1), 'worker CPU ms/exec': (cpu.w / N).toFixed(2),
           'Temporal server CPU ms/exec': (cpu.t / N).toFixed(2), 'PostgreSQL CPU ms/exec': (cpu.pg / N).toFixed(2),
           'worker peak RSS MB': Math.round(hwmMb(child.pid)), 'history events': await historyLength(ids[0]!),
           'cached workflows': ready.cachedWorkflows as number, 'steal %': (stealSince(steal0.at).share * 100).toFixed(1),
@@ -207,7 +207,7 @@ runBench('bench:temporal-executions', 60 * 60_000, async () => {
         const cpu = { w: cpuMs(worker.pid) - cpu0.w, t: cpuMs(dev!.pid, true) - cpu0.t, pg: pgCpu() - cpu0.pg };
         const one = (await cluster.knex('automation_executions').where({ automation_id: workflow.id, contact_id: contacts[0]!.id }).first('id')) as { id: string };
         const row: ExecRow = {
-          round, part: 'herald', 'executions/s': Math.round(N / s), seconds: s.toFixed(1), 'worker CPU ms/exec': (cpu.w / N).toFixed(2),
+          round, part: 'herald', 'executions/s': Number((N / s).toPrecision(3)), seconds: s.toFixed(1), 'worker CPU ms/exec': (cpu.w / N).toFixed(2),
           'Temporal server CPU ms/exec': (cpu.t / N).toFixed(2), 'PostgreSQL CPU ms/exec': (cpu.pg / N).toFixed(2),
           'worker peak RSS MB': Math.round(hwmMb(worker.pid)), 'history events': await historyLength(`execution-${one.id}`),
           'cached workflows': '(see its log)', 'steal %': (stealSince(steal0.at).share * 100).toFixed(1),
@@ -257,7 +257,9 @@ runBench('bench:temporal-executions', 60 * 60_000, async () => {
         const campaignMs: number[] = [];
         const answeredMs: number[] = [];
         for (let k = 0; k < CAMPAIGNS; k++) {
-          const created = await fetch(`${base}/campaigns`, { method: 'POST', headers: auth, body: JSON.stringify({ name: `Bench ${eng} ${k}`, subject: 'News', body: EMAIL_HTML, from: 'news@example.com', audienceType: 'ALL' }) }).then((r) => r.json()) as { data: { id: string } };
+          const res = await fetch(`${base}/campaigns`, { method: 'POST', headers: auth, body: JSON.stringify({ name: `Bench ${eng} ${k}`, subject: 'News', body: EMAIL_HTML, from: 'news@example.com', audienceType: 'ALL' }) });
+          const created = await res.json() as { data?: { id: string } };
+          if (res.status !== 201 || !created.data) throw new Error(`POST /campaigns (${eng}): ${res.status} ${JSON.stringify(created).slice(0, 500)}`);
           const id = created.data.id;
           const sendOne = () => firstAtSink(() => fetch(`${base}/v1/send`, { method: 'POST', headers: auth, body: JSON.stringify({ to: `floor-${eng}-${k}@example.org`, from: 'orders@example.com', subject: 'Your order', body: EMAIL_HTML }) }));
           if (k % 2 === 1) floorMs.push((await sendOne()).first);

@@ -233,7 +233,9 @@ async function withHeartbeats(activities: Activities): Promise<Activities> {
 
 /**
  * The options of Herald's Temporal worker beside its connection, task queue and code (startTemporalWorker); the
- * execution bench's floor worker takes the same (bench/temporalExecutions.ts).
+ * execution bench's floor worker takes the same (bench/temporalExecutions.ts). None beyond the SDK's defaults. Note
+ * that the SDK sizes its workflow cache from the heap's limit: at the 160 MB `npm run worker` gives it, 10 workflows
+ * (BENCHMARKS.md section 38 measured 100 and what it changed).
  */
 export function temporalWorkerTuning(): { maxCachedWorkflows?: number } {
   return {};
