@@ -2,7 +2,7 @@
  * POST /v1/send throughput and latency (one recipient per request), side by side with a floor, in one run.
  *
  *   npx tsx bench/send.ts                              (npm run bench:send)
- *   BENCH_DURABLE=1 BENCH_ROUNDS=3 npx tsx bench/send.ts  (fsync on, as Herald ships; three rounds, issue 33's bar)
+ *   BENCH_DURABLE=1 BENCH_ROUNDS=3 BENCH_SLICE=2 npx tsx bench/send.ts   (fsync on, as Herald ships: issue 33's bar)
  *
  * Starts its own embedded PostgreSQL in a temporary directory, then two child processes on it:
  * - the Herald API exactly as `npm run api` runs it (startHerald, roles api only, embedded engine): a send commits its
@@ -15,15 +15,18 @@
  * Each measure prints, beside req/s and latency: the CPU per request of each process, the machine's steal and load,
  * and what PostgreSQL did per request: transactions committed, WAL written (bytes, records) and WAL flushes (fsyncs,
  * pg_stat_io) with their time. Both sides share the cluster and its settings; with BENCH_DURABLE=1 both commit durably.
- * The ratios herald ÷ floor (req/s, p50, p99) are printed per round, and their medians over the rounds; rounds
- * alternate the order (floor first, then herald first), so that a drift of the machine's load weighs on both sides.
+ * The ratios herald ÷ floor (req/s, p50, p99) are printed per round, and their medians over the rounds. A round warms
+ * every side up, then measures each for BENCH_DURATION seconds in slices of BENCH_SLICE seconds that alternate between
+ * the sides (A B, B A, A B, …): on a machine shared with others, whose load swings from one second to the next, the
+ * sides then see the same load (with one slice, the default, a round is the earlier floor-then-herald measure).
+ * Percentiles are exact, over every response of the round's slices.
  *
  * No worker runs during the measure: the API never waits for SMTP or for a worker (the answer follows the commit), so
  * a worker would only take CPU from the API on this machine; delivery is measured by bench/delivery.ts.
  * BENCH_WITH_WORKER=1 runs one anyway (rate limit lifted, into a loopback SMTP sink), as `npm start` would.
  *
  * Environment: BENCH_DURATION (s, default 20), BENCH_WARMUP (s, default 5), BENCH_CONNECTIONS (default 32),
- * BENCH_CONTACTS (default 50000), BENCH_ROUNDS (default 1), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info; the log
+ * BENCH_CONTACTS (default 50000), BENCH_ROUNDS (default 1), BENCH_SLICE (s, default BENCH_DURATION), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info; the log
  * goes to /dev/null), BENCH_DURABLE=1 (fsync and synchronous_commit on, PostgreSQL's defaults, as Herald ships them),
  * BENCH_PG_SETTINGS (JSON of server settings for the whole cluster, e.g. {"commit_delay":20,"wal_buffers":"16MB"}),
  * BENCH_VARIANTS (JSON list of Herald API processes measured in turn beside the same floor, default
@@ -50,6 +53,8 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 20);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+/** Seconds of one slice of a measure (default: the whole measure, one slice). */
+const SLICE = Number(process.env.BENCH_SLICE ?? DURATION);
 const ONLY = process.env.BENCH_ONLY;
 const WITH_WORKER = process.env.BENCH_WITH_WORKER === '1';
 const WAITS = process.env.BENCH_WAITS === '1';
@@ -166,8 +171,9 @@ interface Measured {
   statements?: { calls: number; meanMs: number; planMs: number; query: string }[];
 }
 
-async function drive(url: string, headers: Record<string, string>, seconds: number, idempotencyKeys = false) {
-  return autocannon({
+/** One load run of autocannon; with `latencies`, every response's time (ms) is pushed there (exact percentiles over slices). */
+async function drive(url: string, headers: Record<string, string>, seconds: number, idempotencyKeys = false, latencies?: number[]) {
+  const run = autocannon({
     url,
     method: 'POST',
     connections: CONNECTIONS,
@@ -181,6 +187,8 @@ async function drive(url: string, headers: Record<string, string>, seconds: numb
       },
     }],
   });
+  if (latencies) (run as unknown as NodeJS.EventEmitter).on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => { latencies.push(ms); });
+  return run;
 }
 
 interface Side {
@@ -195,66 +203,130 @@ interface Side {
 
 interface PgSide { pid: number; knex: Knex; url: string; pgStat: boolean }
 
-async function measure(side: Side, round: number, pgs: PgSide): Promise<{ m: Measured; okTotal: number }> {
-  const { name, child, url, headers } = side;
-  process.stdout.write(`round ${round}, ${name}: warm-up ${WARMUP} s … `);
-  const warm = await drive(url, headers, WARMUP, side.idempotencyKeys);
-  process.stdout.write(`${Math.round(warm['2xx'] / WARMUP)} req/s; measure ${DURATION} s … `);
-  // The backends report their statistics within a second of going idle: a pause, so that each measure counts its own.
-  await sleep(2000);
-  if (pgs.pgStat) await pgs.knex.raw('SELECT pg_stat_statements_reset()');
-  if (process.env.BENCH_COUNT_QUERIES === '1' && side.counted) { child.send({ type: 'queries' }); await child.next('queries'); }
+/** A side's measure of one round, summed over its slices. */
+interface Tally {
+  seconds: number;
+  ok: number;
+  total: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  latencies: number[];
+  cpu: { server: number; postgres: number; loadgen: number; machine: number };
+  /** Steal-weighted seconds (share × duration), for the mean share. */
+  stealSeconds: number;
+  pg: PgCounters;
+  waits: { samples: number; states: Map<string, number> };
+}
+
+const newTally = (): Tally => ({
+  seconds: 0, ok: 0, total: 0, non2xx: 0, errors: 0, timeouts: 0, latencies: [],
+  cpu: { server: 0, postgres: 0, loadgen: 0, machine: 0 }, stealSeconds: 0,
+  pg: { commits: 0, walBytes: 0, walRecords: 0, walFpi: 0, walBuffersFull: 0, walWrites: 0, walFsyncs: 0, walFsyncMs: 0 },
+  waits: { samples: 0, states: new Map() },
+});
+
+const cpuNow = (side: Side, pgs: PgSide) => ({ server: cpuMs(side.child.pid), postgres: cpuMs(pgs.pid, true), loadgen: cpuMs(process.pid), machine: machineBusyMs() });
+
+/**
+ * One slice of a side's measure, added to its tally. The backends report their statistics within a second of going
+ * idle: a pause after the slice, so that each slice counts its own WAL flushes.
+ */
+async function slice(side: Side, seconds: number, pgs: PgSide, t: Tally): Promise<void> {
   const pg0 = await pgCounters(pgs.knex);
   const steal0 = stealSince();
   const sampler = WAITS ? sampleWaits(pgs.url, side.applicationName) : undefined;
-  const before = { server: cpuMs(child.pid), postgres: cpuMs(pgs.pid, true), loadgen: cpuMs(process.pid), machine: machineBusyMs() };
-  const r = await drive(url, headers, DURATION, side.idempotencyKeys);
-  const after = { server: cpuMs(child.pid), postgres: cpuMs(pgs.pid, true), loadgen: cpuMs(process.pid), machine: machineBusyMs() };
-  const steal = stealSince(steal0.at).share;
+  const before = cpuNow(side, pgs);
+  const r = await drive(side.url, side.headers, seconds, side.idempotencyKeys, t.latencies);
+  const after = cpuNow(side, pgs);
+  t.stealSeconds += stealSince(steal0.at).share * r.duration;
   const waits = await sampler?.stop();
-  await sleep(2000);
+  await sleep(1200);
   const pg1 = await pgCounters(pgs.knex);
-  const ok = r['2xx'];
-  const per = (k: keyof PgCounters) => (pg1[k] - pg0[k]) / ok;
-  const m: Measured = {
+  t.seconds += r.duration;
+  t.ok += r['2xx'];
+  t.total += r.requests.total;
+  t.non2xx += r.non2xx;
+  t.errors += r.errors;
+  t.timeouts += r.timeouts;
+  for (const k of Object.keys(t.cpu) as (keyof Tally['cpu'])[]) t.cpu[k] += after[k] - before[k];
+  for (const k of Object.keys(t.pg) as (keyof PgCounters)[]) t.pg[k] += pg1[k] - pg0[k];
+  if (waits) {
+    t.waits.samples += waits.samples;
+    for (const [k, n] of waits.states) t.waits.states.set(k, (t.waits.states.get(k) ?? 0) + n);
+  }
+}
+
+const percentile = (sorted: number[], q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]! : NaN);
+
+function measured(name: string, round: number, t: Tally): Measured {
+  const ok = t.ok;
+  const sorted = Float64Array.from(t.latencies).sort();
+  const lat = [...sorted];
+  const per = (n: number) => n / ok;
+  return {
     name,
     round,
-    rps: ok / r.duration,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    p999: r.latency.p99_9,
-    max: r.latency.max,
-    total: r.requests.total,
+    rps: ok / t.seconds,
+    p50: Math.round(percentile(lat, 0.5) * 10) / 10,
+    p99: Math.round(percentile(lat, 0.99) * 10) / 10,
+    p999: Math.round(percentile(lat, 0.999) * 10) / 10,
+    max: Math.round((lat[lat.length - 1] ?? NaN) * 10) / 10,
+    total: t.total,
     ok,
-    non2xx: r.non2xx,
-    errors: r.errors,
-    timeouts: r.timeouts,
+    non2xx: t.non2xx,
+    errors: t.errors,
+    timeouts: t.timeouts,
     // CPU milliseconds per request.
-    cpu: {
-      server: (after.server - before.server) / ok,
-      postgres: (after.postgres - before.postgres) / ok,
-      loadgen: (after.loadgen - before.loadgen) / ok,
-      machine: (after.machine - before.machine) / ok,
-    },
-    steal,
+    cpu: { server: per(t.cpu.server), postgres: per(t.cpu.postgres), loadgen: per(t.cpu.loadgen), machine: per(t.cpu.machine) },
+    steal: t.stealSeconds / t.seconds,
     load1: os.loadavg()[0]!,
-    pg: { commits: per('commits'), walBytes: per('walBytes'), walRecords: per('walRecords'), walFpi: per('walFpi'), walBuffersFull: per('walBuffersFull'), walWrites: per('walWrites'), walFsyncs: per('walFsyncs'), walFsyncMs: per('walFsyncMs') },
-    ...(waits ? { waits } : {}),
+    pg: Object.fromEntries(Object.entries(t.pg).map(([k, v]) => [k, per(v)])) as unknown as PgCounters,
+    ...(WAITS ? { waits: { samples: t.waits.samples, states: [...t.waits.states].sort((a, b) => b[1] - a[1]) } } : {}),
   };
-  console.log(`${Math.round(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, steal ${(steal * 100).toFixed(1)} %`);
-  if (pgs.pgStat) {
+}
+
+/**
+ * One round: each side warmed up, then measured for DURATION seconds in slices of SLICE seconds that alternate between
+ * the sides (A B, then B A, …), so that a machine whose load swings from second to second weighs on every side alike.
+ */
+async function measureRound(sides: Side[], round: number, pgs: PgSide): Promise<{ results: Measured[]; okBySide: Map<string, number> }> {
+  const okBySide = new Map<string, number>();
+  for (const side of round % 2 ? sides : [...sides].reverse()) {
+    const warm = await drive(side.url, side.headers, WARMUP, side.idempotencyKeys);
+    okBySide.set(side.name, warm['2xx']);
+    console.log(`round ${round}, ${side.name}: warm-up ${WARMUP} s, ${Math.round(warm['2xx'] / WARMUP)} req/s`);
+  }
+  await sleep(1200);
+  if (pgs.pgStat) await pgs.knex.raw('SELECT pg_stat_statements_reset()');
+  for (const side of sides) if (process.env.BENCH_COUNT_QUERIES === '1' && side.counted) { side.child.send({ type: 'queries' }); await side.child.next('queries'); }
+  const tallies = new Map(sides.map((s) => [s.name, newTally()]));
+  const slices = Math.max(1, Math.round(DURATION / SLICE));
+  for (let i = 0; i < slices; i++) {
+    for (const side of (round + i) % 2 ? sides : [...sides].reverse()) await slice(side, DURATION / slices, pgs, tallies.get(side.name)!);
+  }
+  const results = sides.map((s) => measured(s.name, round, tallies.get(s.name)!));
+  for (const m of results) {
+    okBySide.set(m.name, okBySide.get(m.name)! + m.ok);
+    console.log(`round ${round}, ${m.name}: ${Math.round(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, steal ${(m.steal * 100).toFixed(1)} % (${slices} slice(s) of ${DURATION / slices} s)`);
+  }
+  if (pgs.pgStat && results.length) {
+    // Over the round's slices of every side: meaningful with one Herald side (BENCH_ONLY=herald, one variant).
+    const ok = results.reduce((n, m) => n + m.ok, 0);
     const rows = (await pgs.knex.raw(
       `SELECT calls, mean_exec_time, mean_plan_time, query FROM pg_stat_statements WHERE calls > ? ORDER BY calls DESC, total_exec_time DESC LIMIT 30`, [Math.floor(ok / 100)],
     )).rows as { calls: number; mean_exec_time: number; mean_plan_time: number; query: string }[];
-    m.statements = rows.map((s) => ({ calls: s.calls, meanMs: s.mean_exec_time, planMs: s.mean_plan_time, query: s.query.replace(/\s+/g, ' ').slice(0, 160) }));
+    results[results.length - 1]!.statements = rows.map((s) => ({ calls: s.calls, meanMs: s.mean_exec_time, planMs: s.mean_plan_time, query: s.query.replace(/\s+/g, ' ').slice(0, 160) }));
   }
-  if (process.env.BENCH_COUNT_QUERIES === '1' && side.counted) {
-    child.send({ type: 'queries' });
-    const counts = ((await child.next('queries')).counts as [string, number][]);
-    console.log(`  knex statements per request in the API process (${ok} requests):`);
+  for (const side of sides) {
+    if (process.env.BENCH_COUNT_QUERIES !== '1' || !side.counted) continue;
+    const ok = results.find((m) => m.name === side.name)!.ok;
+    side.child.send({ type: 'queries' });
+    const counts = ((await side.child.next('queries')).counts as [string, number][]);
+    console.log(`  ${side.name}: knex statements per request in the API process (${ok} requests):`);
     for (const [sql, n] of counts.slice(0, 25)) console.log(`    ${(n / ok).toFixed(2)}  ${sql}`);
   }
-  return { m, okTotal: warm['2xx'] + ok };
+  return { results, okBySide };
 }
 
 const median = (xs: number[]) => {
@@ -384,12 +456,9 @@ runBench('bench:send', 30 * 60_000, async () => {
     let heraldOk = 0;
     const steal0 = stealSince();
     for (let round = 1; round <= ROUNDS; round++) {
-      // Odd rounds floor first, even rounds floor last: a machine whose load drifts weighs on both sides alike.
-      for (const side of round % 2 ? sides : [...sides].reverse()) {
-        const { m, okTotal } = await measure(side, round, pgs);
-        results.push(m);
-        if (side.name !== 'floor') heraldOk += okTotal;
-      }
+      const r = await measureRound(sides, round, pgs);
+      results.push(...r.results);
+      for (const [name, ok] of r.okBySide) if (name !== 'floor') heraldOk += ok;
     }
     console.log(`\nsteal over all the measures: ${(stealSince(steal0.at).share * 100).toFixed(1)} % of the machine's CPU time; load average now ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
     report(results, durable);
