@@ -168,7 +168,7 @@ interface Measured {
   /** Per request. */
   pg: PgCounters;
   waits?: { samples: number; states: [string, number][] };
-  statements?: { calls: number; meanMs: number; planMs: number; query: string }[];
+  statements?: { calls: number; plans: number; meanMs: number; planMs: number; walBytes: number; query: string }[];
 }
 
 /** One load run of autocannon; with `latencies`, every response's time (ms) is pushed there (exact percentiles over slices). */
@@ -314,9 +314,9 @@ async function measureRound(sides: Side[], round: number, pgs: PgSide): Promise<
     // Over the round's slices of every side: meaningful with one Herald side (BENCH_ONLY=herald, one variant).
     const ok = results.reduce((n, m) => n + m.ok, 0);
     const rows = (await pgs.knex.raw(
-      `SELECT calls, mean_exec_time, mean_plan_time, query FROM pg_stat_statements WHERE calls > ? ORDER BY calls DESC, total_exec_time DESC LIMIT 30`, [Math.floor(ok / 100)],
-    )).rows as { calls: number; mean_exec_time: number; mean_plan_time: number; query: string }[];
-    results[results.length - 1]!.statements = rows.map((s) => ({ calls: s.calls, meanMs: s.mean_exec_time, planMs: s.mean_plan_time, query: s.query.replace(/\s+/g, ' ').slice(0, 160) }));
+      `SELECT calls, plans, mean_exec_time, mean_plan_time, wal_bytes::float / calls AS wal_bytes, query FROM pg_stat_statements WHERE calls > ? ORDER BY calls DESC, total_exec_time DESC LIMIT 30`, [Math.floor(ok / 100)],
+    )).rows as { calls: number; plans: number; mean_exec_time: number; mean_plan_time: number; wal_bytes: number; query: string }[];
+    results[results.length - 1]!.statements = rows.map((s) => ({ calls: s.calls, plans: s.plans, meanMs: s.mean_exec_time, planMs: s.mean_plan_time, walBytes: s.wal_bytes, query: s.query.replace(/\s+/g, ' ').slice(0, 160) }));
   }
   for (const side of sides) {
     if (process.env.BENCH_COUNT_QUERIES !== '1' || !side.counted) continue;
@@ -355,8 +355,8 @@ function report(results: Measured[], durable: boolean): void {
   }
   for (const r of results) {
     if (!r.statements) continue;
-    console.log(`\nround ${r.round}, ${r.name}: statements per request (pg_stat_statements, ${r.ok} requests; mean execution and planning ms):`);
-    for (const s of r.statements) console.log(`  ${(s.calls / r.ok).toFixed(2)}  exec ${s.meanMs.toFixed(3)}  plan ${s.planMs.toFixed(3)}  ${s.query}`);
+    console.log(`\nround ${r.round}, ${r.name}: statements per request (pg_stat_statements, ${r.ok} requests; mean execution ms, planning ms per planning and plannings per call, WAL bytes per call):`);
+    for (const s of r.statements) console.log(`  ${(s.calls / r.ok).toFixed(2)}  exec ${s.meanMs.toFixed(3)}  plan ${s.planMs.toFixed(3)} × ${(s.plans / s.calls).toFixed(2)}  WAL ${Math.round(s.walBytes)}  ${s.query}`);
   }
   const floors = results.filter((r) => r.name === 'floor');
   if (!floors.length) return;
