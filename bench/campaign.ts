@@ -33,17 +33,13 @@
  * directory), BENCH_WORKER_NODE_ARGS (extra node options of the worker, e.g. --max-old-space-size=160),
  * BENCH_JSON=file (all figures).
  */
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Knex } from 'knex';
-import { campaignBatches } from '../campaigns/batches';
-import type { WorkflowContext } from '../workflows/context';
-import { CAMPAIGN_BATCH_SIZE, sendCampaign } from '../workflows/sendCampaign';
-import type { SendCampaignInput } from '../workflows/types';
+import { CAMPAIGN_BATCH_SIZE } from '../workflows/sendCampaign';
+import { BODY, cleanEmails, countRows, heraldMaterialise, newCampaign, type HeraldRun } from './lib/materialise';
 import { startCluster, type BenchCluster } from './lib/cluster';
-import { benchProject, EMAIL_HTML, startHeraldChild } from './lib/herald';
+import { benchProject, startHeraldChild } from './lib/herald';
 import { cpuMs, machine, machineBusyMs, runBench, sleep, type Child } from './lib/proc';
 import { startSink, type Sink } from './lib/sink';
 
@@ -58,102 +54,9 @@ const f = (n: number, d = 0) => n.toLocaleString('en', { minimumFractionDigits: 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 
 const SENDER = { from_email: 'news@example.com', from_name: 'Bench News', reply_to: 'reply@example.com' };
-/** The campaign body: the 0.5 KB HTML of the other benchmarks, with the contact's name (rendered per recipient at delivery). */
-const BODY = EMAIL_HTML.replace('Hello Ada', 'Hello {{ contact.data.firstName }}');
 
 // ---------------------------------------------------------------------------------------------------------------
 // 1. Materialisation
-
-/** Time spent per kind of statement, from knex's query / query-response events (wall time, client side). */
-function statementTimer(knex: Knex) {
-  const open = new Map<string, { at: number; kind: string }>();
-  const totals = new Map<string, { ms: number; n: number }>();
-  const kindOf = (sql: string) => {
-    const s = sql.trim().toLowerCase();
-    if (s.startsWith('with batch')) return 'INSERT … SELECT of the batch (CTE)';
-    if (s.includes('from "campaigns"') && s.includes('for share')) return 'campaign row lock (SELECT … FOR SHARE)';
-    if (s.startsWith('begin') || s.startsWith('commit') || s.startsWith('rollback')) return 'BEGIN / COMMIT';
-    return 'other (beginCampaign, finishCampaign)';
-  };
-  const onQuery = (q: { __knexQueryUid?: string; sql: string }) => { if (q.__knexQueryUid) open.set(q.__knexQueryUid, { at: performance.now(), kind: kindOf(q.sql) }); };
-  const onDone = (_r: unknown, q: { __knexQueryUid?: string }) => {
-    const o = q.__knexQueryUid ? open.get(q.__knexQueryUid) : undefined;
-    if (!o) return;
-    open.delete(q.__knexQueryUid!);
-    const t = totals.get(o.kind) ?? { ms: 0, n: 0 };
-    t.ms += performance.now() - o.at;
-    t.n++;
-    totals.set(o.kind, t);
-  };
-  return {
-    start() { totals.clear(); open.clear(); knex.on('query', onQuery); knex.on('query-response', onDone); },
-    stop() { knex.off('query', onQuery); knex.off('query-response', onDone); return new Map(totals); },
-  };
-}
-
-async function newCampaign(knex: Knex, projectId: string, name: string, status: string): Promise<string> {
-  const [row] = await knex('campaigns').insert({
-    project_id: projectId, name, subject: 'News for {{ contact.data.firstName }}', body: BODY, audience_type: 'ALL', status, ...SENDER,
-  }).returning('id');
-  return (row as { id: string }).id;
-}
-
-/** Deletes a run's rows and vacuums, so that every run starts from the same empty table. */
-async function cleanEmails(knex: Knex, campaignId: string): Promise<void> {
-  await knex('emails').where('campaign_id', campaignId).delete();
-  await knex('campaigns').where('id', campaignId).delete();
-  await knex.raw('VACUUM ANALYZE emails');
-  await knex.raw('CHECKPOINT');
-}
-
-async function countRows(knex: Knex, campaignId: string): Promise<number> {
-  return Number(((await knex('emails').where('campaign_id', campaignId).count('* as n').first()) as { n: string }).n);
-}
-
-interface HeraldRun { ms: number; batches: number; runs: number; rows: number; statements: Map<string, { ms: number; n: number }>; pgCpuMs: number; selfCpuMs: number }
-
-/** The campaign workflow with Herald's campaign activities and a clock that stops at the first progress check. */
-async function heraldMaterialise(cluster: BenchCluster, projectId: string, rep: number): Promise<HeraldRun> {
-  const { knex } = cluster;
-  const campaignId = await newCampaign(knex, projectId, `herald-${rep}`, 'SCHEDULED');
-  // A secret of its own: the bench's project has no erased addresses, so no hash is ever compared.
-  const acts = campaignBatches({ knex, secret: randomBytes(32) });
-  let batches = 0;
-  let runs = 0;
-  let doneAt = 0;
-  const ctx: WorkflowContext = {
-    activities: {
-      ...({} as WorkflowContext['activities']), // only the campaign activities take part here
-      ...acts,
-      beginCampaign: (ref) => { runs++; return acts.beginCampaign(ref); },
-      campaignBatch: (ref) => { batches++; return acts.campaignBatch(ref); },
-      campaignProgress: async () => { doneAt ||= performance.now(); return { pending: 0, cancelled: false }; },
-    },
-    continueAsNewSuggested: () => false,
-    patched: () => true,
-    webhooks: { callWebhook: () => Promise.reject(new Error('no webhooks here')) },
-    receive: () => Promise.reject(new Error('no messages here')),
-    sleep: async (ms) => { await sleep(ms); },
-    now: async () => Date.now(),
-    isCancellation: () => false,
-    nonCancellable: (fn) => fn(),
-    continueAsNew: (_w, input) => sendCampaign(ctx, input as SendCampaignInput) as Promise<never>,
-  };
-  const timer = statementTimer(knex);
-  const pgBefore = cpuMs(cluster.postmasterPid(), true);
-  const selfBefore = cpuMs(process.pid);
-  timer.start();
-  const t0 = performance.now();
-  const phase = await sendCampaign(ctx, { projectId, campaignId });
-  const statements = timer.stop();
-  const ms = doneAt - t0;
-  const pgCpuMs = cpuMs(cluster.postmasterPid(), true) - pgBefore;
-  const selfCpuMs = cpuMs(process.pid) - selfBefore;
-  if (phase !== 'SENT') throw new Error(`the campaign workflow ended ${phase}`);
-  const rows = await countRows(knex, campaignId);
-  await cleanEmails(knex, campaignId);
-  return { ms, batches, runs, rows, statements, pgCpuMs, selfCpuMs };
-}
 
 async function floorMaterialise(cluster: BenchCluster, projectId: string, rep: number): Promise<{ ms: number; rows: number; pgCpuMs: number }> {
   const { knex } = cluster;
@@ -184,7 +87,8 @@ async function materialisation(cluster: BenchCluster, projectId: string) {
         floor.push(r);
         console.log(`  run ${rep} floor : ${f(r.ms)} ms, ${f(r.rows)} rows, PostgreSQL CPU ${f(r.pgCpuMs)} ms`);
       } else {
-        const r = await heraldMaterialise(cluster, projectId, rep);
+        const r = await heraldMaterialise(cluster, projectId, `herald-${rep}`);
+        if (r.rows !== N) throw new Error(`a materialisation left ${r.rows} rows instead of ${N}`);
         herald.push(r);
         console.log(`  run ${rep} herald: ${f(r.ms)} ms, ${f(r.rows)} rows in ${r.batches} batches (${r.runs} workflow runs), PostgreSQL CPU ${f(r.pgCpuMs)} ms, this process ${f(r.selfCpuMs)} ms`);
       }

@@ -155,7 +155,17 @@ runBench('bench:temporal', 40 * 60_000, async () => {
           await sleep(100);
         }
         const s = (Date.now() - t0) / 1000;
-        rows.automations!.push({ engine, executions: EXECUTIONS, 'all completed s': s.toFixed(1), 'executions/s': Math.round(EXECUTIONS / s), 'worker peak RSS MB': Math.round(hwmMb(ws[0]!.pid)) });
+        const row: Row = { engine, executions: EXECUTIONS, 'all completed s': s.toFixed(1), 'executions/s': Math.round(EXECUTIONS / s), 'worker peak RSS MB': Math.round(hwmMb(ws[0]!.pid)) };
+        if (engine === 'temporal') {
+          // History events per execution (the persistence writes docs/scaling.md counts), from the first 50 listed.
+          const counts: number[] = [];
+          for await (const w of client.workflow.list({ query: 'WorkflowType="runAutomation"' })) {
+            counts.push((await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory()).events?.length ?? 0);
+            if (counts.length >= 50) break;
+          }
+          if (counts.length) Object.assign(row, { 'history events per execution (mean, max)': `${(counts.reduce((a, b) => a + b, 0) / counts.length).toFixed(1)}, ${Math.max(...counts)}` });
+        }
+        rows.automations!.push(row);
         await Promise.all(ws.map((w) => w.stop()));
       }
       await api.stop();

@@ -96,7 +96,8 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   try {
     if (roles.worker) {
       identity = await claimWorkerIdentity({
-        databaseUrl: db.url,
+        // A session-level advisory lock: on a session of its own, never through a transaction pooler.
+        databaseUrl: db.sessionUrl,
         log,
         ...(config.executorId ? { requested: config.executorId } : {}),
         cluster: { engine: config.engine, sendRatePerSecond: config.sendRatePerSecond },
@@ -106,7 +107,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
         },
       });
     } else {
-      await checkClusterEngine(db.url, config.engine, log);
+      await checkClusterEngine(db.sessionUrl, config.engine, log);
     }
   } catch (err) {
     await db.close();
@@ -118,7 +119,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   const embedded = config.engine === 'temporal' ? undefined : load<typeof import('../engine/embedded')>('../engine/embedded');
   const cluster = config.engine === 'temporal' ? load<typeof import('../engine/temporal')>('../engine/temporal') : undefined;
   // The engine first: the API starts workflows with it, and so do activities (a domain check schedules the next).
-  const engine = await (cluster ? cluster.createTemporalEngine(temporal) : embedded!.createEmbeddedEngine({ databaseUrl: db.url, log }))
+  const engine = await (cluster ? cluster.createTemporalEngine(temporal) : embedded!.createEmbeddedEngine({ databaseUrl: db.sessionUrl, log }))
     .catch(async (err: unknown) => {
       // The id goes back at once (not when the process exits): an in-process caller may try again.
       await identity?.release();
@@ -142,7 +143,8 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     const executorId = identity!.executorId;
     worker = cluster
       ? await cluster.startTemporalWorker({ ...temporal, activities, identity: executorId })
-      : await embedded!.startEmbeddedWorker({ databaseUrl: db.url, log, activities, executorId });
+      // DBOS on session connections: its LISTEN/NOTIFY wake-ups and its schema lock need one (README, "Behind PgBouncer").
+      : await embedded!.startEmbeddedWorker({ databaseUrl: db.sessionUrl, log, activities, executorId });
     // On either engine, every worker drains the emails table at the shared rate (worker/deliveryQueue.ts).
     deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: config.sendRatePerSecond, executorId });
     // And every worker delivers the projects' outbound webhooks from their outbox (worker/webhookQueue.ts).

@@ -105,8 +105,8 @@ export async function recordReturns(trx: Knex.Transaction, returns: readonly Ret
            UPDATE emails e SET status = 'BOUNCED', error = h.error, updated_at = now()
            FROM unnest(?::uuid[], ?::text[]) AS h(id, error), emails was
            WHERE e.project_id = ?::uuid AND e.id = h.id AND e.status IN ('SENT', 'FAILED') AND was.project_id = e.project_id AND was.id = e.id
-           RETURNING e.project_id, e.campaign_id, e.is_test, was.status AS was),
-         ${campaignTally(`(SELECT project_id, campaign_id, ${statusTally('was', "'BOUNCED'")} FROM bounced WHERE NOT is_test)`, STATUS_TALLY)}
+           RETURNING e.project_id, e.campaign_id, e.variant, e.is_test, was.status AS was),
+         ${campaignTally(`(SELECT project_id, campaign_id, variant, ${statusTally('was', "'BOUNCED'")} FROM bounced WHERE NOT is_test)`, STATUS_TALLY)}
          SELECT count(*) FROM bounced`,
         [hard.map((h) => h.email.id), hard.map(({ returned: r }) => (r.kind === 'bounce' ? r.bounce.diagnostic ?? `bounced (${r.bounce.status ?? 'no status'})` : '')), projectId],
       );

@@ -11,6 +11,8 @@ export interface DispatchedCampaign extends CampaignAudienceRow {
   id: string;
   scheduled_at: Date | null;
   name: string;
+  /** Set for an A/B campaign: its workflow takes the test's path (workflows/sendCampaign.ts). */
+  ab_metric: string | null;
 }
 
 /**
@@ -37,7 +39,7 @@ async function campaignSummary(knex: Knex, c: DispatchedCampaign, secret: Buffer
 export async function dispatchCampaign(engine: Engine, knex: Knex, c: DispatchedCampaign, log: Logger, secret: Buffer): Promise<boolean> {
   const ref = { projectId: c.project_id, campaignId: c.id };
   try {
-    await engine.start('sendCampaign', ref, {
+    await engine.start('sendCampaign', { ...ref, ...(c.ab_metric ? { test: 'sample' as const } : {}) }, {
       id: workflowId.sendCampaign(ref),
       summary: await campaignSummary(knex, c, secret),
       ...(c.scheduled_at ? { startAt: c.scheduled_at } : {}),
@@ -54,7 +56,7 @@ export async function dispatchCampaign(engine: Engine, knex: Knex, c: Dispatched
 export async function dispatchPending(engine: Engine, knex: Knex, log: Logger, secret: Buffer, graceMs = 10_000): Promise<number> {
   const campaigns: DispatchedCampaign[] = await knex('campaigns')
     .where('status', 'SCHEDULED').whereNull('dispatched_at').where('updated_at', '<', new Date(Date.now() - graceMs))
-    .limit(100).select('project_id', 'id', 'scheduled_at', 'name', 'audience_type', 'segment_id', 'audience_filter');
+    .limit(100).select('project_id', 'id', 'scheduled_at', 'name', 'audience_type', 'segment_id', 'audience_filter', 'ab_metric');
   let started = 0;
   for (const c of campaigns) if (await dispatchCampaign(engine, knex, c, log, secret)) started++;
   return started;

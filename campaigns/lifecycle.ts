@@ -83,8 +83,8 @@ async function cancelQueuedEmails(trx: Knex.Transaction, ref: CampaignRef, error
     `WITH cancelled AS (
        UPDATE emails SET status = 'CANCELLED', error = coalesce(?::text, error), updated_at = now()
        WHERE project_id = ?::uuid AND campaign_id = ?::uuid AND status = 'QUEUED' AND NOT is_test
-       RETURNING project_id, campaign_id),
-     ${campaignTally(`(SELECT project_id, campaign_id, ${statusTally("'QUEUED'", "'CANCELLED'")} FROM cancelled)`, STATUS_TALLY)}
+       RETURNING project_id, campaign_id, variant),
+     ${campaignTally(`(SELECT project_id, campaign_id, variant, ${statusTally("'QUEUED'", "'CANCELLED'")} FROM cancelled)`, STATUS_TALLY)}
      SELECT count(*)::int AS n FROM cancelled`,
     [error, ref.projectId, ref.campaignId],
   );

@@ -1066,9 +1066,33 @@ export interface paths {
         put?: never;
         /**
          * Send [TEST] copies
-         * @description Permission `write`: owner, admin, member; keys: full.
+         * @description An A/B campaign sends a copy of each variant to each address (its subject says which: `[TEST B]`), or of `variant` only.
+         *
+         *     Permission `write`: owner, admin, member; keys: full.
          */
         post: operations["testCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/campaigns/{id}/winner": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Choose an A/B campaign's winner
+         * @description While the test runs (its sample sending, or its wait): ends the wait, and the variant goes to the rest of the audience. The only way a `manual` test is decided; a test by opens or clicks may be decided early this way too. 409 once a winner is decided.
+         *
+         *     Permission `write`: owner, admin, member; keys: full.
+         */
+        post: operations["chooseCampaignWinner"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2339,6 +2363,86 @@ export interface components {
              * @example null
              */
             temporalUiUrl: string | null;
+            /** @example Three new features and a fix you asked for */
+            previewText: string | null;
+            /**
+             * @description An A/B campaign's variants, as written (null parts are the campaign's); null for a plain campaign.
+             * @example null
+             */
+            variants: {
+                /**
+                 * @example A
+                 * @enum {string}
+                 */
+                key: "A" | "B" | "C" | "D" | "E";
+                /** @example Statement */
+                name: string | null;
+                /** @example June is here */
+                subject: string | null;
+                /** @example null */
+                previewText: string | null;
+                /** @example null */
+                fromName: string | null;
+                /** @example null */
+                body: string | null;
+                /**
+                 * Format: uuid
+                 * @example 0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08
+                 * @example null
+                 */
+                templateId: string | null;
+            }[] | null;
+            /**
+             * @description An A/B campaign's test and where it stands; null for a plain campaign. The figures of the decision: GET /campaigns/{id}/stats.
+             * @example null
+             */
+            abTest: {
+                /** @example 20 */
+                samplePercent: number;
+                /** @example 240 */
+                waitMinutes: number;
+                /**
+                 * @example opens
+                 * @enum {string}
+                 */
+                metric: "opens" | "clicks" | "manual";
+                /**
+                 * @description null until it starts sending; SAMPLE: the variants go to the sample; WAITING: the test's wait; DECIDED: the winner goes to the rest.
+                 * @example WAITING
+                 * @enum {string|null}
+                 */
+                phase: "SAMPLE" | "WAITING" | "DECIDED" | null;
+                /**
+                 * @description The sample's recipients, fixed when it started sending.
+                 * @example 0
+                 * @example 2400
+                 */
+                sampleSize: number | null;
+                /**
+                 * Format: date-time
+                 * @description When the wait ends (set once the sample has left the queue).
+                 * @example 2025-06-02T09:41:07.512Z
+                 * @example 2025-06-02T09:41:09.204Z
+                 */
+                waitEndsAt: string | null;
+                /**
+                 * @description A winner chosen by a person (POST /campaigns/{id}/winner).
+                 * @example null
+                 * @enum {string|null}
+                 */
+                chosen: "A" | "B" | "C" | "D" | "E" | null;
+                /**
+                 * @example null
+                 * @enum {string|null}
+                 */
+                winner: "A" | "B" | "C" | "D" | "E" | null;
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:07.512Z
+                 * @example null
+                 */
+                decidedAt: string | null;
+            } | null;
         };
         CampaignStats: {
             /**
@@ -2423,6 +2527,210 @@ export interface components {
                     clicks: number;
                 }[];
             };
+            /** @description An A/B campaign's sample, per variant. */
+            variants?: {
+                /** @example 0 */
+                variant: number;
+                /**
+                 * @example A
+                 * @enum {string}
+                 */
+                key: "A" | "B" | "C" | "D" | "E";
+                /** @example Statement */
+                name: string | null;
+                /** @example 600 */
+                totalRecipients: number;
+                /** @example 0 */
+                queued: number;
+                /** @example 598 */
+                sent: number;
+                /** @example 596 */
+                delivered: number;
+                /** @example 0 */
+                cancelled: number;
+                /** @example 1 */
+                suppressed: number;
+                /** @example 1 */
+                failed: number;
+                /** @example 2 */
+                bounced: number;
+                /** @example 0 */
+                complained: number;
+                /** @example 1 */
+                unsubscribed: number;
+                /** @example 301 */
+                opens: number;
+                /** @example 244 */
+                uniqueOpens: number;
+                /** @example 80 */
+                clicks: number;
+                /** @example 61 */
+                uniqueClicks: number;
+                /** @example 0.4094 */
+                openRate: number;
+                /** @example 0.1023 */
+                clickRate: number;
+                /** @description How sure the difference is (two-proportion z-test): the best variant against the runner-up, each other one against the best. */
+                significance: {
+                    /** @example null */
+                    opens: {
+                        /** @constant */
+                        method: "two-proportion z-test";
+                        /**
+                         * @description The variant compared with (0 is A).
+                         * @example 1
+                         */
+                        against: number;
+                        /** @example 2.31 */
+                        z: number;
+                        /** @example 0.0209 */
+                        pValue: number;
+                        /**
+                         * @description pValue < 0.05.
+                         * @example true
+                         */
+                        significant: boolean;
+                    } | null;
+                    /** @example null */
+                    clicks: {
+                        /** @constant */
+                        method: "two-proportion z-test";
+                        /**
+                         * @description The variant compared with (0 is A).
+                         * @example 1
+                         */
+                        against: number;
+                        /** @example 2.31 */
+                        z: number;
+                        /** @example 0.0209 */
+                        pValue: number;
+                        /**
+                         * @description pValue < 0.05.
+                         * @example true
+                         */
+                        significant: boolean;
+                    } | null;
+                };
+            }[];
+            /** @description An A/B campaign's emails to the rest of the audience (the winner's). */
+            rest?: {
+                /** @example 600 */
+                totalRecipients: number;
+                /** @example 0 */
+                queued: number;
+                /** @example 598 */
+                sent: number;
+                /** @example 596 */
+                delivered: number;
+                /** @example 0 */
+                cancelled: number;
+                /** @example 1 */
+                suppressed: number;
+                /** @example 1 */
+                failed: number;
+                /** @example 2 */
+                bounced: number;
+                /** @example 0 */
+                complained: number;
+                /** @example 1 */
+                unsubscribed: number;
+                /** @example 301 */
+                opens: number;
+                /** @example 244 */
+                uniqueOpens: number;
+                /** @example 80 */
+                clicks: number;
+                /** @example 61 */
+                uniqueClicks: number;
+                /** @example 0.4094 */
+                openRate: number;
+                /** @example 0.1023 */
+                clickRate: number;
+            };
+            /** @description An A/B campaign's decision, once made (null before). */
+            decision?: {
+                /**
+                 * @example B
+                 * @enum {string}
+                 */
+                winner: "A" | "B" | "C" | "D" | "E";
+                /**
+                 * @example metric
+                 * @enum {string}
+                 */
+                decidedBy: "metric" | "manual";
+                /**
+                 * @example opens
+                 * @enum {string}
+                 */
+                metric: "opens" | "clicks" | "manual";
+                /**
+                 * Format: date-time
+                 * @example 2025-06-02T09:41:07.512Z
+                 */
+                decidedAt: string;
+                /** @description The sample's figures when it was decided. */
+                figures: {
+                    /** @example 1 */
+                    variant: number;
+                    /**
+                     * @example B
+                     * @enum {string}
+                     */
+                    key: "A" | "B" | "C" | "D" | "E";
+                    /** @example 596 */
+                    delivered: number;
+                    /** @example 244 */
+                    uniqueOpens: number;
+                    /** @example 61 */
+                    uniqueClicks: number;
+                    /** @example 0.4094 */
+                    openRate: number;
+                    /** @example 0.1023 */
+                    clickRate: number;
+                }[];
+                /** @description The winner against the runner-up, when it was decided. */
+                significance: {
+                    /** @example null */
+                    opens: {
+                        /** @constant */
+                        method: "two-proportion z-test";
+                        /**
+                         * @description The variant compared with (0 is A).
+                         * @example 1
+                         */
+                        against: number;
+                        /** @example 2.31 */
+                        z: number;
+                        /** @example 0.0209 */
+                        pValue: number;
+                        /**
+                         * @description pValue < 0.05.
+                         * @example true
+                         */
+                        significant: boolean;
+                    } | null;
+                    /** @example null */
+                    clicks: {
+                        /** @constant */
+                        method: "two-proportion z-test";
+                        /**
+                         * @description The variant compared with (0 is A).
+                         * @example 1
+                         */
+                        against: number;
+                        /** @example 2.31 */
+                        z: number;
+                        /** @example 0.0209 */
+                        pValue: number;
+                        /**
+                         * @description pValue < 0.05.
+                         * @example true
+                         */
+                        significant: boolean;
+                    } | null;
+                };
+            } | null;
         };
         Contact: {
             /**
@@ -4334,7 +4642,7 @@ export interface components {
              *       "email.bounced"
              *     ]
              */
-            events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
+            events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent" | "campaign.winner")[];
             enabled: boolean;
             /** @enum {string} */
             status: "healthy" | "failing";
@@ -4439,7 +4747,7 @@ export interface components {
              *       "email.bounced"
              *     ]
              */
-            events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
+            events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent" | "campaign.winner")[];
             enabled: boolean;
             /** @enum {string} */
             status: "healthy" | "failing";
@@ -7556,6 +7864,11 @@ export interface operations {
                                  * @example 0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24
                                  */
                                 id: string;
+                                /**
+                                 * @description An A/B campaign's copy: the variant it is of.
+                                 * @enum {string}
+                                 */
+                                variant?: "A" | "B" | "C" | "D" | "E";
                             }[];
                         };
                     };
@@ -8443,7 +8756,10 @@ export interface operations {
                      *             "error": null,
                      *             "createdAt": "2025-06-02T09:41:07.512Z",
                      *             "updatedAt": "2025-06-02T09:41:09.204Z",
-                     *             "temporalUiUrl": null
+                     *             "temporalUiUrl": null,
+                     *             "previewText": "Three new features and a fix you asked for",
+                     *             "variants": null,
+                     *             "abTest": null
                      *           }
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
@@ -8563,6 +8879,70 @@ export interface operations {
                             }[];
                         }[];
                     };
+                    /**
+                     * @description The line inboxes show after the subject: a hidden preheader at the top of the body, with Liquid like the body.
+                     * @example Three new features and a fix you asked for
+                     */
+                    previewText?: string | null;
+                    /**
+                     * @description 2 to 5 variants (A, B, … in this order) of the message, tested on a sample before the winner goes to the rest (`abTest`). null clears them.
+                     * @example [
+                     *       {
+                     *         "name": "Statement",
+                     *         "subject": "June is here"
+                     *       },
+                     *       {
+                     *         "name": "Question",
+                     *         "subject": "Ready for June, {{ firstName }}?"
+                     *       }
+                     *     ]
+                     */
+                    variants?: {
+                        /** @example Question subject */
+                        name?: string | null;
+                        /** @example What’s new in June, {{ firstName }} */
+                        subject?: string | null;
+                        /**
+                         * @description The line inboxes show after the subject: a hidden preheader at the top of the body, with Liquid like the body.
+                         * @example Three new features and a fix you asked for
+                         */
+                        previewText?: string | null;
+                        /** @example Acme */
+                        fromName?: string | null;
+                        /** @example <h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p> */
+                        body?: string | null;
+                        /**
+                         * @description A template of the project: its subject and body apply where the variant has none of its own (the sender stays the campaign's).
+                         * @example 0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08
+                         */
+                        templateId?: string | null;
+                    }[] | null;
+                    /**
+                     * @description The A/B test of `variants` (both or neither). The winner goes to the rest of the audience as it is then, minus everyone already mailed.
+                     * @example {
+                     *       "samplePercent": 20,
+                     *       "waitMinutes": 240,
+                     *       "metric": "opens"
+                     *     }
+                     */
+                    abTest?: {
+                        /**
+                         * @description The share of the audience, in percent, that gets the variants first, split evenly and at random between them (the same people on a retry).
+                         * @example 20
+                         */
+                        samplePercent: number;
+                        /**
+                         * @description How long after the sample has left the queue the winner is decided: 10 minutes to 7 days.
+                         * @example 240
+                         */
+                        waitMinutes: number;
+                        /**
+                         * @description What decides: unique opens or unique clicks (as rates of delivered emails; proxies and scanners do not count), or `manual` (POST /campaigns/{id}/winner; the campaign waits for the choice).
+                         * @example opens
+                         * @enum {string}
+                         */
+                        metric: "opens" | "clicks" | "manual";
+                    } | null;
                 };
             };
         };
@@ -8617,7 +8997,10 @@ export interface operations {
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
                      *         "updatedAt": "2025-06-02T09:41:09.204Z",
-                     *         "temporalUiUrl": null
+                     *         "temporalUiUrl": null,
+                     *         "previewText": "Three new features and a fix you asked for",
+                     *         "variants": null,
+                     *         "abTest": null
                      *       }
                      *     }
                      */
@@ -8701,7 +9084,10 @@ export interface operations {
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
                      *         "updatedAt": "2025-06-02T09:41:09.204Z",
-                     *         "temporalUiUrl": null
+                     *         "temporalUiUrl": null,
+                     *         "previewText": "Three new features and a fix you asked for",
+                     *         "variants": null,
+                     *         "abTest": null
                      *       }
                      *     }
                      */
@@ -8835,6 +9221,70 @@ export interface operations {
                             }[];
                         }[];
                     };
+                    /**
+                     * @description The line inboxes show after the subject: a hidden preheader at the top of the body, with Liquid like the body.
+                     * @example Three new features and a fix you asked for
+                     */
+                    previewText?: string | null;
+                    /**
+                     * @description 2 to 5 variants (A, B, … in this order) of the message, tested on a sample before the winner goes to the rest (`abTest`). null clears them.
+                     * @example [
+                     *       {
+                     *         "name": "Statement",
+                     *         "subject": "June is here"
+                     *       },
+                     *       {
+                     *         "name": "Question",
+                     *         "subject": "Ready for June, {{ firstName }}?"
+                     *       }
+                     *     ]
+                     */
+                    variants?: {
+                        /** @example Question subject */
+                        name?: string | null;
+                        /** @example What’s new in June, {{ firstName }} */
+                        subject?: string | null;
+                        /**
+                         * @description The line inboxes show after the subject: a hidden preheader at the top of the body, with Liquid like the body.
+                         * @example Three new features and a fix you asked for
+                         */
+                        previewText?: string | null;
+                        /** @example Acme */
+                        fromName?: string | null;
+                        /** @example <h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p> */
+                        body?: string | null;
+                        /**
+                         * @description A template of the project: its subject and body apply where the variant has none of its own (the sender stays the campaign's).
+                         * @example 0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08
+                         */
+                        templateId?: string | null;
+                    }[] | null;
+                    /**
+                     * @description The A/B test of `variants` (both or neither). The winner goes to the rest of the audience as it is then, minus everyone already mailed.
+                     * @example {
+                     *       "samplePercent": 20,
+                     *       "waitMinutes": 240,
+                     *       "metric": "opens"
+                     *     }
+                     */
+                    abTest?: {
+                        /**
+                         * @description The share of the audience, in percent, that gets the variants first, split evenly and at random between them (the same people on a retry).
+                         * @example 20
+                         */
+                        samplePercent: number;
+                        /**
+                         * @description How long after the sample has left the queue the winner is decided: 10 minutes to 7 days.
+                         * @example 240
+                         */
+                        waitMinutes: number;
+                        /**
+                         * @description What decides: unique opens or unique clicks (as rates of delivered emails; proxies and scanners do not count), or `manual` (POST /campaigns/{id}/winner; the campaign waits for the choice).
+                         * @example opens
+                         * @enum {string}
+                         */
+                        metric: "opens" | "clicks" | "manual";
+                    } | null;
                 };
             };
         };
@@ -8889,7 +9339,10 @@ export interface operations {
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
                      *         "updatedAt": "2025-06-02T09:41:09.204Z",
-                     *         "temporalUiUrl": null
+                     *         "temporalUiUrl": null,
+                     *         "previewText": "Three new features and a fix you asked for",
+                     *         "variants": null,
+                     *         "abTest": null
                      *       }
                      *     }
                      */
@@ -8988,7 +9441,10 @@ export interface operations {
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
                      *         "updatedAt": "2025-06-02T09:41:09.204Z",
-                     *         "temporalUiUrl": null
+                     *         "temporalUiUrl": null,
+                     *         "previewText": "Three new features and a fix you asked for",
+                     *         "variants": null,
+                     *         "abTest": null
                      *       }
                      *     }
                      */
@@ -9072,7 +9528,10 @@ export interface operations {
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
                      *         "updatedAt": "2025-06-02T09:41:09.204Z",
-                     *         "temporalUiUrl": null
+                     *         "temporalUiUrl": null,
+                     *         "previewText": "Three new features and a fix you asked for",
+                     *         "variants": null,
+                     *         "abTest": null
                      *       }
                      *     }
                      */
@@ -9110,7 +9569,8 @@ export interface operations {
                  *       "emails": [
                  *         "ada@example.com",
                  *         "grace@example.com"
-                 *       ]
+                 *       ],
+                 *       "variant": "B"
                  *     }
                  */
                 "application/json": {
@@ -9121,6 +9581,12 @@ export interface operations {
                      *     ]
                      */
                     emails: string[];
+                    /**
+                     * @description An A/B campaign's variant to send copies of; without it, a copy of each variant to each address.
+                     * @example B
+                     * @enum {string}
+                     */
+                    variant?: "A" | "B" | "C" | "D" | "E";
                 };
             };
         };
@@ -9160,8 +9626,116 @@ export interface operations {
                                  * @example 0197a3c4-6a08-7f19-8e2d-3b5c7a9d1e24
                                  */
                                 id: string;
+                                /**
+                                 * @description An A/B campaign's copy: the variant it is of.
+                                 * @enum {string}
+                                 */
+                                variant?: "A" | "B" | "C" | "D" | "E";
                             }[];
                         };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+        };
+    };
+    chooseCampaignWinner: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID (upper case is accepted and lower-cased); anything else is a 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "variant": "B"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description The variant that goes to the rest of the audience.
+                     * @example B
+                     * @enum {string}
+                     */
+                    variant: "A" | "B" | "C" | "D" | "E";
+                };
+            };
+        };
+        responses: {
+            /** @description The campaign, its winner chosen (decided by its workflow a moment later: `abTest.winner`). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "0197a1f0-2b7d-7e65-b3a4-6c8d0e2f4a17",
+                     *         "name": "June newsletter",
+                     *         "description": "What shipped in May.",
+                     *         "templateId": "0197a0d2-8c34-7a91-9f6e-1b3d5f7a9c08",
+                     *         "subject": "What’s new in June, {{ firstName }}",
+                     *         "body": "<h1>Hello {{ firstName }}</h1><p>Here is what shipped in May.</p>",
+                     *         "bodyType": "html",
+                     *         "from": "news@example.com",
+                     *         "fromName": "Acme",
+                     *         "replyTo": null,
+                     *         "type": "MARKETING",
+                     *         "status": "DRAFT",
+                     *         "audienceType": "SEGMENT",
+                     *         "segmentId": "0197a0e5-4d12-7c80-8a5b-7e9f1c3d5b29",
+                     *         "audienceFilter": {
+                     *           "logic": "AND",
+                     *           "groups": [
+                     *             {
+                     *               "filters": [
+                     *                 {
+                     *                   "field": "data.plan",
+                     *                   "operator": "equals",
+                     *                   "value": "pro"
+                     *                 }
+                     *               ]
+                     *             }
+                     *           ]
+                     *         },
+                     *         "scheduledAt": "2025-06-02T09:41:07.512Z",
+                     *         "startedAt": "2025-06-02T09:41:07.512Z",
+                     *         "completedAt": "2025-06-02T09:41:07.512Z",
+                     *         "cancelledAt": "2025-06-02T09:41:07.512Z",
+                     *         "totalRecipients": null,
+                     *         "error": null,
+                     *         "createdAt": "2025-06-02T09:41:07.512Z",
+                     *         "updatedAt": "2025-06-02T09:41:09.204Z",
+                     *         "temporalUiUrl": null,
+                     *         "previewText": "Three new features and a fix you asked for",
+                     *         "variants": null,
+                     *         "abTest": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["Campaign"];
                     };
                 };
             };
@@ -10242,7 +10816,7 @@ export interface operations {
                      *       "email.bounced"
                      *     ]
                      */
-                    events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
+                    events: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent" | "campaign.winner")[];
                     enabled?: boolean;
                 };
             };
@@ -10416,7 +10990,7 @@ export interface operations {
                      *       "email.bounced"
                      *     ]
                      */
-                    events?: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent")[];
+                    events?: ("email.sent" | "email.failed" | "email.opened" | "email.clicked" | "email.bounced" | "email.complained" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent" | "campaign.winner")[];
                     enabled?: boolean;
                 };
             };

@@ -9,6 +9,18 @@ export interface Config {
   port: number;
   dataDir: string;
   databaseUrl: string | undefined;
+  /**
+   * DATABASE_SESSION_URL: where the connections that need a PostgreSQL session of their own go (a worker's id lock,
+   * DBOS's LISTEN/NOTIFY and its schema lock), when DATABASE_URL goes through a transaction pooler (PgBouncer in
+   * `pool_mode = transaction`); unset, DATABASE_URL. Only with DATABASE_URL.
+   */
+  databaseSessionUrl: string | undefined;
+  /**
+   * DATABASE_PREPARED_STATEMENTS: Herald's hottest statements are named (prepared once per connection). `false` sends
+   * them unnamed, for a transaction pooler that does not carry prepared statements across its server connections
+   * (PgBouncer before 1.21, or with max_prepared_statements = 0).
+   */
+  databasePreparedStatements: boolean;
   smtpUrl: string | undefined;
   engine: 'embedded' | 'temporal';
   temporalAddress: string | undefined;
@@ -159,6 +171,10 @@ const envSchema = Joi.object({
   PORT: Joi.number().integer().min(0).max(65535).empty('').default(3000),
   DATA_DIR: Joi.string().trim().min(1).default('./.data'),
   DATABASE_URL: urlWithScheme(['postgres', 'postgresql']).empty(''),
+  DATABASE_SESSION_URL: urlWithScheme(['postgres', 'postgresql']).empty('')
+    .when('DATABASE_URL', { is: Joi.exist(), otherwise: Joi.forbidden() })
+    .messages({ 'any.unknown': 'needs DATABASE_URL beside it (the embedded PostgreSQL has no pooler in front)' }),
+  DATABASE_PREPARED_STATEMENTS: Joi.boolean().truthy('1').falsy('0').empty('').default(true),
   SMTP_URL: urlWithScheme(['smtp', 'smtps']).empty(''),
   ENGINE: Joi.string().valid('embedded', 'temporal').empty('').default('embedded'),
   TEMPORAL_ADDRESS: Joi.string()
@@ -221,7 +237,7 @@ function configError(error: Joi.ValidationError, env: NodeJS.ProcessEnv): Config
   const detail = error.details[0]!;
   const variable = String(detail.path[0] ?? 'environment');
   const given = env[variable];
-  const shown = ['DATABASE_URL', 'SMTP_URL', 'SECRET_KEY', 'METRICS_TOKEN', 'OIDC_CLIENT_SECRET'].includes(variable) ? '(value hidden: it may hold a secret)' : JSON.stringify(given);
+  const shown = ['DATABASE_URL', 'DATABASE_SESSION_URL', 'SMTP_URL', 'SECRET_KEY', 'METRICS_TOKEN', 'OIDC_CLIENT_SECRET'].includes(variable) ? '(value hidden: it may hold a secret)' : JSON.stringify(given);
   const reason = detail.message.replace(/^"[^"]+" /, '');
   return new ConfigError(variable, `Invalid configuration: ${variable} ${reason}; got ${given === undefined ? 'nothing' : shown}.`);
 }
@@ -238,6 +254,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: value.PORT,
     dataDir: path.resolve(value.DATA_DIR),
     databaseUrl: value.DATABASE_URL,
+    databaseSessionUrl: value.DATABASE_SESSION_URL,
+    databasePreparedStatements: value.DATABASE_PREPARED_STATEMENTS,
     smtpUrl: value.SMTP_URL,
     engine: value.ENGINE,
     temporalAddress: value.TEMPORAL_ADDRESS,

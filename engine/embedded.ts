@@ -5,7 +5,7 @@ import { migrateSystemDatabase } from '@dbos-inc/dbos-sdk/internal/system_databa
 import type { Logger } from '../logging/logger';
 import type { WorkflowContext } from '../workflows/context';
 import { ACTIVITY_RETRY, PERMANENT_ERROR, WEBHOOK_RETRY, type RetryPolicy } from '../workflows/policy';
-import { workflows } from '../workflows/registry';
+import { queueOf, workflows } from '../workflows/registry';
 import { PARK_AFTER_MS } from '../workflows/runAutomation';
 import type { Activities, OtherActivities, WorkflowInputs, WorkflowName } from '../workflows/types';
 import { workflowFailures, workflowStartFailures, workflowStarts } from '../metrics/registry';
@@ -76,10 +76,10 @@ function dbosLogger(log: Logger) {
 }
 
 /** How a workflow is enqueued: a start time becomes a delay. */
-function enqueueOptions(workflow: WorkflowName, opts: StartOptions) {
+function enqueueOptions<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions) {
   const delayMs = opts.startAt ? opts.startAt.getTime() - Date.now() : 0;
   return {
-    queueName: workflows[workflow].queue === 'automation' ? AUTOMATION_QUEUE : DEFAULT_QUEUE,
+    queueName: queueOf(workflow, input) === 'automation' ? AUTOMATION_QUEUE : DEFAULT_QUEUE,
     workflowName: workflow,
     workflowID: opts.id,
     appVersion: WORKFLOWS_VERSION,
@@ -109,7 +109,7 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
     waits: 'parked',
     async start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions) {
       try {
-        await client.enqueue(enqueueOptions(workflow, opts), input);
+        await client.enqueue(enqueueOptions(workflow, input, opts), input);
       } catch (err) {
         workflowStartFailures.inc({ engine: 'embedded', workflow });
         throw err;

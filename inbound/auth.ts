@@ -1,4 +1,6 @@
 import { Resolver } from 'node:dns/promises';
+// Before mailauth: its DKIM and ARC modules then verify with keys parsed once per key (inbound/dkimKeys.ts).
+import './dkimKeys';
 import { authenticate, type AuthenticateResult } from 'mailauth';
 import type { DnsConfig } from '../config';
 

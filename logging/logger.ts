@@ -15,7 +15,7 @@ export function createLogger(level: string, name = 'herald', fd: 1 | 2 = 1): Log
       paths: [
         'authorization', '*.authorization', 'headers.authorization', '*.headers.authorization',
         'password', '*.password', 'secretKey', '*.secretKey', 'apiKey', '*.apiKey',
-        'databaseUrl', '*.databaseUrl', 'smtpUrl', '*.smtpUrl',
+        'databaseUrl', '*.databaseUrl', 'databaseSessionUrl', '*.databaseSessionUrl', 'smtpUrl', '*.smtpUrl',
         // People's sessions and links (issue 27): the cookie, its token, and the tokens of invitations and resets.
         'cookie', '*.cookie', 'headers.cookie', '*.headers.cookie', '["set-cookie"]', '*["set-cookie"]', 'token', '*.token', 'sessionToken', '*.sessionToken',
       ],

@@ -48,7 +48,8 @@ export function messageIdOf(email: Pick<Email, 'id' | 'fromEmail'>): string {
 }
 
 /** The subject of a test copy (POST /campaigns/:id/test, POST /templates/:id/test): it says so. */
-export const testSubject = (subject: string): string => `[TEST] ${subject}`;
+/** A test copy's subject: `[TEST]`, or `[TEST B]` for a copy of an A/B campaign's variant B. */
+export const testSubject = (subject: string, variant?: string): string => `[TEST${variant ? ` ${variant}` : ''}] ${subject}`;
 
 /** A Date header's value as nodemailer writes it (mime-node: toUTCString with +0000). */
 export const dateHeader = (at: Date) => at.toUTCString().replace(/GMT/, '+0000');

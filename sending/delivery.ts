@@ -15,6 +15,7 @@ import { replyAddressFor } from '../inbound/replyAddress';
 import { unsubscribeUrl } from '../mail/unsubscribe';
 import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
 import { currentContent, type CampaignContentRow } from '../campaigns/content';
+import { keyOf, readVariants, variantContents } from '../campaigns/abTest';
 import { addTracking } from '../tracking/links';
 import { deliveries, type DeliveryOutcome } from '../metrics/registry';
 
@@ -89,18 +90,25 @@ export function createComposer({ knex, log, secret, publicUrl, bounces }: Omit<D
     const pairs = (ids: [string, string | null][]) => [...new Map(ids.filter(([, id]) => id).map(([p, id]) => [`${p}/${id}`, [p, id!]])).values()];
     const [campaigns, contacts] = await Promise.all([
       knex('campaigns').whereIn(['project_id', 'id'], pairs(campaignMail.map((e) => [e.projectId, e.campaignId])))
-        .select('project_id', 'id', 'template_id', 'subject', 'body', 'body_type', 'from_email', 'from_name', 'reply_to'),
+        .select('project_id', 'id', 'template_id', 'subject', 'body', 'body_type', 'from_email', 'from_name', 'reply_to', 'preview_text', 'ab_winner', 'ab_metric'),
       knex('contacts').whereIn(['project_id', 'id'], pairs(campaignMail.map((e) => [e.projectId, e.contactId]))).select('project_id', 'id', 'email', 'subscribed', 'data'),
     ]);
     // A campaign that has not started sending (a draft's test copies) may leave its subject or body to its template,
-    // read as it is now; once sending, it has its own (campaigns/content.ts), and no template is read.
-    const campaignOf = new Map(await Promise.all(campaigns.map(async (c: CampaignContentRow & { id: string }) => [
-      `${c.project_id}/${c.id}`,
-      c.subject !== null && c.body !== null ? { subject: c.subject, body: c.body, markdown: c.body_type === 'markdown' } : await currentContent(knex, c),
-    ] as const)));
+    // read as it is now; once sending, it has its own (campaigns/content.ts), and no template is read. An A/B
+    // campaign's emails go out with their variant's content, and its rest with the winner's (campaigns/abTest.ts).
+    const campaignOf = new Map(await Promise.all(campaigns.map(async (c: CampaignContentRow & { id: string; preview_text: string | null; ab_winner: number | null; ab_metric: string | null }) => {
+      const applied = c.subject !== null && c.body !== null ? { subject: c.subject, body: c.body, markdown: c.body_type === 'markdown' } : await currentContent(knex, c);
+      const base = { ...applied, previewText: c.preview_text };
+      const variants = c.ab_metric !== null
+        ? await variantContents(knex, c.project_id, await readVariants(knex, c.project_id, c.id), async () => ({ ...(await currentContent(knex, c)), previewText: c.preview_text }))
+        : [];
+      return [`${c.project_id}/${c.id}`, { base, variants, winner: c.ab_winner }] as const;
+    })));
     const contactOf = new Map(contacts.map((c) => [`${c.project_id}/${c.id}`, c]));
     for (const email of campaignMail) {
-      const campaign = campaignOf.get(`${email.projectId}/${email.campaignId}`);
+      const sent = campaignOf.get(`${email.projectId}/${email.campaignId}`);
+      const variant = email.variant ?? sent?.winner ?? null;
+      const campaign = variant === null ? sent?.base : sent?.variants[variant];
       const contact = email.contactId ? contactOf.get(`${email.projectId}/${email.contactId}`) : undefined;
       if (!campaign || !campaign.subject || !campaign.body || (!email.isTest && (!contact || !contact.subscribed))) {
         result.set(email.id, null);
@@ -109,10 +117,11 @@ export function createComposer({ knex, log, secret, publicUrl, bounces }: Omit<D
       const url = contact ? unsubscribeUrl(publicUrl, secret, { projectId: email.projectId, contactId: contact.id, emailId: email.id }) : null;
       try {
         result.set(email.id, renderCampaignEmail(
-          { subject: campaign.subject, body: campaign.body, markdown: campaign.markdown },
+          { subject: campaign.subject, body: campaign.body, markdown: campaign.markdown, previewText: campaign.previewText },
           contact ? { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data } : { id: null, email: email.toEmail, subscribed: false, data: {} },
           url,
           email.isTest,
+          email.variant !== null ? keyOf(email.variant) : undefined,
         ));
       } catch (err) {
         if (!(err instanceof TemplateError)) throw err;
@@ -240,10 +249,10 @@ export function createDeliverer(deps: DeliveryDeps) {
              -- running campaign through them for each write (23 ms a statement, 2 x slower delivery). This way only
              -- the primary key can find the rows.
              AND CASE e.status WHEN 'SENDING' THEN true WHEN 'QUEUED' THEN o.status IN ('SENT', 'FAILED') ELSE false END
-           RETURNING e.project_id, e.id, e.event_id, e.contact_id, e.campaign_id, e.is_test, o.status, o.message_id, o.error
+           RETURNING e.project_id, e.id, e.event_id, e.contact_id, e.campaign_id, e.variant, e.is_test, o.status, o.message_id, o.error
          ),
          -- Its campaign's counts: every changed email was QUEUED or SENDING (the CASE above), counted as queued.
-         ${campaignTally(`(SELECT project_id, campaign_id, ${statusTally("'QUEUED'", 'status')} FROM changed WHERE NOT is_test)`, STATUS_TALLY)},
+         ${campaignTally(`(SELECT project_id, campaign_id, variant, ${statusTally("'QUEUED'", 'status')} FROM changed WHERE NOT is_test)`, STATUS_TALLY)},
          new_events AS (
            -- The event id was announced by the send API when the email was queued.
            SELECT event_id AS id, project_id, CASE WHEN status = 'SENT' THEN 'email.sent' ELSE 'email.failed' END AS name,

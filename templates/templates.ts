@@ -97,7 +97,10 @@ export async function deleteTemplate(db: Knex.Transaction, projectId: string, id
   if (!deleted) throw notFound('Template');
   const [workflows, campaigns]: [{ name: string }[], { name: string }[]] = await Promise.all([
     db('automations').where({ project_id: projectId, enabled: true }).whereRaw('template_ids @> ARRAY[?]::uuid[]', [id]).select('name'),
-    db('campaigns').where({ project_id: projectId, template_id: id }).whereIn('status', ['DRAFT', 'SCHEDULED', 'SENDING']).orderBy('name').select('name'),
+    // Written from it, or one of its A/B variants is.
+    db('campaigns as k').where('k.project_id', projectId).whereIn('k.status', ['DRAFT', 'SCHEDULED', 'SENDING'])
+      .where((q) => q.where('k.template_id', id).orWhereExists(db('campaign_variants as v').whereRaw('v.project_id = k.project_id AND v.campaign_id = k.id').where('v.template_id', id)))
+      .orderBy('k.name').select('k.name'),
   ]);
   if (workflows.length) {
     throw conflict(`Template is used by enabled workflows: ${workflows.map((u) => u.name).join(', ')}`, 'Disable those workflows or change their SEND_EMAIL steps first.');

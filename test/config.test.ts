@@ -23,6 +23,8 @@ describe('defaults', () => {
       port: 3000,
       dataDir: path.resolve('./.data'),
       databaseUrl: undefined,
+      databaseSessionUrl: undefined,
+      databasePreparedStatements: true,
       smtpUrl: undefined,
       engine: 'embedded',
       temporalAddress: undefined,
@@ -87,6 +89,8 @@ describe('valid values are read and converted', () => {
       port: 8080,
       dataDir: '/var/lib/herald',
       databaseUrl: 'postgres://herald:secret@db.internal:5432/herald',
+      databaseSessionUrl: undefined,
+      databasePreparedStatements: true,
       smtpUrl: 'smtps://user:pass@smtp.example.com:465',
       engine: 'temporal',
       temporalAddress: 'temporal.internal:7233',
@@ -114,6 +118,13 @@ describe('valid values are read and converted', () => {
     const id = '01890000-0000-7000-8000-00000000000A';
     expect(loadConfig({ INVITATION_TTL_HOURS: '24', SYSTEM_PROJECT_ID: id, SYSTEM_FROM_EMAIL: 'NoReply@Example.com' }).people)
       .toEqual({ invitationTtlHours: 24, systemSender: { projectId: id.toLowerCase(), email: 'noreply@example.com' } });
+  });
+
+  test('behind a transaction pooler: DATABASE_SESSION_URL (only with DATABASE_URL) and DATABASE_PREPARED_STATEMENTS', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://h:s@pgbouncer:6432/herald', DATABASE_SESSION_URL: 'postgres://h:s@postgres:5432/herald', DATABASE_PREPARED_STATEMENTS: 'false' }))
+      .toMatchObject({ databaseUrl: 'postgres://h:s@pgbouncer:6432/herald', databaseSessionUrl: 'postgres://h:s@postgres:5432/herald', databasePreparedStatements: false });
+    expect(loadConfig({ DATABASE_PREPARED_STATEMENTS: '0' }).databasePreparedStatements).toBe(false);
+    expect(configError({ DATABASE_SESSION_URL: 'postgres://h:s@postgres:5432/herald' }).message).toContain('needs DATABASE_URL');
   });
 
   test('PORT=0 (an ephemeral port) is allowed; postgresql:// and smtp:// schemes too', () => {
@@ -202,6 +213,8 @@ describe('a bad value raises a ConfigError naming the variable', () => {
     ['ENGINE', { ENGINE: 'foo' }],
     ['DATABASE_URL', { DATABASE_URL: 'mysql://x' }],
     ['DATABASE_URL', { DATABASE_URL: 'not a url' }],
+    ['DATABASE_SESSION_URL', { DATABASE_URL: 'postgres://localhost/herald', DATABASE_SESSION_URL: 'mysql://x' }],
+    ['DATABASE_PREPARED_STATEMENTS', { DATABASE_PREPARED_STATEMENTS: 'sometimes' }],
     ['SMTP_URL', { SMTP_URL: 'http://x' }],
     ['API_RATE_LIMIT_PER_MINUTE', { API_RATE_LIMIT_PER_MINUTE: '0' }],
     ['API_RATE_LIMIT_PER_MINUTE', { API_RATE_LIMIT_PER_MINUTE: 'lots' }],
@@ -272,6 +285,7 @@ describe('a bad value raises a ConfigError naming the variable', () => {
     ['DATABASE_URL', 'mysql://root:Sup3rSecretPw@db.internal/herald'],
     ['DATABASE_URL', 'postgres://root:Sup3rSecretPw@db internal/herald'],
     ['DATABASE_URL', 'Sup3rSecretPw'],
+    ['DATABASE_SESSION_URL', 'mysql://root:Sup3rSecretPw@db.internal/herald'],
     ['SMTP_URL', 'http://mailer:Sup3rSecretPw@smtp.example.com'],
     ['METRICS_TOKEN', 'Sup3rSecretPw'],
   ])('the value of %s is never echoed (it may hold a password): %s', (variable, value) => {

@@ -32,7 +32,7 @@ export const HITS_SQL = `WITH h AS (
        -- first_opened_at / first_clicked_at = now(): set by this statement (now() is its transaction's start, and it
        -- runs alone in autocommit), so the email counts once more among its campaign's unique opens / clicks. A
        -- concurrent batch that set it first committed another transaction's now(): this one waited and keeps it.
-       RETURNING e.project_id, e.id, e.contact_id, e.campaign_id, e.is_test, h.opens, h.clicks,
+       RETURNING e.project_id, e.id, e.contact_id, e.campaign_id, e.variant, e.is_test, h.opens, h.clicks,
                  (h.human_open AND e.first_opened_at = now())::int AS unique_opens,
                  (h.human_click AND e.first_clicked_at = now())::int AS unique_clicks),
      ${campaignTally('(SELECT * FROM counted WHERE NOT is_test)', ['opens', 'unique_opens', 'clicks', 'unique_clicks'])},

@@ -17,6 +17,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'contact.subscribed',
   'contact.unsubscribed',
   'campaign.sent',
+  'campaign.winner',
 ] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];

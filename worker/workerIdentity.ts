@@ -18,7 +18,9 @@ import type { Logger } from '../logging/logger';
  * requeues the claims of an id whose heartbeat is older than STALE_AFTER_MS (worker/deliveryQueue.ts): a worker that
  * never comes back costs 15 s, not a lease of minutes.
  *
- * The advisory lock needs a real session: behind PgBouncer, point workers at PostgreSQL or use session pooling.
+ * The advisory lock needs a real session: behind a transaction pooler (PgBouncer), a released server connection would
+ * keep the lock after the worker died, and another client of the pooler would inherit it. So this connection goes to
+ * DATABASE_SESSION_URL (PostgreSQL itself, or a session-mode pool), not through DATABASE_URL's pooler.
  *
  * One pool, one engine, one rate (issue 25): a worker joining a database whose live workers run another ENGINE or
  * SEND_RATE_PER_SECOND would run workflows no other worker sees, or pace the shared queue at its own rate. So, holding

@@ -1,6 +1,8 @@
 import type { WorkflowContext } from './context';
 import { activityFailureMessage } from './failure';
-import type { CampaignPhase, CampaignRef, SendCampaignInput } from './types';
+import { WAKE_TOPIC } from './policy';
+import { WAIT_CHUNK_MS } from './runAutomation';
+import type { AbStage, BatchPart, CampaignPhase, CampaignRef, SendCampaignInput, WaitClock } from './types';
 
 /** Contacts per batch: one activity resolves them (one SQL statement) and stores their emails in the delivery queue. */
 export const CAMPAIGN_BATCH_SIZE = 500;
@@ -33,41 +35,70 @@ export function drainPollMs(pending: number, ratePerSecond = 14, drainedPerSecon
  * as an API cancel. When an activity fails for good (a permanent failure such as an audience that cannot be
  * evaluated, or the last of its retries), the campaign ends FAILED with the reason, its queued emails cancelled and a
  * `campaign.failed` event recorded (campaigns/lifecycle.ts, failCampaignRows), instead of staying SENDING for ever.
+ *
+ * An A/B campaign (`input.test`) sends its sample first (each variant to its share, campaigns/abTest.ts), waits until
+ * the sample has left the queue and then for the test's wait (or a person's choice: a wake-up), decides the winner,
+ * and sends the winner to the rest of the audience as it is then. Plain campaigns never take that path, so their
+ * recorded histories replay as before.
  */
 export async function sendCampaign(ctx: WorkflowContext, input: SendCampaignInput): Promise<CampaignPhase> {
   const ref: CampaignRef = { projectId: input.projectId, campaignId: input.campaignId };
-  const result = await run(ctx, ref, input);
-  // Outside run's try: Temporal's continue-as-new is thrown, and must not be taken for a failed activity.
+  const result = await ended(ctx, ref, () => (input.test ? abTest(ctx, ref, input, input.test) : plain(ctx, ref, input)));
+  // Outside the try: Temporal's continue-as-new is thrown, and must not be taken for a failed activity.
   if (typeof result === 'object') return ctx.continueAsNew('sendCampaign', result);
   return result;
 }
 
-/** The campaign's work until it ends (its phase) or the run has done its share (the input of the next run). */
-async function run(ctx: WorkflowContext, ref: CampaignRef, input: SendCampaignInput): Promise<CampaignPhase | SendCampaignInput> {
+/** What a part of the work comes to: the campaign's phase (it ended), the input of the next run, or null (go on). */
+type Step = CampaignPhase | SendCampaignInput | null;
+
+/** A plain campaign's work until it ends (its phase) or the run has done its share (the input of the next run). */
+async function plain(ctx: WorkflowContext, ref: CampaignRef, input: SendCampaignInput): Promise<CampaignPhase | SendCampaignInput> {
+  const phase = await ctx.activities.beginCampaign(ref);
+  if (phase !== 'SENDING') return phase;
+  if (!input.draining) {
+    const queued = await queue(ctx, ref, input.after ?? null, undefined, (after) => ({ ...ref, after }));
+    if (queued !== null) return queued;
+  }
+  const drained = await drain(ctx, ref, { ...ref, draining: true });
+  if (drained !== null) return drained;
+  return await ctx.activities.finishCampaign(ref);
+}
+
+/** An A/B campaign's work, from `stage` on: the sample, the wait and the decision, the rest. */
+async function abTest(ctx: WorkflowContext, ref: CampaignRef, input: SendCampaignInput, stage: AbStage): Promise<CampaignPhase | SendCampaignInput> {
+  const phase = await ctx.activities.beginCampaign(ref);
+  if (phase !== 'SENDING') return phase;
+  let after = input.after ?? null;
+  if (stage === 'sample') {
+    const queued = await queue(ctx, ref, after, 'sample', (last) => ({ ...ref, test: 'sample', after: last }));
+    if (queued !== null) return queued;
+    stage = 'wait';
+    after = null;
+  }
+  if (stage === 'wait') {
+    // The wait starts once the sample has left the queue, so that every variant has had the same time to be opened.
+    const drained = await drain(ctx, ref, { ...ref, test: 'wait' });
+    if (drained !== null) return drained;
+    const waited = await awaitWinner(ctx, ref);
+    if (waited !== null) return waited;
+    const decided = await ctx.activities.decideWinner(ref);
+    if (decided.cancelled) return 'CANCELLED';
+  }
+  // The rest: from the decision on, or from where a run of the rest's batches stopped.
+  if (!input.draining || input.test !== 'rest') {
+    const queued = await queue(ctx, ref, after, 'rest', (last) => ({ ...ref, test: 'rest', after: last }));
+    if (queued !== null) return queued;
+  }
+  const drained = await drain(ctx, ref, { ...ref, test: 'rest', draining: true });
+  if (drained !== null) return drained;
+  return await ctx.activities.finishCampaign(ref);
+}
+
+/** Runs `work`; a cancellation from the engine cancels the campaign as the API does, any other failure fails it. */
+async function ended(ctx: WorkflowContext, ref: CampaignRef, work: () => Promise<CampaignPhase | SendCampaignInput>): Promise<CampaignPhase | SendCampaignInput> {
   try {
-    const phase = await ctx.activities.beginCampaign(ref);
-    if (phase !== 'SENDING') return phase;
-    let after = input.after ?? null;
-    for (let batches = 0; !input.draining; batches++) {
-      if (batches === BATCHES_PER_RUN || ctx.continueAsNewSuggested()) return { ...ref, after };
-      const batch = await ctx.activities.campaignBatch({ ...ref, after, size: CAMPAIGN_BATCH_SIZE });
-      if (batch.cancelled) return 'CANCELLED';
-      after = batch.last;
-      if (batch.done) break;
-    }
-    // The last look: its backlog and how long the workflow then slept (deterministic: activity results and its own timers).
-    let last: { pending: number; sleptMs: number } | undefined;
-    for (let polls = 0; ; polls++) {
-      if (polls === DRAIN_POLLS_PER_RUN || ctx.continueAsNewSuggested()) return { ...ref, draining: true };
-      const progress = await ctx.activities.campaignProgress(ref);
-      if (progress.cancelled) return 'CANCELLED';
-      if (progress.pending === 0) break;
-      const drained = last ? ((last.pending - progress.pending) * 1000) / last.sleptMs : undefined;
-      const sleptMs = drainPollMs(progress.pending, progress.ratePerSecond, drained);
-      await ctx.sleep(sleptMs);
-      last = { pending: progress.pending, sleptMs };
-    }
-    return await ctx.activities.finishCampaign(ref);
+    return await work();
   } catch (err) {
     if (ctx.isCancellation(err)) {
       await ctx.nonCancellable(() => ctx.activities.cancelCampaign(ref));
@@ -77,4 +108,54 @@ async function run(ctx: WorkflowContext, ref: CampaignRef, input: SendCampaignIn
     if (!ctx.patched('campaign-failed-state')) throw err;
     return await ctx.activities.failCampaign({ ...ref, error: activityFailureMessage(err).slice(0, 1000) });
   }
+}
+
+/**
+ * Queues the audience (or its A/B `part`) batch by batch from `after`; null when all of it is queued. A run that has
+ * done BATCHES_PER_RUN batches (or whose history the server finds long) answers `next`'s input, to continue as new.
+ */
+async function queue(ctx: WorkflowContext, ref: CampaignRef, after: string | null, part: BatchPart | undefined, next: (after: string | null) => SendCampaignInput): Promise<Step> {
+  for (let batches = 0; ; batches++) {
+    if (batches === BATCHES_PER_RUN || ctx.continueAsNewSuggested()) return next(after);
+    const batch = await ctx.activities.campaignBatch({ ...ref, after, size: CAMPAIGN_BATCH_SIZE, ...(part ? { part } : {}) });
+    if (batch.cancelled) return 'CANCELLED';
+    after = batch.last;
+    if (batch.done) return null;
+  }
+}
+
+/**
+ * Waits until every email of the campaign queued so far has left the queue; null then. A run that has looked
+ * DRAIN_POLLS_PER_RUN times answers `next` (the same wait, in a fresh run).
+ */
+async function drain(ctx: WorkflowContext, ref: CampaignRef, next: SendCampaignInput): Promise<Step> {
+  // The last look: its backlog and how long the workflow then slept (deterministic: activity results and its own timers).
+  let last: { pending: number; sleptMs: number } | undefined;
+  for (let polls = 0; ; polls++) {
+    if (polls === DRAIN_POLLS_PER_RUN || ctx.continueAsNewSuggested()) return next;
+    const progress = await ctx.activities.campaignProgress(ref);
+    if (progress.cancelled) return 'CANCELLED';
+    if (progress.pending === 0) return null;
+    const drained = last ? ((last.pending - progress.pending) * 1000) / last.sleptMs : undefined;
+    const sleptMs = drainPollMs(progress.pending, progress.ratePerSecond, drained);
+    await ctx.sleep(sleptMs);
+    last = { pending: progress.pending, sleptMs };
+  }
+}
+
+/**
+ * An A/B campaign's wait for its winner: until its wait is over, or a person chose a winner (the API's wake-up
+ * ends the wait early), as the database says after each wake-up or timer; null when a winner can be decided. Stale
+ * wake-ups only make it look again. A long wait with many looks continues in a fresh run, which looks again first.
+ */
+async function awaitWinner(ctx: WorkflowContext, ref: CampaignRef): Promise<Step> {
+  // Where the engine's timers keep their own time, the row hears it too (an activity's input: replay compares none).
+  const clock = async (): Promise<WaitClock> => (ctx.timersOwnClock ? { now: await ctx.now() } : {});
+  let state = await ctx.activities.testWait({ ...ref, ...(await clock()) });
+  for (let looks = 0; state.state === 'WAITING'; looks++) {
+    if (looks === DRAIN_POLLS_PER_RUN || ctx.continueAsNewSuggested()) return { ...ref, test: 'wait' };
+    await ctx.receive(WAKE_TOPIC, state.remainingMs === null ? WAIT_CHUNK_MS : Math.min(Math.max(state.remainingMs, 0), WAIT_CHUNK_MS));
+    state = await ctx.activities.testWait({ ...ref, ...(await clock()) });
+  }
+  return state.state === 'CANCELLED' ? 'CANCELLED' : null;
 }

@@ -90,6 +90,8 @@ async function observed<T>(workflow: string, run: () => Promise<T>): Promise<T> 
 }
 
 export async function sendCampaign(input: SendCampaignInput) {
+  // An A/B campaign's wait ends early when a person chooses its winner (a wake-up); plain campaigns never wait for one.
+  setHandler(wake, () => { inbox.set(WAKE_TOPIC, (inbox.get(WAKE_TOPIC) ?? 0) + 1); });
   return observed('sendCampaign', () => sendCampaignLogic(context, input));
 }
 

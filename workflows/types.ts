@@ -19,7 +19,29 @@ export interface SendCampaignInput extends CampaignRef {
   after?: string | null;
   /** Every batch is stored: a continued run only waits for the deliveries. */
   draining?: boolean;
+  /**
+   * An A/B campaign (it has variants and a test, campaigns/abTest.ts), and where its run goes on from: the sample's
+   * batches, the wait for the winner, or the rest's batches (then `after` and `draining` are the rest's).
+   * Absent: a plain campaign.
+   */
+  test?: AbStage;
 }
+
+/** The parts of an A/B campaign's work, in order (workflows/sendCampaign.ts). */
+export type AbStage = 'sample' | 'wait' | 'rest';
+
+/** Which emails a campaign batch queues: a plain campaign's (absent), an A/B campaign's sample, or its rest. */
+export type BatchPart = 'sample' | 'rest';
+
+/**
+ * Where an A/B campaign's wait for its winner stands, as the database decides it: WAITING (`remainingMs` null: a
+ * manual test past its wait, waiting for a person's choice), READY (a winner can be decided: the wait is over, or a
+ * person chose one), or CANCELLED (the campaign is no longer sending).
+ */
+export type TestWaitState =
+  | { state: 'WAITING'; remainingMs: number | null }
+  | { state: 'READY' }
+  | { state: 'CANCELLED' };
 
 /**
  * Every engine workflow's input, by name (workflows/registry.ts holds their code). Here, with the other types, so
@@ -140,9 +162,20 @@ export interface ImportBatchResult {
 /** The activities every engine runs for the workflows, as plain async functions (activities/). */
 export interface Activities {
   beginCampaign(ref: CampaignRef): Promise<CampaignPhase>;
-  campaignBatch(ref: CampaignRef & { after: string | null; size: number }): Promise<BatchResult>;
+  /** The next batch of the audience after `after` into the delivery queue: all of it, or (A/B) the sample's or the rest's part. */
+  campaignBatch(ref: CampaignRef & { after: string | null; size: number; part?: BatchPart }): Promise<BatchResult>;
   campaignProgress(ref: CampaignRef): Promise<{ pending: number; cancelled: boolean; ratePerSecond?: number }>;
   finishCampaign(ref: CampaignRef): Promise<CampaignPhase>;
+  /**
+   * An A/B campaign's wait for its winner: begins it (WAITING, its end stored; a repeated call keeps the first end)
+   * and answers where it stands.
+   */
+  testWait(ref: CampaignRef & WaitClock): Promise<TestWaitState>;
+  /**
+   * Decides an A/B campaign's winner (a person's choice, else its metric), records it with a `campaign.winner` event,
+   * once: a repeated call answers the winner recorded. `cancelled`: the campaign is no longer sending.
+   */
+  decideWinner(ref: CampaignRef): Promise<{ cancelled: boolean; winner: number | null }>;
   cancelCampaign(ref: CampaignRef): Promise<CampaignPhase>;
   /**
    * The campaign's workflow gave up: SCHEDULED or SENDING → FAILED with `error`, its queued emails cancelled and a

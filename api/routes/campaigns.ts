@@ -1,11 +1,12 @@
 import { actorOf } from '../../audit/log';
 import type { CampaignRow, Campaigns } from '../../campaigns/campaigns';
+import { keyOf } from '../../campaigns/abTest';
 import { crud, created, noContent, ok } from '../openapi/operations';
 import { decodeCursor, toPage } from '../pagination';
 import { deleted, reply, route, type Lookup } from '../route';
 import * as A from '../schemas/answers';
 import {
-  audienceSchema, campaignStatsQuerySchema, createCampaignSchema, listCampaignsQuerySchema, patchCampaignSchema, sendCampaignSchema, testCampaignSchema,
+  audienceSchema, campaignStatsQuerySchema, chooseWinnerSchema, createCampaignSchema, listCampaignsQuerySchema, patchCampaignSchema, sendCampaignSchema, testCampaignSchema,
 } from '../schemas/campaigns';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -13,12 +14,20 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 export function campaignJson(c: CampaignRow, campaigns: Pick<Campaigns, 'workflowUrl'>) {
   return {
     id: c.id, name: c.name, description: c.description, templateId: c.template_id, subject: c.subject, body: c.body, bodyType: c.body_type,
-    from: c.from_email, fromName: c.from_name, replyTo: c.reply_to, type: 'MARKETING' as const, status: c.status,
+    from: c.from_email, fromName: c.from_name, replyTo: c.reply_to, previewText: c.preview_text, type: 'MARKETING' as const, status: c.status,
     audienceType: c.audience_type, segmentId: c.segment_id, audienceFilter: c.audience_filter,
     scheduledAt: iso(c.scheduled_at), startedAt: iso(c.started_at), completedAt: iso(c.completed_at), cancelledAt: iso(c.cancelled_at),
     totalRecipients: c.total_recipients ?? c.recipients_so_far ?? null, error: c.error,
     createdAt: c.created_at.toISOString(), updatedAt: c.updated_at.toISOString(),
     temporalUiUrl: campaigns.workflowUrl(c),
+    variants: c.variants.length ? c.variants.map((v) => ({
+      key: keyOf(v.position), name: v.name, subject: v.subject, previewText: v.preview_text, fromName: v.from_name, body: v.body, templateId: v.template_id,
+    })) : null,
+    abTest: c.ab_metric ? {
+      samplePercent: c.ab_sample_percent!, waitMinutes: c.ab_wait_minutes!, metric: c.ab_metric,
+      phase: c.ab_phase, sampleSize: c.ab_sample_size, waitEndsAt: iso(c.ab_ends_at),
+      chosen: c.ab_chosen === null ? null : keyOf(c.ab_chosen), winner: c.ab_winner === null ? null : keyOf(c.ab_winner), decidedAt: iso(c.ab_decided_at),
+    } : null,
   };
 }
 
@@ -66,7 +75,15 @@ export const campaignRoutes = [
   route({ operationId: 'testCampaign', method: 'post', path: '/campaigns/:id/test', summary: 'Send [TEST] copies', tag: 'Campaigns', access: 'secret', permission: 'write', body: testCampaignSchema,
     answers: ok('The test emails.', A.campaignTestAnswer),
     before: owned,
-    handle: async ({ auth, params, body, services }) => reply({ emails: await services.campaigns.test(auth.projectId, params.id, body.emails) }) }),
+    description: 'An A/B campaign sends a copy of each variant to each address (its subject says which: `[TEST B]`), or of `variant` only.',
+    handle: async ({ auth, params, body, services }) => reply({ emails: await services.campaigns.test(auth.projectId, params.id, body.emails, body.variant) }) }),
+
+  route({ operationId: 'chooseCampaignWinner', method: 'post', path: '/campaigns/:id/winner', summary: "Choose an A/B campaign's winner", tag: 'Campaigns', access: 'secret', permission: 'write', body: chooseWinnerSchema,
+    description: 'While the test runs (its sample sending, or its wait): ends the wait, and the variant goes to the rest of the audience. '
+      + 'The only way a `manual` test is decided; a test by opens or clicks may be decided early this way too. 409 once a winner is decided.',
+    answers: ok('The campaign, its winner chosen (decided by its workflow a moment later: `abTest.winner`).', A.campaignAnswer), errors: [409],
+    before: owned,
+    handle: async ({ auth, params, body, services }) => reply(campaignJson(await services.campaigns.chooseWinner(auth.projectId, params.id, body.variant, actorOf(auth)), services.campaigns)) }),
 
   route({ operationId: 'getCampaignStats', method: 'get', path: '/campaigns/:id/stats', summary: "A campaign's statistics", tag: 'Campaigns', access: 'secret', permission: 'read', query: campaignStatsQuerySchema,
     description: '`?series=hour` or `?series=day` adds its opens and clicks over time (`series`).',

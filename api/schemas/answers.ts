@@ -5,6 +5,7 @@ import { EXECUTION_STATUSES, STEP_TYPES } from '../../automations/steps';
 import { EMAIL_STATUSES } from '../../emails/emails';
 import { OVERVIEW_QUEUE_CAP, OVERVIEW_WINDOWS } from '../../emails/overview';
 import { WEBHOOK_EVENT_TYPES } from '../../webhooks/types';
+import { AB_METRICS, VARIANT_KEYS } from '../../campaigns/abTest';
 import { EXAMPLE, example } from './common';
 
 /**
@@ -132,9 +133,41 @@ export const campaignAnswer = shape({
   totalRecipients: nullable(Joi.number().integer().min(0)).example(null), error: nullable(Joi.string()), createdAt: instant, updatedAt: example(instant, EXAMPLE.later),
   temporalUiUrl: nullable(Joi.string().uri()).example(null)
     .description('Its workflow in Temporal UI, once it is scheduled or sent, when Herald runs on Temporal with TEMPORAL_UI_URL set; null otherwise.'),
+  previewText: nullable(Joi.string().allow('')).example('Three new features and a fix you asked for'),
+  variants: nullable(Joi.array().items(shape({
+    key: example(Joi.string().valid(...VARIANT_KEYS), 'A'), name: nullable(Joi.string()).example('Statement'),
+    subject: nullable(Joi.string()).example('June is here'), previewText: nullable(Joi.string()).example(null), fromName: nullable(Joi.string()).example(null),
+    body: nullable(Joi.string()).example(null), templateId: nullable(idOf(EXAMPLE.templateId)).example(null),
+  }))).example(null).description('An A/B campaign\'s variants, as written (null parts are the campaign\'s); null for a plain campaign.'),
+  abTest: nullable(shape({
+    samplePercent: Joi.number().integer().example(20), waitMinutes: Joi.number().integer().example(240), metric: example(Joi.string().valid(...AB_METRICS), 'opens'),
+    phase: nullable(Joi.string().valid('SAMPLE', 'WAITING', 'DECIDED')).example('WAITING')
+      .description('null until it starts sending; SAMPLE: the variants go to the sample; WAITING: the test\'s wait; DECIDED: the winner goes to the rest.'),
+    sampleSize: nullable(count).example(2400).description('The sample\'s recipients, fixed when it started sending.'),
+    waitEndsAt: nullable(instant).example(EXAMPLE.later).description('When the wait ends (set once the sample has left the queue).'),
+    chosen: nullable(Joi.string().valid(...VARIANT_KEYS)).example(null).description('A winner chosen by a person (POST /campaigns/{id}/winner).'),
+    winner: nullable(Joi.string().valid(...VARIANT_KEYS)).example(null), decidedAt: nullable(instant).example(null),
+  })).example(null).description('An A/B campaign\'s test and where it stands; null for a plain campaign. The figures of the decision: GET /campaigns/{id}/stats.'),
 }).id('Campaign');
 
-export const campaignTestAnswer = shape({ emails: Joi.array().items(shape({ email: text(EXAMPLE.email), id: idOf(EXAMPLE.emailId) })) });
+export const campaignTestAnswer = shape({
+  emails: Joi.array().items(shape({
+    email: text(EXAMPLE.email), id: idOf(EXAMPLE.emailId),
+    variant: sometimes(Joi.string().valid(...VARIANT_KEYS).optional()).description('An A/B campaign\'s copy: the variant it is of.'),
+  })),
+});
+
+const significanceAnswer = nullable(shape({
+  method: Joi.valid('two-proportion z-test'), against: example(Joi.number().integer().min(0).max(4), 1).description('The variant compared with (0 is A).'),
+  z: Joi.number().example(2.31), pValue: Joi.number().min(0).max(1).example(0.0209), significant: Joi.boolean().example(true).description('pValue < 0.05.'),
+})).example(null);
+
+/** db/queries/campaigns.ts VariantStats, without its position. */
+const variantCounts = {
+  totalRecipients: countOf(600), queued: countOf(0), sent: countOf(598), delivered: countOf(596), cancelled: countOf(0), suppressed: countOf(1),
+  failed: countOf(1), bounced: countOf(2), complained: countOf(0), unsubscribed: countOf(1), opens: countOf(301), uniqueOpens: countOf(244),
+  clicks: countOf(80), uniqueClicks: countOf(61), openRate: Joi.number().min(0).example(0.4094), clickRate: Joi.number().min(0).example(0.1023),
+};
 
 // db/queries/campaigns.ts CampaignStats
 export const campaignStatsAnswer = shape({
@@ -152,6 +185,23 @@ export const campaignStatsAnswer = shape({
     points: Joi.array().items(shape({ at: instant, opens: countOf(212), clicks: countOf(41) }))
       .description('Every hour or UTC day from the campaign\'s start to now (zeros included), at most 168 hours or 90 days.'),
   }).optional().description('With `?series=hour|day`: the open and click events of its emails per bucket (as GET /events lists them).'),
+  // campaigns/campaigns.ts AbStats: an A/B campaign's only.
+  variants: sometimes(Joi.array().items(shape({
+    variant: Joi.number().integer().min(0).max(4).example(0), key: example(Joi.string().valid(...VARIANT_KEYS), 'A'), name: nullable(Joi.string()).example('Statement'),
+    ...variantCounts,
+    significance: shape({ opens: significanceAnswer, clicks: significanceAnswer })
+      .description('How sure the difference is (two-proportion z-test): the best variant against the runner-up, each other one against the best.'),
+  })).optional()).description('An A/B campaign\'s sample, per variant.'),
+  rest: sometimes(shape(variantCounts).optional()).description('An A/B campaign\'s emails to the rest of the audience (the winner\'s).'),
+  decision: sometimes(nullable(shape({
+    winner: example(Joi.string().valid(...VARIANT_KEYS), 'B'), decidedBy: example(Joi.string().valid('metric', 'manual'), 'metric'),
+    metric: example(Joi.string().valid(...AB_METRICS), 'opens'), decidedAt: instant,
+    figures: Joi.array().items(shape({
+      variant: Joi.number().integer().example(1), key: example(Joi.string().valid(...VARIANT_KEYS), 'B'), delivered: countOf(596),
+      uniqueOpens: countOf(244), uniqueClicks: countOf(61), openRate: Joi.number().example(0.4094), clickRate: Joi.number().example(0.1023),
+    })).description('The sample\'s figures when it was decided.'),
+    significance: shape({ opens: significanceAnswer, clicks: significanceAnswer }).description('The winner against the runner-up, when it was decided.'),
+  })).optional()).description('An A/B campaign\'s decision, once made (null before).'),
 }).id('CampaignStats');
 
 export const audienceCountAnswer = shape({ count: countOf(12408).description('Subscribed contacts of the audience whose address is not suppressed: who a send would go to now.') });

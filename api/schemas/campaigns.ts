@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { conditionSchema } from '../../audience/condition';
 import type { Audience, CampaignInput, CampaignStatus } from '../../campaigns/campaigns';
+import { AB_LIMITS, AB_METRICS, VARIANT_KEYS, type AbTestSettings, type VariantInput, type VariantKey } from '../../campaigns/abTest';
 import { SERIES_INTERVALS, type SeriesInterval } from '../../campaigns/series';
 import { cursorSchema, limitSchema } from '../pagination';
 import { dateSchema, emailSchema, EXAMPLE, example, headerTextSchema, uuidSchema } from './common';
@@ -23,6 +24,36 @@ const fields = {
   audienceType: Joi.string().valid('ALL', 'SEGMENT', 'FILTERED').example('SEGMENT'),
   segmentId: example(uuidSchema, EXAMPLE.segmentId),
   audienceFilter: conditionSchema,
+  previewText: headerTextSchema.max(500).allow('', null).example('Three new features and a fix you asked for')
+    .description('The line inboxes show after the subject: a hidden preheader at the top of the body, with Liquid like the body.'),
+};
+
+/** A variant of an A/B campaign: each part it gives replaces the campaign's (campaigns/abTest.ts resolveVariant). */
+const variantSchema = Joi.object<VariantInput, true>({
+  name: Joi.string().trim().max(100).allow('', null).example('Question subject'),
+  subject: fields.subject,
+  previewText: fields.previewText,
+  fromName: fields.fromName,
+  body: fields.body,
+  templateId: example(uuidSchema.allow(null), EXAMPLE.templateId)
+    .description('A template of the project: its subject and body apply where the variant has none of its own (the sender stays the campaign\'s).'),
+}).example({ name: 'Question subject', subject: 'Ready for June, {{ firstName }}?' });
+
+const abTestSchema = Joi.object<AbTestSettings, true>({
+  samplePercent: Joi.number().integer().min(AB_LIMITS.minPercent).max(AB_LIMITS.maxPercent).required().example(20)
+    .description('The share of the audience, in percent, that gets the variants first, split evenly and at random between them (the same people on a retry).'),
+  waitMinutes: Joi.number().integer().min(AB_LIMITS.minWaitMinutes).max(AB_LIMITS.maxWaitMinutes).required().example(240)
+    .description('How long after the sample has left the queue the winner is decided: 10 minutes to 7 days.'),
+  metric: Joi.string().valid(...AB_METRICS).required().example('opens')
+    .description('What decides: unique opens or unique clicks (as rates of delivered emails; proxies and scanners do not count), or `manual` (POST /campaigns/{id}/winner; the campaign waits for the choice).'),
+}).allow(null).example({ samplePercent: 20, waitMinutes: 240, metric: 'opens' })
+  .description('The A/B test of `variants` (both or neither). The winner goes to the rest of the audience as it is then, minus everyone already mailed.');
+
+const abFields = {
+  variants: Joi.array().items(variantSchema).min(AB_LIMITS.minVariants).max(AB_LIMITS.maxVariants).allow(null)
+    .example([{ name: 'Statement', subject: 'June is here' }, { name: 'Question', subject: 'Ready for June, {{ firstName }}?' }])
+    .description('2 to 5 variants (A, B, … in this order) of the message, tested on a sample before the winner goes to the rest (`abTest`). null clears them.'),
+  abTest: abTestSchema,
 };
 
 const byAudience = {
@@ -35,6 +66,7 @@ const unlessTemplate = <S extends Joi.StringSchema>(schema: S): S => schema.when
 
 export const createCampaignSchema = Joi.object<CampaignBody, true>({
   ...fields,
+  ...abFields,
   name: fields.name.required(),
   subject: unlessTemplate(fields.subject),
   body: unlessTemplate(fields.body),
@@ -49,7 +81,7 @@ export const createCampaignSchema = Joi.object<CampaignBody, true>({
 export type PatchCampaignBody = Partial<CampaignBody>;
 
 /** A patch may change the audience; segmentId/audienceFilter must then agree with the (new or current) type, checked in the route. */
-export const patchCampaignSchema = Joi.object<PatchCampaignBody, true>(fields).min(1)
+export const patchCampaignSchema = Joi.object<PatchCampaignBody, true>({ ...fields, ...abFields }).min(1)
   .example({ subject: 'What’s new in June', description: 'Moved to the first Tuesday.' });
 
 export interface SendCampaignBody {
@@ -62,9 +94,22 @@ export const sendCampaignSchema = Joi.object<SendCampaignBody, true>({
 
 export interface TestCampaignBody {
   emails: string[];
+  variant?: VariantKey;
 }
 
-export const testCampaignSchema = Joi.object<TestCampaignBody, true>({ emails: Joi.array().items(emailSchema).min(1).max(10).required().example(['ada@example.com', 'grace@example.com']) });
+export const testCampaignSchema = Joi.object<TestCampaignBody, true>({
+  emails: Joi.array().items(emailSchema).min(1).max(10).required().example(['ada@example.com', 'grace@example.com']),
+  variant: Joi.string().valid(...VARIANT_KEYS).example('B')
+    .description('An A/B campaign\'s variant to send copies of; without it, a copy of each variant to each address.'),
+});
+
+export interface ChooseWinnerBody {
+  variant: VariantKey;
+}
+
+export const chooseWinnerSchema = Joi.object<ChooseWinnerBody, true>({
+  variant: Joi.string().valid(...VARIANT_KEYS).required().example('B').description('The variant that goes to the rest of the audience.'),
+});
 
 export interface ListCampaignsQuery {
   limit: number;

@@ -11,12 +11,22 @@ export interface Sink {
   times: number[];
   /** Envelope recipients, in acceptance order. */
   recipients: string[];
+  /** Connections open now, the most open at once, and the most messages waiting for their answer at once (with a delay). */
+  sessions: { open: number; peak: number; peakWaiting: number };
   reset(): void;
   waitFor(n: number, timeoutMs: number): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startSink(): Promise<Sink> {
+/**
+ * `delayMs`: each message is answered that long after its data ended (a simulated relay or provider whose reply takes
+ * that long: the sender's connection is held meanwhile, as by a real one), so that throughput at a given latency and
+ * number of connections can be measured; 0 (the default) answers at once.
+ */
+export async function startSink(opts: { delayMs?: number } = {}): Promise<Sink> {
+  const delayMs = opts.delayMs ?? 0;
+  const sessions = { open: 0, peak: 0, peakWaiting: 0 };
+  let waiting = 0;
   let times: number[] = [];
   let recipients: string[] = [];
   let waiters: { n: number; resolve: () => void }[] = [];
@@ -26,13 +36,24 @@ export async function startSink(): Promise<Sink> {
     logger: false,
     size: 30 * 1024 * 1024,
     maxClients: 1000,
+    onConnect(_session, callback) {
+      sessions.open++;
+      sessions.peak = Math.max(sessions.peak, sessions.open);
+      callback();
+    },
+    onClose() { sessions.open--; },
     onData(stream, session, callback) {
       stream.on('data', () => undefined);
-      stream.on('end', () => {
+      const accept = () => {
         times.push(performance.timeOrigin + performance.now());
         recipients.push(session.envelope.rcptTo[0]?.address ?? '');
         callback(null, 'OK');
         if (waiters.length) waiters = waiters.filter((w) => (times.length >= w.n ? (w.resolve(), false) : true));
+      };
+      stream.on('end', () => {
+        if (delayMs <= 0) { accept(); return; }
+        sessions.peakWaiting = Math.max(sessions.peakWaiting, ++waiting);
+        setTimeout(() => { waiting--; accept(); }, delayMs);
       });
     },
   });
@@ -47,7 +68,8 @@ export async function startSink(): Promise<Sink> {
     url: `smtp://127.0.0.1:${port}`,
     get times() { return times; },
     get recipients() { return recipients; },
-    reset() { times = []; recipients = []; },
+    sessions,
+    reset() { times = []; recipients = []; sessions.peak = sessions.open; sessions.peakWaiting = 0; },
     waitFor(n, timeoutMs) {
       if (times.length >= n) return Promise.resolve();
       return new Promise((resolve, reject) => {

@@ -34,6 +34,8 @@ import * as contactErasure from './20261204000002_contact_erasure';
 import * as inbound from './20261205000001_inbound';
 import * as inboundMore from './20261205000002_inbound_more';
 import * as campaignOutcomes from './20261206000010_campaign_outcomes';
+import * as abCampaigns from './20261207000001_ab_campaigns';
+import * as inboundLz4 from './20261207000020_inbound_lz4';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -76,6 +78,8 @@ const migrations: Record<string, Knex.Migration> = {
   '20261205000002_inbound_more': inboundMore,
   '20261206000001_contact_import_seen_cleanup': contactImportSeenCleanup,
   '20261206000010_campaign_outcomes': campaignOutcomes,
+  '20261207000001_ab_campaigns': abCampaigns,
+  '20261207000020_inbound_lz4': inboundLz4,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -14,6 +14,8 @@ export class Email extends BaseModel {
   projectId!: string;
   contactId!: string | null;
   campaignId!: string | null;
+  /** An A/B campaign's sample email: its variant (0 is A). Null otherwise (the rest of an A/B campaign gets its winner). */
+  variant!: number | null;
   isTest!: boolean;
   templateId!: string | null;
   fromEmail!: string;

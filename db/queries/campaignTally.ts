@@ -11,23 +11,28 @@ export type TallyColumn = 'total' | 'queued' | 'sent' | 'failed' | 'cancelled' |
 export const CAMPAIGN_STATS_SHARDS = 8;
 
 /**
- * A CTE `campaign_tally` (for a statement's WITH list) that adds up `rows`, a relation with `project_id`,
- * `campaign_id` (NULL: not a campaign's email) and one column per name in `columns` (what each row adds to that
- * count, negative to take away), into campaign_stats: one upsert per campaign, in campaign order so that concurrent
- * writers of one shard lock its rows in the same order.
+ * The CTEs `campaign_tally` and `campaign_variant_tally` (for a statement's WITH list) that add up `rows`, a relation
+ * with `project_id`, `campaign_id` (NULL: not a campaign's email), `variant` (an A/B campaign's sample email's variant;
+ * NULL otherwise) and one column per name in `columns` (what each row adds to that count, negative to take away):
+ * into campaign_stats, one upsert per campaign, and for the sample's emails also into campaign_variant_stats, one per
+ * campaign and variant (migration 20261207000001); each in key order, so that concurrent writers of one shard lock
+ * its rows in the same order. A statement about plain campaigns' emails finds no row for the second.
  */
 export function campaignTally(rows: string, columns: readonly TallyColumn[]): string {
   const sums = columns.map((c) => `sum(t.${c})`);
-  return `campaign_tally AS (
-    INSERT INTO campaign_stats AS s (project_id, campaign_id, shard, ${columns.join(', ')})
-    SELECT t.project_id, t.campaign_id, pg_backend_pid() % ${CAMPAIGN_STATS_SHARDS}, ${sums.join(', ')}
-    FROM ${rows} AS t
-    WHERE t.campaign_id IS NOT NULL
-    GROUP BY t.project_id, t.campaign_id
+  const upsert = (table: string, keys: string[]) => `
+    INSERT INTO ${table} AS s (project_id, campaign_id, ${keys.map((k) => `${k}, `).join('')}shard, ${columns.join(', ')})
+    SELECT t.project_id, t.campaign_id, ${keys.map((k) => `t.${k}, `).join('')}pg_backend_pid() % ${CAMPAIGN_STATS_SHARDS}, ${sums.join(', ')}
+    FROM tallied AS t
+    WHERE t.campaign_id IS NOT NULL${keys.map((k) => ` AND t.${k} IS NOT NULL`).join('')}
+    GROUP BY t.project_id, t.campaign_id${keys.map((k) => `, t.${k}`).join('')}
     HAVING ${sums.map((s) => `${s} <> 0`).join(' OR ')}
-    ORDER BY t.project_id, t.campaign_id
-    ON CONFLICT (project_id, campaign_id, shard) DO UPDATE SET ${columns.map((c) => `${c} = s.${c} + excluded.${c}`).join(', ')}
-    RETURNING 1)`;
+    ORDER BY t.project_id, t.campaign_id${keys.map((k) => `, t.${k}`).join('')}
+    ON CONFLICT (project_id, campaign_id, ${keys.map((k) => `${k}, `).join('')}shard) DO UPDATE SET ${columns.map((c) => `${c} = s.${c} + excluded.${c}`).join(', ')}
+    RETURNING 1`;
+  return `tallied AS (SELECT * FROM ${rows} AS r),
+  campaign_tally AS (${upsert('campaign_stats', [])}),
+  campaign_variant_tally AS (${upsert('campaign_variant_stats', ['variant'])})`;
 }
 
 /**

@@ -85,9 +85,50 @@ export const campaignStatsSql = `
          coalesce((SELECT json_agg(json_build_object('url', url, 'clicks', clicks, 'uniqueClicks', unique_clicks) ORDER BY clicks DESC, url) FROM links), '[]'::json) AS links
   FROM s, h`;
 
+/** An A/B campaign's sample figures of one variant: the campaign's own counts and rates, but for its links. */
+export type VariantStats = Omit<CampaignStats, 'links' | 'opened' | 'clicked'> & {
+  /** The variant's position (0 is A). */
+  variant: number;
+};
+
+/**
+ * The sample's stats of each of an A/B campaign's `variants` (positions 0 … variants − 1), from what was kept as it
+ * happened (campaign_variant_stats, migration 20261207000001): one statement over a few rows per variant. A variant
+ * with no email yet has zeros. Counted as the campaign's own: `sent` includes emails bounced since, `delivered` not,
+ * `bounced` is the emails with a bounce, rates are of delivered.
+ */
+export async function campaignVariantStats(db: Knex, projectId: string, campaignId: string, variants: number): Promise<VariantStats[]> {
+  const { rows } = await db.raw(
+    `SELECT v.variant, coalesce(sum(s.total), 0)::int AS total, coalesce(sum(s.queued), 0)::int AS queued, coalesce(sum(s.sent), 0)::int AS sent,
+            coalesce(sum(s.failed), 0)::int AS failed, coalesce(sum(s.cancelled), 0)::int AS cancelled, coalesce(sum(s.suppressed), 0)::int AS suppressed,
+            coalesce(sum(s.bounced), 0)::int AS bounced_emails, coalesce(sum(s.bounce_events), 0)::int AS bounced,
+            coalesce(sum(s.complained), 0)::int AS complained, coalesce(sum(s.unsubscribed), 0)::int AS unsubscribed,
+            coalesce(sum(s.opens), 0)::int AS opens, coalesce(sum(s.unique_opens), 0)::int AS unique_opens,
+            coalesce(sum(s.clicks), 0)::int AS clicks, coalesce(sum(s.unique_clicks), 0)::int AS unique_clicks
+     FROM generate_series(0, ?::int - 1) AS v(variant)
+     LEFT JOIN campaign_variant_stats s ON s.project_id = ?::uuid AND s.campaign_id = ?::uuid AND s.variant = v.variant
+     GROUP BY v.variant ORDER BY v.variant`,
+    [variants, projectId, campaignId],
+  );
+  return (rows as Record<string, number>[]).map((r) => {
+    const rate = (n: number) => (r.sent! > 0 ? Math.round((n / r.sent!) * 10_000) / 10_000 : 0);
+    return {
+      variant: r.variant!, totalRecipients: r.total!, queued: r.queued!, sent: r.sent! + r.bounced_emails!, delivered: r.sent!, cancelled: r.cancelled!,
+      suppressed: r.suppressed!, failed: r.failed!, bounced: r.bounced!, complained: r.complained!, unsubscribed: r.unsubscribed!,
+      opens: r.opens!, uniqueOpens: r.unique_opens!, clicks: r.clicks!, uniqueClicks: r.unique_clicks!, openRate: rate(r.unique_opens!), clickRate: rate(r.unique_clicks!),
+    };
+  });
+}
+
+/** What decides an A/B test (campaigns/abDecision.ts): each variant's delivered sample emails and their unique opens and clicks. */
+export async function campaignVariantFigures(db: Knex, projectId: string, campaignId: string, variants: number) {
+  return (await campaignVariantStats(db, projectId, campaignId, variants))
+    .map((s) => ({ variant: s.variant, delivered: s.delivered, uniqueOpens: s.uniqueOpens, uniqueClicks: s.uniqueClicks }));
+}
+
 /** A deleted campaign's results (migration 20261203000001), in its delete's transaction. */
 export async function deleteCampaignStats(trx: Knex.Transaction, projectId: string, campaignId: string): Promise<void> {
-  for (const table of ['campaign_stats', 'campaign_hourly_stats', 'campaign_link_stats']) {
+  for (const table of ['campaign_stats', 'campaign_hourly_stats', 'campaign_link_stats', 'campaign_variant_stats']) {
     await trx(table).where({ project_id: projectId, campaign_id: campaignId }).delete();
   }
 }

@@ -216,10 +216,10 @@ export async function getContact(db: Knex, projectId: string, id: string): Promi
 export async function deleteContact(db: Knex, projectId: string, id: string): Promise<boolean> {
   const { rows } = await db.raw(
     `WITH unsent AS (
-       SELECT project_id, campaign_id FROM emails
+       SELECT project_id, campaign_id, variant FROM emails
        WHERE project_id = ?::uuid AND contact_id = ?::uuid AND campaign_id IS NOT NULL AND NOT is_test AND status IN ('QUEUED', 'SENDING')),
      gone AS (DELETE FROM contacts WHERE project_id = ?::uuid AND id = ?::uuid RETURNING 1),
-     ${campaignTally('(SELECT u.project_id, u.campaign_id, -1 AS total, -1 AS queued FROM unsent u WHERE EXISTS (SELECT 1 FROM gone))', ['total', 'queued'])}
+     ${campaignTally('(SELECT u.project_id, u.campaign_id, u.variant, -1 AS total, -1 AS queued FROM unsent u WHERE EXISTS (SELECT 1 FROM gone))', ['total', 'queued'])}
      SELECT count(*)::int AS n FROM gone`,
     [projectId, id, projectId, id],
   );

@@ -54,8 +54,8 @@ export const EVENT_EFFECTS = eventEffects();
 
 /**
  * EVENT_EFFECTS, where the webhook payloads and the campaigns' results read the emails from `emails`, a relation
- * (project_id, id, to_email, subject, campaign_id, is_test): a statement that writes emails and their events together
- * names the emails it writes.
+ * (project_id, id, to_email, subject, campaign_id, variant, is_test): a statement that writes emails and their events
+ * together names the emails it writes.
  */
 export function eventEffects(emails = 'emails'): string {
   return `
@@ -103,10 +103,15 @@ export function eventEffects(emails = 'emails'): string {
   -- statement, events_email_idx), and its clicks per link with the emails a person clicked it in for the first time
   -- (events_clicks_idx). Test copies are not counted. Only these five names look their email up.
   campaign_events AS (
-    SELECT ev.id, ev.project_id, ev.name, ev.email_id, ev.created_at, ev.data, e.campaign_id
+    SELECT ev.id, ev.project_id, ev.name, ev.email_id, ev.created_at, ev.data, e.campaign_id, e.variant
     FROM inserted ev JOIN ${emails} e ON e.project_id = ev.project_id AND e.id = ev.email_id
     WHERE ev.name IN (${CAMPAIGN_EVENTS.map((n) => `'${n}'`).join(', ')}) AND ev.email_id IS NOT NULL
       AND e.campaign_id IS NOT NULL AND NOT e.is_test),
+  -- Each email's first bounce, complaint and unsubscribe (no such event of it recorded before this statement).
+  campaign_firsts AS (
+    SELECT DISTINCT ON (c.email_id, c.name) c.* FROM campaign_events c
+    WHERE c.name IN ('email.bounced', 'email.complained', 'contact.unsubscribed')
+      AND NOT EXISTS (SELECT 1 FROM events o WHERE o.project_id = c.project_id AND o.email_id = c.email_id AND o.name = c.name)),
   campaign_hours AS (
     INSERT INTO campaign_hourly_stats AS h (project_id, campaign_id, hour, shard, opened, clicked, bounced, complained, unsubscribed)
     SELECT project_id, campaign_id, date_trunc('hour', created_at, 'UTC'), pg_backend_pid() % ${EVENT_NAME_SHARDS},
@@ -116,14 +121,24 @@ export function eventEffects(emails = 'emails'): string {
     FROM (
       SELECT c.*, false AS first FROM campaign_events c WHERE c.name IN ('email.opened', 'email.clicked')
       UNION ALL
-      SELECT DISTINCT ON (c.email_id, c.name) c.*, true FROM campaign_events c
-      WHERE c.name IN ('email.bounced', 'email.complained', 'contact.unsubscribed')
-        AND NOT EXISTS (SELECT 1 FROM events o WHERE o.project_id = c.project_id AND o.email_id = c.email_id AND o.name = c.name)
+      SELECT f.*, true FROM campaign_firsts f
     ) x
     GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
     ON CONFLICT (project_id, campaign_id, hour, shard) DO UPDATE SET
       opened = h.opened + excluded.opened, clicked = h.clicked + excluded.clicked, bounced = h.bounced + excluded.bounced,
       complained = h.complained + excluded.complained, unsubscribed = h.unsubscribed + excluded.unsubscribed
+    RETURNING 1),
+  -- The same firsts of an A/B campaign's sample emails, per variant (migration 20261207000001).
+  campaign_variant_firsts AS (
+    INSERT INTO campaign_variant_stats AS v (project_id, campaign_id, variant, shard, bounce_events, complained, unsubscribed)
+    SELECT project_id, campaign_id, variant, pg_backend_pid() % ${EVENT_NAME_SHARDS},
+           count(*) FILTER (WHERE name = 'email.bounced'), count(*) FILTER (WHERE name = 'email.complained'),
+           count(*) FILTER (WHERE name = 'contact.unsubscribed')
+    FROM campaign_firsts WHERE variant IS NOT NULL
+    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (project_id, campaign_id, variant, shard) DO UPDATE SET
+      bounce_events = v.bounce_events + excluded.bounce_events, complained = v.complained + excluded.complained,
+      unsubscribed = v.unsubscribed + excluded.unsubscribed
     RETURNING 1),
   campaign_links AS (
     INSERT INTO campaign_link_stats AS l (project_id, campaign_id, url, shard, clicks, unique_clicks)

@@ -219,7 +219,7 @@ const storeSql = (flips: boolean) => `WITH want AS (
            jsonb_build_object('source', 'api')
     FROM flipped f
   ),
-  ${eventEffects('(SELECT project_id, id, to_email, subject, NULL::uuid AS campaign_id, false AS is_test FROM rows)')}
+  ${eventEffects('(SELECT project_id, id, to_email, subject, NULL::uuid AS campaign_id, NULL::smallint AS variant, false AS is_test FROM rows)')}
   SELECT herald_retry_unless(
            (SELECT n FROM unchanged) = (SELECT count(*) FROM want WHERE was IS NOT NULL)
              AND (SELECT count(*) FROM created) = (SELECT count(*) FROM want WHERE was IS NULL)

@@ -1,6 +1,7 @@
 import { admit, presentKey } from '../../projects/access';
 import { hashKey } from '../../projects/keys';
 import { createProject, revokeKey } from '../../projects/service';
+import { createKnex } from '../../db/database';
 import { preparedStatement } from '../../db/prepared';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
@@ -54,4 +55,24 @@ test('admit with a key presented once (an SMTP session\'s): the live key passes,
   expect(await admit(db.knex, { ...presented, type: 'public' })).toEqual({ refused: 'invalid' });
   await revokeKey(first.keyId);
   expect(await admit(db.knex, presented)).toEqual({ refused: 'invalid' });
+});
+
+test('with prepared statements off (DATABASE_PREPARED_STATEMENTS=false, behind PgBouncer 1.18), named statements run unnamed and answer the same', async () => {
+  const sql = 'SELECT ?::int * 2 AS d';
+  const run = preparedStatement('test_prepared_off', sql);
+  const prepared = async (knex: typeof db.knex) => (await knex.raw('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map((r: { name: string }) => r.name);
+  // One connection each, so the session asked is the one that ran the statements.
+  const on = createKnex(db.url, { poolMax: 1 });
+  const off = createKnex(db.url, { poolMax: 1, preparedStatements: false });
+  try {
+    for (const knex of [on, off]) {
+      expect((await run(knex, [21])).rows).toEqual([{ d: 42 }]);
+      expect((await knex.raw('SELECT ?::int + 1 AS s', [1]).options({ name: 'test_knex_named' })).rows).toEqual([{ s: 2 }]);
+    }
+    expect(await prepared(on)).toEqual(['test_knex_named', 'test_prepared_off']);
+    expect(await prepared(off)).toEqual([]);
+  } finally {
+    await on.destroy();
+    await off.destroy();
+  }
 });

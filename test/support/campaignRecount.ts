@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { campaignSeries, SERIES_INTERVALS } from '../../campaigns/series';
-import { campaignStats, STATS_LINKS } from '../../db/queries/campaigns';
+import { campaignStats, campaignVariantStats, STATS_LINKS } from '../../db/queries/campaigns';
 
 /**
  * A campaign's stats counted from its rows (and, since migration 20261206000010, its emails by every status), as GET /campaigns/:id/stats answered before its results were kept as they
@@ -8,10 +8,10 @@ import { campaignStats, STATS_LINKS } from '../../db/queries/campaigns';
  * campaign's emails and events (queueing, delivery, cancel, failure, bounces, complaints, unsubscribes, opens, clicks).
  * Holds while none of the campaign's emails was deleted (a contact's deletion keeps what was sent: history).
  */
-const RECOUNT = `
+const recount = (ofVariant: boolean) => `
   WITH e AS (
     SELECT id, status, opens, clicks, first_opened_at, first_clicked_at
-    FROM emails WHERE project_id = ?::uuid AND campaign_id = ?::uuid AND NOT is_test),
+    FROM emails WHERE project_id = ?::uuid AND campaign_id = ?::uuid AND NOT is_test ${ofVariant ? 'AND variant = ?::smallint' : ''}),
   ev AS (
     SELECT ev.name, count(DISTINCT ev.email_id)::int AS n
     FROM events ev JOIN e ON ev.email_id = e.id
@@ -42,6 +42,7 @@ const RECOUNT = `
          coalesce((SELECT json_agg(json_build_object('url', url, 'clicks', clicks, 'uniqueClicks', unique_clicks) ORDER BY clicks DESC, url) FROM links), '[]'::json) AS links,
          coalesce((SELECT json_agg(json_build_object('at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:00:00.000"Z"'), 'opens', opens, 'clicks', clicks) ORDER BY at) FROM hours), '[]'::json) AS hours
   FROM e`;
+const RECOUNT = recount(false);
 
 /** Checks that the campaign's kept stats and hourly chart equal a recount of its rows; answers the stats. */
 export async function expectStatsKept(knex: Knex, projectId: string, campaignId: string): Promise<Awaited<ReturnType<typeof campaignStats>>> {
@@ -64,5 +65,20 @@ export async function expectStatsKept(knex: Knex, projectId: string, campaignId:
   // The chart: the hours with opens or clicks, as counted from the events.
   const byHour = (await campaignSeries(knex, projectId, campaignId, SERIES_INTERVALS[0]!)).points.filter((p) => p.opens > 0 || p.clicks > 0);
   expect(byHour).toEqual(r.hours);
+  // An A/B campaign's: each variant's sample, kept apart (campaign_variant_stats), equals a recount of its emails.
+  const variants = Number((await knex('campaign_variants').where({ project_id: projectId, campaign_id: campaignId }).count({ n: '*' }))[0]!.n);
+  for (const v of variants ? await campaignVariantStats(knex, projectId, campaignId, variants) : []) {
+    const { rows: [c] } = await knex.raw(recount(true), [projectId, campaignId, v.variant, projectId, projectId, STATS_LINKS, projectId]);
+    expect({
+      variant: v.variant, totalRecipients: v.totalRecipients, queued: v.queued, sent: v.sent, delivered: v.delivered, failed: v.failed, cancelled: v.cancelled,
+      suppressed: v.suppressed, opens: v.opens, uniqueOpens: v.uniqueOpens, clicks: v.clicks, uniqueClicks: v.uniqueClicks, bounced: v.bounced,
+      complained: v.complained, unsubscribed: v.unsubscribed,
+    }).toEqual({
+      variant: v.variant, totalRecipients: c.total, queued: c.queued, sent: c.sent, delivered: c.delivered, failed: c.failed, cancelled: c.cancelled,
+      suppressed: c.suppressed, opens: c.opens, uniqueOpens: c.unique_opens, clicks: c.clicks, uniqueClicks: c.unique_clicks,
+      bounced: c.events['email.bounced'] ?? 0, complained: c.events['email.complained'] ?? 0, unsubscribed: c.events['contact.unsubscribed'] ?? 0,
+    });
+    expect(v.queued + v.sent + v.failed + v.cancelled + v.suppressed).toBe(v.totalRecipients);
+  }
   return kept;
 }

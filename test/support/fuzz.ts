@@ -334,7 +334,17 @@ const campaignFields = {
   from: mostly(['news@⟦domain:own⟧', 'news@sub.⟦domain:own⟧'], ['news@⟦domain:other⟧', 'news@unverified.example']),
   fromName: fc.constantFrom<string | null>('News', '', null),
   replyTo: fc.constantFrom<string | null>('reply@example.org', null),
+  previewText: fc.constantFrom<string | null>('Three things, {{ email }}', '', null, 'Hi {{'),
 };
+
+/** An A/B campaign's variants and test (issue 32), mostly none; some with too few or too many variants, or a test out of range. */
+const abArb = fc.oneof(
+  { weight: 3, arbitrary: fc.constant({}) },
+  fc.record({
+    variants: fc.array(fc.record({ name: fc.constantFrom<string | null>('Question', '', null), subject: liquidSubjectArb, previewText: fc.constantFrom<string | null>('Pre', null), body: liquidBodyArb }, { requiredKeys: [] }), { minLength: 1, maxLength: 6 }),
+    abTest: fc.record({ samplePercent: mostly([10, 50], [0, 51]), waitMinutes: mostly([10, 240, 10080], [5, 10081]), metric: mostly(['opens', 'clicks', 'manual'], ['views']) }),
+  }, { requiredKeys: [] }),
+);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Per-route generators. Every route of the app needs one (the test fails otherwise).
@@ -519,7 +529,7 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
 
   'GET /campaigns': { list: true, query: listQuery('campaign', { status: fc.constantFrom('DRAFT', 'SCHEDULED', 'SENT', 'draft', 'NOPE') }) },
   'POST /campaigns': {
-    body: fc.tuple(fc.record(campaignFields, { requiredKeys: ['name', 'subject', 'body', 'from'] }), campaignAudienceArb).map(([f, a]) => ({ ...f, ...a })),
+    body: fc.tuple(fc.record(campaignFields, { requiredKeys: ['name', 'subject', 'body', 'from'] }), campaignAudienceArb, abArb).map(([f, a, ab]) => ({ ...f, ...a, ...ab })),
     creates: 'campaign',
   },
   'GET /campaigns/:id': { ids: { id: 'campaign' } },
@@ -530,7 +540,8 @@ export const ROUTE_GENERATORS: Record<string, RouteGen> = {
   'DELETE /campaigns/:id': { ids: { id: 'campaign' }, deletes: 'campaign' },
   'POST /campaigns/:id/send': { ids: { id: 'campaign' }, body: fc.oneof(fc.constant({}), fc.record({ scheduledAt: fc.oneof(fc.constantFrom(...FUTURE_DATES), fc.constantFrom(...ODD_DATES)) })) },
   'POST /campaigns/:id/cancel': { ids: { id: 'campaign' } },
-  'POST /campaigns/:id/test': { ids: { id: 'campaign' }, body: fc.record({ emails: fc.array(emailArb, { minLength: 1, maxLength: 3 }) }) },
+  'POST /campaigns/:id/test': { ids: { id: 'campaign' }, body: fc.record({ emails: fc.array(emailArb, { minLength: 1, maxLength: 3 }), variant: mostly(['A', 'B'], ['E', 'z']) }, { requiredKeys: ['emails'] }) },
+  'POST /campaigns/:id/winner': { ids: { id: 'campaign' }, body: fc.record({ variant: mostly(['A', 'B'], ['E', 'z', '']) }) },
   'GET /campaigns/:id/stats': { ids: { id: 'campaign' }, query: fc.option(mostly(['hour', 'day'], ['week', 'HOUR', '']), { nil: undefined }).map((v): QueryPair[] => (v === undefined ? [] : [['series', v]])) },
   'POST /campaigns/audience': { body: campaignAudienceArb },
 

@@ -80,6 +80,50 @@ describeTemporal(__filename, 'recorded workflow histories: each scenario on the 
     await keep('campaign-failed', `campaign-${id}`);
   }, 120_000);
 
+  /** An A/B campaign to `n` contacts of `group` (two variants, half of them in the sample), sent now; answers its id once it waits. */
+  async function abCampaign(group: string, n: number): Promise<string> {
+    await contacts(group, n);
+    const res = await c.http().post('/campaigns').set(key()).send({
+      name: group, subject: 'News', body: '<p>Hi</p>', from: 'news@example.com', audienceType: 'FILTERED',
+      audienceFilter: { logic: 'AND', groups: [{ filters: [{ field: 'data.group', operator: 'equals', value: group }] }] },
+      variants: [{ subject: 'News A' }, { subject: 'News B' }], abTest: { samplePercent: 50, waitMinutes: 60, metric: 'manual' },
+    });
+    const id = res.body.data.id as string;
+    await c.http().post(`/campaigns/${id}/send`).set(key()).send({});
+    await waitFor('the wait', async () => ((await c.http().get(`/campaigns/${id}`).set(key())).body.data.abTest.phase === 'WAITING' ? true : undefined), 60_000, 200);
+    return id;
+  }
+
+  test('campaign-ab-winner: an A/B campaign, every Herald process restarted during its wait, the winner chosen by a person', async () => {
+    const id = await abCampaign('ab-winner', 6);
+    expect(await c.db.knex('emails').where({ campaign_id: id }).count({ n: '*' })).toEqual([{ n: 3 }]);
+    // Every process of the cluster goes (workers killed, the API restarted); the wait is the server's and the row's.
+    await c.stopWorkers('SIGKILL');
+    await c.startApi();
+    c.startWorker('w-after');
+    await c.workersReady();
+    expect((await c.http().get(`/campaigns/${id}`).set(key())).body.data).toMatchObject({ status: 'SENDING', abTest: { phase: 'WAITING' } });
+    expect((await c.http().post(`/campaigns/${id}/winner`).set(key()).send({ variant: 'B' })).status).toBe(200);
+    await waitFor('SENT', async () => ((await status(id)) === 'SENT' ? true : undefined), 60_000, 200);
+    await c.client.workflow.getHandle(`campaign-${id}`).result();
+    const emails = await c.db.knex('emails').where({ campaign_id: id, is_test: false }).select('to_email', 'variant', 'status');
+    expect(emails).toHaveLength(6);
+    expect(new Set(emails.map((e) => e.to_email)).size).toBe(6);
+    expect(emails.filter((e) => e.variant === null).every((e) => e.status === 'SENT')).toBe(true);
+    expect((await c.http().get(`/campaigns/${id}`).set(key())).body.data.abTest).toMatchObject({ winner: 'B', chosen: 'B' });
+    await keep('campaign-ab-winner', `campaign-${id}`);
+  }, 180_000);
+
+  test('campaign-ab-cancelled: an A/B campaign cancelled in Temporal (as the UI does) during its wait: the API\'s cancel state', async () => {
+    const id = await abCampaign('ab-cancelled', 4);
+    await c.client.workflow.getHandle(`campaign-${id}`).cancel();
+    await waitFor('CANCELLED', async () => ((await status(id)) === 'CANCELLED' ? true : undefined), 60_000, 200);
+    await waitFor('the workflow closed', async () => ((await c.client.workflow.getHandle(`campaign-${id}`).describe()).status.name === 'CANCELLED' ? true : undefined), 30_000, 200);
+    expect(await c.db.knex('emails').where({ campaign_id: id }).count({ n: '*' })).toEqual([{ n: 2 }]);
+    expect((await c.http().get(`/campaigns/${id}`).set(key())).body.data).toMatchObject({ status: 'CANCELLED', abTest: { phase: 'WAITING', winner: null } });
+    await keep('campaign-ab-cancelled', `campaign-${id}`);
+  }, 120_000);
+
   async function automation(event: string, steps: object[]): Promise<string> {
     const res = await c.http().post('/workflows').set(key()).send({ name: event, enabled: true, trigger: { type: 'EVENT', event }, steps });
     expect(res.status).toBe(201);

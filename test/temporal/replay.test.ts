@@ -32,7 +32,7 @@ beforeAll(async () => {
 }, 120_000);
 
 test('there are recorded histories of every workflow type', () => {
-  expect(files).toEqual(expect.arrayContaining(['campaign-sent.json', 'campaign-cancelled.json', 'campaign-failed.json', 'automation-delay.json', 'automation-event.json', 'automation-timeout.json', 'automation-timers.json', 'domain-checks.json']));
+  expect(files).toEqual(expect.arrayContaining(['campaign-sent.json', 'campaign-cancelled.json', 'campaign-failed.json', 'campaign-ab-winner.json', 'campaign-ab-cancelled.json', 'automation-delay.json', 'automation-event.json', 'automation-timeout.json', 'automation-timers.json', 'domain-checks.json']));
 });
 
 test.each(files)('%s replays against the current workflows/', async (file) => {

@@ -13,6 +13,15 @@ import { WORKFLOW_TASK_QUEUE } from '../../workflows/policy';
 import { workflowId } from '../../workflows/registry';
 import { bearer, createTestContext, TEST_SECRET, type TestContext } from '../support/app';
 import { DAY, executionsOf } from '../support/automations';
+import { waitFor } from '../support/processes';
+import { startSmtpServer } from '../support/smtp';
+import { dispatchPending } from '../../campaigns/dispatch';
+import { createDeliverer } from '../../sending/delivery';
+import { startDeliveryQueue } from '../../worker/deliveryQueue';
+import { createMailer } from '../../mail/transport';
+import { openToken } from '../../tracking/links';
+
+const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const temporalCli = require('../../scripts/temporal.js') as { findTestServer(): string | undefined };
@@ -36,7 +45,7 @@ if (!testServer) {
     test.skip(`skipped: ${reason}`, () => undefined);
   }
 } else {
-  describe('an automation journey of days on the time-skipping test server', () => {
+  describe('journeys of hours and days on the time-skipping test server', () => {
     let env: TestWorkflowEnvironment;
     let engine: Engine;
     let t: TestContext;
@@ -133,6 +142,59 @@ if (!testServer) {
         expect.objectContaining({ subject: 'Welcome', status: 'QUEUED' }),
         expect.objectContaining({ subject: 'Reminder', status: 'QUEUED' }),
       ]);
+    }, 120_000);
+
+    test('an A/B campaign by opens: its 4-hour wait ends by its timer, the variant people opened most wins, and goes to the rest', async () => {
+      const key = bearer(t.project.secretKey);
+      // Its mail is delivered for real (the drain before the wait waits for the sample), by a delivery queue in this process.
+      const smtp = await startSmtpServer();
+      const mailer = createMailer({ smtpUrl: smtp.url, dataDir: '/nonexistent' });
+      const deliveries = startDeliveryQueue({
+        knex: t.db.knex, log, ratePerSecond: 1000, executorId: 'timeskipping', pollMs: 50,
+        deliverer: createDeliverer({ knex: t.db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test' }),
+      });
+      try {
+        await t.db.knex.raw(`INSERT INTO contacts (project_id, email, subscribed, data)
+          SELECT ?::uuid, 'ab-' || g || '@example.org', true, '{"group": "ab"}'::jsonb FROM generate_series(1, 20) g`, [t.project.id]);
+        const created = await t.http().post('/campaigns').set(key).send({
+          name: 'AB by opens', subject: 'News', body: '<p>Hi</p>', from: 'hello@example.com', audienceType: 'FILTERED',
+          audienceFilter: { logic: 'AND', groups: [{ filters: [{ field: 'data.group', operator: 'equals', value: 'ab' }] }] },
+          variants: [{ subject: 'News A' }, { subject: 'News B' }], abTest: { samplePercent: 50, waitMinutes: 240, metric: 'opens' },
+        });
+        const id = created.body.data.id as string;
+        // The test context's API has no engine: the send is left to the dispatcher, which starts it on this server.
+        await t.http().post(`/campaigns/${id}/send`).set(key).send({});
+        expect(await dispatchPending(engine, t.db.knex, log, TEST_SECRET, 0)).toBe(1);
+        const phase = async () => (await t.db.knex('campaigns').where({ id }).first('ab_phase')).ab_phase as string | null;
+        await waitFor('the wait', async () => ((await phase()) === 'WAITING' ? true : undefined), 60_000, 100);
+        // B's sample is opened by 3 people, A's by 1: nothing moves the clock until the result is awaited.
+        const sample = await t.db.knex('emails').where({ campaign_id: id }).select('id', 'variant');
+        const open = (emailId: string) => t.http().get(`/t/o/${openToken(TEST_SECRET, { projectId: t.project.id, emailId })}`).set('User-Agent', BROWSER).expect(200);
+        for (const e of sample.filter((x) => x.variant === 1).slice(0, 3)) await open(e.id);
+        await open(sample.find((x) => x.variant === 0)!.id);
+        expect(await phase()).toBe('WAITING');
+
+        const handle = env.client.workflow.getHandle(workflowId.sendCampaign({ campaignId: id }));
+        expect(await handle.result()).toBe('SENT');
+        const { events } = await handle.fetchHistory();
+        const type = proto.api.enums.v1.EventType;
+        // The wait was one timer of 4 hours, fired by the server's clock (no wake-up, no moved deadline).
+        const timers = events!.filter((e) => e.eventType === type.EVENT_TYPE_TIMER_STARTED).map((e) => Number(e.timerStartedEventAttributes!.startToFireTimeout!.seconds));
+        expect(timers.filter((sec) => sec > 60).map((sec) => Math.round(sec / 60))).toEqual([240]);
+        expect(events!.filter((e) => e.eventType === type.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)).toHaveLength(0);
+        const k = await t.db.knex('campaigns').where({ id }).first('status', 'ab_winner', 'ab_decision');
+        expect(k).toMatchObject({ status: 'SENT', ab_winner: 1, ab_decision: { winner: 'B', decidedBy: 'metric', metric: 'opens' } });
+        const emails = await t.db.knex('emails').where({ campaign_id: id, is_test: false }).select('to_email', 'variant', 'status');
+        expect(emails).toHaveLength(20);
+        expect(new Set(emails.map((e) => e.to_email)).size).toBe(20);
+        expect(emails.every((e) => e.status === 'SENT')).toBe(true);
+        const restSubjects = smtp.received.filter((m) => emails.some((e) => e.variant === null && e.to_email === m.envelopeTo[0])).map((m) => m.parsed.subject);
+        expect(restSubjects).toEqual(Array(10).fill('News B'));
+      } finally {
+        await deliveries.stop();
+        mailer.close();
+        await smtp.close();
+      }
     }, 120_000);
   });
 }

@@ -1,6 +1,6 @@
 import type { WorkflowContext } from '../../workflows/context';
 import { BATCHES_PER_RUN, CAMPAIGN_BATCH_SIZE, drainPollMs, sendCampaign } from '../../workflows/sendCampaign';
-import type { BatchResult, CampaignPhase } from '../../workflows/types';
+import type { BatchResult, CampaignPhase, TestWaitState } from '../../workflows/types';
 
 /**
  * The campaign workflow's logic against a scripted context that records every command it emits (activity calls,
@@ -134,4 +134,90 @@ test('continue-as-new (thrown by Temporal) is not taken for a failure', async ()
   await expect(sendCampaign(ctx, ref)).rejects.toBeInstanceOf(ContinuedAsNew);
   expect(commands.at(-1)).toBe('continueAsNew');
   expect(commands.some((c) => c.startsWith('failCampaign'))).toBe(false);
+});
+
+describe('an A/B campaign (input.test)', () => {
+  /** The scripted context with the A/B activities: the sample's and the rest's batches, the wait's looks, the decision. */
+  function abScripted(opts: { contacts: number; waits?: TestWaitState[]; cancelAtWait?: boolean; decision?: { cancelled: boolean; winner: number | null } }) {
+    const base = scripted({ contacts: opts.contacts, pendingPolls: [0, 0] });
+    const parts: string[] = [];
+    const waits = [...(opts.waits ?? [{ state: 'READY' }])];
+    const received: number[] = [];
+    const ctx: WorkflowContext = {
+      ...base.ctx,
+      timersOwnClock: true,
+      now: async () => 1_000,
+      receive: async (_topic, ms) => { base.commands.push('receive'); received.push(ms); return false; },
+      activities: {
+        ...base.ctx.activities,
+        // Each part reads the audience from its start (the rest reads it all again: its keyset is its own).
+        campaignBatch: async (r): Promise<BatchResult> => {
+          base.commands.push('campaignBatch');
+          parts.push(r.part ?? 'plain');
+          const from = r.after ? Number(r.after.split('-')[1]) : 0;
+          const n = Math.min(r.size, opts.contacts - from);
+          return { cancelled: false, inserted: n, last: n ? `contact-${from + n}` : r.after, done: n < r.size };
+        },
+        testWait: async (r) => {
+          base.commands.push('testWait');
+          expect(r.now).toBe(1_000); // the workflow's clock rides along where timers keep their own
+          return waits.shift() ?? { state: 'READY' };
+        },
+        decideWinner: async () => { base.commands.push('decideWinner'); return opts.decision ?? { cancelled: false, winner: 1 }; },
+      },
+    };
+    return { ctx, commands: base.commands, parts, received };
+  }
+
+  test('sample → drain → wait (looks after each timer or wake-up) → decide → rest → drain → finish', async () => {
+    const { ctx, commands, parts, received } = abScripted({ contacts: 600, waits: [{ state: 'WAITING', remainingMs: 3_600_000 }, { state: 'WAITING', remainingMs: 1_000 }, { state: 'READY' }] });
+    await expect(sendCampaign(ctx, { ...ref, test: 'sample' })).resolves.toBe('SENT');
+    expect(commands).toEqual([
+      'beginCampaign', 'campaignBatch', 'campaignBatch', 'campaignProgress',
+      'testWait', 'receive', 'testWait', 'receive', 'testWait', 'decideWinner',
+      'campaignBatch', 'campaignBatch', 'campaignProgress', 'finishCampaign',
+    ]);
+    expect(parts).toEqual(['sample', 'sample', 'rest', 'rest']);
+    expect(received).toEqual([3_600_000, 1_000]);
+  });
+
+  test('a manual test past its wait waits for the choice in chunks of at most 7 days', async () => {
+    const { ctx, received } = abScripted({ contacts: 10, waits: [{ state: 'WAITING', remainingMs: null }, { state: 'READY' }] });
+    await expect(sendCampaign(ctx, { ...ref, test: 'sample' })).resolves.toBe('SENT');
+    expect(received).toEqual([7 * 24 * 60 * 60 * 1000]);
+  });
+
+  test('a cancel seen by the wait or by the decision ends it CANCELLED with nothing more queued', async () => {
+    const waiting = abScripted({ contacts: 10, waits: [{ state: 'WAITING', remainingMs: 60_000 }, { state: 'CANCELLED' }] });
+    await expect(sendCampaign(waiting.ctx, { ...ref, test: 'sample' })).resolves.toBe('CANCELLED');
+    expect(waiting.parts).toEqual(['sample']);
+    expect(waiting.commands).not.toContain('decideWinner');
+    const deciding = abScripted({ contacts: 10, decision: { cancelled: true, winner: null } });
+    await expect(sendCampaign(deciding.ctx, { ...ref, test: 'sample' })).resolves.toBe('CANCELLED');
+    expect(deciding.parts).toEqual(['sample']);
+  });
+
+  test('each stage continues as new where it stopped: a long wait from the wait, the rest from its keyset', async () => {
+    const waits: TestWaitState[] = Array.from({ length: 200 }, () => ({ state: 'WAITING', remainingMs: 1_000 }));
+    const long = abScripted({ contacts: 10, waits });
+    const continued = await sendCampaign(long.ctx, { ...ref, test: 'sample' }).catch((err: unknown) => err);
+    expect(continued).toBeInstanceOf(ContinuedAsNew);
+    expect((continued as ContinuedAsNew).input).toEqual({ ...ref, test: 'wait' });
+    expect(count(long.commands, 'receive')).toBe(100);
+    // A continued wait does not queue the sample again.
+    const resumed = abScripted({ contacts: 10 });
+    await expect(sendCampaign(resumed.ctx, { ...ref, test: 'wait' })).resolves.toBe('SENT');
+    expect(resumed.parts).toEqual(['rest']);
+    const rest = abScripted({ contacts: 100_000 });
+    const input = await sendCampaign(rest.ctx, { ...ref, test: 'rest', after: null }).catch((err: ContinuedAsNew) => err.input);
+    expect(input).toEqual({ ...ref, test: 'rest', after: `contact-${BATCHES_PER_RUN * CAMPAIGN_BATCH_SIZE}` });
+    expect(rest.commands).not.toContain('testWait');
+  });
+
+  test('a plain campaign never looks at a test', async () => {
+    const { ctx, commands, parts } = abScripted({ contacts: 10 });
+    await expect(sendCampaign(ctx, ref)).resolves.toBe('SENT');
+    expect(parts).toEqual(['plain']);
+    expect(commands).not.toContain('testWait');
+  });
 });

@@ -13,6 +13,8 @@ import { usePreview } from './parts/templates';
 import { percent, Stat } from './parts/stats';
 import { VolumeChart } from './parts/VolumeChart';
 import { NotLoaded } from './parts/NotLoaded';
+import { AbTestReport } from './parts/abReport';
+import { METRIC_WORDS, waitWords } from './parts/abWords';
 
 /**
  * A campaign (issue 29): `/app/campaigns/new` and a DRAFT are its composer (parts/CampaignComposer.tsx) for those
@@ -115,8 +117,10 @@ function CampaignReport({ campaign: c, onChange, breadcrumb }: { campaign: Campa
       </>}>
       <div class="stack campaign-report">
         {c.status === 'SCHEDULED' ? <ScheduledCard campaign={c} /> : null}
-        {c.status === 'SENDING' ? <ProgressCard stats={s} loading={stats.loading && !s} /> : null}
+        {/* An A/B test's sample and wait are its own card's: the campaign's progress is shown again once the rest goes. */}
+        {c.status === 'SENDING' && (!c.abTest || c.abTest.phase === 'DECIDED') ? <ProgressCard stats={s} loading={stats.loading && !s} abTest={c.abTest !== null} /> : null}
         {hasStats && c.status !== 'SENDING' ? (s ? <Results stats={s} /> : <Loading what="Loading the results" />) : null}
+        {c.abTest ? <AbTestReport campaign={c} stats={s} baseSubject={content.subject} onChange={onChange} /> : null}
         {hasStats ? <Engagement stats={s} by={by} onBy={(next) => route(`/app/campaigns/${c.id}?by=${next}`, true)} campaign={c} /> : null}
         {hasStats && s ? <Links links={s.links} /> : null}
         <div class="campaign-details-grid">
@@ -127,6 +131,7 @@ function CampaignReport({ campaign: c, onChange, breadcrumb }: { campaign: Campa
                 ? <a href={`/app/templates/${template.data.id}`}>{template.data.name}</a>
                 : template.loading ? '…' : <span class="muted">A deleted template</span>}</dd></> : null}
               <dt>Subject</dt><dd>{content.subject || '—'}</dd>
+              {c.previewText ? <><dt>Preview text</dt><dd>{c.previewText}</dd></> : null}
               <dt>From</dt><dd>{content.fromName ? `${content.fromName} <${content.from}>` : content.from || '—'}</dd>
               {content.replyTo ? <><dt>Reply-to</dt><dd>{content.replyTo}</dd></> : null}
               <dt>Audience</dt><dd>{c.audienceType === 'FILTERED'
@@ -136,12 +141,13 @@ function CampaignReport({ campaign: c, onChange, breadcrumb }: { campaign: Campa
               {c.startedAt ? <><dt>Started</dt><dd><Time value={c.startedAt} /></dd></> : null}
               {c.completedAt ? <><dt>Finished</dt><dd><Time value={c.completedAt} /></dd></> : null}
               {c.totalRecipients !== null ? <><dt>Recipients</dt><dd>{c.totalRecipients.toLocaleString()}</dd></> : null}
+              {c.abTest ? <><dt>A/B test</dt><dd>{c.variants?.length ?? 0} variants, {c.abTest.samplePercent} % sample, {waitWords(c.abTest.waitMinutes)} wait, {c.abTest.metric === 'manual' ? 'winner chosen by a person' : `winner by ${METRIC_WORDS[c.abTest.metric]}`}</dd></> : null}
               <dt>Created</dt><dd><Time value={c.createdAt} /></dd>
               {hasStats ? <><dt>Emails</dt><dd><a href={`/app/emails?campaignId=${c.id}`}>See each email and its delivery</a></dd></> : null}
             </dl>
           </section>
           <section class="card campaign-message" aria-labelledby="campaign-message">
-            <div class="card-header"><h2 id="campaign-message">Message</h2><span class="muted small">{asWritten ? 'Variables shown as written' : 'Rendered for a contact with no data'}</span></div>
+            <div class="card-header"><h2 id="campaign-message">Message</h2><span class="muted small">{c.abTest ? 'The campaign’s own: each variant’s parts replace it · ' : ''}{asWritten ? 'Variables shown as written' : 'Rendered for a contact with no data'}</span></div>
             {asWritten ? <MessagePreview html={c.body ?? ''} title="The campaign's message" /> : null}
             {!asWritten && rendered.error ? <div class="preview-error" role="alert"><Icon name="alert" size={14} /><span>{rendered.error}</span></div> : null}
             {!asWritten && rendered.preview ? <MessagePreview html={rendered.preview.html} title="The campaign's message" /> : null}
@@ -196,7 +202,7 @@ function ScheduledCard({ campaign: c }: { campaign: Campaign }) {
   );
 }
 
-function ProgressCard({ stats: s, loading }: { stats: Stats | null; loading: boolean }) {
+function ProgressCard({ stats: s, loading, abTest }: { stats: Stats | null; loading: boolean; abTest: boolean }) {
   // Every recipient not still queued has been handled: sent (bounced or not), failed, cancelled or suppressed.
   const done = s ? s.totalRecipients - s.queued : 0;
   return (
@@ -213,7 +219,7 @@ function ProgressCard({ stats: s, loading }: { stats: Stats | null; loading: boo
               <Stat label="Failed" value={s.failed} />
               <Stat label="Bounced" value={s.bounced} />
             </div>
-            <p class="muted small">The audience is read in batches as it sends, so the total grows until every contact has an email.</p>
+            <p class="muted small">The audience is read in batches as it sends, so the total grows until every contact has an email.{abTest ? ' The test’s sample went first; the winner now goes to the rest.' : ''}</p>
           </>
         )}
       </div>

@@ -98,12 +98,15 @@ export default function Campaigns() {
                     <tr key={c.id}>
                       <td class="fill">
                         <a class="row-link truncate-line" href={`/app/campaigns/${c.id}`}>{c.name}</a>
-                        <span class="sub truncate-line">{c.subject}</span>
+                        <span class="sub truncate-line">{c.abTest ? `A/B test of ${c.variants?.length ?? 0} variants · ` : ''}{c.subject}</span>
                         <span class="sub show-sm"><When c={c} /></span>
                       </td>
                       <td class="campaign-status-cell">
                         <CampaignStatus status={c.status} />
-                        {c.status === 'SENDING' ? <Sending stats={progress.data?.get(c.id)} /> : null}
+                        {/* An A/B test's wait has its sample sent and the rest not read yet: a bar would stand still at full. */}
+                        {c.status === 'SENDING' && c.abTest?.phase === 'WAITING'
+                          ? <span class="sub">{c.abTest.chosen ? `${c.abTest.chosen} chosen` : 'Test: waiting'}</span>
+                          : c.status === 'SENDING' ? <Sending stats={progress.data?.get(c.id)} /> : null}
                       </td>
                       <td class="hide-sm truncate">{audienceWords(c, segmentName(c.segmentId))}</td>
                       <td class="hide-sm nowrap"><When c={c} /></td>

@@ -2,13 +2,17 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { api, ApiFailure, call, type Schemas } from '../../api';
 import {
-  Button, ConfirmDialog, Dialog, FormError, Icon, Loading, MessagePreview, Page, SelectField, Spinner, TextAreaField, TextField, toast,
+  Button, ConfirmDialog, Dialog, FormError, Icon, MessagePreview, Page, SelectField, Spinner, TextAreaField, TextField, toast,
 } from '../../components';
 import { useLoad } from '../../hooks';
 import { useSession } from '../../session';
 import { audiencePhrase, campaignContent, contacts, formatWhen, viewerZone, type Campaign } from './campaigns';
 import { ConditionBuilder, conditionErrors, isComplete, newCondition, type AudienceCondition } from './ConditionBuilder';
-import { TemplateTypeBadge, usePreview, useTemplates } from './templates';
+import { usePreview, useTemplates } from './templates';
+import { TemplatePicker } from './TemplatePicker';
+import { abBodyOf, abFormErrors, abFormOf, AbTestSection, type AbForm } from './abComposer';
+import { keysPhrase, testSentence } from './abWords';
+import { VARIANT_KEYS as VARIANT_LETTERS } from '../../../campaigns/abRules';
 
 /**
  * The campaign composer (issue 29): a new campaign (`/app/campaigns/new`) or a DRAFT (`/app/campaigns/:id`). Its
@@ -29,6 +33,8 @@ interface Form {
   source: 'own' | 'template';
   templateId: string;
   subject: string;
+  /** The line inboxes show after the subject (a hidden preheader). */
+  previewText: string;
   from: string;
   fromName: string;
   replyTo: string;
@@ -36,6 +42,8 @@ interface Form {
   audienceType: AudienceType;
   segmentId: string;
   filter: AudienceCondition | null;
+  /** The A/B test: its variants and settings (parts/abComposer.tsx). */
+  ab: AbForm;
 }
 
 const STARTER_BODY = `<h1>Hello {{ data.firstName | default: "there" }}</h1>
@@ -45,8 +53,9 @@ const STARTER_BODY = `<h1>Hello {{ data.firstName | default: "there" }}</h1>
 function formOf(c: Campaign | null): Form {
   return {
     name: c?.name ?? '', source: c?.templateId ? 'template' : 'own', templateId: c?.templateId ?? '',
-    subject: c?.subject ?? '', from: c?.from ?? '', fromName: c?.fromName ?? '', replyTo: c?.replyTo ?? '',
+    subject: c?.subject ?? '', previewText: c?.previewText ?? '', from: c?.from ?? '', fromName: c?.fromName ?? '', replyTo: c?.replyTo ?? '',
     body: c?.body ?? STARTER_BODY, audienceType: c?.audienceType ?? 'ALL', segmentId: c?.segmentId ?? '', filter: c?.audienceFilter ?? null,
+    ab: abFormOf(c),
   };
 }
 
@@ -63,9 +72,16 @@ function bodyOf(f: Form) {
   return {
     name: f.name.trim(), templateId: own ? null : f.templateId || null,
     subject: own || f.subject.trim() ? f.subject : null, body: own ? f.body : null, from: f.from.trim() || (own ? '' : null),
-    fromName: f.fromName.trim() || null, replyTo: f.replyTo.trim() || null,
+    fromName: f.fromName.trim() || null, replyTo: f.replyTo.trim() || null, previewText: f.previewText.trim() ? f.previewText : null,
     ...audienceOf(f),
+    ...abBodyOf(f.ab),
   };
+}
+
+/** Whether the part of a campaign that an error's path names (`variants.1.subject`, `abTest.samplePercent`) is the same in both. */
+function unchangedAt(before: unknown, after: unknown, path: string): boolean {
+  const at = (value: unknown) => path.split('.').reduce<unknown>((v, key) => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined), value);
+  return JSON.stringify(at(before)) === JSON.stringify(at(after));
 }
 
 /** A `datetime-local` value (the viewer's wall-clock time) for a date: the next whole hour after now by default. */
@@ -141,7 +157,12 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
   const [id, setId] = useState<string | null>(campaign?.id ?? null);
   const [saved, setSaved] = useState<string>(() => (campaign ? JSON.stringify(bodyOf(formOf(campaign))) : ''));
   const [savedAt, setSavedAt] = useState<string | null>(campaign?.updatedAt ?? null);
-  const [fields, setFields] = useState<Record<string, string>>({});
+  // The fields refused (the API's 422, or the form's own checks) and the campaign as it was then: an error is shown while
+  // the part it names is unchanged, and goes when that part is edited (a share fixed from 5 to 50 is no longer wrong).
+  const [refusal, setRefusal] = useState<{ fields: Record<string, string>; at: ReturnType<typeof bodyOf> | null }>({ fields: {}, at: null });
+  const formNow = useRef(form);
+  formNow.current = form;
+  const setFields = (f: Record<string, string>) => setRefusal({ fields: f, at: bodyOf(formNow.current) });
   const [error, setError] = useState('');
   const [busy, setBusy] = useState<'save' | 'test' | 'schedule' | 'send' | null>(null);
   const [asking, setAsking] = useState<null | { what: 'send' | 'schedule'; count: number } | { what: 'test' } | { what: 'delete' }>(null);
@@ -149,12 +170,8 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
   ownId.current = id;
   // The campaign as last saved (what a send or a test acts on).
   const latest = useRef<Campaign | null>(campaign);
-  // The preview follows the body a moment after the typing stops: each render of it parses the whole message again.
-  const [previewHtml, setPreviewHtml] = useState(form.body);
-  useEffect(() => {
-    const timer = setTimeout(() => setPreviewHtml(form.body), 300);
-    return () => clearTimeout(timer);
-  }, [form.body]);
+  // The variant the preview shows (an A/B test's: A by default).
+  const [previewOf, setPreviewOf] = useState(0);
 
   // Another draft opened in the same page (not this one's own save coming back): its form.
   useEffect(() => {
@@ -187,8 +204,12 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
   const audience = audienceOf(form);
   const audienceReady = form.audienceType === 'ALL' || (form.audienceType === 'SEGMENT' && !!form.segmentId) || (form.audienceType === 'FILTERED' && !!form.filter && isComplete(form.filter));
   const counted = useAudienceCount(audience, audienceReady);
-  const dirty = JSON.stringify(bodyOf(form)) !== saved;
+  const now = bodyOf(form);
+  const dirty = JSON.stringify(now) !== saved;
+  const fields = Object.fromEntries(Object.entries(refusal.fields).filter(([path]) => unchangedAt(refusal.at, now, path)));
   const shown = { ...counted.fields, ...fields };
+  // "See the fields marked below" goes with the last of those marks.
+  const formError = Object.keys(refusal.fields).length && !Object.keys(fields).length ? '' : error;
 
   /** Saves what is on the screen (unless it is saved already): the campaign, or null when the API refused it. */
   const save = async (): Promise<Campaign | null> => {
@@ -197,6 +218,8 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
     if (fromTemplate && !form.templateId) { setFields({ templateId: 'Choose a template, or write the message here' }); return null; }
     if (form.audienceType === 'SEGMENT' && !form.segmentId) { setFields({ segmentId: 'Choose a segment' }); return null; }
     if (form.audienceType === 'FILTERED' && (!form.filter || !isComplete(form.filter))) { setFields({ audienceFilter: 'Finish the filter: each one needs its field and value' }); return null; }
+    const abErrors = abFormErrors(form.ab);
+    if (Object.keys(abErrors).length) { setFields(abErrors); setError('The campaign was not saved: see the fields marked below.'); return null; }
     if (id && !dirty && latest.current) return latest.current;
     try {
       const body = bodyOf(form);
@@ -241,8 +264,18 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
   });
 
   const sendNow = async () => {
-    const c = await call(api.POST('/campaigns/{id}/send', { params: { path: { id: id! } }, body: {} }));
-    toast(c.status === 'SENDING' ? 'Sending has started' : 'The campaign is on its way');
+    let c: Campaign;
+    try {
+      c = await call(api.POST('/campaigns/{id}/send', { params: { path: { id: id! } }, body: {} }), { form: true });
+    } catch (err) {
+      // Refused at a field (an A/B test's share that no longer fits the audience): shown there, the dialog closed.
+      const f = err instanceof ApiFailure ? err.fields : {};
+      if (!Object.keys(f).length) { toast.error(err instanceof Error ? err.message : 'The campaign was not sent.'); throw err; }
+      setFields(f);
+      setError('Not sent: see the fields marked below.');
+      return;
+    }
+    toast(c.status === 'SENDING' ? (c.abTest ? 'The A/B test has started' : 'Sending has started') : 'The campaign is on its way');
     onSent(c);
   };
 
@@ -251,16 +284,41 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
     subject: form.subject.trim() ? form.subject : null, body: null, bodyType: 'html', from: form.from.trim() || null,
     fromName: form.fromName.trim() || null, replyTo: form.replyTo.trim() || null,
   }, template);
-  const rendered = usePreview(fromTemplate && template ? { subject: sent.subject, body: template.body, bodyType: template.bodyType } : null);
-  const envelope = fromTemplate
-    ? { from: sent.from, fromName: sent.fromName ?? '', subject: rendered.preview?.subject ?? sent.subject }
-    : { from: form.from, fromName: form.fromName.trim(), subject: form.subject };
+  const own = { from: form.from, fromName: form.fromName.trim(), subject: form.subject };
+  const base = fromTemplate ? { from: sent.from, fromName: sent.fromName ?? '', subject: sent.subject } : own;
+
+  // What the preview shows: the campaign, or with an A/B test one variant, each part its own else its template's else
+  // the campaign's (as the API resolves a variant: campaigns/abTest.ts resolveVariant).
+  const shownIndex = form.ab.on ? Math.min(previewOf, form.ab.variants.length - 1) : -1;
+  const variant = shownIndex >= 0 ? form.ab.variants[shownIndex] : undefined;
+  const variantTemplate = variant?.content === 'template' ? templates.list.find((t) => t.id === variant.templateId) : undefined;
+  const view = variant && variant.content !== 'campaign'
+    ? { kind: variant.content, template: variantTemplate, html: variant.body }
+    : { kind: fromTemplate ? 'template' as const : 'own' as const, template, html: form.body };
+  const shownSubject = (variant?.subject.trim() ? variant.subject : variantTemplate?.subject) || base.subject;
+  const rendered = usePreview(view.kind === 'template' && view.template ? { subject: shownSubject, body: view.template.body, bodyType: view.template.bodyType } : null);
+  const envelope = {
+    from: base.from, fromName: variant?.fromName.trim() || base.fromName,
+    subject: view.kind === 'template' && view.template ? rendered.preview?.subject ?? shownSubject : shownSubject,
+    previewText: variant?.previewText.trim() || form.previewText.trim(),
+  };
+  // The preview follows the body a moment after the typing stops: each render of it parses the whole message again.
+  const [previewHtml, setPreviewHtml] = useState(view.html);
+  useEffect(() => {
+    const timer = setTimeout(() => setPreviewHtml(view.html), 300);
+    return () => clearTimeout(timer);
+  }, [view.html]);
   /** A field's hint with a template: whether the template gives it. */
   const fromIt = (value: string | null | undefined, own: string) => (value ? <>The template’s, unless you write {own} here.</> : null);
 
   const title = form.name.trim() || (id ? 'Untitled campaign' : 'New campaign');
   const segmentOptions: [string, string][] = [['', segments.loading ? 'Loading segments…' : 'Choose a segment'], ...(segments.data?.items ?? []).map((s): [string, string] => [s.id, s.name])];
   const segmentName = segments.data?.items.find((s) => s.id === form.segmentId)?.name;
+
+  // The confirmation's figures: the audience counted after the save, and the saved test cut at that size.
+  const askedCount = asking && 'count' in asking ? asking.count : 0;
+  const savedTest = latest.current?.abTest && latest.current.variants?.length ? { test: latest.current.abTest, variants: latest.current.variants.length } : null;
+  const testLine = savedTest && askedCount > 0 ? testSentence(savedTest.test, savedTest.variants, askedCount) : '';
 
   let countLine: ComponentChildren;
   if (counted.count.state === 'counting') countLine = <><Spinner label="" /> Counting recipients…</>;
@@ -274,15 +332,19 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
       actions={id ? <Button variant="ghost" class="danger-text" onClick={() => setAsking({ what: 'delete' })}><Icon name="trash" />Delete draft</Button> : null}>
       <form class="campaign-composer" noValidate onSubmit={(e) => { e.preventDefault(); void saveDraft(); }} aria-label="Campaign">
         <div class="composer-main stack">
-          <FormError>{error}</FormError>
+          <FormError>{formError}</FormError>
           <section class="card" aria-labelledby="composer-message">
             <div class="card-header"><h2 id="composer-message">Message</h2></div>
             <div class="card-body form">
               <TextField label="Campaign name" value={form.name} onValue={set('name')} error={shown.name} required maxLength={200}
                 hint="For you and your team; recipients never see it." placeholder="June newsletter" />
-              <TextField label="Subject" value={form.subject} onValue={set('subject')} error={shown.subject} required={!fromTemplate || !template}
-                hint={(fromTemplate && fromIt(template?.subject, 'another')) || <>What the inbox shows. Liquid works here too: <code>{'{{ data.firstName }}'}</code>.</>}
-                placeholder={fromTemplate && template ? template.subject : 'What’s new in June'} />
+              <div class="composer-row">
+                <TextField label="Subject" value={form.subject} onValue={set('subject')} error={shown.subject} required={!fromTemplate || !template} fieldClass="grow"
+                  hint={(fromTemplate && fromIt(template?.subject, 'another')) || <>What the inbox shows. Liquid works here too: <code>{'{{ data.firstName }}'}</code>.</>}
+                  placeholder={fromTemplate && template ? template.subject : 'What’s new in June'} />
+                <TextField label="Preview text" value={form.previewText} onValue={set('previewText')} error={shown.previewText} fieldClass="grow" maxLength={500}
+                  hint="Optional: the line inboxes show after the subject." placeholder="Three new features and a fix you asked for" />
+              </div>
               <div class="composer-row">
                 <TextField label="From address" type="email" value={form.from} onValue={set('from')} error={shown.from} required={!fromTemplate || !template?.from} list="composer-from" autoComplete="off" spellcheck={false}
                   fieldClass="grow" placeholder={(fromTemplate && template?.from) || suggestedFrom || 'news@your-domain.com'}
@@ -338,22 +400,41 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
               <p class="audience-count" aria-live="polite">{countLine}</p>
             </div>
           </section>
+
+          <AbTestSection value={form.ab} onChange={set('ab')} errors={shown} templates={templates.list} templatesLoading={templates.loading}
+            audience={counted.count.state === 'counted' ? counted.count.count : null}
+            campaign={{
+              subject: base.subject, previewText: form.previewText, fromName: base.fromName,
+              body: fromTemplate ? (template?.bodyType === 'html' ? template.body : '') : form.body,
+            }} />
         </div>
 
         <aside class="card composer-preview" aria-labelledby="composer-preview">
           <div class="card-header">
             <h2 id="composer-preview">Preview</h2>
-            {fromTemplate && rendered.busy && template ? <Spinner label="Rendering the preview" />
-              : <span class="muted small">{fromTemplate ? 'Rendered for a contact with no data' : 'Variables shown as written'}</span>}
+            {view.kind === 'template' && rendered.busy && view.template ? <Spinner label="Rendering the preview" />
+              : <span class="muted small">{view.kind === 'template' ? 'Rendered for a contact with no data' : 'Variables shown as written'}</span>}
           </div>
+          {form.ab.on ? (
+            <div class="card-body composer-preview-of">
+              <span class="muted small" id="composer-preview-of">Variant</span>
+              <div class="segmented" role="group" aria-labelledby="composer-preview-of">
+                {form.ab.variants.map((_, i) => (
+                  <button key={i} type="button" aria-pressed={i === shownIndex ? 'true' : 'false'} aria-label={`Preview variant ${VARIANT_LETTERS[i]}`}
+                    onClick={() => setPreviewOf(i)}>{VARIANT_LETTERS[i]}</button>
+                ))}
+              </div>
+            </div>
+          ) : null}
           <dl class="kv card-body composer-envelope">
             <dt>From</dt><dd>{envelope.fromName ? `${envelope.fromName} <${envelope.from || '…'}>` : envelope.from || '—'}</dd>
             <dt>Subject</dt><dd>{envelope.subject || '—'}</dd>
+            {envelope.previewText ? <><dt>Preview text</dt><dd class="muted">{envelope.previewText}</dd></> : null}
           </dl>
-          {!fromTemplate ? <MessagePreview html={previewHtml} title="Preview of the campaign's message" /> : null}
-          {fromTemplate && !template ? <p class="card-body muted small">Choose a template to see its message here.</p> : null}
-          {fromTemplate && template && rendered.error ? <div class="preview-error" role="alert"><Icon name="alert" size={14} /><span>{rendered.error}</span></div> : null}
-          {fromTemplate && template && rendered.preview ? <MessagePreview html={rendered.preview.html} title={`Preview of the template ${template.name}`} /> : null}
+          {view.kind === 'own' ? <MessagePreview html={previewHtml} title={variant ? `Preview of variant ${VARIANT_LETTERS[shownIndex]}` : 'Preview of the campaign\'s message'} /> : null}
+          {view.kind === 'template' && !view.template ? <p class="card-body muted small">Choose a template to see its message here.</p> : null}
+          {view.kind === 'template' && view.template && rendered.error ? <div class="preview-error" role="alert"><Icon name="alert" size={14} /><span>{rendered.error}</span></div> : null}
+          {view.kind === 'template' && view.template && rendered.preview ? <MessagePreview html={rendered.preview.html} title={`Preview of the template ${view.template.name}`} /> : null}
         </aside>
         <div class="composer-actions">
           <span class="composer-state muted small" aria-live="polite">{busy === 'save' ? 'Saving…' : dirty ? (id ? 'Unsaved changes' : 'Not saved yet') : 'All changes saved'}</span>
@@ -366,17 +447,18 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
         </div>
       </form>
 
-      <TestDialog open={asking?.what === 'test'} defaultTo={me.user.email} onClose={() => setAsking(null)} save={save} />
-      <ScheduleDialog open={asking?.what === 'schedule'} count={asking && 'count' in asking ? asking.count : 0} onClose={() => setAsking(null)}
+      <TestDialog open={asking?.what === 'test'} defaultTo={me.user.email} onClose={() => setAsking(null)} save={save}
+        variants={form.ab.on ? form.ab.variants.map((v) => v.name.trim()) : []} />
+      <ScheduleDialog open={asking?.what === 'schedule'} count={askedCount} onClose={() => setAsking(null)} test={testLine}
         schedule={async (at) => {
           const c = await call(api.POST('/campaigns/{id}/send', { params: { path: { id: id! } }, body: { scheduledAt: at } }), { form: true });
           toast(`Scheduled for ${formatWhen(c.scheduledAt ?? at)}`);
           onSent(c);
         }} />
-      <ConfirmDialog open={asking?.what === 'send'} title={`Send to ${contacts(asking && 'count' in asking ? asking.count : 0)} now?`} confirm="Send now"
+      <ConfirmDialog open={asking?.what === 'send'} title={testLine ? `Send the A/B test to ${contacts(askedCount)} now?` : `Send to ${contacts(askedCount)} now?`} confirm="Send now"
         onClose={() => setAsking(null)} onConfirm={sendNow}>
         “{form.name.trim() || 'This campaign'}” goes at once to {audiencePhrase(form, segmentName)}
-        {asking && 'count' in asking && asking.count === 0 ? ': nobody is in this audience now, so no email will leave' : ''}. Emails that have not left yet can still be cancelled.
+        {askedCount === 0 ? ': nobody is in this audience now, so no email will leave' : testLine ? <>. <strong>{testLine}</strong></> : ''}. Emails that have not left yet can still be cancelled.
       </ConfirmDialog>
       <ConfirmDialog open={asking?.what === 'delete'} title={`Delete the draft “${title}”?`} confirm="Delete draft" danger onClose={() => setAsking(null)}
         onConfirm={async () => {
@@ -391,12 +473,19 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
 }
 
 /** "Send test": the addresses (the signed-in person's by default), the campaign saved first, [TEST] copies sent. */
-function TestDialog({ open, defaultTo, onClose, save }: { open: boolean; defaultTo: string; onClose: () => void; save: () => Promise<Campaign | null> }) {
+function TestDialog({ open, defaultTo, onClose, save, variants }: {
+  open: boolean; defaultTo: string; onClose: () => void; save: () => Promise<Campaign | null>;
+  /** An A/B campaign's variants (their names, '' for none): a copy of each, or of the one chosen. */
+  variants: string[];
+}) {
   const [to, setTo] = useState(defaultTo);
+  const [which, setWhich] = useState('');
   const [fieldError, setFieldError] = useState('');
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   useEffect(() => { if (open) { setFieldError(''); setError(''); } }, [open]);
+  // A variant removed since it was chosen: every variant again.
+  const variant = which && VARIANT_LETTERS.indexOf(which as (typeof VARIANT_LETTERS)[number]) < variants.length ? which as (typeof VARIANT_LETTERS)[number] : '';
 
   const send = async () => {
     const emails = to.split(/[\s,;]+/).map((e) => e.trim()).filter(Boolean);
@@ -408,8 +497,9 @@ function TestDialog({ open, defaultTo, onClose, save }: { open: boolean; default
     try {
       const c = await save();
       if (!c) { setError('The campaign could not be saved: fix it first, then send the test.'); return; }
-      await call(api.POST('/campaigns/{id}/test', { params: { path: { id: c.id } }, body: { emails } }), { form: true });
-      toast(`Test sent to ${emails.join(', ')}`);
+      await call(api.POST('/campaigns/{id}/test', { params: { path: { id: c.id } }, body: { emails, ...(variant ? { variant } : {}) } }), { form: true });
+      const what = !variants.length ? 'Test' : variant ? `Test of variant ${variant}` : `Tests of ${keysPhrase(variants.length).replace(' or ', ' and ')}`;
+      toast(`${what} sent to ${emails.join(', ')}`);
       onClose();
     } catch (err) {
       const f = err instanceof ApiFailure ? err.fields : {};
@@ -428,12 +518,22 @@ function TestDialog({ open, defaultTo, onClose, save }: { open: boolean; default
       <FormError>{error}</FormError>
       <TextField label="Send to" value={to} onValue={setTo} error={fieldError} autoComplete="email" spellcheck={false}
         hint="Up to 10 addresses, separated by commas or spaces." />
+      {variants.length ? (
+        <SelectField label="Variant" value={variant} onValue={setWhich}
+          options={[['', `Each variant (${keysPhrase(variants.length).replace(' or ', ' and ')}): one copy of each`],
+            ...variants.map((name, i): [string, string] => [VARIANT_LETTERS[i]!, `Variant ${VARIANT_LETTERS[i]}${name ? `: ${name}` : ''} only`])]}
+          hint="Each copy’s subject says which it is: [TEST B] …" />
+      ) : null}
     </Dialog>
   );
 }
 
 /** "Schedule": a time in the viewer's zone (shown), sent as the UTC instant; the dialog says how many it reaches now. */
-function ScheduleDialog({ open, count, onClose, schedule }: { open: boolean; count: number; onClose: () => void; schedule: (iso: string) => Promise<void> }) {
+function ScheduleDialog({ open, count, onClose, schedule, test }: {
+  open: boolean; count: number; onClose: () => void; schedule: (iso: string) => Promise<void>;
+  /** An A/B test's sentence at this audience ("20 % test: …"), or ''. */
+  test: string;
+}) {
   const [value, setValue] = useState(() => localInput(nextHour()));
   const [fieldError, setFieldError] = useState('');
   const [busy, setBusy] = useState(false);
@@ -459,60 +559,10 @@ function ScheduleDialog({ open, count, onClose, schedule }: { open: boolean; cou
 
   return (
     <Dialog open={open} title={`Schedule the send to ${contacts(count)}`} onClose={onClose} onSubmit={submit}
-      lede={<>{contacts(count)} would receive it now; the audience is read again when it goes, so whoever subscribes or leaves meanwhile counts then.</>}
+      lede={<>{contacts(count)} would receive it now; the audience is read again when it goes, so whoever subscribes or leaves meanwhile counts then.{test ? <> At today’s size, a {test}.</> : null}</>}
       actions={<><Button onClick={onClose} disabled={busy}>Cancel</Button><Button type="submit" variant="primary" busy={busy}><Icon name="clock" />Schedule</Button></>}>
       <TextField label="Send at" type="datetime-local" value={value} onValue={setValue} error={fieldError} min={localInput(new Date())} required
         hint={<>Your time zone: <strong>{viewerZone()}</strong>{at ? ` (${zoneOffset(at)})` : ''}.{at ? <> That is {formatWhen(at)}.</> : null}</>} />
     </Dialog>
-  );
-}
-
-/**
- * "Use a template": the project's templates as radio buttons (arrows move the choice, as in any radio group), each with
- * its name, type and subject, a search over names and subjects once there are more than a few, and the chosen one's
- * link to its editor. A draft's template that is gone (or one past the first 500) is said so.
- */
-function TemplatePicker({ templates, loading, value, onValue, error }: {
-  templates: Template[]; loading: boolean; value: string; onValue: (id: string) => void; error?: string;
-}) {
-  const id = useId();
-  const [search, setSearch] = useState('');
-  const q = search.trim().toLowerCase();
-  const shown = q ? templates.filter((t) => t.name.toLowerCase().includes(q) || t.subject.toLowerCase().includes(q)) : templates;
-  const chosen = templates.find((t) => t.id === value);
-  if (loading && !templates.length) return <Loading what="Loading the templates" />;
-  if (!templates.length) {
-    return (
-      <div class="template-picker">
-        <p class="template-none">This project has no template yet. <a href="/app/templates/new">Create a template</a>, then choose it here.</p>
-        {error ? <div class="field-error"><Icon name="alert" size={14} /><span>{error}</span></div> : null}
-      </div>
-    );
-  }
-  return (
-    <div class="template-picker">
-      {templates.length > 4 ? <TextField label="Find a template" type="search" value={search} onValue={setSearch} placeholder="Name or subject" autoComplete="off" /> : null}
-      <fieldset class="template-options" aria-describedby={error ? `${id}-error` : undefined}>
-        <legend class="field-label">Template</legend>
-        {shown.map((t) => (
-          <label class="template-option" key={t.id}>
-            <input type="radio" name={`${id}-template`} value={t.id} checked={t.id === value} onChange={() => onValue(t.id)} aria-invalid={error ? 'true' : undefined} />
-            <span class="template-option-text">
-              <span class="template-option-name"><strong>{t.name}</strong><TemplateTypeBadge type={t.type} /></span>
-              <span class="template-option-subject">{t.subject}</span>
-            </span>
-          </label>
-        ))}
-        {!shown.length ? <p class="muted small">No template’s name or subject has “{search.trim()}”.</p> : null}
-      </fieldset>
-      {error ? <div class="field-error" id={`${id}-error`}><Icon name="alert" size={14} /><span>{error}</span></div> : null}
-      {value && !chosen ? <p class="field-hint">The template this draft used is not in this project’s list any more: choose another.</p> : null}
-      {chosen ? (
-        <p class="template-chosen">
-          <a href={`/app/templates/${chosen.id}`}><Icon name="templates" size={14} />Edit “{chosen.name}”</a>
-          <span class="muted">Its changes apply to this campaign until it is sent.</span>
-        </p>
-      ) : null}
-    </div>
   );
 }

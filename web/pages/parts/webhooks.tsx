@@ -20,6 +20,7 @@ const MEANS: Record<WebhookEventType, string> = {
   'contact.subscribed': 'A contact subscribed',
   'contact.unsubscribed': 'A contact unsubscribed',
   'campaign.sent': 'A campaign finished sending',
+  'campaign.winner': 'An A/B campaign’s winner was decided',
 };
 
 /** Checkboxes of the event types, with "all" and "none". */
