@@ -192,7 +192,7 @@ export type Composer = ReturnType<typeof createComposer>;
  * connection: its text is ~6 KB of CTEs, which PostgreSQL parsed and planned again at every write (a write covers the
  * few outcomes that settle while the previous one commits), and which knex scanned for its bindings twice per call.
  */
-const RECORD_SQL = `WITH o AS (
+export const RECORD_SQL = `WITH o AS (
      SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::int[]) AS o(project_id, id, status, message_id, error, retry_ms)
    ), changed AS (
      UPDATE emails e SET

@@ -100,7 +100,7 @@ const GATHER_MS = 2;
  * than at every claim. Bindings: lead (ms), how many at most, the horizon (ms), the interval (ms), the executor id, the
  * interval again.
  */
-const CLAIM_SQL = `WITH pace AS (
+export const CLAIM_SQL = `WITH pace AS (
      SELECT greatest(next_at, now() + ?::float8 * interval '1 millisecond') AS next_at FROM delivery_pace WHERE name = 'email' FOR UPDATE
    ), picked AS (
      SELECT project_id, id FROM emails
