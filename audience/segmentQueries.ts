@@ -17,6 +17,17 @@ export function segmentContacts(db: Knex, projectId: string, segment: SegmentDef
   return q;
 }
 
+/**
+ * The rows to count for a segment's member count: its contacts (segmentContacts), except that a static segment's are
+ * its rows of segment_members alone, an index-only range of their primary key. The same number: a member row names a
+ * contact of the project (its foreign key), and goes with it (ON DELETE CASCADE). Joined to the contacts, a count of
+ * 100,000 members read all 1,000,000 contacts of the project (a hash join, 1.7 s; BENCHMARKS.md section 37).
+ */
+export function segmentCountRows(db: Knex, projectId: string, segment: SegmentDef, segments: SegmentMap): Knex.QueryBuilder {
+  if (segment.type === 'STATIC') return db('segment_members as m').where('m.project_id', projectId).where('m.segment_id', segment.id);
+  return segmentContacts(db, projectId, segment, segments);
+}
+
 /** A segment's member count, or why it has none: its stored condition cannot be compiled or its query fails on its values. */
 export type MemberCount = { memberCount: number; error: null } | { memberCount: null; error: string };
 
@@ -41,7 +52,7 @@ export async function memberCounts(db: Knex, projectId: string, segments: Segmen
   const counts = new Map<string, MemberCount>();
   if (segments.length === 0) return counts;
   const all = await loadSegments(db, projectId);
-  const count = (s: SegmentDef) => segmentContacts(db, projectId, s, all).select(db.raw('?::uuid AS id', [s.id]), db.raw('count(*)::int AS n'));
+  const count = (s: SegmentDef) => segmentCountRows(db, projectId, s, all).select(db.raw('?::uuid AS id', [s.id]), db.raw('count(*)::int AS n'));
   const parts: { segment: SegmentDef; query: Knex.QueryBuilder }[] = [];
   for (const segment of segments) {
     try {

@@ -2,10 +2,10 @@ import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
 import { Contact } from '../db/models/Contact';
 import type { Listed, PageRequest } from '../db/pages';
-import { listPage } from '../db/pages';
+import { listPage, pageQueries, pageWithTotal } from '../db/pages';
 import { ownedRow } from '../db/owned';
 import { upsertContacts } from '../db/queries/contacts';
-import { isUnusableCondition, memberCounts, segmentContacts, segmentsReferencing, unusableCondition, type MemberCount } from './segmentQueries';
+import { isUnusableCondition, memberCounts, segmentContacts, segmentCountRows, segmentsReferencing, unusableCondition, type MemberCount } from './segmentQueries';
 import { checkCondition } from './check';
 import { loadSegments, resolveSegments, type SegmentDef } from './compile';
 import { normaliseCondition, type AudienceCondition } from './condition';
@@ -80,6 +80,11 @@ export async function listSegments(db: Knex, projectId: string, page: PageReques
   // Counted for the page's rows only (not the extra row that only tells there is more).
   const counted = await withCounts(db, projectId, listed.rows.slice(0, page.limit));
   return { rows: [...counted, ...listed.rows.slice(page.limit).map((s) => ({ ...s, members: undefined }))], total: listed.total };
+}
+
+/** The segment without its count: that it exists in the project (else a 404), for a route that names it. */
+export async function findSegmentRow(db: Knex, projectId: string, id: string): Promise<SegmentRow> {
+  return findSegment(db, projectId, id);
 }
 
 export async function getSegment(db: Knex, projectId: string, id: string): Promise<Segment> {
@@ -163,11 +168,21 @@ export async function deleteSegment(db: Knex, projectId: string, id: string): Pr
   await db('segments').where({ project_id: projectId, id: current.id }).delete();
 }
 
+/**
+ * A page of the segment's contacts, newest first, and their total. The project's segments are read once: they hold
+ * this one (not found otherwise) and those its condition names.
+ */
 export async function segmentMembers(db: Knex, projectId: string, id: string, page: PageRequest): Promise<Listed<Contact>> {
-  const segment = await findSegment(db, projectId, id);
   const all = await loadSegments(db, projectId);
+  const segment = all.get(id.toLowerCase());
+  if (!segment) throw notFound('Segment');
   return evaluating(
-    () => listPage(() => segmentContacts(db, projectId, segment, all).select('c.*'), page, (r) => Contact.fromDatabaseJson(r), 'c.id'),
+    async () => {
+      const { page: rows } = pageQueries(() => segmentContacts(db, projectId, segment, all).select('c.*'), page, 'c.id');
+      const count = segmentCountRows(db, projectId, segment, all).count('* as n');
+      const { rows: found, total } = await pageWithTotal(rows, count, 'c.id');
+      return { rows: found.map((r) => Contact.fromDatabaseJson(r)), total };
+    },
     'Fix the segment\'s condition (PATCH /segments/:id), or the segments it names.',
   );
 }
@@ -213,6 +228,8 @@ export function segmentService({ knex }: { knex: Knex }) {
   return {
     list: (projectId: string, page: PageRequest) => listSegments(knex, projectId, page),
     get: (projectId: string, id: string) => getSegment(knex, projectId, id),
+    /** That it exists in the project (a 404 otherwise), without counting its members. */
+    find: (projectId: string, id: string) => findSegmentRow(knex, projectId, id),
     create: (projectId: string, input: SegmentInput) => createSegment(knex, projectId, input),
     preview: (projectId: string, condition: AudienceCondition) => previewSegment(knex, projectId, condition),
     update: (projectId: string, id: string, patch: SegmentPatch) => updateSegment(knex, projectId, id, patch),

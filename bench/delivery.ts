@@ -14,6 +14,7 @@
  *
  * Environment: BENCH_EMAILS (default 5000), BENCH_DKIM=1 (example.com gets a DKIM key: every message signed, raw side too), BENCH_WORKERS (worker processes, default 1), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info, to /dev/null),
  * BENCH_DURABLE=1 (fsync on), BENCH_PG_STAT=1 (statements per email), BENCH_CPU_PROF=1 (V8 profile of the worker),
+ * BENCH_TREE (the worker from another checkout, e.g. the code before a change, on the same database and sink),
  * BENCH_SINK_DELAY_MS (the sink answers each message that long after its data: a relay's latency, simulated; both sides
  * then run at about connections / latency, the law docs/scaling.md sizes SMTP connections by).
  */
@@ -60,6 +61,10 @@ runBench('bench:delivery', 10 * 60_000, async () => {
     await cluster.knex.raw('ANALYZE');
     console.log(`queued ${ids.length} emails in ${(enqueueMs / 1000).toFixed(1)} s\n`);
     const pgPid = cluster.postmasterPid();
+    const walNow = async () => {
+      const r = (await cluster.knex.raw('SELECT wal_records::float8 AS records, wal_fpi::float8 AS fpi, wal_bytes::float8 AS bytes FROM pg_stat_wal')).rows[0] as { records: number; fpi: number; bytes: number };
+      return r;
+    };
     const snap = (pid: number) => ({ sender: cpuMs(pid), postgres: cpuMs(pgPid, true), sink: cpuMs(process.pid), machine: machineBusyMs() });
     const perEmail = (a: ReturnType<typeof snap>, b: ReturnType<typeof snap>, n: number): Run['cpu'] => ({
       sender: (b.sender - a.sender) / n, postgres: (b.postgres - a.postgres) / n, sink: (b.sink - a.sink) / n, machine: (b.machine - a.machine) / n,
@@ -87,12 +92,13 @@ runBench('bench:delivery', 10 * 60_000, async () => {
     // 2. The Herald worker drains the queue.
     sink.reset();
     if (cluster.pgStat) await cluster.knex.raw('SELECT pg_stat_statements_reset()');
+    const walBefore = await walNow();
     const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
     const workers = Array.from({ length: WORKERS }, (_, i) => startHeraldChild(`herald worker ${i + 1}`, cluster, 'worker', {
       SMTP_URL: sink.url,
       SEND_RATE_PER_SECOND: '100000',
       EXECUTOR_ID: `bench-worker-${i + 1}`,
-    }, process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []));
+    }, process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [], process.env.BENCH_TREE));
     children.push(...workers);
     const workerStart = performance.timeOrigin + performance.now();
     process.stdout.write(`herald worker${WORKERS > 1 ? `s (${WORKERS} processes)` : ''}: delivering ${N} … `);
@@ -116,10 +122,11 @@ runBench('bench:delivery', 10 * 60_000, async () => {
     }
     const events = ((await cluster.knex('events').where('name', 'email.sent').count('* as n').first()) as { n: number }).n;
     const distinct = new Set(sink.recipients).size;
-    let statements: { calls: number; ms: number; query: string }[] = [];
+    let statements: { calls: number; plans: number; ms: number; plan_ms: number; wal_bytes: number; query: string }[] = [];
     if (cluster.pgStat) {
-      statements = (await cluster.knex.raw('SELECT calls, total_exec_time AS ms, query FROM pg_stat_statements WHERE calls >= ? ORDER BY calls DESC LIMIT 40', [Math.floor(N / 100)])).rows;
+      statements = (await cluster.knex.raw('SELECT calls, plans, total_exec_time AS ms, total_plan_time AS plan_ms, wal_bytes::float8 AS wal_bytes, query FROM pg_stat_statements WHERE calls >= ? ORDER BY calls DESC LIMIT 40', [Math.floor(N / 100)])).rows;
     }
+    const walAfter = await walNow();
     await Promise.all(workers.map((w) => w.stop()));
 
     const f = (n: number, d = 0) => n.toFixed(d);
@@ -129,9 +136,10 @@ runBench('bench:delivery', 10 * 60_000, async () => {
       console.log(`| ${r.name} | ${r.count} | ${f(r.seconds, 2)} s | ${f(r.perSecond)} | ${f(r.cpu.sender, 2)} | ${f(r.cpu.postgres, 2)} | ${f(r.cpu.sink, 2)} | ${f(r.cpu.machine, 2)} |`);
     }
     if (statements.length) {
-      console.log(`\nherald worker: statements per email (pg_stat_statements, ${N} emails):`);
-      for (const s of statements) console.log(`  ${(s.calls / N).toFixed(2)}  ${(s.ms / N).toFixed(3)} ms  ${s.query.replace(/\s+/g, ' ').slice(0, 150)}`);
+      console.log(`\nherald worker: statements per email (pg_stat_statements, ${N} emails): calls, execution ms, planning ms and plannings, WAL bytes (a statement's own include those of the statements it runs, as its foreign keys' checks):`);
+      for (const s of statements) console.log(`  ${(s.calls / N).toFixed(2)}  exec ${(s.ms / N).toFixed(3)} ms  plan ${(s.plan_ms / N).toFixed(3)} ms × ${(s.plans / N).toFixed(2)}  WAL ${Math.round(s.wal_bytes / N)}  ${s.query.replace(/\s+/g, ' ').slice(0, 150)}`);
     }
+    console.log(`\nherald worker: WAL per email (pg_stat_wal, every process of the cluster during the drain): ${((walAfter.records - walBefore.records) / N).toFixed(2)} records, ${((walAfter.fpi - walBefore.fpi) / N).toFixed(3)} full-page images, ${Math.round((walAfter.bytes - walBefore.bytes) / N)} bytes`);
     console.log(`\nchecks: ${sent} of ${N} emails SENT, ${events} email.sent events, ${distinct} distinct recipients among ${sink.recipients.length} messages at the sink (duplicates: ${sink.recipients.length - distinct}); worker ready after ${f((sink.times[0]! - workerStart) / 1000, 1)} s to first accept`);
     console.log(`targets: ${Math.round(heraldRun.perSecond)} emails/s ≥ 1,000: ${heraldRun.perSecond >= 1000 ? 'met' : 'MISSED'}; ${(heraldRun.perSecond / rawRun.perSecond).toFixed(2)} × raw nodemailer (${Math.round(rawRun.perSecond)}/s) ≥ 0.5: ${heraldRun.perSecond >= 0.5 * rawRun.perSecond ? 'met' : 'MISSED'}`);
   } finally {

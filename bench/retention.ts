@@ -23,7 +23,8 @@
  */
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { listPartitions, monthStart, monthSuffix, partitioned, uuidFloor } from '../db/partitions';
+import { idFloor } from '../db/pages';
+import { listPartitions, monthStart, monthSuffix, partitioned } from '../db/partitions';
 import { applyPartitions } from '../retention/retention';
 import { startCluster } from './lib/cluster';
 import { benchProject, EMAIL_HTML, prepareEngineSchema, startHeraldChild } from './lib/herald';
@@ -87,7 +88,7 @@ async function filledPartition(knex: import('knex').Knex, table: 'events' | 'ema
   await knex.raw(fill(loose), bindings as never);
   const t1 = Date.now();
   await knex.raw(`ALTER TABLE ${loose} RENAME TO ${name}`);
-  await knex.raw(`ALTER TABLE ${table} ATTACH PARTITION ${name} FOR VALUES FROM (${t.kind === 'time' ? `'${start.toISOString()}'` : `'${uuidFloor(start)}'`}) TO (${t.kind === 'time' ? `'${monthStart(start, 1).toISOString()}'` : `'${uuidFloor(monthStart(start, 1))}'`})`);
+  await knex.raw(`ALTER TABLE ${table} ATTACH PARTITION ${name} FOR VALUES FROM (${t.kind === 'time' ? `'${start.toISOString()}'` : `'${idFloor(start)}'`}) TO (${t.kind === 'time' ? `'${monthStart(start, 1).toISOString()}'` : `'${idFloor(monthStart(start, 1))}'`})`);
   await knex.raw(`VACUUM ANALYZE ${name}`);
   const bytes = (await knex.raw(`SELECT pg_size_pretty(pg_total_relation_size(?::regclass)) AS s`, [name])).rows[0].s as string;
   return { name, fillMs: t1 - t0, attachMs: Date.now() - t1, bytes };

@@ -1,41 +1,76 @@
 /**
  * POST /v1/send throughput and latency (one recipient per request), side by side with a floor, in one run.
  *
- *   npx tsx bench/send.ts          (npm run bench:send)
+ *   npx tsx bench/send.ts                              (npm run bench:send)
+ *   BENCH_DURABLE=1 BENCH_ROUNDS=3 BENCH_SLICE=2 npx tsx bench/send.ts   (fsync on, as Herald ships: issue 33's bar)
  *
  * Starts its own embedded PostgreSQL in a temporary directory, then two child processes on it:
  * - the Herald API exactly as `npm run api` runs it (startHerald, roles api only, embedded engine): a send commits its
- *   rows, then enqueues its delivery workflow with a DBOSClient (rows in DBOS's queue table) and answers;
+ *   rows (the emails table is the delivery queue) and answers;
  * - the floor: a bare Koa app whose handler does one INSERT in a transaction into a scratch table.
  * Then autocannon (in this process) drives each at 32 connections: a warm-up, then the measure.
  * Every request has a distinct recipient (a new contact each time: the common transactional case), and the project
  * starts with 50,000 contacts.
  *
- * No worker runs during the measure: the API never waits for SMTP or for a worker (the answer follows the enqueue), so
+ * Each measure prints, beside req/s and latency: the CPU per request of each process, the machine's steal and load,
+ * and what PostgreSQL did per request: transactions committed, WAL written (bytes, records) and WAL flushes (fsyncs,
+ * pg_stat_io) with their time. Both sides share the cluster and its settings; with BENCH_DURABLE=1 both commit durably.
+ * The ratios herald ÷ floor (req/s, p50, p99) are printed per round, and their medians over the rounds. A round warms
+ * every side up, then measures each for BENCH_DURATION seconds in slices of BENCH_SLICE seconds that alternate between
+ * the sides (A B, B A, A B, …): on a machine shared with others, whose load swings from one second to the next, the
+ * sides then see the same load (with one slice, the default, a round is the earlier floor-then-herald measure).
+ * Percentiles are exact, over every response of the round's slices.
+ *
+ * No worker runs during the measure: the API never waits for SMTP or for a worker (the answer follows the commit), so
  * a worker would only take CPU from the API on this machine; delivery is measured by bench/delivery.ts.
  * BENCH_WITH_WORKER=1 runs one anyway (rate limit lifted, into a loopback SMTP sink), as `npm start` would.
  *
  * Environment: BENCH_DURATION (s, default 20), BENCH_WARMUP (s, default 5), BENCH_CONNECTIONS (default 32),
- * BENCH_CONTACTS (default 50000), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info; the log goes to /dev/null),
+ * BENCH_CONTACTS (default 50000), BENCH_ROUNDS (default 1), BENCH_SLICE (s, default BENCH_DURATION), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info; the log
+ * goes to /dev/null), BENCH_DURABLE=1 (fsync and synchronous_commit on, PostgreSQL's defaults, as Herald ships them),
+ * BENCH_PG_SETTINGS (JSON of server settings for the whole cluster, e.g. {"commit_delay":20,"wal_buffers":"16MB"}),
+ * BENCH_VARIANTS (JSON list of Herald API processes measured in turn beside the same floor, default
+ * [{"name":"herald"}]; each may have `tree` (another checkout, e.g. the code before a change, on the same database),
+ * `env` (more environment), `pg` (settings for its connections only, e.g. {"commit_delay":20}) and `idempotencyKeys`
+ * (true: every request carries an Idempotency-Key of its own, a transaction per request: api/idempotency.ts)),
+ * BENCH_WAITS=1 (samples pg_stat_activity every 10 ms during each measure: what the side's backends wait on),
  * BENCH_PG_STAT=1 (pg_stat_statements: statements per request), BENCH_COUNT_QUERIES=1 (knex statements per request
- * in the API), BENCH_DURABLE=1 (fsync on), BENCH_WITH_WORKER=1, BENCH_ONLY=herald|floor, BENCH_CPU_PROF=1 (V8 CPU
- * profile of the API process into BENCH_PROFILE_DIR, default $TMPDIR/herald-bench-profiles), BENCH_JSON=file.
+ * in the API), BENCH_WITH_WORKER=1, BENCH_ONLY=herald|floor, BENCH_CPU_PROF=1 (V8 CPU profile of the API process into
+ * BENCH_PROFILE_DIR, default $TMPDIR/herald-bench-profiles), BENCH_JSON=file.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import type { Knex } from 'knex';
+import pg from 'pg';
 import { startCluster } from './lib/cluster';
 import { benchProject, prepareEngineSchema, startHeraldChild } from './lib/herald';
-import { cpuMs, machine, machineBusyMs, runBench, spawnChild, type Child } from './lib/proc';
+import { cpuMs, machine, machineBusyMs, runBench, sleep, spawnChild, stealSince, type Child } from './lib/proc';
 import { startSink, type Sink } from './lib/sink';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 20);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+/** Seconds of one slice of a measure (default: the whole measure, one slice). */
+const SLICE = Number(process.env.BENCH_SLICE ?? DURATION);
 const ONLY = process.env.BENCH_ONLY;
 const WITH_WORKER = process.env.BENCH_WITH_WORKER === '1';
+const WAITS = process.env.BENCH_WAITS === '1';
 const EXISTING_CONTACTS = Number(process.env.BENCH_CONTACTS ?? 50_000);
+
+interface Variant {
+  name: string;
+  /** Another working tree whose Herald is measured (the code before a change). */
+  tree?: string;
+  env?: Record<string, string>;
+  /** Settings of this process's connections only (libpq `options`). */
+  pg?: Record<string, string | number>;
+  /** Every request carries an Idempotency-Key of its own (api/idempotency.ts: a transaction per request). */
+  idempotencyKeys?: boolean;
+}
+const VARIANTS: Variant[] = process.env.BENCH_VARIANTS ? JSON.parse(process.env.BENCH_VARIANTS) as Variant[] : [{ name: 'herald' }];
 
 const HTML = `<html><body><h1>Hello {{ name }}</h1><p>Your order <b>#{{ order }}</b> has shipped and should arrive within three working days.</p>
 <p>You can follow it at any time from your account page. If anything is wrong with it, reply to this email and we will sort it out.</p>
@@ -53,8 +88,69 @@ function nextBody(): string {
   });
 }
 
+/** What PostgreSQL did, cumulatively: read before and after a measure. */
+interface PgCounters {
+  /** Transactions committed in the database (read-only ones too: they flush no WAL). */
+  commits: number;
+  walBytes: number;
+  walRecords: number;
+  /** Full-page images (the first change of a page after a checkpoint) and writes forced by full WAL buffers. */
+  walFpi: number;
+  walBuffersFull: number;
+  /** WAL writes and flushes (pg_stat_io, object wal), by every process (backends at commit, the WAL writer). */
+  walWrites: number;
+  walFsyncs: number;
+  walFsyncMs: number;
+}
+
+async function pgCounters(knex: Knex): Promise<PgCounters> {
+  const { rows: [r] } = await knex.raw(`SELECT
+      (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::float AS commits,
+      pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float AS "walBytes",
+      (SELECT wal_records FROM pg_stat_wal)::float AS "walRecords",
+      (SELECT wal_fpi FROM pg_stat_wal)::float AS "walFpi",
+      (SELECT wal_buffers_full FROM pg_stat_wal)::float AS "walBuffersFull",
+      (SELECT coalesce(sum(writes), 0) FROM pg_stat_io WHERE object = 'wal')::float AS "walWrites",
+      (SELECT coalesce(sum(fsyncs), 0) FROM pg_stat_io WHERE object = 'wal')::float AS "walFsyncs",
+      (SELECT coalesce(sum(fsync_time), 0) FROM pg_stat_io WHERE object = 'wal')::float AS "walFsyncMs"`);
+  return r as PgCounters;
+}
+
+/**
+ * Samples pg_stat_activity every 10 ms on a connection of its own, for the backends of one application_name: how many
+ * are busy on average, and what they wait on (`ClientRead`: idle in the pool, waiting for Node; `WALSync`: a commit's
+ * flush; no event: on a CPU).
+ */
+function sampleWaits(url: string, applicationName: string): { stop(): Promise<{ samples: number; states: [string, number][] }> } {
+  const client = new pg.Client({ connectionString: url, application_name: 'herald-bench-sampler' });
+  const states = new Map<string, number>();
+  let samples = 0;
+  let running = true;
+  const loop = (async () => {
+    await client.connect();
+    while (running) {
+      const { rows } = await client.query(`SELECT state, wait_event_type, wait_event FROM pg_stat_activity WHERE application_name = $1`, [applicationName]);
+      samples++;
+      for (const r of rows as { state: string; wait_event_type: string | null; wait_event: string | null }[]) {
+        const k = r.state === 'active' ? `active ${r.wait_event ? `${r.wait_event_type}:${r.wait_event}` : '(CPU)'}` : `${r.state}${r.wait_event ? ` ${r.wait_event}` : ''}`;
+        states.set(k, (states.get(k) ?? 0) + 1);
+      }
+      await sleep(10);
+    }
+    await client.end();
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return { samples, states: [...states].sort((a, b) => b[1] - a[1]) };
+    },
+  };
+}
+
 interface Measured {
   name: string;
+  round: number;
   rps: number;
   p50: number;
   p99: number;
@@ -66,89 +162,248 @@ interface Measured {
   errors: number;
   timeouts: number;
   cpu: { server: number; postgres: number; loadgen: number; machine: number };
-  statements?: { calls: number; meanMs: number; planMs: number; query: string }[];
+  /** Share of the machine's CPU time the hypervisor gave to other guests during the measure, and the load average after. */
+  steal: number;
+  load1: number;
+  /** Per request. */
+  pg: PgCounters;
+  waits?: { samples: number; states: [string, number][] };
+  statements?: { calls: number; plans: number; meanMs: number; planMs: number; walBytes: number; query: string }[];
 }
 
-async function drive(url: string, headers: Record<string, string>, seconds: number) {
-  return autocannon({
+/** One load run of autocannon; with `latencies`, every response's time (ms) is pushed there (exact percentiles over slices). */
+async function drive(url: string, headers: Record<string, string>, seconds: number, idempotencyKeys = false, latencies?: number[]) {
+  const run = autocannon({
     url,
     method: 'POST',
     connections: CONNECTIONS,
     duration: seconds,
     timeout: 30,
     headers: { 'content-type': 'application/json', ...headers },
-    requests: [{ setupRequest: (req) => ({ ...req, body: nextBody() }) }],
+    requests: [{
+      setupRequest: (req) => {
+        const body = nextBody();
+        return { ...req, body, ...(idempotencyKeys ? { headers: { ...req.headers, 'idempotency-key': `bench-${counter}` } } : {}) };
+      },
+    }],
   });
+  if (latencies) (run as unknown as NodeJS.EventEmitter).on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => { latencies.push(ms); });
+  return run;
 }
 
-async function measure(name: string, child: Child, url: string, headers: Record<string, string>, pg: { pid: number; knex: import('knex').Knex; pgStat: boolean }): Promise<{ m: Measured; okTotal: number }> {
-  process.stdout.write(`${name}: warm-up ${WARMUP} s … `);
-  const warm = await drive(url, headers, WARMUP);
-  process.stdout.write(`${Math.round(warm['2xx'] / WARMUP)} req/s; measure ${DURATION} s … `);
-  if (pg.pgStat) await pg.knex.raw('SELECT pg_stat_statements_reset()');
-  if (process.env.BENCH_COUNT_QUERIES === '1' && name === 'herald') { child.send({ type: 'queries' }); await child.next('queries'); }
-  const before = { server: cpuMs(child.pid), postgres: cpuMs(pg.pid, true), loadgen: cpuMs(process.pid), machine: machineBusyMs() };
-  const r = await drive(url, headers, DURATION);
-  const after = { server: cpuMs(child.pid), postgres: cpuMs(pg.pid, true), loadgen: cpuMs(process.pid), machine: machineBusyMs() };
-  const ok = r['2xx'];
-  const m: Measured = {
-    name,
-    rps: ok / r.duration,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    p999: r.latency.p99_9,
-    max: r.latency.max,
-    total: r.requests.total,
-    ok,
-    non2xx: r.non2xx,
-    errors: r.errors,
-    timeouts: r.timeouts,
-    // CPU milliseconds per request.
-    cpu: {
-      server: (after.server - before.server) / ok,
-      postgres: (after.postgres - before.postgres) / ok,
-      loadgen: (after.loadgen - before.loadgen) / ok,
-      machine: (after.machine - before.machine) / ok,
-    },
-  };
-  console.log(`${Math.round(m.rps)} req/s`);
-  if (pg.pgStat) {
-    const rows = (await pg.knex.raw(
-      `SELECT calls, mean_exec_time, mean_plan_time, query FROM pg_stat_statements WHERE calls > ? ORDER BY calls DESC, total_exec_time DESC LIMIT 30`, [Math.floor(ok / 2)],
-    )).rows as { calls: number; mean_exec_time: number; mean_plan_time: number; query: string }[];
-    m.statements = rows.map((s) => ({ calls: s.calls, meanMs: s.mean_exec_time, planMs: s.mean_plan_time, query: s.query.replace(/\s+/g, ' ').slice(0, 160) }));
+interface Side {
+  name: string;
+  child: Child;
+  url: string;
+  headers: Record<string, string>;
+  applicationName: string;
+  counted: boolean;
+  idempotencyKeys?: boolean;
+}
+
+interface PgSide { pid: number; knex: Knex; url: string; pgStat: boolean }
+
+/** A side's measure of one round, summed over its slices. */
+interface Tally {
+  seconds: number;
+  ok: number;
+  total: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  latencies: number[];
+  cpu: { server: number; postgres: number; loadgen: number; machine: number };
+  /** Steal-weighted seconds (share × duration), for the mean share. */
+  stealSeconds: number;
+  pg: PgCounters;
+  waits: { samples: number; states: Map<string, number> };
+}
+
+const newTally = (): Tally => ({
+  seconds: 0, ok: 0, total: 0, non2xx: 0, errors: 0, timeouts: 0, latencies: [],
+  cpu: { server: 0, postgres: 0, loadgen: 0, machine: 0 }, stealSeconds: 0,
+  pg: { commits: 0, walBytes: 0, walRecords: 0, walFpi: 0, walBuffersFull: 0, walWrites: 0, walFsyncs: 0, walFsyncMs: 0 },
+  waits: { samples: 0, states: new Map() },
+});
+
+const cpuNow = (side: Side, pgs: PgSide) => ({ server: cpuMs(side.child.pid), postgres: cpuMs(pgs.pid, true), loadgen: cpuMs(process.pid), machine: machineBusyMs() });
+
+/**
+ * One slice of a side's measure, added to its tally. The backends report their statistics within a second of going
+ * idle: a pause after the slice, so that each slice counts its own WAL flushes.
+ */
+async function slice(side: Side, seconds: number, pgs: PgSide, t: Tally): Promise<void> {
+  const pg0 = await pgCounters(pgs.knex);
+  const steal0 = stealSince();
+  const sampler = WAITS ? sampleWaits(pgs.url, side.applicationName) : undefined;
+  const before = cpuNow(side, pgs);
+  const r = await drive(side.url, side.headers, seconds, side.idempotencyKeys, t.latencies);
+  const after = cpuNow(side, pgs);
+  t.stealSeconds += stealSince(steal0.at).share * r.duration;
+  const waits = await sampler?.stop();
+  await sleep(1200);
+  const pg1 = await pgCounters(pgs.knex);
+  t.seconds += r.duration;
+  t.ok += r['2xx'];
+  t.total += r.requests.total;
+  t.non2xx += r.non2xx;
+  t.errors += r.errors;
+  t.timeouts += r.timeouts;
+  for (const k of Object.keys(t.cpu) as (keyof Tally['cpu'])[]) t.cpu[k] += after[k] - before[k];
+  for (const k of Object.keys(t.pg) as (keyof PgCounters)[]) t.pg[k] += pg1[k] - pg0[k];
+  if (waits) {
+    t.waits.samples += waits.samples;
+    for (const [k, n] of waits.states) t.waits.states.set(k, (t.waits.states.get(k) ?? 0) + n);
   }
-  if (process.env.BENCH_COUNT_QUERIES === '1' && name === 'herald') {
-    child.send({ type: 'queries' });
-    const counts = ((await child.next('queries')).counts as [string, number][]);
-    console.log(`  knex statements per request in the API process (${ok} requests):`);
+}
+
+const percentile = (sorted: number[], q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]! : NaN);
+
+function measured(name: string, round: number, t: Tally): Measured {
+  const ok = t.ok;
+  const sorted = Float64Array.from(t.latencies).sort();
+  const lat = [...sorted];
+  const per = (n: number) => n / ok;
+  return {
+    name,
+    round,
+    rps: ok / t.seconds,
+    p50: Math.round(percentile(lat, 0.5) * 10) / 10,
+    p99: Math.round(percentile(lat, 0.99) * 10) / 10,
+    p999: Math.round(percentile(lat, 0.999) * 10) / 10,
+    max: Math.round((lat[lat.length - 1] ?? NaN) * 10) / 10,
+    total: t.total,
+    ok,
+    non2xx: t.non2xx,
+    errors: t.errors,
+    timeouts: t.timeouts,
+    // CPU milliseconds per request.
+    cpu: { server: per(t.cpu.server), postgres: per(t.cpu.postgres), loadgen: per(t.cpu.loadgen), machine: per(t.cpu.machine) },
+    steal: t.stealSeconds / t.seconds,
+    load1: os.loadavg()[0]!,
+    pg: Object.fromEntries(Object.entries(t.pg).map(([k, v]) => [k, per(v)])) as unknown as PgCounters,
+    ...(WAITS ? { waits: { samples: t.waits.samples, states: [...t.waits.states].sort((a, b) => b[1] - a[1]) } } : {}),
+  };
+}
+
+/**
+ * One round: each side warmed up, then measured for DURATION seconds in slices of SLICE seconds that alternate between
+ * the sides (A B, then B A, …), so that a machine whose load swings from second to second weighs on every side alike.
+ */
+async function measureRound(sides: Side[], round: number, pgs: PgSide): Promise<{ results: Measured[]; okBySide: Map<string, number> }> {
+  const okBySide = new Map<string, number>();
+  for (const side of round % 2 ? sides : [...sides].reverse()) {
+    const warm = await drive(side.url, side.headers, WARMUP, side.idempotencyKeys);
+    okBySide.set(side.name, warm['2xx']);
+    console.log(`round ${round}, ${side.name}: warm-up ${WARMUP} s, ${Math.round(warm['2xx'] / WARMUP)} req/s`);
+  }
+  await sleep(1200);
+  if (pgs.pgStat) await pgs.knex.raw('SELECT pg_stat_statements_reset()');
+  for (const side of sides) if (process.env.BENCH_COUNT_QUERIES === '1' && side.counted) { side.child.send({ type: 'queries' }); await side.child.next('queries'); }
+  const tallies = new Map(sides.map((s) => [s.name, newTally()]));
+  const slices = Math.max(1, Math.round(DURATION / SLICE));
+  for (let i = 0; i < slices; i++) {
+    for (const side of (round + i) % 2 ? sides : [...sides].reverse()) await slice(side, DURATION / slices, pgs, tallies.get(side.name)!);
+  }
+  const results = sides.map((s) => measured(s.name, round, tallies.get(s.name)!));
+  for (const m of results) {
+    okBySide.set(m.name, okBySide.get(m.name)! + m.ok);
+    console.log(`round ${round}, ${m.name}: ${Math.round(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, steal ${(m.steal * 100).toFixed(1)} % (${slices} slice(s) of ${DURATION / slices} s)`);
+  }
+  if (pgs.pgStat && results.length) {
+    // Over the round's slices of every side: meaningful with one Herald side (BENCH_ONLY=herald, one variant).
+    const ok = results.reduce((n, m) => n + m.ok, 0);
+    const rows = (await pgs.knex.raw(
+      `SELECT calls, plans, mean_exec_time, mean_plan_time, wal_bytes::float / calls AS wal_bytes, query FROM pg_stat_statements WHERE calls > ? ORDER BY calls DESC, total_exec_time DESC LIMIT 30`, [Math.floor(ok / 100)],
+    )).rows as { calls: number; plans: number; mean_exec_time: number; mean_plan_time: number; wal_bytes: number; query: string }[];
+    results[results.length - 1]!.statements = rows.map((s) => ({ calls: s.calls, plans: s.plans, meanMs: s.mean_exec_time, planMs: s.mean_plan_time, walBytes: s.wal_bytes, query: s.query.replace(/\s+/g, ' ').slice(0, 160) }));
+  }
+  for (const side of sides) {
+    if (process.env.BENCH_COUNT_QUERIES !== '1' || !side.counted) continue;
+    const ok = results.find((m) => m.name === side.name)!.ok;
+    side.child.send({ type: 'queries' });
+    const counts = ((await side.child.next('queries')).counts as [string, number][]);
+    console.log(`  ${side.name}: knex statements per request in the API process (${ok} requests):`);
     for (const [sql, n] of counts.slice(0, 25)) console.log(`    ${(n / ok).toFixed(2)}  ${sql}`);
   }
-  return { m, okTotal: warm['2xx'] + ok };
+  return { results, okBySide };
 }
 
-function report(results: Measured[]): void {
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+function report(results: Measured[], durable: boolean): void {
   const f = (n: number, d = 0) => n.toFixed(d);
-  console.log('\n| server | req/s | p50 ms | p99 ms | p99.9 ms | max ms | 2xx | non-2xx | errors | CPU ms/req: server | postgres | autocannon | other processes | machine busy |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('\n| round | server | req/s | p50 ms | p99 ms | p99.9 ms | max ms | 2xx | non-2xx | errors | CPU ms/req: server | postgres | autocannon | other processes | machine busy | steal | load (1 min) |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of results) {
-    console.log(`| ${r.name} | ${f(r.rps)} | ${r.p50} | ${r.p99} | ${r.p999} | ${r.max} | ${r.ok} | ${r.non2xx} | ${r.errors + r.timeouts} | ${f(r.cpu.server, 2)} | ${f(r.cpu.postgres, 2)} | ${f(r.cpu.loadgen, 2)} | ${f(r.cpu.machine - r.cpu.server - r.cpu.postgres - r.cpu.loadgen, 2)} | ${f(r.cpu.machine, 2)} |`);
+    console.log(`| ${r.round} | ${r.name} | ${f(r.rps)} | ${r.p50} | ${r.p99} | ${r.p999} | ${r.max} | ${r.ok} | ${r.non2xx} | ${r.errors + r.timeouts} | ${f(r.cpu.server, 2)} | ${f(r.cpu.postgres, 2)} | ${f(r.cpu.loadgen, 2)} | ${f(r.cpu.machine - r.cpu.server - r.cpu.postgres - r.cpu.loadgen, 2)} | ${f(r.cpu.machine, 2)} | ${f(r.steal * 100, 1)} % | ${f(r.load1, 2)} |`);
+  }
+  console.log('\nPostgreSQL per request (commits include read-only transactions, which flush nothing; WAL flushes are all processes\'):');
+  console.log('| round | server | commits | WAL records | full-page images | WAL bytes | WAL writes | WAL buffers full | WAL flushes | flush ms |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  for (const r of results) {
+    console.log(`| ${r.round} | ${r.name} | ${f(r.pg.commits, 3)} | ${f(r.pg.walRecords, 2)} | ${f(r.pg.walFpi, 3)} | ${f(r.pg.walBytes)} | ${f(r.pg.walWrites, 3)} | ${f(r.pg.walBuffersFull, 3)} | ${f(r.pg.walFsyncs, 3)} | ${f(r.pg.walFsyncMs, 4)} |`);
+  }
+  for (const r of results) {
+    if (!r.waits) continue;
+    const { samples, states } = r.waits;
+    console.log(`\nround ${r.round}, ${r.name}: its backends, on average over ${samples} samples of pg_stat_activity:`);
+    for (const [k, n] of states) console.log(`  ${(n / samples).toFixed(2)}  ${k}`);
   }
   for (const r of results) {
     if (!r.statements) continue;
-    console.log(`\n${r.name}: statements per request (pg_stat_statements, ${r.ok} requests; mean execution and planning ms):`);
-    for (const s of r.statements) console.log(`  ${(s.calls / r.ok).toFixed(2)}  exec ${s.meanMs.toFixed(3)}  plan ${s.planMs.toFixed(3)}  ${s.query}`);
+    console.log(`\nround ${r.round}, ${r.name}: statements per request (pg_stat_statements, ${r.ok} requests; mean execution ms, planning ms per planning and plannings per call, WAL bytes per call):`);
+    for (const s of r.statements) console.log(`  ${(s.calls / r.ok).toFixed(2)}  exec ${s.meanMs.toFixed(3)}  plan ${s.planMs.toFixed(3)} × ${(s.plans / s.calls).toFixed(2)}  WAL ${Math.round(s.walBytes)}  ${s.query}`);
+  }
+  const floors = results.filter((r) => r.name === 'floor');
+  if (!floors.length) return;
+  console.log(`\nRatios to the floor of the same round (${durable ? 'fsync on' : 'fsync OFF'}):`);
+  console.log('| server | round | req/s ÷ floor | p50 ÷ floor | p99 ÷ floor |');
+  console.log('|---|---|---|---|---|');
+  const byName = new Map<string, { rps: number[]; p50: number[]; p99: number[] }>();
+  for (const r of results) {
+    if (r.name === 'floor') continue;
+    const floor = floors.find((x) => x.round === r.round);
+    if (!floor) continue;
+    const q = { rps: r.rps / floor.rps, p50: r.p50 / floor.p50, p99: r.p99 / floor.p99 };
+    console.log(`| ${r.name} | ${r.round} | ${f(q.rps, 2)} | ${f(q.p50, 2)} | ${f(q.p99, 2)} |`);
+    const acc = byName.get(r.name) ?? { rps: [], p50: [], p99: [] };
+    acc.rps.push(q.rps); acc.p50.push(q.p50); acc.p99.push(q.p99);
+    byName.set(r.name, acc);
+  }
+  for (const [name, acc] of byName) {
+    const rps = median(acc.rps);
+    const p99 = median(acc.p99);
+    console.log(`| **${name}, median of ${acc.rps.length}** | | **${f(rps, 2)}** | **${f(median(acc.p50), 2)}** | **${f(p99, 2)}** |`);
+    if (durable) console.log(`  issue 33's bar, fsync on: req/s ≥ 0.95 × floor: ${rps >= 0.95 ? 'met' : 'MISSED'}; p99 ≤ 1.2 × floor's: ${p99 <= 1.2 ? 'met' : 'MISSED'}`);
   }
 }
 
-runBench('bench:send', 10 * 60_000, async () => {
-  const cluster = await startCluster('send');
+/**
+ * The cluster's URL for one Herald process: its own application_name (BENCH_WAITS tells its backends from the other
+ * variants'; pg lets the URL's win over Herald's own), and settings for its connections only (libpq `options`).
+ */
+function urlWith(url: string, applicationName: string, settings: Record<string, string | number> | undefined): string {
+  const u = new URL(url);
+  u.searchParams.set('application_name', applicationName);
+  if (settings && Object.keys(settings).length) u.searchParams.set('options', Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`).join(' '));
+  return u.toString();
+}
+
+runBench('bench:send', 30 * 60_000, async () => {
+  const durable = process.env.BENCH_DURABLE === '1';
+  // track_wal_io_timing: the time of each WAL flush in pg_stat_io (two clock reads a flush).
+  const cluster = await startCluster('send', { track_wal_io_timing: 'on', ...(process.env.BENCH_PG_SETTINGS ? JSON.parse(process.env.BENCH_PG_SETTINGS) as Record<string, string | number> : {}) });
   const children: Child[] = [];
   let sinkRef: Sink | undefined;
   try {
-    console.log(`machine: ${machine(cluster.version)}`);
-    console.log(`PostgreSQL settings: ${JSON.stringify(cluster.settings)}`);
-    console.log(`load: ${CONNECTIONS} connections, warm-up ${WARMUP} s, measure ${DURATION} s, one distinct new recipient per request, ${EXISTING_CONTACTS} existing contacts\n`);
+    console.log(`machine: ${machine(cluster.version)}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    console.log(`PostgreSQL settings: ${JSON.stringify(cluster.settings)} (${durable ? 'fsync on: durable commits, as Herald ships' : 'fsync OFF'})`);
+    console.log(`load: ${CONNECTIONS} connections, warm-up ${WARMUP} s, measure ${DURATION} s, ${ROUNDS} round(s), one distinct new recipient per request, ${EXISTING_CONTACTS} existing contacts`);
+    console.log(`Herald variants: ${JSON.stringify(VARIANTS)}\n`);
     const { knex } = cluster;
     const project = await benchProject();
     // An installation in use: the project already has contacts, and the planner has statistics (a table that grew from
@@ -168,51 +423,57 @@ runBench('bench:send', 10 * 60_000, async () => {
     const sink = await startSink();
     sinkRef = sink;
     await prepareEngineSchema(cluster, sink.url);
-    const herald = startHeraldChild('herald api', cluster, 'api', {
-      PORT: '0',
-      API_RATE_LIMIT_PER_MINUTE: '1000000000',
-      ...(process.env.BENCH_COUNT_QUERIES === '1' ? { BENCH_COUNT_QUERIES: '1' } : {}),
-    }, nodeArgs);
-    children.push(herald);
+    const sides: Side[] = [];
+    if (ONLY !== 'floor') {
+      for (const [i, v] of VARIANTS.entries()) {
+        const applicationName = `herald-bench-${i}`;
+        const child = startHeraldChild(`herald api (${v.name})`, cluster, 'api', {
+          PORT: '0',
+          API_RATE_LIMIT_PER_MINUTE: '1000000000',
+          DATABASE_URL: urlWith(cluster.url, applicationName, v.pg),
+          ...(process.env.BENCH_COUNT_QUERIES === '1' ? { BENCH_COUNT_QUERIES: '1' } : {}),
+          ...v.env,
+        }, nodeArgs, v.tree);
+        children.push(child);
+        const port = (await child.ready).port as number;
+        sides.push({ name: v.name, child, url: `http://127.0.0.1:${port}/v1/send`, headers: { authorization: `Bearer ${project.secretKey}` }, applicationName, counted: true, idempotencyKeys: v.idempotencyKeys });
+      }
+    }
     if (WITH_WORKER) {
       // Optional: a worker delivering (rate limit lifted) into the sink while the API is measured, as `npm start` would.
       children.push(startHeraldChild('herald worker', cluster, 'worker', { SMTP_URL: sink.url, SEND_RATE_PER_SECOND: '100000', EXECUTOR_ID: 'bench-send-worker' }));
       await children[children.length - 1]!.ready;
     }
-    const floor = spawnChild('floor', 'bench/lib/floor-child.ts', { DATABASE_URL: cluster.url });
-    children.push(floor);
-    const heraldPort = (await herald.ready).port as number;
-    const floorPort = (await floor.ready).port as number;
+    if (ONLY !== 'herald') {
+      const floor = spawnChild('floor', 'bench/lib/floor-child.ts', { DATABASE_URL: cluster.url });
+      children.push(floor);
+      const port = (await floor.ready).port as number;
+      sides.unshift({ name: 'floor', child: floor, url: `http://127.0.0.1:${port}/v1/send`, headers: {}, applicationName: 'herald-bench-floor', counted: false });
+    }
 
-    const pg = { pid: cluster.postmasterPid(), knex, pgStat: cluster.pgStat };
+    const pgs: PgSide = { pid: cluster.postmasterPid(), knex, url: cluster.url, pgStat: cluster.pgStat };
     const results: Measured[] = [];
     let heraldOk = 0;
-    if (ONLY !== 'herald') {
-      results.push((await measure('floor', floor, `http://127.0.0.1:${floorPort}/v1/send`, {}, pg)).m);
+    const steal0 = stealSince();
+    for (let round = 1; round <= ROUNDS; round++) {
+      const r = await measureRound(sides, round, pgs);
+      results.push(...r.results);
+      for (const [name, ok] of r.okBySide) if (name !== 'floor') heraldOk += ok;
     }
-    if (ONLY !== 'floor') {
-      const { m, okTotal } = await measure('herald', herald, `http://127.0.0.1:${heraldPort}/v1/send`, { authorization: `Bearer ${project.secretKey}` }, pg);
-      results.push(m);
-      heraldOk = okTotal;
-    }
-    report(results);
+    console.log(`\nsteal over all the measures: ${(stealSince(steal0.at).share * 100).toFixed(1)} % of the machine's CPU time; load average now ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    report(results, durable);
 
-    const floorR = results.find((r) => r.name === 'floor');
-    const heraldR = results.find((r) => r.name === 'herald');
-    if (heraldR) {
+    if (heraldOk) {
       // Every answered send must have left its email row in the delivery queue (QUEUED, or already on its way).
       const emails = (await knex('emails').count('* as n').first()) as { n: number };
       const queued = (await knex('emails').where('status', 'QUEUED').count('* as n').first()) as { n: number };
-      console.log(`\nchecks: ${heraldOk} sends answered 2xx; ${emails.n} email rows, ${queued.n} of them still QUEUED${WITH_WORKER ? `; ${sink.times.length} delivered by the concurrent worker` : ' (no worker ran)'}`);
-      const targets = [
-        `${Math.round(heraldR.rps)} req/s ≥ 1,500: ${heraldR.rps >= 1500 ? 'met' : 'MISSED'}`,
-        ...(floorR ? [`${(heraldR.rps / floorR.rps).toFixed(2)} × floor (${Math.round(floorR.rps)} req/s) ≥ 0.5: ${heraldR.rps >= 0.5 * floorR.rps ? 'met' : 'MISSED'}`] : []),
-        `non-2xx ${heraldR.non2xx}, errors ${heraldR.errors}: ${heraldR.non2xx === 0 && heraldR.errors === 0 ? 'met' : 'MISSED'}`,
-      ];
-      console.log(`targets: ${targets.join('; ')}`);
+      console.log(`\nchecks: ${heraldOk} sends answered 2xx; ${emails.n} email rows, ${queued.n} of them still QUEUED${WITH_WORKER ? `; ${sink.times.length} delivered by the concurrent worker` : ' (no worker ran)'}: ${emails.n >= heraldOk ? 'every answered send has its row' : 'ROWS MISSING'}`);
+      const heralds = results.filter((r) => r.name !== 'floor');
+      const bad = heralds.filter((r) => r.non2xx || r.errors || r.timeouts);
+      console.log(`non-2xx and errors: ${bad.length ? `IN ${bad.map((r) => `${r.name} round ${r.round}`).join(', ')}` : 'none'}`);
     }
     if (nodeArgs.length) console.log(`CPU profile of the API process: ${profDir} (written when it exits)`);
-    if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), settings: cluster.settings, results }, null, 2));
+    if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), settings: cluster.settings, variants: VARIANTS, results }, null, 2));
   } finally {
     await Promise.all(children.map((c) => c.stop()));
     await sinkRef?.close();

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { campaignAudience, type CampaignAudienceRow } from '../audience/campaignAudience';
 import type { FieldError } from '../core/errors';
@@ -162,7 +163,7 @@ export function sampleShareProblem(audience: number, samplePercent: number, vari
 
 /**
  * Who is in the sample, fixed when the campaign starts sending: every contact of the audience gets a number from a
- * hash of the campaign's id and its own (md5: the same in every PostgreSQL version), and the audience in that order is
+ * hash of its id seeded by the campaign's (sampleHash), and the audience in that order is
  * cut into the sample's first `size` contacts, in `variants` runs of equal length. `bounds[i]` is the last (hash, id) of
  * variant i's run. A batch then puts each contact it reads into its variant (or none) by comparing its own (hash, id)
  * with the bounds (sampleVariantSql): the split is random, even (±1), and the same on every retry, while the batches
@@ -174,11 +175,21 @@ export interface SamplePlan {
   bounds: { h: string; id: string }[];
   /** Each variant's sender name, frozen with it: what its emails (and the rest's, the winner's) go out with. */
   fromNames: (string | null)[];
+  /** The hash the bounds are in (sampleHash); a plan made before there was a choice has none: md5. */
+  hash?: 'uuid';
 }
 
-/** The sample hash of the contact id column `column` for campaign `campaignId` (a UUID, checked: it is inlined). */
-function sampleHash(campaignId: string, column: string): string {
+/**
+ * The sample hash of the contact id column `column` (a uuid) for campaign `campaignId` (a UUID, checked: it is
+ * inlined), as plan `plan` was made. New plans use PostgreSQL's uuid_hash_extended seeded by the campaign's id: the
+ * hash that hash-partitioned tables rely on, so it stays the same across versions (pg_upgrade keeps their partitions),
+ * and about 1/10 of md5's cost over a text concatenation (measured: 100,000 ids, 94-170 vs 606-894 ms under load).
+ * Planning and the sample's batches hash the whole audience each, so that was a tenth of an A/B campaign's extra work.
+ * Plans made with md5 (before `hash`) keep it until their campaign ends.
+ */
+export function sampleHash(campaignId: string, column: string, plan: Pick<SamplePlan, 'hash'>): string {
   if (!isUuid(campaignId)) throw new Error('not a campaign id');
+  if (plan.hash === 'uuid') return `uuid_hash_extended(${column}, ${createHash('md5').update(campaignId.toLowerCase()).digest().readBigInt64BE(0)}::bigint)`;
   return `('x' || substr(md5('${campaignId.toLowerCase()}' || ${column}::text), 1, 16))::bit(64)::bigint`;
 }
 
@@ -190,17 +201,18 @@ export async function planSample(trx: Knex.Transaction, projectId: string, campa
   const counted = await trx.raw(`SELECT count(*)::int AS n FROM (${sql}) x`, bindings as Knex.RawBinding[]);
   const audience = counted.rows[0].n as number;
   const size = sampleSize(audience, campaign.ab_sample_percent, variants);
-  if (size === 0) return { audience, size, bounds: [], fromNames };
+  const hash = { hash: 'uuid' } as const;
+  if (size === 0) return { audience, size, bounds: [], fromNames, ...hash };
   // Variant i's run ends at position ceil(size·(i+1)/variants): runs of equal length, ±1.
   const ends = sampleRunEnds(size, variants);
   const { rows } = await trx.raw(
     `SELECT r.h::text AS h, r.id FROM (
        SELECT t.id, t.h, row_number() OVER (ORDER BY t.h, t.id) AS pos
-       FROM (SELECT x.id, ${sampleHash(campaign.id, 'x.id')} AS h FROM (${sql}) x ORDER BY 2, 1 LIMIT ?::int) t) r
+       FROM (SELECT x.id, ${sampleHash(campaign.id, 'x.id', hash)} AS h FROM (${sql}) x ORDER BY 2, 1 LIMIT ?::int) t) r
      WHERE r.pos = ANY(?::int[]) ORDER BY r.pos`,
     [...bindings, size, ends] as Knex.RawBinding[],
   );
-  return { audience, size, bounds: rows as { h: string; id: string }[], fromNames };
+  return { audience, size, bounds: rows as { h: string; id: string }[], fromNames, ...hash };
 }
 
 /**
@@ -216,7 +228,7 @@ export function sampleVariantSql(campaignId: string, plan: SamplePlan, rows: str
     return `WHEN (r.h, r.id) <= (${b.h}::bigint, '${b.id}'::uuid) THEN ${i}`;
   });
   return `SELECT r.*, (CASE ${whens.join(' ')} ELSE NULL END)::smallint AS variant
-    FROM (SELECT x.*, ${sampleHash(campaignId, 'x.id')} AS h FROM ${rows} x) r`;
+    FROM (SELECT x.*, ${sampleHash(campaignId, 'x.id', plan)} AS h FROM ${rows} x) r`;
 }
 
 /** The winner, how it was chosen, and the figures and certainty it was chosen on: `campaigns.ab_decision`, and the `campaign.winner` event's data. */

@@ -64,6 +64,17 @@ export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBu
 }
 
 /**
+ * The smallest UUIDv7 of a millisecond: ids are compared byte by byte, and a UUIDv7 begins with its creation time in
+ * milliseconds (48 bits), so `id >= idFloor(t)` is "created at or after t" to the millisecond. Times before 1970 have
+ * no UUIDv7: they are floored to the first one (and times past 10889 to the last).
+ */
+export function idFloor(at: Date): string {
+  const ms = Math.max(0, Math.min(at.getTime(), 2 ** 48 - 1));
+  const hex = ms.toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8)}-0000-0000-000000000000`;
+}
+
+/**
  * A count that stops at `cap`: past it a list's total says "at least" (`totalExact: false`). An exact count(*) over a
  * project's million rows costs ~100 ms however it is indexed; up to the cap it is one short index-only range scan.
  * Counts `cap + 1` rows, so that the caller can tell "exactly cap" from "more".

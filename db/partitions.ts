@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { idFloor } from './pages';
 
 /**
  * The tables that only grow, partitioned by month (issue 33, point 5; migration 20261208000001): PostgreSQL declarative
@@ -72,12 +73,6 @@ export function monthSuffix(start: Date): string {
   return `_p${start.getUTCFullYear()}${String(start.getUTCMonth() + 1).padStart(2, '0')}`;
 }
 
-/** The smallest UUID (any version) whose first 48 bits are this time in milliseconds: every UUIDv7 made then or later is ≥ it. */
-export function uuidFloor(t: Date): string {
-  const ms = Math.min(Math.max(0, t.getTime()), 2 ** 48 - 1).toString(16).padStart(12, '0');
-  return `${ms.slice(0, 8)}-${ms.slice(8)}-0000-0000-000000000000`;
-}
-
 /** The time in a UUIDv7's first 48 bits. */
 export function uuidTime(id: string): Date {
   return new Date(parseInt(id.slice(0, 8) + id.slice(9, 13), 16));
@@ -85,7 +80,7 @@ export function uuidTime(id: string): Date {
 
 /** A bound of a partition of `t` as SQL literal: a month start, or the smallest UUID of that millisecond. */
 function boundLiteral(t: PartitionedTable, at: Date): string {
-  return t.kind === 'time' ? `'${at.toISOString()}'` : `'${uuidFloor(at)}'`;
+  return t.kind === 'time' ? `'${at.toISOString()}'` : `'${idFloor(at)}'`;
 }
 
 const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;

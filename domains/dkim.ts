@@ -1,9 +1,8 @@
-import { generateKeyPair } from 'node:crypto';
+import { createPrivateKey, generateKeyPair, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { Knex } from 'knex';
-import type { SendMailOptions } from 'nodemailer';
 import { seal, SealedError, unseal } from '../core/sealed';
-import { domainOf, domainSuffixes } from '../mail/message';
+import { domainOf, domainSuffixes, type DkimSigning } from '../mail/message';
 
 /**
  * DKIM keys of sending domains: an RSA-2048 key pair per domain, the private key encrypted at rest with AES-256-GCM
@@ -63,14 +62,28 @@ export function decryptPrivateKey(secret: Buffer, projectId: string, domain: str
   }
 }
 
-/** nodemailer's per-message DKIM options. */
-export type DkimOptions = NonNullable<SendMailOptions['dkim']> & { domainName: string; keySelector: string; privateKey: string };
+/** nodemailer's per-message DKIM options, with the key parsed (see SigningKey). */
+export type DkimOptions = DkimSigning & { domainName: string; keySelector: string; privateKey: KeyObject };
 
 export interface SigningKey {
   /** The sending domain that holds the key (the From domain itself or a parent of it): the signature's `d=`. */
   domain: string;
   selector: string;
-  privateKey: string;
+  /**
+   * Parsed once when the keys are loaded (a batch's worth of emails), not at every signature: given the PEM, each
+   * signature parsed it again, and parsing an RSA-2048 PKCS#8 key costs OpenSSL 3 more than the signature (a loop of
+   * 300 on this machine: 3.2 ms of CPU a signature with the PEM, 1.2-1.3 with the KeyObject).
+   */
+  privateKey: KeyObject;
+}
+
+/** A decrypted key, parsed; throws DkimKeyError (naming the domain) when it is no private key. */
+function parsedKey(domain: string, pem: string): KeyObject {
+  try {
+    return createPrivateKey(pem);
+  } catch {
+    throw new DkimKeyError(`the DKIM key of ${domain} cannot be read`);
+  }
 }
 
 
@@ -93,7 +106,7 @@ export async function loadSigningKeys(
   const keys = new Map<string, SigningKey>();
   for (const row of rows) {
     try {
-      keys.set(row.domain, { domain: row.domain, selector: row.dkim_selector, privateKey: decryptPrivateKey(secret, projectId, row.domain, row.dkim_private_key) });
+      keys.set(row.domain, { domain: row.domain, selector: row.dkim_selector, privateKey: parsedKey(row.domain, decryptPrivateKey(secret, projectId, row.domain, row.dkim_private_key)) });
     } catch (err) {
       if (!(err instanceof DkimKeyError)) throw err;
       onError?.(err);

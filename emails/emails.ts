@@ -5,7 +5,7 @@ import { TemplateError } from '../mail/render';
 import { messageBytes } from '../mail/transport';
 import { createComposer } from '../sending/delivery';
 import { isUuid } from '../core/values';
-import { cappedCount, pageQueries, pageWithTotal, type PageRequest } from '../db/pages';
+import { cappedCount, idFloor, pageQueries, pageWithTotal, type PageRequest } from '../db/pages';
 import { Email, type EmailStatus } from '../db/models/Email';
 import { Event } from '../db/models/Event';
 import { sinceEmailOf } from '../db/queries/events';
@@ -45,17 +45,6 @@ const LIST_COLUMNS = [
   'to_name', 'subject', 'status', 'attempts', 'message_id', 'error', 'sent_at', 'created_at', 'updated_at',
   'track_opens', 'track_clicks', 'opens', 'first_opened_at', 'clicks', 'first_clicked_at',
 ];
-
-/**
- * The smallest UUIDv7 of a millisecond: ids are compared byte by byte, and a UUIDv7 begins with its creation time in
- * milliseconds (48 bits), so `id >= idFloor(t)` is "created at or after t" to the millisecond. Times before 1970 have
- * no UUIDv7: they are floored to the first one.
- */
-export function idFloor(at: Date): string {
-  const ms = Math.max(0, Math.min(at.getTime(), 2 ** 48 - 1));
-  const hex = ms.toString(16).padStart(12, '0');
-  return `${hex.slice(0, 8)}-${hex.slice(8)}-0000-0000-000000000000`;
-}
 
 /**
  * The filtered, project-scoped query of a list, afresh for each use. Every filter is an equality on the leading

@@ -232,6 +232,22 @@ async function withHeartbeats(activities: Activities): Promise<Activities> {
 }
 
 /**
+ * The options of Herald's Temporal worker beside its connection, task queue and code (startTemporalWorker); the
+ * execution bench's floor worker takes the same (bench/temporalExecutions.ts).
+ *
+ * `maxCachedWorkflows`: the SDK derives its default from the heap's limit, and at the 160 MB that `npm run worker`
+ * gives it (--max-old-space-size=160, for its RSS) that is 10, which also caps the workflow tasks run at once at 10.
+ * With more executions live than that (the dispatcher admits 200 running on Temporal, and those waiting in a delay
+ * come back), nearly every workflow task missed the cache and replayed its history: a no-op workflow of the typical
+ * automation's shape cost the worker 226–236 ms of CPU per execution with 10 cached against 90 with the SDK's default
+ * for a normal heap, and 98 with 100 (BENCHMARKS.md section 38). 100 small interpreter workflows fit the heap; the
+ * worker's peak RSS through 150 executions was 310–321 MB (290 with 10).
+ */
+export function temporalWorkerTuning(): { maxCachedWorkflows?: number } {
+  return { maxCachedWorkflows: 100 };
+}
+
+/**
  * Runs workflows and their activities on the `herald` task queue. Any number of workers may poll it: the server hands
  * each task to one of them, and a stopped worker's tasks to the others.
  */
@@ -262,9 +278,10 @@ export async function startTemporalWorker(opts: TemporalWorkerOptions): Promise<
     workflowBundle: { codePath: await workflowBundlePath() },
     activities: await withHeartbeats(opts.activities),
     sinks: heraldSinks(),
+    ...temporalWorkerTuning(),
   });
   const running = worker.run();
-  opts.log.info({ address: opts.address, namespace, taskQueue: WORKFLOW_TASK_QUEUE, identity: worker.options.identity }, 'temporal worker running');
+  opts.log.info({ address: opts.address, namespace, taskQueue: WORKFLOW_TASK_QUEUE, identity: worker.options.identity, maxCachedWorkflows: worker.options.maxCachedWorkflows }, 'temporal worker running');
   return {
     async stop() {
       // Graceful: stop polling, let in-flight tasks finish (or time out and go back to the server), then close.

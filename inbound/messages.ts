@@ -5,7 +5,7 @@ import { listPage, type Listed, type PageRequest } from '../db/pages';
 import type { AuthResults } from './auth';
 import { fileOfToken, RAW_FILE } from './files';
 import type { Mailbox } from './parse';
-import { uuidFloor } from '../db/partitions';
+import { idFloor } from '../db/pages';
 
 /** Received messages as the API reads them (GET /inbound…), their files, and their retention. */
 
@@ -176,7 +176,7 @@ export async function pruneInbound(knex: Knex, retentionDays: number, batch = 50
        raw_gone AS (
          DELETE FROM raw_messages r USING files f WHERE r.project_id = f.project_id AND r.id = f.raw_message_id RETURNING 1)
        SELECT count(*)::int AS n FROM gone`,
-      [...(projectId ? [projectId, uuidFloor(new Date(Date.now() - retentionDays * 86_400_000))] : [retentionDays]), batch],
+      [...(projectId ? [projectId, idFloor(new Date(Date.now() - retentionDays * 86_400_000))] : [retentionDays]), batch],
     );
     const n = (rows[0] as { n: number }).n;
     total += n;

@@ -17,6 +17,15 @@ const THREAD_HEAP_MB = 256;
  */
 const INLINE = { ms: 5, chars: 1_000_000, memory: 2_000_000, templateChars: 100_000 };
 
+/**
+ * A template goes straight to a thread only once it has passed the inline budget this many times in a row, each time
+ * with most of the budget to itself. Passing it once says little: a process's first render of a template compiles it
+ * with cold code (over 5 ms where the next ones take 0.05), and a GC pause or the machine's other load can stretch any
+ * render. Remembered after one such render, a cheap template was rendered on a thread for the rest of the process's life
+ * (bench/send.ts, BENCH_CPU_PROF=1: after the first second of load, every render on a thread).
+ */
+const COSTLY_AFTER = 3;
+
 export interface RenderPool {
   render: Renderer;
   close(): Promise<void>;
@@ -33,8 +42,14 @@ export interface RenderPool {
  */
 export function createRenderPool(threads = defaultRenderThreads()): RenderPool {
   let pool: Piscina | undefined;
-  /** Templates (subject and body) that passed the inline attempt's budget once. */
-  const costly = new LRUCache<string, true>({ max: 1000 });
+  /**
+   * Templates (subject and body) that passed the inline attempt's budget COSTLY_AFTER times in a row, for a minute: a
+   * template judged costly on a bad minute (a machine under load) is tried inline again after, at the price of at most
+   * COSTLY_AFTER inline attempts a minute for one that is costly indeed.
+   */
+  const costly = new LRUCache<string, true>({ max: 1000, ttl: 60_000 });
+  /** Templates that passed it fewer times than that since they last fitted: how many times. */
+  const strikes = new LRUCache<string, number>({ max: 1000 });
   const perTenant = Math.max(1, threads - 1);
   const tenants = new Map<string, { running: number; waiting: (() => void)[] }>();
   const enter = async (tenant: string) => {
@@ -65,10 +80,19 @@ export function createRenderPool(threads = defaultRenderThreads()): RenderPool {
       jobs.forEach((job, i) => {
         const key = `${job.markdown ? 'md' : 'html'}\u0000${job.subject}\u0000${job.body}`;
         if (key.length > INLINE.templateChars || costly.has(key) || budget.remainingMs() === 0) return;
+        // A job that starts with less than half the call's time left may pass it because of the jobs before it.
+        const ownTime = budget.remainingMs() >= INLINE.ms / 2;
         const outcome = renderJob(job, budget);
         // A syntax error is final; a budget passed here may well fit the full budgets of a thread.
-        if ('failed' in outcome && outcome.failed.code !== 'invalid_template') costly.set(key, true);
-        else results[i] = outcome;
+        if ('failed' in outcome && outcome.failed.code !== 'invalid_template') {
+          if (!ownTime) return;
+          const n = (strikes.get(key) ?? 0) + 1;
+          if (n < COSTLY_AFTER) strikes.set(key, n);
+          else { strikes.delete(key); costly.set(key, true); }
+        } else {
+          if (strikes.size) strikes.delete(key);
+          results[i] = outcome;
+        }
       });
       const rest = jobs.filter((_, i) => !results[i]);
       if (rest.length) {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { timingSafeEqual } from 'node:crypto';
 import { batched } from '../db/batch';
+import { COMMIT_WITHOUT_FLUSH } from '../db/commits';
 import type { ApiKeyType } from '../db/models/ApiKey';
 import { preparedStatement } from '../db/prepared';
 import { hashKey, keyMatches, parseKey } from './keys';
@@ -110,9 +111,14 @@ const counters = new WeakMap<Knex, ReturnType<typeof newCounter>>();
 /**
  * The upsert of the counts, from a CTE `counts(key, n)`: a window that has ended starts again. Bindings: the new
  * window's end, then now twice (epoch ms).
+ *
+ * Its statement commits without waiting for the disk (db/commits.ts): a count lost in a crash breaks no promise, and a
+ * durable commit held the project's row locked through the flush, so that concurrent batches counted one flush after
+ * another. Every statement that includes it runs on its own on the pool (admit, admitSession, consumeRate), never in
+ * a caller's transaction.
  */
 export const COUNT_UPSERT = `INSERT INTO rate_limits AS r (key, points, expire)
-  SELECT c.key, c.n, ?::bigint FROM counts c ORDER BY c.key
+  SELECT c.key, c.n, ?::bigint FROM counts c WHERE ${COMMIT_WITHOUT_FLUSH} ORDER BY c.key
   ON CONFLICT (key) DO UPDATE SET
     points = CASE WHEN r.expire IS NULL OR r.expire <= ?::bigint THEN excluded.points ELSE r.points + excluded.points END,
     expire = CASE WHEN r.expire IS NULL OR r.expire <= ?::bigint THEN excluded.expire ELSE r.expire END

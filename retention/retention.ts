@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { RetentionConfig } from '../config';
+import { idFloor } from '../db/pages';
 import {
-  dropPartition, ensurePartitions, listPartitions, partitioned, PARTITIONED_TABLES, uuidFloor, type DropResult, type PartitionedName,
+  dropPartition, ensurePartitions, listPartitions, partitioned, PARTITIONED_TABLES, type DropResult, type PartitionedName,
 } from '../db/partitions';
 import { pruneInbound } from '../inbound/messages';
 import type { Logger } from '../logging/logger';
@@ -167,7 +168,7 @@ export function trimSql(table: PartitionedName, target: string): string {
 
 /** trimSql's bindings: the project twice, the cutoff id, the project again (emails: for its campaigns), the batch. */
 export function trimBindings(_table: PartitionedName, projectId: string, before: Date, batch: number): Knex.RawBinding[] {
-  return [projectId, projectId, uuidFloor(before), projectId, batch];
+  return [projectId, projectId, idFloor(before), projectId, batch];
 }
 
 async function deleteBatch(knex: Knex, table: PartitionedName, target: string, projectId: string, before: Date, batch: number): Promise<number> {

@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { bearer } from './support/app';
 import { killGroup, waitFor } from './support/processes';
 import { workerProcesses } from './support/workerProcesses';
@@ -8,6 +9,11 @@ import { workerProcesses } from './support/workerProcesses';
  */
 const harness = workerProcesses('schedule-worker');
 const startWorker = () => harness.startWorker();
+const stopped = async (worker: ChildProcess) => {
+  const exited = worker.exitCode !== null || worker.signalCode !== null ? Promise.resolve() : new Promise((r) => worker.once('exit', r));
+  killGroup(worker, 'SIGKILL');
+  await exited;
+};
 beforeAll(async () => {
   for (const email of ['a@example.org', 'b@example.org']) await harness.t.http().post('/contacts').set(bearer(harness.t.project.secretKey)).send({ email });
 });
@@ -24,13 +30,15 @@ test('schedule → worker killed and restarted → sent at the scheduled time, o
   expect((await harness.t.http().get(`/campaigns/${id}`).set(key)).body.data.status).toBe('SCHEDULED');
   expect(harness.smtp.received).toHaveLength(0);
 
-  startWorker();
+  const restarted = startWorker();
   const done = await waitFor('campaign SENT', async () => {
     const c = (await harness.t.http().get(`/campaigns/${id}`).set(key)).body.data;
     return c.status === 'SENT' ? c : undefined;
   }, 60_000, 200);
   expect(new Date(done.startedAt).getTime()).toBeGreaterThanOrEqual(at.getTime() - 50);
   expect(harness.smtp.received.map((m) => m.envelopeTo[0]).sort()).toEqual(['a@example.org', 'b@example.org']);
+  // Gone before the next test starts its own worker under the same executor id (a live holder would refuse it).
+  await stopped(restarted);
 }, 90_000);
 
 test('an A/B campaign\'s wait: the worker killed and restarted during it → the wait goes on, and the winner chosen then goes to the rest, each contact once', async () => {
@@ -48,7 +56,7 @@ test('an A/B campaign\'s wait: the worker killed and restarted during it → the
     const c = (await harness.t.http().get(`/campaigns/${id}`).set(key)).body.data;
     return c.abTest.phase === 'WAITING' ? c : undefined;
   }, 60_000, 200);
-  killGroup(worker, 'SIGKILL');
+  await stopped(worker);
   startWorker();
   // The restarted worker recovers the waiting workflow (same executor id): its wait's end is the row's, unchanged.
   await new Promise((r) => setTimeout(r, 3000));

@@ -44,27 +44,29 @@ test(`a ${TOTAL.toLocaleString('en')}-recipient campaign is delivered exactly on
   const id = await create('big');
   const before = smtp.received.length;
   expect((await t.http().post(`/campaigns/${id}/send`).set(key).send({})).status).toBe(200);
-  await waitFor('campaign SENT', async () => ((await statusOf(id)) === 'SENT' ? true : undefined), 240_000, 500);
+  // A liveness bound, not a speed (bench/campaign.ts measures that): a loaded machine takes minutes.
+  await waitFor('campaign SENT', async () => ((await statusOf(id)) === 'SENT' ? true : undefined), 480_000, 500);
   const mails = smtp.received.slice(before);
   const recipients = new Set(mails.map((m) => m.envelopeTo[0]));
   expect(recipients.size).toBe(TOTAL);
   expect(mails).toHaveLength(TOTAL);
   const stats = (await t.http().get(`/campaigns/${id}/stats`).set(key)).body.data;
   expect(stats).toMatchObject({ totalRecipients: TOTAL, sent: TOTAL, queued: 0, failed: 0 });
-}, 300_000);
+}, 540_000);
 
 test('cancel mid-SENDING: the rest is cancelled; nothing is sent after the cancel beyond the deliveries in flight', async () => {
   const id = await create('small');
-  const before = smtp.received.length;
+  // This campaign's mail only (its recipients are small<n>@): another test's may still be arriving.
+  const received = () => smtp.received.filter((m) => m.envelopeTo[0]?.startsWith('small')).length;
   await t.http().post(`/campaigns/${id}/send`).set(key).send({});
-  await waitFor('some mail out', () => (smtp.received.length - before >= 20 ? true : undefined), 60_000, 20);
+  await waitFor('some mail out', () => (received() >= 20 ? true : undefined), 60_000, 20);
   const cancel = await t.http().post(`/campaigns/${id}/cancel`).set(key);
   expect(cancel.status).toBe(200);
   expect(cancel.body.data.status).toBe('CANCELLED');
-  const atCancel = smtp.received.length - before;
+  const atCancel = received();
   const inFlight = Number((await t.db.knex('emails').where({ project_id: t.project.id, campaign_id: id, status: 'SENDING' }).count('* as n').first())!.n);
   await new Promise((r) => setTimeout(r, 2000));
-  const after = smtp.received.length - before;
+  const after = received();
   console.log(`cancel mid-sending: ${atCancel} sent at the cancel, ${inFlight} in flight, ${after} in the end (of 250)`);
   expect(after - atCancel).toBeLessThanOrEqual(inFlight);
   expect(after).toBeLessThan(250);

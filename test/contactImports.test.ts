@@ -10,7 +10,9 @@ import { asPerson, person, signIn } from './people/support';
  * line and reason while the good ones import, the modes, subscriptions that an import never turns back on, a segment,
  * cancel, two imports at once, and files refused whole with nothing stored.
  */
-jest.setTimeout(120_000);
+// Liveness bounds, not speed: a loaded 2-core machine takes many times a quiet one's time (BENCHMARKS.md §31: 1,000,000
+// rows in about a minute).
+jest.setTimeout(300_000);
 // A small limit, so that a file over it is quick to send (the API reads IMPORT_MAX_BYTES when it is made).
 process.env.IMPORT_MAX_BYTES = String(2 * 1024 * 1024);
 let t: TestContext;
@@ -40,7 +42,7 @@ async function finished(id: string, auth: Record<string, string> = key) {
   return waitFor(`import ${id} to end`, async () => {
     const res = await t.http().get(`/contacts/imports/${id}`).set(auth);
     return ['COMPLETED', 'CANCELLED', 'FAILED'].includes(res.body.data.status) ? res.body.data : undefined;
-  }, 60_000, 50);
+  }, 180_000, 50);
 }
 
 async function contact(email: string, projectId = t.project.id) {
@@ -192,7 +194,7 @@ test('every imported contact joins the static segment; one contact.created webho
 test('cancel stops the import between batches; the rows merged so far stay, the file is deleted; an ended import is a 409', async () => {
   const file = ['email', ...Array.from({ length: 80_000 }, (_, i) => `cancel${i}@example.com`)].join('\n');
   const id = (await upload(file, { columns: [{ column: 'email', to: 'email' }] })).body.data.id;
-  await waitFor('a first batch', async () => ((await t.http().get(`/contacts/imports/${id}`).set(key)).body.data.rows.read > 0 ? true : undefined), 30_000, 20);
+  await waitFor('a first batch', async () => ((await t.http().get(`/contacts/imports/${id}`).set(key)).body.data.rows.read > 0 ? true : undefined), 120_000, 20);
   const cancelled = await t.http().post(`/contacts/imports/${id}/cancel`).set(key);
   expect(cancelled.status).toBe(200);
   expect(cancelled.body.data.status).toBe('CANCELLED');
@@ -213,7 +215,7 @@ test('an import deleted while it runs (its project deleted) takes its seen addre
   const k = bearer(other.secretKey);
   const file = ['email', ...Array.from({ length: 80_000 }, (_, i) => `gone${i}@example.com`)].join('\n');
   const id = (await upload(file, { columns: [{ column: 'email', to: 'email' }] }, 'text/csv', k)).body.data.id;
-  await waitFor('a first batch', async () => ((await t.http().get(`/contacts/imports/${id}`).set(k)).body.data.rows.read > 0 ? true : undefined), 30_000, 20);
+  await waitFor('a first batch', async () => ((await t.http().get(`/contacts/imports/${id}`).set(k)).body.data.rows.read > 0 ? true : undefined), 120_000, 20);
   expect(Number((await t.db.knex('contact_import_seen').where('import_id', id).count('* as n').first())!.n)).toBeGreaterThan(0);
   // As a project's deletion cascades to its imports: the seen table has no foreign key, a trigger deletes its rows.
   await t.db.knex('contact_imports').where('id', id).delete();
@@ -245,6 +247,7 @@ test('two imports into the same project at once, overlapping: every address once
 test('a file that is not CSV or JSON Lines, over the limit or with a column map that does not fit is refused at once, nothing stored', async () => {
   const count = async () => Number((await t.db.knex('contact_imports').count('* as n').first())!.n);
   const before = await count();
+  const earlier: string[] = await t.db.knex('contact_imports').pluck('id');
   const columns = [{ column: 'email', to: 'email' }];
   expect((await upload('email\na@example.com\n', { columns }, 'application/pdf')).status).toBe(415);
   const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]), Buffer.alloc(200, 7)]);
@@ -260,7 +263,8 @@ test('a file that is not CSV or JSON Lines, over the limit or with a column map 
   const big = await upload(Buffer.alloc(3 * 1024 * 1024, 'a'), { columns });
   expect(big.status).toBe(413);
   expect(await count()).toBe(before);
-  expect(Number((await t.db.knex('contact_import_chunks').count('* as n').first())!.n)).toBe(0);
+  // No piece of a refused file either (the earlier tests' imports may still hold theirs).
+  expect(Number((await t.db.knex('contact_import_chunks').whereNotIn('import_id', earlier).count('* as n').first())!.n)).toBe(0);
 });
 
 test('preview proposes the column map from the first rows; a foreign import is a 404', async () => {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { outcomeOf, type Deliverer, type Outcome, type Prepared } from '../sending/delivery';
 import { Email } from '../db/models/Email';
+import { preparedStatement } from '../db/prepared';
 import type { Logger } from '../logging/logger';
 import { DELIVERY_RETRY } from '../workflows/policy';
 import { gaveUp } from '../workflows/failure';
@@ -93,6 +94,34 @@ const STOP_LOOK_MAX_AGE_MS = 20;
 const WRITERS = 2;
 /** How long a write waits for more outcomes while sends are still out (see flush). */
 const GATHER_MS = 2;
+
+/**
+ * The claim of `claim` (see there), a named statement (db/prepared.ts): parsed and planned once per connection rather
+ * than at every claim. Bindings: lead (ms), how many at most, the horizon (ms), the interval (ms), the executor id, the
+ * interval again.
+ */
+export const CLAIM_SQL = `WITH pace AS (
+     SELECT greatest(next_at, now() + ?::float8 * interval '1 millisecond') AS next_at FROM delivery_pace WHERE name = 'email' FOR UPDATE
+   ), picked AS (
+     SELECT project_id, id, partition_at FROM emails
+     WHERE status = 'QUEUED' AND available_at <= now()
+     ORDER BY priority, id
+     LIMIT least(?::int, greatest(0, floor(extract(epoch FROM (now() - (SELECT next_at FROM pace))) * 1000 + ?::int) / ?::float8 + 1)::int)
+     FOR UPDATE SKIP LOCKED
+   ), claimed AS (
+     UPDATE emails e SET status = 'SENDING', attempts = e.attempts + 1, claimed_by = ?, claimed_at = now(), updated_at = now()
+     -- With the partition key, each row is looked up in its own partition only (pruned as the join runs).
+     FROM picked p WHERE e.project_id = p.project_id AND e.id = p.id AND e.partition_at = p.partition_at
+     RETURNING e.*
+   ), paced AS (
+     UPDATE delivery_pace SET next_at = (SELECT next_at FROM pace) + (SELECT count(*) FROM claimed) * ?::float8 * interval '1 millisecond'
+     WHERE name = 'email' AND EXISTS (SELECT 1 FROM claimed)
+   )
+   SELECT c.*,
+          extract(epoch FROM ((SELECT next_at FROM pace) - now())) * 1000 AS slot_ms
+   FROM (SELECT 1) one LEFT JOIN claimed c ON true
+   ORDER BY c.priority, c.id`;
+const runClaim = preparedStatement('herald_claim_emails', CLAIM_SQL);
 
 export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
   const { knex, log, deliverer, executorId } = opts;
@@ -194,30 +223,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
    * statement. Answers when the first slot is (performance.now() time), or (nothing claimed) how long until a slot frees up.
    */
   async function claim(want: number): Promise<{ emails: Email[]; firstSlotAt: number; waitMs: number }> {
-    const { rows } = await knex.raw(
-      `WITH pace AS (
-         SELECT greatest(next_at, now() + ?::float8 * interval '1 millisecond') AS next_at FROM delivery_pace WHERE name = 'email' FOR UPDATE
-       ), picked AS (
-         SELECT project_id, id, partition_at FROM emails
-         WHERE status = 'QUEUED' AND available_at <= now()
-         ORDER BY priority, id
-         LIMIT least(?::int, greatest(0, floor(extract(epoch FROM (now() - (SELECT next_at FROM pace))) * 1000 + ?::int) / ?::float8 + 1)::int)
-         FOR UPDATE SKIP LOCKED
-       ), claimed AS (
-         UPDATE emails e SET status = 'SENDING', attempts = e.attempts + 1, claimed_by = ?, claimed_at = now(), updated_at = now()
-         -- With the partition key, each row is looked up in its own partition only (pruned as the join runs).
-         FROM picked p WHERE e.project_id = p.project_id AND e.id = p.id AND e.partition_at = p.partition_at
-         RETURNING e.*
-       ), paced AS (
-         UPDATE delivery_pace SET next_at = (SELECT next_at FROM pace) + (SELECT count(*) FROM claimed) * ?::float8 * interval '1 millisecond'
-         WHERE name = 'email' AND EXISTS (SELECT 1 FROM claimed)
-       )
-       SELECT c.*,
-              extract(epoch FROM ((SELECT next_at FROM pace) - now())) * 1000 AS slot_ms
-       FROM (SELECT 1) one LEFT JOIN claimed c ON true
-       ORDER BY c.priority, c.id`,
-      [leadMs, want, HORIZON_MS, intervalMs, executorId, intervalMs],
-    );
+    const { rows } = await runClaim(knex, [leadMs, want, HORIZON_MS, intervalMs, executorId, intervalMs]);
     // Offsets count from the statement's now(); counting them from the answer's arrival can only make slots later.
     const answeredAt = performance.now();
     const slotMs = Number((rows[0] as { slot_ms: number }).slot_ms);

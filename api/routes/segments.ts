@@ -18,6 +18,8 @@ export function segmentJson(s: Segment) {
 
 // Another project's segment is a 404 whatever the body or query says; members: 404, then 409 for a DYNAMIC one.
 const owned = ({ auth, params, services }: Lookup<'/segments/:id'>) => services.segments.get(auth.projectId, params.id);
+// The same 404, without counting its members (a count can read every contact): for the routes that do not answer it.
+const exists = ({ auth, params, services }: Lookup<'/segments/:id'>) => services.segments.find(auth.projectId, params.id);
 const ownedStatic = ({ auth, params, services }: Lookup<'/segments/:id'>) => services.segments.getStatic(auth.projectId, params.id);
 
 /** Spec 4.4 (audience/segments.ts). */
@@ -44,7 +46,7 @@ export const segmentRoutes = [
     handle: async (call) => reply(segmentJson(await owned(call))) }),
 
   route({ operationId: 'updateSegment', method: 'patch', path: '/segments/:id', summary: 'Update a segment', tag: 'Segments', access: 'secret', permission: 'write', body: patchSegmentSchema, answers: ok('The segment.', A.segmentAnswer), errors: [409],
-    before: owned,
+    before: exists,
     handle: async ({ auth, params, body, services }) => reply(segmentJson(await services.segments.update(auth.projectId, params.id, body))) }),
 
   route({ operationId: 'deleteSegment', method: 'delete', path: '/segments/:id', summary: 'Delete a segment', tag: 'Segments', access: 'secret', permission: 'write', answers: noContent('Deleted.'), errors: [409],
@@ -55,7 +57,7 @@ export const segmentRoutes = [
 
   route({ operationId: 'listSegmentContacts', method: 'get', path: '/segments/:id/contacts', summary: "List a segment's contacts", tag: 'Segments', access: 'secret', permission: 'read', query: listQuerySchema,
     answers: ok('A page of its contacts.', A.pageOf(A.contactAnswer)),
-    before: owned,
+    before: exists,
     async handle({ auth, params, query: q, services }) {
       const { rows, total } = await services.segments.members(auth.projectId, params.id, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       return reply(toPage(rows, q.limit, total, contactJson));

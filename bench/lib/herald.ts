@@ -22,9 +22,12 @@ export function heraldEnv(cluster: BenchCluster, extra: Record<string, string> =
   };
 }
 
-/** Starts a Herald child: roles `api`, `worker` or `all`. */
-export function startHeraldChild(name: string, cluster: BenchCluster, roles: 'api' | 'worker' | 'all', env: Record<string, string>, nodeArgs: string[] = []): Child {
-  return spawnChild(name, 'bench/lib/herald-child.ts', heraldEnv(cluster, { BENCH_ROLES: roles, ...env }), nodeArgs);
+/**
+ * Starts a Herald child: roles `api`, `worker` or `all`. `root`: another working tree (older code on the same
+ * database, in the same run; its migrations must be the same).
+ */
+export function startHeraldChild(name: string, cluster: BenchCluster, roles: 'api' | 'worker' | 'all', env: Record<string, string>, nodeArgs: string[] = [], root?: string): Child {
+  return spawnChild(name, 'bench/lib/herald-child.ts', heraldEnv(cluster, { BENCH_ROLES: roles, ...env }), nodeArgs, root);
 }
 
 /**

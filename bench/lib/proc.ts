@@ -31,9 +31,10 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, ...env };
 }
 
-export function spawnChild(name: string, script: string, env: Record<string, string>, nodeArgs: string[] = []): Child {
-  const cp = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(REPO_ROOT, script)], {
-    cwd: REPO_ROOT,
+/** `root`: the working tree the script is run from (REPO_ROOT; another checkout to measure older code in the same run). */
+export function spawnChild(name: string, script: string, env: Record<string, string>, nodeArgs: string[] = [], root = REPO_ROOT): Child {
+  const cp = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, script)], {
+    cwd: root,
     env: childEnv(env),
     stdio: ['ignore', process.env.BENCH_CHILD_STDOUT === '1' ? 'inherit' : 'ignore', 'inherit', 'ipc'],
   });
@@ -140,20 +141,25 @@ const CLK_TCK = (() => {
   try { return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100; } catch { return 100; }
 })();
 
-function statOf(pid: number): { ppid: number; cpuMs: number } | undefined {
+function statOf(pid: number): { ppid: number; cpuMs: number; childrenMs: number } | undefined {
   try {
     const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    // rest[0] = state (field 3), so field n is rest[n - 3].
-    return { ppid: Number(rest[1]), cpuMs: ((Number(rest[11]) + Number(rest[12])) * 1000) / CLK_TCK };
+    // rest[0] = state (field 3), so field n is rest[n - 3]: utime 14, stime 15, cutime 16, cstime 17.
+    return { ppid: Number(rest[1]), cpuMs: ((Number(rest[11]) + Number(rest[12])) * 1000) / CLK_TCK, childrenMs: ((Number(rest[13]) + Number(rest[14])) * 1000) / CLK_TCK };
   } catch {
     return undefined;
   }
 }
 
-/** CPU time (ms) used so far by a process, and by a process plus its direct children (PostgreSQL's backends). */
+/**
+ * CPU time (ms) used so far by a process, and by a process plus its children (PostgreSQL's backends): the live ones,
+ * and those that exited and were reaped (a pool that closes its idle connections), whose time the parent's
+ * cutime/cstime keep.
+ */
 export function cpuMs(pid: number, withChildren = false): number {
-  let total = statOf(pid)?.cpuMs ?? 0;
+  const own = statOf(pid);
+  let total = (own?.cpuMs ?? 0) + (withChildren ? own?.childrenMs ?? 0 : 0);
   if (withChildren) {
     for (const entry of fs.readdirSync('/proc')) {
       const p = Number(entry);

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
+import { idFloor } from '../pages';
 import {
-  createMonthlyPartitions, createPartition, EMAIL_LOOKUP_LAG_DAYS, EMAIL_LOOKUP_SLACK_SECONDS, monthStart, MONTHS_AHEAD, PARTITIONED_TABLES, uuidFloor,
+  createMonthlyPartitions, createPartition, EMAIL_LOOKUP_LAG_DAYS, EMAIL_LOOKUP_SLACK_SECONDS, monthStart, MONTHS_AHEAD, PARTITIONED_TABLES,
   type PartitionedTable,
 } from '../partitions';
 
@@ -77,7 +78,7 @@ async function prepare(knex: Knex, until: Date): Promise<void> {
     if (rows[0]?.convalidated) continue;
     if (!rows[0]) {
       // Legacy rows of emails all have the constant; those of the other tables were made before `until`.
-      const check = t.kind === 'time' ? `partition_at = '-infinity'::timestamptz` : `id < '${uuidFloor(until)}'::uuid`;
+      const check = t.kind === 'time' ? `partition_at = '-infinity'::timestamptz` : `id < '${idFloor(until)}'::uuid`;
       await knex.raw(`ALTER TABLE ${t.table} ADD CONSTRAINT ${rangeCheck(t.table)} CHECK (${check}) NOT VALID`);
     }
     await knex.raw(`ALTER TABLE ${t.table} VALIDATE CONSTRAINT ${rangeCheck(t.table)}`);
@@ -150,7 +151,7 @@ async function partition(trx: Knex.Transaction, t: PartitionedTable, until: Date
     return 'empty';
   }
   // Rows on their way in (old processes still writing) passed the range check, so the range holds them.
-  await trx.raw(`ALTER TABLE ${t.table} ATTACH PARTITION ${legacy} FOR VALUES FROM (MINVALUE) TO (${t.kind === 'time' ? `'${until.toISOString()}'` : `'${uuidFloor(until)}'`})`);
+  await trx.raw(`ALTER TABLE ${t.table} ATTACH PARTITION ${legacy} FOR VALUES FROM (MINVALUE) TO (${t.kind === 'time' ? `'${until.toISOString()}'` : `'${idFloor(until)}'`})`);
   // The partition's range holds its rows from now on (emails written this month have their real partition_at).
   await trx.raw(`ALTER TABLE ${legacy} DROP CONSTRAINT ${rangeCheck(t.table)}`);
   return 'attached';

@@ -48,6 +48,15 @@ test('static segment: add by email (unknown emails become subscribed contacts), 
   expect(created.subscribed).toBe(true);
   const removed = await t.http().delete(`/segments/${id}/members`).set(key).send({ emails: ['new@example.com', 'unknown@nowhere.io'] });
   expect(removed.body.data).toEqual({ removed: 1, memberCount: 1 });
+  // Its counts are its member rows (audience/segmentQueries.ts segmentCountRows); a deleted contact leaves with its row.
+  const gone = await t.http().post(`/segments/${id}/members`).set(key).send({ emails: ['gone@example.com'] });
+  expect(gone.body.data).toMatchObject({ added: 1, memberCount: 2 });
+  const goneId = (await t.db.knex('contacts').where({ project_id: t.project.id, email: 'gone@example.com' }).first('id')).id;
+  expect((await t.http().delete(`/contacts/${goneId}`).set(key)).status).toBe(204);
+  expect((await t.http().get(`/segments/${id}`).set(key)).body.data.memberCount).toBe(1);
+  const listed = await t.http().get(`/segments/${id}/contacts`).set(key);
+  expect(listed.body.data).toMatchObject({ total: 1, hasMore: false });
+  expect(listed.body.data.items.map((c: { email: string }) => c.email)).toEqual(['a@acme.io']);
   expect((await t.http().patch(`/segments/${id}`).set(key).send({ condition: pro })).status).toBe(422);
   const tooMany = await t.http().post(`/segments/${id}/members`).set(key).send({ emails: Array.from({ length: 1001 }, (_, i) => `m${i}@x.io`) });
   expect(tooMany.status).toBe(422);

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import { emailListQueries } from '../../emails/emails';
 import { dailyStatsQuery } from '../../emails/overview';
-import { filteredEvents } from '../../db/queries/events';
-import { cappedCount, pageQueries } from '../../db/pages';
+import { filteredEvents, listEvents } from '../../db/queries/events';
+import { cappedCount, idFloor, pageQueries } from '../../db/pages';
 import { queueSql } from '../../metrics/database';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -89,4 +89,25 @@ test('the events list and its capped count read the project through an index, st
   const c = await planOf(cappedCount(filtered, 1_000));
   expect(c).toMatch(/Limit/);
   expect(c).not.toMatch(/Seq Scan/);
+});
+
+test('a date range of events: a page of many matches reads events_pkey from an hour past the range’s end', async () => {
+  // Every event of this file is of the last minutes: the range holds them all, so the page walks the primary key.
+  const until = new Date(Date.now() + 60_000);
+  const filtered = filteredEvents(db.knex, projectId, { since: new Date(until.getTime() - 86_400_000), until });
+  const p = await planOf(pageQueries(filtered, { limit: 50 }).page);
+  expect(p).toContain('events_pkey');
+  expect(p).toMatch(/Index Cond: \(\(project_id = .*\) AND \(id < /);
+  expect(p).not.toMatch(/Seq Scan/);
+});
+
+test('a date range of events holds an event whose id was announced days before it was written (an email queued, sent later)', async () => {
+  // An email's event id is made when it is queued; its email.sent is written when it goes out, maybe days later.
+  const announced = idFloor(new Date(Date.now() - 3 * 86_400_000)).replace(/-0000-0000-000000000000$/, '-7abc-8def-0123456789ab');
+  // A name of its own: the file's 2,000 email.sent events of this project may be in the same minute, and before it on the page.
+  await db.knex('events').insert({ id: announced, project_id: projectId, name: 'email.delivered', data: {} });
+  const listed = await listEvents(db.knex, projectId, { name: 'email.delivered', since: new Date(Date.now() - 60_000), until: new Date(Date.now() + 60_000) }, { limit: 50 });
+  expect(listed.rows.map((e) => e.id)).toContain(announced);
+  const before = await listEvents(db.knex, projectId, { name: 'email.delivered', until: new Date(Date.now() - 60_000) }, { limit: 50 });
+  expect(before.rows.map((e) => e.id)).not.toContain(announced);
 });

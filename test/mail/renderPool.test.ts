@@ -1,3 +1,4 @@
+import { Piscina } from 'piscina';
 import { createRenderPool } from '../../mail/renderPool';
 import { renderJobs, type RenderJob } from '../../mail/render';
 
@@ -33,4 +34,30 @@ test("one tenant's costly jobs leave a thread to the others", async () => {
   // waits for a1's thread). Whether b also beats a1 (cut off by its time budget) depends on the machine's load.
   expect(done.indexOf('b')).toBeLessThan(done.indexOf('a2'));
   expect(done.indexOf('a1')).toBeLessThan(done.indexOf('a2'));
+});
+
+describe('which templates go straight to a thread', () => {
+  // Deterministic past the inline caps (1,000,000 characters), within a thread's full budgets: the size comes from the data.
+  const sized = (n: number) => job(`{% for i in (1..n) %}${'x'.repeat(1000)}{% endfor %}`, [{ n }]);
+  let runs: jest.SpyInstance;
+  beforeEach(() => { runs = jest.spyOn(Piscina.prototype, 'run'); });
+  afterEach(() => runs.mockRestore());
+
+  test('a template past the inline budget once (a cold start, a pause) is rendered inline again after', async () => {
+    const [big] = await pool.render([{ ...sized(1500), subject: 'once' }]);
+    expect('rendered' in big! && big.rendered[0]!.html.length).toBe(1_500_000);
+    expect(runs).toHaveBeenCalledTimes(1);
+    // Before, one pass marked the template for good: every later render took a thread. A render held up by the machine
+    // may still take one now and then, so of five cheap renders at least one is inline.
+    for (let i = 0; i < 5; i++) await pool.render([{ ...sized(3), subject: 'once' }]);
+    expect(runs.mock.calls.length).toBeLessThan(6);
+  });
+
+  test('a template past it three times in a row goes straight to a thread', async () => {
+    for (let i = 0; i < 3; i++) await pool.render([{ ...sized(1500), subject: 'thrice' }]);
+    expect(runs).toHaveBeenCalledTimes(3);
+    const [small] = await pool.render([{ ...sized(3), subject: 'thrice' }]);
+    expect(small).toEqual({ rendered: [{ subject: 'thrice', html: 'x'.repeat(3000) }] });
+    expect(runs).toHaveBeenCalledTimes(4);
+  });
 });

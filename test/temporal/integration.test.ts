@@ -415,16 +415,20 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
 
   // ---- workers at 2/s ----
 
-  test('priority: at 2/s, a /v1/send behind a sending campaign arrives within 3 s', async () => {
+  test('priority: at 2/s, a /v1/send behind a sending campaign goes out ahead of the queued campaign emails', async () => {
     await runWorkers(2);
     await addContacts('slow', 40);
     const id = await sendCampaignTo('slow');
     await waitFor('the campaign sending', () => (receivedOf('slow').length >= 2 ? true : undefined), 120_000, 20);
     const queued = (await counts({ campaign_id: id })).QUEUED ?? 0;
+    const before = receivedOf('slow').length;
     const arrivalMs = await transactionalArrivalMs('urgent@example.org');
-    console.log(`priority at 2/s: transactional mail arrived ${Math.round(arrivalMs)} ms after the request, ahead of ${queued} queued campaign emails`);
+    // Order, not time (a loaded machine stretches every second): between the request and its arrival only the
+    // campaign emails already claimed or paced at the request may go out: one per worker, and one pacing slot each.
+    const overtaking = receivedOf('slow').filter((m) => m.at <= receivedBy('urgent@example.org')[0]!.at).length - before;
+    console.log(`priority at 2/s: transactional mail arrived ${Math.round(arrivalMs)} ms after the request, ahead of ${queued} queued campaign emails; ${overtaking} campaign emails went out meanwhile`);
     expect(queued).toBeGreaterThan(20);
-    expect(arrivalMs).toBeLessThanOrEqual(3000);
+    expect(overtaking).toBeLessThanOrEqual(4);
     expect(receivedBy('urgent@example.org')).toHaveLength(1);
     // Clean up: the rest of the campaign is cancelled.
     expect((await c.http().post(`/campaigns/${id}/cancel`).set(key())).status).toBe(200);

@@ -108,7 +108,7 @@ describeTemporal(__filename, 'Temporal lifecycle: schedules, waits, cancels and 
     const id = await createCampaign('sched');
     const cancelled = await createCampaign('sched-cancelled');
     // Far enough ahead for both workers to be killed and to start again (a bundle build each) before it.
-    const scheduledAt = new Date(Date.now() + 50_000);
+    const scheduledAt = new Date(Date.now() + 75_000);
     for (const campaignId of [id, cancelled]) {
       const res = await c.http().post(`/campaigns/${campaignId}/send`).set(key()).send({ scheduledAt: scheduledAt.toISOString() });
       expect(res.status).toBe(200);
@@ -148,7 +148,7 @@ describeTemporal(__filename, 'Temporal lifecycle: schedules, waits, cancels and 
     expect(receivedOf('sched-cancelled')).toHaveLength(0);
     expect(Number((await c.db.knex('emails').where({ project_id: c.project.id, campaign_id: cancelled }).count('* as n').first())!.n)).toBe(0);
     expect((await campaign(cancelled)).status).toBe('CANCELLED');
-  }, 180_000);
+  }, 240_000);
 
   // ---- 2. automations ----
 

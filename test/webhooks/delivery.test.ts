@@ -134,7 +134,13 @@ test('a hanging receiver times out and is retried, holding no more than its own 
     const list = await deliveries(live.id);
     return list.length === 10 && list.every((d) => d.status === 'SUCCEEDED') ? list : undefined;
   }, 30_000);
-  expect(liveDone.every((d) => d.attempts === 1)).toBe(true);
+  // The live endpoint answers at once: every delivery ends in its 204. On a loaded machine an attempt of it may itself
+  // outlast the 700-ms timeout (CI saw one), so a retry is allowed there, but only a timed-out one, never an answer
+  // held back behind the hung endpoint's requests (those have their own places, bounded below).
+  for (const d of liveDone) {
+    expect(d.attemptLog.at(-1)).toMatchObject({ statusCode: 204 });
+    for (const a of d.attemptLog.slice(0, -1)) expect(a.error).toMatch(/timed out after 700 ms/);
+  }
   const hungDone = await waitFor('every hung delivery to fail', async () => {
     const list = await deliveries(hung.id);
     return list.length === 10 && list.every((d) => d.status === 'FAILED') ? list : undefined;
