@@ -65,14 +65,30 @@ export const EVENT_EFFECTS = eventEffects();
 /**
  * EVENT_EFFECTS, where the webhook payloads and the campaigns' results read the emails from `emails`, a relation
  * (project_id, id, to_email, subject, campaign_id, variant, is_test): a statement that writes emails and their events
- * together names the emails it writes.
+ * together names the emails it writes. Without it, the events' emails are read from the table, once each
+ * (`event_emails`), by their partition key: emails are partitioned by `partition_at` (db/partitions.ts), which a
+ * lookup by (project_id, id) alone does not bound, so it probed the primary key of every month's partition for each
+ * event. Each email is looked for in the partitions its id's time names (herald_email_lo/hi: one, two near a month's
+ * start) and, only when it is not there (a campaign's email written long after its first batch), in all of them: the
+ * second branch of the UNION ALL runs only when the first found nothing (LIMIT 1), as findEmail (emails/emails.ts)
+ * and recordHits (tracking/record.ts) do it.
  */
-export function eventEffects(emails = 'emails'): string {
+export function eventEffects(emails?: string): string {
   return `
   inserted AS (
     INSERT INTO events (id, project_id, name, contact_id, email_id, data)
     SELECT coalesce(n.id, herald_uuidv7()), n.project_id, n.name, n.contact_id, n.email_id, n.data FROM new_events n
-    RETURNING *),
+    RETURNING *),${emails !== undefined ? '' : `
+  event_emails AS (
+    SELECT x.* FROM (SELECT DISTINCT project_id, email_id FROM inserted WHERE email_id IS NOT NULL) ev
+    CROSS JOIN LATERAL (
+      (SELECT e.project_id, e.id, e.to_email, e.subject, e.campaign_id, e.variant, e.is_test FROM emails e
+       WHERE e.project_id = ev.project_id AND e.id = ev.email_id
+         AND e.partition_at BETWEEN herald_email_lo(ev.email_id) AND herald_email_hi(ev.email_id))
+      UNION ALL
+      (SELECT e.project_id, e.id, e.to_email, e.subject, e.campaign_id, e.variant, e.is_test FROM emails e
+       WHERE e.project_id = ev.project_id AND e.id = ev.email_id)
+      LIMIT 1) x),`}
   started AS (
     INSERT INTO automation_executions (project_id, automation_id, contact_id, exclusive, trigger_event_id, outbox)
     SELECT a.project_id, a.id, ev.contact_id, NOT a.allow_reentry, ev.id, 'START'
@@ -114,7 +130,7 @@ export function eventEffects(emails = 'emails'): string {
   -- (events_clicks_idx). Test copies are not counted. Only these five names look their email up.
   campaign_events AS (
     SELECT ev.id, ev.project_id, ev.name, ev.email_id, ev.created_at, ev.data, e.campaign_id, e.variant
-    FROM inserted ev JOIN ${emails} e ON e.project_id = ev.project_id AND e.id = ev.email_id
+    FROM inserted ev JOIN ${emails ?? 'event_emails'} e ON e.project_id = ev.project_id AND e.id = ev.email_id
     WHERE ev.name IN (${CAMPAIGN_EVENTS.map((n) => `'${n}'`).join(', ')}) AND ev.email_id IS NOT NULL
       AND e.campaign_id IS NOT NULL AND NOT e.is_test),
   -- Each email's first bounce, complaint and unsubscribe (no such event of it recorded before this statement).
@@ -176,7 +192,7 @@ export function eventEffects(emails = 'emails'): string {
     -- A received message also goes to its inbound route's endpoint (inbound/receive.ts), subscribed or not.
     JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.enabled
       AND (ev.name = ANY (w.events) OR (ev.name = 'email.received' AND w.id::text = ev.data->>'endpointId'))
-    LEFT JOIN ${emails} e ON e.project_id = ev.project_id AND e.id = ev.email_id
+    LEFT JOIN ${emails ?? 'event_emails'} e ON e.project_id = ev.project_id AND e.id = ev.email_id
     LEFT JOIN contacts c ON c.project_id = ev.project_id AND c.id = ev.contact_id AND ev.name LIKE 'contact.%'
     ORDER BY ev.id, w.id
     -- An endpoint deleted by a transaction that commits meanwhile is skipped, not an FK violation.
@@ -184,16 +200,22 @@ export function eventEffects(emails = 'emails'): string {
     RETURNING 1)`;
 }
 
-/** Records events of one project in the caller's transaction (see EVENT_EFFECTS); answers them, in no particular order. */
-export async function recordEvents(trx: Knex.Transaction, projectId: string, events: NewEvent[]): Promise<Event[]> {
-  if (events.length === 0) return [];
-  const { rows } = await trx.raw(
-    `WITH new_events AS (
+/**
+ * recordEvents' statement (exported for EXPLAIN). Bindings: the project, then per event its id (or null), name,
+ * contact id, email id and data as JSON text.
+ */
+export const RECORD_EVENTS_SQL = `WITH new_events AS (
        SELECT n.id, ?::uuid AS project_id, n.name, n.contact_id, n.email_id, n.data::jsonb AS data
        FROM unnest(?::uuid[], ?::text[], ?::uuid[], ?::uuid[], ?::text[]) WITH ORDINALITY AS n(id, name, contact_id, email_id, data, ord)
        ORDER BY n.ord),
      ${EVENT_EFFECTS}
-     SELECT * FROM inserted`,
+     SELECT * FROM inserted`;
+
+/** Records events of one project in the caller's transaction (see EVENT_EFFECTS); answers them, in no particular order. */
+export async function recordEvents(trx: Knex.Transaction, projectId: string, events: NewEvent[]): Promise<Event[]> {
+  if (events.length === 0) return [];
+  const { rows } = await trx.raw(
+    RECORD_EVENTS_SQL,
     [
       projectId, events.map((e) => e.id ?? null), events.map((e) => e.name), events.map((e) => e.contactId ?? null),
       events.map((e) => e.emailId ?? null), events.map((e) => JSON.stringify(e.data ?? {})),

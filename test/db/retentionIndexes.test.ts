@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { createMonthlyPartitions, monthStart, partitioned } from '../../db/partitions';
+import { RECORD_EVENTS_SQL } from '../../db/queries/events';
 import { createProject } from '../../projects/service';
 import { OLDEST_PENDING_SQL, trimBindings, trimSql } from '../../retention/retention';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -73,4 +74,36 @@ test('an email by id reads the partitions its id\'s time names (one, two near a 
   const scanned = p.match(/Scan using emails_pkey\S*/g) ?? [];
   expect(scanned.length).toBeGreaterThanOrEqual(1);
   expect(scanned.length).toBeLessThanOrEqual(3); // its month, the one before (the 8 days' lag), the default
+});
+
+test('an event naming an email reads it (webhook payload, campaign results) from the partitions its id names, and from all only when it is not there', async () => {
+  const { id: near, to_email: nearTo } = await db.knex('emails').where({ project_id: projectId }).orderBy('id').offset(1000).first('id', 'to_email');
+  // A campaign's email written long after its campaign's first batch: its partition_at three months before its id's time.
+  const [{ id: far }] = await db.knex.raw(
+    `INSERT INTO emails (project_id, from_email, to_email, subject, html, status, partition_at)
+     VALUES (?::uuid, 'a@example.com', 'late@example.org', 's', 'h', 'SENT', now() - interval '90 days') RETURNING id`, [projectId]).then((r) => r.rows);
+  await db.knex('webhook_endpoints').insert({ project_id: projectId, url: 'http://127.0.0.1:9/', events: ['email.bounced'], secret: Buffer.alloc(32) });
+  const analyse = async (emailId: string) => {
+    const trx = await db.knex.transaction();
+    try {
+      const { rows } = await trx.raw(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ${RECORD_EVENTS_SQL}`,
+        [projectId, [null], ['email.bounced'], [null], [emailId], ['{}']] as Knex.RawBinding[]);
+      const plan = rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+      const { payload } = await trx('webhook_deliveries').where({ project_id: projectId, type: 'email.bounced' }).first('payload');
+      // The partitions of emails whose primary key was read (the others planned but pruned as the lookup ran, or never reached).
+      const read = (plan.match(/Scan (using \S+ )?on emails_\w+ \w+ \(actual rows=/g) ?? []).length;
+      return { read, to: (payload as { data: { to?: string } }).data.to };
+    } finally {
+      await trx.rollback();
+    }
+  };
+  const partitions = (await db.knex.raw(`SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'emails'::regclass`)).rows[0].n as number;
+  const atHome = await analyse(near);
+  expect(atHome.to).toBe(nearTo);
+  expect(atHome.read).toBeGreaterThanOrEqual(1);
+  expect(atHome.read).toBeLessThanOrEqual(3); // its month, the one before (the 8 days' lag), the default
+  const late = await analyse(far);
+  expect(late.to).toBe('late@example.org');
+  expect(late.read).toBeGreaterThan(3); // not in its id's window: then every partition
+  expect(late.read).toBeLessThanOrEqual(partitions + 3);
 });
