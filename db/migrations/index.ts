@@ -37,6 +37,7 @@ import * as campaignOutcomes from './20261206000010_campaign_outcomes';
 import * as abCampaigns from './20261207000001_ab_campaigns';
 import * as inboundLz4 from './20261207000020_inbound_lz4';
 import * as retentionPartitions from './20261208000001_retention_partitions';
+import * as inboundRawIndex from './20261209000001_inbound_raw_index';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -82,6 +83,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261207000001_ab_campaigns': abCampaigns,
   '20261207000020_inbound_lz4': inboundLz4,
   '20261208000001_retention_partitions': retentionPartitions,
+  '20261209000001_inbound_raw_index': inboundRawIndex,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
