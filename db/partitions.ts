@@ -57,7 +57,8 @@ export const MONTHS_AHEAD = 2;
  * that time minus the lag of a campaign's last batch behind its first: an A/B campaign's rest comes after its test's
  * wait (at most 7 days) and the sample's delivery. A lookup by id reads the partitions of that window
  * (herald_email_lo, herald_email_hi) and, when the email is not there (a campaign slower than that, a row written with
- * another partition_at), looks again in all (emailKeyRange).
+ * another partition_at), looks again in all (emails/emails.ts findEmail, tracking/record.ts recordHits,
+ * db/queries/events.ts eventEffects' event_emails).
  */
 export const EMAIL_LOOKUP_LAG_DAYS = 8;
 /** Clock differences between the hosts that make ids and the database's: a minute of slack above an id's time. */

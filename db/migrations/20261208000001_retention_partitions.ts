@@ -186,7 +186,7 @@ export async function up(knex: Knex): Promise<void> {
                   substr(h, 1, 8) || '-' || substr(h, 9, 4) FROM 1 FOR 13))::uuid
         FROM (SELECT lpad(to_hex(greatest(0, floor(extract(epoch FROM herald_uuid_time(u) + by) * 1000))::bigint), 12, '0') AS h) x
       $$`);
-    // An email of this id has its partition_at in [lo, hi] (but for a campaign slower than the lag: see emailKeyRange).
+    // An email of this id has its partition_at in [lo, hi] (but for a campaign slower than the lag: see db/partitions.ts EMAIL_LOOKUP_LAG_DAYS).
     // Before the legacy partition's end, lo reaches back to -infinity, the partition_at of every legacy row.
     const legacyEnd = legacy.emails ? `'${bound.toISOString()}'::timestamptz` : `'-infinity'::timestamptz`;
     await trx.raw(`
