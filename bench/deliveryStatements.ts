@@ -12,7 +12,8 @@
  * measured, e.g. the code before a change; run alternately with this one), BENCH_MONTHS (past months given a
  * partition of each partitioned table before the measure, as a database a year old has them: db/partitions.ts; only
  * where the tree partitions), BENCH_PLAN_CACHE_MODE (plan_cache_mode of the connection: auto, PostgreSQL's default
- * and Herald's, force_generic_plan or force_custom_plan). Its own embedded PostgreSQL (fsync off unless BENCH_DURABLE=1).
+ * and Herald's, force_generic_plan or force_custom_plan; a tree whose runner pins the outcome write's generic plan
+ * resets it after each write). Its own embedded PostgreSQL (fsync off unless BENCH_DURABLE=1).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -36,7 +37,10 @@ runBench('bench:delivery-statements', 10 * 60_000, async () => {
   const { startCluster } = await import(path.join(root, 'bench/lib/cluster')) as typeof import('./lib/cluster');
   const { benchProject, queueEmails } = await import(path.join(root, 'bench/lib/herald')) as typeof import('./lib/herald');
   const { CLAIM_SQL } = await import(path.join(root, 'worker/deliveryQueue')) as { CLAIM_SQL: string };
-  const { RECORD_SQL } = await import(path.join(root, 'sending/delivery')) as { RECORD_SQL: string };
+  // The tree's own runner of the outcome write where it exports one (with its way of planning: db/prepared.ts's
+  // generic plan pinned), otherwise the statement sent by name as db/prepared.ts sends it.
+  type Runner = (db: unknown, bindings: readonly unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
+  const { RECORD_SQL, runRecord } = await import(path.join(root, 'sending/delivery')) as { RECORD_SQL: string; runRecord?: Runner };
   const cluster = await startCluster('delivery-statements');
   try {
     const project = await benchProject(cluster);
@@ -54,6 +58,8 @@ runBench('bench:delivery-statements', 10 * 60_000, async () => {
     try {
       const pid = Number((await conn.query('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
       await conn.query(`SET plan_cache_mode = ${MODE}`);
+      // A knex-like handle whose every statement runs on this connection (db/prepared.ts's runners take one).
+      const onConn = { client: { emit: () => undefined, acquireConnection: async () => conn, releaseConnection: async () => undefined } };
       const hz = 100;
       const cpuMs = () => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' '); return ((Number(f[11]) + Number(f[12])) * 1000) / hz; };
       const claim = numbered(CLAIM_SQL).text;
@@ -71,14 +77,15 @@ runBench('bench:delivery-statements', 10 * 60_000, async () => {
             batch.map((r) => `<${r.id}@example.com>`), batch.map(() => null), batch.map(() => 0)];
           if (withKey) values.push(batch.map((r) => r.partition_at ?? null));
           c = cpuMs();
-          await conn.query({ name: 'bench_record', text: record.text, values });
+          if (runRecord) await runRecord(onConn, values);
+          else await conn.query({ name: 'bench_record', text: record.text, values });
           recordCpu += cpuMs() - c;
           writes++;
         }
         emails += got.length;
       }
       const seconds = (performance.now() - started) / 1000;
-      console.log(`tree ${root}: ${Number(parts!.n)} partitions of emails, plan_cache_mode ${MODE}, ${emails} emails in ${writes} outcome writes, ${seconds.toFixed(1)} s; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+      console.log(`tree ${root}: ${Number(parts!.n)} partitions of emails, plan_cache_mode ${MODE}${runRecord ? ' (the outcome write: the tree\'s runner)' : ''}, ${emails} emails in ${writes} outcome writes, ${seconds.toFixed(1)} s; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
       console.log(`backend CPU ms per email: claim ${(claimCpu / emails).toFixed(3)}, outcome write ${(recordCpu / emails).toFixed(3)}`);
       console.log(JSON.stringify({ tree: root, partitions: Number(parts!.n), mode: MODE, emails, claimCpuMsPerEmail: claimCpu / emails, recordCpuMsPerEmail: recordCpu / emails }));
     } finally {
