@@ -186,6 +186,9 @@ export function createComposer({ knex, log, secret, publicUrl, bounces }: Omit<D
 
 export type Composer = ReturnType<typeof createComposer>;
 
+/** The events of the outcome write: a sent or a failed email's. */
+const OUTCOME_EVENTS = ['email.sent', 'email.failed'] as const;
+
 /**
  * The outcome write of `record` (see there): one statement for any number of outcomes, their campaigns' counts and
  * their events with all their effects (EVENT_EFFECTS). A named statement (db/prepared.ts), parsed and planned once per
@@ -221,13 +224,15 @@ export const RECORD_SQL = `WITH o AS (
    ${campaignTally(`(SELECT project_id, campaign_id, variant, ${statusTally("'QUEUED'", 'status')} FROM changed WHERE NOT is_test)`, STATUS_TALLY)},
    new_events AS (
      -- The event id was announced by the send API when the email was queued.
-     SELECT event_id AS id, project_id, CASE WHEN status = 'SENT' THEN 'email.sent' ELSE 'email.failed' END AS name,
+     SELECT event_id AS id, project_id, CASE WHEN status = 'SENT' THEN '${OUTCOME_EVENTS[0]}' ELSE '${OUTCOME_EVENTS[1]}' END AS name,
             contact_id, id AS email_id,
             CASE WHEN status = 'SENT' THEN jsonb_build_object('messageId', message_id) ELSE jsonb_build_object('error', error) END AS data
      FROM changed WHERE status IN ('SENT', 'FAILED') ORDER BY project_id, id
    ),
    -- The events' emails are those this statement changed (their address and subject as they were): no second read.
-   ${eventEffects('changed')}
+   -- Only email.sent and email.failed, which a campaign's results do not count (its sent and failed emails are the
+   -- counts above): without the campaign results' look-ups of earlier events.
+   ${eventEffects('changed', { names: OUTCOME_EVENTS })}
    SELECT id FROM changed`;
 // Its generic plan, pinned (db/prepared.ts): planning it for each write considers every partition of emails and
 // events (2 ms of CPU per email on a year's), and PostgreSQL's own choice between the two went either way.

@@ -72,8 +72,14 @@ export const EVENT_EFFECTS = eventEffects();
  * start) and, only when it is not there (a campaign's email written long after its first batch), in all of them: the
  * second branch of the UNION ALL runs only when the first found nothing (LIMIT 1), as findEmail (emails/emails.ts)
  * and recordHits (tracking/record.ts) do it.
+ * `names`: the only event names the statement's `new_events` can hold, when it knows them (delivery's outcome write:
+ * email.sent and email.failed). The campaign results' parts are then left out unless one of the names is counted
+ * there (CAMPAIGN_EVENTS).
  */
-export function eventEffects(emails?: string): string {
+export function eventEffects(emails?: string, opts: { names?: readonly string[] } = {}): string {
+  // The campaign results' parts only where one of their names can be written: each initialises look-ups of events
+  // (per partition: they are pruned as they run, not before) even when no row reaches them.
+  const campaigns = opts.names === undefined || opts.names.some((n) => (CAMPAIGN_EVENTS as readonly string[]).includes(n));
   return `
   inserted AS (
     INSERT INTO events (id, project_id, name, contact_id, email_id, data)
@@ -124,13 +130,40 @@ export function eventEffects(emails?: string): string {
       sent = d.sent + excluded.sent, failed = d.failed + excluded.failed, bounced = d.bounced + excluded.bounced,
       complained = d.complained + excluded.complained, opened = d.opened + excluded.opened, clicked = d.clicked + excluded.clicked
     RETURNING 1),
+${campaigns ? campaignResults(emails ?? 'event_emails') : ''}
+  hooked AS (
+    INSERT INTO webhook_deliveries (project_id, endpoint_id, type, event_id, payload)
+    SELECT ev.project_id, w.id, ev.name, ev.id,
+           jsonb_build_object('type', ev.name, 'timestamp', ${utcTimestamp('ev.created_at')}, 'data',
+             jsonb_strip_nulls(jsonb_build_object(
+               'eventId', ev.id, 'emailId', ev.email_id, 'contactId', ev.contact_id,
+               'to', e.to_email, 'subject', e.subject, 'campaignId', e.campaign_id,
+               'email', c.email)) || ev.data)
+    FROM inserted ev
+    -- A received message also goes to its inbound route's endpoint (inbound/receive.ts), subscribed or not.
+    JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.enabled
+      AND (ev.name = ANY (w.events) OR (ev.name = 'email.received' AND w.id::text = ev.data->>'endpointId'))
+    LEFT JOIN ${emails ?? 'event_emails'} e ON e.project_id = ev.project_id AND e.id = ev.email_id
+    LEFT JOIN contacts c ON c.project_id = ev.project_id AND c.id = ev.contact_id AND ev.name LIKE 'contact.%'
+    ORDER BY ev.id, w.id
+    -- An endpoint deleted by a transaction that commits meanwhile is skipped, not an FK violation.
+    FOR KEY SHARE OF w
+    RETURNING 1)`;
+}
+
+/**
+ * EVENT_EFFECTS' part that adds the events of a campaign's emails to its results (CAMPAIGN_EVENTS), the events'
+ * emails read from `emails`, a relation (project_id, id, campaign_id, variant, is_test).
+ */
+function campaignResults(emails: string): string {
+  return `
   -- A campaign's results (migration 20261203000001): its emails' opens and clicks by hour (the chart), the emails whose
   -- first bounce, complaint or unsubscribe this is (each email once: no such event of it recorded before this
   -- statement, events_email_idx), and its clicks per link with the emails a person clicked it in for the first time
   -- (events_clicks_idx). Test copies are not counted. Only these five names look their email up.
   campaign_events AS (
     SELECT ev.id, ev.project_id, ev.name, ev.email_id, ev.created_at, ev.data, e.campaign_id, e.variant
-    FROM inserted ev JOIN ${emails ?? 'event_emails'} e ON e.project_id = ev.project_id AND e.id = ev.email_id
+    FROM inserted ev JOIN ${emails} e ON e.project_id = ev.project_id AND e.id = ev.email_id
     WHERE ev.name IN (${CAMPAIGN_EVENTS.map((n) => `'${n}'`).join(', ')}) AND ev.email_id IS NOT NULL
       AND e.campaign_id IS NOT NULL AND NOT e.is_test),
   -- Each email's first bounce, complaint and unsubscribe (no such event of it recorded before this statement).
@@ -179,25 +212,7 @@ export function eventEffects(emails?: string): string {
       FROM campaign_events c WHERE c.name = 'email.clicked') x
     GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
     ON CONFLICT (project_id, campaign_id, url, shard) DO UPDATE SET clicks = l.clicks + excluded.clicks, unique_clicks = l.unique_clicks + excluded.unique_clicks
-    RETURNING 1),
-  hooked AS (
-    INSERT INTO webhook_deliveries (project_id, endpoint_id, type, event_id, payload)
-    SELECT ev.project_id, w.id, ev.name, ev.id,
-           jsonb_build_object('type', ev.name, 'timestamp', ${utcTimestamp('ev.created_at')}, 'data',
-             jsonb_strip_nulls(jsonb_build_object(
-               'eventId', ev.id, 'emailId', ev.email_id, 'contactId', ev.contact_id,
-               'to', e.to_email, 'subject', e.subject, 'campaignId', e.campaign_id,
-               'email', c.email)) || ev.data)
-    FROM inserted ev
-    -- A received message also goes to its inbound route's endpoint (inbound/receive.ts), subscribed or not.
-    JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.enabled
-      AND (ev.name = ANY (w.events) OR (ev.name = 'email.received' AND w.id::text = ev.data->>'endpointId'))
-    LEFT JOIN ${emails ?? 'event_emails'} e ON e.project_id = ev.project_id AND e.id = ev.email_id
-    LEFT JOIN contacts c ON c.project_id = ev.project_id AND c.id = ev.contact_id AND ev.name LIKE 'contact.%'
-    ORDER BY ev.id, w.id
-    -- An endpoint deleted by a transaction that commits meanwhile is skipped, not an FK violation.
-    FOR KEY SHARE OF w
-    RETURNING 1)`;
+    RETURNING 1),`;
 }
 
 /**
