@@ -121,7 +121,7 @@ withChromium('the reference page test', (chromiumPath) => {
     const { page, watch, close } = await watched();
     const res = await page.goto(`${base}/docs`);
     expect(res?.status()).toBe(200);
-    await page.getByText('/v1/send', { exact: false }).first().waitFor({ timeout: 90_000 }) // Redoc renders the whole document first: slow on a loaded machine;
+    await page.getByText('/v1/send', { exact: false }).first().waitFor({ timeout: 90_000 }); // Redoc renders the whole document first: slow on a loaded machine
     const text = await page.locator('body').innerText();
     for (const shown of ['Herald API', 'Sending', 'Contacts', 'Campaigns', 'Webhooks', 'Send an email', 'List contacts']) expect(text).toContain(shown);
     // The title and version (Redoc writes `(1)` after the title for version "1": here the package's).
