@@ -10,7 +10,7 @@ import { bearer, TEST_SECRET } from '../support/app';
 import { startDnsServer, type TestDnsServer } from '../support/dns';
 import { temporal as proto } from '@temporalio/proto';
 import { WORKFLOW_TASK_QUEUE } from '../../workflows/policy';
-import { killGroup, runTsx, waitFor } from '../support/processes';
+import { exited, killGroup, runTsx, waitFor } from '../support/processes';
 import { startSinkProcess, type Received } from '../support/smtp';
 import { addGroupContacts, heraldCluster } from '../support/temporalCluster';
 import { cancelMidFlight, type CancelRun } from '../support/cancelStops';
@@ -305,7 +305,7 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
     await waitFor('a quarter of the campaign delivered', () => (receivedOf('killed').length >= TOTAL / 4 ? true : undefined), 120_000, 10);
     const victim = workers.get('w1')!;
     killGroup(victim, 'SIGKILL');
-    if (victim.exitCode === null && victim.signalCode === null) await new Promise((r) => victim.once('exit', r));
+    await exited(victim);
     // The dead worker's claims: sent or not, unrecorded; they are what may arrive twice.
     const inFlight = Number((await c.db.knex('emails').where({ project_id: c.project.id, campaign_id: id, status: 'SENDING', claimed_by: 'w1' }).count('* as n').first())!.n);
     const allSending = (await counts({ campaign_id: id })).SENDING ?? 0;
