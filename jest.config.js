@@ -19,5 +19,7 @@ module.exports = {
   // Longest files first, from recorded durations when Jest's cache has none (a fresh clone in CI).
   testSequencer: '<rootDir>/test/support/sequencer.js',
   testTimeout: 60000,
+  // Two on two cores. Two left the cores idle 45 % of a CI run (CPU 41 of 76 core-minutes), but three made every file
+  // slower in wall time, and tests with a browser or a Temporal server ran past their time limits (load 8-12).
   maxWorkers: 2,
 };

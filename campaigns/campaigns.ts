@@ -355,11 +355,11 @@ export function campaignService({ knex, engine, log, render, temporalUi, secret 
   // A nudge to a campaign's workflow to look at its row (a winner chosen, a cancel): safe to lose, as the wait also ends on its own.
   const wake = (workflow: string) => engine.signal(workflow, WAKE_TOPIC, {})
     .catch((err) => log.warn({ err, workflow }, 'could not wake the campaign workflow; it looks again when its wait ends'));
-  const withVariants = async (row: Omit<CampaignRow, 'variants'>): Promise<CampaignRow> => ({ ...row, variants: await readVariants(knex, row.project_id, row.id) });
-  const get = async (projectId: string, id: string): Promise<CampaignRow> => {
-    const row = isUuid(id) ? await campaignRows(knex).where({ project_id: projectId, id }).first() as CampaignRow | undefined : undefined;
+  const withVariants = async (row: Omit<CampaignRow, 'variants'>, db: Knex | Knex.Transaction = knex): Promise<CampaignRow> => ({ ...row, variants: await readVariants(db, row.project_id, row.id) });
+  const get = async (projectId: string, id: string, db: Knex | Knex.Transaction = knex): Promise<CampaignRow> => {
+    const row = isUuid(id) ? await campaignRows(db).where({ project_id: projectId, id }).first() as CampaignRow | undefined : undefined;
     if (!row) throw notFound('Campaign');
-    return withVariants(row);
+    return withVariants(row, db);
   };
 
   return {
@@ -515,14 +515,17 @@ export function campaignService({ knex, engine, log, render, temporalUi, secret 
     },
 
     async stats(projectId, id, series) {
-      const campaign = await get(projectId, id);
-      const [stats, points, variants] = await Promise.all([
-        campaignStats(knex, projectId, campaign.id),
-        series ? campaignSeries(knex, projectId, campaign.id, series) : undefined,
-        campaign.variants.length ? campaignVariantStats(knex, projectId, campaign.id, campaign.variants.length) : undefined,
-      ]);
-      const all = points ? { ...stats, series: points } : stats;
-      return variants ? { ...all, ...abStats(campaign, stats, variants) } : all;
+      // One snapshot for the campaign and its counts: read apart, an A/B test's answer could carry the rest's mail from
+      // after its decision with the row from before it (no decision), and the console said "won on unique opens" of a
+      // winner a person had chosen (seen on a loaded machine).
+      return knex.transaction(async (trx) => {
+        const campaign = await get(projectId, id, trx);
+        const stats = await campaignStats(trx, projectId, campaign.id);
+        const points = series ? await campaignSeries(trx, projectId, campaign.id, series) : undefined;
+        const variants = campaign.variants.length ? await campaignVariantStats(trx, projectId, campaign.id, campaign.variants.length) : undefined;
+        const all = points ? { ...stats, series: points } : stats;
+        return variants ? { ...all, ...abStats(campaign, stats, variants) } : all;
+      }, { isolationLevel: 'repeatable read', readOnly: true });
     },
 
     async countAudience(projectId, audience) {

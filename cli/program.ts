@@ -1,6 +1,7 @@
 import { OPERATOR } from '../audit/log';
 import { Command, CommanderError, Option } from 'commander';
 import Joi from 'joi';
+import { Model } from 'objection';
 import { DomainError } from '../core/errors';
 import { isUuid, normaliseEmail } from '../core/values';
 import { ConfigError, loadConfig, returnPathOf, type Config } from '../config';
@@ -28,8 +29,26 @@ function requireUuid(id: string, what: string): string {
   return id;
 }
 
-function print(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+/** Where the CLI writes: process.stdout/stderr, or a test's capture (only `write` is needed; the rest is read when present). */
+export interface CliStream {
+  write(s: string): unknown;
+  isTTY?: boolean;
+  columns?: number;
+  hasColors?(): boolean;
+}
+
+/** The CLI's surroundings: bin/cli.ts passes the process's; the tests run it in-process with their own. */
+export interface CliIo {
+  env: NodeJS.ProcessEnv;
+  stdout: CliStream;
+  stderr: CliStream;
+}
+
+/** Commander's own colour rule (its useColor and TTY check), read from the injected env and stream instead of the process's. */
+function hasColors(env: NodeJS.ProcessEnv, stream: CliStream): boolean {
+  if (env.NO_COLOR || env.FORCE_COLOR === '0' || env.FORCE_COLOR === 'false') return false;
+  if (env.FORCE_COLOR || env.CLICOLOR_FORCE !== undefined) return true;
+  return stream.isTTY === true && stream.hasColors?.() === true;
 }
 
 /**
@@ -37,13 +56,18 @@ function print(value: unknown): void {
  * or the embedded cluster under DATA_DIR — attached if a Herald server already runs it, started (and stopped
  * again) otherwise. Output is JSON on stdout; diagnostics go to stderr.
  */
-export async function runCli(argv: string[]): Promise<number> {
+export async function runCli(argv: string[], io: CliIo = { env: process.env, stdout: process.stdout, stderr: process.stderr }): Promise<number> {
   let db: Database | undefined;
   let config: Config | undefined;
+  // openDatabase binds Objection's models to its knex, which is destroyed below: an in-process caller (the tests) gets
+  // its own binding back.
+  const boundBefore = Model.knex();
+  const print = (value: unknown): void => { io.stdout.write(`${JSON.stringify(value, null, 2)}\n`); };
   const withDb = <A extends unknown[]>(fn: (...args: A) => Promise<void>) => async (...args: A) => {
-    config = loadConfig();
-    // Logs go to stderr so that stdout carries only the command's JSON.
-    const log = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'warn', 'herald-cli', 2);
+    config = loadConfig(io.env);
+    // Logs go to stderr so that stdout carries only the command's JSON: fd 2, written synchronously, for the process's
+    // own (nothing lost at process.exit), else to the injected stream, so that an in-process run captures them too.
+    const log = createLogger(io.env.LOG_LEVEL ? config.logLevel : 'warn', 'herald-cli', io.stderr === process.stderr ? 2 : io.stderr);
     db = await openDatabase(config, log);
     await fn(...args);
   };
@@ -53,7 +77,16 @@ export async function runCli(argv: string[]): Promise<number> {
   const program = new Command('herald')
     .description('Herald operator CLI')
     .exitOverride()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+    // All of commander's output (--help, usage errors) and what it reads to lay it out go through io as well.
+    .configureOutput({
+      writeOut: (s) => { io.stdout.write(s); },
+      writeErr: (s) => { io.stderr.write(s); },
+      // 80 is what commander falls back to when the stream is no terminal.
+      getOutHelpWidth: () => (io.stdout.isTTY && io.stdout.columns) || 80,
+      getErrHelpWidth: () => (io.stderr.isTTY && io.stderr.columns) || 80,
+      getOutHasColors: () => hasColors(io.env, io.stdout),
+      getErrHasColors: () => hasColors(io.env, io.stderr),
+    });
 
   const project = program.command('project').description('manage projects');
   project.command('create').description('create a project with a secret and a public key (printed once)')
@@ -153,12 +186,13 @@ export async function runCli(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2; // commander already printed the message
     if (err instanceof CliError || err instanceof ConfigError) {
-      process.stderr.write(`error: ${err.message}\n`);
+      io.stderr.write(`error: ${err.message}\n`);
       return 1;
     }
-    process.stderr.write(`error: ${(err as Error).message}\n`);
+    io.stderr.write(`error: ${(err as Error).message}\n`);
     return 1;
   } finally {
+    if (db) Model.knex(boundBefore);
     await db?.close();
   }
 }

@@ -6,8 +6,9 @@ export type Logger = pino.Logger;
  * One structured JSON logger for the whole process. Redaction is a second line of defence: request
  * logs never include bodies or headers in the first place, but a stray `log.info({ req })` must not
  * leak an API key or an SMTP password either.
+ * `to`: a file descriptor (1, or 2 written synchronously), or a stream of the caller's (the CLI's injected stderr).
  */
-export function createLogger(level: string, name = 'herald', fd: 1 | 2 = 1): Logger {
+export function createLogger(level: string, name = 'herald', to: 1 | 2 | pino.DestinationStream = 1): Logger {
   return pino({
     name,
     level,
@@ -21,5 +22,5 @@ export function createLogger(level: string, name = 'herald', fd: 1 | 2 = 1): Log
       ],
       censor: '[redacted]',
     },
-  }, pino.destination({ fd, sync: fd === 2 }));
+  }, typeof to === 'number' ? pino.destination({ fd: to, sync: to === 2 }) : to);
 }

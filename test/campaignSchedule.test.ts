@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { bearer } from './support/app';
-import { killGroup, waitFor } from './support/processes';
+import { exited, killGroup, waitFor } from './support/processes';
 import { workerProcesses } from './support/workerProcesses';
 
 /**
@@ -10,9 +10,8 @@ import { workerProcesses } from './support/workerProcesses';
 const harness = workerProcesses('schedule-worker');
 const startWorker = () => harness.startWorker();
 const stopped = async (worker: ChildProcess) => {
-  const exited = worker.exitCode !== null || worker.signalCode !== null ? Promise.resolve() : new Promise((r) => worker.once('exit', r));
   killGroup(worker, 'SIGKILL');
-  await exited;
+  await exited(worker);
 };
 beforeAll(async () => {
   for (const email of ['a@example.org', 'b@example.org']) await harness.t.http().post('/contacts').set(bearer(harness.t.project.secretKey)).send({ email });

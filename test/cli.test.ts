@@ -1,10 +1,14 @@
 import { createHash } from 'node:crypto';
+import { runCli } from '../cli/program';
 import { bearer, createTestContext, type TestContext } from './support/app';
 import { childEnv, runTsx, type RunResult } from './support/processes';
 
 /**
- * The operator CLI (`npm run --silent cli -- …`), run as a real child process against this file's own database
- * (DATABASE_URL). The keys it prints are then used against a real app on the same database.
+ * The operator CLI (`npm run --silent cli -- …`) against this file's own database (DATABASE_URL). The commands run
+ * in-process through runCli, with their stdout and stderr captured and the environment a child would get (a process
+ * per command cost ~2 s of tsx start-up each); the last block runs bin/cli.ts as a real process for the entry point's
+ * own contract (exit codes, one JSON document on stdout). The keys it prints are then used against a real app on the
+ * same database.
  */
 
 const SECRET_KEY = /^sk_[A-Za-z0-9]{40}$/;
@@ -13,7 +17,28 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const UNKNOWN_ID = '01890000-0000-7000-8000-000000000000';
 
 let t: TestContext;
-const cli = (...args: string[]): Promise<RunResult> => runTsx('bin/cli.ts', args, childEnv({ DATABASE_URL: t.db.url }));
+
+// One run at a time: while a command runs, Objection's models are bound to that run's knex (runCli binds them back
+// to the test's when it is done, and destroys its own), so two side by side would pull the binding from under each other.
+let running: Promise<unknown> = Promise.resolve();
+
+/** Runs `herald <args>` in-process with this environment; the same result as runTsx gives for a child. */
+function inProcess(args: string[], env: NodeJS.ProcessEnv): Promise<RunResult> {
+  const run = running.then(async (): Promise<RunResult> => {
+    let stdout = '';
+    let stderr = '';
+    const code = await runCli(['node', 'bin/cli.ts', ...args], {
+      env,
+      stdout: { write: (s: string) => { stdout += s; } },
+      stderr: { write: (s: string) => { stderr += s; } },
+    });
+    return { code, signal: null, stdout, stderr };
+  });
+  running = run.catch(() => undefined);
+  return run;
+}
+
+const cli = (...args: string[]): Promise<RunResult> => inProcess(args, childEnv({ DATABASE_URL: t.db.url }));
 
 /** Runs a command that must succeed and print one JSON value on stdout (and nothing on stderr). */
 async function cliJson<T>(...args: string[]): Promise<T> {
@@ -408,10 +433,44 @@ describe('usage errors', () => {
   });
 
   test('a bad configuration exits 1 naming the variable, without echoing DATABASE_URL', async () => {
-    const res = await runTsx('bin/cli.ts', ['project', 'list'], childEnv({ DATABASE_URL: 'mysql://root:hunter2@db/herald' }));
+    const res = await inProcess(['project', 'list'], childEnv({ DATABASE_URL: 'mysql://root:hunter2@db/herald' }));
     expect(res.code).toBe(1);
     expect(res.stdout).toBe('');
     expect(res.stderr).toMatch(/DATABASE_URL/);
     expect(res.stderr).not.toContain('hunter2');
+  });
+});
+
+describe('bin/cli.ts as a real process', () => {
+  // The entry point itself: what tsx and Node add around runCli (exit codes through process.exit, nothing else on the
+  // streams). Three children side by side, the only ones this file starts.
+  const child = (...args: string[]) => runTsx('bin/cli.ts', args, childEnv({ DATABASE_URL: t.db.url }));
+  let created: RunResult;
+  let usage: RunResult;
+  let refused: RunResult;
+  beforeAll(async () => {
+    [created, usage, refused] = await Promise.all([
+      child('project', 'create', '--name', 'From a process'),
+      child('project', 'destroy'),
+      child('project', 'disable', UNKNOWN_ID),
+    ]);
+  });
+
+  test('a command that succeeds exits 0 with exactly one JSON document on stdout and nothing on stderr', async () => {
+    expect(created).toMatchObject({ code: 0, signal: null, stderr: '' });
+    const printed = JSON.parse(created.stdout) as Created;
+    expect(printed).toMatchObject({ name: 'From a process' });
+    expect(printed.secretKey).toMatch(SECRET_KEY);
+    expect(await t.db.knex('projects').where({ id: printed.id }).first()).toMatchObject({ name: 'From a process' });
+  });
+
+  test('a usage error exits 2 with the message on stderr', () => {
+    expect(usage).toMatchObject({ code: 2, signal: null, stdout: '' });
+    expect(usage.stderr).toMatch(/unknown command/i);
+  });
+
+  test("an operator's error exits 1 with one line on stderr", () => {
+    expect(refused).toMatchObject({ code: 1, signal: null, stdout: '' });
+    expect(refused.stderr).toBe(`error: no project ${UNKNOWN_ID}\n`);
   });
 });

@@ -4,7 +4,7 @@ import type { Engine } from '../engine/types';
 import { createLogger } from '../logging/logger';
 import { bearer, createTestContext, type TestContext } from './support/app';
 import { createTestDatabase } from './support/db';
-import { killGroup, spawnWorker, waitFor } from './support/processes';
+import { exited, killGroup, spawnWorker, waitFor } from './support/processes';
 
 /**
  * A contact import survives its worker (issue 30, "Bad input and faults"): the API in this process, the embedded
@@ -34,10 +34,6 @@ const worker = () => {
   children.push(child);
   return child;
 };
-const exited = (child: ChildProcess) => new Promise<void>((resolve) => {
-  if (child.exitCode !== null || child.signalCode !== null) resolve();
-  else child.once('exit', () => resolve());
-});
 
 test('a worker SIGKILLed in the middle of an import and restarted: exactly the file\'s contacts, each row counted once', async () => {
   const key = bearer(t.project.secretKey);

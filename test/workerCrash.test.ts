@@ -6,7 +6,7 @@ import { createLogger } from '../logging/logger';
 import { addDomain } from '../domains/rows';
 import { bearer, createTestContext, type TestContext } from './support/app';
 import { createTestDatabase } from './support/db';
-import { childEnv, killGroup, runTsx, spawnWorker, waitFor } from './support/processes';
+import { childEnv, exited, killGroup, runTsx, spawnWorker, waitFor } from './support/processes';
 import { startSinkProcess, type SinkProcess } from './support/smtp';
 
 /**
@@ -45,10 +45,6 @@ const worker = (env: Record<string, string> = {}) => {
   children.push(child);
   return child;
 };
-const exited = (child: ChildProcess) => new Promise<void>((resolve) => {
-  if (child.exitCode !== null || child.signalCode !== null) resolve();
-  else child.once('exit', () => resolve());
-});
 const stop = async (child: ChildProcess) => {
   killGroup(child, 'SIGTERM');
   await exited(child);

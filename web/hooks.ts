@@ -73,18 +73,28 @@ export function useSubmit(action: () => Promise<unknown>, opts: { fallback: stri
   return { busy, fields, error, submit };
 }
 
+/** The first look again at something under way; each next one waits twice as long, up to the page's own period. */
+export const FIRST_LOOK_MS = 250;
+
+/** The wait before look number `n` (0 first) at something under way: 250 ms, 500 ms, 1 s, … capped at `maxMs`. */
+export const lookDelay = (n: number, maxMs: number): number => Math.min(maxMs, FIRST_LOOK_MS * 2 ** n);
+
 /**
- * Calls `tick` every `ms` while `active` and the page is visible (a live figure: a campaign sending); no calls while
- * the tab is hidden, and one at once when it is shown again, so a tab left open in the background asks nothing.
+ * Calls `tick` while `active` and the page is visible (a live figure: a campaign sending): soon after it becomes
+ * active, then less and less often, up to every `ms` (a small send is seen done within a second, a long one costs a
+ * request every `ms`). No calls while the tab is hidden, and one at once when it is shown again (the backoff starts
+ * over), so a tab left open in the background asks nothing.
  */
 export function useVisibleInterval(tick: () => void, ms: number, active: boolean): void {
   const latest = useRef(tick);
   latest.current = tick;
   useEffect(() => {
     if (!active) return undefined;
-    let timer: ReturnType<typeof setInterval> | undefined;
-    const start = () => { if (timer === undefined) timer = setInterval(() => latest.current(), ms); };
-    const stop = () => { if (timer !== undefined) { clearInterval(timer); timer = undefined; } };
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let n = 0;
+    const next = () => { timer = setTimeout(() => { timer = undefined; latest.current(); next(); }, lookDelay(n++, ms)); };
+    const start = () => { if (timer === undefined) { n = 0; next(); } };
+    const stop = () => { if (timer !== undefined) { clearTimeout(timer); timer = undefined; } };
     const onVisibility = () => {
       if (document.visibilityState === 'visible') { latest.current(); start(); } else stop();
     };
@@ -92,6 +102,21 @@ export function useVisibleInterval(tick: () => void, ms: number, active: boolean
     document.addEventListener('visibilitychange', onVisibility);
     return () => { stop(); document.removeEventListener('visibilitychange', onVisibility); };
   }, [ms, active]);
+}
+
+/**
+ * Looks again (`recheck`, a list's reload) while `waiting` (rows still moving), once per answer `seen`: soon at first,
+ * then less often, up to every `maxMs`. `busy` (a load in flight) holds the next look without starting the backoff over.
+ */
+export function useRecheck(recheck: () => void, opts: { waiting: boolean; busy: boolean; seen: unknown; maxMs: number }): void {
+  const looks = useRef(0);
+  const { waiting, busy, seen, maxMs } = opts;
+  useEffect(() => {
+    if (!waiting) { looks.current = 0; return undefined; }
+    if (busy) return undefined;
+    const timer = setTimeout(recheck, lookDelay(looks.current++, maxMs));
+    return () => clearTimeout(timer);
+  }, [waiting, busy, seen]);
 }
 
 export interface LeaveGuard {

@@ -121,7 +121,7 @@ withChromium('the reference page test', (chromiumPath) => {
     const { page, watch, close } = await watched();
     const res = await page.goto(`${base}/docs`);
     expect(res?.status()).toBe(200);
-    await page.getByText('/v1/send', { exact: false }).first().waitFor({ timeout: 30_000 });
+    await page.getByText('/v1/send', { exact: false }).first().waitFor({ timeout: 90_000 }); // Redoc renders the whole document first: slow on a loaded machine
     const text = await page.locator('body').innerText();
     for (const shown of ['Herald API', 'Sending', 'Contacts', 'Campaigns', 'Webhooks', 'Send an email', 'List contacts']) expect(text).toContain(shown);
     // The title and version (Redoc writes `(1)` after the title for version "1": here the package's).
@@ -148,8 +148,8 @@ withChromium('the reference page test', (chromiumPath) => {
     const health = page.locator('[id="tag/Service/operation/health"]');
     await health.getByText('"ok"', { exact: false }).first().waitFor({ timeout: 15_000 });
     expect(await health.innerText()).not.toContain('unreachable'); // the 200 sample shows no database check
-    const violations = await axe(page);
-    process.stdout.write(`axe on Redoc's /docs: ${listed(violations)}\n`);
+    // No axe here: the reference is Redoc's markup (some 20,000 elements; axe took most of this test's minutes on a
+    // loaded machine, and its findings are Redoc's to mend). The guide below is Herald's own page, and is checked.
     expect(watch).toEqual({ elsewhere: [], failed: [], errors: [] });
     await close();
   }, 300_000);

@@ -286,11 +286,12 @@ test('1,000 contacts entering one workflow at once all complete, each mailed onc
     const contacts = await upsertContacts(trx, t.project.id, Array.from({ length: 1000 }, (_, i) => ({ email: `bulk${String(i).padStart(4, '0')}@example.org` })), true);
     await recordEvents(trx, t.project.id, contacts.map((c) => ({ name: 'imported', contactId: c.contact.id })));
   });
-  const xs = await waitForExecutions(t.http, key, wf, finished, 1000, 120_000);
+  // Liveness bounds, not speed (bench/automations.ts measures that): at load 12 the 1,000 took over 2 minutes.
+  const xs = await waitForExecutions(t.http, key, wf, finished, 1000, 420_000);
   expect(xs.every((x) => x.status === 'COMPLETED')).toBe(true);
-  await smtp.waitFor(before + 1000, 60_000);
+  await smtp.waitFor(before + 1000, 180_000);
   const to = smtp.received.slice(before).map((m) => m.envelopeTo[0]);
   expect(new Set(to).size).toBe(1000);
   const tagged = await t.db.knex('contacts').where({ project_id: t.project.id }).whereRaw("data->>'imported' = 'true'").count('* as n').first();
   expect(Number(tagged!.n)).toBe(1000);
-}, 180_000);
+}, 660_000);

@@ -225,6 +225,6 @@ withChromium('the console A/B campaign', (chromium) => {
       expect(received(new RegExp(`^${subjectA}$`))).toHaveLength(5);
       const stats = (await api(`/campaigns/${id}/stats`)).data;
       expect(stats).toMatchObject({ totalRecipients: CONTACTS, sent: CONTACTS, decision: { winner: 'B', decidedBy: 'manual' }, rest: { totalRecipients: 10, sent: 10 } });
-    });
+    }, 240_000); // a whole A/B test through the browser: sample, wait, choice, rest (over 60 s on a loaded machine)
   });
 });

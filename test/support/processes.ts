@@ -34,6 +34,11 @@ export function childEnv(env: Record<string, string | undefined>): NodeJS.Proces
   return base;
 }
 
+/** Resolves when the child has exited (at once when it already has). */
+export function exited(child: ChildProcess): Promise<void> {
+  return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', () => r()));
+}
+
 /**
  * Kills a child and everything it started (tsx runs the script in a grandchild process). Children are
  * spawned in a process group of their own, so signalling the group reaches them all.

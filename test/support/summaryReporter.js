@@ -9,11 +9,12 @@ class SummaryReporter {
   onRunComplete(_contexts, results) {
     const failed = results.numFailedTests + results.numRuntimeErrorTestSuites;
     process.stdout.write(`\njest: ${results.numPassedTests} passed, ${failed} failed, ${results.numPendingTests + results.numTodoTests} skipped\n`);
-    const seconds = results.testResults
-      .map((r) => [path.relative(ROOT, r.testFilePath), Math.round((r.perfStats.end - r.perfStats.start) / 1000)])
-      .sort((a, b) => b[1] - a[1]);
-    fs.mkdirSync(path.join(ROOT, 'artifacts'), { recursive: true });
-    fs.writeFileSync(path.join(ROOT, 'artifacts', 'test-durations.json'), `${JSON.stringify(Object.fromEntries(seconds), null, 1)}\n`);
+    // Merged into what earlier runs wrote, so that a run of a few files updates their entries and keeps the rest.
+    const file = path.join(ROOT, 'artifacts', 'test-durations.json');
+    const seconds = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
+    for (const r of results.testResults) seconds[path.relative(ROOT, r.testFilePath)] = Math.round((r.perfStats.end - r.perfStats.start) / 1000);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, `${JSON.stringify(Object.fromEntries(Object.entries(seconds).sort((a, b) => b[1] - a[1])), null, 1)}\n`);
   }
 }
 module.exports = SummaryReporter;

@@ -6,7 +6,7 @@ import { addDomain } from '../../domains/rows';
 import { freePort } from '../../scripts/temporalDevServer';
 import { TEST_SECRET } from './app';
 import { createTestDatabase, type TestDatabase } from './db';
-import { childEnv, killGroup, spawnTsx, waitFor } from './processes';
+import { childEnv, exited, killGroup, spawnTsx, waitFor } from './processes';
 import { startSmtpServer, type TestSmtpServer } from './smtp';
 import type { TestTemporal } from './temporal';
 
@@ -70,10 +70,6 @@ export interface ClusterOptions {
 }
 
 const envOf = (env: ClusterEnv | undefined): Record<string, string> => (typeof env === 'function' ? env() : env ?? {});
-
-function exited(child: ChildProcess): Promise<void> {
-  return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', () => r()));
-}
 
 /** Registers beforeAll/afterAll for the file; read the fields inside tests. */
 export function heraldCluster(temporal: TestTemporal, opts: ClusterOptions = {}): HeraldCluster {

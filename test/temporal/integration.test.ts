@@ -10,7 +10,7 @@ import { bearer, TEST_SECRET } from '../support/app';
 import { startDnsServer, type TestDnsServer } from '../support/dns';
 import { temporal as proto } from '@temporalio/proto';
 import { WORKFLOW_TASK_QUEUE } from '../../workflows/policy';
-import { killGroup, runTsx, waitFor } from '../support/processes';
+import { exited, killGroup, runTsx, waitFor } from '../support/processes';
 import { startSinkProcess, type Received } from '../support/smtp';
 import { addGroupContacts, heraldCluster } from '../support/temporalCluster';
 import { cancelMidFlight, type CancelRun } from '../support/cancelStops';
@@ -241,8 +241,8 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
       // The limit is the upper bound above. This lower one only catches a limiter that starves (two workers that each
       // wait for the other would give 7/s): on a machine loaded by other test suites the two workers kept 12.95 and
       // 13.18/s, so a tight bound here measured the machine, not the limiter (BENCHMARKS.md section 3 measures the
-      // accuracy on a quiet one).
-      expect(mean).toBeGreaterThanOrEqual(12);
+      // accuracy on a quiet one); 10 leaves room for the load of the suite's three Jest workers.
+      expect(mean).toBeGreaterThanOrEqual(10);
       await waitFor('campaign SENT', async () => ((await campaignStatus(id)) === 'SENT' ? true : undefined), 120_000, 500);
       expect(await counts({ campaign_id: id })).toEqual({ SENT: TOTAL });
     } finally {
@@ -285,14 +285,15 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
     await addContacts('bulk', TOTAL);
     const id = await sendCampaignTo('bulk');
     const started = Date.now();
-    await waitFor('campaign SENT', async () => ((await campaignStatus(id)) === 'SENT' ? true : undefined), 240_000, 500);
+    // A liveness bound (bench/campaign.ts measures speed): a loaded machine has taken minutes.
+    await waitFor('campaign SENT', async () => ((await campaignStatus(id)) === 'SENT' ? true : undefined), 600_000, 500);
     const mail = receivedOf('bulk');
     console.log(`10,000-contact campaign: SENT after ${((Date.now() - started) / 1000).toFixed(1)} s, ${mail.length} messages received`);
     expect(new Set(mail.map(to)).size).toBe(TOTAL);
     expect(mail).toHaveLength(TOTAL);
     expect(await counts({ campaign_id: id })).toEqual({ SENT: TOTAL });
     expect((await c.db.knex('campaigns').where({ project_id: c.project.id, id }).first()).total_recipients).toBe(TOTAL);
-  }, 300_000);
+  }, 660_000);
 
   // ---- workers at 200/s ----
 
@@ -304,7 +305,7 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
     await waitFor('a quarter of the campaign delivered', () => (receivedOf('killed').length >= TOTAL / 4 ? true : undefined), 120_000, 10);
     const victim = workers.get('w1')!;
     killGroup(victim, 'SIGKILL');
-    if (victim.exitCode === null && victim.signalCode === null) await new Promise((r) => victim.once('exit', r));
+    await exited(victim);
     // The dead worker's claims: sent or not, unrecorded; they are what may arrive twice.
     const inFlight = Number((await c.db.knex('emails').where({ project_id: c.project.id, campaign_id: id, status: 'SENDING', claimed_by: 'w1' }).count('* as n').first())!.n);
     const allSending = (await counts({ campaign_id: id })).SENDING ?? 0;

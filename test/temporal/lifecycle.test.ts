@@ -278,7 +278,7 @@ describeTemporal(__filename, 'Temporal lifecycle: schedules, waits, cancels and 
     await waitFor('published VERIFIED and missing FAILED', async () => {
       const [p, m] = await Promise.all([getDomain(c.db.knex, c.project.id, published.id), getDomain(c.db.knex, c.project.id, missing.id)]);
       return p!.status === 'VERIFIED' && m!.status === 'FAILED' ? true : undefined;
-    }, 60_000, 250);
+    }, 120_000, 250);
     expect((await getDomain(c.db.knex, c.project.id, missing.id))!.records).toMatchObject({ DKIM: 'FAILED' });
     expect(dns.count(dkimRecordName(missing.domain, missing.dkimSelector!))).toBeGreaterThan(0);
     // The trigger's run: an action of the Schedule, a checkDomains workflow named after it, that walked every domain.
@@ -293,7 +293,7 @@ describeTemporal(__filename, 'Temporal lifecycle: schedules, waits, cancels and 
       return all.length === 1 && all[0]!.status === 'COMPLETED' ? all : undefined;
     }, 30_000, 250);
     expect(runs[0]!.type).toBe('checkDomains');
-  }, 120_000);
+  }, 240_000);
 
   // ---- 3b. the retention Schedule ----
 

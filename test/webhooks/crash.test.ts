@@ -4,7 +4,7 @@ import type { Engine } from '../../engine/types';
 import { createLogger } from '../../logging/logger';
 import { bearer, createTestContext, TEST_SECRET, type TestContext } from '../support/app';
 import { createTestDatabase } from '../support/db';
-import { killGroup, spawnWorker, waitFor } from '../support/processes';
+import { exited, killGroup, spawnWorker, waitFor } from '../support/processes';
 import { startSmtpServer, type TestSmtpServer } from '../support/smtp';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhookReceiver';
 
@@ -44,10 +44,6 @@ const worker = (executorId: string) => {
   children.push(child);
   return child;
 };
-const exited = (child: ChildProcess) => new Promise<void>((resolve) => {
-  if (child.exitCode !== null || child.signalCode !== null) resolve();
-  else child.once('exit', () => resolve());
-});
 
 async function scenario(path: string, restartAs: (killedId: string) => string) {
   const key = bearer(t.project.secretKey);

@@ -1,9 +1,9 @@
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import { useRoute } from 'preact-iso';
 import type { Step } from '../../automations/steps';
 import { api, call } from '../api';
 import { Button, ConfirmDialog, Icon, Loading, Page, Time, toast, type Tone } from '../components';
-import { useLoad } from '../hooks';
+import { useLoad, useRecheck } from '../hooks';
 import { useSession } from '../session';
 import { durationText, STEP_INFO } from './parts/automationSteps';
 import { ExecutionStatusBadge, isActive, nodeView, stepsOf, type ExecutionDetail, type Workflow } from './parts/automations';
@@ -94,11 +94,7 @@ export default function AutomationExecution() {
   const active = x ? isActive(x) : false;
 
   // Under way: looked at again every few seconds until it ends.
-  useEffect(() => {
-    if (!active || ex.loading) return undefined;
-    const timer = setTimeout(ex.reload, POLL_MS);
-    return () => clearTimeout(timer);
-  }, [active, ex.loading, x]);
+  useRecheck(ex.reload, { waiting: active, busy: ex.loading, seen: x, maxMs: POLL_MS });
 
   const steps = workflow ? stepsOf(workflow) : [];
   const layout = useMemo(() => layoutFlow(steps), [workflow]);

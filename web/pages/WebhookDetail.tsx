@@ -4,7 +4,7 @@ import { api, call, type Schemas } from '../api';
 import {
   Button, ConfirmDialog, Icon, Loading, Page, Pager, SecretDialog, Spinner, Time, toast, useCursorPages,
 } from '../components';
-import { useLoad } from '../hooks';
+import { useLoad, useRecheck } from '../hooks';
 import { useSession } from '../session';
 import { DeliveryStatus, EndpointBadges } from './parts/webhooks';
 import { NotLoaded } from './parts/NotLoaded';
@@ -34,11 +34,7 @@ function Deliveries({ hook }: { hook: Hook }) {
 
   // Deliveries still on their way are looked at again until they settle (a new endpoint's first events).
   const unsettled = rows.some((d) => !done(d)) && running.size === 0;
-  useEffect(() => {
-    if (!unsettled) return undefined;
-    const timer = setTimeout(list.reload, 1500);
-    return () => clearTimeout(timer);
-  }, [unsettled, rows]);
+  useRecheck(list.reload, { waiting: unsettled, busy: list.loading, seen: rows, maxMs: 1500 });
 
   const redeliver = async (d: Delivery) => {
     setRunning((s) => new Set(s).add(d.id));

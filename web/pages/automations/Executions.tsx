@@ -1,9 +1,8 @@
-import { useEffect } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import type { ExecutionStatus } from '../../../automations/steps';
 import { api, call } from '../../api';
 import { Button, EmptyState, Icon, Loading, Pager, SelectField, Time, useCursorPages } from '../../components';
-import { useLoad } from '../../hooks';
+import { useLoad, useRecheck } from '../../hooks';
 import { EXECUTION_STATUS_WORDS, ExecutionStatusBadge, stepsOf, type Workflow } from '../parts/automations';
 import { STEP_INFO } from '../parts/automationSteps';
 
@@ -25,12 +24,8 @@ export function Executions({ workflow }: { workflow: Workflow }) {
   const items = list.data?.items ?? [];
   // A RUNNING execution is between two steps for a moment: the page looks again until none is (a WAITING one may
   // wait for days; Refresh is there for those).
-  const moving = items.some((x) => x.status === 'RUNNING') && !list.loading;
-  useEffect(() => {
-    if (!moving) return undefined;
-    const timer = setTimeout(list.reload, 1500);
-    return () => clearTimeout(timer);
-  }, [moving, list.data]);
+  const moving = items.some((x) => x.status === 'RUNNING');
+  useRecheck(list.reload, { waiting: moving, busy: list.loading, seen: list.data, maxMs: 1500 });
   const steps = new Map(stepsOf(workflow).map((s) => [s.id, s]));
   const stepName = (id: string | null) => {
     if (!id) return <span class="muted">Not started</span>;
