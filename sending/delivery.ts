@@ -232,7 +232,7 @@ export const RECORD_SQL = `WITH o AS (
    -- The events' emails are those this statement changed (their address and subject as they were): no second read.
    -- Only email.sent and email.failed, which a campaign's results do not count (its sent and failed emails are the
    -- counts above): without the campaign results' look-ups of earlier events.
-   ${eventEffects('changed', { names: OUTCOME_EVENTS })}
+   ${eventEffects('changed', { emailEvents: OUTCOME_EVENTS })}
    SELECT id FROM changed`;
 // Its generic plan, pinned (db/prepared.ts): planning it for each write considers every partition of emails and
 // events (2 ms of CPU per email on a year's), and PostgreSQL's own choice between the two went either way.

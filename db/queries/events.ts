@@ -72,14 +72,15 @@ export const EVENT_EFFECTS = eventEffects();
  * start) and, only when it is not there (a campaign's email written long after its first batch), in all of them: the
  * second branch of the UNION ALL runs only when the first found nothing (LIMIT 1), as findEmail (emails/emails.ts)
  * and recordHits (tracking/record.ts) do it.
- * `names`: the only event names the statement's `new_events` can hold, when it knows them (delivery's outcome write:
- * email.sent and email.failed). The campaign results' parts are then left out unless one of the names is counted
- * there (CAMPAIGN_EVENTS).
+ * `emailEvents`: the only names the statement's `new_events` can give an event that names an email (email_id), when
+ * it knows them (delivery's outcome write: email.sent and email.failed; a send's store: email.suppressed). The campaign
+ * results' parts are then left out unless one of them is counted there (CAMPAIGN_EVENTS): they count only events
+ * that name a campaign's email.
  */
-export function eventEffects(emails?: string, opts: { names?: readonly string[] } = {}): string {
-  // The campaign results' parts only where one of their names can be written: each initialises look-ups of events
+export function eventEffects(emails?: string, opts: { emailEvents?: readonly string[] } = {}): string {
+  // The campaign results' parts only where one of their events can be written: each initialises look-ups of events
   // (per partition: they are pruned as they run, not before) even when no row reaches them.
-  const campaigns = opts.names === undefined || opts.names.some((n) => (CAMPAIGN_EVENTS as readonly string[]).includes(n));
+  const campaigns = opts.emailEvents === undefined || opts.emailEvents.some((n) => (CAMPAIGN_EVENTS as readonly string[]).includes(n));
   return `
   inserted AS (
     INSERT INTO events (id, project_id, name, contact_id, email_id, data)
