@@ -17,7 +17,7 @@ const BUSINESS = ['activities', 'audience', 'automations', 'bounces', 'campaigns
   'mail', 'outbound', 'projects', 'sending', 'smtp', 'templates', 'tracking', 'verify', 'webhooks', 'worker'];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.data/', 'dist/', 'coverage/', 'scratch/', '.tools/', 'artifacts/'] },
+  { ignores: ['node_modules/', '.data/', 'dist/', 'coverage/', 'scratch/', '.tools/', 'artifacts/', '.cache/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -21,10 +21,10 @@ let draftId: string;
 const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
 const TEMPORAL_UI = 'http://temporal-ui.test:8080';
 
-async function api(path: string, method = 'GET', body?: unknown): Promise<{ status: number; data: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+async function api(path: string, method = 'GET', body?: unknown): Promise<{ status: number; data: any; error?: unknown }> { // eslint-disable-line @typescript-eslint/no-explicit-any
   const res = await fetch(c.url(path), { method, headers: { ...c.key, 'Content-Type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
   const json = res.status === 204 ? {} : await res.json() as { data: unknown };
-  return { status: res.status, data: (json as { data: unknown }).data };
+  return { status: res.status, data: (json as { data: unknown }).data, ...(res.status >= 400 ? { error: json } : {}) };
 }
 
 /** The messages the SMTP server received for `to` whose subject matches. */
@@ -56,9 +56,13 @@ withChromium('the console Campaigns pages', (chromium) => {
     for (const [name, plan, subscribed] of [['ada', 'pro', true], ['bob', 'pro', true], ['cy', 'pro', true], ['dee', 'free', true], ['eve', 'pro', false]] as const) {
       expect((await api('/contacts', 'POST', { email: `${name}@example.org`, subscribed, data: { firstName: name[0]!.toUpperCase() + name.slice(1), plan } })).status).toBeLessThan(300);
     }
-    segmentId = (await api('/segments', 'POST', { name: 'Beta readers', type: 'STATIC' })).data.id;
+    const segment = await api('/segments', 'POST', { name: 'Beta readers', type: 'STATIC' });
+    expect(segment).toMatchObject({ status: 201 });
+    segmentId = segment.data.id;
     expect((await api(`/segments/${segmentId}/members`, 'POST', { emails: ['ada@example.org', 'bob@example.org'] })).status).toBe(200);
-    draftId = (await api('/campaigns', 'POST', { name: 'Autumn draft', subject: 'Autumn', body: '<p>Soon</p>', from: 'news@example.com', audienceType: 'ALL' })).data.id;
+    const draft = await api('/campaigns', 'POST', { name: 'Autumn draft', subject: 'Autumn', body: '<p>Soon</p>', from: 'news@example.com', audienceType: 'ALL' });
+    expect(draft).toMatchObject({ status: 201 }); // (the whole answer is printed when it is not)
+    draftId = draft.data.id;
   }, 120_000);
   afterAll(async () => { await c?.close(); });
 

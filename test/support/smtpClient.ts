@@ -41,8 +41,11 @@ export class SmtpClient {
     if (!this.closed) this.socket.write(bytes);
   }
 
-  /** The next reply, or undefined when the server closed the connection first (or after `ms`). */
-  async reply(ms = 10_000): Promise<string | undefined> {
+  /**
+   * The next reply, or undefined when the server closed the connection first (or after `ms`). The default is the
+   * server's own command timeout (smtp/listener.ts): a big message's reply took over 10 s on a machine at load 12.
+   */
+  async reply(ms = 60_000): Promise<string | undefined> {
     const until = Date.now() + ms;
     for (;;) {
       const m = /^(\d{3}) [^\n]*\r\n/m.exec(this.buffer);
