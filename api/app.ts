@@ -1,6 +1,6 @@
 import Koa from 'koa';
 import type { Knex } from 'knex';
-import { loadSessionConfig, type DnsConfig, type OidcConfig, type PeopleConfig, type ReturnPath, type SessionConfig, type TrackingConfig } from '../config';
+import { loadSessionConfig, type DnsConfig, type OidcConfig, type PeopleConfig, type ReturnPath, type SessionConfig, type TrackingConfig, type RetentionConfig } from '../config';
 import type { TemporalUi } from '../campaigns/campaigns';
 import type { Engine } from '../engine/types';
 import type { Logger } from '../logging/logger';
@@ -53,6 +53,8 @@ export interface AppDeps {
   metricsOnOwnPort?: boolean;
   /** The built console (scripts/buildWeb.ts) served at /app; dist/web by default. */
   consoleDir?: string;
+  /** RETENTION_DAYS and INBOUND_RETENTION_DAYS (a project's own retention is at most the first); read from the environment when not given. */
+  retention?: RetentionConfig;
   /** IMPORT_MAX_BYTES: the largest contact import file; read from the environment when not given. */
   importMaxBytes?: number;
   /** Temporal UI (TEMPORAL_UI_URL, on Temporal only: config temporalUiOf): campaigns link to their workflow there. */

@@ -2,6 +2,8 @@ import { createServer, type Server } from 'node:http';
 import { createActivities } from '../activities';
 import { createDeliverer } from '../sending/delivery';
 import { scheduleDomainChecks } from '../domains/checks';
+import { scheduleRetention } from '../retention/schedule';
+import { ensurePartitions } from '../db/partitions';
 import { ConfigError, loadConfig, loadDnsConfig, loadSessionConfig, loadTrackingConfig, publicUrlWarning, returnPathOf, temporalUiOf, type Config } from '../config';
 import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
@@ -85,6 +87,9 @@ export interface Running {
  */
 export async function startHerald(config: Config, roles: Roles, log: Logger = createLogger(config.logLevel)): Promise<Running> {
   const db = await openDatabase(config, log);
+  // The months ahead of the partitioned tables (db/partitions.ts), whatever the engine does: a process that writes rows
+  // makes sure their months exist (the default partition would take them, but it is for accidents).
+  await ensurePartitions(db.knex).catch((err: Error) => log.warn({ err }, 'could not create the partitions ahead; housekeeping tries again'));
   const secret = loadSecret(config);
   const temporal = { address: config.temporalAddress!, namespace: config.temporalNamespace, log };
 
@@ -137,7 +142,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     mailer = createMailer(config, { rateLimit: rateWindow(config.sendRatePerSecond) });
     const deps = {
       knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine, sendRatePerSecond: config.sendRatePerSecond, webhooks: webhookConfig(process.env),
-      bounces: { domain: config.bounces.domain, settings: config.bounces }, returnPath: returnPathOf(config),
+      bounces: { domain: config.bounces.domain, settings: config.bounces }, returnPath: returnPathOf(config), retention: config.retention,
     };
     const activities = createActivities(deps);
     const executorId = identity!.executorId;
@@ -160,6 +165,9 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     // The periodic DNS re-check of sending domains: idempotent per time slot, so every worker may ask for it.
     await scheduleDomainChecks(engine, loadDnsConfig().domainCheckIntervalMinutes * 60_000)
       .catch((err: Error) => log.warn({ err }, 'could not schedule the domain re-check; adding or verifying a domain schedules it'));
+    // The retention job (retention/): partitions made ahead, months past RETENTION_DAYS dropped, shorter retentions applied.
+    await scheduleRetention(engine)
+      .catch((err: Error) => log.warn({ err }, 'could not schedule the retention job; the next worker start tries again'));
   }
 
   let server: Server | undefined;
@@ -174,7 +182,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     renderPool = load<typeof import('../mail/renderPool')>('../mail/renderPool').createRenderPool();
     // One send pipeline for HTTP and SMTP: sends that arrive together by either way share a transaction.
     const sender = load<typeof import('../sending/sender')>('../sending/sender').createSender(db.knex, { secret, publicUrl: config.publicUrl, render: renderPool.render });
-    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, trustProxyHops: config.trustProxyHops, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config), inboundMxHost: config.bounces.mxHost,
+    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, trustProxyHops: config.trustProxyHops, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config), inboundMxHost: config.bounces.mxHost, retention: config.retention,
       metricsToken: config.metrics.token, metricsOnOwnPort: config.metrics.port !== undefined, people: config.people, temporalUi: temporalUiOf(config) });
     server = await new Promise<Server>((resolve, reject) => {
       // 32 KB of request line and headers (Node's default is 16 KB): room for GET /contacts/export's filter and

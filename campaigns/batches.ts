@@ -19,6 +19,9 @@ export interface CampaignDeps {
   secret: Buffer;
 }
 
+/** A campaign's emails_partition_at once set: the time of its first batch, to the millisecond. */
+const EMAILS_PARTITION_AT = "coalesce(emails_partition_at, date_trunc('milliseconds', now()))";
+
 /** The most of the audience one A/B batch reads: the sample is its share, so a batch reads more to queue as many. */
 const AB_READ_MAX = 10_000;
 
@@ -73,7 +76,12 @@ export function campaignBatches({ knex, sendRatePerSecond, secret }: CampaignDep
           const plan = await planSample(trx, ref.projectId, current, frozenVariants.map((v) => v.fromName), hashKey);
           test = { ab_phase: 'SAMPLE', ab_plan: JSON.stringify(plan), ab_sample_size: plan.size };
         }
-        await trx('campaigns').where(where).update({ ...frozen, ...test, status: 'SENDING', started_at: trx.raw('coalesce(started_at, now())'), updated_at: trx.fn.now() });
+        // Every email of the campaign goes to the partition of its first batch's time (db/partitions.ts), fixed here once
+        // (to the millisecond, so that it reads back into JavaScript as it is).
+        await trx('campaigns').where(where).update({
+          ...frozen, ...test, status: 'SENDING', started_at: trx.raw('coalesce(started_at, now())'),
+          emails_partition_at: trx.raw(EMAILS_PARTITION_AT), updated_at: trx.fn.now(),
+        });
         return 'SENDING';
       });
     },
@@ -91,6 +99,13 @@ export function campaignBatches({ knex, sendRatePerSecond, secret }: CampaignDep
       const result = await knex.transaction(async (trx) => {
         const campaign = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId }).forShare().first();
         if (!campaign || campaign.status !== 'SENDING') return null;
+        // Set by beginCampaign, which every run of the workflow calls before its batches (here for a campaign made SENDING
+        // otherwise: this transaction holds its row, so no other batch sets another).
+        if (campaign.emails_partition_at === null) {
+          const [set] = await trx('campaigns').where({ project_id: ref.projectId, id: ref.campaignId })
+            .update({ emails_partition_at: trx.raw(EMAILS_PARTITION_AT) }).returning('emails_partition_at');
+          campaign.emails_partition_at = set!.emails_partition_at;
+        }
         const pick = batchPick(ref, campaign);
         read = pick.read;
         const batch = (await campaignAudience(trx, ref.projectId, campaign, hashKey)).query.select('c.id', 'c.email').orderBy('c.id').limit(read);
@@ -101,18 +116,19 @@ export function campaignBatches({ knex, sendRatePerSecond, secret }: CampaignDep
           `WITH batch AS (${sql}),
            picked AS (${pick.picked('batch')}),
            inserted AS (
-             INSERT INTO emails (project_id, contact_id, campaign_id, template_id, from_email, from_name, reply_to, to_email, subject, html, priority, track_opens, track_clicks, variant)
+             INSERT INTO emails (project_id, contact_id, campaign_id, template_id, from_email, from_name, reply_to, to_email, subject, html, priority, track_opens, track_clicks, variant, partition_at)
              -- Open and click tracking as the project's campaign settings say (on unless turned off; tracking/settings.ts).
-             SELECT p.id, b.id, ?::uuid, ?::uuid, ?, coalesce((?::text[])[b.variant + 1], ?), ?, b.email, NULL, NULL, 1, p.track_campaign_opens, p.track_campaign_clicks, b.variant
+             SELECT p.id, b.id, ?::uuid, ?::uuid, ?, coalesce((?::text[])[b.variant + 1], ?), ?, b.email, NULL, NULL, 1, p.track_campaign_opens, p.track_campaign_clicks, b.variant, ?::timestamptz
              FROM picked b CROSS JOIN projects p WHERE p.id = ?::uuid ${ref.part === 'sample' ? 'AND b.variant IS NOT NULL' : ''}
-             ON CONFLICT (project_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL AND NOT is_test DO NOTHING
+             -- One partition_at for all the campaign's emails: the key holds within its one partition.
+             ON CONFLICT (project_id, campaign_id, contact_id, partition_at) WHERE campaign_id IS NOT NULL AND NOT is_test DO NOTHING
              RETURNING project_id, campaign_id, variant, status),
            -- The campaign's counts (campaign_stats, and its variants' for the sample) grow with its queue, in the same statement.
            ${campaignTally(`(SELECT project_id, campaign_id, variant, ${statusTally('NULL::text', 'status')} FROM inserted)`, STATUS_TALLY)}
            SELECT (SELECT count(*) FROM batch)::int AS n,
                   (SELECT b.id FROM batch b ORDER BY b.id DESC LIMIT 1) AS last,
                   (SELECT count(*) FROM inserted)::int AS inserted`,
-          [...bindings, ref.campaignId, campaign.template_id, campaign.from_email, pick.fromNames, pick.fromName, campaign.reply_to, ref.projectId] as Knex.RawBinding[],
+          [...bindings, ref.campaignId, campaign.template_id, campaign.from_email, pick.fromNames, pick.fromName, campaign.reply_to, campaign.emails_partition_at, ref.projectId] as Knex.RawBinding[],
         );
         return res.rows[0] as { n: number; last: string | null; inserted: number };
       }).catch((err: unknown) => { throw asPermanent(err, 'the audience cannot be evaluated'); });
@@ -125,7 +141,8 @@ export function campaignBatches({ knex, sendRatePerSecond, secret }: CampaignDep
     async campaignProgress(ref: CampaignRef): Promise<{ pending: number; cancelled: boolean; ratePerSecond?: number }> {
       const row = await knex('campaigns as k').where({ 'k.project_id': ref.projectId, 'k.id': ref.campaignId }).first(
         'k.status',
-        knex.raw(`(SELECT count(*)::int FROM emails e WHERE e.project_id = k.project_id AND e.campaign_id = k.id AND NOT e.is_test AND e.status IN ('QUEUED', 'SENDING')) AS pending`),
+        knex.raw(`(SELECT count(*)::int FROM emails e WHERE e.project_id = k.project_id AND e.campaign_id = k.id AND e.partition_at = k.emails_partition_at
+                   AND NOT e.is_test AND e.status IN ('QUEUED', 'SENDING')) AS pending`),
       );
       return { pending: row?.pending ?? 0, cancelled: !row || row.status !== 'SENDING', ...(sendRatePerSecond ? { ratePerSecond: sendRatePerSecond } : {}) };
     },

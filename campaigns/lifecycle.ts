@@ -66,7 +66,7 @@ export async function finishCampaignRows(knex: Knex, ref: CampaignRef): Promise<
   return knex.transaction(async (trx) => {
     const [row] = await trx('campaigns as k').where({ 'k.project_id': ref.projectId, 'k.id': ref.campaignId, 'k.status': 'SENDING' }).update({
       status: 'SENT', completed_at: trx.fn.now(), updated_at: trx.fn.now(),
-      total_recipients: trx.raw('(SELECT count(*) FROM emails e WHERE e.project_id = k.project_id AND e.campaign_id = k.id AND NOT e.is_test)'),
+      total_recipients: trx.raw('(SELECT count(*) FROM emails e WHERE e.project_id = k.project_id AND e.campaign_id = k.id AND e.partition_at = k.emails_partition_at AND NOT e.is_test)'),
     }).returning(['status', 'name', 'total_recipients']);
     if (!row) return 'CANCELLED';
     await recordEvents(trx, ref.projectId, [{ name: 'campaign.sent', data: { campaignId: ref.campaignId, name: row.name, totalRecipients: Number(row.total_recipients) } }]);
@@ -83,10 +83,12 @@ async function cancelQueuedEmails(trx: Knex.Transaction, ref: CampaignRef, error
     `WITH cancelled AS (
        UPDATE emails SET status = 'CANCELLED', error = coalesce(?::text, error), updated_at = now()
        WHERE project_id = ?::uuid AND campaign_id = ?::uuid AND status = 'QUEUED' AND NOT is_test
+         -- Its emails' one partition (db/partitions.ts): none for a campaign that never started (no emails_partition_at).
+         AND partition_at = (SELECT k.emails_partition_at FROM campaigns k WHERE k.project_id = ?::uuid AND k.id = ?::uuid)
        RETURNING project_id, campaign_id, variant),
      ${campaignTally(`(SELECT project_id, campaign_id, variant, ${statusTally("'QUEUED'", "'CANCELLED'")} FROM cancelled)`, STATUS_TALLY)}
      SELECT count(*)::int AS n FROM cancelled`,
-    [error, ref.projectId, ref.campaignId],
+    [error, ref.projectId, ref.campaignId, ref.projectId, ref.campaignId],
   );
   return rows[0].n as number;
 }

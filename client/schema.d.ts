@@ -4432,6 +4432,16 @@ export interface components {
              * @example false
              */
             requireTwoFactor: boolean;
+            /**
+             * @description The project's own retention in days (emails, events, raw messages, attachments older are deleted); null: the installation's.
+             * @example 90
+             */
+            retentionDays: number | null;
+            /**
+             * @description RETENTION_DAYS: how long the installation keeps them, and the longest a project may ask for.
+             * @example 365
+             */
+            instanceRetentionDays: number;
         };
         SignedIn: {
             user: components["schemas"]["User"];
@@ -10605,7 +10615,9 @@ export interface operations {
                      *             "clicks": true
                      *           }
                      *         },
-                     *         "requireTwoFactor": false
+                     *         "requireTwoFactor": false,
+                     *         "retentionDays": 90,
+                     *         "instanceRetentionDays": 365
                      *       }
                      *     }
                      */
@@ -10644,7 +10656,8 @@ export interface operations {
                  *           "clicks": true
                  *         }
                  *       },
-                 *       "requireTwoFactor": true
+                 *       "requireTwoFactor": true,
+                 *       "retentionDays": 90
                  *     }
                  */
                 "application/json": {
@@ -10661,6 +10674,11 @@ export interface operations {
                         };
                     };
                     requireTwoFactor?: boolean;
+                    /**
+                     * @description The project's own retention in days, at most the installation's (RETENTION_DAYS, 422 above it); null: the installation's.
+                     * @example 90
+                     */
+                    retentionDays?: number | null;
                 };
             };
         };
@@ -10690,7 +10708,9 @@ export interface operations {
                      *             "clicks": true
                      *           }
                      *         },
-                     *         "requireTwoFactor": false
+                     *         "requireTwoFactor": false,
+                     *         "retentionDays": 90,
+                     *         "instanceRetentionDays": 365
                      *       }
                      *     }
                      */

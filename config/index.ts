@@ -62,6 +62,8 @@ export interface Config {
   metrics: MetricsConfig;
   /** Invitations and password resets (people/). */
   people: PeopleConfig;
+  /** RETENTION_DAYS and INBOUND_RETENTION_DAYS (retention/). */
+  retention: RetentionConfig;
 }
 
 export interface PeopleConfig {
@@ -249,6 +251,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   loadDnsConfig(env); // validated here too, so that a bad DNS setting also stops Herald at start-up
   loadTrackingConfig(env); // and a bad tracking setting
   loadSessionConfig(env); // and a bad session setting
+  loadRetentionConfig(env); // and a bad retention setting
   loadOidcConfig(env); // and a bad single sign-on setting
   return {
     port: value.PORT,
@@ -298,6 +301,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       inboundAnalysisThreads: value.INBOUND_ANALYSIS_THREADS,
     },
     metrics: { port: value.METRICS_PORT, token: value.METRICS_TOKEN },
+    retention: loadRetentionConfig(env),
     people: {
       invitationTtlHours: value.INVITATION_TTL_HOURS,
       systemSender: value.SYSTEM_PROJECT_ID ? { projectId: value.SYSTEM_PROJECT_ID, email: value.SYSTEM_FROM_EMAIL } : undefined,
@@ -365,6 +369,33 @@ export function loadTrackingConfig(env: NodeJS.ProcessEnv = process.env): Tracki
   const { value, error } = trackingSchema.validate(env);
   if (error) throw configError(error, env);
   return { eventWindowMs: value.TRACKING_EVENT_WINDOW_SECONDS * 1000, ratePerAddress: value.TRACKING_RATE_PER_ADDRESS };
+}
+
+/**
+ * How long emails, their events, raw messages and attachments are kept (issue 33; retention/retention.ts): RETENTION_DAYS,
+ * 365 by default. They are stored by month (db/partitions.ts): a month goes whole once its last day is RETENTION_DAYS old,
+ * so rows stay between RETENTION_DAYS and RETENTION_DAYS plus a month. A project may ask for less (PATCH /settings
+ * `retentionDays`), which is deleted in batches. Received messages keep their own INBOUND_RETENTION_DAYS.
+ */
+export interface RetentionConfig {
+  days: number;
+  /** INBOUND_RETENTION_DAYS (default 30): received messages. */
+  inboundDays: number;
+}
+
+/** RETENTION_DAYS when unset: a year. */
+export const DEFAULT_RETENTION_DAYS = 365;
+
+const retentionSchema = Joi.object({
+  RETENTION_DAYS: Joi.number().integer().min(1).max(36_500).empty('').default(DEFAULT_RETENTION_DAYS),
+  INBOUND_RETENTION_DAYS: Joi.number().integer().min(1).max(3650).empty('').default(30),
+}).unknown(true).prefs({ convert: true, abortEarly: true });
+
+/** Reads and validates the retention settings (part of loadConfig's validation; read on their own by the retention job and the settings). */
+export function loadRetentionConfig(env: NodeJS.ProcessEnv = process.env): RetentionConfig {
+  const { value, error } = retentionSchema.validate(env);
+  if (error) throw configError(error, env);
+  return { days: value.RETENTION_DAYS, inboundDays: value.INBOUND_RETENTION_DAYS };
 }
 
 /** People's sessions (issue 27; people/sessions.ts) and the throttle of failed logins (people/throttle.ts). */

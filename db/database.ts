@@ -55,7 +55,9 @@ export function createKnex(url: string, opts: KnexOptions = {}): Knex {
 function withoutStatementNames(connection: pg.Client): pg.Client {
   const query = connection.query.bind(connection) as (...args: unknown[]) => unknown;
   (connection as unknown as { query: (...args: unknown[]) => unknown }).query = (config: unknown, ...rest: unknown[]) => {
-    // A submittable (a COPY stream, a cursor) is passed as it is; a config object loses its name.
+    // A config object loses its name, and so does a pg Query submitted as it is (db/prepared.ts's generic plans);
+    // another submittable (a COPY stream, a cursor) is passed as it is.
+    if (config instanceof pg.Query) (config as { name?: string }).name = undefined;
     const named = typeof config === 'object' && config !== null && typeof (config as { submit?: unknown }).submit !== 'function' && (config as { name?: unknown }).name;
     return query(named ? { ...config, name: undefined } : config, ...rest);
   };

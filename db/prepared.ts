@@ -1,4 +1,17 @@
+import pg from 'pg';
 import type { Knex } from 'knex';
+
+export interface PreparedOptions {
+  /**
+   * Run every execution with PostgreSQL's generic plan (plan_cache_mode = force_generic_plan for this statement
+   * only), never a plan made for the execution's values. For statements whose generic plan is the one wanted and whose
+   * re-planning is dear: the delivery outcome write on partitioned tables (BENCHMARKS.md section 39) takes 2.0-2.25 ms
+   * of backend CPU per email to plan for each execution (every partition of emails and events considered, none pruned
+   * since its keys come from the rows) and 0.5 ms with the generic plan, and PostgreSQL's own choice (auto: 5 custom
+   * plans per connection, then the generic one only while its estimate beats their average) went either way.
+   */
+  genericPlan?: boolean;
+}
 
 /**
  * A named statement (prepared once per connection) run straight on a pooled pg connection, for the hottest
@@ -11,7 +24,7 @@ import type { Knex } from 'knex';
  * `sql` is written with knex's `?` placeholders (never `??` or an escaped `\?`); the bindings are pg values (an
  * array binds as one PostgreSQL array, as with knex.raw).
  */
-export function preparedStatement(name: string, sql: string): (db: Knex | Knex.Transaction, bindings: readonly unknown[]) => Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any -- rows as knex.raw has them
+export function preparedStatement(name: string, sql: string, opts: PreparedOptions = {}): (db: Knex | Knex.Transaction, bindings: readonly unknown[]) => Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any -- rows as knex.raw has them
   if (/\?\?|\\\?/.test(sql)) throw new Error(`${name}: a prepared statement takes only plain ? placeholders`);
   let n = 0;
   const text = sql.replace(/\?/g, () => `$${++n}`);
@@ -23,7 +36,7 @@ export function preparedStatement(name: string, sql: string): (db: Knex | Knex.T
     client.emit('query', { sql, bindings: values, options: { name }, method: 'raw' }); // knex passes it on to its instance
     const connection = await client.acquireConnection();
     try {
-      return await connection.query({ name, text, values });
+      return await (opts.genericPlan ? genericPlanQuery(connection, name, text, values) : connection.query({ name, text, values }));
     } finally {
       await client.releaseConnection(connection);
     }
@@ -32,4 +45,76 @@ export function preparedStatement(name: string, sql: string): (db: Knex | Knex.T
 
 interface PgConnection {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: any[] }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  query(submittable: pg.Submittable): unknown;
+}
+
+/** pg's internals that GenericPlanQuery writes its messages with (pg/lib/query.js and connection.js, pg 8). */
+interface PgWire {
+  parse(q: { name?: string; text: string }): void;
+  bind(b: { statement?: string; values?: unknown[] }): void;
+  describe(d: { type: 'P'; name: string }): void;
+  execute(e: { portal?: string }): void;
+  sync(): void;
+  submittedNamedStatements: Record<string, string>;
+}
+type Callback = (err: Error | null, results: unknown) => void;
+const PgQuery = pg.Query as unknown as new (config: { name: string; text: string; values: unknown[] }, values: undefined, callback: Callback) => pg.Submittable & {
+  name?: string;
+  prepare(c: PgWire): void;
+  hasBeenParsed(c: PgWire): boolean;
+  handleError(err: Error, c: PgWire): void;
+};
+const { prepareValue } = (pg as unknown as { utils: { prepareValue(v: unknown): unknown } }).utils;
+
+/**
+ * A named statement executed with its generic plan, in the one round trip it takes anyway: the extended protocol's
+ * messages up to the Sync are `SET plan_cache_mode = force_generic_plan`, the statement's Bind (where PostgreSQL
+ * chooses the plan, reading the setting) and Execute, then `RESET plan_cache_mode`. They run in one transaction (the
+ * caller's, or the implicit one the Sync commits), so the session's setting is as it was afterwards whatever happens:
+ * on an error the server skips to the Sync and the transaction's rollback undoes the SET.
+ * Why not the pool's connections set once: knex sends its own statements with bindings unnamed, and those would get
+ * generic plans too, which cannot use a partial index whose predicate names a value they bind (`status = 'QUEUED'`).
+ * Why not a SET in a round trip before and a RESET after: two more round trips per execution, and behind a
+ * transaction pooler each could run on another server connection (the setting left behind on one). Why not a
+ * statement prepared once under the setting: it does not keep a generic plan, PostgreSQL reads plan_cache_mode at
+ * each Bind (plancache.c choose_custom_plan).
+ */
+class GenericPlanQuery extends PgQuery {
+  constructor(private readonly statement: { name: string; text: string; values: unknown[] }, callback: Callback) {
+    super(statement, undefined, callback);
+  }
+
+  override prepare(c: PgWire): void {
+    // Sent unnamed (DATABASE_PREPARED_STATEMENTS=false: db/database.ts takes the name off): planned at each execution
+    // anyway, and sent as pg sends it (an unnamed statement's Parse would be replaced by the SET's).
+    if (!this.name) return super.prepare(c);
+    const { name, text, values } = this.statement;
+    let mapped: unknown[];
+    try {
+      mapped = values.map((v) => prepareValue(v));
+    } catch (err) {
+      c.sync(); // nothing was sent: the Sync's ReadyForQuery frees the connection, as pg does
+      return this.handleError(err as Error, c);
+    }
+    if (!this.hasBeenParsed(c)) {
+      c.parse({ name, text });
+      c.submittedNamedStatements[name] = text;
+    }
+    c.parse({ text: 'SET plan_cache_mode = force_generic_plan' }); c.bind({}); c.execute({});
+    c.bind({ statement: name, values: mapped });
+    c.describe({ type: 'P', name: '' });
+    c.execute({});
+    c.parse({ text: 'RESET plan_cache_mode' }); c.bind({}); c.execute({});
+    c.sync();
+  }
+}
+
+function genericPlanQuery(connection: PgConnection, name: string, text: string, values: unknown[]): Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  return new Promise((resolve, reject) => {
+    connection.query(new GenericPlanQuery({ name, text, values }, (err, results) => {
+      if (err) return reject(err);
+      // pg collects a Sync's several results: [SET, the statement, RESET]; a statement sent unnamed has its own only.
+      resolve((Array.isArray(results) ? results[1] : results) as { rows: any[] }); // eslint-disable-line @typescript-eslint/no-explicit-any
+    }));
+  });
 }

@@ -8,6 +8,7 @@ import { isUuid } from '../core/values';
 import { cappedCount, idFloor, pageQueries, pageWithTotal, type PageRequest } from '../db/pages';
 import { Email, type EmailStatus } from '../db/models/Email';
 import { Event } from '../db/models/Event';
+import { sinceEmailOf } from '../db/queries/events';
 
 /**
  * Emails as a resource (issue 16, point 1): the project's messages, one row per recipient, with their status and the
@@ -105,7 +106,18 @@ export interface EmailDetail {
  */
 export function emailEventsQuery(db: Knex, projectId: string, emailId: string) {
   return Event.query(db).where({ project_id: projectId, email_id: emailId }).where('name', 'like', 'email.%')
+    .whereRaw(`id >= ${sinceEmailOf('?::uuid')}`, [emailId])
     .orderBy([{ column: 'created_at' }, { column: 'id' }]);
+}
+
+/**
+ * The email of this project and id, read from the partitions its id's time says (db/partitions.ts herald_email_lo/hi:
+ * one, two near a month's start), then, if it is not there (a campaign's email written long after the campaign's first
+ * batch, a row written with another partition_at), from all of them: a lookup by id costs one partition.
+ */
+export async function findEmail(db: Knex, projectId: string, id: string): Promise<Email | undefined> {
+  const near = await Email.query(db).where({ project_id: projectId, id }).whereRaw('partition_at BETWEEN herald_email_lo(?::uuid) AND herald_email_hi(?::uuid)', [id, id]).first();
+  return near ?? Email.query(db).where({ project_id: projectId, id }).first();
 }
 
 /**
@@ -117,7 +129,7 @@ export function emailEventsQuery(db: Knex, projectId: string, emailId: string) {
 export async function getEmail(db: Knex, projectId: string, id: string): Promise<EmailDetail> {
   if (!isUuid(id)) throw notFound('Email');
   const [email, events] = await Promise.all([
-    Email.query(db).where({ project_id: projectId, id }).first(),
+    findEmail(db, projectId, id),
     emailEventsQuery(db, projectId, id),
   ]);
   if (!email) throw notFound('Email');
@@ -151,7 +163,7 @@ export interface EmailDeps {
  */
 export async function rawEmail(deps: EmailDeps, projectId: string, id: string): Promise<Buffer> {
   if (!isUuid(id)) throw notFound('Email');
-  const email = await Email.query(deps.knex).where({ project_id: projectId, id }).first();
+  const email = await findEmail(deps.knex, projectId, id);
   if (!email) throw notFound('Email');
   const composer = createComposer(deps);
   const { content } = (await composer.prepare([email])).get(email.id)!;

@@ -36,7 +36,7 @@ export const SEARCH_ATTRIBUTES = {
 };
 
 /** The kind of work of each workflow type (HeraldKind). */
-export const KIND: Record<WorkflowName, string> = { sendCampaign: 'campaign', runAutomation: 'automation', checkDomains: 'domain-checks', importContacts: 'contact-import' };
+export const KIND: Record<WorkflowName, string> = { sendCampaign: 'campaign', runAutomation: 'automation', checkDomains: 'domain-checks', importContacts: 'contact-import', applyRetention: 'retention' };
 
 function searchAttributes(workflow: WorkflowName, input: unknown, tags: StartOptions['tags']): SearchAttributePair[] {
   const ids = input as { projectId?: string; campaignId?: string };

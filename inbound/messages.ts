@@ -5,6 +5,7 @@ import { listPage, type Listed, type PageRequest } from '../db/pages';
 import type { AuthResults } from './auth';
 import { fileOfToken, RAW_FILE } from './files';
 import type { Mailbox } from './parse';
+import { idFloor } from '../db/pages';
 
 /** Received messages as the API reads them (GET /inbound…), their files, and their retention. */
 
@@ -147,20 +148,25 @@ export function inboundMessageService({ knex, secret }: InboundMessagesDeps) {
 export type InboundMessages = ReturnType<typeof inboundMessageService>;
 
 /**
- * Deletes received messages older than `retentionDays` (every project), with their raw bytes and attachments once no
- * row of the same message is left. In short batches (db/prune.ts); answers the messages deleted.
+ * pruneInbound's statement (exported for EXPLAIN): one batch. Bindings: the project and the cutoff id (`oneProject`) or
+ * the days, then the batch's size. A raw message goes once no received message of it is left, a probe of
+ * inbound_messages_raw_idx (migration 20261209000001) per message deleted, from its raw message's time on (a
+ * received message's id is made with its raw message's, both by the receiving process: a day of slack for clocks that
+ * disagree), so the months before are not read.
  */
-export async function pruneInbound(knex: Knex, retentionDays: number, batch = 500): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const { rows } = await knex.raw(
-      `WITH gone AS (
+export function pruneInboundSql(oneProject: boolean): string {
+  return `WITH gone AS (
          DELETE FROM inbound_messages m WHERE (m.project_id, m.id) IN (
-           SELECT project_id, id FROM inbound_messages WHERE created_at < now() - make_interval(days => ?) ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED)
+           ${oneProject
+    // One project's: a range of its primary key (ids are UUIDv7, their time first), not the whole table's created_at index.
+    ? 'SELECT project_id, id FROM inbound_messages WHERE project_id = ?::uuid AND id < ?::uuid ORDER BY id'
+    : 'SELECT project_id, id FROM inbound_messages WHERE created_at < now() - make_interval(days => ?) ORDER BY created_at'}
+           LIMIT ? FOR UPDATE SKIP LOCKED)
          RETURNING m.project_id, m.raw_message_id, m.attachments),
        files AS (
          SELECT DISTINCT g.project_id, g.raw_message_id FROM gone g
          WHERE NOT EXISTS (SELECT 1 FROM inbound_messages o WHERE o.project_id = g.project_id AND o.raw_message_id = g.raw_message_id
+                             AND o.id >= herald_uuid_shift(g.raw_message_id, interval '-1 day')
                              AND NOT EXISTS (SELECT 1 FROM gone x WHERE x.project_id = o.project_id AND x.raw_message_id = o.raw_message_id))),
        attachments_gone AS (
          DELETE FROM attachments a USING gone g, jsonb_array_elements(g.attachments) j
@@ -169,8 +175,20 @@ export async function pruneInbound(knex: Knex, retentionDays: number, batch = 50
          RETURNING 1),
        raw_gone AS (
          DELETE FROM raw_messages r USING files f WHERE r.project_id = f.project_id AND r.id = f.raw_message_id RETURNING 1)
-       SELECT count(*)::int AS n FROM gone`,
-      [retentionDays, batch],
+       SELECT count(*)::int AS n FROM gone`;
+}
+
+/**
+ * Deletes received messages older than `retentionDays` (every project's, or one project's: a shorter retention of its
+ * own, retention/retention.ts), with their raw bytes and attachments once no row of the same message is left. In short
+ * batches (db/prune.ts); answers the messages deleted.
+ */
+export async function pruneInbound(knex: Knex, retentionDays: number, batch = 500, projectId?: string): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rows } = await knex.raw(
+      pruneInboundSql(projectId !== undefined),
+      [...(projectId ? [projectId, idFloor(new Date(Date.now() - retentionDays * 86_400_000))] : [retentionDays]), batch],
     );
     const n = (rows[0] as { n: number }).n;
     total += n;

@@ -104,20 +104,29 @@ export const EXECUTIONS_SQL = `SELECT status, count(*)::int AS n FROM (
  *   lag by up to that much; `herald_emails_estimated` says which of the two a scrape shows, and
  *   `herald_emails_statistics_age_seconds` how old the statistics are. The cost is a catalog lookup, whatever the size.
  * The exact path of the active statuses is the queue's own gauges (depth and age), which are counted, not estimated.
+ * The emails table is partitioned by month (db/partitions.ts): the rows and the statistics are each partition's (which
+ * autovacuum analyses; it never analyses a partitioned table itself), estimated partition by partition and summed.
  */
 function snapshotQuery(knex: Knex, exactBelow: number, cap: number): Knex.Raw {
   return knex.raw(
-    `WITH small AS (
-       SELECT coalesce((SELECT reltuples < 2 * ?::int FROM pg_class WHERE oid = 'emails'::regclass), true) AS maybe
+    `WITH parts AS (
+       SELECT c.oid, c.relname, c.reltuples FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'emails'::regclass
+     ), small AS (
+       -- A partition never counted yet (reltuples -1) may hold anything, unless its file is empty (a month made ahead): sample.
+       SELECT coalesce((SELECT bool_or(reltuples < 0 AND pg_relation_size(oid) > 0) OR sum(greatest(reltuples, 0)) < 2 * ?::int FROM parts), true) AS maybe
      ), sample AS (SELECT status FROM emails WHERE (SELECT maybe FROM small) LIMIT ?::int)
      SELECT
        (SELECT maybe FROM small) AS sampling,
        (SELECT count(*) FROM sample)::int AS sampled,
        (SELECT coalesce(json_object_agg(status, n), '{}'::json) FROM (SELECT status, count(*)::int AS n FROM sample GROUP BY status) s) AS exact,
-       (SELECT json_build_object('vals', most_common_vals::text::text[], 'freqs', most_common_freqs, 'distinct', n_distinct, 'nulls', null_frac)
-          FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'emails' AND attname = 'status' AND NOT inherited) AS stats,
-       (SELECT reltuples FROM pg_class WHERE oid = 'emails'::regclass)::float8 AS reltuples,
-       (SELECT extract(epoch FROM now() - greatest(last_analyze, last_autoanalyze)) FROM pg_stat_user_tables WHERE relid = 'emails'::regclass)::float8 AS stats_age,
+       (SELECT coalesce(json_agg(json_build_object('vals', s.most_common_vals::text::text[], 'freqs', s.most_common_freqs, 'distinct', s.n_distinct,
+                                                   'nulls', s.null_frac, 'reltuples', p.reltuples)), '[]'::json)
+          FROM parts p LEFT JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = p.relname AND s.attname = 'status' AND NOT s.inherited
+          WHERE p.reltuples > 0) AS stats,
+       (SELECT sum(greatest(reltuples, 0)) FROM parts)::float8 AS reltuples,
+       -- The oldest statistics among the partitions that hold rows.
+       (SELECT max(extract(epoch FROM now() - greatest(u.last_analyze, u.last_autoanalyze)))
+          FROM parts p JOIN pg_stat_user_tables u ON u.relid = p.oid WHERE p.reltuples > 0)::float8 AS stats_age,
        (${QUEUE_DEPTH_SQL}) AS queue_depth,
        (SELECT extract(epoch FROM now() - oldest) FROM (${QUEUE_OLDEST_SQL}) q)::float8 AS queue_age,
        (SELECT coalesce(json_object_agg(status, n), '{}'::json) FROM (${EXECUTIONS_SQL}) e) AS executions`,
@@ -155,14 +164,17 @@ export function estimateByStatus(stats: StatsRow, reltuples: number): Record<str
 export async function readDatabase(knex: Knex, exactBelow = DEFAULT_EXACT_EMAILS_BELOW, cap = DEFAULT_COUNT_CAP): Promise<DatabaseSnapshot> {
   const { rows } = await snapshotQuery(knex, exactBelow, cap);
   const r = rows[0] as {
-    sampling: boolean; sampled: number; exact: Record<string, number>; stats: StatsRow | null; reltuples: number | null; stats_age: number | null;
+    sampling: boolean; sampled: number; exact: Record<string, number>; stats: (StatsRow & { reltuples: number })[]; reltuples: number | null; stats_age: number | null;
     queue_depth: number; queue_age: number | null; executions: Record<string, number>;
   };
   let emails: DatabaseSnapshot['emails'];
   if (r.sampling && r.sampled < exactBelow) {
     emails = { byStatus: Object.fromEntries(EMAIL_STATUSES.map((s) => [s, r.exact[s] ?? 0])), estimated: false, statisticsAgeSeconds: r.stats_age };
-  } else if (r.stats && r.reltuples !== null && r.reltuples > 0) {
-    emails = { byStatus: estimateByStatus(r.stats, r.reltuples), estimated: true, statisticsAgeSeconds: r.stats_age };
+  } else if (r.stats.length > 0 && r.stats.every((s) => s.vals !== null || s.freqs !== null)) {
+    // Each partition's estimate, summed (a partition with rows but no statistics yet leaves no figure: below).
+    const byStatus: Record<string, number> = Object.fromEntries(EMAIL_STATUSES.map((s) => [s, 0]));
+    for (const part of r.stats) for (const [status, n] of Object.entries(estimateByStatus(part, part.reltuples))) byStatus[status]! += n;
+    emails = { byStatus, estimated: true, statisticsAgeSeconds: r.stats_age };
   } else {
     emails = null; // a large table never analysed yet: no figure rather than a wrong one (autovacuum analyses it soon)
   }

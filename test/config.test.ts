@@ -36,6 +36,7 @@ describe('defaults', () => {
       apiRateLimitPerMinute: 1000,
       sendRatePerSecond: 14,
       publicUrl: 'http://localhost:3000',
+      retention: { days: 365, inboundDays: 30 },
       secretKey: undefined,
       executorId: undefined,
       automationMaxRunning: 200,
@@ -85,6 +86,7 @@ describe('valid values are read and converted', () => {
       METRICS_TOKEN: 't'.repeat(32),
       TRUST_PROXY_HOPS: '2',
       HTTP_REQUEST_TIMEOUT_SECONDS: '7200',
+      RETENTION_DAYS: '90',
     })).toEqual({
       port: 8080,
       dataDir: '/var/lib/herald',
@@ -102,6 +104,7 @@ describe('valid values are read and converted', () => {
       apiRateLimitPerMinute: 60,
       sendRatePerSecond: 2.5,
       publicUrl: 'https://mail.example.com',
+      retention: { days: 90, inboundDays: 30 },
       secretKey: 'k'.repeat(40),
       executorId: 'worker-3',
       automationMaxRunning: 50,
@@ -152,6 +155,7 @@ describe('valid values are read and converted', () => {
     }).smtpSubmission).toMatchObject({ sessionMaxMessages: 10, sessionMaxSeconds: 60, authMaxFailures: 5, authMaxFailuresPerAddress: 50, authFailureWindowSeconds: 300 });
     expect(() => loadConfig({ SMTP_SESSION_MAX_MESSAGES: '0' })).toThrow(/SMTP_SESSION_MAX_MESSAGES/);
     expect(() => loadConfig({ SMTP_AUTH_MAX_FAILURES: 'many' })).toThrow(/SMTP_AUTH_MAX_FAILURES/);
+    for (const bad of ['0', 'a year', '36501']) expect(() => loadConfig({ RETENTION_DAYS: bad })).toThrow(/RETENTION_DAYS/);
   });
 
   test('bounces: VERP off without BOUNCE_DOMAIN; the inbound listener on 2525; the MX host defaults to PUBLIC_URL\'s', () => {

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { deleteInBatches } from '../db/prune';
-import { EVENT_EFFECTS } from '../db/queries/events';
+import { eventEffects } from '../db/queries/events';
 import { campaignTally } from '../db/queries/campaignTally';
 import type { Agent } from './agents';
 
@@ -16,8 +16,10 @@ export interface Hit {
 
 /**
  * recordHits' one statement (exported for EXPLAIN). Bindings: per email (project ids, email ids, opens, human open,
- * clicks, human click), then per hit in order (project ids, email ids, event names, event data as JSON, window keys:
- * windowKey), then the event window in milliseconds.
+ * clicks, human click), whether to look for the emails in every partition (`wide`), then per hit in order (project ids,
+ * email ids, event names, event data as JSON, window keys: windowKey), then the event window in milliseconds.
+ * Each email is looked for in the partitions its id's time says (db/partitions.ts herald_email_lo/hi: one, near a
+ * month's start two), or, `wide`, in all of them.
  */
 export const HITS_SQL = `WITH h AS (
        SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::int[], ?::bool[], ?::int[], ?::bool[])
@@ -29,10 +31,12 @@ export const HITS_SQL = `WITH h AS (
          clicks = e.clicks + h.clicks,
          first_clicked_at = CASE WHEN h.human_click THEN coalesce(e.first_clicked_at, now()) ELSE e.first_clicked_at END
        FROM h WHERE e.project_id = h.project_id AND e.id = h.id
+         AND e.partition_at BETWEEN (CASE WHEN ?::bool THEN '-infinity'::timestamptz ELSE herald_email_lo(h.id) END)
+                                AND (CASE WHEN ?::bool THEN 'infinity'::timestamptz ELSE herald_email_hi(h.id) END)
        -- first_opened_at / first_clicked_at = now(): set by this statement (now() is its transaction's start, and it
        -- runs alone in autocommit), so the email counts once more among its campaign's unique opens / clicks. A
        -- concurrent batch that set it first committed another transaction's now(): this one waited and keeps it.
-       RETURNING e.project_id, e.id, e.contact_id, e.campaign_id, e.variant, e.is_test, h.opens, h.clicks,
+       RETURNING e.project_id, e.id, e.contact_id, e.campaign_id, e.variant, e.is_test, e.to_email, e.subject, h.opens, h.clicks,
                  (h.human_open AND e.first_opened_at = now())::int AS unique_opens,
                  (h.human_click AND e.first_clicked_at = now())::int AS unique_clicks),
      ${campaignTally('(SELECT * FROM counted WHERE NOT is_test)', ['opens', 'unique_opens', 'clicks', 'unique_clicks'])},
@@ -57,7 +61,8 @@ export const HITS_SQL = `WITH h AS (
        SELECT NULL::uuid AS id, f.project_id, f.name, f.contact_id, f.email_id, f.data::jsonb AS data
        FROM firsts f JOIN windowed w ON w.project_id = f.project_id AND w.email_id = f.email_id AND w.link = f.link
        ORDER BY f.ord),
-     ${EVENT_EFFECTS}
+     -- The events' emails are the rows counted above (address and subject unchanged by it): no second read of emails.
+     ${eventEffects('counted')}
      SELECT project_id, id FROM counted`;
 
 /**
@@ -78,9 +83,19 @@ export const DEFAULT_EVENT_WINDOW_MS = 60_000;
  * webhooks and automations they start): at most one per email and kind (open; click per link), for people and for
  * bots each (windowKey), per `windowMs`, the first hit's, in the order of the hits. A flood of one pixel or link
  * thus makes one event (one webhook) per window, however many hits it counts. A named (prepared) statement: planned once per connection, not for every batch.
- * Answers, by hit, whether its email exists: a hit on an email that is gone records nothing.
+ * Answers, by hit, whether its email exists: a hit on an email that is gone records nothing. The emails are looked for in
+ * the partitions their ids name; those not found there (a campaign's email written long after its first batch, or one
+ * that is gone) are looked for once more in every partition, by the same statement for their hits alone.
  */
 export async function recordHits(db: Knex, hits: readonly Hit[], windowMs = DEFAULT_EVENT_WINDOW_MS): Promise<boolean[]> {
+  const found = await recordIn(db, hits, windowMs, false);
+  const missed = hits.filter((h) => !found.has(`${h.projectId}/${h.emailId}`));
+  if (missed.length > 0) for (const key of await recordIn(db, missed, windowMs, true)) found.add(key);
+  return hits.map((h) => found.has(`${h.projectId}/${h.emailId}`));
+}
+
+/** One run of HITS_SQL for these hits; answers the emails it found (`project/email`). */
+async function recordIn(db: Knex, hits: readonly Hit[], windowMs: number, wide: boolean): Promise<Set<string>> {
   const perEmail = new Map<string, { projectId: string; emailId: string; opens: number; humanOpen: boolean; clicks: number; humanClick: boolean }>();
   for (const h of hits) {
     const key = `${h.projectId}/${h.emailId}`;
@@ -103,12 +118,11 @@ export async function recordHits(db: Knex, hits: readonly Hit[], windowMs = DEFA
   });
   const { rows: found } = await db.raw(HITS_SQL, [
     rows.map((r) => r.projectId), rows.map((r) => r.emailId), rows.map((r) => r.opens), rows.map((r) => r.humanOpen),
-    rows.map((r) => r.clicks), rows.map((r) => r.humanClick),
+    rows.map((r) => r.clicks), rows.map((r) => r.humanClick), wide, wide,
     hits.map((h) => h.projectId), hits.map((h) => h.emailId), hits.map((h) => (h.kind === 'open' ? 'email.opened' : 'email.clicked')), hits.map(data),
     hits.map(windowKey), windowMs,
   ] as Knex.RawBinding[]).options({ name: 'herald_record_hits' });
-  const exists = new Set(found.map((r: { project_id: string; id: string }) => `${r.project_id}/${r.id}`));
-  return hits.map((h) => exists.has(`${h.projectId}/${h.emailId}`));
+  return new Set(found.map((r: { project_id: string; id: string }) => `${r.project_id}/${r.id}`));
 }
 
 /**

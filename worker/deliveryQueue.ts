@@ -103,14 +103,15 @@ const GATHER_MS = 2;
 export const CLAIM_SQL = `WITH pace AS (
      SELECT greatest(next_at, now() + ?::float8 * interval '1 millisecond') AS next_at FROM delivery_pace WHERE name = 'email' FOR UPDATE
    ), picked AS (
-     SELECT project_id, id FROM emails
+     SELECT project_id, id, partition_at FROM emails
      WHERE status = 'QUEUED' AND available_at <= now()
      ORDER BY priority, id
      LIMIT least(?::int, greatest(0, floor(extract(epoch FROM (now() - (SELECT next_at FROM pace))) * 1000 + ?::int) / ?::float8 + 1)::int)
      FOR UPDATE SKIP LOCKED
    ), claimed AS (
      UPDATE emails e SET status = 'SENDING', attempts = e.attempts + 1, claimed_by = ?, claimed_at = now(), updated_at = now()
-     FROM picked p WHERE e.project_id = p.project_id AND e.id = p.id
+     -- With the partition key, each row is looked up in its own partition only (pruned as the join runs).
+     FROM picked p WHERE e.project_id = p.project_id AND e.id = p.id AND e.partition_at = p.partition_at
      RETURNING e.*
    ), paced AS (
      UPDATE delivery_pace SET next_at = (SELECT next_at FROM pace) + (SELECT count(*) FROM claimed) * ?::float8 * interval '1 millisecond'

@@ -8,6 +8,7 @@ import { pruneLoginFailures } from '../people/throttle';
 import { pruneLoginChallenges } from '../people/twoFactor';
 import { pruneEventWindows } from '../tracking/record';
 import { pruneInbound } from '../inbound/messages';
+import { ensurePartitions } from '../db/partitions';
 import { loopState } from './claimLoop';
 
 /**
@@ -15,7 +16,9 @@ import { loopState } from './claimLoop';
  * (tracking/record.ts), idempotency keys past their 24 hours (db/queries/idempotency.ts), failed-login counts an hour
  * old (people/throttle.ts), and a day after their end, sessions (people/sessions.ts) and single-use tokens
  * (people/links.ts), and expired two-factor login challenges (people/twoFactor.ts), and received messages past
- * INBOUND_RETENTION_DAYS with their raw bytes and attachments (inbound/messages.ts). Each sweep deletes in short batches (db/prune.ts), so workers sweeping at once share the rows rather than wait on each other. A failed
+ * INBOUND_RETENTION_DAYS with their raw bytes and attachments (inbound/messages.ts). Every ten minutes it also makes sure
+ * the months ahead of the partitioned tables exist (db/partitions.ts ensurePartitions: a catalog read when they do), so
+ * that a cluster whose engine does not run the retention job still never writes into the default partition. Each sweep deletes in short batches (db/prune.ts), so workers sweeping at once share the rows rather than wait on each other. A failed
  * sweep is logged and tried again at the next round.
  */
 export interface HousekeepingOptions {
@@ -39,6 +42,7 @@ export interface Housekeeping {
 
 export function startHousekeeping(opts: HousekeepingOptions): Housekeeping {
   const { knex, log } = opts;
+  let partitionsCheckedAt = 0;
   const sweeps: Record<string, () => Promise<number>> = {
     trackingWindows: () => pruneEventWindows(knex, opts.eventWindowMs),
     idempotencyKeys: () => purgeExpiredIdempotencyKeys(knex),
@@ -47,6 +51,11 @@ export function startHousekeeping(opts: HousekeepingOptions): Housekeeping {
     authTokens: () => pruneTokens(knex),
     loginChallenges: () => pruneLoginChallenges(knex),
     inboundMessages: () => pruneInbound(knex, opts.inboundRetentionDays ?? 30),
+    partitionsAhead: async () => {
+      if (Date.now() - partitionsCheckedAt < 10 * 60_000) return 0;
+      partitionsCheckedAt = Date.now();
+      return (await ensurePartitions(knex)).length;
+    },
   };
   async function round(): Promise<Record<string, number>> {
     const deleted: Record<string, number> = {};

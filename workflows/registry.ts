@@ -1,4 +1,5 @@
 import { checkDomains } from './checkDomains';
+import { applyRetention } from './retention';
 import { importContacts } from './importContacts';
 import type { WorkflowContext } from './context';
 import { runAutomation } from './runAutomation';
@@ -17,6 +18,7 @@ export const workflows = {
   checkDomains: { run: checkDomains, queue: 'default' },
   runAutomation: { run: runAutomation, queue: 'automation' },
   importContacts: { run: importContacts, queue: 'default' },
+  applyRetention: { run: applyRetention, queue: 'default' },
 } as const satisfies Record<WorkflowName, { run: (ctx: WorkflowContext, input: never) => Promise<unknown>; queue: 'default' | 'automation' }>;
 
 /** The queue a workflow's run goes to (see `workflows`): an A/B campaign's, which waits for its winner, is 'automation'. */
@@ -36,4 +38,6 @@ export const workflowId = {
    */
   runAutomation: (ref: { executionId: string; run?: number }) => (ref.run ? `execution-${ref.executionId}-${ref.run}` : `execution-${ref.executionId}`),
   importContacts: (ref: { importId: string }) => `contact-import-${ref.importId}`,
+  /** One run per slot of the retention schedule (DBOS). */
+  applyRetention: (ref: { slot: number }) => `retention-${new Date(ref.slot).toISOString()}`,
 };

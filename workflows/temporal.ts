@@ -13,12 +13,13 @@
 import { CancellationScope, condition, defineSignal, isCancellation, makeContinueAsNewFunc, patched, proxyActivities, proxySinks, setHandler, sleep, TemporalFailure, workflowInfo, type Sinks } from '@temporalio/workflow';
 import type { RetryPolicy as TemporalRetryPolicy } from '@temporalio/common';
 import { checkDomains as checkDomainsLogic } from './checkDomains';
+import { applyRetention as applyRetentionLogic } from './retention';
 import { importContacts as importContactsLogic } from './importContacts';
 import type { WorkflowContext } from './context';
 import { runAutomation as runAutomationLogic } from './runAutomation';
 import { sendCampaign as sendCampaignLogic } from './sendCampaign';
 import { ACTIVITY_RETRY, HEARTBEAT, HEARTBEATING_ACTIVITIES, PERMANENT_ERROR, WAKE_TOPIC, WEBHOOK_RETRY, type RetryPolicy } from './policy';
-import type { RunAutomationInput, CheckDomainsInput, ImportContactsInput, OtherActivities, SendCampaignInput, WebhookActivities } from './types';
+import type { RunAutomationInput, CheckDomainsInput, ImportContactsInput, OtherActivities, RetentionInput, SendCampaignInput, WebhookActivities } from './types';
 
 function retry(p: RetryPolicy): TemporalRetryPolicy {
   return {
@@ -106,4 +107,8 @@ export async function runAutomation(input: RunAutomationInput) {
 
 export async function importContacts(input: ImportContactsInput) {
   return observed('importContacts', () => importContactsLogic(context, input));
+}
+
+export async function applyRetention(input: RetentionInput) {
+  return observed('applyRetention', () => applyRetentionLogic(context, input));
 }

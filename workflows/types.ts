@@ -52,6 +52,19 @@ export interface WorkflowInputs {
   checkDomains: CheckDomainsInput;
   runAutomation: RunAutomationInput;
   importContacts: ImportContactsInput;
+  applyRetention: RetentionInput;
+}
+
+/** Input of a run of the retention job: on engines without schedules (DBOS), its slot (epoch ms), from which it starts the next slot's run. */
+export interface RetentionInput {
+  slot?: number;
+}
+
+/** What a run of the retention job did: partitions created, dropped (names), rows deleted one by one. */
+export interface RetentionRunResult {
+  created: number;
+  dropped: string[];
+  deleted: number;
 }
 
 export type WorkflowName = keyof WorkflowInputs;
@@ -186,6 +199,12 @@ export interface Activities {
   checkDomainBatch(ref: { after: string | null; size: number }): Promise<DomainBatchResult>;
   /** Schedules the re-check run of the slot after `after`; returns that slot. */
   scheduleDomainChecks(ref: { after: number }): Promise<number>;
+  /** The months ahead created and those past the retention dropped (partition names); the parents analysed when they changed. */
+  retentionPartitions(ref: Record<string, never>): Promise<{ created: string[]; dropped: string[] }>;
+  /** One bounded round of row deletes (a project's shorter retention, legacy and default partitions); `more`: call again. */
+  retentionTrim(ref: Record<string, never>): Promise<{ deleted: number; more: boolean }>;
+  /** Schedules the retention run of the slot after `after`; returns that slot. */
+  scheduleRetention(ref: { after: number }): Promise<number>;
   /** Loads the steps of the execution's workflow, once, at its start (null: it was cancelled before it started). */
   startExecution(ref: ExecutionRef): Promise<{ steps: Step[] } | null>;
   /** Runs one SEND_EMAIL, CONDITION or UPDATE_CONTACT step, once per `seq`, and records it as the current step. */

@@ -278,6 +278,8 @@ export const settingsAnswer = shape({
   name: text('Acme').description("The project's name."),
   tracking: shape({ send: trackChoice, campaigns: trackChoice }),
   requireTwoFactor: Joi.boolean().example(false).description('Members must have two-factor on: their sessions are refused (403 TWO_FACTOR_REQUIRED) until they do. API keys are not concerned.'),
+  retentionDays: nullable(Joi.number().integer()).example(90).description("The project's own retention in days (emails, events, raw messages, attachments older are deleted); null: the installation's."),
+  instanceRetentionDays: Joi.number().integer().example(365).description('RETENTION_DAYS: how long the installation keeps them, and the longest a project may ask for.'),
 }).id('Settings');
 
 // api/routes/webhooks.ts endpointJson, deliveryJson

@@ -36,6 +36,8 @@ import * as inboundMore from './20261205000002_inbound_more';
 import * as campaignOutcomes from './20261206000010_campaign_outcomes';
 import * as abCampaigns from './20261207000001_ab_campaigns';
 import * as inboundLz4 from './20261207000020_inbound_lz4';
+import * as retentionPartitions from './20261208000001_retention_partitions';
+import * as inboundRawIndex from './20261209000001_inbound_raw_index';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -80,6 +82,8 @@ const migrations: Record<string, Knex.Migration> = {
   '20261206000010_campaign_outcomes': campaignOutcomes,
   '20261207000001_ab_campaigns': abCampaigns,
   '20261207000020_inbound_lz4': inboundLz4,
+  '20261208000001_retention_partitions': retentionPartitions,
+  '20261209000001_inbound_raw_index': inboundRawIndex,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

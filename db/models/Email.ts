@@ -52,4 +52,9 @@ export class Email extends BaseModel {
   firstClickedAt!: Date | null;
   createdAt!: Date;
   updatedAt!: Date;
+  /**
+   * The partition key (db/partitions.ts): the email's creation time (its id's), or its campaign's `emails_partition_at`.
+   * A statement that changes an email it has read names it with this too, so that only its partition is read.
+   */
+  partitionAt!: Date;
 }

@@ -23,6 +23,16 @@ export const DAILY_EVENTS = ['email.sent', 'email.failed', 'email.bounced', 'ema
 /** The events of a campaign's emails that its results count (campaign_hourly_stats, campaign_link_stats). */
 const CAMPAIGN_EVENTS = ['email.opened', 'email.clicked', 'email.bounced', 'email.complained', 'contact.unsubscribed'] as const;
 
+/**
+ * The events of an email were all recorded after it was made (its sent or failed event's id is made with it, the others
+ * later), so their ids are at least its id's time (a day earlier, for clocks that disagree): events are partitioned by
+ * id (db/partitions.ts), and this bound keeps a look for an email's earlier events to the partitions since its month.
+ * SQL, over the email id `emailId` (an expression).
+ */
+export function sinceEmailOf(emailId: string): string {
+  return `herald_uuid_shift(${emailId}, interval '-1 day')`;
+}
+
 /** A timestamp as JSON dates are written (ISO 8601, UTC, milliseconds), in SQL. */
 function utcTimestamp(column: string): string {
   return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -55,14 +65,37 @@ export const EVENT_EFFECTS = eventEffects();
 /**
  * EVENT_EFFECTS, where the webhook payloads and the campaigns' results read the emails from `emails`, a relation
  * (project_id, id, to_email, subject, campaign_id, variant, is_test): a statement that writes emails and their events
- * together names the emails it writes.
+ * together names the emails it writes. Without it, the events' emails are read from the table, once each
+ * (`event_emails`), by their partition key: emails are partitioned by `partition_at` (db/partitions.ts), which a
+ * lookup by (project_id, id) alone does not bound, so it probed the primary key of every month's partition for each
+ * event. Each email is looked for in the partitions its id's time names (herald_email_lo/hi: one, two near a month's
+ * start) and, only when it is not there (a campaign's email written long after its first batch), in all of them: the
+ * second branch of the UNION ALL runs only when the first found nothing (LIMIT 1), as findEmail (emails/emails.ts)
+ * and recordHits (tracking/record.ts) do it.
+ * `emailEvents`: the only names the statement's `new_events` can give an event that names an email (email_id), when
+ * it knows them (delivery's outcome write: email.sent and email.failed; a send's store: email.suppressed). The campaign
+ * results' parts are then left out unless one of them is counted there (CAMPAIGN_EVENTS): they count only events
+ * that name a campaign's email.
  */
-export function eventEffects(emails = 'emails'): string {
+export function eventEffects(emails?: string, opts: { emailEvents?: readonly string[] } = {}): string {
+  // The campaign results' parts only where one of their events can be written: each initialises look-ups of events
+  // (per partition: they are pruned as they run, not before) even when no row reaches them.
+  const campaigns = opts.emailEvents === undefined || opts.emailEvents.some((n) => (CAMPAIGN_EVENTS as readonly string[]).includes(n));
   return `
   inserted AS (
     INSERT INTO events (id, project_id, name, contact_id, email_id, data)
     SELECT coalesce(n.id, herald_uuidv7()), n.project_id, n.name, n.contact_id, n.email_id, n.data FROM new_events n
-    RETURNING *),
+    RETURNING *),${emails !== undefined ? '' : `
+  event_emails AS (
+    SELECT x.* FROM (SELECT DISTINCT project_id, email_id FROM inserted WHERE email_id IS NOT NULL) ev
+    CROSS JOIN LATERAL (
+      (SELECT e.project_id, e.id, e.to_email, e.subject, e.campaign_id, e.variant, e.is_test FROM emails e
+       WHERE e.project_id = ev.project_id AND e.id = ev.email_id
+         AND e.partition_at BETWEEN herald_email_lo(ev.email_id) AND herald_email_hi(ev.email_id))
+      UNION ALL
+      (SELECT e.project_id, e.id, e.to_email, e.subject, e.campaign_id, e.variant, e.is_test FROM emails e
+       WHERE e.project_id = ev.project_id AND e.id = ev.email_id)
+      LIMIT 1) x),`}
   started AS (
     INSERT INTO automation_executions (project_id, automation_id, contact_id, exclusive, trigger_event_id, outbox)
     SELECT a.project_id, a.id, ev.contact_id, NOT a.allow_reentry, ev.id, 'START'
@@ -98,6 +131,33 @@ export function eventEffects(emails = 'emails'): string {
       sent = d.sent + excluded.sent, failed = d.failed + excluded.failed, bounced = d.bounced + excluded.bounced,
       complained = d.complained + excluded.complained, opened = d.opened + excluded.opened, clicked = d.clicked + excluded.clicked
     RETURNING 1),
+${campaigns ? campaignResults(emails ?? 'event_emails') : ''}
+  hooked AS (
+    INSERT INTO webhook_deliveries (project_id, endpoint_id, type, event_id, payload)
+    SELECT ev.project_id, w.id, ev.name, ev.id,
+           jsonb_build_object('type', ev.name, 'timestamp', ${utcTimestamp('ev.created_at')}, 'data',
+             jsonb_strip_nulls(jsonb_build_object(
+               'eventId', ev.id, 'emailId', ev.email_id, 'contactId', ev.contact_id,
+               'to', e.to_email, 'subject', e.subject, 'campaignId', e.campaign_id,
+               'email', c.email)) || ev.data)
+    FROM inserted ev
+    -- A received message also goes to its inbound route's endpoint (inbound/receive.ts), subscribed or not.
+    JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.enabled
+      AND (ev.name = ANY (w.events) OR (ev.name = 'email.received' AND w.id::text = ev.data->>'endpointId'))
+    LEFT JOIN ${emails ?? 'event_emails'} e ON e.project_id = ev.project_id AND e.id = ev.email_id
+    LEFT JOIN contacts c ON c.project_id = ev.project_id AND c.id = ev.contact_id AND ev.name LIKE 'contact.%'
+    ORDER BY ev.id, w.id
+    -- An endpoint deleted by a transaction that commits meanwhile is skipped, not an FK violation.
+    FOR KEY SHARE OF w
+    RETURNING 1)`;
+}
+
+/**
+ * EVENT_EFFECTS' part that adds the events of a campaign's emails to its results (CAMPAIGN_EVENTS), the events'
+ * emails read from `emails`, a relation (project_id, id, campaign_id, variant, is_test).
+ */
+function campaignResults(emails: string): string {
+  return `
   -- A campaign's results (migration 20261203000001): its emails' opens and clicks by hour (the chart), the emails whose
   -- first bounce, complaint or unsubscribe this is (each email once: no such event of it recorded before this
   -- statement, events_email_idx), and its clicks per link with the emails a person clicked it in for the first time
@@ -111,7 +171,8 @@ export function eventEffects(emails = 'emails'): string {
   campaign_firsts AS (
     SELECT DISTINCT ON (c.email_id, c.name) c.* FROM campaign_events c
     WHERE c.name IN ('email.bounced', 'email.complained', 'contact.unsubscribed')
-      AND NOT EXISTS (SELECT 1 FROM events o WHERE o.project_id = c.project_id AND o.email_id = c.email_id AND o.name = c.name)),
+      AND NOT EXISTS (SELECT 1 FROM events o WHERE o.project_id = c.project_id AND o.email_id = c.email_id AND o.name = c.name
+                        AND o.id >= ${sinceEmailOf('c.email_id')})),
   campaign_hours AS (
     INSERT INTO campaign_hourly_stats AS h (project_id, campaign_id, hour, shard, opened, clicked, bounced, complained, unsubscribed)
     SELECT project_id, campaign_id, date_trunc('hour', created_at, 'UTC'), pg_backend_pid() % ${EVENT_NAME_SHARDS},
@@ -147,41 +208,30 @@ export function eventEffects(emails = 'emails'): string {
       SELECT c.project_id, c.campaign_id, c.email_id, coalesce(c.data->>'url', '') AS url,
              c.data->>'bot' IS DISTINCT FROM 'true' AND NOT EXISTS (
                SELECT 1 FROM events o WHERE o.project_id = c.project_id AND o.email_id = c.email_id AND o.name = 'email.clicked'
+                 AND o.id >= ${sinceEmailOf('c.email_id')}
                  AND coalesce(o.data->>'url', '') = coalesce(c.data->>'url', '') AND o.data->>'bot' IS DISTINCT FROM 'true') AS first
       FROM campaign_events c WHERE c.name = 'email.clicked') x
     GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
     ON CONFLICT (project_id, campaign_id, url, shard) DO UPDATE SET clicks = l.clicks + excluded.clicks, unique_clicks = l.unique_clicks + excluded.unique_clicks
-    RETURNING 1),
-  hooked AS (
-    INSERT INTO webhook_deliveries (project_id, endpoint_id, type, event_id, payload)
-    SELECT ev.project_id, w.id, ev.name, ev.id,
-           jsonb_build_object('type', ev.name, 'timestamp', ${utcTimestamp('ev.created_at')}, 'data',
-             jsonb_strip_nulls(jsonb_build_object(
-               'eventId', ev.id, 'emailId', ev.email_id, 'contactId', ev.contact_id,
-               'to', e.to_email, 'subject', e.subject, 'campaignId', e.campaign_id,
-               'email', c.email)) || ev.data)
-    FROM inserted ev
-    -- A received message also goes to its inbound route's endpoint (inbound/receive.ts), subscribed or not.
-    JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.enabled
-      AND (ev.name = ANY (w.events) OR (ev.name = 'email.received' AND w.id::text = ev.data->>'endpointId'))
-    LEFT JOIN ${emails} e ON e.project_id = ev.project_id AND e.id = ev.email_id
-    LEFT JOIN contacts c ON c.project_id = ev.project_id AND c.id = ev.contact_id AND ev.name LIKE 'contact.%'
-    ORDER BY ev.id, w.id
-    -- An endpoint deleted by a transaction that commits meanwhile is skipped, not an FK violation.
-    FOR KEY SHARE OF w
-    RETURNING 1)`;
+    RETURNING 1),`;
 }
+
+/**
+ * recordEvents' statement (exported for EXPLAIN). Bindings: the project, then per event its id (or null), name,
+ * contact id, email id and data as JSON text.
+ */
+export const RECORD_EVENTS_SQL = `WITH new_events AS (
+       SELECT n.id, ?::uuid AS project_id, n.name, n.contact_id, n.email_id, n.data::jsonb AS data
+       FROM unnest(?::uuid[], ?::text[], ?::uuid[], ?::uuid[], ?::text[]) WITH ORDINALITY AS n(id, name, contact_id, email_id, data, ord)
+       ORDER BY n.ord),
+     ${EVENT_EFFECTS}
+     SELECT * FROM inserted`;
 
 /** Records events of one project in the caller's transaction (see EVENT_EFFECTS); answers them, in no particular order. */
 export async function recordEvents(trx: Knex.Transaction, projectId: string, events: NewEvent[]): Promise<Event[]> {
   if (events.length === 0) return [];
   const { rows } = await trx.raw(
-    `WITH new_events AS (
-       SELECT n.id, ?::uuid AS project_id, n.name, n.contact_id, n.email_id, n.data::jsonb AS data
-       FROM unnest(?::uuid[], ?::text[], ?::uuid[], ?::uuid[], ?::text[]) WITH ORDINALITY AS n(id, name, contact_id, email_id, data, ord)
-       ORDER BY n.ord),
-     ${EVENT_EFFECTS}
-     SELECT * FROM inserted`,
+    RECORD_EVENTS_SQL,
     [
       projectId, events.map((e) => e.id ?? null), events.map((e) => e.name), events.map((e) => e.contactId ?? null),
       events.map((e) => e.emailId ?? null), events.map((e) => JSON.stringify(e.data ?? {})),

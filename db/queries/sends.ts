@@ -204,11 +204,13 @@ const storeSql = (flips: boolean) => `WITH want AS (
   ),
   stored AS (
     INSERT INTO emails (id, event_id, status, error, project_id, contact_id, template_id, from_email, from_name, reply_to,
-                        to_email, to_name, subject, html, headers, attachment_ids, raw_message_id, track_opens, track_clicks)
+                        to_email, to_name, subject, html, headers, attachment_ids, raw_message_id, track_opens, track_clicks, partition_at)
     SELECT r.id, r.event_id, CASE WHEN r.reason IS NULL THEN 'QUEUED' ELSE 'SUPPRESSED' END,
            'the address is on the suppression list (' || r.reason || ')',
            r.project_id, r.contact_id, r.template_id, r.from_email, r.from_name, r.reply_to,
-           r.to_email, r.to_name, r.subject, r.html, r.headers, r.attachment_ids, r.raw_message_id, r.track_opens, r.track_clicks
+           r.to_email, r.to_name, r.subject, r.html, r.headers, r.attachment_ids, r.raw_message_id, r.track_opens, r.track_clicks,
+           -- The partition of the email's own month: its id's time, so that a lookup by id finds it in one partition.
+           herald_uuid_time(r.id)
     FROM rows r
   ),
   new_events AS (
@@ -219,7 +221,9 @@ const storeSql = (flips: boolean) => `WITH want AS (
            jsonb_build_object('source', 'api')
     FROM flipped f
   ),
-  ${eventEffects('(SELECT project_id, id, to_email, subject, NULL::uuid AS campaign_id, NULL::smallint AS variant, false AS is_test FROM rows)')}
+  -- Its only events that name an email are email.suppressed (a subscription's change names its contact only), and
+  -- its emails are never a campaign's: without the campaign results' look-ups of earlier events.
+  ${eventEffects('(SELECT project_id, id, to_email, subject, NULL::uuid AS campaign_id, NULL::smallint AS variant, false AS is_test FROM rows)', { emailEvents: ['email.suppressed'] })}
   SELECT herald_retry_unless(
            (SELECT n FROM unchanged) = (SELECT count(*) FROM want WHERE was IS NOT NULL)
              AND (SELECT count(*) FROM created) = (SELECT count(*) FROM want WHERE was IS NULL)

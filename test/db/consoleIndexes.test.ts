@@ -6,6 +6,7 @@ import { cappedCount, idFloor, pageQueries } from '../../db/pages';
 import { queueSql } from '../../metrics/database';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { partitionedPlan } from '../support/plans';
 
 /**
  * The console's reads are index reads (issue 28): the overview's days (project_daily_stats_pkey), its queue
@@ -42,7 +43,7 @@ afterAll(async () => { await db.close(); });
 
 async function plan(sql: string, bindings: readonly unknown[] = []): Promise<string> {
   const res = await db.knex.raw(`EXPLAIN ${sql}`, bindings as Knex.RawBinding[]);
-  return res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+  return partitionedPlan(res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n'));
 }
 const planOf = (b: { toSQL(): { sql: string; bindings: readonly unknown[] } }) => plan(b.toSQL().sql, b.toSQL().bindings);
 

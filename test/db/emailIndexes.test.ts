@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { emailEventsQuery, emailListQueries, type EmailFilter } from '../../emails/emails';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { partitionedPlan } from '../support/plans';
 
 /**
  * Every query path of GET /emails and GET /emails/:id is served by an index (migration 20261124000001 names which).
@@ -36,7 +37,7 @@ afterAll(async () => { await db.close(); });
 async function plan(builder: { toSQL(): { sql: string; bindings: readonly unknown[] } }): Promise<string> {
   const { sql, bindings } = builder.toSQL();
   const res = await db.knex.raw(`EXPLAIN ${sql}`, bindings as Knex.RawBinding[]);
-  return res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+  return partitionedPlan(res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n'));
 }
 
 const since = new Date(Date.now() - 3_600_000);
@@ -62,16 +63,18 @@ test.each<[string, string, EmailFilter, boolean, boolean]>([
   if (!fewRows) expect(p).not.toMatch(/Sort/);
 });
 
-test.each<[string, string, EmailFilter]>([
-  ['all', 'emails_pkey', {}],
-  ['status', 'emails_project_status_idx', { status: 'SENT' }],
-  ['recipient', 'emails_project_to_idx', { to: 'user7@example.org' }],
-  ['campaign', 'emails_project_campaign_idx', { campaignId: CAMPAIGN }],
-  ['date range', 'emails_pkey', { since }],
+// The whole project's count: any index that leads with project_id counts it (since the primary key gained the partition
+// key, db/partitions.ts, the planner may prefer the as small project-status index for an index-only count).
+test.each<[string, RegExp, EmailFilter]>([
+  ['all', /emails_pkey|emails_project_status_idx/, {}],
+  ['status', /emails_project_status_idx/, { status: 'SENT' }],
+  ['recipient', /emails_project_to_idx/, { to: 'user7@example.org' }],
+  ['campaign', /emails_project_campaign_idx/, { campaignId: CAMPAIGN }],
+  ['date range', /emails_pkey/, { since }],
 ])('list total (capped): %s reads only the project through %s, at most the cap', async (_name, index, filter) => {
   const { count } = emailListQueries(db.knex, projectId, filter, { limit: 20 });
   const p = await plan(count as never);
-  expect(p).toContain(index);
+  expect(p).toMatch(index);
   expect(p).toMatch(/Limit/);
   expect(p).not.toMatch(/Seq Scan/);
 });

@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
 import { pageQueries } from '../../db/pages';
-import { filteredInbound } from '../../inbound/messages';
+import { filteredInbound, pruneInboundSql } from '../../inbound/messages';
 import { verifiedRoutes } from '../../inbound/receive';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { partitionedPlan } from '../support/plans';
 
 /**
  * Inbound mail's reads are index reads (issue 31): GET /inbound's since/until range (a range of the primary key: the ids
@@ -19,12 +20,14 @@ beforeAll(async () => {
   const projects: string[] = [];
   for (let i = 0; i < 50; i++) projects.push((await createProject(`p${i}`)).id);
   projectId = projects[0]!;
-  await db.knex.raw(`INSERT INTO raw_messages (project_id, content, size) SELECT p, '\\x00'::bytea, 1 FROM unnest(?::uuid[]) p`, [projects]);
-  // A year of mail: 3,000 messages a project, one every 175 minutes.
+  // A year of mail: 3,000 messages a project, one every 175 minutes, each with its raw message (made just before it).
   await db.knex.raw(
-    `INSERT INTO inbound_messages (id, project_id, raw_message_id, recipient, mail_from, size, created_at)
-     SELECT uuidv7(-(g * interval '175 minutes')), r.project_id, r.id, 'support@in' || g || '.example.com', 'a@example.org', 1, now() - g * interval '175 minutes'
-     FROM raw_messages r CROSS JOIN generate_series(1, 3000) g`);
+    `WITH src AS MATERIALIZED (
+       SELECT p, g, uuidv7(-(g * interval '175 minutes') - interval '1 millisecond') AS raw_id FROM unnest(?::uuid[]) p CROSS JOIN generate_series(1, 3000) g),
+     raws AS (INSERT INTO raw_messages (id, project_id, content, size) SELECT raw_id, p, '\\x00'::bytea, 1 FROM src)
+     INSERT INTO inbound_messages (id, project_id, raw_message_id, recipient, mail_from, size, created_at)
+     SELECT uuidv7(-(g * interval '175 minutes')), p, raw_id, 'support@in' || g || '.example.com', 'a@example.org', 1, now() - g * interval '175 minutes'
+     FROM src`, [projects]);
   // Every project has domains; a few are claimed by several projects, one of which is VERIFIED.
   await db.knex.raw(
     `INSERT INTO inbound_domains (project_id, domain, status)
@@ -32,14 +35,14 @@ beforeAll(async () => {
      FROM unnest(?::uuid[]) WITH ORDINALITY AS x(p, i) CROSS JOIN generate_series(1, 40) g`, [projects]);
   await db.knex.raw(
     `INSERT INTO inbound_routes (project_id, domain_id, kind, local_part, action) SELECT project_id, id, 'address', 'support', 'store' FROM inbound_domains`);
-  for (const t of ['inbound_messages', 'inbound_domains', 'inbound_routes']) await db.knex.raw(`VACUUM ANALYZE ${t}`);
+  for (const t of ['raw_messages', 'inbound_messages', 'inbound_domains', 'inbound_routes']) await db.knex.raw(`VACUUM ANALYZE ${t}`);
 }, 120_000);
 afterAll(async () => { await db.close(); });
 
 async function planOf(b: { toSQL(): { sql: string; bindings: readonly unknown[] } }): Promise<string> {
   const { sql, bindings } = b.toSQL();
   const res = await db.knex.raw(`EXPLAIN ${sql}`, bindings as Knex.RawBinding[]);
-  return res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+  return partitionedPlan(res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n'));
 }
 
 test('GET /inbound?since=…&until=…: the page and its count read a range of the project’s arrival times', async () => {
@@ -63,4 +66,25 @@ test('RCPT TO: the routes of a recipient’s domain come through the one VERIFIE
   expect(p).not.toMatch(/Seq Scan on inbound_domains/);
   const routes = await verifiedRoutes(db.knex, 'in7.example.com');
   expect(routes).toHaveLength(1);
+});
+
+test('the prune of a project\'s received mail finds the other rows of each raw message through inbound_messages_raw_idx, from its month on', async () => {
+  const cutoff = (await db.knex.raw(`SELECT herald_uuid_shift(uuidv7(), interval '-300 days') AS id`)).rows[0].id as string;
+  const res = await db.knex.raw(`EXPLAIN ${pruneInboundSql(true)}`, [projectId, cutoff, 500]);
+  const p = partitionedPlan(res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n'));
+  // The NOT EXISTS of another row of the raw message: an index probe of (project_id, raw_message_id), never the
+  // project's every received message through the primary key.
+  expect(p).toMatch(/Index (Only )?Scan using inbound_messages_raw_idx\w*/);
+  expect(p).toMatch(/Index Cond: \(\(project_id = g\.project_id\) AND \(raw_message_id = g\.raw_message_id\)/);
+  expect(p).not.toMatch(/Seq Scan on inbound_messages/);
+  // And it deletes: the messages of the first 65 days of the year (in a transaction rolled back).
+  const trx = await db.knex.transaction();
+  try {
+    const { rows } = await trx.raw(pruneInboundSql(true), [projectId, cutoff, 5000]);
+    expect(rows[0].n).toBeGreaterThan(400);
+    const left = await trx('raw_messages').where({ project_id: projectId }).count({ n: '*' }).first();
+    expect(Number(left!.n)).toBe(3000 - rows[0].n);
+  } finally {
+    await trx.rollback();
+  }
 });

@@ -76,3 +76,48 @@ test('with prepared statements off (DATABASE_PREPARED_STATEMENTS=false, behind P
     await off.destroy();
   }
 });
+
+test('a statement with its generic plan pinned: the same rows, a generic plan at every execution, the session\'s setting as it was, after a failure too', async () => {
+  const sql = 'SELECT x, 10 / ?::int AS q FROM unnest(?::text[]) AS u(x) ORDER BY x';
+  const pinned = preparedStatement('test_prepared_generic', sql, { genericPlan: true });
+  const plain = preparedStatement('test_prepared_plain', sql);
+  // One connection, so the session asked is the one that ran the statements.
+  const knex = createKnex(db.url, { poolMax: 1 });
+  const plans = async () => (await knex.raw(`SELECT name, generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements
+    WHERE name IN ('test_prepared_generic', 'test_prepared_plain') ORDER BY name`)).rows;
+  const mode = async (db: typeof knex | Parameters<Parameters<typeof knex.transaction>[0]>[0]) => (await db.raw('SHOW plan_cache_mode')).rows[0].plan_cache_mode;
+  try {
+    for (let i = 0; i < 3; i++) {
+      expect((await pinned(knex, [2, ['b', 'a']])).rows).toEqual([{ x: 'a', q: 5 }, { x: 'b', q: 5 }]);
+      expect((await plain(knex, [2, ['b', 'a']])).rows).toEqual([{ x: 'a', q: 5 }, { x: 'b', q: 5 }]);
+    }
+    // PostgreSQL's own choice makes 5 custom plans first; the pinned statement never has one.
+    expect(await plans()).toEqual([{ name: 'test_prepared_generic', generic: 3, custom: 0 }, { name: 'test_prepared_plain', generic: 0, custom: 3 }]);
+    expect(await mode(knex)).toBe('auto');
+    await expect(pinned(knex, [0, ['a']])).rejects.toMatchObject({ code: '22012' });
+    expect(await mode(knex)).toBe('auto');
+    // In the caller's transaction: the setting is the transaction's again after the statement, and after its rollback.
+    await knex.transaction(async (trx) => {
+      await trx.raw('SET LOCAL plan_cache_mode = force_custom_plan');
+      expect((await pinned(trx, [5, ['c']])).rows).toEqual([{ x: 'c', q: 2 }]);
+      expect(await mode(trx)).toBe('auto'); // RESET: the server's default, not the transaction's SET LOCAL
+    });
+    await expect(knex.transaction(async (trx) => { await pinned(trx, [0, ['c']]); })).rejects.toMatchObject({ code: '22012' });
+    expect(await mode(knex)).toBe('auto');
+    // The failed executions were planned too (generic, before they failed).
+    expect(await plans()).toEqual([{ name: 'test_prepared_generic', generic: 6, custom: 0 }, { name: 'test_prepared_plain', generic: 0, custom: 3 }]);
+    // A value pg cannot send fails before anything is sent, and the connection goes on.
+    await expect(pinned(knex, [1, { toPostgres: () => { throw new Error('no value'); } }])).rejects.toThrow('no value');
+    expect((await pinned(knex, [1, ['d']])).rows).toEqual([{ x: 'd', q: 10 }]);
+  } finally {
+    await knex.destroy();
+  }
+  // Sent unnamed (behind a transaction pooler): planned at each execution, as pg sends it, and the same rows.
+  const off = createKnex(db.url, { poolMax: 1, preparedStatements: false });
+  try {
+    expect((await pinned(off, [2, ['b', 'a']])).rows).toEqual([{ x: 'a', q: 5 }, { x: 'b', q: 5 }]);
+    expect((await off.raw('SELECT count(*)::int AS n FROM pg_prepared_statements')).rows).toEqual([{ n: 0 }]);
+  } finally {
+    await off.destroy();
+  }
+});

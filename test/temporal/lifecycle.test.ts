@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { DOMAIN_CHECKS_SCHEDULE } from '../../domains/checks';
+import { createMonthlyPartitions, listPartitions, monthStart, monthSuffix, partitioned } from '../../db/partitions';
+import { RETENTION_INTERVAL_MS, RETENTION_SCHEDULE } from '../../retention/schedule';
 import { getDomain } from '../../db/queries/domains';
 import { createDomain } from '../../domains/rows';
 import { dkimRecordName, dkimRecordValue } from '../../domains/records';
@@ -292,6 +294,33 @@ describeTemporal(__filename, 'Temporal lifecycle: schedules, waits, cancels and 
     }, 30_000, 250);
     expect(runs[0]!.type).toBe('checkDomains');
   }, 240_000);
+
+  // ---- 3b. the retention Schedule ----
+
+  test('the Schedule retention exists (hourly); triggered, its run makes the months ahead, drops a month past RETENTION_DAYS and ends', async () => {
+    // The workers create the Schedule once started (a bundle build each: run alone, this test may come first).
+    await c.workersReady();
+    const schedule = c.client.schedule.getHandle(RETENTION_SCHEDULE);
+    const described = await waitFor('the schedule', async () => schedule.describe().catch(() => undefined), 60_000, 250);
+    expect(described.spec.intervals?.map((i) => i.every)).toEqual([RETENTION_INTERVAL_MS]);
+    expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'applyRetention', taskQueue: 'herald' });
+    // A month of events two years back, past the default RETENTION_DAYS (365).
+    const old = monthStart(new Date(), -24);
+    await createMonthlyPartitions(c.db.knex, partitioned('events'), old, monthStart(old, 1));
+    const name = `events${monthSuffix(old)}`;
+    const taken = (await schedule.describe()).info.numActionsTaken;
+    const triggeredAt = Date.now();
+    await schedule.trigger();
+    const info = await waitFor('the triggered action', async () => {
+      const i = (await schedule.describe()).info;
+      return i.numActionsTaken > taken ? i : undefined;
+    }, 60_000, 250);
+    const action = info.recentActions.find((a) => a.takenAt.getTime() >= triggeredAt - 1000)!;
+    expect(action.action.workflow.workflowId).toMatch(new RegExp(`^${RETENTION_SCHEDULE}-`));
+    const result = await c.client.workflow.getHandle(action.action.workflow.workflowId, action.action.workflow.firstExecutionRunId).result() as { dropped: string[] };
+    expect(result.dropped).toContain(name);
+    expect((await listPartitions(c.db.knex, partitioned('events'))).map((p) => p.name)).not.toContain(name);
+  }, 120_000);
 
   // ---- 4. visibility as an operator uses it ----
 

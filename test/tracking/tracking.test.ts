@@ -204,11 +204,11 @@ describe('project settings', () => {
     const other = await t.newProject();
     const got = await t.http().get('/settings').set(key);
     expect(got.status).toBe(200);
-    expect(got.body.data).toEqual({ name: expect.any(String), requireTwoFactor: false, tracking: { send: { opens: false, clicks: false }, campaigns: { opens: true, clicks: true } } });
+    expect(got.body.data).toEqual({ name: expect.any(String), requireTwoFactor: false, retentionDays: null, instanceRetentionDays: 365, tracking: { send: { opens: false, clicks: false }, campaigns: { opens: true, clicks: true } } });
 
     const patched = await t.http().patch('/settings').set(key).send({ tracking: { send: { opens: true } } });
     expect(patched.status).toBe(200);
-    expect(patched.body.data).toEqual({ name: got.body.data.name, requireTwoFactor: false, tracking: { send: { opens: true, clicks: false }, campaigns: { opens: true, clicks: true } } });
+    expect(patched.body.data).toEqual({ name: got.body.data.name, requireTwoFactor: false, retentionDays: null, instanceRetentionDays: 365, tracking: { send: { opens: true, clicks: false }, campaigns: { opens: true, clicks: true } } });
     // The project's name is a setting too: renamed here, shown wherever the project is named; an empty one is refused.
     const renamed = await t.http().patch('/settings').set(key).send({ name: '  Acme Mail  ' });
     expect(renamed.status).toBe(200);

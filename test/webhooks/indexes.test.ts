@@ -3,6 +3,7 @@ import { pageQueries } from '../../db/pages';
 import { CLAIM_SQL } from '../../worker/webhookQueue';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { partitionedPlan } from '../support/plans';
 
 /**
  * Every query path of webhooks is served by an index (the migration 20261124000003_webhooks names which), read from
@@ -39,7 +40,7 @@ afterAll(async () => { await db.close(); });
 
 async function explain(sql: string, bindings: readonly unknown[]): Promise<string> {
   const res = await db.knex.raw(`EXPLAIN ${sql}`, bindings as Knex.RawBinding[]);
-  return res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+  return partitionedPlan(res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n'));
 }
 const planOf = (q: Knex.QueryBuilder) => {
   const { sql, bindings } = q.toSQL();
