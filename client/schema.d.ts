@@ -6820,8 +6820,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284,
-                     *         "totalExact": true,
+                     *         "total": 1000,
+                     *         "totalExact": false,
                      *         "contacts": [
                      *           {
                      *             "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
@@ -6851,9 +6851,15 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
-                            /** @description false when total stopped counting at its cap (1,000). */
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
                             totalExact: boolean;
                             /** @description The same as items (the spec names the list both ways). */
                             contacts: components["schemas"]["Contact"][];
@@ -8482,7 +8488,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of its contacts. */
+            /** @description A page of its contacts; total exact up to 1,000 (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8511,7 +8517,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -8527,8 +8534,16 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
+                            totalExact: boolean;
                         };
                     };
                 };
@@ -9977,8 +9992,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284,
-                     *         "totalExact": true
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -9994,9 +10009,15 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
-                            /** @description false when total stopped counting at its cap (1,000). */
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
                             totalExact: boolean;
                         };
                     };
@@ -10132,8 +10153,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284,
-                     *         "totalExact": true
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -10149,9 +10170,15 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
-                            /** @description false when total stopped counting at its cap. */
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
                             totalExact: boolean;
                         };
                     };
@@ -10380,7 +10407,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of suppressions. */
+            /** @description A page of suppressions; total exact up to 1,000 (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10407,7 +10434,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -10423,8 +10451,16 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
+                            totalExact: boolean;
                         };
                     };
                 };
@@ -11117,7 +11153,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of deliveries. */
+            /** @description A page of deliveries; total exact up to 1,000 (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11165,7 +11201,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -11181,8 +11218,16 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
+                            totalExact: boolean;
                         };
                     };
                 };
@@ -11772,7 +11817,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of executions. */
+            /** @description A page of executions; total exact up to 1,000 (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11804,7 +11849,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -11820,8 +11866,16 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
+                            totalExact: boolean;
                         };
                     };
                 };
@@ -13002,7 +13056,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of received messages. */
+            /** @description A page of received messages; total exact up to 1,000 (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13086,7 +13140,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -13102,8 +13157,16 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
+                            totalExact: boolean;
                         };
                     };
                 };
@@ -14249,7 +14312,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of entries. */
+            /** @description A page of entries; total exact up to 1,000 (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -14282,7 +14345,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -14298,8 +14362,16 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
+                            totalExact: boolean;
                         };
                     };
                 };

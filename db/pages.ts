@@ -75,13 +75,27 @@ export function idFloor(at: Date): string {
 }
 
 /**
+ * How far a list's total is counted exactly: past it the answer says "at least" (`totalExact: false`). One rule for
+ * every list over a table that grows with use (emails, events, contacts, executions, webhook deliveries, received mail,
+ * suppressions, the audit log, a segment's members): an exact count of the rows a filter matches costs what reading
+ * them costs, 0.1-5 s at 1,000,000 rows whatever the index (BENCHMARKS.md sections 37 and 41), while a page costs
+ * milliseconds.
+ */
+export const LIST_COUNT_CAP = 1_000;
+
+/**
  * A count that stops at `cap`: past it a list's total says "at least" (`totalExact: false`). An exact count(*) over a
  * project's million rows costs ~100 ms however it is indexed; up to the cap it is one short index-only range scan.
  * Counts `cap + 1` rows, so that the caller can tell "exactly cap" from "more".
  */
-export function cappedCount(filtered: () => Knex.QueryBuilder, cap: number): Knex.QueryBuilder {
+export function cappedCount(filtered: () => Knex.QueryBuilder, cap: number = LIST_COUNT_CAP): Knex.QueryBuilder {
   const capped = filtered().clearSelect().clearOrder().select(filtered().client.raw('1')).limit(cap + 1).as('capped');
   return filtered().client.queryBuilder().from(capped).count('* as n');
+}
+
+/** A capped count's answer: `total` exact when `totalExact`, otherwise `cap`, meaning "at least cap". */
+export function cappedTotal(counted: number, cap: number = LIST_COUNT_CAP): { total: number; totalExact: boolean } {
+  return { total: Math.min(counted, cap), totalExact: counted <= cap };
 }
 
 /** Up to `limit + 1` rows, newest first, and how many match: exactly up to `cap`, otherwise at least `cap`. */
@@ -91,14 +105,18 @@ export interface CappedList<R> {
   totalExact: boolean;
 }
 
-/** A page and its capped count (cappedCount) in one statement, as listPage does with an exact one. */
+/**
+ * A page and its capped count (cappedCount) in one statement, as listPage does with an exact one. `column`: the keyset
+ * column as the query names it (`c.id` in a join).
+ */
 export async function listCappedPage<R>(
   filtered: () => Knex.QueryBuilder,
   request: PageRequest,
-  cap: number,
+  cap: number = LIST_COUNT_CAP,
   rowOf: (row: Record<string, unknown>) => R = (row) => row as R,
+  column = 'id',
 ): Promise<CappedList<R>> {
-  const { page } = pageQueries(filtered, request);
-  const { rows, total } = await pageWithTotal(page, cappedCount(filtered, cap));
-  return { rows: rows.map(rowOf), total: Math.min(total, cap), totalExact: total <= cap };
+  const { page } = pageQueries(filtered, request, column);
+  const { rows, total } = await pageWithTotal(page, cappedCount(filtered, cap), column);
+  return { rows: rows.map(rowOf), ...cappedTotal(total, cap) };
 }

@@ -56,11 +56,11 @@ export const segmentRoutes = [
     } }),
 
   route({ operationId: 'listSegmentContacts', method: 'get', path: '/segments/:id/contacts', summary: "List a segment's contacts", tag: 'Segments', access: 'secret', permission: 'read', query: listQuerySchema,
-    answers: ok('A page of its contacts.', A.pageOf(A.contactAnswer)),
+    answers: ok('A page of its contacts; total exact up to 1,000 (totalExact).', A.cappedPageOf(A.contactAnswer)),
     before: exists,
     async handle({ auth, params, query: q, services }) {
-      const { rows, total } = await services.segments.members(auth.projectId, params.id, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-      return reply(toPage(rows, q.limit, total, contactJson));
+      const { rows, total, totalExact } = await services.segments.members(auth.projectId, params.id, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply({ ...toPage(rows, q.limit, total, contactJson), totalExact });
     } }),
 
   route({ operationId: 'addSegmentMembers', method: 'post', path: '/segments/:id/members', summary: 'Add members to a STATIC segment', tag: 'Segments', access: 'secret', permission: 'write', body: membersSchema,
