@@ -4322,10 +4322,16 @@ export interface components {
                 }[];
             } | null;
             /**
-             * @description null when the stored condition cannot be evaluated; `error` says why.
+             * @description How many contacts the segment held at memberCountAt, exactly (a kept count: GET /segments and GET /segments/:id do not count when read). null when the stored condition cannot be evaluated; `error` says why.
              * @example 318
              */
             memberCount: number | null;
+            /**
+             * Format: date-time
+             * @description When memberCount was counted. A create, an update and a change of members count at once; a read more than a minute after the count answers it and has the segment recounted in the background, so a later read shows the new count.
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            memberCountAt: string | null;
             error: string | null;
             /**
              * Format: date-time
@@ -7938,6 +7944,7 @@ export interface operations {
                      *               ]
                      *             },
                      *             "memberCount": 318,
+                     *             "memberCountAt": "2025-06-02T09:41:07.512Z",
                      *             "error": null,
                      *             "createdAt": "2025-06-02T09:41:07.512Z",
                      *             "updatedAt": "2025-06-02T09:41:09.204Z"
@@ -8081,6 +8088,7 @@ export interface operations {
                      *           ]
                      *         },
                      *         "memberCount": 318,
+                     *         "memberCountAt": "2025-06-02T09:41:07.512Z",
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
                      *         "updatedAt": "2025-06-02T09:41:09.204Z"
@@ -8268,6 +8276,7 @@ export interface operations {
                      *           ]
                      *         },
                      *         "memberCount": 318,
+                     *         "memberCountAt": "2025-06-02T09:41:07.512Z",
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
                      *         "updatedAt": "2025-06-02T09:41:09.204Z"
@@ -8449,6 +8458,7 @@ export interface operations {
                      *           ]
                      *         },
                      *         "memberCount": 318,
+                     *         "memberCountAt": "2025-06-02T09:41:07.512Z",
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
                      *         "updatedAt": "2025-06-02T09:41:09.204Z"

@@ -7,11 +7,14 @@ import * as A from '../schemas/answers';
 import { createSegmentSchema, listQuerySchema, membersSchema, patchSegmentSchema, previewSchema } from '../schemas/segments';
 import { contactJson } from './contacts';
 
-/** `memberCount` is null, and `error` says why, for a segment whose stored condition cannot be evaluated. */
+/**
+ * `memberCount` is null, and `error` says why, for a segment whose stored condition cannot be evaluated; it is the
+ * count kept as of `memberCountAt` (audience/segments.ts withCounts).
+ */
 export function segmentJson(s: Segment) {
   return {
     id: s.id, name: s.name, description: s.description, type: s.type, condition: s.condition,
-    memberCount: s.members ? s.members.memberCount : 0, error: s.members?.error ?? null,
+    memberCount: s.members ? s.members.memberCount : 0, memberCountAt: s.countedAt ? s.countedAt.toISOString() : null, error: s.members?.error ?? null,
     createdAt: s.created_at.toISOString(), updatedAt: s.updated_at.toISOString(),
   };
 }

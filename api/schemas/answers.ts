@@ -118,7 +118,12 @@ export const segmentAnswer = shape({
   id: idOf(EXAMPLE.segmentId), name: text('Pro customers'), description: nullable(Joi.string().allow('')).example('Everyone on the pro plan.'),
   type: Joi.string().valid('DYNAMIC', 'STATIC'),
   condition: nullable(conditionSchema),
-  memberCount: nullable(Joi.number().integer().min(0)).description('null when the stored condition cannot be evaluated; `error` says why.').example(318),
+  memberCount: nullable(Joi.number().integer().min(0)).example(318).description(
+    'How many contacts the segment held at memberCountAt, exactly (a kept count: GET /segments and GET /segments/:id do not count when read). '
+    + 'null when the stored condition cannot be evaluated; `error` says why.'),
+  memberCountAt: nullable(instant).description(
+    'When memberCount was counted. A create, an update and a change of members count at once; a read more than a minute after the count answers it '
+    + 'and has the segment recounted in the background, so a later read shows the new count.'),
   error: nullable(Joi.string()), createdAt: instant, updatedAt: example(instant, EXAMPLE.later),
 }).id('Segment');
 

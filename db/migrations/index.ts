@@ -36,6 +36,7 @@ import * as inboundMore from './20261205000002_inbound_more';
 import * as campaignOutcomes from './20261206000010_campaign_outcomes';
 import * as abCampaigns from './20261207000001_ab_campaigns';
 import * as inboundLz4 from './20261207000020_inbound_lz4';
+import * as segmentMemberCounts from './20261208000030_segment_member_counts';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -80,6 +81,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261206000010_campaign_outcomes': campaignOutcomes,
   '20261207000001_ab_campaigns': abCampaigns,
   '20261207000020_inbound_lz4': inboundLz4,
+  '20261208000030_segment_member_counts': segmentMemberCounts,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
