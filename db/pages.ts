@@ -48,15 +48,26 @@ export async function listPage<R>(
 
 /**
  * A page query and its count query (one row, `n`) in one statement: the page's rows, and the count. `order`: the
- * page's order when it is not `column` newest first (the page query must be ordered the same way).
+ * page's order when it is not `column` newest first (the page query must be ordered the same way). `whole`: the
+ * page's limit, for a first page (no cursor): when it holds no more than that many rows, they are every row that
+ * matches, so their number is the total and the count query is never run (PostgreSQL runs a CTE only when a row is
+ * asked of it, and the CASE asks `total` only for a full page). A search that finds one contact then costs one
+ * search, not two (the trigram index's posting lists read twice; BENCHMARKS.md section 41).
  */
-export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBuilder, column = 'id', order: { column: string; order: 'asc' | 'desc' }[] = [{ column, order: 'desc' }]): Promise<{ rows: Record<string, unknown>[]; total: number }> {
+export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBuilder, column = 'id', order: { column: string; order: 'asc' | 'desc' }[] = [{ column, order: 'desc' }], whole?: number): Promise<{ rows: Record<string, unknown>[]; total: number }> {
   const key = column.split('.').pop()!;
   // The count's one row, joined to the page's rows: a page that is empty is one row of NULLs, and still has its count.
   const joined: Record<string, unknown>[] = await page.client.queryBuilder()
     .with('page', page).with('total', count)
-    .from('total').joinRaw('LEFT JOIN page ON true')
-    .select('total.n AS __total', 'page.*')
+    .modify((q) => {
+      if (whole === undefined) q.from('total').select('total.n AS __total');
+      else {
+        q.fromRaw('(SELECT 1) AS one').select(page.client.raw(
+          'CASE WHEN (SELECT count(*) FROM page) <= ? THEN (SELECT count(*) FROM page) ELSE (SELECT n FROM total) END AS __total', [whole]));
+      }
+    })
+    .joinRaw('LEFT JOIN page ON true')
+    .select('page.*')
     .orderBy(order.map((o) => ({ column: `page.${o.column.split('.').pop()!}`, order: o.order })));
   const total = Number(joined[0]?.__total ?? 0);
   const rows = joined.filter((r) => r[key] !== null).map(({ __total: _n, ...row }) => row);
@@ -117,6 +128,6 @@ export async function listCappedPage<R>(
   column = 'id',
 ): Promise<CappedList<R>> {
   const { page } = pageQueries(filtered, request, column);
-  const { rows, total } = await pageWithTotal(page, cappedCount(filtered, cap), column);
+  const { rows, total } = await pageWithTotal(page, cappedCount(filtered, cap), column, undefined, request.afterId ? undefined : request.limit);
   return { rows: rows.map(rowOf), ...cappedTotal(total, cap) };
 }

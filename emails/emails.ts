@@ -80,7 +80,7 @@ export interface EmailList {
 
 export async function listEmails(db: Knex, projectId: string, filter: EmailFilter, request: PageRequest): Promise<EmailList> {
   const { page, count } = emailListQueries(db, projectId, filter, request);
-  const { rows, total: n } = await pageWithTotal(page, count);
+  const { rows, total: n } = await pageWithTotal(page, count, 'id', undefined, request.afterId ? undefined : request.limit);
   return { rows: rows.map((r) => Email.fromDatabaseJson(r)), ...cappedTotal(n, EMAIL_COUNT_CAP) };
 }
 
