@@ -97,10 +97,15 @@ export const LIST_COUNT_CAP = 1_000;
 /**
  * A count that stops at `cap`: past it a list's total says "at least" (`totalExact: false`). An exact count(*) over a
  * project's million rows costs ~100 ms however it is indexed; up to the cap it is one short index-only range scan.
- * Counts `cap + 1` rows, so that the caller can tell "exactly cap" from "more".
+ * Counts `cap + 1` rows, so that the caller can tell "exactly cap" from "more". `newestFirst`: the keyset column, to
+ * count the rows in the page's order (newest first), so that the count finds its rows the way the page does; without
+ * it the planner may pick a plan that starts where the matches are sparse (a dynamic segment over events: a merge
+ * join from the oldest contacts, 1.3-3.4 s for its first 1,001 members, against 23-54 ms newest first; section 41).
  */
-export function cappedCount(filtered: () => Knex.QueryBuilder, cap: number = LIST_COUNT_CAP): Knex.QueryBuilder {
-  const capped = filtered().clearSelect().clearOrder().select(filtered().client.raw('1')).limit(cap + 1).as('capped');
+export function cappedCount(filtered: () => Knex.QueryBuilder, cap: number = LIST_COUNT_CAP, newestFirst?: string): Knex.QueryBuilder {
+  const capped = filtered().clearSelect().clearOrder().select(filtered().client.raw('1')).limit(cap + 1);
+  if (newestFirst) capped.orderBy(newestFirst, 'desc');
+  capped.as('capped');
   return filtered().client.queryBuilder().from(capped).count('* as n');
 }
 
