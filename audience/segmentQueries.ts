@@ -86,3 +86,64 @@ export async function memberCounts(db: Knex, projectId: string, segments: Segmen
 export async function segmentsReferencing(db: Knex, projectId: string, id: string): Promise<{ id: string; name: string }[]> {
   return db('segments').where('project_id', projectId).whereRaw('condition::text LIKE ?', [`%"segment.${id}"%`]).select('id', 'name');
 }
+
+/**
+ * How old a kept member count may be before a read of it asks for a recount. The read answers the kept count (with
+ * the time it was counted) and the recount runs after it, in the background: a page of segments costs what reading
+ * their rows costs, whatever their conditions match (BENCHMARKS.md section 41).
+ */
+export const SEGMENT_RECOUNT_AFTER_MS = 60_000;
+
+/** A recount under way longer than this has died with its process: another read takes it over. */
+export const SEGMENT_RECOUNT_GIVE_UP_MS = 10 * 60_000;
+
+/** A segment's kept count (its row's member_count, member_count_error and members_counted_at). */
+export interface KeptCountRow {
+  member_count: number | null;
+  member_count_error: string | null;
+  members_counted_at: Date | null;
+}
+
+/** The kept count of a row, or undefined when it was never counted. */
+export function keptCount(row: KeptCountRow): MemberCount | undefined {
+  if (!row.members_counted_at) return undefined;
+  return row.member_count_error !== null ? { memberCount: null, error: row.member_count_error } : { memberCount: row.member_count ?? 0, error: null };
+}
+
+/**
+ * Counts the segments now (memberCounts, exactly) and keeps each count on its row with the time the count began.
+ * A count never replaces one that began later (two recounts that cross: the newer stays).
+ */
+export async function recountSegments(db: Knex, projectId: string, segments: SegmentDef[]): Promise<Map<string, { members: MemberCount; countedAt: Date }>> {
+  const kept = new Map<string, { members: MemberCount; countedAt: Date }>();
+  if (segments.length === 0) return kept;
+  const { rows: [{ at }] } = await db.raw('SELECT clock_timestamp() AS at');
+  const counts = await memberCounts(db, projectId, segments);
+  const values = [...counts].map(([id, c]) => ({ id, n: c.memberCount, error: c.error }));
+  await db.raw(
+    `UPDATE segments s SET
+       member_count = CASE WHEN v.newer THEN v.n ELSE s.member_count END,
+       member_count_error = CASE WHEN v.newer THEN v.error ELSE s.member_count_error END,
+       members_counted_at = CASE WHEN v.newer THEN v.at ELSE s.members_counted_at END,
+       members_recount_since = NULL
+     FROM (SELECT x.*, ?::timestamptz AS at, s2.members_counted_at IS NULL OR s2.members_counted_at <= ?::timestamptz AS newer
+           FROM jsonb_to_recordset(?::jsonb) AS x(id uuid, n integer, error text)
+           JOIN segments s2 ON s2.project_id = ? AND s2.id = x.id) v
+     WHERE s.project_id = ? AND s.id = v.id`,
+    [at, at, JSON.stringify(values), projectId, projectId]);
+  for (const [id, members] of counts) kept.set(id, { members, countedAt: at as Date });
+  return kept;
+}
+
+/**
+ * Claims the recount of those segments whose kept count is older than SEGMENT_RECOUNT_AFTER_MS and that no one else is
+ * recounting (one UPDATE: of several API nodes reading the same page, one counts), and answers their ids.
+ */
+export async function claimRecounts(db: Knex, projectId: string, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows: { id: string }[] = await db('segments').where('project_id', projectId).whereIn('id', ids)
+    .where('members_counted_at', '<', db.raw(`now() - make_interval(secs => ?)`, [SEGMENT_RECOUNT_AFTER_MS / 1000]))
+    .where((q) => q.whereNull('members_recount_since').orWhere('members_recount_since', '<', db.raw(`now() - make_interval(secs => ?)`, [SEGMENT_RECOUNT_GIVE_UP_MS / 1000])))
+    .update({ members_recount_since: db.fn.now() }).returning('id');
+  return rows.map((r) => r.id);
+}

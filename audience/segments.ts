@@ -1,11 +1,14 @@
 import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
 import { Contact } from '../db/models/Contact';
-import type { Listed, PageRequest } from '../db/pages';
-import { listPage, pageQueries, pageWithTotal } from '../db/pages';
+import type { CappedList, Listed, PageRequest } from '../db/pages';
+import { cappedCount, cappedTotal, listPage, pageQueries, pageWithTotal } from '../db/pages';
 import { ownedRow } from '../db/owned';
 import { upsertContacts } from '../db/queries/contacts';
-import { isUnusableCondition, memberCounts, segmentContacts, segmentCountRows, segmentsReferencing, unusableCondition, type MemberCount } from './segmentQueries';
+import {
+  claimRecounts, isUnusableCondition, keptCount, recountSegments, SEGMENT_RECOUNT_AFTER_MS, segmentContacts, segmentCountRows, segmentsReferencing,
+  unusableCondition, type KeptCountRow, type MemberCount,
+} from './segmentQueries';
 import { checkCondition } from './check';
 import { loadSegments, resolveSegments, type SegmentDef } from './compile';
 import { normaliseCondition, type AudienceCondition } from './condition';
@@ -27,7 +30,7 @@ export interface SegmentInput {
 
 export type SegmentPatch = Partial<Pick<SegmentInput, 'name' | 'description' | 'condition'>>;
 
-export interface SegmentRow extends SegmentDef {
+export interface SegmentRow extends SegmentDef, KeptCountRow {
   name: string;
   description: string | null;
   created_at: Date;
@@ -35,12 +38,13 @@ export interface SegmentRow extends SegmentDef {
 }
 
 /**
- * A segment with its member count. `members.memberCount` is null, and `members.error` says why, for a segment whose
- * stored condition cannot be evaluated (stored under older rules, or a value PostgreSQL cannot hold): the segment is
- * still listed, and can be fixed with an update or deleted.
+ * A segment with its member count as of `countedAt`. `members.memberCount` is null, and `members.error` says why, for
+ * a segment whose stored condition cannot be evaluated (stored under older rules, or a value PostgreSQL cannot hold):
+ * the segment is still listed, and can be fixed with an update or deleted.
  */
 export interface Segment extends SegmentRow {
   members: MemberCount | undefined;
+  countedAt: Date | null;
 }
 
 /**
@@ -68,9 +72,47 @@ async function checked(db: Knex, projectId: string, condition: AudienceCondition
 
 const findSegment = (db: Knex, projectId: string, id: string) => ownedRow<SegmentRow>(db, 'segments', 'Segment', projectId, id);
 
-async function withCounts(db: Knex, projectId: string, rows: SegmentRow[]): Promise<Segment[]> {
-  const counts = await memberCounts(db, projectId, rows);
-  return rows.map((s) => ({ ...s, members: counts.get(s.id) }));
+/**
+ * The segments with their member counts. A read (`kept`) answers the count kept on each row, with the time it was
+ * counted, and counts now only a segment never counted; a kept count older than SEGMENT_RECOUNT_AFTER_MS is recounted
+ * after the answer, in the background (claimRecounts: one node counts). Why kept rather than counted when read, or
+ * counted up to 1,000 as the lists are: a dynamic segment's count reads every contact its condition may match, and a
+ * condition that matches few (a rare `data.*` value: no index serves it) reads all of a project's contacts before it
+ * has counted even a handful, so neither an exact nor a capped count keeps a page of segments from costing seconds at
+ * 1,000,000 contacts (BENCHMARKS.md sections 37 and 41). A write (`now`: create, update, members added or removed)
+ * counts its segment at once and keeps it: the one who changed it sees the count it made.
+ */
+async function withCounts(db: Knex, projectId: string, rows: SegmentRow[], when: 'kept' | 'now'): Promise<Segment[]> {
+  const counted = await recountSegments(db, projectId, when === 'now' ? rows : rows.filter((s) => !s.members_counted_at));
+  const stale = Date.now() - SEGMENT_RECOUNT_AFTER_MS;
+  const old = when === 'kept' ? rows.filter((s) => s.members_counted_at && s.members_counted_at.getTime() < stale) : [];
+  if (old.length) recountLater(db, projectId, old);
+  return rows.map((s) => {
+    const now = counted.get(s.id);
+    return now ? { ...s, members: now.members, countedAt: now.countedAt } : { ...s, members: keptCount(s), countedAt: s.members_counted_at };
+  });
+}
+
+/** The background recounts under way in this process (a test may wait for them: segmentRecounts). */
+const recounting = new Set<Promise<void>>();
+
+/** Recounts these segments after the answer, if no one else is already (claimRecounts); a failure waits for the next read. */
+function recountLater(db: Knex, projectId: string, rows: SegmentRow[]): void {
+  const run = (async () => {
+    const claimed = new Set(await claimRecounts(db, projectId, rows.map((s) => s.id)));
+    if (claimed.size === 0) return;
+    try {
+      await recountSegments(db, projectId, rows.filter((s) => claimed.has(s.id)));
+    } catch {
+      await db('segments').where('project_id', projectId).whereIn('id', [...claimed]).update({ members_recount_since: null });
+    }
+  })().catch(() => undefined).finally(() => { recounting.delete(run); });
+  recounting.add(run);
+}
+
+/** Settles when the background recounts started so far have ended (for tests and a clean shutdown). */
+export async function segmentRecounts(): Promise<void> {
+  await Promise.all([...recounting]);
 }
 
 const STATIC_ONLY = 'Members are added and removed only on STATIC segments; a DYNAMIC segment is its condition';
@@ -78,8 +120,8 @@ const STATIC_ONLY = 'Members are added and removed only on STATIC segments; a DY
 export async function listSegments(db: Knex, projectId: string, page: PageRequest): Promise<Listed<Segment>> {
   const listed = await listPage<SegmentRow>(() => db('segments').where('project_id', projectId), page);
   // Counted for the page's rows only (not the extra row that only tells there is more).
-  const counted = await withCounts(db, projectId, listed.rows.slice(0, page.limit));
-  return { rows: [...counted, ...listed.rows.slice(page.limit).map((s) => ({ ...s, members: undefined }))], total: listed.total };
+  const counted = await withCounts(db, projectId, listed.rows.slice(0, page.limit), 'kept');
+  return { rows: [...counted, ...listed.rows.slice(page.limit).map((s) => ({ ...s, members: undefined, countedAt: null }))], total: listed.total };
 }
 
 /** The segment without its count: that it exists in the project (else a 404), for a route that names it. */
@@ -88,7 +130,7 @@ export async function findSegmentRow(db: Knex, projectId: string, id: string): P
 }
 
 export async function getSegment(db: Knex, projectId: string, id: string): Promise<Segment> {
-  return (await withCounts(db, projectId, [await findSegment(db, projectId, id)]))[0]!;
+  return (await withCounts(db, projectId, [await findSegment(db, projectId, id)], 'kept'))[0]!;
 }
 
 export async function createSegment(db: Knex, projectId: string, input: SegmentInput): Promise<Segment> {
@@ -97,7 +139,7 @@ export async function createSegment(db: Knex, projectId: string, input: SegmentI
     project_id: projectId, name: input.name, description: input.description || null, type: input.type,
     condition: condition ? JSON.stringify(condition) : null,
   }).returning('*');
-  return (await withCounts(db, projectId, [row]))[0]!;
+  return (await withCounts(db, projectId, [row], 'now'))[0]!;
 }
 
 /**
@@ -140,7 +182,7 @@ export async function updateSegment(db: Knex, projectId: string, id: string, pat
     updated_at: db.fn.now(),
   }).returning('*');
   if (!row) throw notFound('Segment'); // deleted meanwhile
-  return (await withCounts(db, projectId, [row]))[0]!;
+  return (await withCounts(db, projectId, [row], 'now'))[0]!;
 }
 
 /**
@@ -172,16 +214,18 @@ export async function deleteSegment(db: Knex, projectId: string, id: string): Pr
  * A page of the segment's contacts, newest first, and their total. The project's segments are read once: they hold
  * this one (not found otherwise) and those its condition names.
  */
-export async function segmentMembers(db: Knex, projectId: string, id: string, page: PageRequest): Promise<Listed<Contact>> {
+export async function segmentMembers(db: Knex, projectId: string, id: string, page: PageRequest): Promise<CappedList<Contact>> {
   const all = await loadSegments(db, projectId);
   const segment = all.get(id.toLowerCase());
   if (!segment) throw notFound('Segment');
   return evaluating(
     async () => {
+      // Its total is exact up to 1,000 (LIST_COUNT_CAP), as every list over a table that grows: counted exactly, a
+      // dynamic segment of 333,000 contacts read them all for each page (1.4 s; BENCHMARKS.md section 37).
       const { page: rows } = pageQueries(() => segmentContacts(db, projectId, segment, all).select('c.*'), page, 'c.id');
-      const count = segmentCountRows(db, projectId, segment, all).count('* as n');
-      const { rows: found, total } = await pageWithTotal(rows, count, 'c.id');
-      return { rows: found.map((r) => Contact.fromDatabaseJson(r)), total };
+      const counted = cappedCount(() => segmentCountRows(db, projectId, segment, all), undefined, segment.type === 'DYNAMIC' ? 'c.id' : undefined);
+      const { rows: found, total } = await pageWithTotal(rows, counted, 'c.id', undefined, page.afterId ? undefined : page.limit);
+      return { rows: found.map((r) => Contact.fromDatabaseJson(r)), ...cappedTotal(total) };
     },
     'Fix the segment\'s condition (PATCH /segments/:id), or the segments it names.',
   );
@@ -208,8 +252,8 @@ export async function addMembers(db: Knex, projectId: string, id: string, emails
     );
     return { added: added.rows.length as number, created: contacts.filter((c) => c.isNew).length };
   });
-  const counts = await memberCounts(db, projectId, [segment]);
-  return { ...result, memberCount: counts.get(segment.id)?.memberCount ?? 0 };
+  const counts = await recountSegments(db, projectId, [segment]);
+  return { ...result, memberCount: counts.get(segment.id)?.members.memberCount ?? 0 };
 }
 
 export async function removeMembers(db: Knex, projectId: string, id: string, emails: string[]): Promise<{ removed: number; memberCount: number }> {
@@ -219,8 +263,8 @@ export async function removeMembers(db: Knex, projectId: string, id: string, ema
      WHERE m.project_id = ?::uuid AND m.segment_id = ?::uuid AND c.project_id = m.project_id AND c.id = m.contact_id AND c.email = ANY(?::text[])`,
     [projectId, segment.id, emails],
   );
-  const counts = await memberCounts(db, projectId, [segment]);
-  return { removed: removed.rowCount ?? 0, memberCount: counts.get(segment.id)?.memberCount ?? 0 };
+  const counts = await recountSegments(db, projectId, [segment]);
+  return { removed: removed.rowCount ?? 0, memberCount: counts.get(segment.id)?.members.memberCount ?? 0 };
 }
 
 /** The functions above as one object over the app's database, the API's way in (like campaignService). */

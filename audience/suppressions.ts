@@ -1,7 +1,7 @@
 import { createHmac, hkdfSync } from 'node:crypto';
 import type { Knex } from 'knex';
 import { notFound } from '../core/errors';
-import { listPage, type Listed, type PageRequest } from '../db/pages';
+import { listCappedPage, type CappedList, type PageRequest } from '../db/pages';
 import { audited, type Actor } from '../audit/log';
 
 /**
@@ -24,8 +24,9 @@ export interface Suppression {
   created_at: Date;
 }
 
-export function listSuppressions(db: Knex, projectId: string, filter: { reason?: SuppressionReason | typeof ERASED_REASON }, page: PageRequest): Promise<Listed<Suppression>> {
-  return listPage<Suppression>(() => {
+/** A page, newest first, and its total: exact up to 1,000 (db/pages.ts LIST_COUNT_CAP). */
+export function listSuppressions(db: Knex, projectId: string, filter: { reason?: SuppressionReason | typeof ERASED_REASON }, page: PageRequest): Promise<CappedList<Suppression>> {
+  return listCappedPage<Suppression>(() => {
     const q = db('suppressions').where('project_id', projectId).select('id', 'email', 'reason', 'details', 'created_at');
     if (filter.reason) q.where('reason', filter.reason);
     return q;

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { listPage, pageQueries, type Listed, type PageRequest } from '../db/pages';
+import { cappedCount, listCappedPage, pageQueries, type CappedList, type PageRequest } from '../db/pages';
 import type { Principal } from '../projects/roles';
 
 /**
@@ -106,11 +106,12 @@ function filteredAudit(db: Knex, projectId: string, filter: AuditFilter): () => 
 }
 
 /** The page and count queries of a list (for test/db's plans: every query path has its index). */
-export const auditListQueries = (db: Knex, projectId: string, filter: AuditFilter, page: PageRequest) => pageQueries(filteredAudit(db, projectId, filter), page);
+export const auditListQueries = (db: Knex, projectId: string, filter: AuditFilter, page: PageRequest) =>
+  ({ page: pageQueries(filteredAudit(db, projectId, filter), page).page, count: cappedCount(filteredAudit(db, projectId, filter)) });
 
-/** A page of the project's log, newest first. */
-export function listAudit(db: Knex, projectId: string, filter: AuditFilter, page: PageRequest): Promise<Listed<AuditRow>> {
-  return listPage<AuditRow>(filteredAudit(db, projectId, filter), page);
+/** A page of the project's log, newest first, and its total: exact up to 1,000 (db/pages.ts LIST_COUNT_CAP). */
+export function listAudit(db: Knex, projectId: string, filter: AuditFilter, page: PageRequest): Promise<CappedList<AuditRow>> {
+  return listCappedPage<AuditRow>(filteredAudit(db, projectId, filter), page);
 }
 
 export function auditService({ knex }: { knex: Knex }) {

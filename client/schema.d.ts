@@ -4322,10 +4322,16 @@ export interface components {
                 }[];
             } | null;
             /**
-             * @description null when the stored condition cannot be evaluated; `error` says why.
+             * @description How many contacts the segment held at memberCountAt, exactly (a kept count: GET /segments and GET /segments/:id do not count when read). null when the stored condition cannot be evaluated; `error` says why.
              * @example 318
              */
             memberCount: number | null;
+            /**
+             * Format: date-time
+             * @description When memberCount was counted. A create, an update and a change of members count at once; a read more than a minute after the count answers it and has the segment recounted in the background, so a later read shows the new count.
+             * @example 2025-06-02T09:41:07.512Z
+             */
+            memberCountAt: string | null;
             error: string | null;
             /**
              * Format: date-time
@@ -6830,8 +6836,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284,
-                     *         "totalExact": true,
+                     *         "total": 1000,
+                     *         "totalExact": false,
                      *         "contacts": [
                      *           {
                      *             "id": "0197a3c4-5e21-7c3a-9b4f-8d2e1a6c0f53",
@@ -6861,9 +6867,15 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
-                            /** @description false when total stopped counting at its cap (1,000). */
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
                             totalExact: boolean;
                             /** @description The same as items (the spec names the list both ways). */
                             contacts: components["schemas"]["Contact"][];
@@ -7942,6 +7954,7 @@ export interface operations {
                      *               ]
                      *             },
                      *             "memberCount": 318,
+                     *             "memberCountAt": "2025-06-02T09:41:07.512Z",
                      *             "error": null,
                      *             "createdAt": "2025-06-02T09:41:07.512Z",
                      *             "updatedAt": "2025-06-02T09:41:09.204Z"
@@ -8085,6 +8098,7 @@ export interface operations {
                      *           ]
                      *         },
                      *         "memberCount": 318,
+                     *         "memberCountAt": "2025-06-02T09:41:07.512Z",
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
                      *         "updatedAt": "2025-06-02T09:41:09.204Z"
@@ -8272,6 +8286,7 @@ export interface operations {
                      *           ]
                      *         },
                      *         "memberCount": 318,
+                     *         "memberCountAt": "2025-06-02T09:41:07.512Z",
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
                      *         "updatedAt": "2025-06-02T09:41:09.204Z"
@@ -8453,6 +8468,7 @@ export interface operations {
                      *           ]
                      *         },
                      *         "memberCount": 318,
+                     *         "memberCountAt": "2025-06-02T09:41:07.512Z",
                      *         "error": null,
                      *         "createdAt": "2025-06-02T09:41:07.512Z",
                      *         "updatedAt": "2025-06-02T09:41:09.204Z"
@@ -8492,7 +8508,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of its contacts. */
+            /** @description A page of its contacts; total exact up to 1,000 (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8521,7 +8537,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -8537,8 +8554,16 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
+                            totalExact: boolean;
                         };
                     };
                 };
@@ -9987,8 +10012,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284,
-                     *         "totalExact": true
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -10004,9 +10029,15 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
-                            /** @description false when total stopped counting at its cap (1,000). */
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
                             totalExact: boolean;
                         };
                     };
@@ -10142,8 +10173,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284,
-                     *         "totalExact": true
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -10159,9 +10190,15 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
-                            /** @description false when total stopped counting at its cap. */
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
                             totalExact: boolean;
                         };
                     };
@@ -10390,7 +10427,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of suppressions. */
+            /** @description A page of suppressions; total exact up to 1,000 (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10417,7 +10454,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -10433,8 +10471,16 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
+                            totalExact: boolean;
                         };
                     };
                 };
@@ -11137,7 +11183,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of deliveries. */
+            /** @description A page of deliveries; total exact up to 1,000 (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11185,7 +11231,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -11201,8 +11248,16 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
+                            totalExact: boolean;
                         };
                     };
                 };
@@ -11792,7 +11847,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of executions. */
+            /** @description A page of executions; total exact up to 1,000 (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11824,7 +11879,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -11840,8 +11896,16 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
+                            totalExact: boolean;
                         };
                     };
                 };
@@ -13022,7 +13086,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of received messages. */
+            /** @description A page of received messages; total exact up to 1,000 (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13106,7 +13170,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -13122,8 +13187,16 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
+                            totalExact: boolean;
                         };
                     };
                 };
@@ -14269,7 +14342,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of entries. */
+            /** @description A page of entries; total exact up to 1,000 (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -14302,7 +14375,8 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1284
+                     *         "total": 1000,
+                     *         "totalExact": false
                      *       }
                      *     }
                      */
@@ -14318,8 +14392,16 @@ export interface operations {
                             nextCursor: string | null;
                             /** @example true */
                             hasMore: boolean;
-                            /** @example 1284 */
+                            /**
+                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @example 1000
+                             */
                             total: number;
+                            /**
+                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @example false
+                             */
+                            totalExact: boolean;
                         };
                     };
                 };

@@ -48,15 +48,26 @@ export async function listPage<R>(
 
 /**
  * A page query and its count query (one row, `n`) in one statement: the page's rows, and the count. `order`: the
- * page's order when it is not `column` newest first (the page query must be ordered the same way).
+ * page's order when it is not `column` newest first (the page query must be ordered the same way). `whole`: the
+ * page's limit, for a first page (no cursor): when it holds no more than that many rows, they are every row that
+ * matches, so their number is the total and the count query is never run (PostgreSQL runs a CTE only when a row is
+ * asked of it, and the CASE asks `total` only for a full page). A search that finds one contact then costs one
+ * search, not two (the trigram index's posting lists read twice; BENCHMARKS.md section 41).
  */
-export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBuilder, column = 'id', order: { column: string; order: 'asc' | 'desc' }[] = [{ column, order: 'desc' }]): Promise<{ rows: Record<string, unknown>[]; total: number }> {
+export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBuilder, column = 'id', order: { column: string; order: 'asc' | 'desc' }[] = [{ column, order: 'desc' }], whole?: number): Promise<{ rows: Record<string, unknown>[]; total: number }> {
   const key = column.split('.').pop()!;
   // The count's one row, joined to the page's rows: a page that is empty is one row of NULLs, and still has its count.
   const joined: Record<string, unknown>[] = await page.client.queryBuilder()
     .with('page', page).with('total', count)
-    .from('total').joinRaw('LEFT JOIN page ON true')
-    .select('total.n AS __total', 'page.*')
+    .modify((q) => {
+      if (whole === undefined) q.from('total').select('total.n AS __total');
+      else {
+        q.fromRaw('(SELECT 1) AS one').select(page.client.raw(
+          'CASE WHEN (SELECT count(*) FROM page) <= ? THEN (SELECT count(*) FROM page) ELSE (SELECT n FROM total) END AS __total', [whole]));
+      }
+    })
+    .joinRaw('LEFT JOIN page ON true')
+    .select('page.*')
     .orderBy(order.map((o) => ({ column: `page.${o.column.split('.').pop()!}`, order: o.order })));
   const total = Number(joined[0]?.__total ?? 0);
   const rows = joined.filter((r) => r[key] !== null).map(({ __total: _n, ...row }) => row);
@@ -75,13 +86,32 @@ export function idFloor(at: Date): string {
 }
 
 /**
+ * How far a list's total is counted exactly: past it the answer says "at least" (`totalExact: false`). One rule for
+ * every list over a table that grows with use (emails, events, contacts, executions, webhook deliveries, received mail,
+ * suppressions, the audit log, a segment's members): an exact count of the rows a filter matches costs what reading
+ * them costs, 0.1-5 s at 1,000,000 rows whatever the index (BENCHMARKS.md sections 37 and 41), while a page costs
+ * milliseconds.
+ */
+export const LIST_COUNT_CAP = 1_000;
+
+/**
  * A count that stops at `cap`: past it a list's total says "at least" (`totalExact: false`). An exact count(*) over a
  * project's million rows costs ~100 ms however it is indexed; up to the cap it is one short index-only range scan.
- * Counts `cap + 1` rows, so that the caller can tell "exactly cap" from "more".
+ * Counts `cap + 1` rows, so that the caller can tell "exactly cap" from "more". `newestFirst`: the keyset column, to
+ * count the rows in the page's order (newest first), so that the count finds its rows the way the page does; without
+ * it the planner may pick a plan that starts where the matches are sparse (a dynamic segment over events: a merge
+ * join from the oldest contacts, 1.3-3.4 s for its first 1,001 members, against 23-54 ms newest first; section 41).
  */
-export function cappedCount(filtered: () => Knex.QueryBuilder, cap: number): Knex.QueryBuilder {
-  const capped = filtered().clearSelect().clearOrder().select(filtered().client.raw('1')).limit(cap + 1).as('capped');
+export function cappedCount(filtered: () => Knex.QueryBuilder, cap: number = LIST_COUNT_CAP, newestFirst?: string): Knex.QueryBuilder {
+  const capped = filtered().clearSelect().clearOrder().select(filtered().client.raw('1')).limit(cap + 1);
+  if (newestFirst) capped.orderBy(newestFirst, 'desc');
+  capped.as('capped');
   return filtered().client.queryBuilder().from(capped).count('* as n');
+}
+
+/** A capped count's answer: `total` exact when `totalExact`, otherwise `cap`, meaning "at least cap". */
+export function cappedTotal(counted: number, cap: number = LIST_COUNT_CAP): { total: number; totalExact: boolean } {
+  return { total: Math.min(counted, cap), totalExact: counted <= cap };
 }
 
 /** Up to `limit + 1` rows, newest first, and how many match: exactly up to `cap`, otherwise at least `cap`. */
@@ -91,14 +121,18 @@ export interface CappedList<R> {
   totalExact: boolean;
 }
 
-/** A page and its capped count (cappedCount) in one statement, as listPage does with an exact one. */
+/**
+ * A page and its capped count (cappedCount) in one statement, as listPage does with an exact one. `column`: the keyset
+ * column as the query names it (`c.id` in a join).
+ */
 export async function listCappedPage<R>(
   filtered: () => Knex.QueryBuilder,
   request: PageRequest,
-  cap: number,
+  cap: number = LIST_COUNT_CAP,
   rowOf: (row: Record<string, unknown>) => R = (row) => row as R,
+  column = 'id',
 ): Promise<CappedList<R>> {
-  const { page } = pageQueries(filtered, request);
-  const { rows, total } = await pageWithTotal(page, cappedCount(filtered, cap));
-  return { rows: rows.map(rowOf), total: Math.min(total, cap), totalExact: total <= cap };
+  const { page } = pageQueries(filtered, request, column);
+  const { rows, total } = await pageWithTotal(page, cappedCount(filtered, cap), column, undefined, request.afterId ? undefined : request.limit);
+  return { rows: rows.map(rowOf), ...cappedTotal(total, cap) };
 }

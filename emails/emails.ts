@@ -5,7 +5,7 @@ import { TemplateError } from '../mail/render';
 import { messageBytes } from '../mail/transport';
 import { createComposer } from '../sending/delivery';
 import { isUuid } from '../core/values';
-import { cappedCount, idFloor, pageQueries, pageWithTotal, type PageRequest } from '../db/pages';
+import { LIST_COUNT_CAP, cappedCount, cappedTotal, idFloor, pageQueries, pageWithTotal, type PageRequest } from '../db/pages';
 import { Email, type EmailStatus } from '../db/models/Email';
 import { Event } from '../db/models/Event';
 import { sinceEmailOf } from '../db/queries/events';
@@ -37,7 +37,7 @@ export interface EmailFilter {
  * short index-only range scan. 1,000 rather than 10,000: counting 10,000 put a page's p99 at 63 ms on a quiet machine
  * (BENCHMARKS.md section 10), where the page alone stays under 16 ms.
  */
-export const EMAIL_COUNT_CAP = 1_000;
+export const EMAIL_COUNT_CAP = LIST_COUNT_CAP;
 
 /** The columns of a list row: everything but the body (never in a list) and the headers. */
 const LIST_COLUMNS = [
@@ -81,8 +81,8 @@ export interface EmailList {
 
 export async function listEmails(db: Knex, projectId: string, filter: EmailFilter, request: PageRequest): Promise<EmailList> {
   const { page, count } = emailListQueries(db, projectId, filter, request);
-  const { rows, total: n } = await pageWithTotal(page, count);
-  return { rows: rows.map((r) => Email.fromDatabaseJson(r)), total: Math.min(n, EMAIL_COUNT_CAP), totalExact: n <= EMAIL_COUNT_CAP };
+  const { rows, total: n } = await pageWithTotal(page, count, 'id', undefined, request.afterId ? undefined : request.limit);
+  return { rows: rows.map((r) => Email.fromDatabaseJson(r)), ...cappedTotal(n, EMAIL_COUNT_CAP) };
 }
 
 /** One moment of an email's life. */

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { notFound } from '../core/errors';
 import { isUuid } from '../core/values';
-import { listPage, type Listed, type PageRequest } from '../db/pages';
+import { listCappedPage, LIST_COUNT_CAP, type CappedList, type PageRequest } from '../db/pages';
 import type { AuthResults } from './auth';
 import { fileOfToken, RAW_FILE } from './files';
 import type { Mailbox } from './parse';
@@ -116,8 +116,9 @@ export function inboundMessageService({ knex, secret }: InboundMessagesDeps) {
   }
 
   return {
-    list(projectId: string, filter: InboundFilter, page: PageRequest): Promise<Listed<InboundMessage>> {
-      return listPage(filteredInbound(knex, projectId, filter), page, messageOf);
+    /** A page, newest first, and its total: exact up to 1,000 (db/pages.ts LIST_COUNT_CAP). */
+    list(projectId: string, filter: InboundFilter, page: PageRequest): Promise<CappedList<InboundMessage>> {
+      return listCappedPage(filteredInbound(knex, projectId, filter), page, LIST_COUNT_CAP, messageOf);
     },
     get: async (projectId: string, id: string) => messageOf(await find(projectId, id)),
     async raw(projectId: string, id: string): Promise<Buffer> {

@@ -165,3 +165,13 @@ test('every query path of the list is served by an index', async () => {
   expect(await plan('SELECT * FROM suppressions WHERE project_id = ? ORDER BY id DESC LIMIT 21', [p])).toContain('suppressions_project_id_idx');
   expect(await plan('SELECT * FROM suppressions WHERE project_id = ? AND reason = ? ORDER BY id DESC LIMIT 21', [p, 'manual'])).toContain('suppressions_project_reason_id_idx');
 });
+
+test('the list\'s total is exact up to 1,000 (totalExact), and past it says "at least 1,000"', async () => {
+  const p = await e2e.t.newProject('Many suppressions');
+  const k = bearer(p.secretKey);
+  await knex.raw(`INSERT INTO suppressions (project_id, email, reason) SELECT ?::uuid, 's' || g || '@cap.example', CASE WHEN g <= 3 THEN 'complaint' ELSE 'hard_bounce' END FROM generate_series(1, 1001) g`, [p.id]);
+  const page = (await http().get('/suppressions?limit=5').set(k)).body.data;
+  expect(page).toMatchObject({ total: 1000, totalExact: false, hasMore: true });
+  expect(page.items).toHaveLength(5);
+  expect((await http().get('/suppressions?reason=complaint').set(k)).body.data).toMatchObject({ total: 3, totalExact: true });
+});

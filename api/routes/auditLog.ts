@@ -16,10 +16,10 @@ export function auditJson(r: AuditRow) {
 export const auditLogRoutes = [
   route({ operationId: 'listAuditLog', method: 'get', path: '/audit-log', summary: 'List the audit log', tag: 'Audit log', access: 'secret', permission: 'admin', query: listAuditQuerySchema,
     description: 'Changes made by keys and people to keys, domains, webhooks, settings, suppressions, campaign sends and every delete, newest first. Sends, tracking and SMTP are not listed: their events are their record.',
-    answers: ok('A page of entries.', A.pageOf(A.auditEntryAnswer)),
+    answers: ok('A page of entries; total exact up to 1,000 (totalExact).', A.cappedPageOf(A.auditEntryAnswer)),
     async handle({ auth, query: q, services }) {
       const { actor, operation, resourceType, resourceId, since, until } = q;
-      const { rows, total } = await services.audit.list(auth.projectId, { actor, operation, resourceType, resourceId, since, until }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-      return reply(toPage(rows, q.limit, total, auditJson));
+      const { rows, total, totalExact } = await services.audit.list(auth.projectId, { actor, operation, resourceType, resourceId, since, until }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply({ ...toPage(rows, q.limit, total, auditJson), totalExact });
     } }),
 ];

@@ -105,10 +105,10 @@ export const inboundRoutes = [
 
   route({ operationId: 'listInbound', method: 'get', path: '/inbound', summary: 'List received messages', tag: 'Inbound', access: 'secret', permission: 'read',
     description: 'Newest first, without bodies and headers (GET /inbound/:id has them). `since` is inclusive, `until` exclusive (the time received).',
-    query: listInboundQuerySchema, answers: ok('A page of received messages.', A.pageOf(A.inboundMessageAnswer)), links: first('getInbound'),
+    query: listInboundQuerySchema, answers: ok('A page of received messages; total exact up to 1,000 (totalExact).', A.cappedPageOf(A.inboundMessageAnswer)), links: first('getInbound'),
     async handle({ auth, query: q, services }) {
-      const { rows, total } = await services.inbound.messages.list(auth.projectId, { routeId: q.route, from: q.from, to: q.to, since: q.since, until: q.until }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-      return reply(toPage(rows, q.limit, total, messageJson));
+      const { rows, total, totalExact } = await services.inbound.messages.list(auth.projectId, { routeId: q.route, from: q.from, to: q.to, since: q.since, until: q.until }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply({ ...toPage(rows, q.limit, total, messageJson), totalExact });
     } }),
 
   route({ operationId: 'getInbound', method: 'get', path: '/inbound/:id', summary: 'Get a received message: parsed, with its authentication', tag: 'Inbound', access: 'secret', permission: 'read',

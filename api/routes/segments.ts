@@ -7,11 +7,14 @@ import * as A from '../schemas/answers';
 import { createSegmentSchema, listQuerySchema, membersSchema, patchSegmentSchema, previewSchema } from '../schemas/segments';
 import { contactJson } from './contacts';
 
-/** `memberCount` is null, and `error` says why, for a segment whose stored condition cannot be evaluated. */
+/**
+ * `memberCount` is null, and `error` says why, for a segment whose stored condition cannot be evaluated; it is the
+ * count kept as of `memberCountAt` (audience/segments.ts withCounts).
+ */
 export function segmentJson(s: Segment) {
   return {
     id: s.id, name: s.name, description: s.description, type: s.type, condition: s.condition,
-    memberCount: s.members ? s.members.memberCount : 0, error: s.members?.error ?? null,
+    memberCount: s.members ? s.members.memberCount : 0, memberCountAt: s.countedAt ? s.countedAt.toISOString() : null, error: s.members?.error ?? null,
     createdAt: s.created_at.toISOString(), updatedAt: s.updated_at.toISOString(),
   };
 }
@@ -56,11 +59,11 @@ export const segmentRoutes = [
     } }),
 
   route({ operationId: 'listSegmentContacts', method: 'get', path: '/segments/:id/contacts', summary: "List a segment's contacts", tag: 'Segments', access: 'secret', permission: 'read', query: listQuerySchema,
-    answers: ok('A page of its contacts.', A.pageOf(A.contactAnswer)),
+    answers: ok('A page of its contacts; total exact up to 1,000 (totalExact).', A.cappedPageOf(A.contactAnswer)),
     before: exists,
     async handle({ auth, params, query: q, services }) {
-      const { rows, total } = await services.segments.members(auth.projectId, params.id, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-      return reply(toPage(rows, q.limit, total, contactJson));
+      const { rows, total, totalExact } = await services.segments.members(auth.projectId, params.id, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply({ ...toPage(rows, q.limit, total, contactJson), totalExact });
     } }),
 
   route({ operationId: 'addSegmentMembers', method: 'post', path: '/segments/:id/members', summary: 'Add members to a STATIC segment', tag: 'Segments', access: 'secret', permission: 'write', body: membersSchema,

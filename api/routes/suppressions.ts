@@ -16,10 +16,10 @@ export function suppressionJson(s: Suppression) {
 /** The project's suppression list (audience/suppressions.ts). An address in a path is matched as stored (lower case). */
 export const suppressionRoutes = [
   route({ operationId: 'listSuppressions', method: 'get', path: '/suppressions', summary: 'List suppressed addresses', tag: 'Suppressions', access: 'secret', permission: 'read', query: listSuppressionsQuerySchema,
-    answers: ok('A page of suppressions.', A.pageOf(A.suppressionAnswer)),
+    answers: ok('A page of suppressions; total exact up to 1,000 (totalExact).', A.cappedPageOf(A.suppressionAnswer)),
     async handle({ auth, query: q, services }) {
-      const { rows, total } = await services.suppressions.list(auth.projectId, { reason: q.reason }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-      return reply(toPage(rows, q.limit, total, suppressionJson));
+      const { rows, total, totalExact } = await services.suppressions.list(auth.projectId, { reason: q.reason }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply({ ...toPage(rows, q.limit, total, suppressionJson), totalExact });
     } }),
 
   route({ operationId: 'createSuppression', method: 'post', path: '/suppressions', summary: 'Suppress an address', tag: 'Suppressions', access: 'secret', permission: 'admin', body: suppressSchema,

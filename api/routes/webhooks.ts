@@ -99,10 +99,10 @@ export const webhookRoutes = [
     handle: async ({ auth, params, services }) => reply(withSecret(await services.webhooks.rotateSecret(auth.projectId, params.id, actorOf(auth)))) }),
 
   route({ operationId: 'listWebhookDeliveries', method: 'get', path: '/webhooks/:id/deliveries', summary: "List an endpoint's deliveries", tag: 'Webhooks', access: 'secret', permission: 'read', query: listWebhooksQuerySchema,
-    answers: ok('A page of deliveries.', A.pageOf(A.webhookDeliveryAnswer)), links: first('redeliverWebhook', 'deliveryId', 'id'),
+    answers: ok('A page of deliveries; total exact up to 1,000 (totalExact).', A.cappedPageOf(A.webhookDeliveryAnswer)), links: first('redeliverWebhook', 'deliveryId', 'id'),
     async handle({ auth, params, query: q, services }) {
-      const { rows, total } = await services.webhooks.deliveries(auth.projectId, params.id, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-      return reply(toPage(rows, q.limit, total, deliveryJson));
+      const { rows, total, totalExact } = await services.webhooks.deliveries(auth.projectId, params.id, { limit: q.limit, afterId: decodeCursor(q.cursor) });
+      return reply({ ...toPage(rows, q.limit, total, deliveryJson), totalExact });
     } }),
 
   route({ operationId: 'redeliverWebhook', method: 'post', path: '/webhooks/:id/deliveries/:deliveryId/redeliver', summary: 'Deliver again', tag: 'Webhooks', access: 'secret', permission: 'write',

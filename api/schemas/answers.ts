@@ -47,6 +47,17 @@ export const pageOf = (item: Joi.Schema, extra: Record<string, Joi.Schema> = {})
   ...extra,
 });
 
+/**
+ * A page of a list over a table that grows with use (db/pages.ts LIST_COUNT_CAP): its total is counted exactly up to
+ * 1,000 only, and `totalExact` says whether it was.
+ */
+export const cappedPageOf = (item: Joi.Schema, extra: Record<string, Joi.Schema> = {}) => pageOf(item, {
+  total: Joi.number().integer().min(0).max(1000).example(1000)
+    .description('How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.'),
+  totalExact: Joi.boolean().example(false).description('false when total stopped counting at its cap (1,000): more than 1,000 match.'),
+  ...extra,
+});
+
 /** api/middleware/errorHandler.ts ErrorBody: the envelope, with the second shape's `code`, `message` and `time` beside it. */
 export const errorAnswer = shape({
   success: Joi.valid(false),
@@ -82,8 +93,7 @@ export const contactAnswer = shape({
 
 export const savedContactAnswer = contactAnswer.keys(requiredKeys({ _meta: shape({ isNew: Joi.boolean(), isUpdate: Joi.boolean().example(false) }) })).id('SavedContact');
 
-export const contactPageAnswer = pageOf(contactAnswer, {
-  totalExact: Joi.boolean().description('false when total stopped counting at its cap (1,000).'),
+export const contactPageAnswer = cappedPageOf(contactAnswer, {
   contacts: Joi.array().items(contactAnswer).description('The same as items (the spec names the list both ways).'),
   cursor: nullable(Joi.string()).description('The same as nextCursor.'),
 });
@@ -108,7 +118,12 @@ export const segmentAnswer = shape({
   id: idOf(EXAMPLE.segmentId), name: text('Pro customers'), description: nullable(Joi.string().allow('')).example('Everyone on the pro plan.'),
   type: Joi.string().valid('DYNAMIC', 'STATIC'),
   condition: nullable(conditionSchema),
-  memberCount: nullable(Joi.number().integer().min(0)).description('null when the stored condition cannot be evaluated; `error` says why.').example(318),
+  memberCount: nullable(Joi.number().integer().min(0)).example(318).description(
+    'How many contacts the segment held at memberCountAt, exactly (a kept count: GET /segments and GET /segments/:id do not count when read). '
+    + 'null when the stored condition cannot be evaluated; `error` says why.'),
+  memberCountAt: nullable(instant).description(
+    'When memberCount was counted. A create, an update and a change of members count at once; a read more than a minute after the count answers it '
+    + 'and has the segment recounted in the background, so a later read shows the new count.'),
   error: nullable(Joi.string()), createdAt: instant, updatedAt: example(instant, EXAMPLE.later),
 }).id('Segment');
 
@@ -211,7 +226,7 @@ export const eventAnswer = shape({
   id: idOf(EXAMPLE.eventId), name: text('signed-up'), contactId: nullable(id), emailId: nullable(idOf(EXAMPLE.emailId)).example(null),
   data: anyObject.example({ plan: 'pro' }), createdAt: instant,
 }).id('Event');
-export const eventPageAnswer = pageOf(eventAnswer, { totalExact: Joi.boolean().description('false when total stopped counting at its cap (1,000).') });
+export const eventPageAnswer = cappedPageOf(eventAnswer);
 export const eventNamesAnswer = shape({ items: Joi.array().items(shape({ name: text('signed-up'), count: countOf(4210), lastSeenAt: instant })) });
 
 // api/routes/suppressions.ts suppressionJson
@@ -270,7 +285,7 @@ export const overviewAnswer = shape({
   })).description('The sending domains that need attention (not verified, or a record failing), and why; empty when all is well.'),
 }).id('Overview');
 
-export const emailPageAnswer = pageOf(emailAnswer, { totalExact: Joi.boolean().description('false when total stopped counting at its cap.') });
+export const emailPageAnswer = cappedPageOf(emailAnswer);
 
 // tracking/settings.ts ProjectSettings
 const trackChoice = shape({ opens: Joi.boolean(), clicks: Joi.boolean() });

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { recountSegments } from '../../audience/segmentQueries';
 import { copyRows, fileFrom, forgetSeen, mergeStaged, stageRows, type StagedRow } from '../../db/queries/contactImports';
 import { duplicateOf, duplicateReason, planColumns, rowToContact, type ColumnMapping, type ColumnPlan } from './columns';
 import { readRecords, type ImportFormat, type RecordReader } from './format';
@@ -137,9 +138,11 @@ interface ImportRow {
  */
 export async function endImport(trx: Knex.Transaction, ref: ImportRef, status: 'COMPLETED' | 'CANCELLED' | 'FAILED', error?: string): Promise<ImportStatus | undefined> {
   const [row] = await trx('contact_imports').where({ project_id: ref.projectId, id: ref.importId }).whereIn('status', ['QUEUED', 'RUNNING'])
-    .update({ status, error: error ?? null, finished_at: trx.fn.now(), updated_at: trx.fn.now() }).returning('status');
+    .update({ status, error: error ?? null, finished_at: trx.fn.now(), updated_at: trx.fn.now() }).returning(['status', 'segment_id']);
   readAhead.delete(ref.importId);
   if (row) {
+    // The static segment it added to has its kept member count counted again (audience/segments.ts withCounts).
+    if (row.segment_id) await recountSegments(trx, ref.projectId, [{ id: row.segment_id, type: 'STATIC', condition: null }]);
     await trx('contact_import_chunks').where('import_id', ref.importId).delete();
     await trx('contact_import_seen').where('import_id', ref.importId).delete();
     return status;

@@ -38,6 +38,7 @@ import * as abCampaigns from './20261207000001_ab_campaigns';
 import * as inboundLz4 from './20261207000020_inbound_lz4';
 import * as retentionPartitions from './20261208000001_retention_partitions';
 import * as inboundRawIndex from './20261209000001_inbound_raw_index';
+import * as segmentMemberCounts from './20261210000001_segment_member_counts';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -84,6 +85,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261207000020_inbound_lz4': inboundLz4,
   '20261208000001_retention_partitions': retentionPartitions,
   '20261209000001_inbound_raw_index': inboundRawIndex,
+  '20261210000001_segment_member_counts': segmentMemberCounts,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

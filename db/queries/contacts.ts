@@ -3,7 +3,7 @@ import { campaignTally } from './campaignTally';
 import { isTransaction } from '../database';
 import { Contact, type ContactData } from '../models/Contact';
 import { recordEvents } from './events';
-import { cappedCount, listCappedPage, pageQueries, type CappedList, type PageRequest } from '../pages';
+import { LIST_COUNT_CAP, cappedCount, listCappedPage, pageQueries, type CappedList, type PageRequest } from '../pages';
 
 /** A contact write: `data` keys merge into the stored data, and a `null` value deletes its key. */
 export interface ContactInput {
@@ -192,7 +192,7 @@ function filtered(db: Knex, projectId: string, filter: ContactFilter): Knex.Quer
  * as GET /emails does (emails/emails.ts EMAIL_COUNT_CAP: an exact count of a million rows costs ~100 ms however it is
  * indexed); the console's Contacts page lists 1,000,000 contacts in a few ms (BENCHMARKS.md section 20).
  */
-export const CONTACT_COUNT_CAP = 1_000;
+export const CONTACT_COUNT_CAP = LIST_COUNT_CAP;
 
 /** The two queries of a list page (db/pages.ts): `limit + 1` rows newest first after `afterId`, and the filter's capped count. */
 export function contactListQueries(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest) {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { idFloor, listCappedPage, type CappedList, type PageRequest } from '../pages';
+import { LIST_COUNT_CAP, idFloor, listCappedPage, type CappedList, type PageRequest } from '../pages';
 import { Event } from '../models/Event';
 
 export interface NewEvent {
@@ -252,7 +252,7 @@ export interface EventFilter {
  * as GET /emails does (emails/emails.ts EMAIL_COUNT_CAP: an exact count of a million rows costs ~100 ms however it is
  * indexed), since a project records more events than emails (bench/consoleApi.ts seeds 1.4 per email).
  */
-export const EVENT_COUNT_CAP = 1_000;
+export const EVENT_COUNT_CAP = LIST_COUNT_CAP;
 
 /**
  * How far an event's id (a UUIDv7, the time in its first 48 bits) may be past its `created_at` (the start of the

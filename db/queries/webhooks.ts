@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { listPage, type Listed, type PageRequest } from '../pages';
+import { listCappedPage, listPage, LIST_COUNT_CAP, type CappedList, type Listed, type PageRequest } from '../pages';
 
 /** A webhook endpoint row as stored (its secret sealed). */
 export interface EndpointRow {
@@ -78,17 +78,19 @@ export async function deleteEndpoint(db: Knex, projectId: string, id: string): P
 }
 
 /** A page of an endpoint's deliveries, newest first, with every attempt of each (one query for all of the page's). */
-export async function listDeliveries(db: Knex, projectId: string, endpointId: string, page: PageRequest): Promise<Listed<DeliveryRow & { attempt_log: AttemptRow[] }>> {
-  const listed = await listPage(
+export async function listDeliveries(db: Knex, projectId: string, endpointId: string, page: PageRequest): Promise<CappedList<DeliveryRow & { attempt_log: AttemptRow[] }>> {
+  // Its total is exact up to 1,000 (LIST_COUNT_CAP): an endpoint's 200,000 deliveries counted exactly cost a sequential scan.
+  const listed = await listCappedPage(
     () => db('webhook_deliveries').where({ endpoint_id: endpointId, project_id: projectId }),
     page,
+    LIST_COUNT_CAP,
     (r) => r as unknown as DeliveryRow,
   );
   const ids = listed.rows.map((r) => r.id);
   const attempts: AttemptRow[] = ids.length ? await db('webhook_attempts').whereIn('delivery_id', ids).orderBy(['delivery_id', 'id']) : [];
   const byDelivery = new Map<string, AttemptRow[]>();
   for (const a of attempts) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), a]);
-  return { total: listed.total, rows: listed.rows.map((r) => ({ ...r, attempt_log: byDelivery.get(r.id) ?? [] })) };
+  return { total: listed.total, totalExact: listed.totalExact, rows: listed.rows.map((r) => ({ ...r, attempt_log: byDelivery.get(r.id) ?? [] })) };
 }
 
 /**

@@ -185,6 +185,9 @@ describe('GET /contacts (list)', () => {
     expect(all.items).toHaveLength(5);
     // A filter that matches under the cap is exact again.
     expect((await t.http().get('/contacts?search=c100').set(bigKey)).body.data).toMatchObject({ total: 2, totalExact: true });
+    // A first page that holds every match is its own count (db/pages.ts pageWithTotal `whole`); a full one is counted.
+    expect((await t.http().get('/contacts?search=c100&limit=2').set(bigKey)).body.data).toMatchObject({ total: 2, totalExact: true, hasMore: false });
+    expect((await t.http().get('/contacts?search=c100&limit=1').set(bigKey)).body.data).toMatchObject({ total: 2, totalExact: true, hasMore: true });
   });
 
   test('a walk visits every contact exactly once', async () => {

@@ -185,6 +185,15 @@ describe('GET /audit-log', () => {
     expect(a.map((i: { resourceId: string }) => i.resourceId)).not.toContain('b-only@example.org');
   });
 
+  test('the total is exact up to 1,000 (totalExact), and past it says "at least 1,000"', async () => {
+    expect((await t.http().get('/audit-log').set(b)).body.data).toMatchObject({ total: 1, totalExact: true });
+    const many = await t.newProject('Audit many');
+    await t.db.knex.raw(`INSERT INTO audit_log (project_id, actor_kind, operation, resource_type) SELECT ?::uuid, 'operator', 'key.create', 'key' FROM generate_series(1, 1001)`, [many.id]);
+    const page = (await t.http().get('/audit-log').query({ limit: 5 }).set(bearer(many.secretKey))).body.data;
+    expect(page).toMatchObject({ total: 1000, totalExact: false, hasMore: true });
+    expect(page.items).toHaveLength(5);
+  });
+
   test('cursor pages: every entry once, newest first', async () => {
     const all = (await entries()).map((e) => e.id).reverse();
     const seen: string[] = [];

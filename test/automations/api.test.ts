@@ -153,3 +153,17 @@ test('the trigger is decided in the event write: one execution row per listening
   expect(after.map((r) => [r.status, r.outbox])).toEqual([['CANCELLED', null], ['CANCELLED', null]]);
   for (const id of [once, reentrant, disabled, other]) await t.http().delete(`/workflows/${id}`).set(key);
 });
+
+test('executions: the total is exact up to 1,000 (totalExact), and past it says "at least 1,000"', async () => {
+  const wf = (await create(valid())).body.data.id as string;
+  expect((await t.http().get(`/workflows/${wf}/executions`).set(key)).body.data).toMatchObject({ total: 0, totalExact: true });
+  // 1,001 contacts and an execution each, one INSERT apiece: the point is the count, not how they came.
+  await t.db.knex.raw(
+    `WITH c AS (INSERT INTO contacts (project_id, email) SELECT ?::uuid, 'x' || g || '@cap.example' FROM generate_series(1, 1001) g RETURNING id)
+     INSERT INTO automation_executions (project_id, automation_id, contact_id, status, exclusive) SELECT ?::uuid, ?::uuid, id, 'COMPLETED', false FROM c`,
+    [t.project.id, t.project.id, wf]);
+  const page = (await t.http().get(`/workflows/${wf}/executions?limit=5`).set(key)).body.data;
+  expect(page).toMatchObject({ total: 1000, totalExact: false, hasMore: true });
+  expect(page.items).toHaveLength(5);
+  expect((await t.http().get(`/workflows/${wf}/executions?status=FAILED`).set(key)).body.data).toMatchObject({ total: 0, totalExact: true });
+});

@@ -382,3 +382,18 @@ describe('the listener', () => {
     expect(Number((await knex('inbound_messages').count('* as n'))[0]!.n)).toBe(left - 1);
   });
 });
+
+test('GET /inbound: the total is exact up to 1,000 (totalExact), and past it says "at least 1,000"', async () => {
+  const p = await e2e.t.newProject('Much mail');
+  const k = bearer(p.secretKey);
+  // 1,001 messages (and their raw bytes), one INSERT: the point is the count, not how they came.
+  await knex.raw(
+    `WITH r AS (INSERT INTO raw_messages (project_id, content, size) SELECT ?::uuid, '\\x00'::bytea, 1 FROM generate_series(1, 1001) RETURNING id, project_id)
+     INSERT INTO inbound_messages (project_id, raw_message_id, recipient, mail_from, from_address, size)
+     SELECT project_id, id, 'support@in.example.com', 'someone@example.org', CASE WHEN row_number() OVER () <= 2 THEN 'grace@example.org' ELSE 'someone@example.org' END, 1 FROM r`,
+    [p.id]);
+  const page = (await http().get('/inbound?limit=5').set(k)).body.data;
+  expect(page).toMatchObject({ total: 1000, totalExact: false, hasMore: true });
+  expect(page.items).toHaveLength(5);
+  expect((await http().get('/inbound?from=grace@example.org').set(k)).body.data).toMatchObject({ total: 2, totalExact: true });
+});

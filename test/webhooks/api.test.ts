@@ -119,3 +119,17 @@ test('lists are cursor pages', async () => {
   expect(second.body.data.items.map((h: { id: string }) => h.id)).toEqual([ids[0]]);
   expect(second.body.data.hasMore).toBe(false);
 });
+
+test('deliveries: the total is exact up to 1,000 (totalExact), and past it says "at least 1,000"', async () => {
+  const { body } = await create({ url: 'https://hooks.example.com/many', events: ['email.sent'] });
+  const id = body.data.id as string;
+  const add = (n: number) => t.db.knex.raw(
+    `INSERT INTO webhook_deliveries (project_id, endpoint_id, type, payload) SELECT ?::uuid, ?::uuid, 'email.sent', '{}'::jsonb FROM generate_series(1, ?)`,
+    [t.project.id, id, n]);
+  await add(3);
+  expect((await t.http().get(`/webhooks/${id}/deliveries`).set(key)).body.data).toMatchObject({ total: 3, totalExact: true });
+  await add(998); // 1,001 in all, one INSERT
+  const page = (await t.http().get(`/webhooks/${id}/deliveries?limit=5`).set(key)).body.data;
+  expect(page).toMatchObject({ total: 1000, totalExact: false, hasMore: true });
+  expect(page.items).toHaveLength(5);
+});

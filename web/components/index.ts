@@ -7,7 +7,7 @@ export { EmptyState } from './EmptyState';
 export { Checkbox, Field, FormError, SelectField, TextAreaField, TextField } from './Field';
 export { Icon, type IconName } from './icons';
 export { Page } from './Page';
-export { Pager, useCursorPages, type CursorPages } from './Pager';
+export { Pager, totalText, useCursorPages, type CursorPages } from './Pager';
 export { SearchField } from './SearchField';
 export { SecretDialog } from './SecretDialog';
 export { MessagePreview } from './MessagePreview';

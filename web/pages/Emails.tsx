@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, ApiFailure, call, type Schemas } from '../api';
-import { Button, EmailStatus, EmptyState, Icon, Loading, Page, SearchField, SelectField, TextField, Time } from '../components';
+import { Button, EmailStatus, EmptyState, Icon, Loading, Page, SearchField, SelectField, TextField, Time, totalText } from '../components';
 import { useLoad } from '../hooks';
 import { useSession } from '../session';
 
@@ -128,7 +128,7 @@ export default function Emails() {
       {page.data && !page.error && page.data.items.length > 0 ? (
         <nav class="pager" aria-label="Pages of emails">
           <span class="num">
-            {page.data.items.length} shown · {page.data.totalExact === false ? `more than ${page.data.total.toLocaleString()}` : page.data.total.toLocaleString()} in all
+            {page.data.items.length} shown · {totalText(page.data)} in all
           </span>
           <span class="pager-buttons">
             <Button size="sm" onClick={previous} disabled={!cursor}><Icon name="arrowLeft" />{cursor && !previousOf.has(cursor) ? 'Newest' : 'Previous'}</Button>

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, call, type Schemas } from '../api';
-import { Badge, Button, EmptyState, Field, Icon, Loading, Page, SearchField, SelectField, Time, type Tone } from '../components';
+import { Badge, Button, EmptyState, Field, Icon, Loading, Page, SearchField, SelectField, Time, totalText, type Tone } from '../components';
 import { useLoad } from '../hooks';
 
 /**
@@ -169,7 +169,7 @@ export default function Events() {
                 </table>
               </div>
               <div class="pager">
-                <span>{page.total.toLocaleString()} {page.total === 1 ? 'event' : 'events'}</span>
+                <span>{totalText(page, 'event', 'events')}</span>
                 <div class="pager-buttons">
                   <Button size="sm" disabled={!cursor} onClick={() => go({}, previous[previous.length - 1], previous.slice(0, -1))}>Newer</Button>
                   <Button size="sm" disabled={!page.nextCursor} onClick={() => go({}, page.nextCursor ?? undefined, [...previous, cursor])}>Older</Button>

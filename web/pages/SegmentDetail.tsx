@@ -178,7 +178,12 @@ function SegmentPage({ segment, onChanged }: { segment: Segment; onChanged: (s: 
     <Page title={segment.name} breadcrumb={breadcrumb}
       lede={<span class="row">
         <SegmentType type={segment.type} />
-        <span class="muted">{segment.memberCount !== null ? plural(segment.memberCount, 'member', 'members') : 'No count'} · updated <Time value={segment.updatedAt} relative /></span>
+        <span class="muted">
+          {segment.memberCount !== null ? plural(segment.memberCount, 'member', 'members') : 'No count'}
+          {/* A kept count, recounted in the background a minute after (audience/segments.ts): say when it was counted. */}
+          {segment.memberCount !== null && segment.memberCountAt ? <> (counted <Time value={segment.memberCountAt} relative />)</> : null}
+          {' '}· updated <Time value={segment.updatedAt} relative />
+        </span>
       </span>}
       actions={write ? <Button variant="danger" onClick={() => setDeleting(true)}><Icon name="trash" />Delete</Button> : null}>
       <form class="stack segment-form" noValidate onSubmit={save.submit}>
@@ -211,7 +216,7 @@ function SegmentPage({ segment, onChanged }: { segment: Segment; onChanged: (s: 
           </div>
         ) : null}
       </form>
-      {dynamic ? null : <Members segment={segment} onCount={(memberCount) => onChanged({ ...segment, memberCount })} />}
+      {dynamic ? null : <Members segment={segment} onCount={(memberCount) => onChanged({ ...segment, memberCount, memberCountAt: new Date().toISOString() })} />}
       {write ? (
         <ConfirmDialog open={deleting} title={`Delete the segment ${segment.name}?`} confirm="Delete segment" danger onClose={() => setDeleting(false)}
           onConfirm={async () => {

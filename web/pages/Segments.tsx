@@ -1,6 +1,6 @@
 import { useLocation } from 'preact-iso';
 import { api, call } from '../api';
-import { Badge, Button, EmptyState, Icon, Loading, Page, Pager, Time, useCursorPages } from '../components';
+import { Badge, Button, EmptyState, formatDateTime, Icon, Loading, Page, Pager, Time, useCursorPages } from '../components';
 import { useLoad } from '../hooks';
 import { useSession } from '../session';
 import { SegmentType } from './parts/segments';
@@ -48,7 +48,8 @@ export default function Segments() {
                       </td>
                       <td><SegmentType type={s.type} /></td>
                       <td class="num">
-                        {s.memberCount !== null ? s.memberCount.toLocaleString()
+                        {/* A kept count (GET /segments does not count when read): its time in the tooltip. */}
+                        {s.memberCount !== null ? <span title={s.memberCountAt ? `counted ${formatDateTime(s.memberCountAt)}` : undefined}>{s.memberCount.toLocaleString()}</span>
                           : <span title={s.error ?? undefined}><Badge tone="warning">Needs a fix</Badge></span>}
                       </td>
                       <td class="hide-phone"><Time value={s.updatedAt} /></td>

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, call, type Schemas } from '../../api';
-import { Badge, Button, EmptyState, Loading, SelectField, TextField, Time } from '../../components';
+import { Badge, Button, EmptyState, Loading, SelectField, TextField, Time, totalText } from '../../components';
 import { useLoad } from '../../hooks';
 
 type Entry = Schemas['AuditEntry'];
@@ -137,7 +137,7 @@ export function AuditLog() {
             </table>
           </div>
           <div class="pager">
-            <span>{page.data?.total !== undefined ? `${page.data.total} ${page.data.total === 1 ? 'entry' : 'entries'}` : ''}</span>
+            <span>{page.data?.total !== undefined ? totalText(page.data, 'entry', 'entries') : ''}</span>
             <div class="pager-buttons">
               <Button size="sm" disabled={!query.cursor} onClick={() => {
                 const previous = back.slice(0, -1);
