@@ -171,15 +171,17 @@ describe('campaigns', () => {
   });
 
   test('a failed campaign cancels its still-queued emails (they are not delivered later); sent ones stay sent; once only', async () => {
+    // As beginCampaign and the first batch leave it: all of a campaign's emails in the partition its row names.
+    const partitionAt = new Date();
     const [row] = await t.db.knex('campaigns').insert({
       project_id: t.project.id, name: 'Half sent', subject: 'Hi', body: '<p>Hi</p>', from_email: 'news@example.com',
-      audience_type: 'ALL', status: 'SENDING', started_at: t.db.knex.fn.now(),
+      audience_type: 'ALL', status: 'SENDING', started_at: t.db.knex.fn.now(), emails_partition_at: partitionAt,
     }).returning('id');
     const contacts = await t.db.knex('contacts').where({ project_id: t.project.id }).orderBy('email').limit(3).select('id', 'email');
     // Not yet available to the delivery queue (available_at in an hour): they stay QUEUED until the campaign fails.
     await t.db.knex('emails').insert(contacts.map((c, i) => ({
       project_id: t.project.id, contact_id: c.id, campaign_id: row.id, from_email: 'news@example.com', to_email: c.email,
-      status: i === 0 ? 'SENT' : 'QUEUED', priority: 1, available_at: t.db.knex.raw("now() + interval '1 hour'"),
+      status: i === 0 ? 'SENT' : 'QUEUED', priority: 1, available_at: t.db.knex.raw("now() + interval '1 hour'"), partition_at: partitionAt,
     })));
     await backfillCampaignStats(t.db.knex, { projectId: t.project.id, campaignId: row.id }); // its counts, as the writers keep them
     const activities = campaignBatches({ knex: t.db.knex, secret: TEST_SECRET });
