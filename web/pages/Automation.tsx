@@ -133,8 +133,11 @@ function Builder({ workflow, onSaved, breadcrumb }: { workflow: Workflow | null;
 
   const select = (id: string, reveal = true) => {
     setSelected(id);
-    // Where the panel is under the graph (a phone), it is brought into view.
-    if (reveal && matchMedia('(max-width: 1080px)').matches) requestAnimationFrame(() => panel.current?.scrollIntoView({ block: 'start', behavior: 'smooth' }));
+    // Where the panel is under the graph (a phone), it is brought into view; at once for a person who asks for less motion.
+    if (reveal && matchMedia('(max-width: 1080px)').matches) {
+      const behavior = matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth';
+      requestAnimationFrame(() => panel.current?.scrollIntoView({ block: 'start', behavior }));
+    }
   };
   const setSteps = (steps: Step[]) => setDraft((d) => ({ ...d, steps }));
   const describe = (ref: string | null) => {
