@@ -92,7 +92,7 @@ withChromium('the console: automations', (chromium) => {
         await node(page, no).getByText('Free welcome').waitFor();
         // The branches are drawn side by side under the condition, each path ending. Places on the canvas, not on the
         // screen: at phone size the step's panel is still scrolling smoothly into view while they are read.
-        const place = (id: string) => node(page, id).evaluate((el: HTMLElement) => ({ x: el.offsetLeft, y: el.offsetTop }));
+        const place = (id: string) => node(page, id).evaluate((el) => { const at = el as unknown as { offsetLeft: number; offsetTop: number }; return { x: at.offsetLeft, y: at.offsetTop }; });
         const [cb, yb, nb] = await Promise.all([place(check), place(yes), place(no)]);
         expect(yb.x).toBeLessThan(nb.x);
         expect(yb.y).toBeGreaterThan(cb.y);
