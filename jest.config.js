@@ -19,7 +19,9 @@ module.exports = {
   // Longest files first, from recorded durations when Jest's cache has none (a fresh clone in CI).
   testSequencer: '<rootDir>/test/support/sequencer.js',
   testTimeout: 60000,
-  // Two on two cores. Two left the cores idle 45 % of a CI run (CPU 41 of 76 core-minutes), but three made every file
-  // slower in wall time, and tests with a browser or a Temporal server ran past their time limits (load 8-12).
-  maxWorkers: 2,
+  // Three on two cores. With two, the cores idled ~45 % of a CI run (files wait on browsers' pages, Temporal's timers
+  // and SMTP); a whole run with three on a quiet machine (2026-11-28, 18:40-19:10 UTC) took 1,809 s of Jest against
+  // 2,134 s with two, every test passing. An earlier try with three on a machine loaded by other suites (load 12-16)
+  // timed tests out: the bounds in the tests are for this machine's own load, not for a neighbour's.
+  maxWorkers: 3,
 };

@@ -2,7 +2,7 @@ import { createProject } from '../../projects/service';
 import { createResetLink } from '../../people/resets';
 import { accountKey } from '../../people/throttle';
 import { withChromium } from '../support/chromium';
-import { checkA11y, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
+import { checkA11y, desktopOnly, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
 import { PASSWORD, person } from '../people/support';
 
 /**
@@ -58,7 +58,7 @@ withChromium('the console sign-in pages', (chromium) => {
       });
     });
 
-    test('a locked account is told when it may try again (429 Retry-After)', async () => {
+    desktopOnly(size)('a locked account is told when it may try again (429 Retry-After)', async () => {
       const locked = await person(c.db.knex, { [c.project.id]: 'member' }, { email: `locked-${size}@acme.test` });
       // The account's free failures (LOGIN_FREE_FAILURES_PER_ACCOUNT, 5), and one more that starts its wait.
       for (let i = 0; i < 6; i++) {
@@ -77,7 +77,7 @@ withChromium('the console sign-in pages', (chromium) => {
       });
     });
 
-    test('a single sign-on failure (?error=) is shown in words', async () => {
+    desktopOnly(size)('a single sign-on failure (?error=) is shown in words', async () => {
       await c.withPage({ viewport }, async (page) => {
         await page.goto(c.url('/app/login?error=no_account'));
         const alert = page.getByRole('alert');
@@ -109,7 +109,7 @@ withChromium('the console sign-in pages', (chromium) => {
       });
     });
 
-    test('a used invitation link is refused in words, with what to do', async () => {
+    desktopOnly(size)('a used invitation link is refused in words, with what to do', async () => {
       await c.withPage({ viewport, expectErrors: [/status of 422/] }, async (page) => {
         await page.goto(c.url('/app/invitation#token=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'));
         await page.getByLabel('Name').fill('Someone');

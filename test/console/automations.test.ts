@@ -1,7 +1,7 @@
 import type { Locator, Page } from 'playwright-core';
 import { stepClock } from '../support/automations';
 import { withChromium } from '../support/chromium';
-import { checkA11y, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
+import { checkA11y, desktopOnly, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
 import { waitFor } from '../support/processes';
 
 /**
@@ -193,7 +193,7 @@ withChromium('the console: automations', (chromium) => {
       expect((await api('GET', `/workflows/${wf}/executions/${x.id}`)).body.data.status).toBe('CANCELLED');
     });
 
-    test('a step with a bad field shows the API\'s message on that step, selected', async () => {
+    desktopOnly(size)('a step with a bad field shows the API\'s message on that step, selected', async () => {
       await c.withPage({ viewport, as: 'member', expectErrors: [/status of 422/] }, async (page) => {
         await page.goto(c.url('/app/automations/new'));
         await heading(page, 'New automation');

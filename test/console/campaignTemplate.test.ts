@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { withChromium } from '../support/chromium';
-import { checkA11y, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
+import { checkA11y, desktopOnly, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
 import { waitFor } from '../support/processes';
 import type { Received } from '../support/smtp';
 
@@ -120,7 +120,7 @@ withChromium('the campaign composer with a template', (chromium) => {
       });
     });
 
-    test('the template choice with the keyboard alone', async () => {
+    desktopOnly(size)('the template choice with the keyboard alone', async () => {
       await c.withPage({ viewport, as: 'member' }, async (page) => {
         await page.goto(c.url('/app/campaigns/new'));
         await heading(page, 'New campaign');

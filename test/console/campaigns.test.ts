@@ -2,7 +2,7 @@ import type { Page } from 'playwright-core';
 import { createProject } from '../../projects/service';
 import { addDomain } from '../../domains/rows';
 import { withChromium } from '../support/chromium';
-import { checkA11y, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
+import { checkA11y, desktopOnly, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
 import { waitFor } from '../support/processes';
 import type { Received } from '../support/smtp';
 import { PASSWORD, person } from '../people/support';
@@ -192,7 +192,7 @@ withChromium('the console Campaigns pages', (chromium) => {
       });
     });
 
-    test('the composer with the keyboard alone: fill, send now, confirm', async () => {
+    desktopOnly(size)('the composer with the keyboard alone: fill, send now, confirm', async () => {
       const name = `Keyboard news (${size})`;
       await c.withPage({ viewport, as: 'member' }, async (page) => {
         await page.goto(c.url('/app/campaigns/new'));

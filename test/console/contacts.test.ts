@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { withChromium } from '../support/chromium';
-import { checkA11y, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
+import { checkA11y, desktopOnly, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
 
 /**
  * The Contacts pages in Chromium against a real Herald (the embedded engine delivering to a real SMTP server): a
@@ -134,7 +134,7 @@ withChromium('the console: contacts', (chromium) => {
       });
     }, 90_000);
 
-    test('in the dark, the list and a contact read well', async () => {
+    desktopOnly(size)('in the dark, the list and a contact read well', async () => {
       const made = await api('POST', '/contacts', { email: `grace.${size}@example.org`, data: { firstName: 'Grace', plan: 'team' } });
       await c.withPage({ viewport, as: 'member', colorScheme: 'dark' }, async (page) => {
         await page.goto(c.url('/app/contacts'));
@@ -165,7 +165,7 @@ withChromium('the console: contacts', (chromium) => {
       expect(made.status).toBe(201);
     });
 
-    test('an address that is no contact of the project is a page that says so', async () => {
+    desktopOnly(size)('an address that is no contact of the project is a page that says so', async () => {
       await c.withPage({ viewport, as: 'member', expectErrors: [/404/] }, async (page) => {
         await page.goto(c.url('/app/contacts/0190a0a0-0000-7000-8000-000000000000'));
         await heading(page, 'Contact not found');

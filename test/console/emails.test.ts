@@ -4,7 +4,7 @@ import { createProject, type CreatedProject } from '../../projects/service';
 import { addDomain } from '../../domains/rows';
 import { bearer } from '../support/app';
 import { withChromium } from '../support/chromium';
-import { checkA11y, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
+import { checkA11y, desktopOnly, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
 import { waitForEmails } from '../support/engine';
 import { waitFor } from '../support/processes';
 import { PASSWORD, person } from '../people/support';
@@ -115,7 +115,7 @@ withChromium('the console Emails pages', (chromium) => {
       });
     });
 
-    test('remote images load only after "Load remote images"', async () => {
+    desktopOnly(size)('remote images load only after "Load remote images"', async () => {
       // Until the click, the preview's policy refuses the image (a CSP report); after it, the image is fetched (and
       // fails here: the host does not exist).
       await c.withPage({ viewport, as: 'member', expectErrors: [/img-src/, /ERR_NAME_NOT_RESOLVED|images\.example\.invalid/] }, async (page) => {
@@ -154,7 +154,7 @@ withChromium('the console Emails pages', (chromium) => {
       });
     });
 
-    test('sign-in → Emails → an email, with the keyboard alone', async () => {
+    desktopOnly(size)('sign-in → Emails → an email, with the keyboard alone', async () => {
       await c.withPage({ viewport }, async (page) => {
         await page.goto(c.url('/app/login'));
         await heading(page, 'Sign in to Herald');
@@ -213,7 +213,7 @@ withChromium('the console Emails pages', (chromium) => {
       });
     });
 
-    test('a recipient that is not an address is told under the field; an unknown email says so', async () => {
+    desktopOnly(size)('a recipient that is not an address is told under the field; an unknown email says so', async () => {
       await c.withPage({ viewport, as: 'viewer', expectErrors: [/status of 400/, /status of 404/] }, async (page) => {
         await page.goto(c.url('/app/emails?to=not-an-address'));
         await heading(page, 'Emails');
@@ -225,7 +225,7 @@ withChromium('the console Emails pages', (chromium) => {
       });
     }, 60_000);
 
-    test('dark: the log and an email read well (axe contrast) in the dark scheme', async () => {
+    desktopOnly(size)('dark: the log and an email read well (axe contrast) in the dark scheme', async () => {
       await c.withPage({ viewport, as: 'admin', colorScheme: 'dark' }, async (page) => {
         await page.goto(c.url('/app/emails'));
         await heading(page, 'Emails');

@@ -1,7 +1,7 @@
 import type { Page } from 'playwright-core';
 import { addDomain } from '../../domains/rows';
 import { withChromium } from '../support/chromium';
-import { checkA11y, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
+import { checkA11y, desktopOnly, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
 
 /**
  * The Segments pages in Chromium against a real Herald: a member builds a dynamic segment with a data filter, then an
@@ -159,7 +159,7 @@ withChromium('the console: segments', (chromium) => {
       });
     });
 
-    test('an answer to an older condition that comes late never replaces the newer one\'s count', async () => {
+    desktopOnly(size)('an answer to an older condition that comes late never replaces the newer one\'s count', async () => {
       for (const [email, tier] of [[`lou.${size}@example.org`, `lead-${size}`], [`liz.${size}@example.org`, `lead-${size}`], [`zoe.${size}@example.org`, `zinc-${size}`]]) {
         expect((await api('POST', '/contacts', { email, data: { tier } })).status).toBe(201);
       }
@@ -230,7 +230,7 @@ withChromium('the console: segments', (chromium) => {
       });
     });
 
-    test('deleting asks first; a segment a draft campaign sends to stays, with the API\'s reason', async () => {
+    desktopOnly(size)('deleting asks first; a segment a draft campaign sends to stays, with the API\'s reason', async () => {
       const used = await api('POST', '/segments', { name: `Newsletter readers ${size}`, type: 'STATIC' });
       const usedId = used.body.data.id as string;
       const campaign = await api('POST', '/campaigns', { name: `Spring news ${size}`, subject: 'Spring', body: '<p>Hi</p>', from: 'news@example.com', audienceType: 'SEGMENT', segmentId: usedId });
@@ -291,7 +291,7 @@ withChromium('the console: segments', (chromium) => {
       expect(dynamic.status).toBe(201);
     });
 
-    test('in the dark, the builder reads well', async () => {
+    desktopOnly(size)('in the dark, the builder reads well', async () => {
       await c.withPage({ viewport, as: 'member', colorScheme: 'dark' }, async (page) => {
         await page.goto(c.url('/app/segments/new'));
         await heading(page, 'New segment');
@@ -305,7 +305,7 @@ withChromium('the console: segments', (chromium) => {
       });
     });
 
-    test('a segment that is no segment of the project is a page that says so', async () => {
+    desktopOnly(size)('a segment that is no segment of the project is a page that says so', async () => {
       await c.withPage({ viewport, as: 'member', expectErrors: [/404/] }, async (page) => {
         await page.goto(c.url('/app/segments/0190a0a0-0000-7000-8000-000000000000'));
         await heading(page, 'Segment not found');

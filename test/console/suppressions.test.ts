@@ -1,5 +1,5 @@
 import { withChromium } from '../support/chromium';
-import { checkA11y, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
+import { checkA11y, desktopOnly, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
 
 /**
  * The Suppressions page in Chromium against a real Herald: an admin adds an address (with a reason and a note) and
@@ -80,7 +80,7 @@ withChromium('the console: suppressions', (chromium) => {
       });
     }, 60_000);
 
-    test('in the dark', async () => {
+    desktopOnly(size)('in the dark', async () => {
       await c.withPage({ viewport, as: 'admin', colorScheme: 'dark' }, async (page) => {
         await page.goto(c.url('/app/suppressions'));
         await page.locator('tbody tr', { hasText: `bounced.${size}@example.net` }).waitFor();

@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { withChromium } from '../support/chromium';
-import { checkA11y, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
+import { checkA11y, desktopOnly, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
 
 /**
  * The Templates pages in Chromium against a real Herald (the embedded engine delivering to a real SMTP server): a
@@ -194,7 +194,7 @@ withChromium('the console: templates', (chromium) => {
       await api('DELETE', `/templates/${id}`);
     }, 60_000);
 
-    test('in the dark, the editor and its preview read well', async () => {
+    desktopOnly(size)('in the dark, the editor and its preview read well', async () => {
       const made = await api('POST', '/templates', {
         name: `Dark ${size}`, subject: 'Hi {{ data.firstName }}', bodyType: 'markdown', from: 'hello@example.com',
         body: '# Hello {{ data.firstName | default: "there" }}\n\n{% if plan %}Your plan: **{{ plan }}**{% endif %}\n\n<a href="{{ unsubscribeUrl }}">Unsubscribe</a>',

@@ -44,6 +44,18 @@ export const VIEWPORTS = [
 ] as const satisfies readonly (readonly [string, { width: number; height: number }])[];
 export type Viewport = (typeof VIEWPORTS)[number][1];
 
+/**
+ * `test` at desktop size, nothing at phone size: for a test inside `describe.each(VIEWPORTS)` whose subject does not
+ * change with the width (a path taken with the keyboard alone, the dark scheme's colours, an API refusal or a late
+ * answer shown in words) and whose pages the file's other tests already show, screenshot and check with axe at phone
+ * size. Run twice, such a test only doubled a browser's work: a console file spends about two thirds of its CPU in
+ * Chromium. Not registered at phone size, rather than skipped, so that a run reports no skipped test.
+ */
+export function desktopOnly(size: string): jest.It {
+  if (size === 'desktop') return test;
+  return Object.assign(() => undefined, test) as unknown as jest.It;
+}
+
 export const ARTIFACTS = path.resolve(__dirname, '..', '..', 'artifacts', 'console');
 export const CONSOLE_ROLES: readonly Role[] = ['owner', 'admin', 'member', 'viewer'];
 
@@ -198,7 +210,8 @@ interface AxeViolation { id: string; impact: string | null; help: string; nodes:
  * serious or critical violation, and answers the rest (minor, moderate) for the caller to look at.
  */
 export async function checkA11y(page: Page, what = page.url()): Promise<AxeViolation[]> {
-  await page.evaluate(AXE_SOURCE);
+  // Injected once per document: a page that stays loaded between checks keeps it (its 550 KB parsed once).
+  if (await page.evaluate('typeof axe === "undefined"')) await page.evaluate(AXE_SOURCE);
   const violations = await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({
     id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target, failureSummary: n.failureSummary })),
   })))`) as AxeViolation[];
