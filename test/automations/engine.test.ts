@@ -110,7 +110,11 @@ test('DELAY of 3 days: WAITING with its deadline, then on when the clock is step
   expect((await executionsOf(t.http, key, wf))[0]!.status).toBe('WAITING');
   expect(mailsTo('bob@example.org')).toHaveLength(0);
 
-  await waitFor('parked again', async () => ((await t.db.knex('automation_executions').where({ id: waiting!.id }).first('parked', 'run')).run === 1 ? true : undefined));
+  // Parked again by the second run (not only begun: a run that had not looked yet would see the next step's days too).
+  await waitFor('parked again', async () => {
+    const row = await t.db.knex('automation_executions').where({ id: waiting!.id }).first('parked', 'run');
+    return row.run === 1 && row.parked ? true : undefined;
+  });
   await stepClock(t.db.knex, DAY);
   const [x] = await waitForExecutions(t.http, key, wf, finished);
   expect(x!.status).toBe('COMPLETED');
