@@ -294,7 +294,7 @@ runBench('bench:temporal-executions', 60 * 60_000, async () => {
           engine: eng, campaigns: CAMPAIGNS, audience: AUDIENCE,
           'first send, median ms': Math.round(median(campaignMs)), 'first send, each ms': campaignMs.map((x) => Math.round(x)).join(', '),
           'POST /campaigns/:id/send answered, median ms': Math.round(median(answeredMs)),
-          'start accepted / SENDING / first batch, median ms': ['dispatched', 'started', 'queued'].map((k) => Math.round(median(stages.map((x) => x[k as 'dispatched'])))).join(' / '),
+          'start accepted / SENDING / first batch, median ms': (['dispatched', 'started', 'queued'] as const).map((k) => Math.round(median(stages.map((x) => x[k])))).join(' / '),
           'floor: POST /v1/send to the sink, median ms': Math.round(median(floorMs)), 'floor, each ms': floorMs.map((x) => Math.round(x)).join(', '),
           'ratio (medians)': (median(campaignMs) / median(floorMs)).toFixed(2), 'steal %': (stealSince(steal0.at).share * 100).toFixed(1),
         });
