@@ -64,13 +64,16 @@ test.each<[string, string, EmailFilter, boolean, boolean]>([
 });
 
 // The whole project's count: any index that leads with project_id counts it (since the primary key gained the partition
-// key, db/partitions.ts, the planner may prefer the as small project-status index for an index-only count).
+// key, db/partitions.ts, the planner may prefer the as small project-status index for an index-only count). A date
+// range is a range of ids (UUIDv7): the primary key reads it as a range, the project-status index, which ends in id,
+// as a condition on its index-only entries of the project; which is cheaper turns on the sample ANALYZE drew, and a CI
+// run saw the second. Either reads only the project, never the table.
 test.each<[string, RegExp, EmailFilter]>([
   ['all', /emails_pkey|emails_project_status_idx/, {}],
   ['status', /emails_project_status_idx/, { status: 'SENT' }],
   ['recipient', /emails_project_to_idx/, { to: 'user7@example.org' }],
   ['campaign', /emails_project_campaign_idx/, { campaignId: CAMPAIGN }],
-  ['date range', /emails_pkey/, { since }],
+  ['date range', /emails_pkey|emails_project_status_idx/, { since }],
 ])('list total (capped): %s reads only the project through %s, at most the cap', async (_name, index, filter) => {
   const { count } = emailListQueries(db.knex, projectId, filter, { limit: 20 });
   const p = await plan(count as never);
