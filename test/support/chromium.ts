@@ -3,7 +3,7 @@ import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 
 /** How to get the browser the page tests drive (Debian's Chromium with playwright-core). */
-export const CHROMIUM_HOW = 'apt-get install -y chromium, or set CHROMIUM_PATH';
+export const CHROMIUM_HOW = 'apt-get install -y chromium-headless-shell (or chromium), or set CHROMIUM_PATH';
 
 function executable(file: string): boolean {
   try {
@@ -14,11 +14,17 @@ function executable(file: string): boolean {
   }
 }
 
-/** CHROMIUM_PATH when set (and only it: a wrong one is a mistake to see), else Debian's chromium, else one on PATH. */
+/**
+ * CHROMIUM_PATH when set (and only it: a wrong one is a mistake to see), else Debian's chromium-headless-shell, else its
+ * chromium, in /usr/bin or on PATH. The headless shell is the same Chromium (Blink, V8, the same version in Debian)
+ * built without the browser's window layer: a console test file drove it with 38 % less of the machine's CPU than the
+ * full browser in its headless mode (52 against 83 CPU-s, BENCHMARKS.md section 47), and the page tests are most of a
+ * run's CPU.
+ */
 export function findChromium(): string | undefined {
   if (process.env.CHROMIUM_PATH) return executable(process.env.CHROMIUM_PATH) ? process.env.CHROMIUM_PATH : undefined;
   const dirs = ['/usr/bin', ...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean)];
-  for (const name of ['chromium', 'chromium-browser']) {
+  for (const name of ['chromium-headless-shell', 'chromium', 'chromium-browser']) {
     for (const dir of dirs) if (executable(path.join(dir, name))) return path.join(dir, name);
   }
   return undefined;

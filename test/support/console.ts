@@ -227,7 +227,15 @@ export async function screenshot(page: Page, name: string, opts: { dark?: boolea
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const width = page.viewportSize()?.width ?? 0;
   const file = path.join(ARTIFACTS, `${name}${opts.dark ? '-dark' : ''}-${width}.png`);
-  await page.screenshot({ path: file, fullPage: opts.fullPage ?? false });
+  if (!opts.fullPage) {
+    await page.screenshot({ path: file });
+    return file;
+  }
+  // A whole page is drawn from the top: scrolled, the sticky header would be drawn where the window stood, mid-page.
+  const y = await page.evaluate('window.scrollY');
+  await page.evaluate('window.scrollTo(0, 0)');
+  await page.screenshot({ path: file, fullPage: true });
+  await page.evaluate(`window.scrollTo(0, ${Number(y)})`);
   return file;
 }
 
