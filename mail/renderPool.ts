@@ -40,7 +40,10 @@ export interface RenderPool {
  * One tenant (project) has at most `threads - 1` jobs on the threads at once; its other jobs wait their turn here,
  * so one project's costly templates leave a thread to everyone else.
  */
-export function createRenderPool(threads = defaultRenderThreads()): RenderPool {
+export function createRenderPool(threads = defaultRenderThreads(), inlineBudget: { ms?: number } = {}): RenderPool {
+  // The inline attempt's time budget: 5 ms in Herald; a test of which templates go straight to a thread gives it more,
+  // so that a machine's load never decides for it (its templates pass the budget in characters, deterministically).
+  const inline = { ...INLINE, ...inlineBudget };
   let pool: Piscina | undefined;
   /**
    * Templates (subject and body) that passed the inline attempt's budget COSTLY_AFTER times in a row, for a minute: a
@@ -76,12 +79,12 @@ export function createRenderPool(threads = defaultRenderThreads()): RenderPool {
   return {
     async render(jobs, tenant = '') {
       const results: (RenderJobResult | undefined)[] = jobs.map(() => undefined);
-      const budget = new RenderBudget(INLINE.ms, INLINE.chars, INLINE.memory);
+      const budget = new RenderBudget(inline.ms, inline.chars, inline.memory);
       jobs.forEach((job, i) => {
         const key = `${job.markdown ? 'md' : 'html'}\u0000${job.subject}\u0000${job.body}`;
-        if (key.length > INLINE.templateChars || costly.has(key) || budget.remainingMs() === 0) return;
+        if (key.length > inline.templateChars || costly.has(key) || budget.remainingMs() === 0) return;
         // A job that starts with less than half the call's time left may pass it because of the jobs before it.
-        const ownTime = budget.remainingMs() >= INLINE.ms / 2;
+        const ownTime = budget.remainingMs() >= inline.ms / 2;
         const outcome = renderJob(job, budget);
         // A syntax error is final; a budget passed here may well fit the full budgets of a thread.
         if ('failed' in outcome && outcome.failed.code !== 'invalid_template') {
