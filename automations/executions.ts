@@ -10,7 +10,7 @@ import { ACTIVE_STATUSES, endedColumns, endExecution, recordExecutionFailed } fr
 import type { Logger } from '../logging/logger';
 import { asPermanent, PermanentError } from '../engine/permanent';
 import type { ExecutionRef, ExecutionStatus, ParkedState, StepOutcome, StepRef, WaitClock, WaitState } from '../workflows/types';
-import { emailsAccepted } from '../metrics/registry';
+import { emailsQueued } from '../sending/queued';
 
 export interface AutomationDeps {
   knex: Knex;
@@ -120,7 +120,7 @@ export function executionSteps(deps: AutomationDeps) {
       return { failed: `step "${ref.step.id}": ${detail}` };
     }
     // Counted in the step's transaction, which commits right after it (a step retried after a failed commit counts twice).
-    emailsAccepted.inc({ way: 'automation' }, storedEmails(stored!));
+    emailsQueued('automation', storedEmails(stored!));
     return { next }; // the committed row is in the delivery queue
   }
 

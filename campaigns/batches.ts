@@ -8,7 +8,7 @@ import { recordEvents } from '../db/queries/events';
 import { cancelCampaignRows, failCampaignRows, finishCampaignRows } from './lifecycle';
 import { asPermanent, PermanentError } from '../engine/permanent';
 import { campaignTally, statusTally, STATUS_TALLY } from '../db/queries/campaignTally';
-import { emailsAccepted } from '../metrics/registry';
+import { emailsQueued } from '../sending/queued';
 import type { BatchPart, BatchResult, CampaignRef, CampaignPhase, TestWaitState, WaitClock } from '../workflows/types';
 
 export interface CampaignDeps {
@@ -133,7 +133,7 @@ export function campaignBatches({ knex, sendRatePerSecond, secret }: CampaignDep
         return res.rows[0] as { n: number; last: string | null; inserted: number };
       }).catch((err: unknown) => { throw asPermanent(err, 'the audience cannot be evaluated'); });
       if (!result) return { cancelled: true, inserted: 0, last: ref.after, done: true };
-      emailsAccepted.inc({ way: 'campaign' }, result.inserted); // committed
+      emailsQueued('campaign', result.inserted); // committed
       return { cancelled: false, inserted: result.inserted, last: result.last ?? ref.after, done: result.n < read };
     },
 

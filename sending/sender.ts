@@ -3,7 +3,7 @@ import { invalid } from '../core/errors';
 import { batched, batchedByGroup, groupStatement } from '../db/batch';
 import { checkSends, renderSends, storeSends, storedEmails, type CheckedSend, type PreparedSend, type SendCommand, type SendStoreDeps, type StoredSend } from './sends';
 import type { Mailbox, SendBody } from './types';
-import { emailsAccepted } from '../metrics/registry';
+import { emailsQueued } from './queued';
 
 /** Recipients of one send (spec section 4.1), whichever way it comes in. */
 export const MAX_RECIPIENTS = 50;
@@ -30,7 +30,7 @@ export function sendCommand(projectId: string, body: SendBody, domains?: readonl
 
 /** The send rate (herald_emails_accepted_total): the email rows a committed send stored, by its way in. */
 function counted(prepared: PreparedSend, stored: StoredSend): StoredSend {
-  emailsAccepted.inc({ way: prepared.command.raw ? 'smtp' : 'http' }, storedEmails(stored));
+  emailsQueued(prepared.command.raw ? 'smtp' : 'http', storedEmails(stored));
   return stored;
 }
 

@@ -3,7 +3,9 @@ import { retryDelayMs, startDeliveryQueue, type DeliveryQueue } from '../worker/
 import { createLogger } from '../logging/logger';
 import { createMailer, type Mailer } from '../mail/transport';
 import { createProject } from '../projects/service';
-import { TEST_SECRET } from './support/app';
+import { createSender, sendCommand } from '../sending/sender';
+import { addDomain } from '../domains/rows';
+import { TEST_SECRET, testAppDeps } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/db';
 import { startSmtpServer, type TestSmtpServer } from './support/smtp';
 
@@ -37,7 +39,7 @@ afterAll(async () => {
 /** When each send began (the pace governs these; arrival times add each connection's latency). */
 const sendsBegun: number[] = [];
 
-function start(executorId: string, ratePerSecond: number, extra: { leaseMs?: number } = {}): DeliveryQueue {
+function start(executorId: string, ratePerSecond: number, extra: { leaseMs?: number; pollMs?: number } = {}): DeliveryQueue {
   const counting: Mailer = { ...mailer, send: (message) => { sendsBegun.push(performance.now()); return mailer.send(message); } };
   const deliverer = createDeliverer({ knex: db.knex, mailer: counting, log, secret: TEST_SECRET, publicUrl: 'http://herald.test' });
   const queue = startDeliveryQueue({ knex: db.knex, log, deliverer, ratePerSecond, executorId, pollMs: 20, ...extra });
@@ -152,3 +154,15 @@ test('stop() finishes the sends in flight and records them: nothing is left SEND
   await settled(ids);
   expect(new Set(to('stop').map((m) => m.envelopeTo[0])).size).toBe(60);
 });
+
+test('an idle worker hears of the emails its own process commits: a send leaves at once, not at the next poll', async () => {
+  // A poll of two minutes: only the news of the commit (sending/queued.ts) can make the worker look within the test.
+  await addDomain(projectId, 'example.com', true);
+  start('hearing', 1000, { pollMs: 120_000 });
+  await new Promise((r) => setTimeout(r, 300)); // its first look found the queue empty (news during that look counts too)
+  const sender = createSender(db.knex, testAppDeps(db.knex));
+  const sent = await sender.send(sendCommand(projectId, { to: { email: 'heard-1@example.org' }, from: { email: 'hi@example.com' }, subject: 'Hi', body: '<p>hi</p>' }));
+  const [email] = sent.data.emails as { email: string }[];
+  await settled([email!.email], 30_000);
+  expect(to('heard')).toHaveLength(1);
+}, 60_000);

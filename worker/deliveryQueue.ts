@@ -9,6 +9,7 @@ import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
 import { SHARED_WINDOW_MAX_RATE, sharedSendWindow } from './sendWindow';
 import { HEARTBEAT_MS, STALE_AFTER_MS } from './workerIdentity';
 import { loopState, runClaimLoop } from './claimLoop';
+import { onEmailsQueued } from '../sending/queued';
 
 /**
  * The embedded engine's rate-limited delivery queue: the emails table itself. Every worker process claims QUEUED
@@ -284,6 +285,15 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     });
   }
 
+  // Emails this process just committed (sending/queued.ts) end the nap of an idle loop, one that found the queue empty:
+  // the first email of a campaign or of a send leaves at once rather than at the next poll. Other naps are not cut
+  // short: a busy loop is woken by its own finished sends, and one waiting for the pace would only claim nothing.
+  let queuedNews = false;
+  let idleNap = false;
+  const stopHearing = onEmailsQueued(() => {
+    queuedNews = true;
+    if (idleNap) run.wake?.();
+  });
   // The loop (worker/claimLoop.ts) requeues crashed claims (own at start, dead workers' every livenessCheckMs), logs a
   // failed turn and naps max(pollMs, 1000) after it. A turn claims:
   const turn = async () => {
@@ -293,10 +303,17 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
       await run.nap(pollMs);
       return;
     }
-    // Idle: one read of the (small) queue index instead of a claim, which locks and writes the shared pace row.
-    if (inflight === 0 && !(await anyDue())) {
-      await run.nap(pollMs);
-      return;
+    // Idle: one read of the (small) queue index instead of a claim, which locks and writes the shared pace row. News
+    // of emails committed while it read (too late for it to see them) means a look again at once, not a nap.
+    if (inflight === 0) {
+      queuedNews = false;
+      if (!(await anyDue())) {
+        if (queuedNews) return;
+        idleNap = true;
+        await run.nap(pollMs);
+        idleNap = false;
+        return;
+      }
     }
     const { emails, firstSlotAt, waitMs } = await claim(Math.min(free, maxClaim));
     if (emails.length === 0) {
@@ -321,6 +338,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
   return {
     // A finished send ends the nap (`run.wake`): the drain ends with the last outcome, not up to 20 ms later.
     stop: () => loop.stop(async () => {
+      stopHearing();
       while (inflight > 0) await run.nap(20);
       await written();
     }),
