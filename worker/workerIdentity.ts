@@ -23,12 +23,14 @@ import type { Logger } from '../logging/logger';
  * DATABASE_SESSION_URL (PostgreSQL itself, or a session-mode pool), not through DATABASE_URL's pooler.
  *
  * One pool, one engine, one rate (issue 25): a worker joining a database whose live workers run another ENGINE or
- * SEND_RATE_PER_SECOND would run workflows no other worker sees, or pace the shared queue at its own rate. So, holding
- * its id, a worker compares its settings with those recorded on the pace row (`joinCluster`): the first worker records
- * them; one with other values refuses to start, naming the difference, while any worker of the recorded ones lives
- * (holds its id's lock); when none does, its values become the cluster's. Changing the rate is thus: stop every
- * worker, start them all with the new value. An API process (which starts workflows on its ENGINE) refuses an engine
- * other than that of the live workers.
+ * SEND_RATE_PER_SECOND would run workflows no other worker sees, or pace the shared queue at its own rate. So a worker
+ * compares its settings with those recorded on the pace row (`joinCluster`), and takes its id there, under the row's
+ * lock: the first worker records them; one with other values refuses to start, naming the difference, while any worker
+ * of the recorded ones lives (holds its id's lock); when none does, its values become the cluster's. Changing the rate
+ * is thus: stop every worker, start them all with the new value. (Taking the id before the comparison, as it once was,
+ * let workers started together with a new rate see each other as live workers of the old one, and one refused: a
+ * worker counts as live only once it has joined.) An API process (which starts workflows on its ENGINE) refuses an
+ * engine other than that of the live workers.
  */
 export const HEARTBEAT_MS = 3_000;
 export const STALE_AFTER_MS = 15_000;
@@ -104,13 +106,15 @@ const describeSettings = (engine: string, rate: number | undefined) => `ENGINE=$
 /**
  * Compares `wanted` with the cluster's settings on the pace row, under that row's lock (so two workers starting at once
  * with different values cannot both win): records them when none are recorded, or when they differ and no other worker
- * lives (with `sendRatePerSecond` only: the API records nothing); refuses when they differ and one does.
+ * lives (with `sendRatePerSecond` only: the API records nothing); refuses when they differ and one does. A worker's
+ * `takeId` runs first under that lock (see the top of this file); a refusal leaves the id to the caller to release.
  */
-export async function joinCluster(client: pg.Client, wanted: ClusterSettings, log: Logger): Promise<void> {
+export async function joinCluster(client: pg.Client, wanted: ClusterSettings, log: Logger, takeId?: () => Promise<void>): Promise<void> {
   await client.query('BEGIN');
   try {
     const { rows: [pace] } = await client.query<{ engine: string | null; send_rate_per_second: number | null }>(
       "SELECT engine, send_rate_per_second FROM delivery_pace WHERE name = 'email' FOR UPDATE");
+    await takeId?.();
     const recorded = pace?.engine ? { engine: pace.engine, rate: pace.send_rate_per_second === null ? undefined : Number(pace.send_rate_per_second) } : undefined;
     const differences = recorded ? [
       ...(recorded.engine !== wanted.engine ? ['ENGINE'] : []),
@@ -152,7 +156,8 @@ export async function claimWorkerIdentity(opts: IdentityOptions): Promise<Worker
   const { databaseUrl, log } = opts;
   let client = await connect(databaseUrl);
   let executorId: string | undefined;
-  try {
+  // A session-level advisory lock: it outlives the transaction of joinCluster it is taken in, and ends with the session.
+  const takeId = async () => {
     if (opts.requested) {
       if (!(await tryLock(client, opts.requested))) {
         const { rows } = await client.query<{ host: string; pid: number; started_at: Date }>('SELECT host, pid, started_at FROM workers WHERE executor_id = $1', [opts.requested]);
@@ -167,13 +172,16 @@ export async function claimWorkerIdentity(opts: IdentityOptions): Promise<Worker
       }
       if (!executorId) throw new ExecutorIdInUseError(`all of herald-1 to herald-${MAX_SLOTS} are held by live workers; set EXECUTOR_ID`);
     }
-    if (opts.cluster) await joinCluster(client, opts.cluster, log);
-    await register(client, executorId);
+  };
+  try {
+    if (opts.cluster) await joinCluster(client, opts.cluster, log, takeId);
+    else await takeId();
+    await register(client, executorId!);
   } catch (err) {
     await client.end().catch(() => undefined);
     throw err;
   }
-  const id = executorId;
+  const id = executorId!;
 
   let released = false;
   let beating: Promise<void> = Promise.resolve();
