@@ -1,4 +1,5 @@
-import { copyRows, mergeBindings, mergeStatement, stageRows, type MergeOptions } from '../../db/queries/contactImports';
+import { copyRows, mergeBindings, mergeStatement, refreshContactStatistics, stageRows, type MergeOptions } from '../../db/queries/contactImports';
+import { statisticsDue } from '../../contacts/imports/batches';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
@@ -35,11 +36,14 @@ function loopsOverCtes(node: PlanNode, found: string[] = []): string[] {
   return found;
 }
 
-async function mergePlan(known: number): Promise<{ loops: string[]; text: string }> {
-  const project = await createProject(`Import plans ${known}`);
+async function mergePlan(known: number, { analyzed = true, refreshed = false } = {}): Promise<{ loops: string[]; text: string }> {
+  const project = await createProject(`Import plans ${known}${analyzed ? '' : ' unanalyzed'}`);
+  // Statistics that know the project's contacts, or (analyzed: false) ones gathered before it had any.
+  if (!analyzed) await db.knex.raw('ANALYZE contacts');
   await db.knex.raw(`INSERT INTO contacts (project_id, email, subscribed, data)
     SELECT ?::uuid, 'plan' || g || '@example.org', true, '{}'::jsonb FROM generate_series(0, ? - 1) g`, [project.id, known]);
-  await db.knex.raw('ANALYZE contacts');
+  if (analyzed) await db.knex.raw('ANALYZE contacts');
+  if (refreshed) expect(await refreshContactStatistics(db.knex)).toBe(true);
   const [imp] = await db.knex('contact_imports').insert({
     project_id: project.id, status: 'RUNNING', format: 'csv', file_bytes: 1, mode: 'upsert', data_mode: 'merge', columns: JSON.stringify([]), default_subscribed: true,
   }).returning('id');
@@ -68,4 +72,39 @@ test('a new project\'s first batch (20,000 new addresses): no nested loop scans 
 test('a batch of 20,000 known addresses: no nested loop scans the merge\'s CTEs', async () => {
   const { loops } = await mergePlan(20_000);
   expect(loops).toEqual([]);
+});
+
+// A project that grew since contacts was last analysed (an import's earlier batches, a young database whose autovacuum
+// has not come round): the statistics expect about one contact in the project, every index that starts with project_id
+// looks as cheap as the unique (project_id, email) one, and looked up by contacts_project_subscribed_id_idx, each staged
+// address read the project's every contact (a CI run's batch of 20,000 took two minutes). The import refreshes the
+// statistics as it grows the project (from 1,000 contacts on, at each doubling); with them, the unique index.
+test('a batch into a project whose growth the import has told the statistics: each address is looked up by the unique (project_id, email) index', async () => {
+  const { text } = await mergePlan(20_000, { analyzed: false, refreshed: true });
+  const old = text.slice(text.indexOf('CTE old'), text.indexOf('CTE ins'));
+  expect(old).toMatch(/Index Scan using contacts_project_email_key on contacts/);
+  expect(old).not.toMatch(/Filter: \(email = /);
+});
+
+test('a batch into a project grown since the last ANALYZE, before any refresh (another import grew it): the unique index all the same', async () => {
+  const { text } = await mergePlan(20_000, { analyzed: false });
+  const old = text.slice(text.indexOf('CTE old'), text.indexOf('CTE ins'));
+  expect(old).toMatch(/Index Scan using contacts_project_email_key on contacts/);
+  expect(old).not.toMatch(/Filter: \(email = /);
+});
+
+test('the statistics are refreshed from 1,000 created contacts on, each time the count doubles', () => {
+  expect(statisticsDue(0, 999)).toBe(false);
+  expect(statisticsDue(0, 1000)).toBe(true);
+  expect(statisticsDue(0, 20_000)).toBe(true);
+  expect(statisticsDue(1000, 1999)).toBe(false);
+  expect(statisticsDue(1999, 2000)).toBe(true);
+  expect(statisticsDue(20_000, 40_000)).toBe(true);
+  expect(statisticsDue(40_000, 60_000)).toBe(false);
+  // A batch that created nothing (every address known) asks for nothing.
+  expect(statisticsDue(5000, 5000)).toBe(false);
+  // 1,000,000 rows in batches of 20,000: six refreshes (1,000 to 16,000 are crossed by the first batch).
+  let n = 0;
+  for (let c = 0; c < 1_000_000; c += 20_000) if (statisticsDue(c, c + 20_000)) n++;
+  expect(n).toBe(6);
 });
