@@ -10,7 +10,7 @@ import { ACTIVE_STATUSES, endedColumns, endExecution, recordExecutionFailed } fr
 import type { Logger } from '../logging/logger';
 import { asPermanent, PermanentError } from '../engine/permanent';
 import type { ExecutionRef, ExecutionStatus, ParkedState, StepOutcome, StepRef, WaitClock, WaitState } from '../workflows/types';
-import { emailsQueued } from '../sending/queued';
+import { emailsQueued } from '../metrics/queued';
 
 export interface AutomationDeps {
   knex: Knex;

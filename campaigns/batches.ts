@@ -8,7 +8,7 @@ import { recordEvents } from '../db/queries/events';
 import { cancelCampaignRows, failCampaignRows, finishCampaignRows } from './lifecycle';
 import { asPermanent, PermanentError } from '../engine/permanent';
 import { campaignTally, statusTally, STATUS_TALLY } from '../db/queries/campaignTally';
-import { emailsQueued } from '../sending/queued';
+import { emailsQueued } from '../metrics/queued';
 import type { BatchPart, BatchResult, CampaignRef, CampaignPhase, TestWaitState, WaitClock } from '../workflows/types';
 
 export interface CampaignDeps {

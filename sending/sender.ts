@@ -3,7 +3,7 @@ import { invalid } from '../core/errors';
 import { batched, batchedByGroup, groupStatement } from '../db/batch';
 import { checkSends, renderSends, storeSends, storedEmails, type CheckedSend, type PreparedSend, type SendCommand, type SendStoreDeps, type StoredSend } from './sends';
 import type { Mailbox, SendBody } from './types';
-import { emailsQueued } from './queued';
+import { emailsQueued } from '../metrics/queued';
 
 /** Recipients of one send (spec section 4.1), whichever way it comes in. */
 export const MAX_RECIPIENTS = 50;

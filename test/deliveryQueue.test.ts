@@ -156,7 +156,7 @@ test('stop() finishes the sends in flight and records them: nothing is left SEND
 });
 
 test('an idle worker hears of the emails its own process commits: a send leaves at once, not at the next poll', async () => {
-  // A poll of two minutes: only the news of the commit (sending/queued.ts) can make the worker look within the test.
+  // A poll of two minutes: only the news of the commit (metrics/queued.ts) can make the worker look within the test.
   await addDomain(projectId, 'example.com', true);
   start('hearing', 1000, { pollMs: 120_000 });
   await new Promise((r) => setTimeout(r, 300)); // its first look found the queue empty (news during that look counts too)

@@ -9,7 +9,7 @@ import { CAMPAIGN_FAILED_EMAIL_ERROR } from '../campaigns/lifecycle';
 import { SHARED_WINDOW_MAX_RATE, sharedSendWindow } from './sendWindow';
 import { HEARTBEAT_MS, STALE_AFTER_MS } from './workerIdentity';
 import { loopState, runClaimLoop } from './claimLoop';
-import { onEmailsQueued } from '../sending/queued';
+import { onEmailsQueued } from '../metrics/queued';
 
 /**
  * The embedded engine's rate-limited delivery queue: the emails table itself. Every worker process claims QUEUED
@@ -285,7 +285,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     });
   }
 
-  // Emails this process just committed (sending/queued.ts) end the nap of an idle loop, one that found the queue empty:
+  // Emails this process just committed (metrics/queued.ts) end the nap of an idle loop, one that found the queue empty:
   // the first email of a campaign or of a send leaves at once rather than at the next poll. Other naps are not cut
   // short: a busy loop is woken by its own finished sends, and one waiting for the pace would only claim nothing.
   let queuedNews = false;
