@@ -10,6 +10,7 @@ import { PARK_AFTER_MS } from '../workflows/runAutomation';
 import type { Activities, OtherActivities, WorkflowInputs, WorkflowName } from '../workflows/types';
 import { workflowFailures, workflowStartFailures, workflowStarts } from '../metrics/registry';
 import { WORKFLOWS_VERSION, type Engine, type StartOptions, type WorkerHandle } from './types';
+import { EMBEDDED_QUEUE_POLL_MS, enqueueAnnouncer, listenForEnqueues, queuePoller } from './queueWake';
 
 /**
  * The embedded engine: DBOS Transact inside Herald's own PostgreSQL (schema `dbos`). Workflows run in-process
@@ -17,7 +18,8 @@ import { WORKFLOWS_VERSION, type Engine, type StartOptions, type WorkerHandle } 
  * the emails table is their rate-limited queue (worker/deliveryQueue.ts), on this engine as on Temporal.
  *
  * Starting a workflow always goes through a DBOSClient (an enqueue, i.e. one INSERT), so API-only processes run
- * no workflows at all, and `npm start` (API + worker) uses the very same path.
+ * no workflows at all, and `npm start` (API + worker) uses the very same path. Each enqueue is announced, and the
+ * workers poll the queue when they hear it rather than waiting for their timers (engine/queueWake.ts).
  */
 
 const APP_NAME = 'herald';
@@ -104,17 +106,21 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
     await lockClient.end(); // releases the session lock
   }
   const client = await DBOSClient.create({ systemDatabaseUrl: dbosSystemDatabaseUrl(databaseUrl), systemDatabaseSchemaName: SCHEMA, applicationName: APP_NAME, logger: dbosLogger(log) });
+  const announcer = enqueueAnnouncer(databaseUrl, log);
   return {
     kind: 'embedded',
     waits: 'parked',
     async start<N extends WorkflowName>(workflow: N, input: WorkflowInputs[N], opts: StartOptions) {
+      const options = enqueueOptions(workflow, input, opts);
       try {
-        await client.enqueue(enqueueOptions(workflow, input, opts), input);
+        await client.enqueue(options, input);
       } catch (err) {
         workflowStartFailures.inc({ engine: 'embedded', workflow });
         throw err;
       }
       workflowStarts.inc({ engine: 'embedded', workflow });
+      // A delayed start is not in the queue yet: DBOS moves it there at its time, and the timers find it.
+      if (options.delaySeconds === undefined) await announcer.announce(options.queueName);
     },
     cancel: (id) => client.cancelWorkflow(id),
     async signal(id, name, payload) {
@@ -124,7 +130,7 @@ export async function createEmbeddedEngine({ databaseUrl, log }: EmbeddedOptions
         if (!(err instanceof DBOSErrors.DBOSNonExistentWorkflowError)) throw err; // nobody to tell
       }
     },
-    close: () => client.destroy(),
+    close: async () => { await Promise.all([client.destroy(), announcer.close()]); },
   };
 }
 
@@ -142,7 +148,7 @@ export interface EmbeddedWorkerOptions {
   activities: Activities;
   /** Stable per process: DBOS recovers a crashed process's workflows when a process with the same id starts. */
   executorId?: string;
-  /** Queue polling interval (lower: less latency, more queries). */
+  /** How often each queue is polled besides the announced enqueues (default EMBEDDED_QUEUE_POLL_MS). */
   pollingIntervalMs?: number;
   /**
    * How often a waiting workflow polls for messages besides LISTEN/NOTIFY (default RECEIVE_POLL_MS). Its timer
@@ -202,12 +208,19 @@ export async function startEmbeddedWorker(opts: EmbeddedWorkerOptions): Promise<
     logger: dbosLogger(opts.log),
   });
   await DBOS.launch();
-  const polling = opts.pollingIntervalMs ?? 100;
+  const polling = opts.pollingIntervalMs ?? EMBEDDED_QUEUE_POLL_MS;
   await DBOS.registerQueue(DEFAULT_QUEUE, { workerConcurrency: 20, minPollingIntervalMs: polling, onConflict: 'always_update' });
   await DBOS.registerQueue(AUTOMATION_QUEUE, { minPollingIntervalMs: polling, onConflict: 'always_update' });
+  const poll = queuePoller(opts.log);
+  const announcements = await listenForEnqueues(opts.databaseUrl, opts.log, (queue) => {
+    if (queue === DEFAULT_QUEUE || queue === AUTOMATION_QUEUE) poll(queue);
+  });
   opts.log.info({ executorId }, 'embedded worker running');
   return {
     // Workflows in flight resume on the next start with this executor id.
-    stop: () => DBOS.shutdown(),
+    stop: async () => {
+      await announcements.stop();
+      await DBOS.shutdown();
+    },
   };
 }

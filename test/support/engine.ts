@@ -32,6 +32,8 @@ export interface TestEngineOptions {
   bounces?: DeliveryDeps['bounces'];
   /** Outbound webhooks: settings over the defaults (e.g. a loopback receiver allowed, a short retry schedule). */
   outboundWebhooks?: Partial<OutboundWebhookConfig> & Pick<Partial<WebhookQueueOptions>, 'leaseMs' | 'livenessCheckMs' | 'staleAfterMs'>;
+  /** DBOS's queue timers (default EMBEDDED_QUEUE_POLL_MS, as workers run): enqueued workflows start when announced. */
+  queuePollMs?: number;
 }
 
 export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: TestEngineOptions = {}): Promise<TestEngine> {
@@ -42,7 +44,7 @@ export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: T
   // As bin/runtime.ts: the campaign workflow paces its drain checks by the same rate the delivery queue keeps.
   const deps = { knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine, sendRatePerSecond: rate, ...(opts.webhooks ? { webhooks: opts.webhooks } : {}), ...(opts.bounces ? { bounces: opts.bounces } : {}) };
   const executorId = opts.executorId ?? `test-${db.name}`;
-  const dbos = await startEmbeddedWorker({ databaseUrl: db.url, log, activities: createActivities(deps), executorId, pollingIntervalMs: 50, receivePollMs: 500 });
+  const dbos = await startEmbeddedWorker({ databaseUrl: db.url, log, activities: createActivities(deps), executorId, receivePollMs: 500, ...(opts.queuePollMs ? { pollingIntervalMs: opts.queuePollMs } : {}) });
   const deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: rate, executorId, pollMs: 50 });
   const { leaseMs, livenessCheckMs, staleAfterMs, ...outbound } = opts.outboundWebhooks ?? {};
   const hooks = startWebhookQueue({
