@@ -45,15 +45,17 @@ export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: T
   const deps = { knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine, sendRatePerSecond: rate, ...(opts.webhooks ? { webhooks: opts.webhooks } : {}), ...(opts.bounces ? { bounces: opts.bounces } : {}) };
   const executorId = opts.executorId ?? `test-${db.name}`;
   const dbos = await startEmbeddedWorker({ databaseUrl: db.url, log, activities: createActivities(deps), executorId, receivePollMs: 500, ...(opts.queuePollMs ? { pollingIntervalMs: opts.queuePollMs } : {}) });
-  const deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: rate, executorId, pollMs: 50 });
+  const deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: rate, executorId });
   const { leaseMs, livenessCheckMs, staleAfterMs, ...outbound } = opts.outboundWebhooks ?? {};
   const hooks = startWebhookQueue({
-    knex: db.knex, log, secret: TEST_SECRET, executorId, pollMs: 50, config: { ...outboundWebhookConfig({}), ...outbound },
+    knex: db.knex, log, secret: TEST_SECRET, executorId, config: { ...outboundWebhookConfig({}), ...outbound },
     ...(leaseMs !== undefined ? { leaseMs } : {}), ...(livenessCheckMs !== undefined ? { livenessCheckMs } : {}), ...(staleAfterMs !== undefined ? { staleAfterMs } : {}),
   });
-  // As bin/runtime.ts runs them: the workflows, and the delivery queues beside them.
+  // As bin/runtime.ts runs them: the workflows, and the delivery queues beside them, at the workers' own polls. Polled
+  // every 50 ms, an idle engine took a third of a core (the files that run one spent seconds of it each); the mail and
+  // workflows this process queues wake them at once (metrics/queued.ts, engine/queueWake.ts).
   const worker: WorkerHandle = { stop: async () => { await Promise.all([deliveries.stop(), hooks.stop(), dbos.stop()]); } };
-  const executions = startExecutionDispatcher({ engine, knex: db.knex, log, pollMs: 50 });
+  const executions = startExecutionDispatcher({ engine, knex: db.knex, log });
   return {
     engine,
     worker,
