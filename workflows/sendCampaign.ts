@@ -7,6 +7,12 @@ import type { AbStage, BatchPart, CampaignPhase, CampaignRef, SendCampaignInput,
 /** Contacts per batch: one activity resolves them (one SQL statement) and stores their emails in the delivery queue. */
 export const CAMPAIGN_BATCH_SIZE = 500;
 /**
+ * The first batch of an audience (or of an A/B part) is small: its emails leave while the next batch is written. A
+ * first batch of 500 took ~60 ms to commit before its first email could be claimed, more than half of a campaign's
+ * start-to-first-send beyond a single send's (BENCHMARKS.md section 48). Batches are keyset-paged, so their sizes may differ.
+ */
+export const FIRST_BATCH_SIZE = 50;
+/**
  * How a big campaign stays inside Temporal's history limit (51,200 events, 10,240 for a warning): batch activities
  * plus continue-as-new. A batch is one activity (about 6 history events with its workflow task), so a run of 100
  * batches (50,000 contacts) writes about 600 events, and the next batches continue in a fresh run from the keyset
@@ -117,7 +123,8 @@ async function ended(ctx: WorkflowContext, ref: CampaignRef, work: () => Promise
 async function queue(ctx: WorkflowContext, ref: CampaignRef, after: string | null, part: BatchPart | undefined, next: (after: string | null) => SendCampaignInput): Promise<Step> {
   for (let batches = 0; ; batches++) {
     if (batches === BATCHES_PER_RUN || ctx.continueAsNewSuggested()) return next(after);
-    const batch = await ctx.activities.campaignBatch({ ...ref, after, size: CAMPAIGN_BATCH_SIZE, ...(part ? { part } : {}) });
+    const size = after === null ? FIRST_BATCH_SIZE : CAMPAIGN_BATCH_SIZE;
+    const batch = await ctx.activities.campaignBatch({ ...ref, after, size, ...(part ? { part } : {}) });
     if (batch.cancelled) return 'CANCELLED';
     after = batch.last;
     if (batch.done) return null;

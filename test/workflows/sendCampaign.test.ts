@@ -1,5 +1,5 @@
 import type { WorkflowContext } from '../../workflows/context';
-import { BATCHES_PER_RUN, CAMPAIGN_BATCH_SIZE, drainPollMs, sendCampaign } from '../../workflows/sendCampaign';
+import { BATCHES_PER_RUN, CAMPAIGN_BATCH_SIZE, drainPollMs, FIRST_BATCH_SIZE, sendCampaign } from '../../workflows/sendCampaign';
 import type { BatchResult, CampaignPhase, TestWaitState } from '../../workflows/types';
 
 /**
@@ -51,16 +51,16 @@ function scripted(opts: { contacts: number; pendingPolls?: number[]; cancelAtBat
 const ref = { projectId: 'p', campaignId: 'c' };
 const count = (commands: string[], name: string) => commands.filter((c) => c === name).length;
 
-test('one activity per batch of 500 contacts, then drain and finish', async () => {
-  const { ctx, commands } = scripted({ contacts: 1_234, pendingPolls: [700, 10, 0] });
+test('one activity per batch: a first one of 50 contacts, then batches of 500; then drain and finish', async () => {
+  const { ctx, commands } = scripted({ contacts: 1_234, pendingPolls: [700, 10, 0] }); // 50 + 500 + 500 + 184
   await expect(sendCampaign(ctx, ref)).resolves.toBe('SENT');
   expect(commands).toEqual([
-    'beginCampaign', 'campaignBatch', 'campaignBatch', 'campaignBatch',
+    'beginCampaign', 'campaignBatch', 'campaignBatch', 'campaignBatch', 'campaignBatch',
     'campaignProgress', 'sleep', 'campaignProgress', 'sleep', 'campaignProgress', 'finishCampaign',
   ]);
 });
 
-test(`a 100,000-recipient campaign: ${100_000 / CAMPAIGN_BATCH_SIZE} batches, continue-as-new every ${BATCHES_PER_RUN}, each run far inside the history limit`, async () => {
+test(`a 100,000-recipient campaign: ${1 + Math.ceil((100_000 - FIRST_BATCH_SIZE) / CAMPAIGN_BATCH_SIZE)} batches, continue-as-new every ${BATCHES_PER_RUN}, each run far inside the history limit`, async () => {
   let input: unknown = ref;
   const runs: string[][] = [];
   for (;;) {
@@ -170,14 +170,15 @@ describe('an A/B campaign (input.test)', () => {
   }
 
   test('sample → drain → wait (looks after each timer or wake-up) → decide → rest → drain → finish', async () => {
+    // Each part reads the 600 contacts in batches of 50, 500 and the last 50.
     const { ctx, commands, parts, received } = abScripted({ contacts: 600, waits: [{ state: 'WAITING', remainingMs: 3_600_000 }, { state: 'WAITING', remainingMs: 1_000 }, { state: 'READY' }] });
     await expect(sendCampaign(ctx, { ...ref, test: 'sample' })).resolves.toBe('SENT');
     expect(commands).toEqual([
-      'beginCampaign', 'campaignBatch', 'campaignBatch', 'campaignProgress',
+      'beginCampaign', 'campaignBatch', 'campaignBatch', 'campaignBatch', 'campaignProgress',
       'testWait', 'receive', 'testWait', 'receive', 'testWait', 'decideWinner',
-      'campaignBatch', 'campaignBatch', 'campaignProgress', 'finishCampaign',
+      'campaignBatch', 'campaignBatch', 'campaignBatch', 'campaignProgress', 'finishCampaign',
     ]);
-    expect(parts).toEqual(['sample', 'sample', 'rest', 'rest']);
+    expect(parts).toEqual(['sample', 'sample', 'sample', 'rest', 'rest', 'rest']);
     expect(received).toEqual([3_600_000, 1_000]);
   });
 
@@ -210,7 +211,7 @@ describe('an A/B campaign (input.test)', () => {
     expect(resumed.parts).toEqual(['rest']);
     const rest = abScripted({ contacts: 100_000 });
     const input = await sendCampaign(rest.ctx, { ...ref, test: 'rest', after: null }).catch((err: ContinuedAsNew) => err.input);
-    expect(input).toEqual({ ...ref, test: 'rest', after: `contact-${BATCHES_PER_RUN * CAMPAIGN_BATCH_SIZE}` });
+    expect(input).toEqual({ ...ref, test: 'rest', after: `contact-${FIRST_BATCH_SIZE + (BATCHES_PER_RUN - 1) * CAMPAIGN_BATCH_SIZE}` });
     expect(rest.commands).not.toContain('testWait');
   });
 
