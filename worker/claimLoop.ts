@@ -123,7 +123,14 @@ export function runClaimLoop(n: LoopState, o: ClaimLoopOptions): ClaimLoop {
     async stop(drain) {
       n.stopping = true;
       n.wake?.();
-      await loop;
+      // A stop that comes while the turn is in a query finds no nap to end, and the turn may take one after it (the
+      // whole poll: a CI run's stop waited for a two-minute one): ended too, until the loop has ended.
+      const waker = setInterval(() => n.wake?.(), 10);
+      try {
+        await loop;
+      } finally {
+        clearInterval(waker);
+      }
       await drain();
     },
   };
