@@ -24,12 +24,17 @@ export interface LoopState {
   nap(ms: number): Promise<void>;
 }
 
+/** The longest nap once a loop is stopping: the drains wait for their sends in naps of this length (a send's end wakes them). */
+const STOPPING_NAP_MS = 20;
+
 export function loopState(): LoopState {
   const n: LoopState = {
     stopping: false,
     wake: undefined,
     nap: (ms) => new Promise<void>((resolve) => {
-      const timer = setTimeout(() => { n.wake = undefined; resolve(); }, ms);
+      // Once stopping, at most a drain's short wait: a stop that came while the turn was in a query found no nap to end,
+      // and the nap the turn then takes would be its whole poll (a CI run's stop waited for a two-minute one).
+      const timer = setTimeout(() => { n.wake = undefined; resolve(); }, n.stopping ? Math.min(ms, STOPPING_NAP_MS) : ms);
       n.wake = () => { clearTimeout(timer); n.wake = undefined; resolve(); };
     }),
   };
@@ -123,14 +128,7 @@ export function runClaimLoop(n: LoopState, o: ClaimLoopOptions): ClaimLoop {
     async stop(drain) {
       n.stopping = true;
       n.wake?.();
-      // A stop that comes while the turn is in a query finds no nap to end, and the turn may take one after it (the
-      // whole poll: a CI run's stop waited for a two-minute one): ended too, until the loop has ended.
-      const waker = setInterval(() => n.wake?.(), 10);
-      try {
-        await loop;
-      } finally {
-        clearInterval(waker);
-      }
+      await loop;
       await drain();
     },
   };
