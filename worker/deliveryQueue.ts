@@ -82,10 +82,11 @@ const MAX_CLAIM = 200;
 /** A worker reserves slots at most this far ahead of now. */
 const HORIZON_MS = 1000;
 /**
- * The default bound on sends whose outcome is not yet committed: twice the SMTP pool's connections (mail/transport.ts),
- * so that the pool stays busy while the previous sends' outcomes are written.
+ * The default bound on sends whose outcome is not yet committed: four times the SMTP pool's connections
+ * (mail/transport.ts), so that the pool stays busy while outcomes are gathered (half the bound a write) and written.
+ * Twice the pool left writes of 5-8 outcomes, whose fixed cost was most of the database's CPU per email (section 50).
  */
-export const MAX_UNRECORDED = 20;
+export const MAX_UNRECORDED = 40;
 /**
  * At rates above SHARED_WINDOW_MAX_RATE, a send may rely on a look at its campaign's status begun at most this long
  * before it asks (one query serves the sends of this many milliseconds); at lower rates every send looks afresh.
@@ -93,8 +94,8 @@ export const MAX_UNRECORDED = 20;
 const STOP_LOOK_MAX_AGE_MS = 20;
 /** Outcome writes in flight at once per worker. */
 const WRITERS = 2;
-/** How long a write waits for more outcomes while sends are still out (see flush). */
-const GATHER_MS = 2;
+/** How long a write waits at most for more outcomes while sends are still out (see flush). */
+const GATHER_MS = 20;
 
 /**
  * The claim of `claim` (see there), a named statement (db/prepared.ts): parsed and planned once per connection rather
@@ -104,15 +105,20 @@ const GATHER_MS = 2;
 export const CLAIM_SQL = `WITH pace AS (
      SELECT greatest(next_at, now() + ?::float8 * interval '1 millisecond') AS next_at FROM delivery_pace WHERE name = 'email' FOR UPDATE
    ), picked AS (
-     SELECT project_id, id, partition_at FROM emails
+     SELECT tableoid AS t, ctid AS c, partition_at FROM emails
      WHERE status = 'QUEUED' AND available_at <= now()
      ORDER BY priority, id
      LIMIT least(?::int, greatest(0, floor(extract(epoch FROM (now() - (SELECT next_at FROM pace))) * 1000 + ?::int) / ?::float8 + 1)::int)
      FOR UPDATE SKIP LOCKED
    ), claimed AS (
      UPDATE emails e SET status = 'SENDING', attempts = e.attempts + 1, claimed_by = ?, claimed_at = now(), updated_at = now()
-     -- With the partition key, each row is looked up in its own partition only (pruned as the join runs).
-     FROM picked p WHERE e.project_id = p.project_id AND e.id = p.id AND e.partition_at = p.partition_at
+     -- The picked rows themselves, locked above, by their physical address (a row's ctid is its partition's own, hence
+     -- the partition's oid with it): the planner cannot know how many rows the LIMIT picks, and for a join on the key
+     -- it read every queued row of the partition (125 ms a claim with 100,000 queued), or, with a generic plan, looked
+     -- each one up through the wrong index. A TID scan reads just those rows, whatever the plan; with the partition
+     -- key, in the row's own partition only (pruned as the join runs).
+     FROM picked p
+     WHERE e.ctid = ANY(ARRAY(SELECT c FROM picked)) AND e.tableoid = p.t AND e.ctid = p.c AND e.partition_at = p.partition_at
      RETURNING e.*
    ), paced AS (
      UPDATE delivery_pace SET next_at = (SELECT next_at FROM pace) + (SELECT count(*) FROM claimed) * ?::float8 * interval '1 millisecond'
@@ -186,9 +192,15 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     if (pending.length === 0 || writers >= WRITERS || (writers > 0 && pending.length < maxUnrecorded / 2)) return;
     writers++;
     void (async () => {
-      // A few sends more per commit: sends finish within a millisecond or two of each other under load.
-      if (pending.length < maxUnrecorded / 2 && unrecorded > pending.length) await new Promise((r) => setTimeout(r, GATHER_MS));
       while (pending.length) {
+        // More sends per commit while others are still out: a write's fixed cost (~1.7 ms of the database's CPU, its
+        // statement's many parts) is most of its cost at a few outcomes a write (BENCHMARKS.md section 50).
+        if (pending.length < maxUnrecorded / 2 && unrecorded > pending.length) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(() => { gathered = undefined; resolve(); }, GATHER_MS);
+            gathered = () => { clearTimeout(timer); gathered = undefined; resolve(); };
+          });
+        }
         const batch = pending;
         pending = [];
         await write(batch);
@@ -199,8 +211,11 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     })();
   };
   const written = () => (writers === 0 ? Promise.resolve() : new Promise<void>((resolve) => writersDone.push(resolve)));
+  // Ends a write's gathering (see flush) once half of the bound is pending, or no send is still out.
+  let gathered: (() => void) | undefined;
   const settle = (outcome: Outcome, done: () => void) => {
     pending.push({ outcome, done });
+    if (gathered && (pending.length >= maxUnrecorded / 2 || unrecorded <= pending.length)) gathered();
     flush();
   };
 
