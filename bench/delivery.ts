@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startCluster } from './lib/cluster';
 import { benchProject, prepareEngineSchema, queueEmails, startHeraldChild } from './lib/herald';
-import { cpuMs, machine, machineBusyMs, runBench, spawnChild, type Child } from './lib/proc';
+import { childCpuMs, cpuMs, machine, machineBusyMs, runBench, spawnChild, type Child } from './lib/proc';
 import { startSink, type Sink } from './lib/sink';
 
 const N = Number(process.env.BENCH_EMAILS ?? 5000);
@@ -107,7 +107,11 @@ runBench('bench:delivery', 10 * 60_000, async () => {
     const readyAt = performance.timeOrigin + performance.now();
     const workerCpu = () => workers.reduce((sum, w) => sum + cpuMs(w.pid), 0);
     const before = { ...snap(process.pid), sender: workerCpu() };
+    const pgProcsBefore = childCpuMs(pgPid);
     await sink.waitFor(N, TIMEOUT_MS);
+    const pgProcsAfter = childCpuMs(pgPid);
+    const names = new Map<number, string>((await cluster.knex.raw('SELECT pid, backend_type, application_name FROM pg_stat_activity')).rows
+      .map((r: { pid: number; backend_type: string; application_name: string }) => [Number(r.pid), `${r.backend_type}${r.application_name ? ` (${r.application_name})` : ''}`]));
     const heraldRun = rate(sink, WORKERS > 1 ? `herald, ${WORKERS} workers` : 'herald worker', workerStart, perEmail(before, { ...snap(process.pid), sender: workerCpu() }, N - readyCount));
     // Several workers start one after another on a busy machine: the rate once all of them run is the one that scales.
     const afterReady = WORKERS > 1 ? (N - readyCount) / ((sink.times[sink.times.length - 1]! - readyAt) / 1000) : undefined;
@@ -139,6 +143,13 @@ runBench('bench:delivery', 10 * 60_000, async () => {
       console.log(`\nherald worker: statements per email (pg_stat_statements, ${N} emails): calls, execution ms, planning ms and plannings, WAL bytes (a statement's own include those of the statements it runs, as its foreign keys' checks):`);
       for (const s of statements) console.log(`  ${(s.calls / N).toFixed(2)}  exec ${(s.ms / N).toFixed(3)} ms  plan ${(s.plan_ms / N).toFixed(3)} ms × ${(s.plans / N).toFixed(2)}  WAL ${Math.round(s.wal_bytes / N)}  ${s.query.replace(/\s+/g, ' ').slice(0, 150)}`);
     }
+    // Where PostgreSQL's CPU went: by process kind (backends by their application_name), per email.
+    const byKind = new Map<string, number>();
+    for (const [pid, after] of pgProcsAfter) {
+      const kind = names.get(pid) ?? after.title.replace(/\d+\.\d+\.\d+\.\d+\(\d+\)/, '').replace(/^postgres: /, '').replace(/ (idle|active|idle in transaction).*$/, '');
+      byKind.set(kind, (byKind.get(kind) ?? 0) + after.cpuMs - (pgProcsBefore.get(pid)?.cpuMs ?? 0));
+    }
+    console.log(`\nherald worker: PostgreSQL's CPU ms per email by process (those alive at the end): ${[...byKind].filter(([, ms]) => ms > 0).sort((a, b) => b[1] - a[1]).map(([k, ms]) => `${k} ${(ms / (N - readyCount)).toFixed(3)}`).join(', ')}`);
     console.log(`\nherald worker: WAL per email (pg_stat_wal, every process of the cluster during the drain): ${((walAfter.records - walBefore.records) / N).toFixed(2)} records, ${((walAfter.fpi - walBefore.fpi) / N).toFixed(3)} full-page images, ${Math.round((walAfter.bytes - walBefore.bytes) / N)} bytes`);
     console.log(`\nchecks: ${sent} of ${N} emails SENT, ${events} email.sent events, ${distinct} distinct recipients among ${sink.recipients.length} messages at the sink (duplicates: ${sink.recipients.length - distinct}); worker ready after ${f((sink.times[0]! - workerStart) / 1000, 1)} s to first accept`);
     console.log(`targets: ${Math.round(heraldRun.perSecond)} emails/s ≥ 1,000: ${heraldRun.perSecond >= 1000 ? 'met' : 'MISSED'}; ${(heraldRun.perSecond / rawRun.perSecond).toFixed(2)} × raw nodemailer (${Math.round(rawRun.perSecond)}/s) ≥ 0.5: ${heraldRun.perSecond >= 0.5 * rawRun.perSecond ? 'met' : 'MISSED'}`);

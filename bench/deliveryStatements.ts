@@ -1,6 +1,6 @@
 /**
  * The delivery queue's two statements alone, as the worker runs them (named statements, one connection): the claim of
- * up to 200 queued emails (worker/deliveryQueue.ts CLAIM_SQL) and the outcome write of 5 of them at a time
+ * up to 200 queued emails (worker/deliveryQueue.ts CLAIM_SQL) and the outcome write of 5 of them at a time (BENCH_WRITE_BATCH)
  * (sending/delivery.ts RECORD_SQL, all SENT), over BENCH_EMAILS queued emails. Measures the PostgreSQL backend's CPU
  * per email for each (from /proc, so the machine's other load does not count), which bench/delivery.ts mixes with
  * SMTP, the worker and the engine.
@@ -24,6 +24,8 @@ const root = path.resolve(process.env.BENCH_TREE ?? REPO_ROOT);
 const N = Number(process.env.BENCH_EMAILS ?? 10_000);
 const MONTHS = Number(process.env.BENCH_MONTHS ?? 0);
 const MODE = process.env.BENCH_PLAN_CACHE_MODE ?? 'auto';
+/** Outcomes per write (the worker gathered 5-8 a write before BENCHMARKS.md section 50, up to 20 since). */
+const WRITE_BATCH = Number(process.env.BENCH_WRITE_BATCH ?? 5);
 
 interface PgConnection {
   query(q: string | { name: string; text: string; values: unknown[] }): Promise<{ rows: Record<string, unknown>[] }>;
@@ -71,8 +73,8 @@ runBench('bench:delivery-statements', 10 * 60_000, async () => {
         claimCpu += cpuMs() - c;
         const got = rows.filter((r) => r.id) as { project_id: string; id: string; partition_at?: Date }[];
         if (got.length === 0) break;
-        for (let i = 0; i < got.length; i += 5) {
-          const batch = got.slice(i, i + 5);
+        for (let i = 0; i < got.length; i += WRITE_BATCH) {
+          const batch = got.slice(i, i + WRITE_BATCH);
           const values: unknown[] = [batch.map((r) => r.project_id), batch.map((r) => r.id), batch.map(() => 'SENT'),
             batch.map((r) => `<${r.id}@example.com>`), batch.map(() => null), batch.map(() => 0)];
           if (withKey) values.push(batch.map((r) => r.partition_at ?? null));

@@ -171,6 +171,25 @@ export function cpuMs(pid: number, withChildren = false): number {
   return total;
 }
 
+/**
+ * CPU time (ms) of each child of `pid` (PostgreSQL's backends and background processes) by its process title
+ * (`postgres: walwriter`, `postgres: herald herald 127.0.0.1(5123) idle`): where a cluster's CPU goes. Children that
+ * exited meanwhile are missing (the parent's cutime has them, cpuMs counts them).
+ */
+export function childCpuMs(pid: number): Map<number, { title: string; cpuMs: number }> {
+  const out = new Map<number, { title: string; cpuMs: number }>();
+  for (const entry of fs.readdirSync('/proc')) {
+    const p = Number(entry);
+    if (!p || p === pid) continue;
+    const s = statOf(p);
+    if (!s || s.ppid !== pid) continue;
+    let title = '';
+    try { title = fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ').trim(); } catch { /* exited */ }
+    out.set(p, { title, cpuMs: s.cpuMs });
+  }
+  return out;
+}
+
 /** Sum of all CPUs' busy time (ms) from /proc/stat, for the whole machine's utilisation. */
 export function machineBusyMs(): number {
   const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
