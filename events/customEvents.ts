@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { v7 as uuidv7 } from 'uuid';
+import { newId } from '../core/ids';
 import { subscriptionWrite } from '../audience/subscription';
 import { dataValues, persistentData, type RequestData } from '../core/requestData';
 import { groupCommit } from '../db/batch';
@@ -53,7 +53,7 @@ export async function storeTracks(trx: Knex.Transaction, commands: readonly Trac
     const upserted = await upsertContacts(trx, projectId, inputs, true);
     const contactOf = new Map(unique.map((email, k) => [email, upserted[k]!.contact.id]));
     // Ids chosen here, so that each command finds its own event whatever order the insert returns them in.
-    const events = indexes.map((i) => ({ id: uuidv7(), name: commands[i]!.input.event, contactId: contactOf.get(commands[i]!.input.email)!, data: dataValues(commands[i]!.input.data) }));
+    const events = indexes.map((i) => ({ id: newId(), name: commands[i]!.input.event, contactId: contactOf.get(commands[i]!.input.email)!, data: dataValues(commands[i]!.input.data) }));
     const stored = new Map((await recordEvents(trx, projectId, events)).map((e) => [e.id, e]));
     indexes.forEach((i, k) => {
       const event = stored.get(events[k]!.id)!;

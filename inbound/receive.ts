@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { v7 as uuidv7 } from 'uuid';
+import { newId } from '../core/ids';
 import { batched, batchedByGroup, groupStatement } from '../db/batch';
 import { preparedStatement } from '../db/prepared';
 import { storeInbound, type InboundWrite } from '../db/queries/inbound';
@@ -156,11 +156,11 @@ export function inboundReceiver({ knex, secret, publicUrl, authenticate, analyse
     const writes: InboundWrite[] = [];
     for (const [projectId, routes] of byProject) {
       // Ids made here: the payload's signed links name the rows, which one statement then writes (db/queries/inbound.ts).
-      const rawId = uuidv7();
-      const files = parsed.attachments.map((a) => ({ id: uuidv7(), filename: a.filename, contentType: a.contentType, contentId: a.contentId, disposition: a.disposition, content: a.content }));
+      const rawId = newId();
+      const files = parsed.attachments.map((a) => ({ id: newId(), filename: a.filename, contentType: a.contentType, contentId: a.contentId, disposition: a.disposition, content: a.content }));
       const attachments = parsed.attachments.map((a, i) => ({ index: i, attachmentId: files[i]!.id, filename: a.filename, contentType: a.contentType, disposition: a.disposition, contentId: a.contentId, size: a.content.length }));
       const reply = await repliedTo(projectId, parsed, [...routes.values()].map((r) => r.address));
-      const messages = [...routes.values()].map(({ address, to }) => ({ id: uuidv7(), address: address.toLowerCase(), to }));
+      const messages = [...routes.values()].map(({ address, to }) => ({ id: newId(), address: address.toLowerCase(), to }));
       writes.push({
         projectId,
         raw: { id: rawId, content: raw },

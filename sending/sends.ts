@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { mayUseFrom } from '../projects/keys';
-import { v7 as uuidv7 } from 'uuid';
+import { newId } from '../core/ids';
 import { isMarketing, marketingHeaders, skipReason } from '../audience/subscription';
 import { addressHasher } from '../audience/suppressions';
 import { isStaleSend, sendContext, storeSendRows, type ContactAsRead, type ContactWrite, type EmailWrite, type SendWrites } from '../db/queries/sends';
@@ -136,7 +136,7 @@ export async function checkSends(db: Knex | Knex.Transaction, commands: readonly
     const key = `${projectId}/${email}`;
     const read = context.contacts.get(key);
     if (read) return { id: read.id, subscribed: subscribed ?? read.subscribed, data: read.data, read };
-    if (!newIds.has(key)) newIds.set(key, uuidv7());
+    if (!newIds.has(key)) newIds.set(key, newId());
     // New recipients are not subscribed to marketing unless the request says so.
     return { id: newIds.get(key)!, subscribed: subscribed ?? false, data: {} };
   };
@@ -247,25 +247,25 @@ function writesOf(prepared: readonly PreparedSend[], deps: SendStoreDeps) {
     const { projectId, body } = p.command;
     // Attachments and a submitted message are stored once per request and shared by its recipients' emails.
     const attachmentIds = p.command.attachments.map((a) => {
-      const id = uuidv7();
+      const id = newId();
       writes.attachments.push({
         id, projectId, filename: a.filename, contentType: a.contentType ?? 'application/octet-stream', contentId: a.contentId ?? null,
         disposition: a.disposition ?? (a.contentId ? 'inline' : 'attachment'), content: a.bytes,
       });
       return id;
     });
-    const rawId = p.command.raw ? uuidv7() : null;
+    const rawId = p.command.raw ? newId() : null;
     if (p.command.raw) writes.raws.push({ id: rawId!, projectId, content: p.command.raw });
     // Marketing mail goes to subscribed contacts only, each with its own unsubscribe headers; a skipped recipient gets
     // no email, and its entry in the answer says why.
     const skipped = p.contacts.map((c) => skipReason(p.marketing, c));
     const emails = p.command.recipients.map((m, k): EmailWrite | undefined => {
       if (skipped[k]) return undefined;
-      const id = uuidv7();
+      const id = newId();
       const contactId = p.contacts[k]!.id;
       const email: EmailWrite = {
         id,
-        event_id: uuidv7(),
+        event_id: newId(),
         project_id: projectId,
         contact_id: contactId,
         template_id: p.templateId,

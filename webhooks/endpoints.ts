@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { v7 as uuidv7 } from 'uuid';
+import { newId } from '../core/ids';
 import { notFound } from '../core/errors';
 import type { PageRequest } from '../db/pages';
 import {
@@ -36,7 +36,7 @@ export const messageId = (deliveryId: string) => `msg_${deliveryId}`;
 
 /** Creates an endpoint; its secret is in this answer only. */
 export async function createWebhook(deps: WebhookDeps, projectId: string, input: NewEndpoint): Promise<EndpointWithSecret> {
-  const id = uuidv7();
+  const id = newId();
   const secret = newWebhookSecret();
   const row = await insertEndpoint(deps.knex, {
     id, projectId, url: input.url, events: [...new Set(input.events)], enabled: input.enabled ?? true,
