@@ -72,7 +72,10 @@ export async function withIndexesAfter<T>(knex: Knex, tables: string[], load: (d
   const started = performance.now();
   await knex.transaction(async (trx) => {
     await trx.raw("SET LOCAL maintenance_work_mem = '512MB'");
-    for (const i of indexes) await trx.raw(i.indexdef);
+    // A partitioned table's index reads `CREATE INDEX … ON ONLY <parent>` in pg_indexes: built that way it would stand
+    // on the parent alone, invalid, and its partitions (whose indexes the DROP took with it) would have none. Built
+    // without ONLY it is built on every partition, as the migrations built it.
+    for (const i of indexes) await trx.raw(i.indexdef.replace(/ ON ONLY /, ' ON '));
   });
   return { result, indexMs: performance.now() - started };
 }
