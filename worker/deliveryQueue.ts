@@ -187,6 +187,10 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
    */
   let writers = 0;
   const writersDone: (() => void)[] = [];
+  // A write waits for more outcomes (at most GATHER_MS) while fewer than half of the bound are pending and sends are
+  // still out; a settled outcome that ends that condition ends the waits of every writer (`gatherers`) at once.
+  const worthGathering = () => pending.length < maxUnrecorded / 2 && unrecorded > pending.length;
+  const gatherers = new Set<() => void>();
   const flush = () => {
     // A second write only for a batch worth its commit: small batches cost the database more per email than they save.
     if (pending.length === 0 || writers >= WRITERS || (writers > 0 && pending.length < maxUnrecorded / 2)) return;
@@ -195,10 +199,11 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
       while (pending.length) {
         // More sends per commit while others are still out: a write's fixed cost (~1.7 ms of the database's CPU, its
         // statement's many parts) is most of its cost at a few outcomes a write (BENCHMARKS.md section 50).
-        if (pending.length < maxUnrecorded / 2 && unrecorded > pending.length) {
+        if (worthGathering()) {
           await new Promise<void>((resolve) => {
-            const timer = setTimeout(() => { gathered = undefined; resolve(); }, GATHER_MS);
-            gathered = () => { clearTimeout(timer); gathered = undefined; resolve(); };
+            const end = () => { clearTimeout(timer); gatherers.delete(end); resolve(); };
+            const timer = setTimeout(end, GATHER_MS);
+            gatherers.add(end);
           });
         }
         const batch = pending;
@@ -211,11 +216,9 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     })();
   };
   const written = () => (writers === 0 ? Promise.resolve() : new Promise<void>((resolve) => writersDone.push(resolve)));
-  // Ends a write's gathering (see flush) once half of the bound is pending, or no send is still out.
-  let gathered: (() => void) | undefined;
   const settle = (outcome: Outcome, done: () => void) => {
     pending.push({ outcome, done });
-    if (gathered && (pending.length >= maxUnrecorded / 2 || unrecorded <= pending.length)) gathered();
+    if (gatherers.size && !worthGathering()) for (const end of [...gatherers]) end();
     flush();
   };
 
