@@ -14,7 +14,7 @@ module.exports = {
   globalSetup: '<rootDir>/test/support/globalSetup.ts',
   globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
   // A test file fails when pg warns of concurrent queries on one client, in Jest or in a child it started.
-  setupFilesAfterEnv: ['<rootDir>/test/support/pgWarningGuard.ts'],
+  setupFilesAfterEnv: ['<rootDir>/test/support/pgWarningGuard.ts', '<rootDir>/test/support/asyncContexts.ts'],
   reporters: ['default', '<rootDir>/test/support/summaryReporter.js'],
   // Longest files first, from recorded durations when Jest's cache has none (a fresh clone in CI).
   testSequencer: '<rootDir>/test/support/sequencer.js',
