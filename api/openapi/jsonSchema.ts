@@ -16,9 +16,6 @@ import { JSON_QUERY_MAX_LENGTH } from '../schemas/contactImports';
  *   the converter replaced the field's own type with "anything". The field keeps its own rules; what depends on the
  *   sibling is said in its description.
  */
-// joi-to-json ships no types for its parser classes.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const OpenApi31Parser = require('joi-to-json/lib/parsers/open-api-3.1') as new (opts?: object) => ParserBase;
 
 type JsonSchema = Record<string, unknown>;
 type Describe = Record<string, unknown> & { rules?: unknown[]; keys?: Record<string, unknown>; patterns?: { schema?: Describe; rule?: Describe; regex?: string }[]; flags?: Record<string, unknown> };
@@ -30,55 +27,65 @@ interface ParserBase {
   _parseSwitchCondition(ifThenStyle: boolean, schema: JsonSchema, condition: Describe, definitions: object, level: number): void;
 }
 
-class HeraldParser extends (OpenApi31Parser as new (opts?: object) => ParserBase) {
-  /**
-   * An array sent as JSON text in a query parameter (api/schemas/contactImports.ts `jsonArray`, a Joi extension the
-   * converter does not know, and wrote as `type: "jsonArray"`): a string whose content is that array.
-   */
-  override parse(spec: Describe, definitions?: object, level?: number): JsonSchema {
-    if (spec.type !== 'jsonArray') return super.parse(spec, definitions, level);
-    const array = super.parse({ ...spec, type: 'array' }, definitions, level);
-    const { description, examples } = array as { description?: string; examples?: unknown[] };
-    delete array.description;
-    delete array.examples;
-    return {
-      type: 'string', maxLength: JSON_QUERY_MAX_LENGTH, contentMediaType: 'application/json', contentSchema: array,
-      ...(description ? { description } : {}), ...(examples ? { examples: examples.map((e) => JSON.stringify(e)) } : {}),
-    };
-  }
-
-  override _setObjectProperties(schema: JsonSchema, spec: Describe, definitions: object, level: number): void {
-    super._setObjectProperties(schema, spec, definitions, level);
-    if (schema.type !== 'object') return;
-    // `.min(n)` / `.max(n)` / `.length(n)` on an object count its keys; the converter dropped them.
-    for (const rule of (spec.rules ?? []) as { name: string; args?: { limit?: number } }[]) {
-      const limit = rule.args?.limit;
-      if (typeof limit !== 'number') continue;
-      if (rule.name === 'min' || rule.name === 'length') schema.minProperties = limit;
-      if (rule.name === 'max' || rule.name === 'length') schema.maxProperties = limit;
+/**
+ * The parser class, made when the first document is built: joi-to-json loads the whole of lodash (half a megabyte of
+ * JavaScript), which every API process and test file paid at start-up for a document that most never build.
+ */
+let parserClass: (new () => ParserBase) | undefined;
+function heraldParser(): new () => ParserBase {
+  // joi-to-json ships no types for its parser classes.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const OpenApi31Parser = require('joi-to-json/lib/parsers/open-api-3.1') as new (opts?: object) => ParserBase;
+  return class HeraldParser extends OpenApi31Parser {
+    /**
+     * An array sent as JSON text in a query parameter (api/schemas/contactImports.ts `jsonArray`, a Joi extension the
+     * converter does not know, and wrote as `type: "jsonArray"`): a string whose content is that array.
+     */
+    override parse(spec: Describe, definitions?: object, level?: number): JsonSchema {
+      if (spec.type !== 'jsonArray') return super.parse(spec, definitions, level);
+      const array = super.parse({ ...spec, type: 'array' }, definitions, level);
+      const { description, examples } = array as { description?: string; examples?: unknown[] };
+      delete array.description;
+      delete array.examples;
+      return {
+        type: 'string', maxLength: JSON_QUERY_MAX_LENGTH, contentMediaType: 'application/json', contentSchema: array,
+        ...(description ? { description } : {}), ...(examples ? { examples: examples.map((e) => JSON.stringify(e)) } : {}),
+      };
     }
-    const keyed = (spec.patterns ?? []).filter((p) => p.schema && p.rule);
-    if (keyed.length) {
-      const [first] = keyed;
-      schema.propertyNames = this.parse(first!.schema!, definitions, level + 1);
-      schema.additionalProperties = this.parse(first!.rule!, definitions, level + 1);
-      if (Object.keys(schema.properties as object).length === 0) delete schema.properties;
-    } else if (spec.keys === undefined && !(spec.patterns ?? []).length && spec.flags?.unknown !== false) {
-      delete schema.properties;
-      schema.additionalProperties = true;
+
+    override _setObjectProperties(schema: JsonSchema, spec: Describe, definitions: object, level: number): void {
+      super._setObjectProperties(schema, spec, definitions, level);
+      if (schema.type !== 'object') return;
+      // `.min(n)` / `.max(n)` / `.length(n)` on an object count its keys; the converter dropped them.
+      for (const rule of (spec.rules ?? []) as { name: string; args?: { limit?: number } }[]) {
+        const limit = rule.args?.limit;
+        if (typeof limit !== 'number') continue;
+        if (rule.name === 'min' || rule.name === 'length') schema.minProperties = limit;
+        if (rule.name === 'max' || rule.name === 'length') schema.maxProperties = limit;
+      }
+      const keyed = (spec.patterns ?? []).filter((p) => p.schema && p.rule);
+      if (keyed.length) {
+        const [first] = keyed;
+        schema.propertyNames = this.parse(first!.schema!, definitions, level + 1);
+        schema.additionalProperties = this.parse(first!.rule!, definitions, level + 1);
+        if (Object.keys(schema.properties as object).length === 0) delete schema.properties;
+      } else if (spec.keys === undefined && !(spec.patterns ?? []).length && spec.flags?.unknown !== false) {
+        delete schema.properties;
+        schema.additionalProperties = true;
+      }
     }
-  }
 
-  /** A condition on a sibling (`ref`): the field keeps its own schema. */
-  override _setConditionCompositionStyle(schema: JsonSchema, condition: Describe, definitions: object, level: number): JsonSchema {
-    if (condition.ref) return schema;
-    return super._setConditionCompositionStyle(schema, condition, definitions, level);
-  }
+    /** A condition on a sibling (`ref`): the field keeps its own schema. */
+    override _setConditionCompositionStyle(schema: JsonSchema, condition: Describe, definitions: object, level: number): JsonSchema {
+      if (condition.ref) return schema;
+      return super._setConditionCompositionStyle(schema, condition, definitions, level);
+    }
 
-  override _parseSwitchCondition(ifThenStyle: boolean, schema: JsonSchema, condition: Describe, definitions: object, level: number): void {
-    if (condition.ref) return;
-    super._parseSwitchCondition(ifThenStyle, schema, condition, definitions, level);
-  }
+    override _parseSwitchCondition(ifThenStyle: boolean, schema: JsonSchema, condition: Describe, definitions: object, level: number): void {
+      if (condition.ref) return;
+      super._parseSwitchCondition(ifThenStyle, schema, condition, definitions, level);
+    }
+  };
 }
 
 const ANY_TYPES = ['array', 'boolean', 'number', 'object', 'string', 'null'];
@@ -124,7 +131,7 @@ function tidy(node: unknown): unknown {
  */
 export function jsonSchemaOf(schema: Joi.Schema, components: Record<string, unknown> = {}): JsonSchema {
   const definitions: Record<string, unknown> = {};
-  const { schemas: _definitions, ...json } = new HeraldParser().parse(schema.describe() as Describe, definitions);
+  const { schemas: _definitions, ...json } = new (parserClass ??= heraldParser())().parse(schema.describe() as Describe, definitions);
   for (const [id, definition] of Object.entries(definitions)) components[id] = tidy(definition);
   return tidy(json) as JsonSchema;
 }
