@@ -1,5 +1,3 @@
-import emailProviders from 'email-providers/all.json';
-import { blacklist } from 'mailchecker';
 import { domainSuffixes } from '../mail/message';
 
 /**
@@ -11,8 +9,26 @@ import { domainSuffixes } from '../mail/message';
  *   they are few and well known, so they are listed here with their operators' documented domains.
  */
 
-const disposable = blacklist();
-const personal = new Set((emailProviders as string[]).map((d) => d.toLowerCase()).filter((d) => !disposable.has(d)));
+interface DomainLists {
+  disposable: Set<string>;
+  personal: Set<string>;
+}
+let lists: DomainLists | undefined;
+
+/**
+ * The two lists, read at the first check: mailchecker's is a megabyte of JavaScript that becomes a set of ~55,000
+ * domains, 0.15 CPU-s of every process's start-up (API, worker, each test file) whether it verifies an address or not.
+ */
+function domainLists(): DomainLists {
+  if (lists) return lists;
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { blacklist } = require('mailchecker') as typeof import('mailchecker');
+  const providers = require('email-providers/all.json') as string[];
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  const disposable = blacklist();
+  lists = { disposable, personal: new Set(providers.map((d) => d.toLowerCase()).filter((d) => !disposable.has(d))) };
+  return lists;
+}
 
 /** Relay domains, matched with their subdomains (addy.io and SimpleLogin give users subdomains of their own). */
 export const ALIAS_SERVICES: Record<string, string> = {
@@ -50,10 +66,11 @@ export function aliasService(domain: string): string | undefined {
 /** Disposable: the domain or a parent is listed. Relays are aliases, not disposable: they forward to a lasting inbox. */
 export function isDisposableDomain(domain: string): boolean {
   if (aliasService(domain)) return false;
+  const { disposable } = domainLists();
   for (const d of selfAndParents(domain)) if (disposable.has(d)) return true;
   return false;
 }
 
 export function isPersonalDomain(domain: string): boolean {
-  return personal.has(domain);
+  return domainLists().personal.has(domain);
 }
