@@ -33,10 +33,11 @@ interface ParserBase {
  */
 let parserClass: (new () => ParserBase) | undefined;
 function heraldParser(): new () => ParserBase {
+  if (parserClass) return parserClass;
   // joi-to-json ships no types for its parser classes.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const OpenApi31Parser = require('joi-to-json/lib/parsers/open-api-3.1') as new (opts?: object) => ParserBase;
-  return class HeraldParser extends OpenApi31Parser {
+  parserClass = class HeraldParser extends OpenApi31Parser {
     /**
      * An array sent as JSON text in a query parameter (api/schemas/contactImports.ts `jsonArray`, a Joi extension the
      * converter does not know, and wrote as `type: "jsonArray"`): a string whose content is that array.
@@ -86,6 +87,7 @@ function heraldParser(): new () => ParserBase {
       super._parseSwitchCondition(ifThenStyle, schema, condition, definitions, level);
     }
   };
+  return parserClass;
 }
 
 const ANY_TYPES = ['array', 'boolean', 'number', 'object', 'string', 'null'];
@@ -131,7 +133,7 @@ function tidy(node: unknown): unknown {
  */
 export function jsonSchemaOf(schema: Joi.Schema, components: Record<string, unknown> = {}): JsonSchema {
   const definitions: Record<string, unknown> = {};
-  const { schemas: _definitions, ...json } = new (parserClass ??= heraldParser())().parse(schema.describe() as Describe, definitions);
+  const { schemas: _definitions, ...json } = new (heraldParser())().parse(schema.describe() as Describe, definitions);
   for (const [id, definition] of Object.entries(definitions)) components[id] = tidy(definition);
   return tidy(json) as JsonSchema;
 }

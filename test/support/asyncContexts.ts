@@ -8,27 +8,23 @@ import asyncHooks from 'node:async_hooks';
  * profile had 35 CPU-seconds of the Jest workers in that propagation (async_hooks `_propagate`); the files that came
  * late in a worker paid the most. A finished file's instances serve nothing: its engine was stopped in its afterAll.
  */
-interface Tracking {
-  live: Set<asyncHooks.AsyncLocalStorage<unknown>>;
-}
-
+type Storage = asyncHooks.AsyncLocalStorage<unknown>;
 const KEY = Symbol.for('herald.test.asyncLocalStorages');
-const hooks = asyncHooks as typeof asyncHooks & { [KEY]?: Tracking };
+const hooks = asyncHooks as typeof asyncHooks & { [KEY]?: Set<Storage> };
 
-const tracking = hooks[KEY];
-if (tracking) {
-  for (const storage of tracking.live) storage.disable();
-  tracking.live.clear();
+const live = hooks[KEY];
+if (live) {
+  for (const storage of live) storage.disable();
+  live.clear();
 } else {
-  const live = new Set<asyncHooks.AsyncLocalStorage<unknown>>();
-  const Original = asyncHooks.AsyncLocalStorage;
   // Every instance made from now on in this worker (the module object is Node's own, shared by all files) is tracked.
-  class Tracked<T> extends Original<T> {
+  const tracked = new Set<Storage>();
+  class Tracked<T> extends asyncHooks.AsyncLocalStorage<T> {
     constructor() {
       super();
-      live.add(this as asyncHooks.AsyncLocalStorage<unknown>);
+      tracked.add(this as Storage);
     }
   }
   hooks.AsyncLocalStorage = Tracked;
-  hooks[KEY] = { live };
+  hooks[KEY] = tracked;
 }

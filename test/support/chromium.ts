@@ -1,18 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import vm from 'node:vm';
 import type { Browser } from 'playwright-core';
+import { nodeRequire } from './nodeRealm';
 
 /**
  * playwright-core as Node itself loads it, once per Jest worker, not once per test file: Jest's module registry is the
  * file's own, and its 3.5 MB bundle (with the stack traces Jest maps for each of its calls) cost the page tests ~45
  * CPU-seconds of a run's Jest workers, loaded again by each of them. It keeps no state of a file's (each launches its
- * own browser) and only strings and plain values cross between it and the tests. Node's require comes from the
- * worker's real `process` (Jest hands a test file a copy, and a `module` of its own).
+ * own browser) and only strings and plain values cross between it and the tests.
  */
-const realProcess = vm.runInThisContext('process') as NodeJS.Process;
-const nodeRequire = (realProcess.mainModule!.constructor as unknown as { createRequire(from: string): NodeJS.Require }).createRequire(__filename);
-const { chromium } = nodeRequire('playwright-core') as typeof import('playwright-core');
+const { chromium } = nodeRequire(__filename)('playwright-core') as typeof import('playwright-core');
 
 /** How to get the browser the page tests drive (Debian's Chromium with playwright-core). */
 export const CHROMIUM_HOW = 'apt-get install -y chromium-headless-shell (or chromium), or set CHROMIUM_PATH';

@@ -1,4 +1,4 @@
-import vm from 'node:vm';
+import { realProcess } from './nodeRealm';
 import { childPgWarnings, PG_CONCURRENT_QUERY } from './processes';
 
 /**
@@ -12,9 +12,7 @@ const seen: string[] = [];
 const onWarning = (warning: Error): void => {
   if (warning.message.includes(PG_CONCURRENT_QUERY)) seen.push(warning.stack ?? String(warning));
 };
-// Node emits warnings on the real process. The `process` a test sees is Jest's copy, an event emitter of its own
-// that never hears them; code run in Node's main context (outside the test's vm context) gets the real one.
-const realProcess = vm.runInThisContext('process') as NodeJS.Process;
+// Node emits warnings on the real process, not on the copy a test file sees.
 realProcess.on('warning', onWarning);
 
 afterAll(() => {

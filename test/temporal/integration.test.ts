@@ -73,8 +73,8 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
    */
   const found = new Map<string, { scanned: number; matches: Received[] }>();
   const matching = (key: string, match: (m: Received) => boolean): Received[] => {
-    const entry = found.get(key) ?? { scanned: 0, matches: [] };
-    found.set(key, entry);
+    let entry = found.get(key);
+    if (!entry) found.set(key, (entry = { scanned: 0, matches: [] }));
     const all = c.smtp.received;
     for (; entry.scanned < all.length; entry.scanned++) if (match(all[entry.scanned]!)) entry.matches.push(all[entry.scanned]!);
     return entry.matches.slice(); // a snapshot, as a filter gave
