@@ -22,8 +22,10 @@
  * Percentiles are exact, over every response of the round's slices.
  *
  * No worker runs during the measure: the API never waits for SMTP or for a worker (the answer follows the commit), so
- * a worker would only take CPU from the API on this machine; delivery is measured by bench/delivery.ts.
- * BENCH_WITH_WORKER=1 runs one anyway (rate limit lifted, into a loopback SMTP sink), as `npm start` would.
+ * a worker would only take CPU from the API on this machine; delivery is measured by bench/delivery.ts. The workers'
+ * housekeeping, which the sends' costs depend on (the merge of new contacts' search entries), runs in this process while
+ * a Herald side is driven (workersHousekeeping). BENCH_WITH_WORKER=1 runs one anyway (rate limit lifted, into a
+ * loopback SMTP sink), as `npm start` would.
  *
  * Environment: BENCH_DURATION (s, default 20), BENCH_WARMUP (s, default 5), BENCH_CONNECTIONS (default 32),
  * BENCH_CONTACTS (default 50000), BENCH_ROUNDS (default 1), BENCH_SLICE (s, default BENCH_DURATION), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info; the log
@@ -33,6 +35,7 @@
  * [{"name":"herald"}]; each may have `tree` (another checkout, e.g. the code before a change, on the same database),
  * `env` (more environment), `pg` (settings for its connections only, e.g. {"commit_delay":20}) and `idempotencyKeys`
  * (true: every request carries an Idempotency-Key of its own, a transaction per request: api/idempotency.ts)),
+ * BENCH_WAL_RECORDS=1 (the WAL of each round's measure by record type, pg_walinspect: which indexes and tables write it),
  * BENCH_WAITS=1 (samples pg_stat_activity every 10 ms during each measure: what the side's backends wait on),
  * BENCH_PG_STAT=1 (pg_stat_statements: statements per request), BENCH_COUNT_QUERIES=1 (knex statements per request
  * in the API), BENCH_WITH_WORKER=1, BENCH_ONLY=herald|floor, BENCH_CPU_PROF=1 (V8 CPU profile of the API process into
@@ -48,6 +51,8 @@ import { startCluster } from './lib/cluster';
 import { benchProject, prepareEngineSchema, startHeraldChild } from './lib/herald';
 import { cpuMs, machine, machineBusyMs, runBench, sleep, spawnChild, stealSince, type Child } from './lib/proc';
 import { startSink, type Sink } from './lib/sink';
+import pino from 'pino';
+import { startHousekeeping } from '../worker/housekeeping';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 20);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
@@ -58,6 +63,7 @@ const SLICE = Number(process.env.BENCH_SLICE ?? DURATION);
 const ONLY = process.env.BENCH_ONLY;
 const WITH_WORKER = process.env.BENCH_WITH_WORKER === '1';
 const WAITS = process.env.BENCH_WAITS === '1';
+const WAL_RECORDS = process.env.BENCH_WAL_RECORDS === '1';
 const EXISTING_CONTACTS = Number(process.env.BENCH_CONTACTS ?? 50_000);
 
 interface Variant {
@@ -229,6 +235,18 @@ const newTally = (): Tally => ({
 const cpuNow = (side: Side, pgs: PgSide) => ({ server: cpuMs(side.child.pid), postgres: cpuMs(pgs.pid, true), loadgen: cpuMs(process.pid), machine: machineBusyMs() });
 
 /**
+ * What Herald's workers do in the background of every deployment and the sends' costs depend on: merging the new
+ * contacts' search entries (worker/housekeeping.ts, every 2 s; db/searchIndexes.ts). No worker runs here (see the
+ * header), so the bench runs the workers' housekeeping itself while a Herald side is driven, and only then: its
+ * statements count in that side's PostgreSQL CPU and share the machine with its requests.
+ */
+function workersHousekeeping(side: Side, pgs: PgSide): { stop(): Promise<void> } {
+  if (!side.counted) return { stop: async () => undefined };
+  const h = startHousekeeping({ knex: pgs.knex, log: pino({ level: 'silent' }), eventWindowMs: 60_000, intervalMs: 3_600_000 });
+  return { stop: () => h.stop() };
+}
+
+/**
  * One slice of a side's measure, added to its tally. The backends report their statistics within a second of going
  * idle: a pause after the slice, so that each slice counts its own WAL flushes.
  */
@@ -237,7 +255,9 @@ async function slice(side: Side, seconds: number, pgs: PgSide, t: Tally): Promis
   const steal0 = stealSince();
   const sampler = WAITS ? sampleWaits(pgs.url, side.applicationName) : undefined;
   const before = cpuNow(side, pgs);
+  const housekeeping = workersHousekeeping(side, pgs);
   const r = await drive(side.url, side.headers, seconds, side.idempotencyKeys, t.latencies);
+  await housekeeping.stop();
   const after = cpuNow(side, pgs);
   t.stealSeconds += stealSince(steal0.at).share * r.duration;
   const waits = await sampler?.stop();
@@ -293,7 +313,9 @@ function measured(name: string, round: number, t: Tally): Measured {
 async function measureRound(sides: Side[], round: number, pgs: PgSide): Promise<{ results: Measured[]; okBySide: Map<string, number> }> {
   const okBySide = new Map<string, number>();
   for (const side of round % 2 ? sides : [...sides].reverse()) {
+    const housekeeping = workersHousekeeping(side, pgs);
     const warm = await drive(side.url, side.headers, WARMUP, side.idempotencyKeys);
+    await housekeeping.stop();
     okBySide.set(side.name, warm['2xx']);
     console.log(`round ${round}, ${side.name}: warm-up ${WARMUP} s, ${Math.round(warm['2xx'] / WARMUP)} req/s`);
   }
@@ -302,10 +324,18 @@ async function measureRound(sides: Side[], round: number, pgs: PgSide): Promise<
   for (const side of sides) if (process.env.BENCH_COUNT_QUERIES === '1' && side.counted) { side.child.send({ type: 'queries' }); await side.child.next('queries'); }
   const tallies = new Map(sides.map((s) => [s.name, newTally()]));
   const slices = Math.max(1, Math.round(DURATION / SLICE));
+  const lsn0 = WAL_RECORDS ? (await pgs.knex.raw('SELECT pg_current_wal_lsn() AS l')).rows[0].l : null;
   for (let i = 0; i < slices; i++) {
     for (const side of (round + i) % 2 ? sides : [...sides].reverse()) await slice(side, DURATION / slices, pgs, tallies.get(side.name)!);
   }
   const results = sides.map((s) => measured(s.name, round, tallies.get(s.name)!));
+  if (lsn0) {
+    await pgs.knex.raw('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+    const ok = results.reduce((n, m) => n + m.ok, 0);
+    const rows = (await pgs.knex.raw(`SELECT "resource_manager/record_type" AS t, count, combined_size FROM pg_get_wal_stats(?, pg_current_wal_lsn(), true) WHERE count > 0 ORDER BY combined_size DESC LIMIT 15`, [lsn0])).rows as { t: string; count: number; combined_size: number }[];
+    console.log(`round ${round}: WAL by record type per request, every side of the round (pg_walinspect; meaningful with BENCH_ONLY):`);
+    for (const r of rows) console.log(`  ${(r.count / ok).toFixed(3)} records  ${(r.combined_size / ok).toFixed(0).padStart(5)} bytes  ${r.t}`);
+  }
   for (const m of results) {
     okBySide.set(m.name, okBySide.get(m.name)! + m.ok);
     console.log(`round ${round}, ${m.name}: ${Math.round(m.rps)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, steal ${(m.steal * 100).toFixed(1)} % (${slices} slice(s) of ${DURATION / slices} s)`);

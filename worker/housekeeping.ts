@@ -9,6 +9,7 @@ import { pruneLoginChallenges } from '../people/twoFactor';
 import { pruneEventWindows } from '../tracking/record';
 import { pruneInbound } from '../inbound/messages';
 import { ensurePartitions } from '../db/partitions';
+import { mergePendingEntries } from '../db/searchIndexes';
 import { loopState } from './claimLoop';
 
 /**
@@ -20,6 +21,9 @@ import { loopState } from './claimLoop';
  * the months ahead of the partitioned tables exist (db/partitions.ts ensurePartitions: a catalog read when they do), so
  * that a cluster whose engine does not run the retention job still never writes into the default partition. Each sweep deletes in short batches (db/prune.ts), so workers sweeping at once share the rows rather than wait on each other. A failed
  * sweep is logged and tried again at the next round.
+ *
+ * On a cadence of its own (every two seconds), it merges the new entries of the contact search index into it
+ * (db/searchIndexes.ts), so that sends creating contacts never wait for that merge.
  */
 export interface HousekeepingOptions {
   knex: Knex;
@@ -32,6 +36,8 @@ export interface HousekeepingOptions {
   inboundRetentionDays?: number;
   /** Between rounds; the first round runs at start. */
   intervalMs?: number;
+  /** Between merges of the search index's pending entries (default 2 s). */
+  pendingMergeMs?: number;
 }
 
 export interface Housekeeping {
@@ -76,12 +82,21 @@ export function startHousekeeping(opts: HousekeepingOptions): Housekeeping {
       if (!state.stopping) await state.nap(opts.intervalMs ?? 60_000);
     }
   })();
+  const merging = loopState();
+  const merges = (async () => {
+    while (!merging.stopping) {
+      await mergePendingEntries(knex).catch((err: Error) => log.warn({ err: err.message }, 'could not merge the search index\'s pending entries; next round retries'));
+      if (!merging.stopping) await merging.nap(opts.pendingMergeMs ?? 2_000);
+    }
+  })();
   return {
     round,
     stop: async () => {
       state.stopping = true;
+      merging.stopping = true;
       state.wake?.();
-      await loop;
+      merging.wake?.();
+      await Promise.all([loop, merges]);
     },
   };
 }

@@ -2,6 +2,7 @@ import pino from 'pino';
 import { createProject } from '../../projects/service';
 import { startHousekeeping } from '../../worker/housekeeping';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { waitFor } from '../support/processes';
 
 /**
  * The worker's housekeeping (issue 26: the tracking windows were never deleted) on a real database: passed windows and
@@ -86,4 +87,31 @@ test('sessions and single-use tokens go a day after they ended, expired or were 
   const names = async (table: string) => (await db.knex(table).select('token_hash')).map((r) => (r.token_hash as Buffer).toString().replace(/\.+$/, '')).sort();
   expect(await names('sessions')).toEqual(['ended-recently', 'live']);
   expect((await db.knex('auth_tokens').where({ project_id: project.id }).pluck('email')).sort()).toEqual(['pending@example.org', 'used-recently@example.org']);
+});
+
+test('new contacts\' search entries are merged into the index by the workers in the background, not by the sends', async () => {
+  // The index keeps more pending entries than PostgreSQL's default before an insert must merge them itself
+  // (migration 20261211000001); the workers merge them every pendingMergeMs.
+  const { rows: [index] } = await db.knex.raw(`SELECT reloptions FROM pg_class WHERE relname = 'contacts_email_trgm_idx'`);
+  expect(index.reloptions).toContain('gin_pending_list_limit=16384');
+  await db.knex.raw('CREATE EXTENSION IF NOT EXISTS pgstattuple');
+  const pending = async () => Number((await db.knex.raw(`SELECT pending_tuples FROM pgstatginindex('contacts_email_trgm_idx')`)).rows[0].pending_tuples);
+
+  const project = await createProject('Housekeeping search');
+  const search = () => db.knex('contacts').where('project_id', project.id).whereILike('email', '%ending-17@%').pluck('email');
+  await db.knex.raw(`INSERT INTO contacts (project_id, email) SELECT ?, 'pending-' || g || '@example.org' FROM generate_series(1, 3000) g`, [project.id]);
+  expect(await pending()).toBeGreaterThan(0);
+  // Found while pending, as after the merge.
+  expect(await search()).toEqual(['pending-17@example.org']);
+
+  const h = startHousekeeping({ knex: db.knex, log: pino({ level: 'silent' }), eventWindowMs: 60_000, intervalMs: 3_600_000, pendingMergeMs: 50 });
+  try {
+    await waitFor('the pending entries merged', async () => ((await pending()) === 0 ? true : undefined), 10_000);
+    await db.knex.raw(`INSERT INTO contacts (project_id, email) SELECT ?, 'later-' || g || '@example.org' FROM generate_series(1, 500) g`, [project.id]);
+    // The next merges take the entries of contacts added since.
+    await waitFor('the later entries merged', async () => ((await pending()) === 0 ? true : undefined), 10_000);
+    expect(await search()).toEqual(['pending-17@example.org']);
+  } finally {
+    await h.stop();
+  }
 });
