@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { SendMailOptions } from 'nodemailer';
-import type { Email } from '../db/models/Email';
+import type { DeliveryEmail, Email } from '../db/models/Email';
 import { withHeraldHeaders, withReplyAddress } from './rawMessage';
 
 export interface StoredAttachment {
@@ -84,7 +84,7 @@ export function mainHeaders(email: Pick<Email, 'id' | 'fromEmail' | 'fromName' |
 }
 
 /** A submitted message (SMTP), sent as its client built it to this email's recipient, with Herald's headers. */
-export function buildRawMessage(email: Email, raw: Buffer, opts: BuildOptions = {}): SendMailOptions {
+export function buildRawMessage(email: DeliveryEmail, raw: Buffer, opts: BuildOptions = {}): SendMailOptions {
   return {
     envelope: { from: opts.returnPath ?? email.fromEmail, to: [email.toEmail] },
     // A Reply-To written `name+*@domain` goes out signed for this email (delivery.ts replyAddressFor), as from /v1/send.
@@ -99,7 +99,7 @@ export function buildRawMessage(email: Email, raw: Buffer, opts: BuildOptions = 
  * from its id; its Date is when it was submitted (created), the moment RFC 5322 (3.6.1) asks for, rather than the time
  * of this attempt; its multipart boundaries derive from its id (nodemailer's `baseBoundary`, random otherwise).
  */
-export function buildMessage(email: Email, content: MessageContent, attachments: StoredAttachment[], opts: BuildOptions = {}): SendMailOptions {
+export function buildMessage(email: DeliveryEmail, content: MessageContent, attachments: StoredAttachment[], opts: BuildOptions = {}): SendMailOptions {
   const message: SendMailOptions & { baseBoundary: string } = {
     messageId: messageIdOf(email),
     date: email.createdAt,

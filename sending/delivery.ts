@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { Email } from '../db/models/Email';
+import type { DeliveryEmail } from '../db/models/Email';
 import { preparedStatement } from '../db/prepared';
 import { eventEffects } from '../db/queries/events';
 import { campaignTally, statusTally, STATUS_TALLY } from '../db/queries/campaignTally';
@@ -44,10 +44,10 @@ export type AttemptResult =
 
 /** What to write for a claimed (SENDING) email: its final state, or back to QUEUED for another attempt later. */
 export type Outcome =
-  | { email: Email; status: 'SENT'; messageId: string }
-  | { email: Email; status: 'FAILED'; error: string; bounce?: { status: string | null } }
-  | { email: Email; status: 'CANCELLED'; error: string }
-  | { email: Email; status: 'QUEUED'; error: string; retryInMs: number };
+  | { email: DeliveryEmail; status: 'SENT'; messageId: string }
+  | { email: DeliveryEmail; status: 'FAILED'; error: string; bounce?: { status: string | null } }
+  | { email: DeliveryEmail; status: 'CANCELLED'; error: string }
+  | { email: DeliveryEmail; status: 'QUEUED'; error: string; retryInMs: number };
 
 const DELIVERY_OUTCOME: Record<Outcome['status'], DeliveryOutcome> = { SENT: 'sent', FAILED: 'failed', CANCELLED: 'cancelled', QUEUED: 'retried' };
 
@@ -61,7 +61,7 @@ export interface Prepared {
 }
 
 /** The outcome to record for an attempt; a transient failure goes back to the queue after `retryInMs`. */
-export function outcomeOf(email: Email, result: AttemptResult, retryInMs: number): Outcome {
+export function outcomeOf(email: DeliveryEmail, result: AttemptResult, retryInMs: number): Outcome {
   switch (result.status) {
     case 'SENT': return { email, status: 'SENT', messageId: result.messageId };
     case 'FAILED': return { email, status: 'FAILED', error: result.error, ...(result.bounce ? { bounce: result.bounce } : {}) };
@@ -77,13 +77,13 @@ export function outcomeOf(email: Email, result: AttemptResult, retryInMs: number
  * message to its MIME bytes, unsigned.
  */
 export function createComposer({ knex, log, secret, publicUrl, bounces }: Omit<DeliveryDeps, 'mailer'>) {
-  const returnPath = (email: Email) => (bounces?.domain ? { returnPath: bounceAddress(secret, email.id, bounces.domain) } : {});
+  const returnPath = (email: DeliveryEmail) => (bounces?.domain ? { returnPath: bounceAddress(secret, email.id, bounces.domain) } : {});
   /**
    * What to send, by email id: transactional emails were rendered when queued; campaign emails are rendered now,
    * from the campaign (frozen once it starts sending) and the contact as it is. Null when a campaign email's contact has
    * unsubscribed (or gone) since the audience was resolved: unsubscribed contacts are never mailed.
    */
-  async function contents(emails: Email[]): Promise<Map<string, MessageContent | TemplateError | null>> {
+  async function contents(emails: DeliveryEmail[]): Promise<Map<string, MessageContent | TemplateError | null>> {
     const result = new Map<string, MessageContent | TemplateError | null>();
     const campaignMail = emails.filter((e) => e.subject === null || e.html === null);
     for (const e of emails) if (e.subject !== null && e.html !== null) result.set(e.id, { subject: e.subject, html: e.html });
@@ -133,7 +133,7 @@ export function createComposer({ knex, log, secret, publicUrl, bounces }: Omit<D
   }
 
   /** The DKIM keys of the emails' From domains: one query per project (usually one). */
-  async function signingKeys(emails: Email[]): Promise<Map<string, Map<string, SigningKey>>> {
+  async function signingKeys(emails: DeliveryEmail[]): Promise<Map<string, Map<string, SigningKey>>> {
     const domains = new Map<string, Set<string>>();
     for (const e of emails) domains.set(e.projectId, (domains.get(e.projectId) ?? new Set()).add(domainOf(e.fromEmail)));
     const keys = new Map<string, Map<string, SigningKey>>();
@@ -148,13 +148,13 @@ export function createComposer({ knex, log, secret, publicUrl, bounces }: Omit<D
    * queued), the pixel and redirects naming this email. Done here, for every email alike, so a retry carries the same
    * links.
    */
-  function tracked(email: Email, content: MessageContent | TemplateError | null): MessageContent | TemplateError | null {
+  function tracked(email: DeliveryEmail, content: MessageContent | TemplateError | null): MessageContent | TemplateError | null {
     if (!content || content instanceof TemplateError || (!email.trackOpens && !email.trackClicks)) return content;
     return { ...content, html: addTracking(content.html, { opens: email.trackOpens, clicks: email.trackClicks, publicUrl, secret, projectId: email.projectId, emailId: email.id }) };
   }
 
   /** Everything the sends of these emails need, by email id. */
-  async function prepare(emails: Email[]): Promise<Map<string, Prepared>> {
+  async function prepare(emails: DeliveryEmail[]): Promise<Map<string, Prepared>> {
     const [content, keys] = await Promise.all([contents(emails), signingKeys(emails)]);
     return new Map(emails.map((e) => {
       const dkim = dkimFor(keys.get(e.projectId)!, e.fromEmail);
@@ -163,7 +163,7 @@ export function createComposer({ knex, log, secret, publicUrl, bounces }: Omit<D
   }
 
   /** The message of a prepared email whose content is ready, as it is handed to SMTP (signed when `dkim` is given). */
-  async function build(email: Email, { content, dkim }: Prepared & { content: MessageContent }): Promise<SendMailOptions> {
+  async function build(email: DeliveryEmail, { content, dkim }: Prepared & { content: MessageContent }): Promise<SendMailOptions> {
     const opts = { ...(dkim ? { dkim } : {}), ...returnPath(email), ...(email.replyTo ? { replyTo: replyAddressFor(secret, email.id, email.replyTo) } : {}) };
     if (email.rawMessageId) {
       const raw = await knex('raw_messages').where({ project_id: email.projectId, id: email.rawMessageId }).first('content');
@@ -173,7 +173,7 @@ export function createComposer({ knex, log, secret, publicUrl, bounces }: Omit<D
     return buildMessage(email, content, await attachmentsOf(email), opts);
   }
 
-  async function attachmentsOf(email: Email): Promise<StoredAttachment[]> {
+  async function attachmentsOf(email: DeliveryEmail): Promise<StoredAttachment[]> {
     return email.attachmentIds.length
       ? (await knex('attachments').where('project_id', email.projectId).whereIn('id', email.attachmentIds)
         .select('id', 'filename', 'content_type as contentType', 'content_id as contentId', 'disposition', 'content'))
@@ -250,7 +250,7 @@ export function createDeliverer(deps: DeliveryDeps) {
   const { prepare, build } = createComposer(deps);
 
   /** One SMTP attempt. Attachments (or a submitted message) are read here, per email, so memory holds only those of the sends in flight. */
-  async function attempt(email: Email, prepared: Prepared): Promise<AttemptResult> {
+  async function attempt(email: DeliveryEmail, prepared: Prepared): Promise<AttemptResult> {
     const { content } = prepared;
     if (!content) return { status: 'SKIPPED', error: 'the contact unsubscribed before delivery' };
     if (content instanceof TemplateError) return { status: 'FAILED', error: `the campaign's ${content.part} could not be rendered for this recipient: ${content.message}` };
@@ -258,7 +258,7 @@ export function createDeliverer(deps: DeliveryDeps) {
   }
 
   /** One SMTP send of the message `build` makes, and what it came to. */
-  async function send(email: Email, build: () => Promise<SendMailOptions>): Promise<AttemptResult> {
+  async function send(email: DeliveryEmail, build: () => Promise<SendMailOptions>): Promise<AttemptResult> {
     try {
       await mailer.send(await build());
       return { status: 'SENT', messageId: messageIdOf(email) };

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { outcomeOf, type Deliverer, type Outcome, type Prepared } from '../sending/delivery';
-import { Email } from '../db/models/Email';
+import { DELIVERY_FIELDS, Email, type DeliveryEmail } from '../db/models/Email';
 import { preparedStatement } from '../db/prepared';
 import type { Logger } from '../logging/logger';
 import { DELIVERY_RETRY } from '../workflows/policy';
@@ -97,6 +97,9 @@ const WRITERS = 2;
 /** How long a write waits at most for more outcomes while sends are still out (see flush). */
 const GATHER_MS = 20;
 
+/** The columns a claim returns: what delivery reads (db/models/Email.ts DELIVERY_FIELDS), in SQL's snake case. */
+const CLAIMED_COLUMNS = DELIVERY_FIELDS.map((f) => `e.${f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`).join(', ');
+
 /**
  * The claim of `claim` (see there), a named statement (db/prepared.ts): parsed and planned once per connection rather
  * than at every claim. Bindings: lead (ms), how many at most, the horizon (ms), the interval (ms), the executor id, the
@@ -119,7 +122,7 @@ export const CLAIM_SQL = `WITH pace AS (
      -- key, in the row's own partition only (pruned as the join runs).
      FROM picked p
      WHERE e.ctid = ANY(ARRAY(SELECT c FROM picked)) AND e.tableoid = p.t AND e.ctid = p.c AND e.partition_at = p.partition_at
-     RETURNING e.*
+     RETURNING ${CLAIMED_COLUMNS}
    ), paced AS (
      UPDATE delivery_pace SET next_at = (SELECT next_at FROM pace) + (SELECT count(*) FROM claimed) * ?::float8 * interval '1 millisecond'
      WHERE name = 'email' AND EXISTS (SELECT 1 FROM claimed)
@@ -223,7 +226,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
   };
 
   /** Sends one email; a transient failure after the last attempt of the retry budget is final. */
-  const attempt = async (email: Email, prepared: Prepared): Promise<Outcome> => {
+  const attempt = async (email: DeliveryEmail, prepared: Prepared): Promise<Outcome> => {
     const result = await deliverer.attempt(email, prepared);
     if (result.status === 'TRANSIENT' && email.attempts >= DELIVERY_RETRY.maximumAttempts) {
       return { email, status: 'FAILED', error: gaveUp(result.error) };
@@ -241,7 +244,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
    * Claims up to `want` emails, no more than the free slots of the next HORIZON_MS, and books their slots, in one
    * statement. Answers when the first slot is (performance.now() time), or (nothing claimed) how long until a slot frees up.
    */
-  async function claim(want: number): Promise<{ emails: Email[]; firstSlotAt: number; waitMs: number }> {
+  async function claim(want: number): Promise<{ emails: DeliveryEmail[]; firstSlotAt: number; waitMs: number }> {
     const { rows } = await runClaim(knex, [leadMs, want, HORIZON_MS, intervalMs, executorId, intervalMs]);
     // Offsets count from the statement's now(); counting them from the answer's arrival can only make slots later.
     const answeredAt = performance.now();
@@ -252,7 +255,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
   }
 
   /** Sends each email at its slot (`firstSlotAt`: performance.now() time of the first). */
-  async function deliverBatch(emails: Email[], firstSlotAt: number): Promise<void> {
+  async function deliverBatch(emails: DeliveryEmail[], firstSlotAt: number): Promise<void> {
     let prepared: Map<string, Prepared>;
     try {
       prepared = await deliverer.prepare(emails);
@@ -364,7 +367,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
 }
 
 /** A key of a campaign: its project and id. */
-const campaignKey = (email: Email) => `${email.projectId}/${email.campaignId}`;
+const campaignKey = (email: DeliveryEmail) => `${email.projectId}/${email.campaignId}`;
 
 /**
  * Which of the campaigns this worker has emails in flight for are stopped (CANCELLED or FAILED), for the look before
@@ -401,23 +404,23 @@ function campaignStops(knex: Knex, maxAgeMs: number) {
     next ??= current.result.catch(() => undefined).then(() => { next = undefined; return begin().result; });
     return next;
   };
-  const applies = (email: Email) => email.campaignId !== null && !email.isTest;
+  const applies = (email: DeliveryEmail) => email.campaignId !== null && !email.isTest;
   return {
-    hold(email: Email) {
+    hold(email: DeliveryEmail) {
       if (!applies(email)) return;
       const key = campaignKey(email);
       const c = held.get(key);
       if (c) c.n++;
       else held.set(key, { projectId: email.projectId, campaignId: email.campaignId!, n: 1 });
     },
-    drop(email: Email) {
+    drop(email: DeliveryEmail) {
       if (!applies(email)) return;
       const key = campaignKey(email);
       const c = held.get(key);
       if (c && --c.n === 0) held.delete(key);
     },
     /** Why this email must not be sent (its campaign's end), or undefined. */
-    async stopped(email: Email): Promise<string | undefined> {
+    async stopped(email: DeliveryEmail): Promise<string | undefined> {
       if (!applies(email)) return undefined;
       const key = campaignKey(email);
       return (await lookSince(performance.now(), key)).get(key);

@@ -58,3 +58,17 @@ export class Email extends BaseModel {
    */
   partitionAt!: Date;
 }
+
+/**
+ * What delivery reads of an email (sending/delivery.ts, worker/deliveryQueue.ts): the claim returns these columns, not
+ * the whole row. The row has 36 columns, nine of them timestamps, and the worker's pg client parsed every one of them
+ * for each email it sent (BENCHMARKS.md section 52).
+ */
+export const DELIVERY_FIELDS = [
+  'id', 'projectId', 'contactId', 'campaignId', 'variant', 'isTest', 'fromEmail', 'fromName', 'replyTo', 'toEmail', 'toName',
+  'subject', 'html', 'headers', 'attachmentIds', 'rawMessageId', 'attempts', 'priority', 'trackOpens', 'trackClicks',
+  'createdAt', 'partitionAt',
+] as const;
+
+/** An email as delivery reads it (DELIVERY_FIELDS). */
+export type DeliveryEmail = Pick<Email, (typeof DELIVERY_FIELDS)[number]>;
