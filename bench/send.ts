@@ -236,7 +236,7 @@ const cpuNow = (side: Side, pgs: PgSide) => ({ server: cpuMs(side.child.pid), po
 
 /**
  * What Herald's workers do in the background of every deployment and the sends' costs depend on: merging the new
- * contacts' search entries (worker/housekeeping.ts, every 2 s; db/searchIndexes.ts). No worker runs here (see the
+ * contacts' search entries (worker/housekeeping.ts, every second; db/searchIndexes.ts). No worker runs here (see the
  * header), so the bench runs the workers' housekeeping itself while a Herald side is driven, and only then: its
  * statements count in that side's PostgreSQL CPU and share the machine with its requests.
  */

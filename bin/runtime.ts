@@ -154,7 +154,8 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: config.sendRatePerSecond, executorId });
     // And every worker delivers the projects' outbound webhooks from their outbox (worker/webhookQueue.ts).
     webhookDeliveries = startWebhookQueue({ knex: db.knex, log, secret, executorId, config: outboundWebhookConfig(process.env) });
-    // And deletes what has served its time: passed tracking windows, expired idempotency keys (worker/housekeeping.ts).
+    // And deletes what has served its time (passed tracking windows, expired idempotency keys) and merges the contact
+    // search index's new entries in the background (worker/housekeeping.ts).
     housekeeping = startHousekeeping({ knex: db.knex, log, eventWindowMs: loadTrackingConfig().eventWindowMs, sessionIdleMinutes: loadSessionConfig().idleMinutes, inboundRetentionDays: config.bounces.inboundRetentionDays });
     log.info({ mail: mailer.describe, executorId, rate: config.sendRatePerSecond }, 'delivering mail');
   }

@@ -22,7 +22,7 @@ import { loopState } from './claimLoop';
  * that a cluster whose engine does not run the retention job still never writes into the default partition. Each sweep deletes in short batches (db/prune.ts), so workers sweeping at once share the rows rather than wait on each other. A failed
  * sweep is logged and tried again at the next round.
  *
- * On a cadence of its own (every two seconds), it merges the new entries of the contact search index into it
+ * On a cadence of its own (every second), it merges the new entries of the contact search index into it
  * (db/searchIndexes.ts), so that sends creating contacts never wait for that merge.
  */
 export interface HousekeepingOptions {
@@ -36,7 +36,7 @@ export interface HousekeepingOptions {
   inboundRetentionDays?: number;
   /** Between rounds; the first round runs at start. */
   intervalMs?: number;
-  /** Between merges of the search index's pending entries (default 2 s). */
+  /** Between merges of the search index's pending entries (default 1 s). */
   pendingMergeMs?: number;
 }
 
@@ -86,7 +86,7 @@ export function startHousekeeping(opts: HousekeepingOptions): Housekeeping {
   const merges = (async () => {
     while (!merging.stopping) {
       await mergePendingEntries(knex).catch((err: Error) => log.warn({ err: err.message }, 'could not merge the search index\'s pending entries; next round retries'));
-      if (!merging.stopping) await merging.nap(opts.pendingMergeMs ?? 2_000);
+      if (!merging.stopping) await merging.nap(opts.pendingMergeMs ?? 1_000);
     }
   })();
   return {

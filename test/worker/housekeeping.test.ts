@@ -93,7 +93,7 @@ test('new contacts\' search entries are merged into the index by the workers in 
   // The index keeps more pending entries than PostgreSQL's default before an insert must merge them itself
   // (migration 20261211000001); the workers merge them every pendingMergeMs.
   const { rows: [index] } = await db.knex.raw(`SELECT reloptions FROM pg_class WHERE relname = 'contacts_email_trgm_idx'`);
-  expect(index.reloptions).toContain('gin_pending_list_limit=16384');
+  expect(index.reloptions).toContain('gin_pending_list_limit=8192');
   await db.knex.raw('CREATE EXTENSION IF NOT EXISTS pgstattuple');
   const pending = async () => Number((await db.knex.raw(`SELECT pending_tuples FROM pgstatginindex('contacts_email_trgm_idx')`)).rows[0].pending_tuples);
 
