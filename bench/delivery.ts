@@ -13,7 +13,7 @@
  * Throughput is counted at the sink, from the first to the last accepted message.
  *
  * Environment: BENCH_EMAILS (default 5000), BENCH_DKIM=1 (example.com gets a DKIM key: every message signed, raw side too), BENCH_WORKERS (worker processes, default 1), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info, to /dev/null),
- * BENCH_DURABLE=1 (fsync on), BENCH_PG_STAT=1 (statements per email), BENCH_CPU_PROF=1 (V8 profile of the worker),
+ * BENCH_DURABLE=1 (fsync on), BENCH_PG_STAT=1 (statements per email), BENCH_CPU_PROF=1 (V8 profiles of the worker and of the raw sender),
  * BENCH_TREE (the worker from another checkout, e.g. the code before a change, on the same database and sink),
  * BENCH_SINK_DELAY_MS (the sink answers each message that long after its data: a relay's latency, simulated; both sides
  * then run at about connections / latency, the law docs/scaling.md sizes SMTP connections by).
@@ -70,11 +70,13 @@ runBench('bench:delivery', 10 * 60_000, async () => {
       sender: (b.sender - a.sender) / n, postgres: (b.postgres - a.postgres) / n, sink: (b.sink - a.sink) / n, machine: (b.machine - a.machine) / n,
     });
 
-    // 1. Raw nodemailer, same messages, same pool.
+    // 1. Raw nodemailer, same messages, same pool. With BENCH_CPU_PROF=1 both senders are profiled, to be compared.
+    const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
+    const cpuProf = process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
     const raw = spawnChild('raw nodemailer', 'bench/lib/raw-sender-child.ts', {
       DATABASE_URL: cluster.url, SMTP_URL: sink.url, BENCH_COUNT: String(N),
       ...(project.dkim ? { BENCH_DKIM_SELECTOR: project.dkim.selector, BENCH_DKIM_KEY: project.dkim.privateKey } : {}),
-    });
+    }, cpuProf);
     children.push(raw);
     await raw.ready;
     sink.reset();
@@ -93,12 +95,11 @@ runBench('bench:delivery', 10 * 60_000, async () => {
     sink.reset();
     if (cluster.pgStat) await cluster.knex.raw('SELECT pg_stat_statements_reset()');
     const walBefore = await walNow();
-    const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
     const workers = Array.from({ length: WORKERS }, (_, i) => startHeraldChild(`herald worker ${i + 1}`, cluster, 'worker', {
       SMTP_URL: sink.url,
       SEND_RATE_PER_SECOND: '100000',
       EXECUTOR_ID: `bench-worker-${i + 1}`,
-    }, process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [], process.env.BENCH_TREE));
+    }, cpuProf, process.env.BENCH_TREE));
     children.push(...workers);
     const workerStart = performance.timeOrigin + performance.now();
     process.stdout.write(`herald worker${WORKERS > 1 ? `s (${WORKERS} processes)` : ''}: delivering ${N} … `);
