@@ -61,7 +61,7 @@ export class Email extends BaseModel {
 
 /**
  * What delivery reads of an email (sending/delivery.ts, worker/deliveryQueue.ts): the claim returns these columns, not
- * the whole row. The row has 36 columns, nine of them timestamps, and the worker's pg client parsed every one of them
+ * the whole row. The row has 36 columns, eight of them timestamps, and the worker's pg client parsed every one of them
  * for each email it sent (BENCHMARKS.md section 52).
  */
 export const DELIVERY_FIELDS = [
