@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { LIST_COUNT_CAP, idFloor, listCappedPage, type CappedList, type PageRequest } from '../pages';
 import { Event } from '../models/Event';
+import { listPartitions, partitioned } from '../partitions';
 
 export interface NewEvent {
   /** Preset id (an email's pre-announced event id); otherwise the database assigns a UUIDv7. */
@@ -270,20 +271,45 @@ export const EVENT_ID_LEAD_MS = 60 * 60 * 1000;
  * first from the range's end instead of from the project's newest event down to it (a day 80 days back at 1,000,000
  * emails: ~1,000,000 index entries read to skip, half a second; BENCHMARKS.md section 37).
  */
-export function filteredEvents(db: Knex, projectId: string, filter: EventFilter): () => Knex.QueryBuilder {
+export function filteredEvents(db: Knex, projectId: string, filter: EventFilter, idFrom?: string): () => Knex.QueryBuilder {
   return () => {
     const q = db('events').where('project_id', projectId);
     if (filter.name !== undefined) q.where('name', filter.name);
     if (filter.contactId !== undefined) q.where('contact_id', filter.contactId);
     if (filter.since) q.where('created_at', '>=', filter.since);
     if (filter.until) q.where('created_at', '<', filter.until).where('id', '<', idFloor(new Date(filter.until.getTime() + EVENT_ID_LEAD_MS)));
+    // The lowest id worth reading (idFloorSince).
+    if (idFrom) q.where('id', '>=', idFrom);
     return q;
   };
 }
 
+/**
+ * The lowest id an event created since `since` can have in this project, as far as the partitions say: the lower bound
+ * of the oldest partition (by id) whose newest event of the project (one probe of its `(project_id, created_at)` index)
+ * is not older than `since`; undefined when no bound holds (the default partition or one from MINVALUE has such an
+ * event). Why: a page reads the primary key newest first through every partition under its id bound, and a partition
+ * with no event in the window (the older months' one, with a project's hundreds of thousands of events) was read whole
+ * to find none, 360 ms for one day of a million events (BENCHMARKS.md section 52). The ids themselves cannot be bounded
+ * by `since`: an email.sent keeps the id announced when its email was queued, any time before (EVENT_ID_LEAD_MS).
+ */
+export async function idFloorSince(db: Knex, projectId: string, since: Date): Promise<string | undefined> {
+  const parts = await listPartitions(db, partitioned('events'));
+  if (parts.length === 0) return undefined;
+  const newest = (name: string) => `(SELECT max(created_at) FROM ONLY "${name.replace(/"/g, '""')}" WHERE project_id = ?)`;
+  const { rows } = await db.raw(`SELECT ARRAY[${parts.map((p) => newest(p.name)).join(', ')}]::timestamptz[] AS newest`, parts.map(() => projectId));
+  const times = (rows[0] as { newest: (Date | string | null)[] }).newest;
+  const live = parts.filter((_, i) => times[i] !== null && new Date(times[i]!) >= since);
+  // No partition has an event of the window: any bound above them all gives the empty page at once.
+  if (live.length === 0) return idFloor(new Date(Math.max(...parts.map((p) => p.to?.getTime() ?? 0), since.getTime())));
+  if (live.some((p) => p.isDefault || p.from === null)) return undefined;
+  return idFloor(new Date(Math.min(...live.map((p) => p.from!.getTime()))));
+}
+
 /** One page of events, newest first, after `afterId`, and the total matching the filter (capped: EVENT_COUNT_CAP). */
-export function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<CappedList<Event>> {
-  return listCappedPage(filteredEvents(db, projectId, filter), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row));
+export async function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<CappedList<Event>> {
+  const idFrom = filter.since ? await idFloorSince(db, projectId, filter.since) : undefined;
+  return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row));
 }
 
 export interface EventNameRow {
