@@ -297,8 +297,15 @@ export async function idFloorSince(db: Knex, projectId: string, since: Date): Pr
   const parts = await listPartitions(db, partitioned('events'));
   if (parts.length === 0) return undefined;
   const newest = (name: string) => `(SELECT max(created_at) FROM ONLY "${name.replace(/"/g, '""')}" WHERE project_id = ?)`;
-  const { rows } = await db.raw(`SELECT ARRAY[${parts.map((p) => newest(p.name)).join(', ')}]::timestamptz[] AS newest`, parts.map(() => projectId));
-  const times = (rows[0] as { newest: (Date | string | null)[] }).newest;
+  let times: (Date | string | null)[];
+  try {
+    const { rows } = await db.raw(`SELECT ARRAY[${parts.map((p) => newest(p.name)).join(', ')}]::timestamptz[] AS newest`, parts.map(() => projectId));
+    times = (rows[0] as { newest: (Date | string | null)[] }).newest;
+  } catch (err) {
+    // A partition dropped by the retention job since it was listed: no bound this time (the page is right, only slower).
+    if ((err as { code?: string }).code === '42P01') return undefined;
+    throw err;
+  }
   const live = parts.filter((_, i) => times[i] !== null && new Date(times[i]!) >= since);
   // No partition has an event of the window: any bound above them all gives the empty page at once.
   if (live.length === 0) return idFloor(new Date(Math.max(...parts.map((p) => p.to?.getTime() ?? 0), since.getTime())));
