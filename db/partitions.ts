@@ -84,7 +84,8 @@ function boundLiteral(t: PartitionedTable, at: Date): string {
   return t.kind === 'time' ? `'${at.toISOString()}'` : `'${idFloor(at)}'`;
 }
 
-const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
+/** A catalog name as a quoted SQL identifier. */
+export const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 export interface Partition {
   name: string;

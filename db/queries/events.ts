@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { LIST_COUNT_CAP, idFloor, listCappedPage, type CappedList, type PageRequest } from '../pages';
 import { Event } from '../models/Event';
-import { listPartitions, partitioned } from '../partitions';
+import { ident, listPartitions, partitioned } from '../partitions';
 
 export interface NewEvent {
   /** Preset id (an email's pre-announced event id); otherwise the database assigns a UUIDv7. */
@@ -296,7 +296,7 @@ export function filteredEvents(db: Knex, projectId: string, filter: EventFilter,
 export async function idFloorSince(db: Knex, projectId: string, since: Date): Promise<string | undefined> {
   const parts = await listPartitions(db, partitioned('events'));
   if (parts.length === 0) return undefined;
-  const newest = (name: string) => `(SELECT max(created_at) FROM ONLY "${name.replace(/"/g, '""')}" WHERE project_id = ?)`;
+  const newest = (name: string) => `(SELECT max(created_at) FROM ONLY ${ident(name)} WHERE project_id = ?)`;
   let times: (Date | string | null)[];
   try {
     const { rows } = await db.raw(`SELECT ARRAY[${parts.map((p) => newest(p.name)).join(', ')}]::timestamptz[] AS newest`, parts.map(() => projectId));
