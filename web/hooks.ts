@@ -30,6 +30,15 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   return { data: state.data, error: state.error, loading: state.loading, reload };
 }
 
+/**
+ * Of a record shown and a newer answer about it, the one to show: the answer, unless it is the same record saved
+ * earlier than the one shown. Replies come back out of order (the GET begun when a new record's first save moved the
+ * page to its URL may land after the save or send that followed it), and a page never goes back to an older state.
+ */
+export function laterSaved<T extends { id: string; updatedAt: string }>(shown: T | null, next: T): T {
+  return shown && shown.id === next.id && Date.parse(next.updatedAt) < Date.parse(shown.updatedAt) ? shown : next;
+}
+
 /** Sets the document's title: "<page> · Herald". */
 export function useTitle(title: string): void {
   useEffect(() => { document.title = title ? `${title} · Herald` : 'Herald'; }, [title]);

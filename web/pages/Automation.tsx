@@ -6,7 +6,7 @@ import { api, ApiFailure, call } from '../api';
 import {
   Button, Checkbox, ConfirmDialog, Dialog, EmptyState, FormError, Icon, Loading, Page, Tabs, TextAreaField, TextField, toast,
 } from '../components';
-import { useLoad } from '../hooks';
+import { laterSaved, useLoad } from '../hooks';
 import { useSession } from '../session';
 import { Executions } from './automations/Executions';
 import { StepPanel, TEXT_FIELDS } from './automations/StepPanel';
@@ -60,8 +60,9 @@ export default function Automation() {
   const isNew = id === 'new';
   const tab = path.endsWith('/executions') ? 'executions' : 'steps';
   const loaded = useLoad(() => (isNew ? Promise.resolve(null) : call(api.GET('/workflows/{id}', { params: { path: { id } } }), { expect: [404] })), [id]);
-  const [workflow, setWorkflow] = useState<Workflow | null>(null);
-  useEffect(() => { setWorkflow(loaded.data ?? null); }, [loaded.data]);
+  const [workflow, setShown] = useState<Workflow | null>(null);
+  const setWorkflow = (next: Workflow) => setShown((shown) => laterSaved(shown, next));
+  useEffect(() => { if (loaded.data) setWorkflow(loaded.data); else if (isNew) setShown(null); }, [loaded.data]);
 
   const breadcrumb = <a href="/app/automations"><Icon name="arrowLeft" size={14} />Automations</a>;
   if (loaded.error) {

@@ -5,7 +5,7 @@ import { api, call, type Schemas } from '../api';
 import {
   Button, ConfirmDialog, EmptyState, formatDateTime, formatRelative, Icon, LinkButton, Loading, MessagePreview, Page, Progress, Time, toast,
 } from '../components';
-import { useLoad, useVisibleInterval } from '../hooks';
+import { laterSaved, useLoad, useVisibleInterval } from '../hooks';
 import { useSession } from '../session';
 import { CampaignComposer } from './parts/CampaignComposer';
 import { audienceWords, campaignContent, CampaignStatus, contacts, formatWhen, viewerZone, type Campaign } from './parts/campaigns';
@@ -38,7 +38,8 @@ export default function CampaignPage() {
   const id = params.id ?? '';
   const isNew = id === 'new';
   const loaded = useLoad(() => (isNew ? Promise.resolve(null) : call(api.GET('/campaigns/{id}', { params: { path: { id } } }), { expect: [404] })), [id]);
-  const [campaign, setCampaign] = useState<Campaign | null>(null);
+  const [campaign, setShown] = useState<Campaign | null>(null);
+  const setCampaign = (next: Campaign) => setShown((shown) => laterSaved(shown, next));
   useEffect(() => { if (loaded.data) setCampaign(loaded.data); }, [loaded.data]);
   const breadcrumb = <a href="/app/campaigns"><Icon name="arrowLeft" size={14} />Campaigns</a>;
 
