@@ -27,7 +27,7 @@
  * where the seed says so).
  *
  * Environment: the sizes above, BENCH_ROUNDS, BENCH_WARMUP_ROUNDS, BENCH_ONLY (a substring: only the cases whose name
- * has it), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
+ * has it), BENCH_CPU_PROF=1 (a V8 profile of the API), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
  * kept, with what the run needs of its seed in list-ratios.json: the next run with the same dir skips the seed, ~8
  * minutes, and migrates it to the code's schema).
  */
@@ -113,7 +113,10 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
       console.log(`reusing the seeded database in ${keepDir}`);
     }
 
-    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' });
+    // BENCH_CPU_PROF=1: a V8 profile of the API over the run (BENCH_PROFILE_DIR, default the temporary directory's herald-bench-profiles).
+    const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
+    const cpuProf = process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, cpuProf);
     children.push(herald);
     const port = (await herald.ready).port as number;
     const headers = { authorization: `Bearer ${reused?.secretKey ?? project!.secretKey}` };

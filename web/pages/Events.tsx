@@ -158,7 +158,7 @@ export default function Events() {
           ) : null}
           {page && page.items.length > 0 ? (
             <>
-              <div class={`table-wrap${list.loading ? ' is-loading' : ''}`}>
+              <div class={`table-wrap${list.loading ? ' refreshing' : ''}`} aria-busy={list.loading}>
                 <table class="table events-table">
                   <thead>
                     <tr><th>Event</th><th class="hide-phone">Contact</th><th class="hide-phone">Email</th><th class="num">When</th></tr>

@@ -166,7 +166,7 @@ export default function Overview() {
   const summary = `Emails per day, the last ${days} days: ${OUTCOMES.map((o) => `${t[o].toLocaleString()} ${o}`).join(', ')}.`;
   return (
     <Page title="Overview" lede={`The last ${days} days, by UTC day.`} actions={picker}>
-      <div class={`stack${loaded.loading ? ' is-loading' : ''}`}>
+      <div class={`stack${loaded.loading ? ' refreshing' : ''}`} aria-busy={loaded.loading}>
         <div class="stats overview-stats">
           <Stat label="Sent" value={t.sent} />
           <Stat label="Bounced" value={t.bounced} note={`${percent(t.bounced, t.sent)} of sent`} />
