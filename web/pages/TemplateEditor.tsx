@@ -109,7 +109,7 @@ export default function TemplateEditor() {
   const { params } = useRoute();
   const { route } = useLocation();
   const { can } = useSession();
-  const id = params.id;
+  const id = params.id === 'new' ? undefined : params.id;
   const isNew = !id;
   const editable = can('write');
 
@@ -125,6 +125,9 @@ export default function TemplateEditor() {
   const [dataText, setDataText] = useState('{\n  \n}');
 
   useEffect(() => {
+    // The GET begun when a new template's first save moved the page to its URL answers what that save (or a later one)
+    // already shows: it must not reset the draft typed since.
+    if (loaded.data && template?.id === loaded.data.id && Date.parse(loaded.data.updatedAt) <= Date.parse(template.updatedAt)) return;
     if (loaded.data) { setTemplate(loaded.data); setDraft(draftOf(loaded.data)); setFields({}); setFormError(''); }
     else if (isNew) { setTemplate(undefined); setDraft(BLANK); }
   }, [loaded.data, isNew]);

@@ -58,7 +58,8 @@ export const APP_PAGES: ConsolePage[] = [
   // `/app/campaigns/new` too: one page, so that a new campaign's composer keeps its place when its first save gives it an id.
   { path: '/app/campaigns/:id', component: Campaign },
   { path: '/app/templates', component: Templates, nav: { label: 'Templates', icon: 'templates', group: 'Marketing' } },
-  { path: '/app/templates/new', component: TemplateEditor },
+  // `/app/templates/new` too: one page, so that a new template's editor keeps its place (its preview's contact and
+  // variables) when its first save gives it an id.
   { path: '/app/templates/:id', component: TemplateEditor },
   { path: '/app/segments', component: Segments, nav: { label: 'Segments', icon: 'segments', group: 'Marketing' } },
   // One page creates a segment (no id) and shows one; `new` first, as the router takes the first route that matches.
