@@ -6,10 +6,11 @@
  * Starts its own embedded PostgreSQL (temporary directory) and a loopback SMTP sink (smtp-server, accepts at once),
  * queues N emails the way POST /v1/send leaves them (contact + QUEUED email row), then:
  * 1. raw: a child process builds the same N messages and hands them all at once to the same pooled nodemailer transport
- *    (createMailer: 10 connections) — the ceiling for this sink on this machine;
+ *    (createMailer: 10 connections), on its own thread (`thread: false`) — the ceiling for this sink on this machine;
  * 2. herald: a Herald worker process exactly as `npm run worker` starts it (startHerald, embedded engine,
  *    SEND_RATE_PER_SECOND=100000) drains its delivery queue (worker/deliveryQueue.ts): claims of up to 200 rows, a
- *    send per email through the pool, outcomes (SENT + email.sent events) written in batches.
+ *    send per email through the pool (on Herald's SMTP thread: mail/smtpThread.ts), outcomes (SENT + email.sent
+ *    events) written in batches.
  * Throughput is counted at the sink, from the first to the last accepted message.
  *
  * Environment: BENCH_EMAILS (default 5000), BENCH_DKIM=1 (example.com gets a DKIM key: every message signed, raw side too), BENCH_WORKERS (worker processes, default 1), BENCH_LOG_LEVEL (Herald's LOG_LEVEL, default info, to /dev/null),

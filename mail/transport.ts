@@ -1,7 +1,9 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import nodemailer, { type SendMailOptions } from 'nodemailer';
 import type { Config } from '../config';
+import { pooledOptions, type SmtpFailure, type ThreadReply, type ThreadRequest } from './smtpThreadProtocol';
 
 /** What the delivery activity needs from a mail transport. */
 export interface Mailer {
@@ -14,6 +16,12 @@ export interface Mailer {
 export interface MailerOptions {
   /** Concurrent SMTP connections of the pool. */
   maxConnections?: number;
+  /**
+   * Whether the SMTP pool runs on a thread of its own (default) or on the caller's (false). On its own thread,
+   * composing each message and speaking SMTP (most of a delivery's CPU) leaves the process's loop to the rest: the
+   * delivery queue's claims and writes, the engine and, in a single process, the API (BENCHMARKS.md section 53).
+   */
+  thread?: boolean;
   /**
    * At most `limit` messages handed to the server in any `windowMs` (sliding), counted at this process's sends.
    * The engine's queue limits how fast deliveries *start*; SMTP latency varies, so their arrivals at the server can
@@ -70,16 +78,8 @@ export class SlidingWindowGate {
 export function createMailer(config: Pick<Config, 'smtpUrl' | 'dataDir'>, opts: MailerOptions = {}): Mailer {
   if (config.smtpUrl) {
     const url = new URL(config.smtpUrl);
-    const transport = nodemailer.createTransport({
-      url: config.smtpUrl,
-      pool: true,
-      maxConnections: opts.maxConnections ?? 10,
-      maxMessages: Infinity,
-      // A stuck server must not hold a delivery forever: the engine retries the attempt.
-      connectionTimeout: 15_000,
-      greetingTimeout: 15_000,
-      socketTimeout: 60_000,
-    });
+    const maxConnections = opts.maxConnections ?? 10;
+    const transport = opts.thread === false ? nodemailer.createTransport(pooledOptions(config.smtpUrl, maxConnections)) : threadedSmtp(config.smtpUrl, maxConnections);
     const gate = opts.rateLimit ? new SlidingWindowGate(opts.rateLimit.limit, opts.rateLimit.windowMs) : undefined;
     return {
       send: async (message) => {
@@ -107,6 +107,77 @@ export function createMailer(config: Pick<Config, 'smtpUrl' | 'dataDir'>, opts: 
     },
     close: () => transport.close(),
     describe: `files in ${outbox}`,
+  };
+}
+
+/**
+ * The pooled SMTP transport on a thread of its own (mail/smtpThread.ts), answering `sendMail` as nodemailer does. The
+ * sends of one turn of this loop cross to the thread as one message, and its answers come back the same way. The
+ * thread starts with the first send; it holds the process open only while sends are out. Should it die, the sends out
+ * fail as transient (the queue tries them again, with the same Message-ID) and the next send starts another.
+ */
+function threadedSmtp(smtpUrl: string, maxConnections: number) {
+  type Waiting = { resolve: (info: { messageId: string; response: string }) => void; reject: (err: Error) => void; on: Worker };
+  let thread: Worker | undefined;
+  let nextId = 1;
+  const out = new Map<number, Waiting>();
+  let batch: (ThreadRequest['sends'][number] & Omit<Waiting, 'on'>)[] = [];
+  const failed = (f: SmtpFailure) => Object.assign(new Error(f.message), f);
+  const start = () => {
+    const t = new Worker(path.join(__dirname, 'smtpThread.cjs'), { workerData: { smtpUrl, maxConnections } });
+    t.on('message', ({ answers }: ThreadReply) => {
+      for (const a of answers) {
+        const waiting = out.get(a.id);
+        out.delete(a.id);
+        if ('error' in a) waiting?.reject(failed(a.error));
+        else waiting?.resolve({ messageId: a.messageId, response: a.response });
+      }
+      if (out.size === 0) t.unref();
+    });
+    // Whatever was out on a thread that stopped failed as a transient error (no SMTP answer: tried again later).
+    const gone = (err: Error) => {
+      if (thread === t) thread = undefined;
+      for (const [id, waiting] of out) {
+        if (waiting.on !== t) continue;
+        out.delete(id);
+        waiting.reject(failed({ message: `the SMTP thread stopped: ${err.message}`, code: 'ETHREAD' }));
+      }
+    };
+    t.on('error', gone);
+    t.on('exit', (code) => gone(new Error(`exit code ${code}`)));
+    return t;
+  };
+  const post = (t: Worker, sends: typeof batch) => {
+    t.postMessage({ sends: sends.map(({ id, message }) => ({ id, message })) } satisfies ThreadRequest);
+    for (const { id, resolve, reject } of sends) out.set(id, { resolve, reject, on: t });
+  };
+  const flush = () => {
+    if (batch.length === 0) return; // sent already, by a close
+    const sends = batch;
+    batch = [];
+    const t = (thread ??= start());
+    t.ref();
+    try {
+      post(t, sends);
+    } catch {
+      // A message that cannot cross (a stream, a function: Herald's never do) fails alone, permanently.
+      for (const send of sends) {
+        try { post(t, [send]); } catch (err) { send.reject(failed({ message: `the message cannot be handed to SMTP: ${(err as Error).message}`, responseCode: 554 })); }
+      }
+      if (out.size === 0) t.unref();
+    }
+  };
+  return {
+    sendMail(message: SendMailOptions): Promise<{ messageId: string; response: string }> {
+      if (batch.length === 0) setImmediate(flush);
+      return new Promise((resolve, reject) => batch.push({ id: nextId++, message, resolve, reject }));
+    },
+    /** Stops the thread; sends still out then fail as transient (the queue drains its own before it closes). */
+    close() {
+      flush();
+      thread?.postMessage({ sends: [], close: true } satisfies ThreadRequest);
+      thread = undefined;
+    },
   };
 }
 

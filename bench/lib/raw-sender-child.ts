@@ -33,7 +33,8 @@ async function main() {
     .select('id', 'from_email', 'from_name', 'to_email', 'subject', 'html', 'headers');
   const messages = rows.map(message);
   await knex.destroy();
-  const mailer = createMailer({ smtpUrl: process.env.SMTP_URL!, dataDir: '/nonexistent' });
+  // Plain pooled nodemailer on this process's own thread: the floor (Herald's SMTP runs on a thread of its own).
+  const mailer = createMailer({ smtpUrl: process.env.SMTP_URL!, dataDir: '/nonexistent' }, { thread: false });
   process.send!({ type: 'ready', count: messages.length });
   process.once('message', async () => {
     const started = performance.now();

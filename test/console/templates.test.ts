@@ -223,7 +223,7 @@ withChromium('the console: templates', (chromium) => {
         typed();
         await answered;
         // Two frames for the answer to be rendered, had it been taken.
-        await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+        await page.evaluate('new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))');
         expect(held).toBeGreaterThan(0);
         expect(await page.getByLabel('Subject', { exact: true }).inputValue()).toBe('Second subject');
         await page.getByRole('button', { name: 'Save', exact: true }).click();
