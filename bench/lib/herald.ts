@@ -18,6 +18,10 @@ export function heraldEnv(cluster: BenchCluster, extra: Record<string, string> =
     // Several API children may run at once: none takes the fixed submission port unless the benchmark asks.
     SMTP_SUBMISSION_PORT: '0',
     SMTP_INBOUND_PORT: '0',
+    // The domains' DNS re-check runs at each slot of its interval (default: on the hour), and its first look gives a
+    // domain without a DKIM key one: an "unsigned" bench:delivery run that crossed 14:00 signed its mail from then on.
+    // At its longest interval (a week), a run of minutes meets a slot about never.
+    DOMAIN_CHECK_INTERVAL_MINUTES: String(7 * 24 * 60),
     ...extra,
   };
 }
