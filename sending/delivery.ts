@@ -207,10 +207,15 @@ export const RECORD_SQL = `WITH o AS (
        available_at = CASE WHEN o.status = 'QUEUED' THEN now() + o.retry_ms * interval '1 millisecond' ELSE e.available_at END,
        claimed_by = NULL, claimed_at = NULL, updated_at = now()
      FROM o
-     WHERE e.project_id = o.project_id AND e.id = o.id
-       -- The email's partition only (db/partitions.ts), from the row as it was claimed (to the millisecond, as
-       -- JavaScript keeps it); all of them for an outcome that does not say (a range, not an OR, so that the
-       -- partitions are still pruned as the join runs).
+     -- Each email by its primary key (project_id, id, partition_at) and by nothing else: as one row comparison, which
+     -- no other index can serve. Written as two equalities, the id could also be found by a skip scan of an index
+     -- whose third column it is (emails_contact_idx, emails_project_to_idx), and a generic plan made while a
+     -- campaign's partition was filling took one for the worker's connection's life: a descent per contact, 25 ms a
+     -- write of 20 at 100,000 emails (BENCHMARKS.md section 53). The partition_at bounds: the row as it was claimed
+     -- (to the millisecond, as JavaScript keeps it), any partition for an outcome that does not say.
+     WHERE (e.project_id, e.id, e.partition_at) BETWEEN (o.project_id, o.id, coalesce(o.partition_at - interval '1 millisecond', '-infinity'))
+                                                    AND (o.project_id, o.id, coalesce(o.partition_at + interval '1 millisecond', 'infinity'))
+       -- The same bounds alone, for the partitions to be pruned as the join runs (a range, not an OR).
        AND e.partition_at BETWEEN coalesce(o.partition_at - interval '1 millisecond', '-infinity')
                               AND coalesce(o.partition_at + interval '1 millisecond', 'infinity')
        -- A CASE, not (status = 'SENDING' OR ...): that form matches the partial indexes of the queue and of the

@@ -1,0 +1,86 @@
+import pg from 'pg';
+import { RECORD_SQL } from '../../sending/delivery';
+import { createProject } from '../../projects/service';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+
+/**
+ * The delivery outcome write (sending/delivery.ts RECORD_SQL) finds its emails by the primary key alone, whatever the
+ * statistics its generic plan was made from. A worker prepares the write once per connection and runs it with its
+ * generic plan; made while a campaign's partition still held a few hundred rows, the plan found each email by a skip
+ * scan of an index whose third column is the id (emails_contact_idx), one descent per contact once the partition was
+ * full: 25 ms a write of 20 at 100,000 emails (BENCHMARKS.md section 53). Here the write is prepared on 300 rows, the
+ * partition filled to 20,000, and the plan it then runs with (EXPLAIN EXECUTE of the prepared statement) is read.
+ */
+let db: TestDatabase;
+let client: pg.Client;
+let projectId: string;
+let campaignId: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  projectId = (await createProject('Plans')).id;
+  await db.knex.raw(`INSERT INTO contacts (project_id, email) SELECT ?::uuid, 'c' || g || '@example.org' FROM generate_series(1, 20000) g`, [projectId]);
+  campaignId = (await db.knex.raw(
+    `INSERT INTO campaigns (project_id, name, status, subject, body, from_email, audience_type) VALUES (?, 'News', 'SENDING', 's', 'b', 'news@example.com', 'ALL') RETURNING id`,
+    [projectId],
+  )).rows[0].id;
+  client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+});
+afterAll(async () => {
+  await client.end();
+  await db.close();
+});
+
+/** A campaign's emails for contacts [from, to) of the project, claimed (SENDING), all with the campaign's partition key. */
+const fill = (from: number, to: number) => db.knex.raw(
+  `INSERT INTO emails (project_id, contact_id, campaign_id, from_email, to_email, subject, html, status, partition_at)
+   SELECT c.project_id, c.id, ?::uuid, 'news@example.com', c.email, 's', 'h', 'SENDING', date_trunc('day', now())
+   FROM (SELECT * FROM contacts WHERE project_id = ?::uuid ORDER BY id OFFSET ? LIMIT ?) c`,
+  [campaignId, projectId, from, to - from],
+);
+
+/** The write's bindings for these emails, all SENT, as literals for EXECUTE. */
+function executeArgs(rows: { project_id: string; id: string; partition_at: Date }[]): string {
+  const array = (values: (string | null)[], type: string) => `ARRAY[${values.map((v) => (v === null ? 'NULL' : `'${v}'`)).join(',')}]::${type}[]`;
+  return [
+    array(rows.map((r) => r.project_id), 'uuid'), array(rows.map((r) => r.id), 'uuid'), array(rows.map(() => 'SENT'), 'text'),
+    array(rows.map((r) => `<${r.id}@example.com>`), 'text'), array(rows.map(() => null), 'text'), array(rows.map(() => '0'), 'int'),
+    array(rows.map((r) => r.partition_at.toISOString()), 'timestamptz'),
+  ].join(', ');
+}
+
+test('prepared on a partition of 300 emails and run on 20,000, the outcome write still finds each by its primary key', async () => {
+  await fill(0, 300);
+  await db.knex.raw('ANALYZE emails');
+  let n = 0;
+  await client.query('SET plan_cache_mode = force_generic_plan');
+  await client.query(`PREPARE record_outcomes AS ${RECORD_SQL.replace(/\?/g, () => `$${++n}`)}`);
+  const first = (await client.query("SELECT project_id, id, partition_at FROM emails WHERE status = 'SENDING' ORDER BY id LIMIT 20")).rows;
+  // Run once now: the generic plan is made from the statistics of 300 rows.
+  await client.query('BEGIN');
+  await client.query(`EXECUTE record_outcomes(${executeArgs(first)})`);
+  await client.query('ROLLBACK');
+  await fill(300, 20000);
+
+  const rows = (await client.query("SELECT project_id, id, partition_at FROM emails WHERE status = 'SENDING' ORDER BY id DESC LIMIT 20")).rows;
+  await client.query('BEGIN');
+  try {
+    const plan = (await client.query(`EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) EXECUTE record_outcomes(${executeArgs(rows)})`)).rows[0]['QUERY PLAN'][0];
+    const scans: { index?: string; node: string }[] = [];
+    const walk = (node: Record<string, unknown>) => {
+      if (typeof node['Relation Name'] === 'string' && (node['Relation Name'] as string).startsWith('emails_p') && node['Actual Loops'] !== 0) {
+        scans.push({ node: node['Node Type'] as string, index: node['Index Name'] as string | undefined });
+      }
+      for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+    };
+    walk(plan.Plan);
+    // The emails this write changed were found through the primary key of their partition, and only through it.
+    expect(scans.length).toBeGreaterThan(0);
+    for (const scan of scans) expect(scan.index ?? scan.node).toMatch(/^emails_pkey_/);
+    // And it changed all 20 (the statement answers the ids it changed).
+    expect(plan.Plan['Actual Rows']).toBe(20);
+  } finally {
+    await client.query('ROLLBACK');
+  }
+});
