@@ -34,13 +34,12 @@
  * BENCH_JSON=file (all figures).
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { CAMPAIGN_BATCH_SIZE } from '../workflows/sendCampaign';
 import { BODY, cleanEmails, countRows, heraldMaterialise, newCampaign, type HeraldRun } from './lib/materialise';
 import { startCluster, type BenchCluster } from './lib/cluster';
 import { benchProject, startHeraldChild } from './lib/herald';
-import { cpuMs, machine, machineBusyMs, runBench, sleep, type Child } from './lib/proc';
+import { cpuProfileArgs, PROFILE_DIR, cpuMs, machine, machineBusyMs, runBench, sleep, type Child } from './lib/proc';
 import { startSink, type Sink } from './lib/sink';
 
 const N = Number(process.env.BENCH_CONTACTS ?? 100_000);
@@ -147,12 +146,11 @@ async function api(port: number, key: string, method: string, url: string, body?
 async function send(cluster: BenchCluster, project: { id: string; secretKey: string }, children: Child[], sink: Sink) {
   const { knex } = cluster;
   console.log(`\n== 2. Send: POST /campaigns/:id/send → all ${f(N)} delivered to the loopback sink (SEND_RATE_PER_SECOND=100000) ==`);
-  const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
   const workerStart = now();
   const worker = startHeraldChild('herald worker', cluster, 'worker', {
     SMTP_URL: sink.url, SEND_RATE_PER_SECOND: '100000', EXECUTOR_ID: 'bench-campaign-worker',
   }, [
-    ...(process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
+    ...cpuProfileArgs(),
     ...(process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean),
   ]);
   children.push(worker);
@@ -212,8 +210,8 @@ async function send(cluster: BenchCluster, project: { id: string; secretKey: str
 
   // Diagnostics: heap snapshots of the worker at the given seconds after the send (each pauses the worker).
   const snapshots = (process.env.BENCH_HEAP_SNAPSHOT_AT ?? '').split(',').filter(Boolean).map((sec) => setTimeout(() => {
-    fs.mkdirSync(profDir, { recursive: true });
-    worker.send({ type: 'heap-snapshot', dir: profDir });
+    fs.mkdirSync(PROFILE_DIR, { recursive: true });
+    worker.send({ type: 'heap-snapshot', dir: PROFILE_DIR });
     worker.next('heap-snapshot', 120_000).then((m) => {
       console.log(`  heap snapshot at +${sec} s: ${String(m.file)} (after it: heap used ${f((m.heapUsed as number) / MB)} MB, RSS ${f((m.rss as number) / MB)} MB)`);
     }, (err: Error) => console.log(`  heap snapshot at +${sec} s failed: ${err.message}`));

@@ -19,11 +19,9 @@
  * BENCH_SINK_DELAY_MS (the sink answers each message that long after its data: a relay's latency, simulated; both sides
  * then run at about connections / latency, the law docs/scaling.md sizes SMTP connections by).
  */
-import os from 'node:os';
-import path from 'node:path';
 import { startCluster } from './lib/cluster';
 import { benchProject, prepareEngineSchema, queueEmails, startHeraldChild } from './lib/herald';
-import { childCpuMs, cpuMs, machine, machineBusyMs, runBench, spawnChild, type Child } from './lib/proc';
+import { cpuProfileArgs, childCpuMs, cpuMs, machine, machineBusyMs, runBench, spawnChild, type Child } from './lib/proc';
 import { startSink, type Sink } from './lib/sink';
 
 const N = Number(process.env.BENCH_EMAILS ?? 5000);
@@ -72,8 +70,7 @@ runBench('bench:delivery', 10 * 60_000, async () => {
     });
 
     // 1. Raw nodemailer, same messages, same pool. With BENCH_CPU_PROF=1 both senders are profiled, to be compared.
-    const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
-    const cpuProf = process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+    const cpuProf = cpuProfileArgs();
     const raw = spawnChild('raw nodemailer', 'bench/lib/raw-sender-child.ts', {
       DATABASE_URL: cluster.url, SMTP_URL: sink.url, BENCH_COUNT: String(N),
       ...(project.dkim ? { BENCH_DKIM_SELECTOR: project.dkim.selector, BENCH_DKIM_KEY: project.dkim.privateKey } : {}),

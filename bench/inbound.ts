@@ -27,14 +27,13 @@
  */
 import { generateKeyPairSync } from 'node:crypto';
 import os from 'node:os';
-import path from 'node:path';
 import nodemailer, { type Transporter } from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { createWebhook } from '../webhooks/endpoints';
 import { startDnsServer } from '../test/support/dns';
 import { printTopStatements, startCluster } from './lib/cluster';
 import { BENCH_SECRET, benchProject, prepareEngineSchema, startHeraldChild } from './lib/herald';
-import { cpuMs, freePort, machine, machineBusyMs, runBench, spawnChild, stealSince } from './lib/proc';
+import { cpuProfileArgs, cpuMs, freePort, machine, machineBusyMs, runBench, spawnChild, stealSince } from './lib/proc';
 import { startSink } from './lib/sink';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
@@ -117,10 +116,9 @@ runBench('bench:inbound', 15 * 60_000, async () => {
     await prepareEngineSchema(cluster, sink.url);
 
     const inboundPort = await freePort();
-    const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
     const herald = startHeraldChild('herald api', cluster, 'api', {
       PORT: '0', SMTP_INBOUND_PORT: String(inboundPort), SMTP_INBOUND_HOST: '127.0.0.1', DNS_SERVERS: dns.address, DNS_TIMEOUT_MS: '2000', DNS_TRIES: '2',
-    }, process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
+    }, cpuProfileArgs());
     await herald.ready;
     const floorChild = spawnChild('inbound floor', 'bench/lib/smtp-floor-child.ts', { FLOOR_NO_AUTH: '1' });
     const floorPort = (await floorChild.ready).port as number;

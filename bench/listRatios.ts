@@ -41,7 +41,7 @@ import { startCluster } from './lib/cluster';
 import { seedConsoleProject, withIndexesAfter } from './lib/consoleSeed';
 import { startHeraldChild } from './lib/herald';
 import { seedListExtras } from './lib/listSeed';
-import { machine, runBench, stealSince, type Child } from './lib/proc';
+import { cpuProfileArgs, machine, runBench, stealSince, type Child } from './lib/proc';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
 const EMAILS = Number(process.env.BENCH_EMAILS ?? 1_000_000);
@@ -113,10 +113,7 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
       console.log(`reusing the seeded database in ${keepDir}`);
     }
 
-    // BENCH_CPU_PROF=1: a V8 profile of the API over the run (BENCH_PROFILE_DIR, default the temporary directory's herald-bench-profiles).
-    const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
-    const cpuProf = process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
-    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, cpuProf);
+    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, cpuProfileArgs());
     children.push(herald);
     const port = (await herald.ready).port as number;
     const headers = { authorization: `Bearer ${reused?.secretKey ?? project!.secretKey}` };

@@ -43,13 +43,12 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import autocannon from 'autocannon';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { startCluster } from './lib/cluster';
 import { benchProject, prepareEngineSchema, startHeraldChild } from './lib/herald';
-import { cpuMs, machine, machineBusyMs, runBench, sleep, spawnChild, stealSince, type Child } from './lib/proc';
+import { cpuProfileArgs, PROFILE_DIR, cpuMs, machine, machineBusyMs, runBench, sleep, spawnChild, stealSince, type Child } from './lib/proc';
 import { startSink, type Sink } from './lib/sink';
 import pino from 'pino';
 import { startHousekeeping } from '../worker/housekeeping';
@@ -446,8 +445,7 @@ runBench('bench:send', 30 * 60_000, async () => {
       id uuid PRIMARY KEY DEFAULT herald_uuidv7(), to_email text NOT NULL, subject text NOT NULL, html text NOT NULL,
       created_at timestamptz NOT NULL DEFAULT now())`);
 
-    const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
-    const nodeArgs = process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+    const nodeArgs = cpuProfileArgs();
     // No worker runs during the measure (see the header); one runs once before it, because DBOS creates its schema
     // when a worker launches, not when the API's DBOSClient connects.
     const sink = await startSink();
@@ -502,7 +500,7 @@ runBench('bench:send', 30 * 60_000, async () => {
       const bad = heralds.filter((r) => r.non2xx || r.errors || r.timeouts);
       console.log(`non-2xx and errors: ${bad.length ? `IN ${bad.map((r) => `${r.name} round ${r.round}`).join(', ')}` : 'none'}`);
     }
-    if (nodeArgs.length) console.log(`CPU profile of the API process: ${profDir} (written when it exits)`);
+    if (nodeArgs.length) console.log(`CPU profile of the API process: ${PROFILE_DIR} (written when it exits)`);
     if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), settings: cluster.settings, variants: VARIANTS, results }, null, 2));
   } finally {
     await Promise.all(children.map((c) => c.stop()));

@@ -20,15 +20,13 @@
  * (V8 profile of the API process into BENCH_PROFILE_DIR, default $TMPDIR/herald-bench-profiles), BENCH_PG_STAT=1 (the
  * statements per message).
  */
-import os from 'node:os';
-import path from 'node:path';
 import autocannon from 'autocannon';
 import nodemailer, { type Transporter } from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { printTopStatements, startCluster } from './lib/cluster';
 import { benchProject, prepareEngineSchema, startHeraldChild } from './lib/herald';
-import { cpuMs, freePort, machine, machineBusyMs, runBench, spawnChild } from './lib/proc';
+import { cpuProfileArgs, cpuMs, freePort, machine, machineBusyMs, runBench, spawnChild } from './lib/proc';
 import { startSink } from './lib/sink';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
@@ -94,9 +92,8 @@ runBench('bench:smtp', 10 * 60_000, async () => {
     const project = await benchProject();
     await prepareEngineSchema(cluster, sink.url);
     const smtpPort = await freePort();
-    const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
     const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', SMTP_SUBMISSION_PORT: String(smtpPort), SMTP_SUBMISSION_HOST: '127.0.0.1' },
-      process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
+      cpuProfileArgs());
     const httpPort = (await herald.ready).port as number;
     const results: Measured[] = [];
 

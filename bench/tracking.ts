@@ -23,12 +23,10 @@
  * process into BENCH_PROFILE_DIR, default $TMPDIR/herald-bench-profiles), BENCH_JSON=file.
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import autocannon from 'autocannon';
 import { printTopStatements, startCluster, type BenchCluster } from './lib/cluster';
 import { BENCH_SECRET, benchProject, EMAIL_HTML, prepareEngineSchema, startHeraldChild } from './lib/herald';
-import { cpuMs, machine, machineBusyMs, runBench, type Child } from './lib/proc';
+import { cpuProfileArgs, cpuMs, machine, machineBusyMs, runBench, type Child } from './lib/proc';
 import { startSink, type Sink } from './lib/sink';
 import { clickToken, openToken } from '../tracking/links';
 
@@ -124,9 +122,8 @@ runBench('bench:tracking', 10 * 60_000, async () => {
     const sink = await startSink();
     sinkRef = sink;
     await prepareEngineSchema(cluster, sink.url);
-    const profDir = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
     const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', TRACKING_RATE_PER_ADDRESS: '0' /* one load generator: no per-address limit */ },
-      process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
+      cpuProfileArgs());
     children.push(herald);
     const base = `http://127.0.0.1:${(await herald.ready).port as number}`;
 

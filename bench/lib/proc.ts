@@ -7,6 +7,12 @@ import { stopAllClustersSync } from './cluster';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
+/** Where BENCH_CPU_PROF=1 writes the children's V8 profiles: BENCH_PROFILE_DIR, else the temporary directory's herald-bench-profiles. */
+export const PROFILE_DIR = process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), 'herald-bench-profiles');
+
+/** A child's node options for a V8 profile into PROFILE_DIR (written when it exits) under BENCH_CPU_PROF=1; none otherwise. */
+export const cpuProfileArgs = (): string[] => (process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
+
 /** A benchmark child: a TypeScript entry run by `node --import tsx`, talking to the parent over IPC. */
 export interface Child {
   name: string;
