@@ -196,8 +196,12 @@ const OUTCOME_EVENTS = ['email.sent', 'email.failed'] as const;
  * few outcomes that settle while the previous one commits), and which knex scanned for its bindings twice per call.
  */
 export const RECORD_SQL = `WITH o AS (
-     SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::int[], ?::timestamptz[])
-       AS o(project_id, id, status, message_id, error, retry_ms, partition_at)
+     -- The partition_at bounds of each email: the row as it was claimed (to the millisecond, as JavaScript keeps it),
+     -- any partition for an outcome that does not say.
+     SELECT u.*, coalesce(u.partition_at - interval '1 millisecond', '-infinity') AS lo,
+            coalesce(u.partition_at + interval '1 millisecond', 'infinity') AS hi
+     FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::int[], ?::timestamptz[])
+       AS u(project_id, id, status, message_id, error, retry_ms, partition_at)
    ), changed AS (
      UPDATE emails e SET
        status = o.status,
@@ -211,13 +215,10 @@ export const RECORD_SQL = `WITH o AS (
      -- no other index can serve. Written as two equalities, the id could also be found by a skip scan of an index
      -- whose third column it is (emails_contact_idx, emails_project_to_idx), and a generic plan made while a
      -- campaign's partition was filling took one for the worker's connection's life: a descent per contact, 25 ms a
-     -- write of 20 at 100,000 emails (BENCHMARKS.md section 53). The partition_at bounds: the row as it was claimed
-     -- (to the millisecond, as JavaScript keeps it), any partition for an outcome that does not say.
-     WHERE (e.project_id, e.id, e.partition_at) BETWEEN (o.project_id, o.id, coalesce(o.partition_at - interval '1 millisecond', '-infinity'))
-                                                    AND (o.project_id, o.id, coalesce(o.partition_at + interval '1 millisecond', 'infinity'))
+     -- write of 20 at 100,000 emails (BENCHMARKS.md section 53).
+     WHERE (e.project_id, e.id, e.partition_at) BETWEEN (o.project_id, o.id, o.lo) AND (o.project_id, o.id, o.hi)
        -- The same bounds alone, for the partitions to be pruned as the join runs (a range, not an OR).
-       AND e.partition_at BETWEEN coalesce(o.partition_at - interval '1 millisecond', '-infinity')
-                              AND coalesce(o.partition_at + interval '1 millisecond', 'infinity')
+       AND e.partition_at BETWEEN o.lo AND o.hi
        -- A CASE, not (status = 'SENDING' OR ...): that form matches the partial indexes of the queue and of the
        -- claims, and with statistics taken while the queue was empty the planner read every QUEUED row of a
        -- running campaign through them for each write (23 ms a statement, 2 x slower delivery). This way only
