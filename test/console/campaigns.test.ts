@@ -2,7 +2,7 @@ import type { Page } from 'playwright-core';
 import { createProject } from '../../projects/service';
 import { addDomain } from '../../domains/rows';
 import { withChromium } from '../support/chromium';
-import { checkA11y, desktopOnly, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
+import { checkA11y, desktopOnly, heading, holdFirstAnswer, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
 import { waitFor } from '../support/processes';
 import type { Received } from '../support/smtp';
 import { PASSWORD, person } from '../people/support';
@@ -198,16 +198,8 @@ withChromium('the console Campaigns pages', (chromium) => {
         // The answer to the page's own GET of the campaign, begun when the first save moved it to its URL, is held back
         // until the send has been answered (as a loaded machine may do): so old a reply never takes the page back to the
         // draft.
-        let answered!: () => void;
-        const sendAnswered = new Promise<void>((resolve) => { answered = resolve; });
-        let held = 0;
-        page.on('response', (r) => { if (r.url().endsWith('/send')) answered(); });
-        await page.route(/\/campaigns\/[0-9a-f-]{36}$/, async (route) => {
-          if (route.request().resourceType() !== 'fetch' || route.request().method() !== 'GET' || held++ > 0) return route.continue();
-          const response = await route.fetch(); // Herald answers at once (the draft); the page hears it after the send
-          await sendAnswered;
-          await route.fulfill({ response });
-        });
+        const sendAnswered = new Promise<void>((resolve) => page.on('response', (r) => { if (r.url().endsWith('/send')) resolve(); }));
+        const { held } = await holdFirstAnswer(page, /\/campaigns\/[0-9a-f-]{36}$/, sendAnswered);
         await page.goto(c.url('/app/campaigns/new'));
         await heading(page, 'New campaign');
         await tabTo(page, "el.tagName === 'INPUT' && el.labels && el.labels[0] && el.labels[0].textContent === 'Campaign name'");
@@ -230,7 +222,7 @@ withChromium('the console Campaigns pages', (chromium) => {
         await heading(page, name);
         await page.locator('.campaign-lede').getByText(/^(Scheduled|Sending|Sent)$/).waitFor();
         await page.locator('.campaign-lede').getByText(/^(Sending|Sent)$/).waitFor();
-        expect(held).toBeGreaterThan(0);
+        expect(held()).toBeGreaterThan(0);
         await waitFor('the campaign SENT', async () => ((await api('/campaigns?status=SENT')).data.items.some((x: { name: string }) => x.name === name) || undefined), 60_000);
       });
     });

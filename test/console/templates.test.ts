@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { withChromium } from '../support/chromium';
-import { checkA11y, desktopOnly, heading, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
+import { checkA11y, desktopOnly, heading, holdFirstAnswer, screenshot, startConsole, VIEWPORTS, type ConsoleHarness } from '../support/console';
 
 /**
  * The Templates pages in Chromium against a real Herald (the embedded engine delivering to a real SMTP server): a
@@ -200,16 +200,7 @@ withChromium('the console: templates', (chromium) => {
         // new subject is typed (as a loaded machine may do).
         let typed!: () => void;
         const subjectTyped = new Promise<void>((resolve) => { typed = resolve; });
-        let held = 0;
-        let delivered!: () => void;
-        const answered = new Promise<void>((resolve) => { delivered = resolve; });
-        await page.route(/\/templates\/[0-9a-f-]{36}$/, async (route) => {
-          if (route.request().resourceType() !== 'fetch' || route.request().method() !== 'GET' || held++ > 0) return route.continue();
-          const response = await route.fetch();
-          await subjectTyped;
-          await route.fulfill({ response });
-          delivered();
-        });
+        const { held, delivered } = await holdFirstAnswer(page, /\/templates\/[0-9a-f-]{36}$/, subjectTyped);
         await page.goto(c.url('/app/templates/new'));
         await heading(page, 'New template');
         await page.getByLabel('Name', { exact: true }).fill(name);
@@ -221,10 +212,10 @@ withChromium('the console: templates', (chromium) => {
         await page.waitForURL(/\/app\/templates\/[0-9a-f-]{36}$/);
         await page.getByLabel('Subject', { exact: true }).fill('Second subject');
         typed();
-        await answered;
+        await delivered;
         // Two frames for the answer to be rendered, had it been taken.
         await page.evaluate('new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))');
-        expect(held).toBeGreaterThan(0);
+        expect(held()).toBeGreaterThan(0);
         expect(await page.getByLabel('Subject', { exact: true }).inputValue()).toBe('Second subject');
         await page.getByRole('button', { name: 'Save', exact: true }).click();
         await toast(page, 'Template saved');

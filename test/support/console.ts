@@ -243,3 +243,22 @@ export async function screenshot(page: Page, name: string, opts: { dark?: boolea
 export async function heading(page: Page, text: string | RegExp): Promise<void> {
   await page.getByRole('heading', { level: 1, name: text }).waitFor({ timeout: 15_000 });
 }
+
+/**
+ * Holds back the answer to the page's first GET (from its own code, not a navigation) of a URL matching `url` until
+ * `release` settles: Herald answers at once, the page hears it after, as a loaded machine may do. `held()` says how
+ * many such GETs were seen; `delivered` settles once the held answer reached the page.
+ */
+export async function holdFirstAnswer(page: Page, url: RegExp, release: Promise<void>): Promise<{ held: () => number; delivered: Promise<void> }> {
+  let held = 0;
+  let done!: () => void;
+  const delivered = new Promise<void>((resolve) => { done = resolve; });
+  await page.route(url, async (route) => {
+    if (route.request().resourceType() !== 'fetch' || route.request().method() !== 'GET' || held++ > 0) return route.continue();
+    const response = await route.fetch();
+    await release;
+    await route.fulfill({ response });
+    done();
+  });
+  return { held: () => held, delivered };
+}
