@@ -224,7 +224,7 @@ export async function segmentMembers(db: Knex, projectId: string, id: string, pa
       // dynamic segment of 333,000 contacts read them all for each page (1.4 s; BENCHMARKS.md section 37).
       const { page: rows } = pageQueries(() => segmentContacts(db, projectId, segment, all).select('c.*'), page, 'c.id');
       const counted = cappedCount(() => segmentCountRows(db, projectId, segment, all), undefined, segment.type === 'DYNAMIC' ? 'c.id' : undefined);
-      const { rows: found, total } = await pageWithTotal(rows, counted, 'c.id', undefined, page.afterId ? undefined : page.limit);
+      const { rows: found, total } = await pageWithTotal(rows, counted, { column: 'c.id', whole: page.afterId ? undefined : page.limit });
       return { rows: found.map((r) => Contact.fromDatabaseJson(r)), ...cappedTotal(total) };
     },
     'Fix the segment\'s condition (PATCH /segments/:id), or the segments it names.',

@@ -165,7 +165,7 @@ export function automationService({ knex, engine, log }: { knex: Knex; engine: E
       // The page joins the contacts (its rows' addresses); the count does not need to (every execution has its contact).
       // Its total is exact up to 1,000 (LIST_COUNT_CAP): a workflow's 200,000 executions counted exactly cost a sequential scan.
       const { page: rows } = pageQueries(filtered, page, 'x.id');
-      const { rows: found, total } = await pageWithTotal(withContact(rows), cappedCount(filtered), 'x.id', undefined, page.afterId ? undefined : page.limit);
+      const { rows: found, total } = await pageWithTotal(withContact(rows), cappedCount(filtered), { column: 'x.id', whole: page.afterId ? undefined : page.limit });
       return { rows: found as unknown as ExecutionRow[], ...cappedTotal(total) };
     },
 

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
+import { preparedStatement } from './prepared';
 
 /**
  * Keyset pagination, the one way every list reads a page. Lists are ordered newest first by their time-ordered
@@ -42,24 +44,45 @@ export async function listPage<R>(
   column = 'id',
 ): Promise<Listed<R>> {
   const { page, count } = pageQueries(filtered, request, column);
-  const { rows, total } = await pageWithTotal(page, count, column);
+  const { rows, total } = await pageWithTotal(page, count, { column });
   return { rows: rows.map(rowOf), total };
 }
 
-/**
- * A page query and its count query (one row, `n`) in one statement: the page's rows, and the count. `order`: the
- * page's order when it is not `column` newest first (the page query must be ordered the same way). `whole`: the
- * page's limit, for a first page (no cursor): when it holds no more than that many rows, they are every row that
- * matches, so their number is the total and the count query is never run (PostgreSQL runs a CTE only when a row is
- * asked of it, and the CASE asks `total` only for a full page). A search that finds one contact then costs one
- * search, not two (the trigram index's posting lists read twice; BENCHMARKS.md section 41).
- */
-export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBuilder, column = 'id', order: { column: string; order: 'asc' | 'desc' }[] = [{ column, order: 'desc' }], whole?: number): Promise<{ rows: Record<string, unknown>[]; total: number }> {
-  const key = column.split('.').pop()!;
+/** How pageWithTotal runs a page. */
+export interface PageStatementOptions {
+  /** The keyset column as the query names it (`c.id` in a join); default `id`. */
+  column?: string;
+  /** The page's order when it is not `column` newest first (the page query must be ordered the same way). */
+  order?: { column: string; order: 'asc' | 'desc' }[];
+  /**
+   * The page's limit, for a first page (no cursor): when it holds no more than that many rows, they are every row that
+   * matches, so their number is the total and the count query is never run (PostgreSQL runs a CTE only when a row is
+   * asked of it, and the CASE asks `total` only for a full page). A search that finds one contact then costs one
+   * search, not two (the trigram index's posting lists read twice; BENCHMARKS.md section 41).
+   */
+  whole?: number;
+  /**
+   * Run the statement with PostgreSQL's generic plan, prepared once per connection and statement shape (db/prepared.ts),
+   * instead of planned afresh for each request. For lists over the partitioned tables whose every filter is an equality
+   * on the leading columns of an index ending in the keyset column, or a range of that column: their plan is the same
+   * for every value (one index read newest first per partition, stopped by the LIMIT), and planning it took as long as
+   * running it (GET /emails: 0.9-1.1 ms of planning against 0.4-0.8 of execution, pg_stat_statements; BENCHMARKS.md
+   * section 54). The count must then be ordered too (cappedCount's `newestFirst`), so that its plan is that index read
+   * whatever the project's size: unordered, a generic plan could count a small project's rows by scanning the table.
+   * Never for a search or a segment's condition, whose best plan turns on the values.
+   */
+  genericPlan?: boolean;
+}
+
+/** The statement of pageWithTotal: the page's rows, each with the count beside it (exported for the EXPLAIN tests). */
+export function pageStatement(page: Knex.QueryBuilder, count: Knex.QueryBuilder, opts: PageStatementOptions = {}): Knex.QueryBuilder {
+  const column = opts.column ?? 'id';
+  const order = opts.order ?? [{ column, order: 'desc' }];
+  const { whole } = opts;
   // The count's one row, joined to the page's rows: a page that is empty is one row of NULLs, and still has its count.
-  const joined: Record<string, unknown>[] = await page.client.queryBuilder()
+  return page.client.queryBuilder()
     .with('page', page).with('total', count)
-    .modify((q) => {
+    .modify((q: Knex.QueryBuilder) => {
       if (whole === undefined) q.from('total').select('total.n AS __total');
       else {
         q.fromRaw('(SELECT 1) AS one').select(page.client.raw(
@@ -69,9 +92,36 @@ export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBu
     .joinRaw('LEFT JOIN page ON true')
     .select('page.*')
     .orderBy(order.map((o) => ({ column: `page.${o.column.split('.').pop()!}`, order: o.order })));
+}
+
+/**
+ * A page query and its count query (one row, `n`) in one statement (pageStatement): the page's rows, and the count.
+ * `page` and `count` are built on the same knex (or transaction).
+ */
+export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBuilder, opts: PageStatementOptions = {}): Promise<{ rows: Record<string, unknown>[]; total: number }> {
+  const key = (opts.column ?? 'id').split('.').pop()!;
+  const statement = pageStatement(page, count, opts);
+  let joined: Record<string, unknown>[];
+  if (opts.genericPlan) {
+    const { sql, bindings } = statement.toSQL();
+    joined = (await genericStatement(sql)({ client: page.client } as Knex, bindings)).rows;
+  } else {
+    joined = await statement;
+  }
   const total = Number(joined[0]?.__total ?? 0);
   const rows = joined.filter((r) => r[key] !== null).map(({ __total: _n, ...row }) => row);
   return { rows, total };
+}
+
+/** A list statement's runner with its generic plan, one per statement text (a list has a few shapes: its filters). */
+const generics = new Map<string, ReturnType<typeof preparedStatement>>();
+function genericStatement(sql: string): ReturnType<typeof preparedStatement> {
+  let run = generics.get(sql);
+  if (!run) {
+    run = preparedStatement(`herald_list_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`, sql, { genericPlan: true });
+    generics.set(sql, run);
+  }
+  return run;
 }
 
 /**
@@ -123,7 +173,8 @@ export interface CappedList<R> {
 
 /**
  * A page and its capped count (cappedCount) in one statement, as listPage does with an exact one. `column`: the keyset
- * column as the query names it (`c.id` in a join).
+ * column as the query names it (`c.id` in a join). `genericPlan`: PageStatementOptions' (the count is then read newest
+ * first, as it requires).
  */
 export async function listCappedPage<R>(
   filtered: () => Knex.QueryBuilder,
@@ -131,8 +182,10 @@ export async function listCappedPage<R>(
   cap: number = LIST_COUNT_CAP,
   rowOf: (row: Record<string, unknown>) => R = (row) => row as R,
   column = 'id',
+  genericPlan = false,
 ): Promise<CappedList<R>> {
   const { page } = pageQueries(filtered, request, column);
-  const { rows, total } = await pageWithTotal(page, cappedCount(filtered, cap), column, undefined, request.afterId ? undefined : request.limit);
+  const count = cappedCount(filtered, cap, genericPlan ? column : undefined);
+  const { rows, total } = await pageWithTotal(page, count, { column, whole: request.afterId ? undefined : request.limit, genericPlan });
   return { rows: rows.map(rowOf), ...cappedTotal(total, cap) };
 }

@@ -5,7 +5,7 @@ import { TemplateError } from '../mail/render';
 import { messageBytes } from '../mail/transport';
 import { createComposer } from '../sending/delivery';
 import { isUuid } from '../core/values';
-import { LIST_COUNT_CAP, cappedCount, cappedTotal, idFloor, pageQueries, pageWithTotal, type PageRequest } from '../db/pages';
+import { LIST_COUNT_CAP, cappedCount, cappedTotal, idFloor, pageQueries, pageWithTotal, type PageRequest, type PageStatementOptions } from '../db/pages';
 import { Email, type EmailStatus } from '../db/models/Email';
 import { Event } from '../db/models/Event';
 import { sinceEmailOf } from '../db/queries/events';
@@ -64,12 +64,28 @@ function filteredEmails(db: Knex, projectId: string, filter: EmailFilter): () =>
   };
 }
 
-/** A page's two queries, as listEmails runs them (exported for the EXPLAIN tests of their indexes). */
+/**
+ * A page's two queries, as listEmails runs them (exported for the EXPLAIN tests of their indexes). The count reads
+ * newest first, as the page does: the statement runs with its generic plan (listStatementOptions), and so ordered its
+ * plan is an index read of the project whatever the project's size.
+ */
 export function emailListQueries(db: Knex, projectId: string, filter: EmailFilter, request: PageRequest) {
   const filtered = filteredEmails(db, projectId, filter);
   const { page } = pageQueries(filtered, request);
-  return { page, count: cappedCount(filtered, EMAIL_COUNT_CAP) };
+  return { page, count: cappedCount(filtered, EMAIL_COUNT_CAP, 'id') };
 }
+
+/**
+ * How listEmails runs its statement. Without a recipient or a contact, its generic plan is the plan (db/pages.ts
+ * `genericPlan`): a status or a campaign is an equality on the leading column of an index ending in id, a date range a
+ * range of ids, and those match many emails, read newest first and stopped by the LIMIT. A recipient's or a contact's
+ * emails are planned for the value: a generic plan guesses them few and reads them all to sort them, which an
+ * address with 100,000 emails (a seed list's, a test inbox's) would pay on every page.
+ */
+export const listStatementOptions = (filter: EmailFilter, request: PageRequest): PageStatementOptions => ({
+  whole: request.afterId ? undefined : request.limit,
+  genericPlan: filter.to === undefined && filter.contactId === undefined,
+});
 
 export interface EmailList {
   /** Up to `limit + 1` emails, newest first (the extra one only tells that there is more). */
@@ -81,7 +97,7 @@ export interface EmailList {
 
 export async function listEmails(db: Knex, projectId: string, filter: EmailFilter, request: PageRequest): Promise<EmailList> {
   const { page, count } = emailListQueries(db, projectId, filter, request);
-  const { rows, total: n } = await pageWithTotal(page, count, 'id', undefined, request.afterId ? undefined : request.limit);
+  const { rows, total: n } = await pageWithTotal(page, count, listStatementOptions(filter, request));
   return { rows: rows.map((r) => Email.fromDatabaseJson(r)), ...cappedTotal(n, EMAIL_COUNT_CAP) };
 }
 

@@ -203,8 +203,8 @@ export function inboundSetupService({ knex, dns: dnsConfig, mxHost, secret }: In
       };
       const page = filtered().orderBy([{ column: 'r.priority' }, { column: 'r.id' }]).limit(limit + 1);
       if (after) page.whereRaw('(r.priority, r.id) > (?, ?)', [after.priority, after.id]);
-      const { rows, total } = await pageWithTotal(page, filtered().clearSelect().clearOrder().count('* as n'), 'r.id',
-        [{ column: 'priority', order: 'asc' }, { column: 'id', order: 'asc' }]);
+      const { rows, total } = await pageWithTotal(page, filtered().clearSelect().clearOrder().count('* as n'),
+        { column: 'r.id', order: [{ column: 'priority', order: 'asc' }, { column: 'id', order: 'asc' }] });
       return { rows: rows.map(routeOf), total };
     },
     getRoute: findRoute,

@@ -313,10 +313,18 @@ export async function idFloorSince(db: Knex, projectId: string, since: Date): Pr
   return idFloor(new Date(Math.min(...live.map((p) => p.from!.getTime()))));
 }
 
+/**
+ * Whether a list of events runs with its generic plan (db/pages.ts `genericPlan`): every event, or a name's (an
+ * equality on the leading column of events_name_idx, which ends in id), read newest first and stopped by the LIMIT,
+ * whatever the value. A contact's events are planned for the value (a generic plan guesses them few and sorts them
+ * all), and so is a time window (whether to read it by created_at or by the ids turns on its width).
+ */
+export const eventListGeneric = (filter: EventFilter): boolean => !filter.since && !filter.until && filter.contactId === undefined;
+
 /** One page of events, newest first, after `afterId`, and the total matching the filter (capped: EVENT_COUNT_CAP). */
 export async function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<CappedList<Event>> {
   const idFrom = filter.since ? await idFloorSince(db, projectId, filter.since) : undefined;
-  return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row));
+  return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row), 'id', eventListGeneric(filter));
 }
 
 export interface EventNameRow {
