@@ -10,7 +10,7 @@ import {
   unusableCondition, type KeptCountRow, type MemberCount,
 } from './segmentQueries';
 import { checkCondition } from './check';
-import { loadSegments, resolveSegments, type SegmentDef } from './compile';
+import { loadSegments, resolveSegments, type SegmentDef, type SegmentMap } from './compile';
 import { normaliseCondition, type AudienceCondition } from './condition';
 import { audited, type Actor } from '../audit/log';
 
@@ -211,6 +211,16 @@ export async function deleteSegment(db: Knex, projectId: string, id: string): Pr
 }
 
 /**
+ * A page of a segment's contacts and its capped count, as segmentMembers runs them (exported for the EXPLAIN tests).
+ * Its total is exact up to 1,000 (LIST_COUNT_CAP), as every list over a table that grows: counted exactly, a dynamic
+ * segment of 333,000 contacts read them all for each page (1.4 s; BENCHMARKS.md section 37).
+ */
+export function segmentMemberQueries(db: Knex, projectId: string, segment: SegmentDef, all: SegmentMap, page: PageRequest): [Knex.QueryBuilder, Knex.QueryBuilder] {
+  const { page: rows } = pageQueries(() => segmentContacts(db, projectId, segment, all, page.afterId).select('c.*'), page, 'c.id');
+  return [rows, cappedCount(() => segmentCountRows(db, projectId, segment, all), undefined, segment.type === 'DYNAMIC' ? 'c.id' : undefined)];
+}
+
+/**
  * A page of the segment's contacts, newest first, and their total. The project's segments are read once: they hold
  * this one (not found otherwise) and those its condition names.
  */
@@ -220,11 +230,7 @@ export async function segmentMembers(db: Knex, projectId: string, id: string, pa
   if (!segment) throw notFound('Segment');
   return evaluating(
     async () => {
-      // Its total is exact up to 1,000 (LIST_COUNT_CAP), as every list over a table that grows: counted exactly, a
-      // dynamic segment of 333,000 contacts read them all for each page (1.4 s; BENCHMARKS.md section 37).
-      const { page: rows } = pageQueries(() => segmentContacts(db, projectId, segment, all).select('c.*'), page, 'c.id');
-      const counted = cappedCount(() => segmentCountRows(db, projectId, segment, all), undefined, segment.type === 'DYNAMIC' ? 'c.id' : undefined);
-      const { rows: found, total } = await pageWithTotal(rows, counted, { column: 'c.id', whole: page.afterId ? undefined : page.limit });
+      const { rows: found, total } = await pageWithTotal(...segmentMemberQueries(db, projectId, segment, all, page), { column: 'c.id', whole: page.afterId ? undefined : page.limit });
       return { rows: found.map((r) => Contact.fromDatabaseJson(r)), ...cappedTotal(total) };
     },
     'Fix the segment\'s condition (PATCH /segments/:id), or the segments it names.',
