@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
 import { isUuid } from '../core/values';
 import { ownedRow } from '../db/owned';
-import { cappedCount, cappedTotal, listPage, pageQueries, pageWithTotal, type CappedList, type Listed, type PageRequest } from '../db/pages';
+import { cappedCount, cappedTotal, listPage, pageQueries, pageWithTotal, type CappedList, type Listed, type PageRequest, type PageStatementOptions } from '../db/pages';
 import { ACTIVE_STATUSES, cancelExecutions, endedColumns, liveRuns } from '../db/queries/executions';
 import { cancelEngineExecutions } from './cancelExecutions';
 import type { Engine } from '../engine/types';
@@ -83,7 +83,7 @@ export interface Automations {
   update(projectId: string, id: string, patch: Partial<AutomationInput>): Promise<AutomationRow>;
   /** Deletes the workflow with its executions; those under way are cancelled in the engine too. */
   remove(projectId: string, id: string, actor: Actor): Promise<void>;
-  executions(projectId: string, workflowId: string, filter: { status?: ExecutionStatus; contactId?: string }, page: PageRequest): Promise<CappedList<ExecutionRow>>;
+  executions(projectId: string, workflowId: string, filter: ExecutionFilter, page: PageRequest): Promise<CappedList<ExecutionRow>>;
   /** One execution, with its trace (the steps it has run). */
   execution(projectId: string, workflowId: string, id: string): Promise<ExecutionRow & { trace: Trace }>;
   /** Cancels a RUNNING or WAITING execution (409 once it has ended): its row at once, then its engine run. */
@@ -96,6 +96,34 @@ function withContact(q: Knex.QueryBuilder): Knex.QueryBuilder {
     .select('x.*', 'c.email as contact_email');
 }
 const executionsWithContact = (db: Knex | Knex.Transaction) => withContact(db('automation_executions as x'));
+
+export interface ExecutionFilter {
+  status?: ExecutionStatus;
+  contactId?: string;
+}
+
+/**
+ * A page of a workflow's executions and its capped count, and how to run them (exported for the EXPLAIN tests). The
+ * page joins the contacts (its rows' addresses); the count does not need to (every execution has its contact). Its
+ * total is exact up to 1,000 (LIST_COUNT_CAP): a workflow's 200,000 executions counted exactly cost a sequential scan.
+ * Without a contact, the generic plan is the plan (db/pages.ts `genericPlan`): the workflow and a status are the
+ * leading columns of indexes ending in id (automation_executions_list_idx, _status_idx), read newest first; a
+ * contact's executions are planned for the value, as a contact's emails are (emails/emails.ts listStatementOptions).
+ */
+export function executionListStatement(db: Knex, projectId: string, automationId: string, filter: ExecutionFilter, page: PageRequest) {
+  const filtered = () => {
+    const q = db('automation_executions as x').where({ 'x.project_id': projectId, 'x.automation_id': automationId });
+    if (filter.status) q.where('x.status', filter.status);
+    if (filter.contactId) q.where('x.contact_id', filter.contactId);
+    return q;
+  };
+  const genericPlan = filter.contactId === undefined;
+  return {
+    page: withContact(pageQueries(filtered, page, 'x.id').page),
+    count: cappedCount(filtered, undefined, genericPlan ? 'x.id' : undefined),
+    options: { column: 'x.id', whole: page.afterId ? undefined : page.limit, genericPlan } satisfies PageStatementOptions,
+  };
+}
 
 export function automationService({ knex, engine, log }: { knex: Knex; engine: Engine; log: Logger }): Automations {
   const get = (projectId: string, id: string) => ownedRow<AutomationRow>(knex, 'automations', 'Workflow', projectId, id);
@@ -156,16 +184,8 @@ export function automationService({ knex, engine, log }: { knex: Knex; engine: E
 
     async executions(projectId, workflowId, filter, page) {
       const workflow = await get(projectId, workflowId);
-      const filtered = () => {
-        const q = knex('automation_executions as x').where({ 'x.project_id': projectId, 'x.automation_id': workflow.id });
-        if (filter.status) q.where('x.status', filter.status);
-        if (filter.contactId) q.where('x.contact_id', filter.contactId);
-        return q;
-      };
-      // The page joins the contacts (its rows' addresses); the count does not need to (every execution has its contact).
-      // Its total is exact up to 1,000 (LIST_COUNT_CAP): a workflow's 200,000 executions counted exactly cost a sequential scan.
-      const { page: rows } = pageQueries(filtered, page, 'x.id');
-      const { rows: found, total } = await pageWithTotal(withContact(rows), cappedCount(filtered), { column: 'x.id', whole: page.afterId ? undefined : page.limit });
+      const { page: rows, count, options } = executionListStatement(knex, projectId, workflow.id, filter, page);
+      const { rows: found, total } = await pageWithTotal(rows, count, options);
       return { rows: found as unknown as ExecutionRow[], ...cappedTotal(total) };
     },
 

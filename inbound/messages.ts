@@ -91,6 +91,13 @@ export function filteredInbound(knex: Knex, projectId: string, filter: InboundFi
   };
 }
 
+/**
+ * Whether a list of received mail runs with its generic plan (db/pages.ts `genericPlan`): the project's mail, or a time
+ * range of it, is a range of its primary key read newest first whatever the values. A sender, a recipient or a route
+ * is planned for the value (a generic plan guesses their messages few and sorts them all).
+ */
+export const inboundListGeneric = (filter: InboundFilter): boolean => !filter.from && !filter.to && !filter.routeId;
+
 /** The smallest UUID (any version) whose first 48 bits are this time in milliseconds: every UUIDv7 made then or later is ≥ it. */
 export function firstIdAt(t: Date): string {
   const ms = Math.min(Math.max(0, t.getTime()), 2 ** 48 - 1).toString(16).padStart(12, '0');
@@ -118,7 +125,7 @@ export function inboundMessageService({ knex, secret }: InboundMessagesDeps) {
   return {
     /** A page, newest first, and its total: exact up to 1,000 (db/pages.ts LIST_COUNT_CAP). */
     list(projectId: string, filter: InboundFilter, page: PageRequest): Promise<CappedList<InboundMessage>> {
-      return listCappedPage(filteredInbound(knex, projectId, filter), page, LIST_COUNT_CAP, messageOf);
+      return listCappedPage(filteredInbound(knex, projectId, filter), page, LIST_COUNT_CAP, messageOf, 'id', inboundListGeneric(filter));
     },
     get: async (projectId: string, id: string) => messageOf(await find(projectId, id)),
     async raw(projectId: string, id: string): Promise<Buffer> {

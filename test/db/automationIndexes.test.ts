@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
+import { executionListStatement } from '../../automations/automations';
+import { pageStatement } from '../../db/pages';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { belowTheTop, genericPlanOf } from '../support/plans';
 
 /**
  * Every query path of automations is served by an index (the automations migration names which), read from EXPLAIN
@@ -47,6 +50,25 @@ test.each([
   const p = await plan(sql, [projectId, automationId]);
   expect(p).toContain(index);
   expect(p).not.toMatch(/Seq Scan/);
+});
+
+// GET /workflows/:id/executions runs with its generic plan when no contact is asked (executionListStatement).
+test.each<[string, RegExp, { status?: 'FAILED' }, boolean]>([
+  ['first page', /automation_executions_list_idx/, {}, false],
+  ['after a cursor', /automation_executions_list_idx/, {}, true],
+  ['a status', /automation_executions_status_idx/, { status: 'FAILED' }, false],
+])('the executions list, %s: its generic plan reads %s newest first, page and count, no scan, no sort', async (_name, index, filter, cursor) => {
+  const afterId = cursor ? '01900000-0000-7000-8000-000000000000' : undefined;
+  const { page, count, options } = executionListStatement(db.knex, projectId, automationId, filter, { limit: 20, afterId });
+  expect(options.genericPlan).toBe(true);
+  const p = await genericPlanOf(db.knex, pageStatement(page, count, options));
+  expect(p).toMatch(index);
+  expect(p).not.toMatch(/Seq Scan|Bitmap Heap Scan/);
+  expect(belowTheTop(p)).not.toMatch(/Sort\s+\(/);
+});
+
+test('the executions list of a contact is planned for its value', () => {
+  expect(executionListStatement(db.knex, projectId, automationId, { contactId }, { limit: 20 }).options.genericPlan).toBe(false);
 });
 
 test('the executions list by contact reads the contact index', async () => {

@@ -3,7 +3,7 @@ import { eventListGeneric, filteredEvents, type EventFilter } from '../../db/que
 import { cappedCount, pageQueries, pageStatement, pageWithTotal, type PageRequest } from '../../db/pages';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { partitionedPlan } from '../support/plans';
+import { belowTheTop, genericPlanOf } from '../support/plans';
 
 /**
  * The lists that run with PostgreSQL's generic plan (db/pages.ts `genericPlan`: GET /emails, GET /events without a
@@ -47,14 +47,7 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(async () => { await db.close(); });
 
-/** EXPLAIN (GENERIC_PLAN) of the statement as sent: its `$n` parameters stay unknown to the planner. */
-async function genericPlan(statement: { toSQL(): { toNative(): { sql: string } } }): Promise<string> {
-  const res = await db.knex.raw(`EXPLAIN (GENERIC_PLAN) ${statement.toSQL().toNative().sql}`);
-  return partitionedPlan(res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n'));
-}
-
-/** The plan under its first node: the statement's own sort of the page's rows (at most limit + 1) is left out. */
-const belowTheTop = (plan: string) => plan.split('\n').slice(1).join('\n');
+const genericPlan = (statement: Parameters<typeof genericPlanOf>[1]) => genericPlanOf(db.knex, statement);
 
 const since = new Date(Date.now() - 3_600_000);
 const until = new Date(Date.now() + 3_600_000);

@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
-import { pageQueries } from '../../db/pages';
-import { filteredInbound, pruneInboundSql } from '../../inbound/messages';
+import { cappedCount, pageQueries, pageStatement } from '../../db/pages';
+import { filteredInbound, inboundListGeneric, pruneInboundSql } from '../../inbound/messages';
 import { verifiedRoutes } from '../../inbound/receive';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { partitionedPlan } from '../support/plans';
+import { belowTheTop, genericPlanOf, partitionedPlan } from '../support/plans';
 
 /**
  * Inbound mail's reads are index reads (issue 31): GET /inbound's since/until range (a range of the primary key: the ids
@@ -58,6 +58,25 @@ test('GET /inbound?since=…&until=…: the page and its count read a range of t
   expect(rows.length).toBeGreaterThan(0);
   expect(rows.every((r: { created_at: Date }) => r.created_at.getTime() >= Date.now() - 7 * 86_400_000 && r.created_at.getTime() < Date.now() - 86_400_000)).toBe(true);
   expect(Number((await count)[0].n)).toBe(Math.floor(6 * 24 * 60 / 175));
+});
+
+// GET /inbound runs with its generic plan (inbound/messages.ts inboundListGeneric): the same index read for any project.
+test.each<[string, { since?: Date; until?: Date }, boolean]>([
+  ['first page', {}, false],
+  ['after a cursor', {}, true],
+  ['a time range', { since: new Date(Date.now() - 7 * 86_400_000), until: new Date(Date.now() - 86_400_000) }, false],
+])('GET /inbound, %s: its generic plan reads inbound_messages_pkey newest first, page and count, no scan, no sort', async (_name, filter, cursor) => {
+  expect(inboundListGeneric(filter)).toBe(true);
+  const filtered = filteredInbound(db.knex, projectId, filter);
+  const afterId = cursor ? '01900000-0000-7000-8000-000000000000' : undefined;
+  const p = await genericPlanOf(db.knex, pageStatement(pageQueries(filtered, { limit: 20, afterId }).page, cappedCount(filtered, 1_000, 'id'), { whole: cursor ? undefined : 20 }));
+  expect(p).toContain('inbound_messages_pkey');
+  expect(p).not.toMatch(/Seq Scan|Bitmap Heap Scan/);
+  expect(belowTheTop(p)).not.toMatch(/Sort\s+\(/);
+});
+
+test('GET /inbound of a sender, a recipient or a route is planned for its value', () => {
+  expect([{ from: 'a@example.org' }, { to: 'support@in1.example.com' }, { routeId: 'x' }].map(inboundListGeneric)).toEqual([false, false, false]);
 });
 
 test('RCPT TO: the routes of a recipient’s domain come through the one VERIFIED row of that domain', async () => {

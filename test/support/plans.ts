@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 /**
  * EXPLAIN output of a query over a partitioned table (db/partitions.ts), read as the EXPLAIN tests read a plain table's:
  * - the partitions that hold no row (the months created ahead, the default partition) are planned as sequential scans
@@ -23,3 +24,15 @@ export function partitionedPlan(plan: string): string {
   }
   return out.join('\n');
 }
+
+/**
+ * The generic plan of a statement as pageWithTotal sends it with `genericPlan` (db/pages.ts): EXPLAIN (GENERIC_PLAN) of
+ * its text with the `$n` parameters left unknown to the planner, read as partitionedPlan reads a plan.
+ */
+export async function genericPlanOf(db: Knex, statement: { toSQL(): { toNative(): { sql: string } } }): Promise<string> {
+  const res = await db.raw(`EXPLAIN (GENERIC_PLAN) ${statement.toSQL().toNative().sql}`);
+  return partitionedPlan(res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n'));
+}
+
+/** A plan under its first node: a list statement's own sort of its page's rows (at most limit + 1) left out. */
+export const belowTheTop = (plan: string) => plan.split('\n').slice(1).join('\n');
