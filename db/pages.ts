@@ -25,10 +25,22 @@ export interface Listed<R> {
  * query names it (`c.id` in a join).
  */
 export function pageQueries(filtered: () => Knex.QueryBuilder, { limit, afterId }: PageRequest, column = 'id') {
-  const page = filtered().orderBy(column, 'desc').limit(limit + 1);
+  const page = filtered().orderBy(column, 'desc').limit(rowLimit(limit + 1), { skipBinding: true });
   if (afterId) page.where(column, '<', afterId);
   const count = filtered().clearSelect().clearOrder().count('* as n');
   return { page, count };
+}
+
+/**
+ * A LIMIT written into the statement's text, not bound: a statement run with its generic plan (PageStatementOptions
+ * `genericPlan`) is planned without its parameters' values, and a bound LIMIT is then taken for a tenth of the rows;
+ * on a workflow's 200,000 executions that planned a parallel scan of 20,000 (two workers started for a page of 51:
+ * 12.6 ms against 5.7; BENCHMARKS.md section 54). A page's limit has a few values (the API's 1-100), so a statement per
+ * value. An integer only, since it is written into SQL.
+ */
+function rowLimit(n: number): number {
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`a row limit must be a whole number, not ${n}`);
+  return n;
 }
 
 /**
@@ -113,12 +125,16 @@ export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBu
   return { rows, total };
 }
 
+/** How a list's generic plan is made (PageStatementOptions `genericPlan`). */
+export const LIST_PLAN = { enable_sort: 'off', enable_bitmapscan: 'off' } as const;
+
 /** A list statement's runner with its generic plan, one per statement text (a list has a few shapes: its filters). */
 const generics = new Map<string, ReturnType<typeof preparedStatement>>();
 function genericStatement(sql: string): ReturnType<typeof preparedStatement> {
   let run = generics.get(sql);
   if (!run) {
-    run = preparedStatement(`herald_list_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`, sql, { genericPlan: true });
+    // No sort, no bitmap: the index read in the page's order, whatever the averages say of the project (db/prepared.ts).
+    run = preparedStatement(`herald_list_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`, sql, { genericPlan: true, plannerSettings: LIST_PLAN });
     generics.set(sql, run);
   }
   return run;
@@ -153,7 +169,7 @@ export const LIST_COUNT_CAP = 1_000;
  * join from the oldest contacts, 1.3-3.4 s for its first 1,001 members, against 23-54 ms newest first; section 41).
  */
 export function cappedCount(filtered: () => Knex.QueryBuilder, cap: number = LIST_COUNT_CAP, newestFirst?: string): Knex.QueryBuilder {
-  const capped = filtered().clearSelect().clearOrder().select(filtered().client.raw('1')).limit(cap + 1);
+  const capped = filtered().clearSelect().clearOrder().select(filtered().client.raw('1')).limit(rowLimit(cap + 1), { skipBinding: true });
   if (newestFirst) capped.orderBy(newestFirst, 'desc');
   capped.as('capped');
   return filtered().client.queryBuilder().from(capped).count('* as n');

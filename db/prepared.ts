@@ -11,6 +11,14 @@ export interface PreparedOptions {
    * plans per connection, then the generic one only while its estimate beats their average) went either way.
    */
   genericPlan?: boolean;
+  /**
+   * Planner settings in force when PostgreSQL makes the generic plan (with `genericPlan` only), set and reset around
+   * each execution as plan_cache_mode is. A generic plan is made without the parameters' values, from the table's
+   * averages: for a list (db/pages.ts) that can mean "this project has few emails, read them all by a bitmap and sort
+   * them", which for the project that holds most of them reads millions of rows for a page. `enable_sort` and
+   * `enable_bitmapscan` off leave it the index read in the page's order, the plan the statement is written for.
+   */
+  plannerSettings?: Record<string, string>;
 }
 
 /**
@@ -28,6 +36,8 @@ export function preparedStatement(name: string, sql: string, opts: PreparedOptio
   if (/\?\?|\\\?/.test(sql)) throw new Error(`${name}: a prepared statement takes only plain ? placeholders`);
   let n = 0;
   const text = sql.replace(/\?/g, () => `$${++n}`);
+  const settings = Object.entries({ plan_cache_mode: 'force_generic_plan', ...opts.plannerSettings });
+  for (const [k, v] of settings) if (!/^[a-z_]+$/.test(k) || !/^[a-z_0-9]+$/.test(v)) throw new Error(`${name}: a planner setting is a name and a plain value (${k} = ${v})`);
   return async (db, bindings) => {
     if (bindings.length !== n) throw new Error(`${name}: ${n} bindings expected, ${bindings.length} given`);
     const values = bindings as unknown[];
@@ -36,7 +46,7 @@ export function preparedStatement(name: string, sql: string, opts: PreparedOptio
     client.emit('query', { sql, bindings: values, options: { name }, method: 'raw' }); // knex passes it on to its instance
     const connection = await client.acquireConnection();
     try {
-      return await (opts.genericPlan ? genericPlanQuery(connection, name, text, values) : connection.query({ name, text, values }));
+      return await (opts.genericPlan ? genericPlanQuery(connection, name, text, values, settings) : connection.query({ name, text, values }));
     } finally {
       await client.releaseConnection(connection);
     }
@@ -68,8 +78,9 @@ const { prepareValue } = (pg as unknown as { utils: { prepareValue(v: unknown): 
 
 /**
  * A named statement executed with its generic plan, in the one round trip it takes anyway: the extended protocol's
- * messages up to the Sync are `SET plan_cache_mode = force_generic_plan`, the statement's Bind (where PostgreSQL
- * chooses the plan, reading the setting) and Execute, then `RESET plan_cache_mode`. They run in one transaction (the
+ * messages up to the Sync are `SET plan_cache_mode = force_generic_plan` (and any plannerSettings), the statement's
+ * Bind (where PostgreSQL chooses the plan, reading the settings) and Execute, then `RESET plan_cache_mode` (and the
+ * others). They run in one transaction (the
  * caller's, or the implicit one the Sync commits), so the session's setting is as it was afterwards whatever happens:
  * on an error the server skips to the Sync and the transaction's rollback undoes the SET.
  * Why not the pool's connections set once: knex sends its own statements with bindings unnamed, and those would get
@@ -80,7 +91,7 @@ const { prepareValue } = (pg as unknown as { utils: { prepareValue(v: unknown): 
  * each Bind (plancache.c choose_custom_plan).
  */
 class GenericPlanQuery extends PgQuery {
-  constructor(private readonly statement: { name: string; text: string; values: unknown[] }, callback: Callback) {
+  constructor(private readonly statement: { name: string; text: string; values: unknown[] }, private readonly settings: [string, string][], callback: Callback) {
     super(statement, undefined, callback);
   }
 
@@ -100,21 +111,21 @@ class GenericPlanQuery extends PgQuery {
       c.parse({ name, text });
       c.submittedNamedStatements[name] = text;
     }
-    c.parse({ text: 'SET plan_cache_mode = force_generic_plan' }); c.bind({}); c.execute({});
+    for (const [k, v] of this.settings) { c.parse({ text: `SET ${k} = ${v}` }); c.bind({}); c.execute({}); }
     c.bind({ statement: name, values: mapped });
     c.describe({ type: 'P', name: '' });
     c.execute({});
-    c.parse({ text: 'RESET plan_cache_mode' }); c.bind({}); c.execute({});
+    for (const [k] of this.settings) { c.parse({ text: `RESET ${k}` }); c.bind({}); c.execute({}); }
     c.sync();
   }
 }
 
-function genericPlanQuery(connection: PgConnection, name: string, text: string, values: unknown[]): Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+function genericPlanQuery(connection: PgConnection, name: string, text: string, values: unknown[], settings: [string, string][]): Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
   return new Promise((resolve, reject) => {
-    connection.query(new GenericPlanQuery({ name, text, values }, (err, results) => {
+    connection.query(new GenericPlanQuery({ name, text, values }, settings, (err, results) => {
       if (err) return reject(err);
-      // pg collects a Sync's several results: [SET, the statement, RESET]; a statement sent unnamed has its own only.
-      resolve((Array.isArray(results) ? results[1] : results) as { rows: any[] }); // eslint-disable-line @typescript-eslint/no-explicit-any
+      // pg collects a Sync's several results: [the SETs…, the statement, the RESETs…]; a statement sent unnamed has its own only.
+      resolve((Array.isArray(results) ? results[settings.length] : results) as { rows: any[] }); // eslint-disable-line @typescript-eslint/no-explicit-any
     }));
   });
 }

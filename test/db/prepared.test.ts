@@ -121,3 +121,20 @@ test('a statement with its generic plan pinned: the same rows, a generic plan at
     await off.destroy();
   }
 });
+
+test('a generic plan\'s planner settings are in force at the statement and as they were after it, after a failure too', async () => {
+  const run = preparedStatement('test_prepared_settings', "SELECT current_setting('enable_sort') AS sort, current_setting('enable_bitmapscan') AS bitmap, 10 / ?::int AS q",
+    { genericPlan: true, plannerSettings: { enable_sort: 'off', enable_bitmapscan: 'off' } });
+  const knex = createKnex(db.url, { poolMax: 1 });
+  const shown = async () => (await knex.raw("SELECT current_setting('enable_sort') AS sort, current_setting('enable_bitmapscan') AS bitmap")).rows[0];
+  try {
+    expect((await run(knex, [2])).rows).toEqual([{ sort: 'off', bitmap: 'off', q: 5 }]);
+    expect(await shown()).toEqual({ sort: 'on', bitmap: 'on' });
+    await expect(run(knex, [0])).rejects.toMatchObject({ code: '22012' });
+    expect(await shown()).toEqual({ sort: 'on', bitmap: 'on' });
+    expect((await run(knex, [5])).rows).toEqual([{ sort: 'off', bitmap: 'off', q: 2 }]);
+  } finally {
+    await knex.destroy();
+  }
+  expect(() => preparedStatement('test_prepared_bad', 'SELECT 1', { genericPlan: true, plannerSettings: { 'enable_sort; DROP TABLE x': 'off' } })).toThrow(/a planner setting/);
+});

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { LIST_PLAN } from '../../db/pages';
 /**
  * EXPLAIN output of a query over a partitioned table (db/partitions.ts), read as the EXPLAIN tests read a plain table's:
  * - the partitions that hold no row (the months created ahead, the default partition) are planned as sequential scans
@@ -27,10 +28,14 @@ export function partitionedPlan(plan: string): string {
 
 /**
  * The generic plan of a statement as pageWithTotal sends it with `genericPlan` (db/pages.ts): EXPLAIN (GENERIC_PLAN) of
- * its text with the `$n` parameters left unknown to the planner, read as partitionedPlan reads a plan.
+ * its text with the `$n` parameters left unknown to the planner, under the planner settings it is sent with
+ * (LIST_PLAN), read as partitionedPlan reads a plan.
  */
-export async function genericPlanOf(db: Knex, statement: { toSQL(): { toNative(): { sql: string } } }): Promise<string> {
-  const res = await db.raw(`EXPLAIN (GENERIC_PLAN) ${statement.toSQL().toNative().sql}`);
+export async function genericPlanOf(db: Knex, statement: { toSQL(): { toNative(): { sql: string } } }, settings: Record<string, string> = LIST_PLAN): Promise<string> {
+  const res = await db.transaction(async (trx) => {
+    for (const [k, v] of Object.entries(settings)) await trx.raw(`SET LOCAL ${k} = ${v}`);
+    return trx.raw(`EXPLAIN (GENERIC_PLAN) ${statement.toSQL().toNative().sql}`) as Promise<{ rows: { 'QUERY PLAN': string }[] }>;
+  });
   return partitionedPlan(res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n'));
 }
 
