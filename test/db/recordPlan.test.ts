@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { RECORD_SQL } from '../../sending/delivery';
+import { HITS_SQL } from '../../tracking/record';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
@@ -40,6 +41,27 @@ const fill = (from: number, to: number) => db.knex.raw(
   [campaignId, projectId, from, to - from],
 );
 
+/**
+ * The reads of the emails' partitions that a plan ran (EXPLAIN ANALYZE, FORMAT JSON): their node, and index if any (a
+ * bitmap read's, from its Bitmap Index Scans: one entry for each).
+ */
+function emailScans(root: Record<string, unknown>): { index?: string; node: string }[] {
+  const scans: { index?: string; node: string }[] = [];
+  const walk = (node: Record<string, unknown>) => {
+    const children = (node.Plans as Record<string, unknown>[] | undefined) ?? [];
+    if (typeof node['Relation Name'] === 'string' && (node['Relation Name'] as string).startsWith('emails_p') && node['Actual Loops'] !== 0) {
+      if (node['Node Type'] === 'Bitmap Heap Scan') {
+        for (const c of children) scans.push({ node: 'Bitmap Heap Scan', index: c['Index Name'] as string | undefined });
+        return;
+      }
+      scans.push({ node: node['Node Type'] as string, index: node['Index Name'] as string | undefined });
+    }
+    for (const child of children) walk(child);
+  };
+  walk(root);
+  return scans;
+}
+
 /** The write's bindings for these emails, all SENT, as literals for EXECUTE. */
 function executeArgs(rows: { project_id: string; id: string; partition_at: Date }[]): string {
   const array = (values: (string | null)[], type: string) => `ARRAY[${values.map((v) => (v === null ? 'NULL' : `'${v}'`)).join(',')}]::${type}[]`;
@@ -67,19 +89,57 @@ test('prepared on a partition of 300 emails and run on 20,000, the outcome write
   await client.query('BEGIN');
   try {
     const plan = (await client.query(`EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) EXECUTE record_outcomes(${executeArgs(rows)})`)).rows[0]['QUERY PLAN'][0];
-    const scans: { index?: string; node: string }[] = [];
-    const walk = (node: Record<string, unknown>) => {
-      if (typeof node['Relation Name'] === 'string' && (node['Relation Name'] as string).startsWith('emails_p') && node['Actual Loops'] !== 0) {
-        scans.push({ node: node['Node Type'] as string, index: node['Index Name'] as string | undefined });
-      }
-      for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-    };
-    walk(plan.Plan);
     // The emails this write changed were found through the primary key of their partition, and only through it.
+    const scans = emailScans(plan.Plan);
     expect(scans.length).toBeGreaterThan(0);
     for (const scan of scans) expect(scan.index ?? scan.node).toMatch(/^emails_pkey_/);
     // And it changed all 20 (the statement answers the ids it changed).
     expect(plan.Plan['Actual Rows']).toBe(20);
+  } finally {
+    await client.query('ROLLBACK');
+  }
+});
+
+/**
+ * The same for the tracking write (tracking/record.ts HITS_SQL), a named statement that PostgreSQL may run with its
+ * generic plan after its first five: made while a month's partition held 300 emails, run once it holds 20,000. The
+ * emails are next month's (ids and partition key 32 days ahead), in a partition that the first test left empty.
+ */
+const fillAhead = (from: number, to: number) => db.knex.raw(
+  `INSERT INTO emails (id, project_id, contact_id, from_email, to_email, subject, html, status, partition_at)
+   SELECT uuidv7(interval '32 days'), c.project_id, c.id, 'news@example.com', c.email, 's', 'h', 'SENT', date_trunc('day', now() + interval '32 days')
+   FROM (SELECT * FROM contacts WHERE project_id = ?::uuid ORDER BY id OFFSET ? LIMIT ?) c`,
+  [projectId, from, to - from],
+);
+
+test('prepared with a generic plan on a partition of 300 emails and run on 20,000, the tracking write still finds each by its primary key', async () => {
+  const arr = (values: (string | number | boolean)[], type: string) => `ARRAY[${values.map((v) => (typeof v === 'string' ? `'${v}'` : String(v))).join(',')}]::${type}[]`;
+  const args = (rows: { project_id: string; id: string }[]) => [
+    arr(rows.map((r) => r.project_id), 'uuid'), arr(rows.map((r) => r.id), 'uuid'), arr(rows.map(() => 1), 'int'), arr(rows.map(() => true), 'bool'),
+    arr(rows.map(() => 0), 'int'), arr(rows.map(() => false), 'bool'), 'false', 'false',
+    arr(rows.map((r) => r.project_id), 'uuid'), arr(rows.map((r) => r.id), 'uuid'), arr(rows.map(() => 'email.opened'), 'text'),
+    arr(rows.map(() => '{}'), 'text'), arr(rows.map(() => 'open:person:'), 'text'), '60000',
+  ].join(', ');
+  await fillAhead(0, 300);
+  await db.knex.raw('ANALYZE emails');
+  let n = 0;
+  await client.query('SET plan_cache_mode = force_generic_plan');
+  await client.query(`PREPARE record_hits AS ${HITS_SQL.replace(/\?/g, () => `$${++n}`)}`);
+  const ahead = "SELECT project_id, id FROM emails WHERE partition_at > now() + interval '1 day'";
+  const first = (await client.query(`${ahead} ORDER BY id LIMIT 20`)).rows;
+  // Run once now: the generic plan is made from the statistics of 300 rows.
+  await client.query('BEGIN');
+  await client.query(`EXECUTE record_hits(${args(first)})`);
+  await client.query('ROLLBACK');
+  await fillAhead(300, 20000);
+
+  const rows = (await client.query(`${ahead} ORDER BY id DESC LIMIT 20`)).rows;
+  await client.query('BEGIN');
+  try {
+    const plan = (await client.query(`EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) EXECUTE record_hits(${args(rows)})`)).rows[0]['QUERY PLAN'][0];
+    const scans = emailScans(plan.Plan);
+    expect(scans.length).toBeGreaterThan(0);
+    for (const scan of scans) expect(scan.index ?? scan.node).toMatch(/^emails_pkey_/);
   } finally {
     await client.query('ROLLBACK');
   }
