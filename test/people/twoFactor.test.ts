@@ -42,6 +42,9 @@ const http = () => request(server);
 /** The code an authenticator app shows `steps` steps from now. */
 const codeOf = (secret: string, steps = 0) => new TOTP({ secret: Secret.fromBase32(secret), period: 30, digits: 6, algorithm: 'SHA1' })
   .generate({ timestamp: Date.now() + steps * 30_000 });
+/** The code of one 30-second step (its number since the epoch, as two_factor.last_step records it). */
+const codeAt = (secret: string, step: number) => new TOTP({ secret: Secret.fromBase32(secret), period: 30, digits: 6, algorithm: 'SHA1' })
+  .generate({ timestamp: step * 30_000 });
 /** Time passing: the last accepted step is forgotten, so the next code of "now" is fresh again. */
 const nextStep = (userId: string) => db.knex.raw('UPDATE two_factor SET last_step = NULL WHERE user_id = ?', [userId]);
 const same = (cookie: string) => ({ Cookie: cookie, Origin: ORIGIN });
@@ -117,12 +120,14 @@ test('login: the password answers a challenge and no cookie; the challenge and a
   expect(expires).toBeGreaterThan(4 * 60_000);
   expect(expires).toBeLessThanOrEqual(5 * 60_000 + 1000);
 
-  // The confirmation's code (this step) was used: the same code again is a replay.
-  const replay = await http().post('/auth/login/two-factor').send({ challenge, code: codeOf(p.secret) });
+  // The confirmation's code was used: the same code again is a replay. Its step as recorded, not "now"'s: a 30-second
+  // step may have begun since the confirmation, and now's code would then be a fresh one (a CI run once saw that).
+  const used = Number((await db.knex('two_factor').where({ user_id: p.id }).first('last_step')).last_step);
+  const replay = await http().post('/auth/login/two-factor').send({ challenge, code: codeAt(p.secret, used) });
   expect(replay.status).toBe(401);
   expect(replay.headers['set-cookie']).toBeUndefined();
 
-  const next = codeOf(p.secret, 1); // the next step: within the window of one step
+  const next = codeAt(p.secret, used + 1); // the step after it: within the window of one step of now
   const done = await http().post('/auth/login/two-factor').set('Cookie', p.cookie).send({ challenge, code: next });
   expect(done.status).toBe(200);
   expect((await http().get('/auth/session').set('Cookie', p.cookie)).status).toBe(401); // replaced, as by a login
