@@ -75,12 +75,13 @@ export interface PageStatementOptions {
   whole?: number;
   /**
    * Run the statement with PostgreSQL's generic plan, prepared once per connection and statement shape (db/prepared.ts),
-   * instead of planned afresh for each request. For lists over the partitioned tables whose every filter is an equality
-   * on the leading columns of an index ending in the keyset column, or a range of that column: their plan is the same
-   * for every value (one index read newest first per partition, stopped by the LIMIT), and planning it took as long as
-   * running it (GET /emails: 0.9-1.1 ms of planning against 0.4-0.8 of execution, pg_stat_statements; BENCHMARKS.md
+   * instead of planned afresh for each request. For lists whose every filter is an equality on the leading columns of
+   * an index ending in the keyset column, or a range of that column: their plan is the same for every value (one index
+   * read newest first, per partition of a partitioned table, stopped by the LIMIT), and planning it took as long as
+   * running it (GET /emails: 0.9-1.35 ms of planning against 0.4-1.0 of execution, pg_stat_statements; BENCHMARKS.md
    * section 54). The count must then be ordered too (cappedCount's `newestFirst`), so that its plan is that index read
-   * whatever the project's size: unordered, a generic plan could count a small project's rows by scanning the table.
+   * whatever the project's size; the LIMITs are written into the text (rowLimit), and the plan is made under LIST_PLAN,
+   * so that no estimate from the table's averages turns it into a sort of a project's rows.
    * Never for a search or a segment's condition, whose best plan turns on the values.
    */
   genericPlan?: boolean;
