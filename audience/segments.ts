@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
 import { Contact } from '../db/models/Contact';
 import type { CappedList, Listed, PageRequest } from '../db/pages';
-import { cappedCount, cappedTotal, listPage, pageQueries, pageWithTotal } from '../db/pages';
+import { cappedCount, cappedTotal, listPage, pageQueries, pageWithTotal, wholeOf } from '../db/pages';
 import { ownedRow } from '../db/owned';
 import { upsertContacts } from '../db/queries/contacts';
 import {
@@ -230,7 +230,7 @@ export async function segmentMembers(db: Knex, projectId: string, id: string, pa
   if (!segment) throw notFound('Segment');
   return evaluating(
     async () => {
-      const { rows: found, total } = await pageWithTotal(...segmentMemberQueries(db, projectId, segment, all, page), { column: 'c.id', whole: page.afterId ? undefined : page.limit });
+      const { rows: found, total } = await pageWithTotal(...segmentMemberQueries(db, projectId, segment, all, page), { column: 'c.id', whole: wholeOf(page) });
       return { rows: found.map((r) => Contact.fromDatabaseJson(r)), ...cappedTotal(total) };
     },
     'Fix the segment\'s condition (PATCH /segments/:id), or the segments it names.',

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
 import { isUuid } from '../core/values';
 import { ownedRow } from '../db/owned';
-import { cappedCount, cappedTotal, listPage, pageQueries, pageWithTotal, type CappedList, type Listed, type PageRequest, type PageStatementOptions } from '../db/pages';
+import { cappedCount, cappedTotal, listPage, pageQueries, pageWithTotal, wholeOf, type CappedList, type Listed, type PageRequest, type PageStatementOptions } from '../db/pages';
 import { ACTIVE_STATUSES, cancelExecutions, endedColumns, liveRuns } from '../db/queries/executions';
 import { cancelEngineExecutions } from './cancelExecutions';
 import type { Engine } from '../engine/types';
@@ -121,7 +121,7 @@ export function executionListStatement(db: Knex, projectId: string, automationId
   return {
     page: withContact(pageQueries(filtered, page, 'x.id').page),
     count: cappedCount(filtered, undefined, genericPlan ? 'x.id' : undefined),
-    options: { column: 'x.id', whole: page.afterId ? undefined : page.limit, genericPlan } satisfies PageStatementOptions,
+    options: { column: 'x.id', whole: wholeOf(page), genericPlan } satisfies PageStatementOptions,
   };
 }
 

@@ -87,6 +87,9 @@ export interface PageStatementOptions {
   genericPlan?: boolean;
 }
 
+/** A page's `whole` (PageStatementOptions): its limit when it is a first page, none after a cursor. */
+export const wholeOf = (request: PageRequest): number | undefined => (request.afterId ? undefined : request.limit);
+
 /** The statement of pageWithTotal: the page's rows, each with the count beside it (exported for the EXPLAIN tests). */
 export function pageStatement(page: Knex.QueryBuilder, count: Knex.QueryBuilder, opts: PageStatementOptions = {}): Knex.QueryBuilder {
   const column = opts.column ?? 'id';
@@ -203,6 +206,6 @@ export async function listCappedPage<R>(
 ): Promise<CappedList<R>> {
   const { page } = pageQueries(filtered, request, column);
   const count = cappedCount(filtered, cap, genericPlan ? column : undefined);
-  const { rows, total } = await pageWithTotal(page, count, { column, whole: request.afterId ? undefined : request.limit, genericPlan });
+  const { rows, total } = await pageWithTotal(page, count, { column, whole: wholeOf(request), genericPlan });
   return { rows: rows.map(rowOf), ...cappedTotal(total, cap) };
 }

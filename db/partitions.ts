@@ -64,6 +64,20 @@ export const EMAIL_LOOKUP_LAG_DAYS = 8;
 /** Clock differences between the hosts that make ids and the database's: a minute of slack above an id's time. */
 export const EMAIL_LOOKUP_SLACK_SECONDS = 60;
 
+/**
+ * The condition that finds emails `e` by the rows of `source` (their project_id and id) in the partitions between `lo`
+ * and `hi` (SQL expressions): one row comparison over the primary key (project_id, id, partition_at), which no other
+ * index can serve, and the bounds alone beside it, for the partitions to be pruned as the join runs (a range, not an
+ * OR). Written as two equalities, the id could also be found by a skip scan of an index whose third column it is
+ * (emails_contact_idx, emails_project_to_idx), and a generic plan made while a campaign's partition was filling took
+ * one for its connection's life: a descent per contact, 25 ms a write of 20 at 100,000 emails (BENCHMARKS.md section
+ * 53). For the writes that look emails up by id: the delivery outcome (sending/delivery.ts RECORD_SQL) and tracking's
+ * hits (tracking/record.ts HITS_SQL).
+ */
+export const emailByKey = (source: string, lo: string, hi: string) =>
+  `(e.project_id, e.id, e.partition_at) BETWEEN (${source}.project_id, ${source}.id, ${lo}) AND (${source}.project_id, ${source}.id, ${hi})
+       AND e.partition_at BETWEEN ${lo} AND ${hi}`;
+
 /** The first instant of the UTC month of `t`, `delta` months on. */
 export function monthStart(t: Date, delta = 0): Date {
   return new Date(Date.UTC(t.getUTCFullYear(), t.getUTCMonth() + delta, 1));

@@ -5,7 +5,7 @@ import { TemplateError } from '../mail/render';
 import { messageBytes } from '../mail/transport';
 import { createComposer } from '../sending/delivery';
 import { isUuid } from '../core/values';
-import { LIST_COUNT_CAP, cappedCount, cappedTotal, idFloor, pageQueries, pageWithTotal, type PageRequest, type PageStatementOptions } from '../db/pages';
+import { LIST_COUNT_CAP, cappedCount, cappedTotal, idFloor, pageQueries, pageWithTotal, wholeOf, type PageRequest, type PageStatementOptions } from '../db/pages';
 import { Email, type EmailStatus } from '../db/models/Email';
 import { Event } from '../db/models/Event';
 import { sinceEmailOf } from '../db/queries/events';
@@ -79,11 +79,12 @@ export function emailListQueries(db: Knex, projectId: string, filter: EmailFilte
  * How listEmails runs its statement. Without a recipient or a contact, its generic plan is the plan (db/pages.ts
  * `genericPlan`): a status or a campaign is an equality on the leading column of an index ending in id, a date range a
  * range of ids, and those match many emails, read newest first and stopped by the LIMIT. A recipient's or a contact's
- * emails are planned for the value: a generic plan guesses them few and reads them all to sort them, which an
- * address with 100,000 emails (a seed list's, a test inbox's) would pay on every page.
+ * emails are planned for the value, as before: they number from one to 100,000 (a seed list's, a test inbox's), the
+ * plan for the value reads a few by a bitmap and many in index order, and their planning is not the cost it is for the
+ * whole project's pages (bench:list-ratios: p50 3.6-4.4 ms both, BENCHMARKS.md section 54).
  */
 export const listStatementOptions = (filter: EmailFilter, request: PageRequest): PageStatementOptions => ({
-  whole: request.afterId ? undefined : request.limit,
+  whole: wholeOf(request),
   genericPlan: filter.to === undefined && filter.contactId === undefined,
 });
 

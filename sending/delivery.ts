@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { DeliveryEmail } from '../db/models/Email';
+import { emailByKey } from '../db/partitions';
 import { preparedStatement } from '../db/prepared';
 import { eventEffects } from '../db/queries/events';
 import { campaignTally, statusTally, STATUS_TALLY } from '../db/queries/campaignTally';
@@ -211,14 +212,8 @@ export const RECORD_SQL = `WITH o AS (
        available_at = CASE WHEN o.status = 'QUEUED' THEN now() + o.retry_ms * interval '1 millisecond' ELSE e.available_at END,
        claimed_by = NULL, claimed_at = NULL, updated_at = now()
      FROM o
-     -- Each email by its primary key (project_id, id, partition_at) and by nothing else: as one row comparison, which
-     -- no other index can serve. Written as two equalities, the id could also be found by a skip scan of an index
-     -- whose third column it is (emails_contact_idx, emails_project_to_idx), and a generic plan made while a
-     -- campaign's partition was filling took one for the worker's connection's life: a descent per contact, 25 ms a
-     -- write of 20 at 100,000 emails (BENCHMARKS.md section 53).
-     WHERE (e.project_id, e.id, e.partition_at) BETWEEN (o.project_id, o.id, o.lo) AND (o.project_id, o.id, o.hi)
-       -- The same bounds alone, for the partitions to be pruned as the join runs (a range, not an OR).
-       AND e.partition_at BETWEEN o.lo AND o.hi
+     -- Each email by its primary key and by nothing else (db/partitions.ts emailByKey).
+     WHERE ${emailByKey('o', 'o.lo', 'o.hi')}
        -- A CASE, not (status = 'SENDING' OR ...): that form matches the partial indexes of the queue and of the
        -- claims, and with statistics taken while the queue was empty the planner read every QUEUED row of a
        -- running campaign through them for each write (23 ms a statement, 2 x slower delivery). This way only

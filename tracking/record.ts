@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { emailByKey } from '../db/partitions';
 import { deleteInBatches } from '../db/prune';
 import { eventEffects } from '../db/queries/events';
 import { campaignTally } from '../db/queries/campaignTally';
@@ -32,12 +33,9 @@ export const HITS_SQL = `WITH h AS (
          first_clicked_at = CASE WHEN h.human_click THEN coalesce(e.first_clicked_at, now()) ELSE e.first_clicked_at END
        FROM h, LATERAL (SELECT CASE WHEN ?::bool THEN '-infinity'::timestamptz ELSE herald_email_lo(h.id) END AS lo,
                                CASE WHEN ?::bool THEN 'infinity'::timestamptz ELSE herald_email_hi(h.id) END AS hi) b
-       -- Each email by one row comparison that only the primary key (project_id, id, partition_at) can serve, as the
-       -- delivery outcome write finds its own (sending/delivery.ts RECORD_SQL): with the two equalities, a generic plan
-       -- of this named statement made while a partition was small may read an index ending in id by a skip scan
-       -- (BENCHMARKS.md section 53). The plain range beside it prunes the partitions at run time.
-       WHERE (e.project_id, e.id, e.partition_at) BETWEEN (h.project_id, h.id, b.lo) AND (h.project_id, h.id, b.hi)
-         AND e.partition_at BETWEEN b.lo AND b.hi
+       -- Each email by its primary key and by nothing else (db/partitions.ts emailByKey): this named statement may run
+       -- with its generic plan.
+       WHERE ${emailByKey('h', 'b.lo', 'b.hi')}
        -- first_opened_at / first_clicked_at = now(): set by this statement (now() is its transaction's start, and it
        -- runs alone in autocommit), so the email counts once more among its campaign's unique opens / clicks. A
        -- concurrent batch that set it first committed another transaction's now(): this one waited and keeps it.

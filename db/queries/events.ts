@@ -316,8 +316,8 @@ export async function idFloorSince(db: Knex, projectId: string, since: Date): Pr
 /**
  * Whether a list of events runs with its generic plan (db/pages.ts `genericPlan`): every event, or a name's (an
  * equality on the leading column of events_name_idx, which ends in id), read newest first and stopped by the LIMIT,
- * whatever the value. A contact's events are planned for the value (a generic plan guesses them few and sorts them
- * all), and so is a time window (whether to read it by created_at or by the ids turns on its width).
+ * whatever the value. A contact's events are planned for the value, as a contact's emails are (emails/emails.ts
+ * listStatementOptions), and so is a time window (whether to read it by created_at or by the ids turns on its width).
  */
 export const eventListGeneric = (filter: EventFilter): boolean => !filter.since && !filter.until && filter.contactId === undefined;
 
