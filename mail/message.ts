@@ -87,6 +87,9 @@ export function mainHeaders(email: Pick<Email, 'id' | 'fromEmail' | 'fromName' |
 export function buildRawMessage(email: DeliveryEmail, raw: Buffer, opts: BuildOptions = {}): SendMailOptions {
   return {
     envelope: { from: opts.returnPath ?? email.fromEmail, to: [email.toEmail] },
+    // The Message-ID written into the bytes below, also for what the send answers (nodemailer does not read a raw
+    // message's headers: it would answer, and the email row keep, a Message-ID of its own making).
+    messageId: messageIdOf(email),
     // A Reply-To written `name+*@domain` goes out signed for this email (delivery.ts replyAddressFor), as from /v1/send.
     raw: withHeraldHeaders(email.replyTo && opts.replyTo && opts.replyTo !== email.replyTo ? withReplyAddress(raw, email.replyTo, opts.replyTo) : raw, { 'Message-ID': messageIdOf(email) }),
     ...(opts.dkim ? dkimOption(opts.dkim) : {}),

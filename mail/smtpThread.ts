@@ -1,16 +1,42 @@
+import { Readable } from 'node:stream';
 import { parentPort, workerData } from 'node:worker_threads';
-import nodemailer, { type SendMailOptions } from 'nodemailer';
+import type { SendMailOptions } from 'nodemailer';
+import type MailMessage from 'nodemailer/lib/mailer/mail-message';
+import SMTPPool from 'nodemailer/lib/smtp-pool';
+import { composeMessage, signMessage, type ComposedMessage } from './compose';
 import { pooledOptions, type SmtpFailure, type ThreadReply, type ThreadRequest } from './smtpThreadProtocol';
 
 /**
- * The SMTP thread of mail/transport.ts (threadedSmtp): nodemailer's pooled transport, as the process would have it,
- * on a thread of its own. Sends arrive in batches (one message per turn of the main thread's loop) and their answers
- * leave in batches (one message per turn of this thread's loop), so that the hand-over costs a few microseconds an
- * email rather than a round trip each.
+ * The SMTP thread of mail/transport.ts (threadedSmtp): nodemailer's SMTP pool on a thread of its own. Sends arrive in
+ * batches (one message per turn of the main thread's loop) and their answers leave in batches (one message per turn
+ * of this thread's loop), so that the hand-over costs a few microseconds an email rather than a round trip each.
+ *
+ * Each message is composed here in one pass (mail/compose.ts: nodemailer's bytes without its streams), signed when
+ * it has a DKIM key, and handed to the pool as bytes through nodemailer's transport interface (`send(mail, callback)`,
+ * what its Mailer calls): the pool's connections, its retry of a message a reused connection lost before sending a
+ * byte, its reset after a refused message, are nodemailer's. Through the Mailer, composition and its streams were
+ * three quarters of this thread's CPU (BENCHMARKS.md section 55).
  */
 const { smtpUrl, maxConnections } = workerData as { smtpUrl: string; maxConnections: number };
-const transport = nodemailer.createTransport(pooledOptions(smtpUrl, maxConnections));
+const pool = new SMTPPool(pooledOptions(smtpUrl, maxConnections));
 const port = parentPort!;
+
+/** A composed message as nodemailer's transports take one from its Mailer; each read of it is a fresh stream. */
+function asMail(m: ComposedMessage): MailMessage<SMTPPool.SentMessageInfo> {
+  const message = {
+    getEnvelope: () => m.envelope,
+    messageId: () => m.messageId,
+    getHeader: (key: string) => (key.toLowerCase() === 'message-id' ? m.messageId : undefined),
+    createReadStream: () => Readable.from([m.bytes], { objectMode: false }),
+  };
+  return { data: {}, message } as unknown as MailMessage<SMTPPool.SentMessageInfo>;
+}
+
+async function send(options: SendMailOptions): Promise<SMTPPool.SentMessageInfo> {
+  const composed = await composeMessage(options);
+  if (options.dkim) composed.bytes = await signMessage(composed.bytes, options.dkim);
+  return new Promise((resolve, reject) => pool.send(asMail(composed), (err, info) => (err ? reject(err) : resolve(info!))));
+}
 
 let answers: ThreadReply['answers'] = [];
 let scheduled = false;
@@ -49,11 +75,11 @@ port.on('message', (req: ThreadRequest) => {
     // The answers already in hand go first; sends still out end with the thread (the main thread fails them as
     // transient), rather than the thread waiting for their SMTP answers or timeouts.
     flush();
-    transport.close();
+    pool.close();
     process.exit(0);
   }
   for (const { id, message } of req.sends) {
-    transport.sendMail(revive(message)).then(
+    send(revive(message)).then(
       (info) => answer({ id, messageId: info.messageId, response: info.response }),
       (err: unknown) => answer({ id, error: failure(err) }),
     );

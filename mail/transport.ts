@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import nodemailer, { type SendMailOptions } from 'nodemailer';
 import type { Config } from '../config';
+import { composeMessage, signMessage } from './compose';
 import { pooledOptions, type SmtpFailure, type ThreadReply, type ThreadRequest } from './smtpThreadProtocol';
 
 /** What the delivery activity needs from a mail transport. */
@@ -19,7 +20,9 @@ export interface MailerOptions {
   /**
    * Whether the SMTP pool runs on a thread of its own (default) or on the caller's (false). On its own thread,
    * composing each message and speaking SMTP (most of a delivery's CPU) leaves the process's loop to the rest: the
-   * delivery queue's claims and writes, the engine and, in a single process, the API (BENCHMARKS.md section 53).
+   * delivery queue's claims and writes, the engine and, in a single process, the API (BENCHMARKS.md section 53); and
+   * there each message is composed in one pass (mail/compose.ts, section 55). `false` is plain pooled nodemailer
+   * (`sendMail`, its own streams composing): what bench:delivery measures Herald against.
    */
   thread?: boolean;
   /**
@@ -96,16 +99,16 @@ export function createMailer(config: Pick<Config, 'smtpUrl' | 'dataDir'>, opts: 
     };
   }
   const outbox = path.join(config.dataDir, 'outbox');
-  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     send: async (message) => {
-      const info = await transport.sendMail(message);
+      const composed = await composeMessage(message);
+      const bytes = message.dkim ? await signMessage(composed.bytes, message.dkim) : composed.bytes;
       await fs.mkdir(outbox, { recursive: true });
-      const name = info.messageId.replace(/[<>]/g, '').replace(/[^A-Za-z0-9@._-]/g, '_');
-      await fs.writeFile(path.join(outbox, `${name}.eml`), info.message as Buffer);
-      return { messageId: info.messageId, response: 'written to outbox' };
+      const name = composed.messageId.replace(/[<>]/g, '').replace(/[^A-Za-z0-9@._-]/g, '_');
+      await fs.writeFile(path.join(outbox, `${name}.eml`), bytes);
+      return { messageId: composed.messageId, response: 'written to outbox' };
     },
-    close: () => transport.close(),
+    close: () => undefined,
     describe: `files in ${outbox}`,
   };
 }
@@ -182,14 +185,11 @@ function threadedSmtp(smtpUrl: string, maxConnections: number) {
 }
 
 /**
- * A message's MIME bytes as the SMTP transport streams them (every line end CRLF, as SMTP's DATA writes them), before any DKIM signature: nodemailer's
- * stream transport runs the same composition (MailComposer) as its SMTP transport, without a connection. For
- * GET /emails/:id/raw: what delivery sends, composed by delivery's own code (sending/delivery.ts createComposer).
+ * A message's MIME bytes as delivery sends them (mail/compose.ts, every line end CRLF), before any DKIM signature: for
+ * GET /emails/:id/raw, composed by delivery's own code (sending/delivery.ts createComposer).
  */
-const composing = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
 export async function messageBytes(message: SendMailOptions): Promise<Buffer> {
-  const { dkim: _unsigned, ...unsigned } = message;
-  return (await composing.sendMail(unsigned)).message as Buffer;
+  return (await composeMessage(message)).bytes;
 }
 
 /** SMTP 5xx answers are permanent (the message will never be accepted as it is); everything else may pass later. */
