@@ -151,7 +151,9 @@ runBench('bench:delivery', 10 * 60_000, async () => {
     console.log(`\nherald worker: PostgreSQL's CPU ms per email by process (those alive at the end): ${[...byKind].filter(([, ms]) => ms > 0).sort((a, b) => b[1] - a[1]).map(([k, ms]) => `${k} ${(ms / (N - readyCount)).toFixed(3)}`).join(', ')}`);
     console.log(`\nherald worker: WAL per email (pg_stat_wal, every process of the cluster during the drain): ${((walAfter.records - walBefore.records) / N).toFixed(2)} records, ${((walAfter.fpi - walBefore.fpi) / N).toFixed(3)} full-page images, ${Math.round((walAfter.bytes - walBefore.bytes) / N)} bytes`);
     console.log(`\nchecks: ${sent} of ${N} emails SENT, ${events} email.sent events, ${distinct} distinct recipients among ${sink.recipients.length} messages at the sink (duplicates: ${sink.recipients.length - distinct}); worker ready after ${f((sink.times[0]! - workerStart) / 1000, 1)} s to first accept`);
-    console.log(`targets: ${Math.round(heraldRun.perSecond)} emails/s ≥ 1,000: ${heraldRun.perSecond >= 1000 ? 'met' : 'MISSED'}; ${(heraldRun.perSecond / rawRun.perSecond).toFixed(2)} × raw nodemailer (${Math.round(rawRun.perSecond)}/s) ≥ 0.5: ${heraldRun.perSecond >= 0.5 * rawRun.perSecond ? 'met' : 'MISSED'}`);
+    // Issue 33: at least 0.8 × raw pooled nodemailer in the same run (signed or not); 1,000/s is the older absolute bar,
+    // which a signed run (RSA-bound: ~1,000/s on two cores) sits on.
+    console.log(`targets: ${(heraldRun.perSecond / rawRun.perSecond).toFixed(2)} × raw nodemailer (${Math.round(rawRun.perSecond)}/s) ≥ 0.8: ${heraldRun.perSecond >= 0.8 * rawRun.perSecond ? 'met' : 'MISSED'}; ${Math.round(heraldRun.perSecond)} emails/s ≥ 1,000: ${heraldRun.perSecond >= 1000 ? 'met' : 'MISSED'}`);
   } finally {
     await Promise.all(children.map((c) => c.stop()));
     await sink.close();
