@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import { preparedStatement } from './prepared';
+import { preparedStatement, withSettings } from './prepared';
 
 /**
  * Keyset pagination, the one way every list reads a page. Lists are ordered newest first by their time-ordered
@@ -122,15 +122,24 @@ export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBu
     const { sql, bindings } = statement.toSQL();
     joined = (await genericStatement(sql)({ client: page.client } as Knex, bindings)).rows;
   } else {
-    joined = await statement;
+    const { sql, bindings } = statement.toSQL().toNative();
+    joined = (await withSettings({ client: page.client } as Knex, sql, bindings, LIST_SETTINGS)).rows;
   }
   const total = Number(joined[0]?.__total ?? 0);
   const rows = joined.filter((r) => r[key] !== null).map(({ __total: _n, ...row }) => row);
   return { rows, total };
 }
 
-/** How a list's generic plan is made (PageStatementOptions `genericPlan`). */
-export const LIST_PLAN = { enable_sort: 'off', enable_bitmapscan: 'off' } as const;
+/**
+ * What every list statement runs with: no parallel workers. A page and its capped count read a bounded number of rows,
+ * and starting workers costs more than that: a dynamic segment's count (a data.* filter, which the planner guesses
+ * matches 0.5 % of contacts when a third do) was planned as a Gather Merge of two workers, 10 ms, against 2 ms read
+ * on the one backend (BENCHMARKS.md section 56). Set and reset around the statement in its one round trip (db/prepared.ts).
+ */
+export const LIST_SETTINGS = { max_parallel_workers_per_gather: '0' } as const;
+
+/** How a list's generic plan is made (PageStatementOptions `genericPlan`): LIST_SETTINGS, and the index read in the page's order. */
+export const LIST_PLAN = { ...LIST_SETTINGS, enable_sort: 'off', enable_bitmapscan: 'off' } as const;
 
 /** A list statement's runner with its generic plan, one per statement text (a list has a few shapes: its filters). */
 const generics = new Map<string, ReturnType<typeof preparedStatement>>();

@@ -36,8 +36,7 @@ export function preparedStatement(name: string, sql: string, opts: PreparedOptio
   if (/\?\?|\\\?/.test(sql)) throw new Error(`${name}: a prepared statement takes only plain ? placeholders`);
   let n = 0;
   const text = sql.replace(/\?/g, () => `$${++n}`);
-  const settings = Object.entries({ plan_cache_mode: 'force_generic_plan', ...opts.plannerSettings });
-  for (const [k, v] of settings) if (!/^[a-z_]+$/.test(k) || !/^[a-z_0-9]+$/.test(v)) throw new Error(`${name}: a planner setting is a name and a plain value (${k} = ${v})`);
+  const settings = checkedSettings(name, { plan_cache_mode: 'force_generic_plan', ...opts.plannerSettings });
   return async (db, bindings) => {
     if (bindings.length !== n) throw new Error(`${name}: ${n} bindings expected, ${bindings.length} given`);
     const values = bindings as unknown[];
@@ -77,7 +76,8 @@ const PgQuery = pg.Query as unknown as new (config: { name: string; text: string
 const { prepareValue } = (pg as unknown as { utils: { prepareValue(v: unknown): unknown } }).utils;
 
 /**
- * A named statement executed with its generic plan, in the one round trip it takes anyway: the extended protocol's
+ * A statement run with settings in force for it alone: a named statement with its generic plan (preparedStatement),
+ * or an unnamed one planned for its values (withSettings). In the one round trip it takes anyway: the extended protocol's
  * messages up to the Sync are `SET plan_cache_mode = force_generic_plan` (and any plannerSettings), the statement's
  * Bind (where PostgreSQL chooses the plan, reading the settings) and Execute, then `RESET plan_cache_mode` (and the
  * others). They run in one transaction (the
@@ -91,14 +91,14 @@ const { prepareValue } = (pg as unknown as { utils: { prepareValue(v: unknown): 
  * each Bind (plancache.c choose_custom_plan).
  */
 class GenericPlanQuery extends PgQuery {
-  constructor(private readonly statement: { name: string; text: string; values: unknown[] }, private readonly settings: [string, string][], callback: Callback) {
-    super(statement, undefined, callback);
+  constructor(private readonly statement: { name?: string; text: string; values: unknown[] }, private readonly settings: [string, string][], callback: Callback) {
+    super(statement as { name: string; text: string; values: unknown[] }, undefined, callback);
   }
 
   override prepare(c: PgWire): void {
-    // Sent unnamed (DATABASE_PREPARED_STATEMENTS=false: db/database.ts takes the name off): planned at each execution
-    // anyway, and sent as pg sends it (an unnamed statement's Parse would be replaced by the SET's).
-    if (!this.name) return super.prepare(c);
+    // A named statement sent unnamed (DATABASE_PREPARED_STATEMENTS=false: db/database.ts takes the name off): planned
+    // at each execution anyway, and sent as pg sends it.
+    if (this.statement.name && !this.name) return super.prepare(c);
     const { name, text, values } = this.statement;
     let mapped: unknown[];
     try {
@@ -107,12 +107,18 @@ class GenericPlanQuery extends PgQuery {
       c.sync(); // nothing was sent: the Sync's ReadyForQuery frees the connection, as pg does
       return this.handleError(err as Error, c);
     }
-    if (!this.hasBeenParsed(c)) {
-      c.parse({ name, text });
-      c.submittedNamedStatements[name] = text;
-    }
     for (const [k, v] of this.settings) { c.parse({ text: `SET ${k} = ${v}` }); c.bind({}); c.execute({}); }
-    c.bind({ statement: name, values: mapped });
+    if (name) {
+      if (!this.hasBeenParsed(c)) {
+        c.parse({ name, text });
+        c.submittedNamedStatements[name] = text;
+      }
+      c.bind({ statement: name, values: mapped });
+    } else {
+      // The unnamed statement, parsed after the SETs' own unnamed ones (each Parse of it replaces the one before).
+      c.parse({ text });
+      c.bind({ values: mapped });
+    }
     c.describe({ type: 'P', name: '' });
     c.execute({});
     for (const [k] of this.settings) { c.parse({ text: `RESET ${k}` }); c.bind({}); c.execute({}); }
@@ -120,7 +126,7 @@ class GenericPlanQuery extends PgQuery {
   }
 }
 
-function genericPlanQuery(connection: PgConnection, name: string, text: string, values: unknown[], settings: [string, string][]): Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+function genericPlanQuery(connection: PgConnection, name: string | undefined, text: string, values: unknown[], settings: [string, string][]): Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
   return new Promise((resolve, reject) => {
     connection.query(new GenericPlanQuery({ name, text, values }, settings, (err, results) => {
       if (err) return reject(err);
@@ -128,4 +134,28 @@ function genericPlanQuery(connection: PgConnection, name: string, text: string, 
       resolve((Array.isArray(results) ? results[settings.length] : results) as { rows: any[] }); // eslint-disable-line @typescript-eslint/no-explicit-any
     }));
   });
+}
+
+/**
+ * A statement planned for its values, as knex sends one (unnamed), run with `settings` in force for it alone: set and
+ * reset around it in its one round trip, as a generic plan's settings are (GenericPlanQuery). `text` is numbered
+ * (`$1`…: knex's `toSQL().toNative()`).
+ */
+export async function withSettings(db: Knex | Knex.Transaction, text: string, values: readonly unknown[], settings: Record<string, string>): Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const entries = checkedSettings('withSettings', settings);
+  const client = db.client as { emit(event: 'query', q: unknown): void; acquireConnection(): Promise<PgConnection>; releaseConnection(c: PgConnection): Promise<unknown> };
+  client.emit('query', { sql: text, bindings: values, method: 'raw' });
+  const connection = await client.acquireConnection();
+  try {
+    return await genericPlanQuery(connection, undefined, text, [...values], entries);
+  } finally {
+    await client.releaseConnection(connection);
+  }
+}
+
+/** Settings as SET takes them: a plain name and a plain value each (they are written into SQL). */
+function checkedSettings(name: string, settings: Record<string, string>): [string, string][] {
+  const entries = Object.entries(settings);
+  for (const [k, v] of entries) if (!/^[a-z_]+$/.test(k) || !/^[a-z_0-9]+$/.test(v)) throw new Error(`${name}: a planner setting is a name and a plain value (${k} = ${v})`);
+  return entries;
 }

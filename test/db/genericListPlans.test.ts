@@ -134,3 +134,18 @@ test.each<[string, () => string, EmailFilter]>([
   if (filter.campaignId?.endsWith('ca99')) expect({ total, rows }).toEqual({ total: 0, rows: [] });
   else expect(total).toBeGreaterThan(0);
 });
+
+test('a list statement runs without parallel workers, planned for its values or generic, and leaves the session as it was', async () => {
+  const filtered = () => db.knex('contacts').where('project_id', big).select('id', db.knex.raw("current_setting('max_parallel_workers_per_gather') AS workers"));
+  const before = (await db.knex.raw("SELECT current_setting('max_parallel_workers_per_gather') AS w")).rows[0].w;
+  expect(before).not.toBe('0');
+  for (const genericPlan of [false, true]) {
+    const { page } = pageQueries(filtered, { limit: 5 });
+    const { rows, total } = await pageWithTotal(page, cappedCount(filtered, 1000, 'id'), { genericPlan });
+    expect(rows).toHaveLength(6);
+    expect(rows.every((r) => r.workers === '0')).toBe(true);
+    expect(total).toBe(1001);
+  }
+  const after = await Promise.all(Array.from({ length: 10 }, () => db.knex.raw("SELECT current_setting('max_parallel_workers_per_gather') AS w")));
+  expect(after.map((r) => r.rows[0].w)).toEqual(Array(10).fill(before));
+});

@@ -2,7 +2,7 @@ import { admit, presentKey } from '../../projects/access';
 import { hashKey } from '../../projects/keys';
 import { createProject, revokeKey } from '../../projects/service';
 import { createKnex } from '../../db/database';
-import { preparedStatement } from '../../db/prepared';
+import { preparedStatement, withSettings } from '../../db/prepared';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
 let db: TestDatabase;
@@ -137,4 +137,29 @@ test('a generic plan\'s planner settings are in force at the statement and as th
     await knex.destroy();
   }
   expect(() => preparedStatement('test_prepared_bad', 'SELECT 1', { genericPlan: true, plannerSettings: { 'enable_sort; DROP TABLE x': 'off' } })).toThrow(/a planner setting/);
+});
+
+test('a statement planned for its values runs with its settings in force, and the session\'s as they were after it', async () => {
+  const sql = "SELECT current_setting('max_parallel_workers_per_gather') AS workers, 10 / $1::int AS q, $2::text AS t";
+  const shown = async (k: typeof db.knex) => (await k.raw("SELECT current_setting('max_parallel_workers_per_gather') AS workers")).rows[0].workers;
+  for (const preparedStatements of [true, false]) {
+    const knex = createKnex(db.url, { poolMax: 1, ...(preparedStatements ? {} : { preparedStatements: false }) });
+    try {
+      const before = await shown(knex);
+      expect(before).not.toBe('0');
+      expect((await withSettings(knex, sql, [2, 'x'], { max_parallel_workers_per_gather: '0' })).rows).toEqual([{ workers: '0', q: 5, t: 'x' }]);
+      expect(await shown(knex)).toBe(before);
+      await expect(withSettings(knex, sql, [0, 'x'], { max_parallel_workers_per_gather: '0' })).rejects.toMatchObject({ code: '22012' });
+      expect(await shown(knex)).toBe(before);
+      // In a transaction: on its connection, and the transaction goes on.
+      await knex.transaction(async (trx) => {
+        await trx.raw('SELECT 1');
+        expect((await withSettings(trx, sql, [1, 'y'], { max_parallel_workers_per_gather: '0' })).rows).toEqual([{ workers: '0', q: 10, t: 'y' }]);
+        expect(await shown(trx as unknown as typeof knex)).toBe(before);
+      });
+    } finally {
+      await knex.destroy();
+    }
+  }
+  await expect(withSettings(db.knex, 'SELECT 1', [], { 'work_mem = 1; DROP TABLE x; --': '1' })).rejects.toThrow(/a planner setting/);
 });
