@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
 import { Contact } from '../db/models/Contact';
 import type { CappedList, Listed, PageRequest } from '../db/pages';
-import { cappedCount, cappedTotal, listPage, pageQueries, pageWithTotal, wholeOf } from '../db/pages';
+import { cappedCount, cappedTotal, firstPageOfCount, listPage, pageQueries, pageWithTotal, wholeOf, type PageStatementOptions } from '../db/pages';
 import { ownedRow } from '../db/owned';
 import { upsertContacts } from '../db/queries/contacts';
 import {
@@ -211,13 +211,23 @@ export async function deleteSegment(db: Knex, projectId: string, id: string): Pr
 }
 
 /**
- * A page of a segment's contacts and its capped count, as segmentMembers runs them (exported for the EXPLAIN tests).
- * Its total is exact up to 1,000 (LIST_COUNT_CAP), as every list over a table that grows: counted exactly, a dynamic
- * segment of 333,000 contacts read them all for each page (1.4 s; BENCHMARKS.md section 37).
+ * The statement of a page of a segment's contacts and its capped count, as segmentMembers runs it (exported for the
+ * EXPLAIN tests). Its total is exact up to 1,000 (LIST_COUNT_CAP), as every list over a table that grows: counted
+ * exactly, a dynamic segment of 333,000 contacts read them all for each page (1.4 s; BENCHMARKS.md section 37). A
+ * dynamic segment's first page is the newest of the members its count reads (db/pages.ts firstPageOfCount): one read
+ * in the count's plan, newest first, whatever the planner would have guessed for a page of 11 alone (section 56).
  */
-export function segmentMemberQueries(db: Knex, projectId: string, segment: SegmentDef, all: SegmentMap, page: PageRequest): [Knex.QueryBuilder, Knex.QueryBuilder] {
+export function segmentMemberQueries(db: Knex, projectId: string, segment: SegmentDef, all: SegmentMap, page: PageRequest): { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions } {
+  if (segment.type === 'DYNAMIC' && !page.afterId) {
+    return firstPageOfCount(() => segmentContacts(db, projectId, segment, all), 'c.id', page.limit,
+      (keys) => db('contacts as c').where('c.project_id', projectId).whereIn('c.id', keys).select('c.*'));
+  }
   const { page: rows } = pageQueries(() => segmentContacts(db, projectId, segment, all, page.afterId).select('c.*'), page, 'c.id');
-  return [rows, cappedCount(() => segmentCountRows(db, projectId, segment, all), undefined, segment.type === 'DYNAMIC' ? 'c.id' : undefined)];
+  return {
+    page: rows,
+    count: cappedCount(() => segmentCountRows(db, projectId, segment, all), undefined, segment.type === 'DYNAMIC' ? 'c.id' : undefined),
+    options: { column: 'c.id', whole: wholeOf(page) },
+  };
 }
 
 /**
@@ -230,7 +240,8 @@ export async function segmentMembers(db: Knex, projectId: string, id: string, pa
   if (!segment) throw notFound('Segment');
   return evaluating(
     async () => {
-      const { rows: found, total } = await pageWithTotal(...segmentMemberQueries(db, projectId, segment, all, page), { column: 'c.id', whole: wholeOf(page) });
+      const { page: rows, count, options } = segmentMemberQueries(db, projectId, segment, all, page);
+      const { rows: found, total } = await pageWithTotal(rows, count, options);
       return { rows: found.map((r) => Contact.fromDatabaseJson(r)), ...cappedTotal(total) };
     },
     'Fix the segment\'s condition (PATCH /segments/:id), or the segments it names.',

@@ -1,11 +1,13 @@
 import { loadSegments } from '../../audience/compile';
 import { segmentMemberQueries, segmentMembers } from '../../audience/segments';
-import { pageStatement } from '../../db/pages';
+import { cappedCount, cappedTotal, pageQueries, pageStatement, pageWithTotal } from '../../db/pages';
+import { segmentContacts } from '../../audience/segmentQueries';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
 /**
- * A page deep in a static segment's members reads its members from the cursor down (segment_members_pkey bounded by
+ * A dynamic segment's first page is read once, in its count's plan (db/pages.ts firstPageOfCount), and answers what a
+ * page and a count read apart answer. And a page deep in a static segment's members reads its members from the cursor down (segment_members_pkey bounded by
  * the cursor: audience/segmentQueries.ts `before`), not every member above the cursor first, which a merge join from
  * the newest member did (21 ms a page at 100,000 members; BENCHMARKS.md section 54). Read from EXPLAIN ANALYZE of the
  * statement segmentMembers sends: how many member entries the page read.
@@ -28,13 +30,13 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => { await db.close(); });
 
-interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Actual Rows': number; Plans?: PlanNode[] }
+interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Actual Rows': number; 'Actual Loops': number; Plans?: PlanNode[] }
 const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
 test('a page deep in a static segment reads its members from the cursor down', async () => {
   const all = await loadSegments(db.knex, projectId);
-  const [page, count] = segmentMemberQueries(db.knex, projectId, all.get(segmentId)!, all, { limit: 50, afterId: cursor });
-  const { sql, bindings } = pageStatement(page, count, { column: 'c.id' }).toSQL();
+  const { page, count, options } = segmentMemberQueries(db.knex, projectId, all.get(segmentId)!, all, { limit: 50, afterId: cursor });
+  const { sql, bindings } = pageStatement(page, count, options).toSQL();
   const res = await db.knex.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, bindings as never[]);
   const read = nodes(res.rows[0]['QUERY PLAN'][0].Plan as PlanNode).filter((n) => n['Relation Name'] === 'segment_members');
   // The page's read of the members (the count's reads its 1,001 from the top, as a count does).
@@ -47,4 +49,59 @@ test('a page deep in a static segment reads its members from the cursor down', a
   expect(listed).toMatchObject({ total: 1000, totalExact: false });
   const expected = await db.knex('segment_members').where({ project_id: projectId, segment_id: segmentId }).where('contact_id', '<', cursor).orderBy('contact_id', 'desc').limit(51).pluck('contact_id');
   expect(listed.rows.map((c) => c.id)).toEqual(expected);
+});
+
+/** A page and its count read apart, as every list reads them (the way a dynamic first page was read before). */
+async function readApart(segment: string, limit: number) {
+  const all = await loadSegments(db.knex, projectId);
+  const def = all.get(segment)!;
+  const { page } = pageQueries(() => segmentContacts(db.knex, projectId, def, all).select('c.*'), { limit }, 'c.id');
+  const count = cappedCount(() => segmentContacts(db.knex, projectId, def, all), undefined, 'c.id');
+  const { rows, total } = await pageWithTotal(page, count, { column: 'c.id' });
+  return { ids: rows.map((r) => r.id as string), ...cappedTotal(total) };
+}
+
+describe('a dynamic segment\'s first page', () => {
+  const segments: Record<string, string> = {};
+  beforeAll(async () => {
+    // The oldest two thirds of the contacts opened an email in the last days, the newest third none: a page of the
+    // newest members must look past 10,000 contacts to find any, as a list of recent openers does after an import.
+    await db.knex.raw(`INSERT INTO events (project_id, contact_id, name, created_at)
+                       SELECT project_id, id, 'email.opened', now() - interval '2 days' FROM (SELECT project_id, id, row_number() OVER (ORDER BY id) AS n FROM contacts WHERE project_id = ?) c
+                       WHERE n <= 20000 AND n % 3 <> 0`, [projectId]);
+    await db.knex.raw('ANALYZE events');
+    const make = async (name: string, condition: object) => {
+      segments[name] = (await db.knex('segments').insert({ project_id: projectId, name, type: 'DYNAMIC', condition: JSON.stringify(condition) }).returning('id'))[0].id;
+    };
+    await make('opened', { logic: 'AND', groups: [{ filters: [{ field: 'event.email.opened', operator: 'triggeredWithin', value: 30, unit: 'days' }] }] });
+    await make('few', { logic: 'AND', groups: [{ filters: [{ field: 'email', operator: 'contains', value: 'user2999' }] }] });
+    await make('none', { logic: 'AND', groups: [{ filters: [{ field: 'email', operator: 'contains', value: 'nobody-at-all' }] }] });
+    await make('all', { logic: 'AND', groups: [{ filters: [{ field: 'subscribed', operator: 'equals', value: true }] }] });
+  });
+
+  test('reads the events once, in the count\'s plan, not once per contact for the page', async () => {
+    const all = await loadSegments(db.knex, projectId);
+    const { page, count, options } = segmentMemberQueries(db.knex, projectId, all.get(segments.opened!)!, all, { limit: 10 });
+    const { sql, bindings } = pageStatement(page, count, options).toSQL();
+    const res = await db.knex.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, bindings as never[]);
+    const eventReads = nodes(res.rows[0]['QUERY PLAN'][0].Plan as PlanNode).filter((n) => /^events/.test(n['Relation Name'] ?? ''));
+    expect(eventReads.length).toBeGreaterThan(0);
+    expect(Math.max(...eventReads.map((n) => n['Actual Loops']))).toBe(1);
+  });
+
+  test.each([['opened', 10], ['opened', 1], ['opened', 100], ['few', 10], ['few', 5], ['none', 10], ['all', 50]])(
+    '%s, limit %i: the rows and total of a page and a count read apart', async (name, limit) => {
+      const listed = await segmentMembers(db.knex, projectId, segments[name]!, { limit });
+      const apart = await readApart(segments[name]!, limit);
+      expect(listed.rows.map((c) => c.id)).toEqual(apart.ids);
+      expect({ total: listed.total, totalExact: listed.totalExact }).toEqual({ total: apart.total, totalExact: apart.totalExact });
+      expect(listed.rows.length).toBeLessThanOrEqual(limit + 1);
+    });
+
+  test('the next page after it is read as any page is', async () => {
+    const first = await segmentMembers(db.knex, projectId, segments.opened!, { limit: 10 });
+    const next = await segmentMembers(db.knex, projectId, segments.opened!, { limit: 10, afterId: first.rows[9]!.id });
+    const apart = await readApart(segments.opened!, 20);
+    expect([...first.rows.slice(0, 10), ...next.rows.slice(0, 10)].map((c) => c.id)).toEqual(apart.ids.slice(0, 20));
+  });
 });
