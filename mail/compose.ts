@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { SendMailOptions } from 'nodemailer';
 import nodemailer from 'nodemailer';
 import DKIM from 'nodemailer/lib/dkim';
@@ -27,22 +28,40 @@ export interface ComposedMessage {
  */
 export async function composeMessage(message: SendMailOptions): Promise<ComposedMessage> {
   const { dkim: _unsigned, ...unsigned } = message;
-  const root = new MailComposer(unsigned).compile();
-  const parts: (string | Buffer)[] = [];
-  const written = plainOptions(unsigned) && writeNode(root, parts);
+  const root = compileMessage(unsigned);
   const envelope = root.getEnvelope();
   return {
     envelope: { from: envelope.from || '', to: envelope.to },
     messageId: root.messageId(),
-    bytes: written ? crlf(withLastLineEnd(Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))))) : await streamed(unsigned),
+    bytes: writtenMessage(root, unsigned) ?? await streamed(unsigned),
   };
+}
+
+/** MailComposer's tree of a message (cheap: it holds the message's parts, it does not encode them). */
+export function compileMessage(message: SendMailOptions): MimeNode {
+  return new MailComposer(message).compile();
+}
+
+/**
+ * The bytes of a compiled message written in one pass (see composeMessage), or undefined when only nodemailer's streams
+ * can write it (the caller then streams it: `root.createReadStream()`).
+ */
+export function writtenMessage(root: MimeNode, message: SendMailOptions): Buffer | undefined {
+  const parts: (string | Buffer)[] = [];
+  if (!plainOptions(message) || !writeNode(root, parts)) return undefined;
+  return crlf(withLastLineEnd(Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)))));
 }
 
 /** The message signed with DKIM (nodemailer's signer, as its transports run it on the composed message). */
 export async function signMessage(bytes: Buffer, dkim: NonNullable<SendMailOptions['dkim']>): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of new DKIM(dkim).sign(bytes)) chunks.push(chunk as Buffer);
+  for await (const chunk of signedStream(bytes, dkim)) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
+}
+
+/** A message's bytes or stream, signed as they are read (nodemailer's DKIM signer reads it whole, then writes). */
+export function signedStream(input: Buffer | Readable, dkim: NonNullable<SendMailOptions['dkim']>): Readable {
+  return new DKIM(dkim).sign(input);
 }
 
 /** The options nodemailer's Mailer adds headers for after composing (X-Mailer, priority, List-*): not written here. */

@@ -3,7 +3,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { SendMailOptions } from 'nodemailer';
 import type MailMessage from 'nodemailer/lib/mailer/mail-message';
 import SMTPPool from 'nodemailer/lib/smtp-pool';
-import { composeMessage, signMessage, type ComposedMessage } from './compose';
+import { compileMessage, signedStream, writtenMessage } from './compose';
 import { pooledOptions, type SmtpFailure, type ThreadReply, type ThreadRequest } from './smtpThreadProtocol';
 
 /**
@@ -11,31 +11,46 @@ import { pooledOptions, type SmtpFailure, type ThreadReply, type ThreadRequest }
  * batches (one message per turn of the main thread's loop) and their answers leave in batches (one message per turn
  * of this thread's loop), so that the hand-over costs a few microseconds an email rather than a round trip each.
  *
- * Each message is composed here in one pass (mail/compose.ts: nodemailer's bytes without its streams), signed when
- * it has a DKIM key, and handed to the pool as bytes through nodemailer's transport interface (`send(mail, callback)`,
- * what its Mailer calls): the pool's connections, its retry of a message a reused connection lost before sending a
- * byte, its reset after a refused message, are nodemailer's. Through the Mailer, composition and its streams were
+ * Each message is handed to the pool through nodemailer's transport interface (`send(mail, callback)`, what its Mailer
+ * calls), and written in one pass when a connection reads it (mail/compose.ts: nodemailer's bytes without its streams),
+ * signed when it has a DKIM key: the pool's connections, its retry of a message a reused connection lost before sending
+ * a byte, its reset after a refused message, are nodemailer's. Through the Mailer, composition and its streams were
  * three quarters of this thread's CPU (BENCHMARKS.md section 55).
  */
 const { smtpUrl, maxConnections } = workerData as { smtpUrl: string; maxConnections: number };
 const pool = new SMTPPool(pooledOptions(smtpUrl, maxConnections));
 const port = parentPort!;
 
-/** A composed message as nodemailer's transports take one from its Mailer; each read of it is a fresh stream. */
-function asMail(m: ComposedMessage): MailMessage<SMTPPool.SentMessageInfo> {
+/**
+ * A message as nodemailer's transports take one from its Mailer. Its bytes are written when a connection reads it
+ * (each read a fresh stream: the pool reads a message again on another connection when a reused one closed before it
+ * sent a byte), so that a claim's worth of messages waiting for a connection holds their parts, not their encodings.
+ */
+function asMail(options: SendMailOptions): MailMessage<SMTPPool.SentMessageInfo> {
+  const { dkim, ...unsigned } = options;
+  const root = compileMessage(unsigned);
   const message = {
-    getEnvelope: () => m.envelope,
-    messageId: () => m.messageId,
-    getHeader: (key: string) => (key.toLowerCase() === 'message-id' ? m.messageId : undefined),
-    createReadStream: () => Readable.from([m.bytes], { objectMode: false }),
+    getEnvelope: () => root.getEnvelope(),
+    messageId: () => root.messageId(),
+    getHeader: (key: string) => root.getHeader(key),
+    createReadStream: () => {
+      let input: Readable;
+      try {
+        const bytes = writtenMessage(root, unsigned);
+        input = bytes ? Readable.from([bytes], { objectMode: false }) : root.createReadStream();
+      } catch (err) {
+        // The pool reads the stream's error as the send's (as a composition error in nodemailer's own streams is).
+        input = new Readable({ read() { this.destroy(err as Error); } });
+      }
+      return dkim ? signedStream(input, dkim) : input;
+    },
   };
   return { data: {}, message } as unknown as MailMessage<SMTPPool.SentMessageInfo>;
 }
 
 async function send(options: SendMailOptions): Promise<SMTPPool.SentMessageInfo> {
-  const composed = await composeMessage(options);
-  if (options.dkim) composed.bytes = await signMessage(composed.bytes, options.dkim);
-  return new Promise((resolve, reject) => pool.send(asMail(composed), (err, info) => (err ? reject(err) : resolve(info!))));
+  const mail = asMail(options);
+  return new Promise((resolve, reject) => pool.send(mail, (err, info) => (err ? reject(err) : resolve(info!))));
 }
 
 let answers: ThreadReply['answers'] = [];

@@ -1,3 +1,6 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { enhancedStatus, failureReason, isPermanentFailure, isRecipientRejection, createMailer, type Mailer } from '../../mail/transport';
 import { startSmtpServer, type TestSmtpServer } from '../support/smtp';
 
@@ -41,6 +44,23 @@ test('Buffers cross whole: an attachment\'s bytes and a submitted raw message', 
   expect(withFile!.parsed.attachments[0]!.content.equals(bytes)).toBe(true);
   expect(submitted!.parsed.subject).toBe('Raw one');
   expect(submitted!.raw.toString()).toContain('As submitted.');
+});
+
+test('a message only nodemailer\'s streams can write goes out through them; their error comes back as the send\'s', async () => {
+  // Herald's messages are strings and Buffers (written in one pass: mail/compose.ts); a part read from a file is not.
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'herald-transport-'));
+  const file = path.join(dir, 'body.html');
+  await fs.writeFile(file, '<p>Read from a file</p>');
+  const before = smtp.received.length;
+  await mailer.send({ ...message(150), html: { path: file } });
+  expect((await smtp.waitFor(before + 1)).at(-1)!.parsed.html).toContain('Read from a file');
+  const failed = await mailer.send({ ...message(151), html: { path: path.join(dir, 'missing.html') } }).catch((err: unknown) => err);
+  expect(failed).toBeInstanceOf(Error);
+  expect((failed as Error).message).toMatch(/ENOENT|no such file/);
+  // The thread goes on.
+  await mailer.send(message(152));
+  expect((await smtp.waitFor(before + 2)).at(-1)!.parsed.subject).toBe('Message 152');
+  await fs.rm(dir, { recursive: true, force: true });
 });
 
 test('a refusal comes back with what Herald judges it by: a recipient refused, a message deferred', async () => {
