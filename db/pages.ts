@@ -126,7 +126,7 @@ export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBu
   let joined: Record<string, unknown>[];
   if (opts.genericPlan) {
     const { sql, bindings } = statement.toSQL();
-    joined = (await genericStatement(sql)({ client: page.client } as Knex, bindings)).rows;
+    joined = (await genericListStatement(sql)({ client: page.client } as Knex, bindings)).rows;
   } else {
     const { sql, bindings } = statement.toSQL().toNative();
     joined = (await withSettings({ client: page.client } as Knex, sql, bindings, LIST_SETTINGS)).rows;
@@ -147,9 +147,12 @@ export const LIST_SETTINGS = { max_parallel_workers_per_gather: '0' } as const;
 /** How a list's generic plan is made (PageStatementOptions `genericPlan`): LIST_SETTINGS, and the index read in the page's order. */
 export const LIST_PLAN = { ...LIST_SETTINGS, enable_sort: 'off', enable_bitmapscan: 'off' } as const;
 
-/** A list statement's runner with its generic plan, one per statement text (a list has a few shapes: its filters). */
+/**
+ * A list statement's runner with its generic plan made under LIST_PLAN, one per statement text (a list has a few
+ * shapes: its filters). `sql` with knex's `?` placeholders (`toSQL().sql`).
+ */
 const generics = new Map<string, ReturnType<typeof preparedStatement>>();
-function genericStatement(sql: string): ReturnType<typeof preparedStatement> {
+export function genericListStatement(sql: string): ReturnType<typeof preparedStatement> {
   let run = generics.get(sql);
   if (!run) {
     // No sort, no bitmap: the index read in the page's order, whatever the averages say of the project (db/prepared.ts).

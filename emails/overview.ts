@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { DomainStatus, RecordPurpose, RecordStatuses } from '../db/models/Domain';
+import { genericListStatement } from '../db/pages';
 import { projectQueueColumns, projectQueueOf, type ProjectQueue } from '../metrics/database';
 
 /**
@@ -60,7 +61,8 @@ const utcDate = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 /** The window's days summed over their shards (exported for the EXPLAIN test of its index). */
 export function dailyStatsQuery(db: Knex, projectId: string, from: string) {
   return db('project_daily_stats').where('project_id', projectId).where('day', '>=', from)
-    .groupBy('day').orderBy('day')
+    // Ordered by the date itself (the `day` of ORDER BY would be the text below), which the primary key's range gives.
+    .groupBy('day').orderBy('project_daily_stats.day')
     .select(db.raw("to_char(day, 'YYYY-MM-DD') AS day"), ...DAY_COUNTS.map((c) => db.raw(`sum(${c})::int AS ${c}`)));
 }
 
@@ -75,17 +77,28 @@ export function domainIssues(d: { domain: string; status: DomainStatus; records:
   return issues;
 }
 
-export async function overview(db: Knex, projectId: string, days: OverviewWindow, now = new Date()): Promise<Overview> {
-  const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
-  const from = utcDate(today - (days - 1) * MS_PER_DAY);
-  // One statement (one round trip, one database session): the days, the queue's two columns, the domains.
+/**
+ * The overview's one statement (one round trip, one database session): the days, the queue's two columns, the domains
+ * (exported for the EXPLAIN test). Run with its generic plan (db/pages.ts genericListStatement): each of its reads is an
+ * equality on the leading columns of an index, so its plan is the same for every project, and planning it afresh
+ * (the partitions of emails considered for the queue) took about as long as running it (0.7-0.9 ms against ~1 ms,
+ * EXPLAIN ANALYZE on 1,000,000 emails; BENCHMARKS.md section 56).
+ */
+export function overviewStatement(db: Knex, projectId: string, from: string): Knex.Raw {
   const queue = projectQueueColumns(projectId, OVERVIEW_QUEUE_CAP);
-  const { rows: [row] } = await db.raw(
+  return db.raw(
     `SELECT coalesce((SELECT json_agg(d) FROM (?) d), '[]') AS days, ${queue.sql},
             -- A project's domains are few (one per sending domain); served by domains_project_id_idx.
             coalesce((SELECT json_agg(x ORDER BY x.id DESC) FROM (SELECT id, domain, status, records, checked_at FROM domains WHERE project_id = ?) x), '[]') AS domains`,
     [dailyStatsQuery(db, projectId, from), ...queue.bindings, projectId] as Knex.RawBinding[],
   );
+}
+
+export async function overview(db: Knex, projectId: string, days: OverviewWindow, now = new Date()): Promise<Overview> {
+  const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+  const from = utcDate(today - (days - 1) * MS_PER_DAY);
+  const { sql, bindings } = overviewStatement(db, projectId, from).toSQL();
+  const { rows: [row] } = await genericListStatement(sql)(db, bindings);
   const rows = row.days as DayVolume[];
   const domains = (row.domains as { id: string; domain: string; status: DomainStatus; records: RecordStatuses; checked_at: string | null }[]);
   const byDay = new Map(rows.map((r) => [r.day, r]));

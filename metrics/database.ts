@@ -45,7 +45,9 @@ export interface DatabaseSnapshot {
 export function queueSql(scope: 'all' | 'project'): { depth: string; oldest: string } {
   if (scope === 'project') {
     return {
-      depth: "SELECT count(*)::int AS n FROM (SELECT 1 FROM emails WHERE project_id = ?::uuid AND status = 'QUEUED' LIMIT ?::int) q",
+      // Newest first, the index's order: the overview runs with its generic plan (emails/overview.ts), which then has
+      // one plan whatever the project (this range read backwards, stopped by the LIMIT), not a guess from averages.
+      depth: "SELECT count(*)::int AS n FROM (SELECT 1 FROM emails WHERE project_id = ?::uuid AND status = 'QUEUED' ORDER BY id DESC LIMIT ?::int) q",
       oldest: "SELECT min(created_at) AS oldest FROM (SELECT created_at FROM emails WHERE project_id = ?::uuid AND status = 'QUEUED' ORDER BY id LIMIT 1) o",
     };
   }
@@ -79,7 +81,10 @@ export interface ProjectQueue {
  */
 export function projectQueueColumns(projectId: string, cap: number): { sql: string; bindings: unknown[] } {
   const { depth, oldest } = queueSql('project');
-  return { sql: `(${depth}) AS depth, (SELECT extract(epoch FROM now() - oldest) FROM (${oldest}) q)::float8 AS age`, bindings: [projectId, cap + 1, projectId] };
+  // The cap written into the text, not bound (a generic plan takes a bound LIMIT for a tenth of the rows: db/pages.ts rowLimit).
+  if (!Number.isSafeInteger(cap) || cap < 0) throw new Error(`a queue cap must be a whole number, not ${cap}`);
+  const capped = depth.replace('LIMIT ?::int', `LIMIT ${cap + 1}`);
+  return { sql: `(${capped}) AS depth, (SELECT extract(epoch FROM now() - oldest) FROM (${oldest}) q)::float8 AS age`, bindings: [projectId, projectId] };
 }
 
 export function projectQueueOf(row: { depth: number; age: number | null }, cap: number): ProjectQueue {

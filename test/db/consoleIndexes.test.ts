@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
 import { emailListQueries } from '../../emails/emails';
-import { dailyStatsQuery } from '../../emails/overview';
+import { dailyStatsQuery, overview, overviewStatement } from '../../emails/overview';
 import { filteredEvents, idFloorSince, listEvents } from '../../db/queries/events';
 import { cappedCount, idFloor, pageQueries } from '../../db/pages';
 import { queueSql } from '../../metrics/database';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { partitionedPlan } from '../support/plans';
+import { genericPlanOf, partitionedPlan } from '../support/plans';
 
 /**
  * The console's reads are index reads (issue 28): the overview's days (project_daily_stats_pkey), its queue
@@ -63,6 +63,23 @@ test('the overview’s queue: the project’s QUEUED range of emails_project_sta
   const o = await plan(oldest, [projectId]);
   expect(o).toContain('emails_project_status_idx');
   expect(o).not.toMatch(/Seq Scan|Sort/);
+});
+
+test('the overview’s statement has one generic plan: index reads of each part, whatever the project', async () => {
+  const from = new Date(Date.now() - 89 * 86_400_000).toISOString().slice(0, 10);
+  const p = await genericPlanOf(db.knex, overviewStatement(db.knex, projectId, from));
+  expect(p).toContain('project_daily_stats_pkey');
+  expect(p).toContain('emails_project_status_idx');
+  expect(p).toContain('domains_project_id_idx');
+  expect(p).not.toMatch(/Seq Scan|Bitmap|Gather|Sort/);
+  // The queue's count is stopped by its cap written into the text (10,001), not by a bound LIMIT the plan guessed.
+  expect(overviewStatement(db.knex, projectId, from).toSQL().sql).toContain('LIMIT 10001');
+  // And its answer is the statement's planned for its values.
+  const { sql, bindings } = overviewStatement(db.knex, projectId, from).toSQL();
+  const planned = (await db.knex.raw(sql, bindings as Knex.RawBinding[])).rows[0];
+  const viaOverview = await overview(db.knex, projectId, 90);
+  expect(viaOverview.queue.depth).toBe(Math.min(planned.depth, 10_000));
+  expect(viaOverview.totals.sent).toBe((planned.days as { sent: number }[]).reduce((a, d) => a + d.sent, 0));
 });
 
 test('a contact’s emails: emails_contact_idx, and a capped count', async () => {
