@@ -38,7 +38,7 @@ export function pageQueries(filtered: () => Knex.QueryBuilder, { limit, afterId 
  * 12.6 ms against 5.7; BENCHMARKS.md section 54). A page's limit has a few values (the API's 1-100), so a statement per
  * value. An integer only, since it is written into SQL.
  */
-function rowLimit(n: number): number {
+export function rowLimit(n: number): number {
   if (!Number.isSafeInteger(n) || n < 0) throw new Error(`a row limit must be a whole number, not ${n}`);
   return n;
 }
@@ -191,10 +191,11 @@ export const LIST_COUNT_CAP = 1_000;
  * join from the oldest contacts, 1.3-3.4 s for its first 1,001 members, against 23-54 ms newest first; section 41).
  */
 export function cappedCount(filtered: () => Knex.QueryBuilder, cap: number = LIST_COUNT_CAP, newestFirst?: string): Knex.QueryBuilder {
-  const capped = filtered().clearSelect().clearOrder().select(filtered().client.raw('1')).limit(rowLimit(cap + 1), { skipBinding: true });
+  const rows = filtered();
+  const capped = rows.clearSelect().clearOrder().select(rows.client.raw('1')).limit(rowLimit(cap + 1), { skipBinding: true });
   if (newestFirst) capped.orderBy(newestFirst, 'desc');
   capped.as('capped');
-  return filtered().client.queryBuilder().from(capped).count('* as n');
+  return rows.client.queryBuilder().from(capped).count('* as n');
 }
 
 /**
@@ -207,9 +208,10 @@ export function cappedCount(filtered: () => Knex.QueryBuilder, cap: number = LIS
  */
 export function firstPageOfCount(filtered: () => Knex.QueryBuilder, key: string, limit: number, rowsOf: (keys: Knex.QueryBuilder) => Knex.QueryBuilder, cap: number = LIST_COUNT_CAP):
   { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions } {
-  const client = filtered().client;
+  const rows = filtered();
+  const { client } = rows;
   const column = key.split('.').pop()!;
-  const capped = filtered().clearSelect().clearOrder().select(client.raw('?? AS ??', [key, column])).orderBy(key, 'desc').limit(rowLimit(cap + 1), { skipBinding: true });
+  const capped = rows.clearSelect().clearOrder().select(client.raw('?? AS ??', [key, column])).orderBy(key, 'desc').limit(rowLimit(cap + 1), { skipBinding: true });
   const newest = client.queryBuilder().from('counted').select(column).orderBy(column, 'desc').limit(rowLimit(limit + 1), { skipBinding: true });
   return {
     page: rowsOf(newest).orderBy(key, 'desc'),

@@ -41,23 +41,26 @@ export function preparedStatement(name: string, sql: string, opts: PreparedOptio
     if (bindings.length !== n) throw new Error(`${name}: ${n} bindings expected, ${bindings.length} given`);
     const values = bindings as unknown[];
     // A transaction's client hands out the transaction's own connection and keeps it on release (knex's own way).
-    const client = db.client as { emit(event: 'query', q: unknown): void; acquireConnection(): Promise<PgConnection>; releaseConnection(c: PgConnection): Promise<unknown> };
+    const client = db.client as PoolClient;
     client.emit('query', { sql, bindings: values, options: { name }, method: 'raw' }); // knex passes it on to its instance
     const connection = await client.acquireConnection();
     try {
-      return await (opts.genericPlan ? genericPlanQuery(connection, name, text, values, settings) : connection.query({ name, text, values }));
+      return await (opts.genericPlan ? settingsQuery(connection, name, text, values, settings) : connection.query({ name, text, values }));
     } finally {
       await client.releaseConnection(connection);
     }
   };
 }
 
+/** Knex's client as these runners use its pool: checked out, released, and its `query` event emitted as knex does. */
+type PoolClient = { emit(event: 'query', q: unknown): void; acquireConnection(): Promise<PgConnection>; releaseConnection(c: PgConnection): Promise<unknown> };
+
 interface PgConnection {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: any[] }>; // eslint-disable-line @typescript-eslint/no-explicit-any
   query(submittable: pg.Submittable): unknown;
 }
 
-/** pg's internals that GenericPlanQuery writes its messages with (pg/lib/query.js and connection.js, pg 8). */
+/** pg's internals that SettingsQuery writes its messages with (pg/lib/query.js and connection.js, pg 8). */
 interface PgWire {
   parse(q: { name?: string; text: string }): void;
   bind(b: { statement?: string; values?: unknown[] }): void;
@@ -90,7 +93,7 @@ const { prepareValue } = (pg as unknown as { utils: { prepareValue(v: unknown): 
  * statement prepared once under the setting: it does not keep a generic plan, PostgreSQL reads plan_cache_mode at
  * each Bind (plancache.c choose_custom_plan).
  */
-class GenericPlanQuery extends PgQuery {
+class SettingsQuery extends PgQuery {
   constructor(private readonly statement: { name?: string; text: string; values: unknown[] }, private readonly settings: [string, string][], callback: Callback) {
     super(statement as { name: string; text: string; values: unknown[] }, undefined, callback);
   }
@@ -126,9 +129,9 @@ class GenericPlanQuery extends PgQuery {
   }
 }
 
-function genericPlanQuery(connection: PgConnection, name: string | undefined, text: string, values: unknown[], settings: [string, string][]): Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+function settingsQuery(connection: PgConnection, name: string | undefined, text: string, values: unknown[], settings: [string, string][]): Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
   return new Promise((resolve, reject) => {
-    connection.query(new GenericPlanQuery({ name, text, values }, settings, (err, results) => {
+    connection.query(new SettingsQuery({ name, text, values }, settings, (err, results) => {
       if (err) return reject(err);
       // pg collects a Sync's several results: [the SETs…, the statement, the RESETs…]; a statement sent unnamed has its own only.
       resolve((Array.isArray(results) ? results[settings.length] : results) as { rows: any[] }); // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -138,16 +141,16 @@ function genericPlanQuery(connection: PgConnection, name: string | undefined, te
 
 /**
  * A statement planned for its values, as knex sends one (unnamed), run with `settings` in force for it alone: set and
- * reset around it in its one round trip, as a generic plan's settings are (GenericPlanQuery). `text` is numbered
+ * reset around it in its one round trip, as a generic plan's settings are (SettingsQuery). `text` is numbered
  * (`$1`…: knex's `toSQL().toNative()`).
  */
 export async function withSettings(db: Knex | Knex.Transaction, text: string, values: readonly unknown[], settings: Record<string, string>): Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
   const entries = checkedSettings('withSettings', settings);
-  const client = db.client as { emit(event: 'query', q: unknown): void; acquireConnection(): Promise<PgConnection>; releaseConnection(c: PgConnection): Promise<unknown> };
+  const client = db.client as PoolClient;
   client.emit('query', { sql: text, bindings: values, method: 'raw' });
   const connection = await client.acquireConnection();
   try {
-    return await genericPlanQuery(connection, undefined, text, [...values], entries);
+    return await settingsQuery(connection, undefined, text, [...values], entries);
   } finally {
     await client.releaseConnection(connection);
   }

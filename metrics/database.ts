@@ -1,3 +1,4 @@
+import { rowLimit } from '../db/pages';
 import type { Knex } from 'knex';
 import { Gauge, Registry } from 'prom-client';
 import type { Logger } from '../logging/logger';
@@ -38,16 +39,19 @@ export interface DatabaseSnapshot {
  * bounded scan. The ORDER BY is the index's own order: without it, PostgreSQL 18 preferred a skip scan of
  * emails_project_status_idx (every project's QUEUED range), measured slower on 1,000,000 emails (bench/metrics.ts). Exported for the EXPLAIN test (test/db/metricsIndexes.test.ts).
  *
- * One project's queue (`queueSql('project')`, the overview's: GET /stats/overview) is the project's QUEUED range of
+ * One project's queue (`queueSql('project', cap)`, the overview's: GET /stats/overview) is the project's QUEUED range of
  * emails_project_status_idx (project_id, status, id), counted up to the cap the same way; its oldest entry is the
  * first of that range (ids are UUIDv7, in creation order): one index probe.
  */
-export function queueSql(scope: 'all' | 'project'): { depth: string; oldest: string } {
+export function queueSql(scope: 'all'): { depth: string; oldest: string };
+export function queueSql(scope: 'project', cap: number): { depth: string; oldest: string };
+export function queueSql(scope: 'all' | 'project', cap?: number): { depth: string; oldest: string } {
   if (scope === 'project') {
     return {
-      // Newest first, the index's order: the overview runs with its generic plan (emails/overview.ts), which then has
-      // one plan whatever the project (this range read backwards, stopped by the LIMIT), not a guess from averages.
-      depth: "SELECT count(*)::int AS n FROM (SELECT 1 FROM emails WHERE project_id = ?::uuid AND status = 'QUEUED' ORDER BY id DESC LIMIT ?::int) q",
+      // Newest first, the index's order, and the cap written into the text (db/pages.ts rowLimit): the overview runs
+      // with its generic plan (emails/overview.ts), which then has one plan whatever the project (this range read
+      // backwards, stopped by the LIMIT), not a guess from averages.
+      depth: `SELECT count(*)::int AS n FROM (SELECT 1 FROM emails WHERE project_id = ?::uuid AND status = 'QUEUED' ORDER BY id DESC LIMIT ${rowLimit(cap! + 1)}) q`,
       oldest: "SELECT min(created_at) AS oldest FROM (SELECT created_at FROM emails WHERE project_id = ?::uuid AND status = 'QUEUED' ORDER BY id LIMIT 1) o",
     };
   }
@@ -76,15 +80,12 @@ export interface ProjectQueue {
 }
 
 /**
- * One project's queue as two columns (`depth`, `age`) of the caller's statement (queueSql('project')), counted up to
+ * One project's queue as two columns (`depth`, `age`) of the caller's statement (queueSql('project', cap)), counted up to
  * `cap`, and what they mean (projectQueueOf): the overview (emails/overview.ts) reads it in its one statement.
  */
 export function projectQueueColumns(projectId: string, cap: number): { sql: string; bindings: unknown[] } {
-  const { depth, oldest } = queueSql('project');
-  // The cap written into the text, not bound (a generic plan takes a bound LIMIT for a tenth of the rows: db/pages.ts rowLimit).
-  if (!Number.isSafeInteger(cap) || cap < 0) throw new Error(`a queue cap must be a whole number, not ${cap}`);
-  const capped = depth.replace('LIMIT ?::int', `LIMIT ${cap + 1}`);
-  return { sql: `(${capped}) AS depth, (SELECT extract(epoch FROM now() - oldest) FROM (${oldest}) q)::float8 AS age`, bindings: [projectId, projectId] };
+  const { depth, oldest } = queueSql('project', cap);
+  return { sql: `(${depth}) AS depth, (SELECT extract(epoch FROM now() - oldest) FROM (${oldest}) q)::float8 AS age`, bindings: [projectId, projectId] };
 }
 
 export function projectQueueOf(row: { depth: number; age: number | null }, cap: number): ProjectQueue {

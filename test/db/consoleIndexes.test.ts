@@ -55,8 +55,8 @@ test('the overview’s days are a range of the rollup’s primary key, whatever 
 });
 
 test('the overview’s queue: the project’s QUEUED range of emails_project_status_idx, capped, and its first entry', async () => {
-  const { depth, oldest } = queueSql('project');
-  const d = await plan(depth, [projectId, 10_001]);
+  const { depth, oldest } = queueSql('project', 10_000);
+  const d = await plan(depth, [projectId]);
   expect(d).toContain('emails_project_status_idx');
   expect(d).toMatch(/Limit/);
   expect(d).not.toMatch(/Seq Scan/);
