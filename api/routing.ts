@@ -8,7 +8,7 @@ import { allows, type Permission } from '../projects/roles';
 import { clearedSessionCookie, fromOwnOrigin, originOf, sessionTokenOf } from './cookies';
 import { ApiError, forbiddenFor } from './errors';
 import { idempotent } from './idempotency';
-import { authenticate, crossSite, SAFE_METHODS, type AuthState, type SessionAuth } from './middleware/auth';
+import { authenticate, crossSite, SAFE_METHODS, type AuthState, type Permitted, type SessionAuth } from './middleware/auth';
 import { jsonBody } from './middleware/body';
 import { uuidParam } from './openapi/operations';
 import type { Call, Client, JsonRoute, Lookup, PersonCall, PersonRoute, Reply, Route } from './route';
@@ -19,6 +19,8 @@ import { validateBody, validateQuery } from './validate';
 /** What authentication leaves for the routes after it (api/middleware/auth.ts). */
 export interface CallerState {
   auth: AuthState;
+  /** What permit checked of the caller (api/middleware/auth.ts readAhead). */
+  permitted?: Permitted;
 }
 
 /** Sending bodies carry base64 attachments (10 MB decoded at most); every other body stays small. */
@@ -64,9 +66,12 @@ function checkUuids(route: Route): RouterMiddleware<CallerState> | undefined {
  */
 function permit(route: JsonRoute): RouterMiddleware<CallerState> {
   const needs: Permission = route.permission;
+  const action = route.summary.toLowerCase();
   return (ctx, next) => {
     const { principal } = ctx.state.auth;
-    if (!allows(principal, needs)) throw forbiddenFor(principal, route.summary.toLowerCase(), needs);
+    if (!allows(principal, needs)) throw forbiddenFor(principal, action, needs);
+    // A read that ran ahead of its admission checks this again against the caller admitted (api/middleware/auth.ts).
+    ctx.state.permitted = { needs, action } satisfies Permitted;
     return next();
   };
 }

@@ -3405,7 +3405,7 @@ export interface components {
             /** @constant */
             success: false;
             error: {
-                /** @description BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, PROJECT_DISABLED, NOT_FOUND, METHOD_NOT_ALLOWED, CONFLICT, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, VALIDATION_ERROR, RATE_LIMITED, INTERNAL_ERROR */
+                /** @description BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, PROJECT_DISABLED, NOT_FOUND, METHOD_NOT_ALLOWED, CONFLICT, ACCESS_CHANGED, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, VALIDATION_ERROR, RATE_LIMITED, INTERNAL_ERROR */
                 code: string;
                 message: string;
                 statusCode: number;

@@ -28,6 +28,13 @@ api.use({
     if (project && !request.headers.has('Herald-Project')) request.headers.set('Herald-Project', project);
     return request;
   },
+  async onResponse({ request, response }) {
+    // A read that ran beside its admission while the member's role changed (api/middleware/auth.ts readAhead) is
+    // answered ACCESS_CHANGED: it is sent once more, with the role now known.
+    if (response.status !== 409 || request.method !== 'GET') return response;
+    const code = await response.clone().json().then((b: ErrorEnvelope) => b?.error?.code, () => undefined);
+    return code === 'ACCESS_CHANGED' ? fetch(request.url, { headers: request.headers, credentials: 'same-origin' }) : response;
+  },
 });
 
 /** An API call that failed: its status, the envelope's code and message, its field errors, and Retry-After. */

@@ -1,12 +1,13 @@
 import type { Knex } from 'knex';
-import type { Context, Middleware } from 'koa';
+import { createHash } from 'node:crypto';
+import type { Context, Middleware, Next } from 'koa';
 import { isUuid } from '../../core/values';
 import type { ApiKeyType } from '../../db/models/ApiKey';
 import { admitSession } from '../../people/sessions';
-import { admit, type Consumed } from '../../projects/access';
-import type { Principal } from '../../projects/roles';
+import { admit, presentKey, type Consumed, type PresentedKey } from '../../projects/access';
+import { allows, type Permission, type Principal } from '../../projects/roles';
 import { clearedSessionCookie, fromOwnOrigin, sessionTokenOf } from '../cookies';
-import { ApiError, badRequest, forbidden, unauthorized } from '../errors';
+import { ApiError, badRequest, forbidden, forbiddenFor, unauthorized } from '../errors';
 
 /** What authentication puts on `ctx.state.auth`: the caller, which handlers get typed as `call.auth` (api/route.ts). */
 export interface AuthState {
@@ -44,6 +45,12 @@ export const SAFE_METHODS = new Set(['GET', 'HEAD']);
 export const crossSite = () => forbidden('Cross-site request refused: a request signed in with a session that changes anything must come from Herald\'s own origin',
   'Send it from the console (same origin), or use an API key from a script.');
 
+/** A caller admitted, and this request's place in its project's rate window. */
+interface Admitted {
+  auth: AuthState;
+  rate: Consumed;
+}
+
 /** The rate headers of every authenticated answer, and the 429 beyond the limit. */
 function rateLimit(ctx: Context, rate: Consumed, perMinute: number): void {
   const resetSeconds = Math.max(1, Math.ceil((rate.resetAt - Date.now()) / 1000));
@@ -63,7 +70,7 @@ function rateLimit(ctx: Context, rate: Consumed, perMinute: number): void {
  * request that changes anything (checked before any lookup, so a forged request costs nothing and changes nothing),
  * then membership, user, session and the rate count in one statement (people/sessions.ts admitSession), as a key's.
  */
-async function sessionCaller(ctx: Context, knex: Knex, token: string, sessions: SessionAuth): Promise<{ auth: AuthState; rate: Consumed }> {
+function sessionProject(ctx: Context, sessions: SessionAuth): string {
   if (!SAFE_METHODS.has(ctx.method) && !fromOwnOrigin(ctx, sessions.publicOrigin)) throw crossSite();
   const header = ctx.get(PROJECT_HEADER);
   if (!header) {
@@ -75,6 +82,11 @@ async function sessionCaller(ctx: Context, knex: Knex, token: string, sessions: 
     throw badRequest(`Malformed ${PROJECT_HEADER} header: expected a project id (UUID)`,
       [{ field: PROJECT_HEADER, message: `${PROJECT_HEADER} must be a UUID`, code: 'invalid' }], 'GET /auth/session lists your projects and their ids.');
   }
+  return projectId;
+}
+
+/** The session's admission to the project (membership, user, session and the rate count in one statement), or its refusal. */
+async function sessionCaller(ctx: Context, knex: Knex, token: string, projectId: string, sessions: SessionAuth): Promise<Admitted> {
   const admitted = await admitSession(knex, token, projectId, sessions.idleMinutes);
   if ('refused' in admitted) {
     if (admitted.refused === 'session') {
@@ -107,47 +119,160 @@ async function sessionCaller(ctx: Context, knex: Knex, token: string, sessions: 
   };
 }
 
+/** The caller an API key names and its rate count (projects/access.ts admit), or the answer that refuses it. */
+async function keyCaller(ctx: Context, knex: Knex, key: string | PresentedKey, accepts: ApiKeyType[]): Promise<Admitted> {
+  const admitted = await admit(knex, key);
+  if ('refused' in admitted) {
+    if (admitted.refused === 'malformed') throw unauthorized('Malformed API key: keys look like sk_… or pk_… followed by 40 letters and digits', `Check that the whole key was copied. ${WHERE_KEYS_COME_FROM}`);
+    if (admitted.refused === 'invalid') throw unauthorized('Invalid API key', `The key is unknown or was revoked (GET /keys lists a project's live keys). ${WHERE_KEYS_COME_FROM}`);
+    throw new ApiError(403, 'PROJECT_DISABLED', 'This project is disabled', { suggestion: 'Ask the operator to enable the project.' });
+  }
+  const { rate, ...caller } = admitted;
+  if (!accepts.includes(caller.keyType)) {
+    throw forbidden('Public keys (pk_) may only be used with POST /v1/track', 'Use a secret key (sk_) from a server, never from a browser.');
+  }
+  return {
+    auth: {
+      projectId: caller.projectId,
+      keyType: caller.keyType,
+      principal: { kind: 'key', keyId: caller.keyId, keyType: caller.keyType, scope: caller.scope, domains: caller.domains },
+      address: ctx.ip,
+    },
+    rate,
+  };
+}
+
+/**
+ * What the route checked of its caller before its handler ran (api/routing.ts permit): a read that ran ahead of its
+ * admission (readAhead) checks it again against the caller admitted.
+ */
+export interface Permitted {
+  needs: Permission;
+  action: string;
+}
+
+/**
+ * The callers this process admitted lately, by credential (a key's hash, or a session token's with its project), with
+ * their last place in the rate window: what a read may start with while its own admission is under way (readAhead).
+ * Never an admission: a request's answer always waits for its own. At most MEMORY entries, the oldest forgotten first.
+ */
+const lately = new Map<string, Admitted>();
+const MEMORY = 10_000;
+
+function remember(credential: string, admitted: Admitted): void {
+  lately.delete(credential);
+  if (lately.size >= MEMORY) lately.delete(lately.keys().next().value!);
+  lately.set(credential, admitted);
+}
+
+/**
+ * The caller a read may run ahead with: the one last admitted with this credential, unless its project is near its
+ * rate limit (a throttled client's reads must not cost the database, so they wait for the count, as any request does).
+ */
+function recall(credential: string, perMinute: number): Admitted | undefined {
+  const last = lately.get(credential);
+  if (!last) return undefined;
+  return last.rate.resetAt <= Date.now() || last.rate.points < perMinute * 0.9 ? last : undefined;
+}
+
+const sameIdentity = (a: Principal, b: Principal) => (a.kind === 'key'
+  ? b.kind === 'key' && a.keyId === b.keyId && a.scope === b.scope && a.keyType === b.keyType && JSON.stringify(a.domains) === JSON.stringify(b.domains)
+  : b.kind === 'user' && a.userId === b.userId && a.sessionId === b.sessionId);
+
+/**
+ * A read (GET, HEAD) whose caller this process admitted lately runs its handler while its own admission (the key or
+ * session lookup and the rate count: one database round trip) is under way, instead of after it: two round trips in
+ * parallel, not in a row (~0.5 ms of a list's 2-4 ms on a 2-core machine, BENCHMARKS.md section 57). The answer waits
+ * for the admission, and only what it admits is answered: a credential revoked or ended, a project disabled, a rate
+ * exceeded are refused as they would have been, and the handler's answer (body, status, headers) is discarded unseen.
+ * A read changes nothing, so running it for a caller then refused has no effect but its cost. The caller admitted is
+ * the one the read ran with (a credential names one key, or one session of one user in one project); a member's role
+ * may have changed since, so the route's permission is checked again against the role admitted: a role that no longer
+ * allows the route is refused as permit refuses it, and a role that now allows what the old one did not is answered
+ * ACCESS_CHANGED (409), to send again (the console does so itself), since the handler did not run.
+ */
+async function readAhead(ctx: Context, next: Next, ahead: Admitted, admitting: Promise<Admitted>, perMinute: number, learn: (admitted: Admitted) => void): Promise<void> {
+  ctx.state.auth = { ...ahead.auth, address: ctx.ip };
+  const headersBefore = new Set(Object.keys(ctx.response.headers));
+  const work = next().then(() => undefined, (err: unknown) => ({ err }));
+  const admission = await admitting.then((admitted) => ({ admitted }), (err: unknown) => ({ err }));
+  // Nothing of the handler's reaches the client before the admission, nor after a refusal.
+  const outcome = await work;
+  const discard = () => {
+    for (const name of Object.keys(ctx.response.headers)) if (!headersBefore.has(name)) ctx.remove(name);
+    const body = ctx.body as { destroy?: () => void } | null;
+    if (body && typeof body.destroy === 'function') body.destroy();
+    ctx.body = null;
+  };
+  if ('err' in admission) {
+    discard();
+    throw admission.err;
+  }
+  const { admitted } = admission;
+  const before = ahead.auth.principal;
+  const now = admitted.auth.principal;
+  if (admitted.auth.projectId !== ahead.auth.projectId || !sameIdentity(before, now)) {
+    discard();
+    throw new Error('a credential admitted another caller than the one it named before');
+  }
+  ctx.state.auth = admitted.auth;
+  learn(admitted);
+  if (admitted.rate.points > perMinute) {
+    discard();
+    rateLimit(ctx, admitted.rate, perMinute);
+  }
+  if (before.kind === 'user' && now.kind === 'user' && before.role !== now.role) {
+    const permitted = ctx.state.permitted as Permitted | undefined;
+    if (!permitted) {
+      // The route refused the role the read ran with (or never checked it): what the role admitted may do, it did not.
+      discard();
+      throw new ApiError(409, 'ACCESS_CHANGED', 'Your role in this project changed while this request ran', { suggestion: 'Send the request again.' });
+    }
+    if (!allows(now, permitted.needs)) {
+      discard();
+      throw forbiddenFor(now, permitted.action, permitted.needs);
+    }
+  }
+  rateLimit(ctx, admitted.rate, perMinute);
+  if (outcome) throw outcome.err;
+}
+
+const SESSION_PREFIX = 's:';
+
 /**
  * Bearer authentication and the API rate limit, in one database round trip (projects/access.ts admit); without an
  * Authorization header, a person's session cookie with the project it names (sessionCaller), also one round trip.
- * `accepts`
- * lists the key types allowed on the route: secret keys everywhere, public keys only where the route says so
+ * `accepts` lists the key types allowed on the route: secret keys everywhere, public keys only where the route says so
  * (/v1/track). Every authenticated answer carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`:
  * `perMinute` requests per project per window; a 429 adds `Retry-After`. A database error is a 500, never a silent
- * pass.
+ * pass. A read by a caller admitted lately runs beside its admission (readAhead).
  */
 export function authenticate(knex: Knex, accepts: ApiKeyType[], perMinute: number, sessions: SessionAuth): Middleware {
+  const run = async (ctx: Context, next: Next, credential: string, admitting: () => Promise<Admitted>) => {
+    const learn = (admitted: Admitted) => remember(credential, admitted);
+    const ahead = SAFE_METHODS.has(ctx.method) ? recall(credential, perMinute) : undefined;
+    if (ahead) return readAhead(ctx, next, ahead, admitting(), perMinute, learn);
+    const admitted = await admitting();
+    ctx.state.auth = admitted.auth;
+    learn(admitted);
+    rateLimit(ctx, admitted.rate, perMinute);
+    await next();
+  };
   return async (ctx, next) => {
     const header = ctx.get('authorization');
     if (!header) {
       // No key: a person's session, if the request carries one. A key, when present, always wins.
       const token = sessionTokenOf(ctx);
       if (!token) throw unauthorized('Missing API key', SUGGEST_HEADER);
-      const { auth, rate } = await sessionCaller(ctx, knex, token, sessions);
-      ctx.state.auth = auth;
-      rateLimit(ctx, rate, perMinute);
-      return next();
+      const projectId = sessionProject(ctx, sessions);
+      const credential = `${SESSION_PREFIX}${createHash('sha256').update(token).digest('base64')}:${projectId}`;
+      return run(ctx, next, credential, () => sessionCaller(ctx, knex, token, projectId, sessions));
     }
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!m) throw unauthorized('Malformed Authorization header: expected "Bearer <API key>"', SUGGEST_HEADER);
-    const admitted = await admit(knex, m[1]!);
-    if ('refused' in admitted) {
-      if (admitted.refused === 'malformed') throw unauthorized('Malformed API key: keys look like sk_… or pk_… followed by 40 letters and digits', `Check that the whole key was copied. ${WHERE_KEYS_COME_FROM}`);
-      if (admitted.refused === 'invalid') throw unauthorized('Invalid API key', `The key is unknown or was revoked (GET /keys lists a project's live keys). ${WHERE_KEYS_COME_FROM}`);
-      throw new ApiError(403, 'PROJECT_DISABLED', 'This project is disabled', { suggestion: 'Ask the operator to enable the project.' });
-    }
-    const { rate, ...caller } = admitted;
-    if (!accepts.includes(caller.keyType)) {
-      throw forbidden('Public keys (pk_) may only be used with POST /v1/track', 'Use a secret key (sk_) from a server, never from a browser.');
-    }
-    const auth: AuthState = {
-      projectId: caller.projectId,
-      keyType: caller.keyType,
-      principal: { kind: 'key', keyId: caller.keyId, keyType: caller.keyType, scope: caller.scope, domains: caller.domains },
-      address: ctx.ip,
-    };
-    ctx.state.auth = auth;
-    rateLimit(ctx, rate, perMinute);
-    await next();
+    const presented = presentKey(m[1]!);
+    // Not shaped like a key: refused as admit refuses it, before any lookup.
+    if (!presented) return void await keyCaller(ctx, knex, m[1]!, accepts);
+    return run(ctx, next, presented.hash.toString('base64'), () => keyCaller(ctx, knex, presented, accepts));
   };
 }

@@ -62,7 +62,7 @@ export const cappedPageOf = (item: Joi.Schema, extra: Record<string, Joi.Schema>
 export const errorAnswer = shape({
   success: Joi.valid(false),
   error: shape({
-    code: Joi.string().description('BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, PROJECT_DISABLED, NOT_FOUND, METHOD_NOT_ALLOWED, CONFLICT, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, VALIDATION_ERROR, RATE_LIMITED, INTERNAL_ERROR'),
+    code: Joi.string().description('BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, PROJECT_DISABLED, NOT_FOUND, METHOD_NOT_ALLOWED, CONFLICT, ACCESS_CHANGED, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, VALIDATION_ERROR, RATE_LIMITED, INTERNAL_ERROR'),
     message: Joi.string(),
     statusCode: Joi.number().integer(),
     requestId: Joi.string(),

@@ -1,0 +1,106 @@
+import { bearer, createTestContext, type TestContext } from '../support/app';
+import { asPerson, person, signIn } from '../people/support';
+
+/**
+ * A read by a caller this process admitted lately runs beside its own admission (api/middleware/auth.ts readAhead).
+ * What it may never do: answer anything its admission refuses. The changes below are written to the database directly,
+ * as another API process (or the operator) would make them, so that this process still remembers the caller as it was.
+ */
+let t: TestContext;
+beforeAll(async () => { t = await createTestContext({ apiRateLimitPerMinute: 5 }); });
+afterAll(async () => { await t.close(); });
+
+test('a key revoked elsewhere is refused at its next read, and nothing of the read is answered', async () => {
+  const p = await t.newProject('revoked elsewhere');
+  await t.http().post('/contacts').set(bearer(p.secretKey)).send({ email: 'ada@example.com' }).expect(201);
+  const exported = await t.http().get('/contacts/export').set(bearer(p.secretKey));
+  expect(exported.status).toBe(200);
+  expect(exported.headers['content-disposition']).toMatch(/^attachment/);
+  await t.db.knex.raw('UPDATE api_keys SET revoked_at = now() WHERE project_id = ?', [p.id]);
+
+  const refused = await t.http().get('/contacts/export').set(bearer(p.secretKey));
+  expect(refused.status).toBe(401);
+  expect(refused.body.error.code).toBe('UNAUTHORIZED');
+  expect(refused.body.error.message).toBe('Invalid API key');
+  expect(refused.headers['content-disposition']).toBeUndefined();
+  expect(refused.headers['content-type']).toMatch(/^application\/json/);
+  expect(refused.headers['ratelimit-limit']).toBeUndefined();
+  expect(refused.text).not.toContain('ada@example.com');
+});
+
+test('a project disabled elsewhere is refused at its next read', async () => {
+  const p = await t.newProject('disabled elsewhere');
+  await t.http().post('/contacts').set(bearer(p.secretKey)).send({ email: 'grace@example.com' }).expect(201);
+  expect((await t.http().get('/contacts').set(bearer(p.secretKey))).body.data.items).toHaveLength(1);
+  await t.db.knex.raw('UPDATE projects SET disabled = true WHERE id = ?', [p.id]);
+
+  const refused = await t.http().get('/contacts').set(bearer(p.secretKey));
+  expect(refused.status).toBe(403);
+  expect(refused.body.error.code).toBe('PROJECT_DISABLED');
+  expect(refused.body).not.toHaveProperty('data');
+});
+
+test('reads that run ahead past the rate limit are answered 429, with the rate headers and nothing else', async () => {
+  const p = await t.newProject('ahead past the limit');
+  await t.http().post('/contacts').set(bearer(p.secretKey)).send({ email: 'linus@example.com' }).expect(201); // 1 of 5: remembered
+  const server = t.http();
+  // Six reads at once, all run ahead of their admission (one count for all): positions 2 to 7 of a budget of 5.
+  const answers = await Promise.all(Array.from({ length: 6 }, () => server.get('/contacts').set(bearer(p.secretKey))));
+  expect(answers.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 429, 429]);
+  for (const limited of answers.filter((r) => r.status === 429)) {
+    expect(limited.body.error.code).toBe('RATE_LIMITED');
+    expect(limited.body).not.toHaveProperty('data');
+    expect(limited.headers['ratelimit-limit']).toBe('5');
+    expect(limited.headers['ratelimit-remaining']).toBe('0');
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+  }
+  expect(answers.filter((r) => r.status === 200).map((r) => r.headers['ratelimit-remaining']).sort()).toEqual(['0', '1', '2', '3']);
+});
+
+describe('a person signed in', () => {
+  // A project per test: each spends a few of its budget of 5 requests a minute.
+  let projectId: string;
+  beforeEach(async () => { projectId = (await t.newProject('people ahead')).id; });
+  const setRole = (userId: string, role: string) => t.db.knex.raw('UPDATE memberships SET role = ? WHERE project_id = ? AND user_id = ?', [role, projectId, userId]);
+
+  test('whose role no longer allows the page is refused as the route refuses it', async () => {
+    const admin = await person(t.db.knex, { [projectId]: 'admin' });
+    const cookie = await signIn(t.server, admin.email);
+    expect((await t.http().get('/keys').set(asPerson(cookie, projectId))).status).toBe(200);
+    await setRole(admin.id, 'viewer');
+
+    const refused = await t.http().get('/keys').set(asPerson(cookie, projectId));
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.message).toContain('Your role (viewer)');
+    expect(refused.text).not.toContain('"items"');
+    expect((await t.http().get('/contacts').set(asPerson(cookie, projectId))).status).toBe(200);
+  });
+
+  test('whose role now allows what it did not is asked to send again, and then answered', async () => {
+    const viewer = await person(t.db.knex, { [projectId]: 'viewer' });
+    const cookie = await signIn(t.server, viewer.email);
+    expect((await t.http().get('/keys').set(asPerson(cookie, projectId))).status).toBe(403);
+    await setRole(viewer.id, 'admin');
+
+    const changed = await t.http().get('/keys').set(asPerson(cookie, projectId));
+    expect(changed.status).toBe(409);
+    expect(changed.body.error.code).toBe('ACCESS_CHANGED');
+    expect((await t.http().get('/keys').set(asPerson(cookie, projectId))).status).toBe(200);
+  });
+
+  test('whose session ended elsewhere, or whose membership ended, is refused', async () => {
+    const member = await person(t.db.knex, { [projectId]: 'member' });
+    const cookie = await signIn(t.server, member.email);
+    expect((await t.http().get('/contacts').set(asPerson(cookie, projectId))).status).toBe(200);
+    await t.db.knex.raw('DELETE FROM memberships WHERE project_id = ? AND user_id = ?', [projectId, member.id]);
+    expect((await t.http().get('/contacts').set(asPerson(cookie, projectId))).status).toBe(404);
+
+    const other = await person(t.db.knex, { [projectId]: 'member' });
+    const otherCookie = await signIn(t.server, other.email);
+    expect((await t.http().get('/contacts').set(asPerson(otherCookie, projectId))).status).toBe(200);
+    await t.db.knex.raw('UPDATE sessions SET ended_at = now() WHERE user_id = ?', [other.id]);
+    const ended = await t.http().get('/contacts').set(asPerson(otherCookie, projectId));
+    expect(ended.status).toBe(401);
+    expect(ended.headers['set-cookie']?.[0]).toMatch(/^herald_session=;/);
+  });
+});
