@@ -29,7 +29,8 @@
  * Environment: the sizes above, BENCH_ROUNDS, BENCH_WARMUP_ROUNDS, BENCH_ONLY (a substring: only the cases whose name
  * has it), BENCH_CPU_PROF=1 (a V8 profile of the API), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
  * kept, with what the run needs of its seed in list-ratios.json: the next run with the same dir skips the seed, ~8
- * minutes, and migrates it to the code's schema).
+ * minutes, and migrates it to the code's schema), BENCH_TREE=dir (the API from another checkout, e.g. the code before a
+ * change, on the same database: its migrations must be the same).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -113,7 +114,7 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
       console.log(`reusing the seeded database in ${keepDir}`);
     }
 
-    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, cpuProfileArgs());
+    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, cpuProfileArgs(), process.env.BENCH_TREE);
     children.push(herald);
     const port = (await herald.ready).port as number;
     const headers = { authorization: `Bearer ${reused?.secretKey ?? project!.secretKey}` };

@@ -154,12 +154,19 @@ export interface Permitted {
 /**
  * The callers this process admitted lately, by credential (a key's hash, or a session token's with its project), with
  * their last place in the rate window: what a read may start with while its own admission is under way (readAhead).
- * Never an admission: a request's answer always waits for its own. At most MEMORY entries, the oldest forgotten first.
+ * Never an admission: a request's answer always waits for its own. One memory per database (as the admissions' batches
+ * are), shared by the routers; at most MEMORY entries, the oldest forgotten first.
  */
-const lately = new Map<string, Admitted>();
+const memories = new WeakMap<Knex, Map<string, Admitted>>();
 const MEMORY = 10_000;
 
-function remember(credential: string, admitted: Admitted): void {
+function memoryOf(knex: Knex): Map<string, Admitted> {
+  let lately = memories.get(knex);
+  if (!lately) memories.set(knex, (lately = new Map()));
+  return lately;
+}
+
+function remember(lately: Map<string, Admitted>, credential: string, admitted: Admitted): void {
   lately.delete(credential);
   if (lately.size >= MEMORY) lately.delete(lately.keys().next().value!);
   lately.set(credential, admitted);
@@ -169,7 +176,7 @@ function remember(credential: string, admitted: Admitted): void {
  * The caller a read may run ahead with: the one last admitted with this credential, unless its project is near its
  * rate limit (a throttled client's reads must not cost the database, so they wait for the count, as any request does).
  */
-function recall(credential: string, perMinute: number): Admitted | undefined {
+function recall(lately: Map<string, Admitted>, credential: string, perMinute: number): Admitted | undefined {
   const last = lately.get(credential);
   if (!last) return undefined;
   return last.rate.resetAt <= Date.now() || last.rate.points < perMinute * 0.9 ? last : undefined;
@@ -248,9 +255,10 @@ const SESSION_PREFIX = 's:';
  * pass. A read by a caller admitted lately runs beside its admission (readAhead).
  */
 export function authenticate(knex: Knex, accepts: ApiKeyType[], perMinute: number, sessions: SessionAuth): Middleware {
+  const lately = memoryOf(knex);
   const run = async (ctx: Context, next: Next, credential: string, admitting: () => Promise<Admitted>) => {
-    const learn = (admitted: Admitted) => remember(credential, admitted);
-    const ahead = SAFE_METHODS.has(ctx.method) ? recall(credential, perMinute) : undefined;
+    const learn = (admitted: Admitted) => remember(lately, credential, admitted);
+    const ahead = SAFE_METHODS.has(ctx.method) ? recall(lately, credential, perMinute) : undefined;
     if (ahead) return readAhead(ctx, next, ahead, admitting(), perMinute, learn);
     const admitted = await admitting();
     ctx.state.auth = admitted.auth;
