@@ -20,7 +20,7 @@ const ERROR_TEXT: Record<number, string> = {
   401: 'Missing, malformed or unknown API key; or a session that ended or expired (sign in again), or a wrong login.',
   403: 'The project is disabled (PROJECT_DISABLED); a public key (pk_) where only secret keys are accepted; a caller without the operation\'s permission; or a request with a session from another origin.',
   404: 'Not found in the caller\'s project (a foreign id is not found); with a session, also a Herald-Project that is not one of the person\'s projects.',
-  409: 'Conflict: the state refuses the request, an Idempotency-Key reused with another body, or something it names was deleted meanwhile.',
+  409: 'Conflict: the state refuses the request, an Idempotency-Key reused with another body, or something it names was deleted meanwhile; on a read with a session, ACCESS_CHANGED: the member\'s role changed while it ran, send it again.',
   413: 'The body is too large (15 MB on POST /v1/send, 1 MB elsewhere).',
   415: 'Unsupported Content-Encoding (identity, gzip, deflate and br are accepted).',
   422: 'Validation failed: `error.errors` names every offending field.',
@@ -98,6 +98,9 @@ export function errorStatuses(op: Operation): number[] {
     if (WITH_BODY.has(op.method)) [400, 413, 415].forEach((c) => codes.add(c));
     // A POST or PATCH writes rows that refer to others: one deleted meanwhile is a 409 (errorHandler.ts, 23503).
     if (op.method === 'post' || op.method === 'patch') codes.add(409);
+    // With a session, a read that ran beside its admission while the member's role changed: ACCESS_CHANGED, to send
+    // again (api/middleware/auth.ts readAhead).
+    if (op.method === 'get') codes.add(409);
     if (/:(id|executionId|deliveryId)\b/.test(op.path)) codes.add(404);
   }
   if (op.body || op.upload) codes.add(422);
