@@ -26,8 +26,8 @@
  * steal (/proc/stat) and load average over the measures. Every answer is checked: 200, JSON with items (non-empty
  * where the seed says so).
  *
- * Environment: the sizes above, BENCH_ROUNDS, BENCH_WARMUP_ROUNDS, BENCH_ONLY (a substring: only the cases whose name
- * has it), BENCH_CPU_PROF=1 (a V8 profile of the API), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
+ * Environment: the sizes above, BENCH_ROUNDS, BENCH_WARMUP_ROUNDS, BENCH_ONLY (substrings, comma-separated: only the cases whose name
+ * has one of them), BENCH_CPU_PROF=1 (a V8 profile of the API), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
  * kept, with what the run needs of its seed in list-ratios.json: the next run with the same dir skips the seed, ~8
  * minutes, and migrates it to the code's schema), BENCH_TREE=dir (the API from another checkout, e.g. the code before a
  * change, on the same database: its migrations must be the same).
@@ -270,7 +270,7 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
       { page: 'Settings', name: 'audit-log: first page', path: () => '/audit-log?limit=50', nonEmpty: true },
       { page: 'Settings', name: 'audit-log: deep cursor', path: (i) => `/audit-log?limit=50&${cursor(deep.audit, i)}` },
     ];
-    const cases = ONLY ? allCases.filter((c) => c.name.includes(ONLY)) : allCases;
+    const cases = ONLY ? allCases.filter((c) => ONLY.split(',').some((part) => c.name.includes(part))) : allCases;
 
     const ask = async (path: string) => {
       const started = performance.now();

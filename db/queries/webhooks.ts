@@ -89,7 +89,12 @@ const ATTEMPT_LOG = `(SELECT coalesce(json_agg(json_build_object('delivery_id', 
 export const filteredDeliveries = (db: Knex, projectId: string, endpointId: string) => () =>
   db('webhook_deliveries as d').where({ 'd.endpoint_id': endpointId, 'd.project_id': projectId }).select('d.*', db.raw(ATTEMPT_LOG));
 
-/** A page of an endpoint's deliveries, newest first, with every attempt of each, in one statement. */
+/**
+ * A page of an endpoint's deliveries, newest first, with every attempt of each, in one statement. Planned for its values,
+ * not generically (db/pages.ts `genericPlan`): costed for an average endpoint, the primary key read newest first (its
+ * heap in the same order) looks cheaper than webhook_deliveries_endpoint_idx, and for an endpoint with few deliveries
+ * among many it would read them all (EXPLAIN (GENERIC_PLAN), 2026-11-29).
+ */
 export async function listDeliveries(db: Knex, projectId: string, endpointId: string, page: PageRequest): Promise<CappedList<DeliveryRow & { attempt_log: AttemptRow[] }>> {
   // Its total is exact up to 1,000 (LIST_COUNT_CAP): an endpoint's 200,000 deliveries counted exactly cost a sequential
   // scan. The count drops the page's columns (cappedCount), the attempts with them.

@@ -1,5 +1,7 @@
 import { emailListQueries, listStatementOptions, type EmailFilter } from '../../emails/emails';
 import { eventListGeneric, filteredEvents, type EventFilter } from '../../db/queries/events';
+import { contactListGeneric, filteredContacts, type ContactFilter } from '../../db/queries/contacts';
+import { filteredSuppressions } from '../../audience/suppressions';
 import { cappedCount, pageQueries, pageStatement, pageWithTotal, type PageRequest } from '../../db/pages';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -7,7 +9,7 @@ import { belowTheTop, genericPlanOf } from '../support/plans';
 
 /**
  * The lists that run with PostgreSQL's generic plan (db/pages.ts `genericPlan`: GET /emails, GET /events without a
- * time window) keep the plan of a planned list: one index read newest first per partition, page and capped count,
+ * time window, GET /contacts without a search, GET /suppressions) keep the plan of a planned list: one index read newest first per partition, page and capped count,
  * whatever the values. Read from EXPLAIN (GENERIC_PLAN) of the very statement pageWithTotal sends, on 40 projects of
  * rows of unequal sizes, where a sequential scan or a sort of a project's rows would show. And the answers are those
  * of the statement planned for its values.
@@ -18,6 +20,7 @@ let small: string;
 let campaignId: string;
 let afterId: string;
 let afterEvent: string;
+let afterContact: string;
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -41,9 +44,15 @@ beforeAll(async () => {
     await trx.raw(`INSERT INTO events (project_id, name, contact_id, email_id, data)
                    SELECT project_id, CASE WHEN status = 'SENT' THEN 'email.sent' ELSE 'email.failed' END, contact_id, id, '{}'::jsonb FROM emails`);
   });
-  for (const t of ['contacts', 'emails', 'events']) await db.knex.raw(`VACUUM ANALYZE ${t}`);
+  // One contact in seven unsubscribed, and suppressed with one of four reasons.
+  await db.knex.raw("UPDATE contacts SET subscribed = false WHERE abs(hashtext(email)) % 7 = 0");
+  await db.knex.raw(`INSERT INTO suppressions (project_id, email, reason)
+                     SELECT project_id, email, (ARRAY['manual', 'hard_bounce', 'complaint', 'soft_bounce'])[1 + abs(hashtext(email)) % 4]
+                     FROM contacts WHERE NOT subscribed`);
+  for (const t of ['contacts', 'emails', 'events', 'suppressions']) await db.knex.raw(`VACUUM ANALYZE ${t}`);
   afterId = (await db.knex('emails').where({ project_id: big }).orderBy('id', 'desc').offset(2000).first('id')).id;
   afterEvent = (await db.knex('events').where({ project_id: big }).orderBy('id', 'desc').offset(2000).first('id')).id;
+  afterContact = (await db.knex('contacts').where({ project_id: big }).orderBy('id', 'desc').offset(2000).first('id')).id;
 }, 300_000);
 afterAll(async () => { await db.close(); });
 
@@ -87,6 +96,53 @@ test.each<[string, RegExp, EventFilter, boolean]>([
   expect(p).toMatch(index);
   expect(p).not.toMatch(/Seq Scan|Bitmap Heap Scan|Gather/);
   expect(belowTheTop(p)).not.toMatch(/Sort\s+\(/);
+});
+
+/** The statement listCappedPage sends with its generic plan: the page, and its count read newest first. */
+const cappedStatement = (filtered: () => import('knex').Knex.QueryBuilder, column: string, cursor?: string) => {
+  const request = { limit: 20, afterId: cursor };
+  return pageStatement(pageQueries(filtered, request, column).page, cappedCount(filtered, 1_000, column), { column, whole: cursor ? undefined : 20 });
+};
+
+test.each<[string, RegExp, ContactFilter, boolean]>([
+  ['first page', /contacts_pkey/, {}, false],
+  ['page after a cursor', /contacts_pkey/, {}, true],
+  ['unsubscribed', /contacts_project_subscribed_id_idx/, { subscribed: false }, false],
+  ['unsubscribed after a cursor', /contacts_project_subscribed_id_idx/, { subscribed: false }, true],
+])('GET /contacts, %s: its generic plan reads %s newest first, page and count, no scan, no sort', async (_name, index, filter, cursor) => {
+  expect(contactListGeneric(filter)).toBe(true);
+  const p = await genericPlan(cappedStatement(() => filteredContacts(db.knex, big, filter), 'id', cursor ? afterContact : undefined));
+  expect(p).toMatch(index);
+  expect(p).not.toMatch(/Seq Scan|Bitmap Heap Scan|Gather/);
+  expect(belowTheTop(p)).not.toMatch(/Sort\s+\(/);
+});
+
+test('a search of contacts is planned for its term, not generically', () => {
+  expect(contactListGeneric({ search: 'ada' })).toBe(false);
+  expect(contactListGeneric({ search: 'ada', subscribed: true })).toBe(false);
+});
+
+test.each<[string, RegExp, { reason?: 'hard_bounce' }]>([
+  ['every reason', /suppressions_project_id_idx/, {}],
+  ['one reason', /suppressions_project_reason_id_idx/, { reason: 'hard_bounce' }],
+])('GET /suppressions, %s: its generic plan reads %s newest first, page and count, no scan, no sort', async (_name, index, filter) => {
+  const p = await genericPlan(cappedStatement(filteredSuppressions(db.knex, big, filter), 'id'));
+  expect(p).toMatch(index);
+  expect(p).not.toMatch(/Seq Scan|Bitmap Heap Scan|Gather/);
+  expect(belowTheTop(p)).not.toMatch(/Sort\s+\(/);
+});
+
+test.each<[string, () => import('knex').Knex.QueryBuilder, string]>([
+  ['the large project\'s contacts after a cursor', () => filteredContacts(db.knex, big, {}).where('id', '<', afterContact), 'id'],
+  ['the small project\'s unsubscribed contacts', () => filteredContacts(db.knex, small, { subscribed: false }), 'id'],
+  ['the large project\'s hard bounces', () => filteredSuppressions(db.knex, big, { reason: 'hard_bounce' })(), 'id'],
+  ['the small project\'s suppressions', () => filteredSuppressions(db.knex, small, {})(), 'id'],
+])('the same page and total with the generic plan as planned for the values: %s', async (_name, filtered, column) => {
+  const run = (genericPlan: boolean) => {
+    const request = { limit: 20 };
+    return pageWithTotal(pageQueries(filtered, request, column).page, cappedCount(filtered, 1_000, genericPlan ? column : undefined), { column, whole: 20, genericPlan });
+  };
+  for (let i = 0; i < 3; i++) expect(await run(true)).toEqual(await run(false));
 });
 
 test('a page\'s LIMIT and its count\'s cap are written into the statement: its generic plan knows how many rows it reads', async () => {
