@@ -70,7 +70,8 @@ export interface JsonRoute<P extends string = string, B = unknown, Q = unknown> 
   query?: Joi.ObjectSchema<Q>;
   /**
    * Runs first, before the query and body are looked at: what the path names must exist in the caller's project,
-   * so that another project's id is a 404 whatever the body says.
+   * so that another project's id is a 404 whatever the body says. On a read (GET, HEAD) it runs beside the route's work
+   * instead, and its refusal still wins over what the work answered (api/routing.ts jsonHandler).
    */
   before?(call: Lookup<P>): Promise<unknown>;
   handle(call: Call<P, B, Q>): Promise<Reply>;

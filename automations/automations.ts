@@ -183,9 +183,11 @@ export function automationService({ knex, engine, log }: { knex: Knex; engine: E
     },
 
     async executions(projectId, workflowId, filter, page) {
-      const workflow = await get(projectId, workflowId);
-      const { page: rows, count, options } = executionListStatement(knex, projectId, workflow.id, filter, page);
-      const { rows: found, total } = await pageWithTotal(rows, count, options);
+      // The workflow looked up beside the page (both scoped to the project), not before it: one round trip, not two. The
+      // page of a workflow that is not the project's is empty and never answered (get's 404).
+      const { page: rows, count, options } = executionListStatement(knex, projectId, workflowId, filter, page);
+      const listed = isUuid(workflowId) ? pageWithTotal(rows, count, options) : Promise.resolve({ rows: [], total: 0 });
+      const [, { rows: found, total }] = await Promise.all([get(projectId, workflowId), listed]);
       return { rows: found as unknown as ExecutionRow[], ...cappedTotal(total) };
     },
 

@@ -104,3 +104,26 @@ describe('a person signed in', () => {
     expect(ended.headers['set-cookie']?.[0]).toMatch(/^herald_session=;/);
   });
 });
+
+describe('a read whose path names another project\'s resource', () => {
+  const workflow = { name: 'Welcome', enabled: false, trigger: { type: 'EVENT', event: 'signed-up' }, steps: [{ id: 'wait', type: 'DELAY', config: { amount: 1, unit: 'days' }, next: null }] };
+
+  // The route looks what its path names up beside its own work (api/routing.ts jsonHandler): the lookup's 404 still wins.
+  test('is a 404 whatever its query says, and the owner\'s read is answered', async () => {
+    const owner = await t.newProject('owner of the workflow');
+    const stranger = await t.newProject('stranger');
+    const created = await t.http().post('/workflows').set(bearer(owner.secretKey)).send(workflow).expect(201);
+    const segment = await t.http().post('/segments').set(bearer(owner.secretKey)).send({ name: 'Imported', type: 'STATIC' }).expect(201);
+    const executions = `/workflows/${created.body.data.id}/executions`;
+
+    for (const path of [`${executions}?limit=0`, `${executions}?limit=20`, `/segments/${segment.body.data.id}/contacts?limit=abc`]) {
+      const res = await t.http().get(path).set(bearer(stranger.secretKey));
+      expect(res.status).toBe(404);
+      expect(res.body).not.toHaveProperty('data');
+    }
+    expect((await t.http().get(`${executions}?limit=0`).set(bearer(owner.secretKey))).status).toBe(400);
+    const own = await t.http().get(`${executions}?limit=20`).set(bearer(owner.secretKey));
+    expect(own.status).toBe(200);
+    expect(own.body.data).toMatchObject({ items: [], total: 0, totalExact: true });
+  });
+});
