@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
-import { createHash } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import { isUuid } from '../../core/values';
 import type { ApiKeyType } from '../../db/models/ApiKey';
 import { admitSession } from '../../people/sessions';
-import { admit, presentKey, type Consumed, type PresentedKey } from '../../projects/access';
+import { tokenHash } from '../../people/tokens';
+import { admit, presentKey, type Consumed, type KeyRefusal, type PresentedKey } from '../../projects/access';
 import { allows, type Permission, type Principal } from '../../projects/roles';
 import { clearedSessionCookie, fromOwnOrigin, sessionTokenOf } from '../cookies';
 import { ApiError, badRequest, forbidden, forbiddenFor, unauthorized } from '../errors';
@@ -119,14 +119,17 @@ async function sessionCaller(ctx: Context, knex: Knex, token: string, projectId:
   };
 }
 
-/** The caller an API key names and its rate count (projects/access.ts admit), or the answer that refuses it. */
-async function keyCaller(ctx: Context, knex: Knex, key: string | PresentedKey, accepts: ApiKeyType[]): Promise<Admitted> {
+/** The answer to a key that admit refuses. */
+function keyRefusal(refused: KeyRefusal): ApiError {
+  if (refused === 'malformed') return unauthorized('Malformed API key: keys look like sk_… or pk_… followed by 40 letters and digits', `Check that the whole key was copied. ${WHERE_KEYS_COME_FROM}`);
+  if (refused === 'invalid') return unauthorized('Invalid API key', `The key is unknown or was revoked (GET /keys lists a project's live keys). ${WHERE_KEYS_COME_FROM}`);
+  return new ApiError(403, 'PROJECT_DISABLED', 'This project is disabled', { suggestion: 'Ask the operator to enable the project.' });
+}
+
+/** The caller a key names and its rate count (projects/access.ts admit), or the answer that refuses it. */
+async function keyCaller(ctx: Context, knex: Knex, key: PresentedKey, accepts: ApiKeyType[]): Promise<Admitted> {
   const admitted = await admit(knex, key);
-  if ('refused' in admitted) {
-    if (admitted.refused === 'malformed') throw unauthorized('Malformed API key: keys look like sk_… or pk_… followed by 40 letters and digits', `Check that the whole key was copied. ${WHERE_KEYS_COME_FROM}`);
-    if (admitted.refused === 'invalid') throw unauthorized('Invalid API key', `The key is unknown or was revoked (GET /keys lists a project's live keys). ${WHERE_KEYS_COME_FROM}`);
-    throw new ApiError(403, 'PROJECT_DISABLED', 'This project is disabled', { suggestion: 'Ask the operator to enable the project.' });
-  }
+  if ('refused' in admitted) throw keyRefusal(admitted.refused);
   const { rate, ...caller } = admitted;
   if (!accepts.includes(caller.keyType)) {
     throw forbidden('Public keys (pk_) may only be used with POST /v1/track', 'Use a secret key (sk_) from a server, never from a browser.');
@@ -205,46 +208,34 @@ async function readAhead(ctx: Context, next: Next, ahead: Admitted, admitting: P
   const admission = await admitting.then((admitted) => ({ admitted }), (err: unknown) => ({ err }));
   // Nothing of the handler's reaches the client before the admission, nor after a refusal.
   const outcome = await work;
-  const discard = () => {
+  /** The handler's answer discarded unseen (its headers, its body: a stream destroyed), then the refusal. */
+  const refuse = (refusal: () => unknown): never => {
     for (const name of Object.keys(ctx.response.headers)) if (!headersBefore.has(name)) ctx.remove(name);
     const body = ctx.body as { destroy?: () => void } | null;
     if (body && typeof body.destroy === 'function') body.destroy();
     ctx.body = null;
+    throw refusal();
   };
-  if ('err' in admission) {
-    discard();
-    throw admission.err;
-  }
+  if ('err' in admission) return refuse(() => admission.err);
   const { admitted } = admission;
   const before = ahead.auth.principal;
   const now = admitted.auth.principal;
   if (admitted.auth.projectId !== ahead.auth.projectId || !sameIdentity(before, now)) {
-    discard();
-    throw new Error('a credential admitted another caller than the one it named before');
+    return refuse(() => new Error('a credential admitted another caller than the one it named before'));
   }
   ctx.state.auth = admitted.auth;
   learn(admitted);
-  if (admitted.rate.points > perMinute) {
-    discard();
-    rateLimit(ctx, admitted.rate, perMinute);
-  }
+  // rateLimit throws the 429, its rate headers set after the handler's are gone.
+  if (admitted.rate.points > perMinute) return refuse(() => rateLimit(ctx, admitted.rate, perMinute));
   if (before.kind === 'user' && now.kind === 'user' && before.role !== now.role) {
     const permitted = ctx.state.permitted as Permitted | undefined;
-    if (!permitted) {
-      // The route refused the role the read ran with (or never checked it): what the role admitted may do, it did not.
-      discard();
-      throw new ApiError(409, 'ACCESS_CHANGED', 'Your role in this project changed while this request ran', { suggestion: 'Send the request again.' });
-    }
-    if (!allows(now, permitted.needs)) {
-      discard();
-      throw forbiddenFor(now, permitted.action, permitted.needs);
-    }
+    // The route refused the role the read ran with (or never checked it): what the role admitted may do, it did not.
+    if (!permitted) return refuse(() => new ApiError(409, 'ACCESS_CHANGED', 'Your role in this project changed while this request ran', { suggestion: 'Send the request again.' }));
+    if (!allows(now, permitted.needs)) return refuse(() => forbiddenFor(now, permitted.action, permitted.needs));
   }
   rateLimit(ctx, admitted.rate, perMinute);
   if (outcome) throw outcome.err;
 }
-
-const SESSION_PREFIX = 's:';
 
 /**
  * Bearer authentication and the API rate limit, in one database round trip (projects/access.ts admit); without an
@@ -273,14 +264,13 @@ export function authenticate(knex: Knex, accepts: ApiKeyType[], perMinute: numbe
       const token = sessionTokenOf(ctx);
       if (!token) throw unauthorized('Missing API key', SUGGEST_HEADER);
       const projectId = sessionProject(ctx, sessions);
-      const credential = `${SESSION_PREFIX}${createHash('sha256').update(token).digest('base64')}:${projectId}`;
+      const credential = `session:${tokenHash(token).toString('base64')}:${projectId}`;
       return run(ctx, next, credential, () => sessionCaller(ctx, knex, token, projectId, sessions));
     }
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!m) throw unauthorized('Malformed Authorization header: expected "Bearer <API key>"', SUGGEST_HEADER);
     const presented = presentKey(m[1]!);
-    // Not shaped like a key: refused as admit refuses it, before any lookup.
-    if (!presented) return void await keyCaller(ctx, knex, m[1]!, accepts);
+    if (!presented) throw keyRefusal('malformed');
     return run(ctx, next, presented.hash.toString('base64'), () => keyCaller(ctx, knex, presented, accepts));
   };
 }

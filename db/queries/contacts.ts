@@ -195,9 +195,13 @@ export function filteredContacts(db: Knex, projectId: string, filter: ContactFil
  */
 export const CONTACT_COUNT_CAP = LIST_COUNT_CAP;
 
-/** The two queries of a list page (db/pages.ts): `limit + 1` rows newest first after `afterId`, and the filter's capped count. */
+/**
+ * The two queries of a list page as listContacts sends them (db/pages.ts listCappedPage): `limit + 1` rows newest first
+ * after `afterId`, and the filter's capped count, read newest first when the list runs with its generic plan.
+ */
 export function contactListQueries(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest) {
-  return { page: pageQueries(() => filteredContacts(db, projectId, filter), page).page, count: cappedCount(() => filteredContacts(db, projectId, filter), CONTACT_COUNT_CAP) };
+  const filtered = () => filteredContacts(db, projectId, filter);
+  return { page: pageQueries(filtered, page).page, count: cappedCount(filtered, CONTACT_COUNT_CAP, contactListGeneric(filter) ? 'id' : undefined) };
 }
 
 /**
