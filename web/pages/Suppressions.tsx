@@ -130,7 +130,7 @@ export default function Suppressions() {
                 <tbody>
                   {items.map((s) => (
                     <tr key={s.id}>
-                      <td class="truncate fill">{s.email}<span class="sub show-phone">Since <Time value={s.createdAt} /></span></td>
+                      <td class="truncate fill wrap-phone">{s.email}<span class="sub show-phone">Since <Time value={s.createdAt} /></span></td>
                       <td><ReasonBadge reason={s.reason} /></td>
                       <td class="truncate muted hide-phone">{detailLine(s.details)}</td>
                       <td class="hide-phone"><Time value={s.createdAt} /></td>
