@@ -2,6 +2,7 @@ import pg from 'pg';
 import { RECORD_SQL } from '../../sending/delivery';
 import { HITS_SQL } from '../../tracking/record';
 import { createProject } from '../../projects/service';
+import { monthStart } from '../../db/partitions';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
 /**
@@ -112,13 +113,18 @@ test('prepared on a partition of 300 emails and run on 20,000, the outcome write
 /**
  * The same for the tracking write (tracking/record.ts HITS_SQL), a named statement that PostgreSQL may run with its
  * generic plan after its first five: made while a month's partition held 300 emails, run once it holds 20,000. The
- * emails are next month's (ids and partition key 32 days ahead), in a partition that the first test left empty.
+ * emails are of the middle of next month (ids and partition key on its 15th), in a partition that the first test left
+ * empty; the write looks for each in the 8 days before its id's time (db/partitions.ts EMAIL_LOOKUP_LAG_DAYS), which
+ * from the 15th stay in that month whatever today is. (Ids of "now + 32 days" made on the 30th had a window reaching
+ * into the month before, a partition that was empty and analysed: its plan was a sequential scan of nothing, which is
+ * what an empty partition costs, and the test failed for it on that day.)
  */
+const aheadAt = new Date(monthStart(new Date(), 1).getTime() + 14 * 86_400_000 + 12 * 3_600_000);
 const fillAhead = (from: number, to: number) => db.knex.raw(
   `INSERT INTO emails (id, project_id, contact_id, from_email, to_email, subject, html, status, partition_at)
-   SELECT uuidv7(interval '32 days'), c.project_id, c.id, 'news@example.com', c.email, 's', 'h', 'SENT', date_trunc('day', now() + interval '32 days')
+   SELECT uuidv7(?::timestamptz - clock_timestamp()), c.project_id, c.id, 'news@example.com', c.email, 's', 'h', 'SENT', date_trunc('day', ?::timestamptz)
    FROM (SELECT * FROM contacts WHERE project_id = ?::uuid ORDER BY id OFFSET ? LIMIT ?) c`,
-  [projectId, from, to - from],
+  [aheadAt.toISOString(), aheadAt.toISOString(), projectId, from, to - from],
 );
 
 test('prepared with a generic plan on a partition of 300 emails and run on 20,000, the tracking write still finds each by its primary key', async () => {
