@@ -40,6 +40,7 @@ import * as retentionPartitions from './20261208000001_retention_partitions';
 import * as inboundRawIndex from './20261209000001_inbound_raw_index';
 import * as segmentMemberCounts from './20261210000001_segment_member_counts';
 import * as contactSearchPendingList from './20261211000001_contact_search_pending_list';
+import * as contactSearchEmailFirst from './20261212000001_contact_search_email_first';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -88,6 +89,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261209000001_inbound_raw_index': inboundRawIndex,
   '20261210000001_segment_member_counts': segmentMemberCounts,
   '20261211000001_contact_search_pending_list': contactSearchPendingList,
+  '20261212000001_contact_search_email_first': contactSearchEmailFirst,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -52,7 +52,8 @@ test.each([
 ])('list total: %s reads only the project through an index', async (_name, filter) => {
   const { count } = contactListQueries(db.knex, projectId, filter, { limit: 20 });
   const p = await plan(count as never);
-  expect(p).toMatch(/Index Cond: \(+project_id = /);
+  // The project in the index's condition (the search's trigram index leads with the address, then the project).
+  expect(p).toMatch(/Index Cond: \(.*\bproject_id = /);
   expect(p).not.toMatch(/Seq Scan/);
 });
 
