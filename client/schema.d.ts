@@ -6810,7 +6810,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of contacts, newest first; total exact up to 1,000 (totalExact). */
+            /** @description A page of contacts, newest first; total exact up to 1,000, or up to 100 with search (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6871,12 +6871,12 @@ export interface operations {
                             /** @example true */
                             hasMore: boolean;
                             /**
-                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
+                             * @description How many match: exactly when totalExact is true; otherwise the cap, meaning at least that many: 1000, or 100 with search.
                              * @example 1000
                              */
                             total: number;
                             /**
-                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @description false when total stopped counting at its cap (1,000; 100 with search): more match.
                              * @example false
                              */
                             totalExact: boolean;

@@ -25,7 +25,7 @@ export function contactJson(c: Contact): ContactJson {
 /** Spec 4.2 (contacts/contacts.ts). */
 export const contactRoutes = [
   route({ operationId: 'listContacts', method: 'get', path: '/contacts', summary: 'List contacts', tag: 'Contacts', access: 'secret', permission: 'read', query: listContactsQuerySchema,
-    answers: ok('A page of contacts, newest first; total exact up to 1,000 (totalExact).', A.contactPageAnswer), links: first('getContact'),
+    answers: ok('A page of contacts, newest first; total exact up to 1,000, or up to 100 with search (totalExact).', A.contactPageAnswer), links: first('getContact'),
     async handle({ auth, query: q, services }) {
       const { rows, total, totalExact } = await services.contacts.list(auth.projectId, { subscribed: q.subscribed, search: q.search }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       const page = toPage(rows, q.limit, total, contactJson);

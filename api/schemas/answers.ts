@@ -94,6 +94,10 @@ export const contactAnswer = shape({
 export const savedContactAnswer = contactAnswer.keys(requiredKeys({ _meta: shape({ isNew: Joi.boolean(), isUpdate: Joi.boolean().example(false) }) })).id('SavedContact');
 
 export const contactPageAnswer = cappedPageOf(contactAnswer, {
+  // db/queries/contacts.ts contactCountCap: a search counts up to 100.
+  total: Joi.number().integer().min(0).max(1000).example(1000)
+    .description('How many match: exactly when totalExact is true; otherwise the cap, meaning at least that many: 1000, or 100 with search.'),
+  totalExact: Joi.boolean().example(false).description('false when total stopped counting at its cap (1,000; 100 with search): more match.'),
   contacts: Joi.array().items(contactAnswer).description('The same as items (the spec names the list both ways).'),
   cursor: nullable(Joi.string()).description('The same as nextCursor.'),
 });

@@ -196,12 +196,24 @@ export function filteredContacts(db: Knex, projectId: string, filter: ContactFil
 export const CONTACT_COUNT_CAP = LIST_COUNT_CAP;
 
 /**
+ * A search's total is counted exactly up to this many contacts; past it the answer says "at least" (`totalExact:
+ * false`). A search is for finding someone, and counting further cost more than the page: the matches of a common term
+ * (`grace`, 2.5 % of 1,000,000 contacts) are spread over the whole project, and counting 1,001 of them read 25,000
+ * through the trigram index or 40,000 newest first, 23-25 ms, while its page of 50 read 2,000 (0.6 ms); 101 are found
+ * among the newest 4,000, 1.5-2.7 ms (BENCHMARKS.md section 60). A segment counts its members up to LIST_COUNT_CAP.
+ */
+export const SEARCH_COUNT_CAP = 100;
+
+/** How far a list of contacts counts its total: SEARCH_COUNT_CAP for a search, otherwise CONTACT_COUNT_CAP. */
+export const contactCountCap = (filter: ContactFilter): number => (filter.search ? SEARCH_COUNT_CAP : CONTACT_COUNT_CAP);
+
+/**
  * The two queries of a list page as listContacts sends them (db/pages.ts listCappedPage): `limit + 1` rows newest first
  * after `afterId`, and the filter's capped count, read newest first when the list runs with its generic plan.
  */
 export function contactListQueries(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest) {
   const filtered = () => filteredContacts(db, projectId, filter);
-  return { page: pageQueries(filtered, page).page, count: cappedCount(filtered, CONTACT_COUNT_CAP, contactListGeneric(filter) ? 'id' : undefined) };
+  return { page: pageQueries(filtered, page).page, count: cappedCount(filtered, contactCountCap(filter), contactListGeneric(filter) ? 'id' : undefined) };
 }
 
 /**
@@ -213,9 +225,9 @@ export function contactListQueries(db: Knex, projectId: string, filter: ContactF
  */
 export const contactListGeneric = (filter: ContactFilter): boolean => !filter.search;
 
-/** One page of contacts plus the total matching the filter, capped (db/pages.ts: one statement). */
+/** One page of contacts plus the total matching the filter, capped (contactCountCap; db/pages.ts: one statement). */
 export function listContacts(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest): Promise<CappedList<Contact>> {
-  return listCappedPage(() => filteredContacts(db, projectId, filter), page, CONTACT_COUNT_CAP, (row) => Contact.fromDatabaseJson(row), 'id', contactListGeneric(filter));
+  return listCappedPage(() => filteredContacts(db, projectId, filter), page, contactCountCap(filter), (row) => Contact.fromDatabaseJson(row), 'id', contactListGeneric(filter));
 }
 
 export async function getContact(db: Knex, projectId: string, id: string): Promise<Contact | undefined> {

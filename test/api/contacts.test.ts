@@ -174,7 +174,7 @@ describe('GET /contacts (list)', () => {
     expect(res.body.data.items[0].email).toBe('user44@example.com');
   });
 
-  test('the total is exact up to 1,000 (totalExact), and past it says "at least 1,000"', async () => {
+  test('the total is exact up to 1,000 (totalExact), a search\'s up to 100, and past it says "at least"', async () => {
     expect((await t.http().get('/contacts?subscribed=true').set(key)).body.data).toMatchObject({ total: 23, totalExact: true });
     const big = await t.newProject('a thousand and one');
     const bigKey = bearer(big.secretKey);
@@ -188,6 +188,16 @@ describe('GET /contacts (list)', () => {
     // A first page that holds every match is its own count (db/pages.ts pageWithTotal `whole`); a full one is counted.
     expect((await t.http().get('/contacts?search=c100&limit=2').set(bigKey)).body.data).toMatchObject({ total: 2, totalExact: true, hasMore: false });
     expect((await t.http().get('/contacts?search=c100&limit=1').set(bigKey)).body.data).toMatchObject({ total: 2, totalExact: true, hasMore: true });
+    // A search counts up to 100 (db/queries/contacts.ts SEARCH_COUNT_CAP): c1, c10-c19, c100-c199 and c1000 are 112.
+    const many = (await t.http().get('/contacts?search=c1&limit=100').set(bigKey)).body.data;
+    expect(many).toMatchObject({ total: 100, totalExact: false, hasMore: true });
+    expect(many.items).toHaveLength(100);
+    // …and its pages still reach every match: 112 in two pages.
+    const rest = (await t.http().get(`/contacts?search=c1&limit=100&cursor=${encodeURIComponent(many.nextCursor)}`).set(bigKey)).body.data;
+    expect(rest).toMatchObject({ total: 100, totalExact: false, hasMore: false });
+    expect(new Set([...many.items, ...rest.items].map((c: { email: string }) => c.email)).size).toBe(112);
+    // c10, c100-c109 and c1000: 12, exact.
+    expect((await t.http().get('/contacts?search=c10&limit=5').set(bigKey)).body.data).toMatchObject({ total: 12, totalExact: true, hasMore: true });
   });
 
   test('a walk visits every contact exactly once', async () => {

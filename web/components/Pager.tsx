@@ -48,7 +48,8 @@ export function Pager({ pages, shown, nextCursor, noun, pageSize }: { pages: Cur
 /**
  * A list's total as the API counts it: exact up to 1,000, and past that `total: 1000, totalExact: false` (the lists over
  * tables that grow: emails, events, contacts, executions, deliveries, received mail, suppressions, the audit log, a
- * segment's members), shown "more than 1,000". With nouns, the right one follows the number.
+ * segment's members), shown "more than 1,000"; a contact search counts up to 100, shown "more than 100". With nouns,
+ * the right one follows the number.
  */
 export function totalText(page: { total: number; totalExact?: boolean }, one = '', many = one): string {
   const exact = page.totalExact !== false;
