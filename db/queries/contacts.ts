@@ -3,7 +3,7 @@ import { campaignTally } from './campaignTally';
 import { isTransaction } from '../database';
 import { Contact, type ContactData } from '../models/Contact';
 import { recordEvents } from './events';
-import { LIST_COUNT_CAP, cappedCount, listCappedPage, pageQueries, type CappedList, type PageRequest } from '../pages';
+import { LIST_COUNT_CAP, cappedCount, cappedTotal, pageQueries, pageWithTotal, wholeOf, type CappedList, type PageRequest } from '../pages';
 
 /** A contact write: `data` keys merge into the stored data, and a `null` value deletes its key. */
 export interface ContactInput {
@@ -208,12 +208,15 @@ export const SEARCH_COUNT_CAP = 100;
 export const contactCountCap = (filter: ContactFilter): number => (filter.search ? SEARCH_COUNT_CAP : CONTACT_COUNT_CAP);
 
 /**
- * The two queries of a list page as listContacts sends them (db/pages.ts listCappedPage): `limit + 1` rows newest first
- * after `afterId`, and the filter's capped count, read newest first when the list runs with its generic plan.
+ * The two queries of a list page as listContacts sends them: `limit + 1` rows newest first after `afterId`, and the
+ * filter's capped count, read newest first too: with its generic plan it must be (db/pages.ts cappedCount), and a
+ * search's, free of it, was planned as a sequential scan stopped by its LIMIT, which finds a common term's first 101
+ * matches quickly only where the project's contacts lie evenly through the table (a project whose contacts came last
+ * would read the others' first); newest first it reads the project's own, as its page does.
  */
 export function contactListQueries(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest) {
   const filtered = () => filteredContacts(db, projectId, filter);
-  return { page: pageQueries(filtered, page).page, count: cappedCount(filtered, contactCountCap(filter), contactListGeneric(filter) ? 'id' : undefined) };
+  return { page: pageQueries(filtered, page).page, count: cappedCount(filtered, contactCountCap(filter), 'id') };
 }
 
 /**
@@ -226,8 +229,10 @@ export function contactListQueries(db: Knex, projectId: string, filter: ContactF
 export const contactListGeneric = (filter: ContactFilter): boolean => !filter.search;
 
 /** One page of contacts plus the total matching the filter, capped (contactCountCap; db/pages.ts: one statement). */
-export function listContacts(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest): Promise<CappedList<Contact>> {
-  return listCappedPage(() => filteredContacts(db, projectId, filter), page, contactCountCap(filter), (row) => Contact.fromDatabaseJson(row), 'id', contactListGeneric(filter));
+export async function listContacts(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest): Promise<CappedList<Contact>> {
+  const queries = contactListQueries(db, projectId, filter, page);
+  const { rows, total } = await pageWithTotal(queries.page, queries.count, { whole: wholeOf(page), genericPlan: contactListGeneric(filter) });
+  return { rows: rows.map((row) => Contact.fromDatabaseJson(row)), ...cappedTotal(total, contactCountCap(filter)) };
 }
 
 export async function getContact(db: Knex, projectId: string, id: string): Promise<Contact | undefined> {
