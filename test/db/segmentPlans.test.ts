@@ -105,3 +105,25 @@ describe('a dynamic segment\'s first page', () => {
     expect([...first.rows.slice(0, 10), ...next.rows.slice(0, 10)].map((c) => c.id)).toEqual(apart.ids.slice(0, 20));
   });
 });
+
+test('a static segment whose members came after another\'s counts its own through the primary key, not the table', async () => {
+  // Another segment's 20,000 rows first in the table, then this one's 20,000: a scan of the table in its order would
+  // read all of the other's before the first of its own.
+  const other = (await db.knex('segments').insert({ project_id: projectId, name: 'Earlier', type: 'STATIC' }).returning('id'))[0].id;
+  const later = (await db.knex('segments').insert({ project_id: projectId, name: 'Later', type: 'STATIC' }).returning('id'))[0].id;
+  for (const segment of [other, later]) {
+    await db.knex.raw(`INSERT INTO segment_members (project_id, segment_id, contact_id) SELECT project_id, ?, id FROM contacts WHERE project_id = ? ORDER BY id LIMIT 20000`, [segment, projectId]);
+  }
+  await db.knex.raw('VACUUM ANALYZE segment_members');
+  const all = await loadSegments(db.knex, projectId);
+  const { page, count, options } = segmentMemberQueries(db.knex, projectId, all.get(later)!, all, { limit: 50, afterId: cursor });
+  const { sql, bindings } = pageStatement(page, count, options).toSQL();
+  const res = await db.knex.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, bindings as never[]);
+  const reads = nodes(res.rows[0]['QUERY PLAN'][0].Plan as PlanNode).filter((n) => n['Relation Name'] === 'segment_members');
+  expect(reads.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+  // The count's read: its 1,001 rows and nothing of the other segment.
+  const counted = reads.find((n) => n['Actual Rows'] === 1001);
+  expect(counted).toBeDefined();
+  expect((counted as PlanNode & { 'Rows Removed by Filter'?: number })['Rows Removed by Filter'] ?? 0).toBe(0);
+  expect(await segmentMembers(db.knex, projectId, later, { limit: 50, afterId: cursor })).toMatchObject({ total: 1000, totalExact: false });
+});
