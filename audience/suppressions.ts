@@ -36,7 +36,7 @@ export const filteredSuppressions = (db: Knex, projectId: string, filter: { reas
  * `genericPlan`): the project, or a reason, is an equality on the leading columns of an index ending in id.
  */
 export function listSuppressions(db: Knex, projectId: string, filter: { reason?: SuppressionReason | typeof ERASED_REASON }, page: PageRequest): Promise<CappedList<Suppression>> {
-  return listCappedPage<Suppression>(filteredSuppressions(db, projectId, filter), page, undefined, undefined, 'id', true);
+  return listCappedPage<Suppression>(filteredSuppressions(db, projectId, filter), page, undefined, undefined, 'id', { genericPlan: true });
 }
 
 /**

@@ -232,10 +232,23 @@ export interface CappedList<R> {
   totalExact: boolean;
 }
 
+/** How listCappedPage plans its statement. */
+export interface CappedPageOptions {
+  /** PageStatementOptions' `genericPlan`; the count is then read newest first, as a generic plan requires. */
+  genericPlan?: boolean;
+  /**
+   * The count read newest first (by the keyset column) in a plan made for the values too: for a list whose every filter
+   * is served by an index that ends in its key, so that the count reads what the page reads. Left to itself the planner
+   * may count by a sequential scan stopped by its LIMIT when the matches are most of the table, which is quick only
+   * while they lie evenly through it: a project or an endpoint whose rows came after the others' reads all of theirs
+   * first (BENCHMARKS.md section 60).
+   */
+  countNewestFirst?: boolean;
+}
+
 /**
  * A page and its capped count (cappedCount) in one statement, as listPage does with an exact one. `column`: the keyset
- * column as the query names it (`c.id` in a join). `genericPlan`: PageStatementOptions' (the count is then read newest
- * first, as it requires).
+ * column as the query names it (`c.id` in a join).
  */
 export async function listCappedPage<R>(
   filtered: () => Knex.QueryBuilder,
@@ -243,10 +256,10 @@ export async function listCappedPage<R>(
   cap: number = LIST_COUNT_CAP,
   rowOf: (row: Record<string, unknown>) => R = (row) => row as R,
   column = 'id',
-  genericPlan = false,
+  { genericPlan = false, countNewestFirst = genericPlan }: CappedPageOptions = {},
 ): Promise<CappedList<R>> {
   const { page } = pageQueries(filtered, request, column);
-  const count = cappedCount(filtered, cap, genericPlan ? column : undefined);
+  const count = cappedCount(filtered, cap, countNewestFirst ? column : undefined);
   const { rows, total } = await pageWithTotal(page, count, { column, whole: wholeOf(request), genericPlan });
   return { rows: rows.map(rowOf), ...cappedTotal(total, cap) };
 }

@@ -126,7 +126,7 @@ export function inboundMessageService({ knex, secret }: InboundMessagesDeps) {
   return {
     /** A page, newest first, and its total: exact up to 1,000 (db/pages.ts LIST_COUNT_CAP). */
     list(projectId: string, filter: InboundFilter, page: PageRequest): Promise<CappedList<InboundMessage>> {
-      return listCappedPage(filteredInbound(knex, projectId, filter), page, LIST_COUNT_CAP, messageOf, 'id', inboundListGeneric(filter));
+      return listCappedPage(filteredInbound(knex, projectId, filter), page, LIST_COUNT_CAP, messageOf, 'id', { genericPlan: inboundListGeneric(filter) });
     },
     get: async (projectId: string, id: string) => messageOf(await find(projectId, id)),
     async raw(projectId: string, id: string): Promise<Buffer> {

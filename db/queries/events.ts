@@ -324,7 +324,7 @@ export const eventListGeneric = (filter: EventFilter): boolean => !filter.since 
 /** One page of events, newest first, after `afterId`, and the total matching the filter (capped: EVENT_COUNT_CAP). */
 export async function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<CappedList<Event>> {
   const idFrom = filter.since ? await idFloorSince(db, projectId, filter.since) : undefined;
-  return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row), 'id', eventListGeneric(filter));
+  return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row), 'id', { genericPlan: eventListGeneric(filter) });
 }
 
 export interface EventNameRow {

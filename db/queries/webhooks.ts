@@ -107,6 +107,8 @@ export async function listDeliveries(db: Knex, projectId: string, endpointId: st
       return { ...row, attempt_log: row.attempt_log.map((a) => ({ ...a, created_at: new Date(a.created_at) })) };
     },
     'd.id',
+    // Counted newest first, through webhook_deliveries_endpoint_idx (endpoint_id, id) as the page is.
+    { countNewestFirst: true },
   );
 }
 

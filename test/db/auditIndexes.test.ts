@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
-import { auditListQueries, type AuditFilter } from '../../audit/log';
+import { auditListQueries, listAudit, type AuditFilter } from '../../audit/log';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { analyzedPlanOfCall } from '../support/plans';
 
 /**
  * Every query path of GET /audit-log and GET /keys is served by an index (20261130000002_keys_audit names which),
@@ -64,4 +65,24 @@ test.each<[string, () => AuditFilter, boolean]>([
 test('GET /keys never reads api_keys sequentially', async () => {
   const p = await plan(db.knex('api_keys').where('project_id', projectId).whereNull('revoked_at').orderBy('id', 'desc').limit(21));
   expect(p).not.toMatch(/Seq Scan on api_keys/);
+});
+
+test('a project whose entries came after another\'s counts its own newest first, not the table from its start', async () => {
+  // Another project's 40,000 entries first in the table, then this one's 40,000: a scan of the table in its order would
+  // read all of the other's before the first of its own.
+  const [early, late] = [(await createProject('early')).id, (await createProject('late')).id];
+  for (const p of [early, late]) {
+    await db.knex.raw(
+      `INSERT INTO audit_log (project_id, actor_kind, actor_id, operation, resource_type, resource_id, address, at)
+       SELECT ?, 'key', herald_uuidv7(), 'deleteContact', 'contact', 'r' || g, '127.0.0.1', now() FROM generate_series(1, 40000) g`, [p]);
+  }
+  await db.knex.raw('VACUUM ANALYZE audit_log');
+  const nodes = await analyzedPlanOfCall(db.knex, async () => {
+    expect(await listAudit(db.knex, late, {}, { limit: 50 })).toMatchObject({ total: 1000, totalExact: false });
+  });
+  const reads = nodes.filter((n) => n['Relation Name'] === 'audit_log' && n['Actual Loops'] > 0);
+  expect(reads.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+  // The count's read: its 1,001 entries and none of the other project's.
+  const counted = reads.find((n) => n['Actual Rows'] === 1001);
+  expect(counted?.['Rows Removed by Filter'] ?? 0).toBe(0);
 });

@@ -41,3 +41,34 @@ export async function genericPlanOf(db: Knex, statement: { toSQL(): { toNative()
 
 /** A plan under its first node: a list statement's own sort of its page's rows (at most limit + 1) left out. */
 export const belowTheTop = (plan: string) => plan.split('\n').slice(1).join('\n');
+
+/** A node of EXPLAIN (ANALYZE, FORMAT JSON), with the fields these tests read. */
+export interface AnalyzedNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  Plans?: AnalyzedNode[];
+}
+
+/**
+ * The plan of the last statement `call` sends (knex's `query` event, which db/prepared.ts emits too), run again under
+ * EXPLAIN (ANALYZE, FORMAT JSON) with its bindings: the list code's own statement, as PostgreSQL runs it. Its nodes,
+ * flattened.
+ */
+export async function analyzedPlanOfCall(db: Knex, call: () => Promise<unknown>): Promise<AnalyzedNode[]> {
+  let sent: { sql: string; bindings: readonly unknown[] } | undefined;
+  const capture = (q: { sql: string; bindings?: readonly unknown[] }) => { sent = { sql: q.sql, bindings: q.bindings ?? [] }; };
+  db.on('query', capture);
+  try {
+    await call();
+  } finally {
+    db.off('query', capture);
+  }
+  if (!sent) throw new Error('no statement was sent');
+  const res = await db.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${sent.sql.replace(/\$\d+/g, '?')}`, sent.bindings as Knex.RawBinding[]);
+  const flat = (n: AnalyzedNode): AnalyzedNode[] => [n, ...(n.Plans ?? []).flatMap(flat)];
+  return flat(res.rows[0]['QUERY PLAN'][0].Plan as AnalyzedNode);
+}

@@ -4,7 +4,7 @@ import { filteredDeliveries, listDeliveries } from '../../db/queries/webhooks';
 import { CLAIM_SQL } from '../../worker/webhookQueue';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { partitionedPlan } from '../support/plans';
+import { analyzedPlanOfCall, partitionedPlan } from '../support/plans';
 
 /**
  * Every query path of webhooks is served by an index (the migration 20261124000003_webhooks names which), read from
@@ -73,7 +73,7 @@ test.each([
   const afterId = cursor ? (await db.knex('webhook_deliveries').where({ endpoint_id: endpointId }).orderBy('id', 'desc').offset(1000).first('id')).id as string : undefined;
   const filtered = filteredDeliveries(db.knex, projectId, endpointId);
   const { page } = pageQueries(filtered, { limit: 20, ...(afterId ? { afterId } : {}) }, 'd.id');
-  for (const q of [page, cappedCount(filtered)]) {
+  for (const q of [page, cappedCount(filtered, undefined, 'd.id')]) { // the count as listDeliveries sends it: newest first
     const p = await planOf(q);
     expect(p).toContain('webhook_deliveries_endpoint_idx');
     expect(p).not.toMatch(/Seq Scan/);
@@ -93,4 +93,21 @@ test('GET /webhooks reads the project\'s endpoints by webhook_endpoints_project_
   } finally {
     await db.knex.raw('RESET enable_seqscan');
   }
+});
+
+test('an endpoint whose deliveries came after the others\' counts its own newest first, not the table from its start', async () => {
+  // A new endpoint's 100,000 deliveries after the 200,000 of the others: a scan of the table in its order would read all
+  // of theirs before the first of its own.
+  const [{ id: late }] = await db.knex('webhook_endpoints').insert({ project_id: projectId, url: 'https://hooks.example.org/late', events: ['email.sent'], enabled: true, secret: Buffer.alloc(1) }).returning('id');
+  await db.knex.raw(
+    `INSERT INTO webhook_deliveries (project_id, endpoint_id, type, payload, status, next_attempt_at)
+     SELECT ?, ?, 'email.sent', '{}'::jsonb, 'SUCCEEDED', now() FROM generate_series(1, 100000) g`, [projectId, late]);
+  await db.knex.raw('VACUUM ANALYZE webhook_deliveries');
+  const nodes = await analyzedPlanOfCall(db.knex, async () => {
+    expect(await listDeliveries(db.knex, projectId, late, { limit: 25 })).toMatchObject({ total: 1000, totalExact: false });
+  });
+  const reads = nodes.filter((n) => n['Relation Name'] === 'webhook_deliveries' && n['Actual Loops'] > 0);
+  expect(reads.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+  const counted = reads.find((n) => n['Actual Rows'] === 1001);
+  expect(counted?.['Rows Removed by Filter'] ?? 0).toBe(0);
 });
