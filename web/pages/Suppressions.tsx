@@ -85,6 +85,12 @@ function AddSuppression({ open, onClose, onAdded }: { open: boolean; onClose: ()
   );
 }
 
+/** An address that a phone's narrow cell wraps after its `@` first (a `<wbr>`), and only then anywhere. */
+function breakableAddress(email: string) {
+  const at = email.lastIndexOf('@');
+  return at < 0 ? email : <>{email.slice(0, at + 1)}<wbr />{email.slice(at + 1)}</>;
+}
+
 export default function Suppressions() {
   const { query, route } = useLocation();
   const { can } = useSession();
@@ -130,7 +136,7 @@ export default function Suppressions() {
                 <tbody>
                   {items.map((s) => (
                     <tr key={s.id}>
-                      <td class="truncate fill wrap-phone">{s.email}<span class="sub show-phone">Since <Time value={s.createdAt} /></span></td>
+                      <td class="truncate fill wrap-phone">{breakableAddress(s.email)}<span class="sub show-phone">Since <Time value={s.createdAt} /></span></td>
                       <td><ReasonBadge reason={s.reason} /></td>
                       <td class="truncate muted hide-phone">{detailLine(s.details)}</td>
                       <td class="hide-phone"><Time value={s.createdAt} /></td>
