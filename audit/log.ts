@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { LIST_COUNT_CAP, cappedCount, listCappedPage, pageQueries, type CappedList, type PageRequest } from '../db/pages';
+import { LIST_COUNT_CAP, cappedPageQueries, listCappedPage, type CappedList, type CappedPageOptions, type PageRequest } from '../db/pages';
 import type { Principal } from '../projects/roles';
 
 /**
@@ -106,16 +106,18 @@ function filteredAudit(db: Knex, projectId: string, filter: AuditFilter): () => 
 }
 
 /**
- * The page and count queries of a list, as listAudit sends them (for test/db's plans: every query path has its index).
- * The count is read newest first, as the page is: every filter's index ends in the id (the migration), or the filter
- * (a time) is read along the primary key.
+ * How a list of the log runs: its count read newest first, as its page is: every filter's index ends in the id (the
+ * migration), or the filter (a time) is read along the primary key.
  */
+const AUDIT_LIST: CappedPageOptions = { countNewestFirst: true };
+
+/** The page and count queries of a list, as listAudit sends them (for test/db's plans: every query path has its index). */
 export const auditListQueries = (db: Knex, projectId: string, filter: AuditFilter, page: PageRequest) =>
-  ({ page: pageQueries(filteredAudit(db, projectId, filter), page).page, count: cappedCount(filteredAudit(db, projectId, filter), LIST_COUNT_CAP, 'id') });
+  cappedPageQueries(filteredAudit(db, projectId, filter), page, LIST_COUNT_CAP, 'id', AUDIT_LIST);
 
 /** A page of the project's log, newest first, and its total: exact up to 1,000 (db/pages.ts LIST_COUNT_CAP). */
 export function listAudit(db: Knex, projectId: string, filter: AuditFilter, page: PageRequest): Promise<CappedList<AuditRow>> {
-  return listCappedPage<AuditRow>(filteredAudit(db, projectId, filter), page, LIST_COUNT_CAP, undefined, 'id', { countNewestFirst: true });
+  return listCappedPage<AuditRow>(filteredAudit(db, projectId, filter), page, LIST_COUNT_CAP, undefined, 'id', AUDIT_LIST);
 }
 
 export function auditService({ knex }: { knex: Knex }) {

@@ -247,6 +247,15 @@ export interface CappedPageOptions {
 }
 
 /**
+ * The page and capped count queries of listCappedPage, as it sends them (exported for the EXPLAIN tests of a list's
+ * plans, so that they read the very statements the list runs).
+ */
+export function cappedPageQueries(filtered: () => Knex.QueryBuilder, request: PageRequest, cap: number = LIST_COUNT_CAP, column = 'id', options: CappedPageOptions = {}) {
+  const { genericPlan = false, countNewestFirst = genericPlan } = options;
+  return { page: pageQueries(filtered, request, column).page, count: cappedCount(filtered, cap, countNewestFirst ? column : undefined) };
+}
+
+/**
  * A page and its capped count (cappedCount) in one statement, as listPage does with an exact one. `column`: the keyset
  * column as the query names it (`c.id` in a join).
  */
@@ -256,10 +265,9 @@ export async function listCappedPage<R>(
   cap: number = LIST_COUNT_CAP,
   rowOf: (row: Record<string, unknown>) => R = (row) => row as R,
   column = 'id',
-  { genericPlan = false, countNewestFirst = genericPlan }: CappedPageOptions = {},
+  options: CappedPageOptions = {},
 ): Promise<CappedList<R>> {
-  const { page } = pageQueries(filtered, request, column);
-  const count = cappedCount(filtered, cap, countNewestFirst ? column : undefined);
-  const { rows, total } = await pageWithTotal(page, count, { column, whole: wholeOf(request), genericPlan });
+  const { page, count } = cappedPageQueries(filtered, request, cap, column, options);
+  const { rows, total } = await pageWithTotal(page, count, { column, whole: wholeOf(request), genericPlan: options.genericPlan ?? false });
   return { rows: rows.map(rowOf), ...cappedTotal(total, cap) };
 }

@@ -3,7 +3,7 @@ import { campaignTally } from './campaignTally';
 import { isTransaction } from '../database';
 import { Contact, type ContactData } from '../models/Contact';
 import { recordEvents } from './events';
-import { LIST_COUNT_CAP, cappedCount, cappedTotal, pageQueries, pageWithTotal, wholeOf, type CappedList, type PageRequest } from '../pages';
+import { LIST_COUNT_CAP, cappedPageQueries, listCappedPage, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
 
 /** A contact write: `data` keys merge into the stored data, and a `null` value deletes its key. */
 export interface ContactInput {
@@ -215,8 +215,7 @@ export const contactCountCap = (filter: ContactFilter): number => (filter.search
  * would read the others' first); newest first it reads the project's own, as its page does.
  */
 export function contactListQueries(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest) {
-  const filtered = () => filteredContacts(db, projectId, filter);
-  return { page: pageQueries(filtered, page).page, count: cappedCount(filtered, contactCountCap(filter), 'id') };
+  return cappedPageQueries(() => filteredContacts(db, projectId, filter), page, contactCountCap(filter), 'id', contactListOptions(filter));
 }
 
 /**
@@ -228,11 +227,12 @@ export function contactListQueries(db: Knex, projectId: string, filter: ContactF
  */
 export const contactListGeneric = (filter: ContactFilter): boolean => !filter.search;
 
+/** How a list of contacts runs (contactListQueries says why the count is read newest first). */
+const contactListOptions = (filter: ContactFilter): CappedPageOptions => ({ genericPlan: contactListGeneric(filter), countNewestFirst: true });
+
 /** One page of contacts plus the total matching the filter, capped (contactCountCap; db/pages.ts: one statement). */
-export async function listContacts(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest): Promise<CappedList<Contact>> {
-  const queries = contactListQueries(db, projectId, filter, page);
-  const { rows, total } = await pageWithTotal(queries.page, queries.count, { whole: wholeOf(page), genericPlan: contactListGeneric(filter) });
-  return { rows: rows.map((row) => Contact.fromDatabaseJson(row)), ...cappedTotal(total, contactCountCap(filter)) };
+export function listContacts(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest): Promise<CappedList<Contact>> {
+  return listCappedPage(() => filteredContacts(db, projectId, filter), page, contactCountCap(filter), (row) => Contact.fromDatabaseJson(row), 'id', contactListOptions(filter));
 }
 
 export async function getContact(db: Knex, projectId: string, id: string): Promise<Contact | undefined> {

@@ -4,6 +4,7 @@ import { cappedCount, cappedTotal, pageQueries, pageStatement, pageWithTotal } f
 import { segmentContacts } from '../../audience/segmentQueries';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { planNodes, type AnalyzedNode } from '../support/plans';
 
 /**
  * A dynamic segment's first page is read once, in its count's plan (db/pages.ts firstPageOfCount), and answers what a
@@ -30,15 +31,13 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => { await db.close(); });
 
-interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Actual Rows': number; 'Actual Loops': number; Plans?: PlanNode[] }
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
 test('a page deep in a static segment reads its members from the cursor down', async () => {
   const all = await loadSegments(db.knex, projectId);
   const { page, count, options } = segmentMemberQueries(db.knex, projectId, all.get(segmentId)!, all, { limit: 50, afterId: cursor });
   const { sql, bindings } = pageStatement(page, count, options).toSQL();
   const res = await db.knex.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, bindings as never[]);
-  const read = nodes(res.rows[0]['QUERY PLAN'][0].Plan as PlanNode).filter((n) => n['Relation Name'] === 'segment_members');
+  const read = planNodes(res.rows[0]['QUERY PLAN'][0].Plan as AnalyzedNode).filter((n) => n['Relation Name'] === 'segment_members');
   // The page's read of the members (the count's reads its 1,001 from the top, as a count does).
   const pageRead = Math.min(...read.map((n) => n['Actual Rows']));
   expect(pageRead).toBeLessThan(500);
@@ -84,7 +83,7 @@ describe('a dynamic segment\'s first page', () => {
     const { page, count, options } = segmentMemberQueries(db.knex, projectId, all.get(segments.opened!)!, all, { limit: 10 });
     const { sql, bindings } = pageStatement(page, count, options).toSQL();
     const res = await db.knex.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, bindings as never[]);
-    const eventReads = nodes(res.rows[0]['QUERY PLAN'][0].Plan as PlanNode).filter((n) => /^events/.test(n['Relation Name'] ?? ''));
+    const eventReads = planNodes(res.rows[0]['QUERY PLAN'][0].Plan as AnalyzedNode).filter((n) => /^events/.test(n['Relation Name'] ?? ''));
     expect(eventReads.length).toBeGreaterThan(0);
     expect(Math.max(...eventReads.map((n) => n['Actual Loops']))).toBe(1);
   });
@@ -119,11 +118,11 @@ test('a static segment whose members came after another\'s counts its own throug
   const { page, count, options } = segmentMemberQueries(db.knex, projectId, all.get(later)!, all, { limit: 50, afterId: cursor });
   const { sql, bindings } = pageStatement(page, count, options).toSQL();
   const res = await db.knex.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, bindings as never[]);
-  const reads = nodes(res.rows[0]['QUERY PLAN'][0].Plan as PlanNode).filter((n) => n['Relation Name'] === 'segment_members');
+  const reads = planNodes(res.rows[0]['QUERY PLAN'][0].Plan as AnalyzedNode).filter((n) => n['Relation Name'] === 'segment_members');
   expect(reads.map((n) => n['Node Type'])).not.toContain('Seq Scan');
   // The count's read: its 1,001 rows and nothing of the other segment.
   const counted = reads.find((n) => n['Actual Rows'] === 1001);
   expect(counted).toBeDefined();
-  expect((counted as PlanNode & { 'Rows Removed by Filter'?: number })['Rows Removed by Filter'] ?? 0).toBe(0);
+  expect(counted?.['Rows Removed by Filter'] ?? 0).toBe(0);
   expect(await segmentMembers(db.knex, projectId, later, { limit: 50, afterId: cursor })).toMatchObject({ total: 1000, totalExact: false });
 });

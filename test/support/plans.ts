@@ -69,6 +69,8 @@ export async function analyzedPlanOfCall(db: Knex, call: () => Promise<unknown>)
   }
   if (!sent) throw new Error('no statement was sent');
   const res = await db.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${sent.sql.replace(/\$\d+/g, '?')}`, sent.bindings as Knex.RawBinding[]);
-  const flat = (n: AnalyzedNode): AnalyzedNode[] => [n, ...(n.Plans ?? []).flatMap(flat)];
-  return flat(res.rows[0]['QUERY PLAN'][0].Plan as AnalyzedNode);
+  return planNodes(res.rows[0]['QUERY PLAN'][0].Plan as AnalyzedNode);
 }
+
+/** A plan's nodes (FORMAT JSON), the root and every node under it. */
+export const planNodes = (n: AnalyzedNode): AnalyzedNode[] => [n, ...(n.Plans ?? []).flatMap(planNodes)];
