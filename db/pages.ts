@@ -183,6 +183,16 @@ export function idFloor(at: Date): string {
 export const LIST_COUNT_CAP = 1_000;
 
 /**
+ * How far a list counts the rows it finds by testing each candidate rather than by reading an index range: a contact
+ * search's pattern, a dynamic segment's condition. Their matches lie all over a large project, so a count to 1,000 reads
+ * tens of thousands of rows for a page that read a few thousand: a search for `grace` (2.5 % of 1,000,000 contacts),
+ * 25,000 through the trigram index, 19-25 ms (BENCHMARKS.md section 60); a segment of the contacts who opened an email
+ * in 30 days, ~3,300 contacts and their events, ~5 ms (section 61). Past it the total says "at least" as any capped
+ * one; a segment's size is its kept member count (GET /segments/:id).
+ */
+export const MATCH_COUNT_CAP = 100;
+
+/**
  * A count that stops at `cap`: past it a list's total says "at least" (`totalExact: false`). An exact count(*) over a
  * project's million rows costs ~100 ms however it is indexed; up to the cap it is one short index-only range scan.
  * Counts `cap + 1` rows, so that the caller can tell "exactly cap" from "more". `newestFirst`: the keyset column, to
@@ -244,6 +254,12 @@ export interface CappedPageOptions {
    * first (BENCHMARKS.md section 60).
    */
   countNewestFirst?: boolean;
+  /**
+   * What the count reads, when it is `filtered`'s rows without conditions that only steer the page's read (a window of
+   * events' id bounds, which every event of the window meets, and which its count checked in each entry's row), and
+   * the column it reads them newest first by (cappedCount's `newestFirst`).
+   */
+  counted?: { rows: () => Knex.QueryBuilder; newestFirst?: string };
 }
 
 /**
@@ -251,8 +267,9 @@ export interface CappedPageOptions {
  * plans, so that they read the very statements the list runs).
  */
 export function cappedPageQueries(filtered: () => Knex.QueryBuilder, request: PageRequest, cap: number = LIST_COUNT_CAP, column = 'id', options: CappedPageOptions = {}) {
-  const { genericPlan = false, countNewestFirst = genericPlan } = options;
-  return { page: pageQueries(filtered, request, column).page, count: cappedCount(filtered, cap, countNewestFirst ? column : undefined) };
+  const { genericPlan = false, countNewestFirst = genericPlan, counted } = options;
+  const count = counted ? cappedCount(counted.rows, cap, counted.newestFirst) : cappedCount(filtered, cap, countNewestFirst ? column : undefined);
+  return { page: pageQueries(filtered, request, column).page, count };
 }
 
 /**

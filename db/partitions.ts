@@ -103,16 +103,28 @@ export const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 export interface Partition {
   name: string;
+  /** The table's oid, as text: a partition dropped and made again under its name has another. */
+  oid: string;
   /** Range bounds as times (a UUID key's bound: the time of its prefix); null: MINVALUE (lower) or MAXVALUE (upper). */
   from: Date | null;
   to: Date | null;
   isDefault: boolean;
 }
 
+/**
+ * For a statement built from a list of partitions read earlier (a process's cached list): the SQL of `t`'s partitions'
+ * oids as they are now, one text in oid order (NULL for none), to select beside the statement's work; partitionOids is
+ * the same text of a list. When the two differ, the list is out of date (a month made or dropped since).
+ */
+export const partitionOidsSql = (t: PartitionedTable): string =>
+  `(SELECT string_agg(i.inhrelid::text, ',' ORDER BY i.inhrelid) FROM pg_inherits i WHERE i.inhparent = to_regclass('${t.table}'))`;
+export const partitionOids = (parts: readonly Partition[]): string | null =>
+  parts.map((p) => p.oid).sort((a, b) => Number(a) - Number(b)).join(',') || null;
+
 /** The partitions of `t`, oldest first, the default last. */
 export async function listPartitions(db: Knex | Knex.Transaction, t: PartitionedTable): Promise<Partition[]> {
   const { rows } = await db.raw(
-    `SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
+    `SELECT c.relname AS name, c.oid::text AS oid, pg_get_expr(c.relpartbound, c.oid) AS bound
      FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
      WHERE i.inhparent = to_regclass(?)`,
     [t.table],
@@ -124,10 +136,10 @@ export async function listPartitions(db: Knex | Knex.Transaction, t: Partitioned
     // PostgreSQL prints a timestamptz bound in the session's time zone, e.g. '2026-11-01 00:00:00+00'.
     return new Date(literal.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00').replace(/([+-]\d\d)(\d\d)$/, '$1:$2'));
   };
-  const parts: Partition[] = (rows as { name: string; bound: string }[]).map((r) => {
-    if (r.bound === 'DEFAULT') return { name: r.name, from: null, to: null, isDefault: true };
+  const parts: Partition[] = (rows as { name: string; oid: string; bound: string }[]).map((r) => {
+    if (r.bound === 'DEFAULT') return { name: r.name, oid: r.oid, from: null, to: null, isDefault: true };
     const m = /FROM \((.+?)\) TO \((.+?)\)/.exec(r.bound);
-    return { name: r.name, from: value(m?.[1]), to: value(m?.[2]), isDefault: false };
+    return { name: r.name, oid: r.oid, from: value(m?.[1]), to: value(m?.[2]), isDefault: false };
   });
   return parts.sort((a, b) => Number(a.isDefault) - Number(b.isDefault) || (a.from?.getTime() ?? -Infinity) - (b.from?.getTime() ?? -Infinity));
 }

@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import { LIST_COUNT_CAP, idFloor, listCappedPage, type CappedList, type PageRequest } from '../pages';
+import { preparedStatement } from '../prepared';
+import { LIST_COUNT_CAP, idFloor, listCappedPage, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
 import { Event } from '../models/Event';
-import { ident, listPartitions, partitioned } from '../partitions';
+import { ident, listPartitions, partitioned, partitionOids, partitionOidsSql, type Partition } from '../partitions';
 
 export interface NewEvent {
   /** Preset id (an email's pre-announced event id); otherwise the database assigns a UUIDv7. */
@@ -265,6 +267,16 @@ export const EVENT_COUNT_CAP = LIST_COUNT_CAP;
  */
 export const EVENT_ID_LEAD_MS = 60 * 60 * 1000;
 
+/** The events the filter names, by what they are (project, name, contact, time), before any bound of their ids. */
+function matchingEvents(db: Knex, projectId: string, filter: EventFilter): Knex.QueryBuilder {
+  const q = db('events').where('project_id', projectId);
+  if (filter.name !== undefined) q.where('name', filter.name);
+  if (filter.contactId !== undefined) q.where('contact_id', filter.contactId);
+  if (filter.since) q.where('created_at', '>=', filter.since);
+  if (filter.until) q.where('created_at', '<', filter.until);
+  return q;
+}
+
 /**
  * The filtered, project-scoped query of a list (exported for the EXPLAIN tests of its indexes). `until` also bounds
  * the ids (EVENT_ID_LEAD_MS later, so that no event of the range is left out): the page reads the primary key newest
@@ -273,16 +285,32 @@ export const EVENT_ID_LEAD_MS = 60 * 60 * 1000;
  */
 export function filteredEvents(db: Knex, projectId: string, filter: EventFilter, idFrom?: string): () => Knex.QueryBuilder {
   return () => {
-    const q = db('events').where('project_id', projectId);
-    if (filter.name !== undefined) q.where('name', filter.name);
-    if (filter.contactId !== undefined) q.where('contact_id', filter.contactId);
-    if (filter.since) q.where('created_at', '>=', filter.since);
-    if (filter.until) q.where('created_at', '<', filter.until).where('id', '<', idFloor(new Date(filter.until.getTime() + EVENT_ID_LEAD_MS)));
+    const q = matchingEvents(db, projectId, filter);
+    if (filter.until) q.where('id', '<', idFloor(new Date(filter.until.getTime() + EVENT_ID_LEAD_MS)));
     // The lowest id worth reading (idFloorSince).
     if (idFrom) q.where('id', '>=', idFrom);
     return q;
   };
 }
+
+/**
+ * What the count of a time window alone reads (CappedPageOptions `counted`): its events without the id bounds, which
+ * every event of the window meets, newest first by `created_at`: an index-only read of `(project_id, created_at)`
+ * stopped at the cap, where the bounds made it visit each entry's row to check them, or read the whole window by a
+ * bitmap first (a day of 15,000 events: 1.2-3.3 ms for a count of 1,001; BENCHMARKS.md section 61). Undefined for any
+ * other filter, whose count reads what its page does: with a name or a contact the bounds let it read a range of ids.
+ */
+export function countedEvents(db: Knex, projectId: string, filter: EventFilter): CappedPageOptions['counted'] {
+  const windowAlone = (filter.since || filter.until) && filter.name === undefined && filter.contactId === undefined;
+  return windowAlone ? { rows: () => matchingEvents(db, projectId, filter), newestFirst: 'created_at' } : undefined;
+}
+
+/**
+ * The events' partitions as this process last read them, per database (keyed by knex's connection settings, which its
+ * transactions share): they change once a month or so (made ahead, dropped by retention), and reading them took a round
+ * trip of its own, ~1 ms, before each list of a time window. idFloorSince checks them in its own statement.
+ */
+const knownPartitions = new WeakMap<object, Partition[]>();
 
 /**
  * The lowest id an event created since `since` can have in this project, as far as the partitions say: the lower bound
@@ -292,21 +320,52 @@ export function filteredEvents(db: Knex, projectId: string, filter: EventFilter,
  * with no event in the window (the older months' one, with a project's hundreds of thousands of events) was read whole
  * to find none, 360 ms for one day of a million events (BENCHMARKS.md section 52). The ids themselves cannot be bounded
  * by `since`: an email.sent keeps the id announced when its email was queued, any time before (EVENT_ID_LEAD_MS).
+ * One round trip: the probes run on the process's list of partitions (knownPartitions), and the same statement reads
+ * the partitions' oids; when they are not the list's (a month made or dropped since), or a partition named is gone, the
+ * list is read again and the probes asked once more.
  */
 export async function idFloorSince(db: Knex, projectId: string, since: Date): Promise<string | undefined> {
-  const parts = await listPartitions(db, partitioned('events'));
-  if (parts.length === 0) return undefined;
+  const events = partitioned('events');
+  const key = db.client.config as object;
+  let parts = knownPartitions.get(key);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    if (!parts) knownPartitions.set(key, parts = await listPartitions(db, events));
+    const probed = await newestPerPartition(db, projectId, parts);
+    if (probed && probed.oids === partitionOids(parts)) return floorOf(parts, probed.newest, since);
+    parts = undefined;
+  }
+  // The partitions changed twice under two probes: no bound this time (the page is right, only slower).
+  return undefined;
+}
+
+/** The probe statements of idFloorSince, one per list of partitions (a month or so each), prepared on each connection. */
+const probes = new Map<string, ReturnType<typeof preparedStatement>>();
+
+/**
+ * Each partition's newest event of the project (null: none), and the events' partitions' oids now; undefined when one
+ * of `parts` is gone. A named statement with its generic plan: one index probe per partition whatever the project, and
+ * planning it (0.6 ms, every partition's indexes considered) cost more than running it (0.2 ms).
+ */
+async function newestPerPartition(db: Knex, projectId: string, parts: readonly Partition[]): Promise<{ newest: (Date | null)[]; oids: string | null } | undefined> {
   const newest = (name: string) => `(SELECT max(created_at) FROM ONLY ${ident(name)} WHERE project_id = ?)`;
-  let times: (Date | string | null)[];
+  const sql = `SELECT ARRAY[${parts.map((p) => newest(p.name)).join(', ')}]::timestamptz[] AS newest, ${partitionOidsSql(partitioned('events'))} AS oids`;
+  let probe = probes.get(sql);
+  if (!probe) probes.set(sql, probe = preparedStatement(`herald_event_probe_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`, sql, { genericPlan: true }));
   try {
-    const { rows } = await db.raw(`SELECT ARRAY[${parts.map((p) => newest(p.name)).join(', ')}]::timestamptz[] AS newest`, parts.map(() => projectId));
-    times = (rows[0] as { newest: (Date | string | null)[] }).newest;
+    const { rows } = await probe(db, parts.map(() => projectId));
+    const row = rows[0] as { newest: (Date | string | null)[]; oids: string | null };
+    return { newest: row.newest.map((t) => (t === null ? null : new Date(t))), oids: row.oids };
   } catch (err) {
-    // A partition dropped by the retention job since it was listed: no bound this time (the page is right, only slower).
+    // A partition dropped by the retention job since it was listed.
     if ((err as { code?: string }).code === '42P01') return undefined;
     throw err;
   }
-  const live = parts.filter((_, i) => times[i] !== null && new Date(times[i]!) >= since);
+}
+
+/** idFloorSince's bound from the partitions and their newest events of the project. */
+function floorOf(parts: readonly Partition[], newest: readonly (Date | null)[], since: Date): string | undefined {
+  if (parts.length === 0) return undefined;
+  const live = parts.filter((_, i) => newest[i] !== null && newest[i]! >= since);
   // No partition has an event of the window: any bound above them all gives the empty page at once.
   if (live.length === 0) return idFloor(new Date(Math.max(...parts.map((p) => p.to?.getTime() ?? 0), since.getTime())));
   if (live.some((p) => p.isDefault || p.from === null)) return undefined;
@@ -324,7 +383,9 @@ export const eventListGeneric = (filter: EventFilter): boolean => !filter.since 
 /** One page of events, newest first, after `afterId`, and the total matching the filter (capped: EVENT_COUNT_CAP). */
 export async function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<CappedList<Event>> {
   const idFrom = filter.since ? await idFloorSince(db, projectId, filter.since) : undefined;
-  return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row), 'id', { genericPlan: eventListGeneric(filter) });
+  return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row), 'id', {
+    genericPlan: eventListGeneric(filter), counted: countedEvents(db, projectId, filter),
+  });
 }
 
 export interface EventNameRow {

@@ -1,8 +1,9 @@
 import type { Knex } from 'knex';
 import { emailListQueries } from '../../emails/emails';
 import { dailyStatsQuery, overview, overviewStatement } from '../../emails/overview';
-import { filteredEvents, idFloorSince, listEvents } from '../../db/queries/events';
-import { cappedCount, idFloor, pageQueries } from '../../db/pages';
+import { countedEvents, filteredEvents, idFloorSince, listEvents } from '../../db/queries/events';
+import { LIST_COUNT_CAP, cappedCount, cappedPageQueries, idFloor, pageQueries } from '../../db/pages';
+import { createPartition, dropPartition, partitioned } from '../../db/partitions';
 import { queueSql } from '../../metrics/database';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -142,6 +143,51 @@ test('a recent window of events leaves out the partition of older months, which 
   // A window with no event at all: an empty page.
   const none = await listEvents(db.knex, projectId, { since: new Date(old.getTime() - 86_400_000 * 30), until: new Date(old.getTime() - 86_400_000 * 29) }, { limit: 50 });
   expect(none.rows).toEqual([]);
+});
+
+test('a window of events reads the partitions once per process, and again when a month was made or dropped since', async () => {
+  const since = new Date(Date.now() - 86_400_000);
+  const floor = await idFloorSince(db.knex, projectId, since);
+  const statements: string[] = [];
+  const seen = (q: { sql: string }) => statements.push(q.sql);
+  const listings = () => statements.filter((sql) => sql.includes('FROM pg_inherits i JOIN pg_class c')).length;
+  db.knex.on('query', seen);
+  try {
+    // Known: the probes and the partitions' oids in one statement.
+    expect(await idFloorSince(db.knex, projectId, since)).toBe(floor);
+    expect(statements).toHaveLength(1);
+    // A month made since: the oids differ, the partitions are read again and probed again.
+    await createPartition(db.knex, partitioned('events'), 'events_p203101', { from: new Date(Date.UTC(2031, 0, 1)), to: new Date(Date.UTC(2031, 1, 1)) }, 5_000);
+    statements.length = 0;
+    expect(await idFloorSince(db.knex, projectId, since)).toBe(floor);
+    expect([statements.length, listings()]).toEqual([3, 1]);
+    statements.length = 0;
+    await idFloorSince(db.knex, projectId, since);
+    expect(statements).toHaveLength(1);
+    // A month dropped since: its probe fails, and the same.
+    await dropPartition(db.knex, 'events', 'events_p203101');
+    statements.length = 0;
+    expect(await idFloorSince(db.knex, projectId, since)).toBe(floor);
+    expect([statements.length, listings()]).toEqual([3, 1]);
+  } finally {
+    db.knex.off('query', seen);
+  }
+  // And the window's events are listed as before.
+  const listed = await listEvents(db.knex, projectId, { since, until: new Date(Date.now() + 60_000) }, { limit: 50 });
+  expect(listed.rows.length).toBe(51);
+});
+
+test('the count of a window of events alone reads its created_at index only (no row is visited to check the id bounds)', async () => {
+  const since = new Date(Date.now() - 86_400_000);
+  const until = new Date(Date.now() + 60_000);
+  const idFrom = await idFloorSince(db.knex, projectId, since);
+  const { count } = cappedPageQueries(filteredEvents(db.knex, projectId, { since, until }, idFrom), { limit: 50 }, LIST_COUNT_CAP, 'id', { counted: countedEvents(db.knex, projectId, { since, until }) });
+  const p = await planOf(count);
+  expect(p).toMatch(/Index (Only )?Scan Backward using events_created_idx_p\d+/);
+  expect(p).not.toMatch(/Bitmap|Sort|\bid [<>]/);
+  // With a name (or a contact) the count reads what its page reads, bounds included.
+  expect(countedEvents(db.knex, projectId, { name: 'email.sent', since, until })).toBeUndefined();
+  expect(countedEvents(db.knex, projectId, {})).toBeUndefined();
 });
 
 test('a date range of events holds an event whose id was announced days before it was written (an email queued, sent later)', async () => {
