@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
 import { Contact } from '../db/models/Contact';
 import type { CappedList, Listed, PageRequest } from '../db/pages';
-import { cappedCount, cappedTotal, firstPageOfCount, listPage, pageQueries, pageWithTotal, wholeOf, type PageStatementOptions } from '../db/pages';
+import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedCount, cappedTotal, firstPageOfCount, listPage, pageQueries, pageWithTotal, wholeOf, type PageStatementOptions } from '../db/pages';
 import { ownedRow } from '../db/owned';
 import { upsertContacts } from '../db/queries/contacts';
 import {
@@ -211,16 +211,22 @@ export async function deleteSegment(db: Knex, projectId: string, id: string): Pr
 }
 
 /**
+ * How far a page of a segment's contacts counts them: a dynamic segment's contacts are found by testing its condition
+ * on each, to MATCH_COUNT_CAP; a static one's are an index range of its members, to LIST_COUNT_CAP.
+ */
+export const memberCountCap = (segment: SegmentDef): number => (segment.type === 'DYNAMIC' ? MATCH_COUNT_CAP : LIST_COUNT_CAP);
+
+/**
  * The statement of a page of a segment's contacts and its capped count, as segmentMembers runs it (exported for the
- * EXPLAIN tests). Its total is exact up to 1,000 (LIST_COUNT_CAP), as every list over a table that grows: counted
- * exactly, a dynamic segment of 333,000 contacts read them all for each page (1.4 s; BENCHMARKS.md section 37). A
+ * EXPLAIN tests). Its total is exact up to memberCountCap, as every list over a table that grows: counted exactly, a
+ * dynamic segment of 333,000 contacts read them all for each page (1.4 s; BENCHMARKS.md section 37). A
  * dynamic segment's first page is the newest of the members its count reads (db/pages.ts firstPageOfCount): one read
  * in the count's plan, newest first, whatever the planner would have guessed for a page of 11 alone (section 56).
  */
 export function segmentMemberQueries(db: Knex, projectId: string, segment: SegmentDef, all: SegmentMap, page: PageRequest): { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions } {
   if (segment.type === 'DYNAMIC' && !page.afterId) {
     return firstPageOfCount(() => segmentContacts(db, projectId, segment, all), 'c.id', page.limit,
-      (keys) => db('contacts as c').where('c.project_id', projectId).whereIn('c.id', keys).select('c.*'));
+      (keys) => db('contacts as c').where('c.project_id', projectId).whereIn('c.id', keys).select('c.*'), memberCountCap(segment));
   }
   const { page: rows } = pageQueries(() => segmentContacts(db, projectId, segment, all, page.afterId).select('c.*'), page, 'c.id');
   return {
@@ -228,7 +234,7 @@ export function segmentMemberQueries(db: Knex, projectId: string, segment: Segme
     // Newest first both ways: a static segment's rows of segment_members by their primary key (project, segment,
     // contact) from the top, an index-only read of 1,001 entries. Without an order it was planned as a sequential scan
     // of the table stopped by its LIMIT, which is quick only while the segment's rows lie evenly through the table.
-    count: cappedCount(() => segmentCountRows(db, projectId, segment, all), undefined, segment.type === 'DYNAMIC' ? 'c.id' : 'm.contact_id'),
+    count: cappedCount(() => segmentCountRows(db, projectId, segment, all), memberCountCap(segment), segment.type === 'DYNAMIC' ? 'c.id' : 'm.contact_id'),
     options: { column: 'c.id', whole: wholeOf(page) },
   };
 }
@@ -245,7 +251,7 @@ export async function segmentMembers(db: Knex, projectId: string, id: string, pa
     async () => {
       const { page: rows, count, options } = segmentMemberQueries(db, projectId, segment, all, page);
       const { rows: found, total } = await pageWithTotal(rows, count, options);
-      return { rows: found.map((r) => Contact.fromDatabaseJson(r)), ...cappedTotal(total) };
+      return { rows: found.map((r) => Contact.fromDatabaseJson(r)), ...cappedTotal(total, memberCountCap(segment)) };
     },
     'Fix the segment\'s condition (PATCH /segments/:id), or the segments it names.',
   );

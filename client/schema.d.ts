@@ -8518,7 +8518,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of its contacts; total exact up to 1,000 (totalExact). */
+            /** @description A page of its contacts; total exact up to 1,000 for a STATIC segment, 100 for a DYNAMIC one (totalExact; its size is the segment's memberCount). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8547,7 +8547,7 @@ export interface operations {
                      *         ],
                      *         "nextCursor": "djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz",
                      *         "hasMore": true,
-                     *         "total": 1000,
+                     *         "total": 100,
                      *         "totalExact": false
                      *       }
                      *     }
@@ -8565,12 +8565,12 @@ export interface operations {
                             /** @example true */
                             hasMore: boolean;
                             /**
-                             * @description How many match: exactly when totalExact is true; otherwise 1000, meaning at least 1,000.
-                             * @example 1000
+                             * @description How many match: exactly when totalExact is true; otherwise the cap, meaning at least that many: 1000 for a STATIC segment, 100 for a DYNAMIC one.
+                             * @example 100
                              */
                             total: number;
                             /**
-                             * @description false when total stopped counting at its cap (1,000): more than 1,000 match.
+                             * @description false when total stopped counting at its cap (1,000 for a STATIC segment, 100 for a DYNAMIC one): more match.
                              * @example false
                              */
                             totalExact: boolean;

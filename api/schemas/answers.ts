@@ -102,6 +102,13 @@ export const contactPageAnswer = cappedPageOf(contactAnswer, {
   cursor: nullable(Joi.string()).description('The same as nextCursor.'),
 });
 
+export const segmentContactPageAnswer = cappedPageOf(contactAnswer, {
+  // audience/segments.ts memberCountCap: a dynamic segment counts up to 100.
+  total: Joi.number().integer().min(0).max(1000).example(100)
+    .description('How many match: exactly when totalExact is true; otherwise the cap, meaning at least that many: 1000 for a STATIC segment, 100 for a DYNAMIC one.'),
+  totalExact: Joi.boolean().example(false).description('false when total stopped counting at its cap (1,000 for a STATIC segment, 100 for a DYNAMIC one): more match.'),
+});
+
 // api/routes/templates.ts templateJson
 export const templateAnswer = shape({
   id: idOf(EXAMPLE.templateId), name: text('Password reset'), description: nullable(Joi.string().allow('')).example('Sent when someone asks to reset their password.'),

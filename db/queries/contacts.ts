@@ -3,7 +3,7 @@ import { campaignTally } from './campaignTally';
 import { isTransaction } from '../database';
 import { Contact, type ContactData } from '../models/Contact';
 import { recordEvents } from './events';
-import { LIST_COUNT_CAP, cappedPageQueries, listCappedPage, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
+import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedPageQueries, listCappedPage, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
 
 /** A contact write: `data` keys merge into the stored data, and a `null` value deletes its key. */
 export interface ContactInput {
@@ -196,16 +196,12 @@ export function filteredContacts(db: Knex, projectId: string, filter: ContactFil
 export const CONTACT_COUNT_CAP = LIST_COUNT_CAP;
 
 /**
- * A search's total is counted exactly up to this many contacts; past it the answer says "at least" (`totalExact:
- * false`). A search is for finding someone, and counting further cost more than the page: the matches of a common term
- * (`grace`, 2.5 % of 1,000,000 contacts) are spread over the whole project, and counting 1,001 of them read 25,000
- * through the trigram index or 40,000 newest first, 23-25 ms, while its page of 50 read 2,000 (0.6 ms); 101 are found
- * among the newest 4,000, 1.5-2.7 ms (BENCHMARKS.md section 60). A segment counts its members up to LIST_COUNT_CAP.
+ * How far a list of contacts counts its total: a search to MATCH_COUNT_CAP (a search is for finding someone, and
+ * counting further cost more than the page: the matches of a common term are spread over the whole project, and 1,001
+ * of `grace` read 25,000 through the trigram index or 40,000 newest first, 23-25 ms, while its page of 50 read 2,000,
+ * 0.6 ms; 101 are found among the newest 4,000, 1.5-2.7 ms: BENCHMARKS.md section 60), otherwise CONTACT_COUNT_CAP.
  */
-export const SEARCH_COUNT_CAP = 100;
-
-/** How far a list of contacts counts its total: SEARCH_COUNT_CAP for a search, otherwise CONTACT_COUNT_CAP. */
-export const contactCountCap = (filter: ContactFilter): number => (filter.search ? SEARCH_COUNT_CAP : CONTACT_COUNT_CAP);
+export const contactCountCap = (filter: ContactFilter): number => (filter.search ? MATCH_COUNT_CAP : CONTACT_COUNT_CAP);
 
 /**
  * The two queries of a list page as listContacts sends them: `limit + 1` rows newest first after `afterId`, and the

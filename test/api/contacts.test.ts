@@ -188,7 +188,7 @@ describe('GET /contacts (list)', () => {
     // A first page that holds every match is its own count (db/pages.ts pageWithTotal `whole`); a full one is counted.
     expect((await t.http().get('/contacts?search=c100&limit=2').set(bigKey)).body.data).toMatchObject({ total: 2, totalExact: true, hasMore: false });
     expect((await t.http().get('/contacts?search=c100&limit=1').set(bigKey)).body.data).toMatchObject({ total: 2, totalExact: true, hasMore: true });
-    // A search counts up to 100 (db/queries/contacts.ts SEARCH_COUNT_CAP): c1, c10-c19, c100-c199 and c1000 are 112.
+    // A search counts up to 100 (db/pages.ts MATCH_COUNT_CAP): c1, c10-c19, c100-c199 and c1000 are 112.
     const many = (await t.http().get('/contacts?search=c1&limit=100').set(bigKey)).body.data;
     expect(many).toMatchObject({ total: 100, totalExact: false, hasMore: true });
     expect(many.items).toHaveLength(100);

@@ -169,19 +169,30 @@ test('a preview that counts for too long is stopped in PostgreSQL and answered 4
   await t.db.knex('contacts').where({ project_id: other.id }).delete();
 }, 60_000);
 
-test('a segment\'s members: the total is exact up to 1,000 (totalExact), and past it says "at least 1,000"', async () => {
+test('a segment\'s members: the total is exact up to 100 for a dynamic segment and 1,000 for a static one (totalExact), and past it says "at least"', async () => {
   const p = await t.newProject('Many members');
   const k = bearer(p.secretKey);
   // 1,001 contacts in one INSERT, three of them on the free plan.
   await t.db.knex.raw(`INSERT INTO contacts (project_id, email, data) SELECT ?::uuid, 'm' || g || '@cap.example', jsonb_build_object('plan', CASE WHEN g <= 3 THEN 'free' ELSE 'pro' END) FROM generate_series(1, 1001) g`, [p.id]);
   const all = (await t.http().post('/segments').set(k).send({ name: 'All', type: 'DYNAMIC', condition: { logic: 'AND', groups: [{ filters: [{ field: 'email', operator: 'endsWith', value: '@cap.example' }] }] } })).body.data.id;
   const page = (await t.http().get(`/segments/${all}/contacts?limit=5`).set(k)).body.data;
-  expect(page).toMatchObject({ total: 1000, totalExact: false, hasMore: true });
+  expect(page).toMatchObject({ total: 100, totalExact: false, hasMore: true });
   expect(page.items).toHaveLength(5);
+  // The largest page still has its one row more: a count of 101 holds the 101 a page of 100 reads.
+  const largest = (await t.http().get(`/segments/${all}/contacts?limit=100`).set(k)).body.data;
+  expect(largest).toMatchObject({ total: 100, totalExact: false, hasMore: true });
+  expect(largest.items).toHaveLength(100);
+  const second = (await t.http().get(`/segments/${all}/contacts?limit=100&cursor=${largest.nextCursor}`).set(k)).body.data;
+  expect(second.items[0].id < largest.items[99].id).toBe(true);
+  // Its size is the segment's kept count.
+  expect((await t.http().get(`/segments/${all}`).set(k)).body.data.memberCount).toBe(1001);
   const free = (await t.http().post('/segments').set(k).send({ name: 'Free', type: 'DYNAMIC', condition: { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'free' }] }] } })).body.data.id;
   expect((await t.http().get(`/segments/${free}/contacts`).set(k)).body.data).toMatchObject({ total: 3, totalExact: true });
   // A static segment's members are counted the same way (its rows of segment_members).
   const vip = (await t.http().post('/segments').set(k).send({ name: 'VIP', type: 'STATIC' })).body.data.id;
   await t.db.knex.raw('INSERT INTO segment_members (project_id, segment_id, contact_id) SELECT project_id, ?::uuid, id FROM contacts WHERE project_id = ?', [vip, p.id]);
   expect((await t.http().get(`/segments/${vip}/contacts?limit=5`).set(k)).body.data).toMatchObject({ total: 1000, totalExact: false, hasMore: true });
+  // Under the cap a dynamic segment's total is exact: 100 contacts left.
+  await t.db.knex('contacts').where({ project_id: p.id }).whereRaw("email ~ '^m(1[0-9][1-9]|1[1-9]0|[2-9][0-9][0-9]|1000|1001)@'").delete();
+  expect((await t.http().get(`/segments/${all}/contacts?limit=5`).set(k)).body.data).toMatchObject({ total: 100, totalExact: true });
 });
