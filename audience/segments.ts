@@ -212,7 +212,9 @@ export async function deleteSegment(db: Knex, projectId: string, id: string): Pr
 
 /**
  * How far a page of a segment's contacts counts them: a dynamic segment's contacts are found by testing its condition
- * on each, to MATCH_COUNT_CAP; a static one's are an index range of its members, to LIST_COUNT_CAP.
+ * on each, to MATCH_COUNT_CAP, though planned as a count to LIST_COUNT_CAP (db/pages.ts plannedRead: planned for a
+ * hundred, a condition over events was read by probing each contact's events); a static one's are an index range of
+ * its members, to LIST_COUNT_CAP.
  */
 export const memberCountCap = (segment: SegmentDef): number => (segment.type === 'DYNAMIC' ? MATCH_COUNT_CAP : LIST_COUNT_CAP);
 
@@ -226,7 +228,7 @@ export const memberCountCap = (segment: SegmentDef): number => (segment.type ===
 export function segmentMemberQueries(db: Knex, projectId: string, segment: SegmentDef, all: SegmentMap, page: PageRequest): { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions } {
   if (segment.type === 'DYNAMIC' && !page.afterId) {
     return firstPageOfCount(() => segmentContacts(db, projectId, segment, all), 'c.id', page.limit,
-      (keys) => db('contacts as c').where('c.project_id', projectId).whereIn('c.id', keys).select('c.*'), memberCountCap(segment));
+      (keys) => db('contacts as c').where('c.project_id', projectId).whereIn('c.id', keys).select('c.*'), memberCountCap(segment), LIST_COUNT_CAP);
   }
   const { page: rows } = pageQueries(() => segmentContacts(db, projectId, segment, all, page.afterId).select('c.*'), page, 'c.id');
   return {
@@ -234,7 +236,7 @@ export function segmentMemberQueries(db: Knex, projectId: string, segment: Segme
     // Newest first both ways: a static segment's rows of segment_members by their primary key (project, segment,
     // contact) from the top, an index-only read of 1,001 entries. Without an order it was planned as a sequential scan
     // of the table stopped by its LIMIT, which is quick only while the segment's rows lie evenly through the table.
-    count: cappedCount(() => segmentCountRows(db, projectId, segment, all), memberCountCap(segment), segment.type === 'DYNAMIC' ? 'c.id' : 'm.contact_id'),
+    count: cappedCount(() => segmentCountRows(db, projectId, segment, all), memberCountCap(segment), segment.type === 'DYNAMIC' ? 'c.id' : 'm.contact_id', LIST_COUNT_CAP),
     options: { column: 'c.id', whole: wholeOf(page) },
   };
 }

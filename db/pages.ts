@@ -199,13 +199,26 @@ export const MATCH_COUNT_CAP = 100;
  * count the rows in the page's order (newest first), so that the count finds its rows the way the page does; without
  * it the planner may pick a plan that starts where the matches are sparse (a dynamic segment over events: a merge
  * join from the oldest contacts, 1.3-3.4 s for its first 1,001 members, against 23-54 ms newest first; section 41).
+ * `plannedAs` (above `cap`): the read is planned as a count to that many and run for `cap + 1` rows (plannedRead).
  */
-export function cappedCount(filtered: () => Knex.QueryBuilder, cap: number = LIST_COUNT_CAP, newestFirst?: string): Knex.QueryBuilder {
+export function cappedCount(filtered: () => Knex.QueryBuilder, cap: number = LIST_COUNT_CAP, newestFirst?: string, plannedAs: number = cap): Knex.QueryBuilder {
   const rows = filtered();
-  const capped = rows.clearSelect().clearOrder().select(rows.client.raw('1')).limit(rowLimit(cap + 1), { skipBinding: true });
-  if (newestFirst) capped.orderBy(newestFirst, 'desc');
-  capped.as('capped');
-  return rows.client.queryBuilder().from(capped).count('* as n');
+  const read = rows.clearSelect().clearOrder().select(rows.client.raw('1')).limit(rowLimit(Math.max(cap, plannedAs) + 1), { skipBinding: true });
+  if (newestFirst) read.orderBy(newestFirst, 'desc');
+  const qb = rows.client.queryBuilder();
+  if (plannedAs <= cap) return qb.from(read.as('capped')).count('* as n');
+  return qb.withMaterialized('planned', read).from(plannedRead(rows.client, 'planned', cap).as('capped')).count('* as n');
+}
+
+/**
+ * The first `cap + 1` rows of a CTE planned for more. A CTE is planned for all its rows and run only as far as it is
+ * read: a dynamic segment's count planned for 101 rows took a nested loop that probed the events of each contact
+ * newest first (10,151 probes where the newest contacts had none; test/db/segmentPlans.test.ts), and planned for 1,001
+ * a merge join that reads the events once, which then stops at the 101st member (1.9 ms against 13.8 for 1,001 on the
+ * bench's 1,000,000 contacts; BENCHMARKS.md section 61).
+ */
+function plannedRead(client: Knex.Client, cte: string, cap: number): Knex.QueryBuilder {
+  return client.queryBuilder().from(cte).select(client.raw('1')).limit(rowLimit(cap + 1), { skipBinding: true });
 }
 
 /**
@@ -215,17 +228,19 @@ export function cappedCount(filtered: () => Knex.QueryBuilder, cap: number = LIS
  * planned as a nested loop probing the events' partitions for each contact newest first (2,041 contacts for 11, 9 ms)
  * while its count's merge join read 1,001 in 2.5 ms (BENCHMARKS.md section 56). Never worse than the two reads: the page
  * is a subset of the count's rows, fetched by key. `key`: the keyset column as `filtered` names it (`c.id`).
+ * `plannedAs` (above `cap`): the read is planned for that many keys and run for `cap + 1` (plannedRead).
  */
-export function firstPageOfCount(filtered: () => Knex.QueryBuilder, key: string, limit: number, rowsOf: (keys: Knex.QueryBuilder) => Knex.QueryBuilder, cap: number = LIST_COUNT_CAP):
+export function firstPageOfCount(filtered: () => Knex.QueryBuilder, key: string, limit: number, rowsOf: (keys: Knex.QueryBuilder) => Knex.QueryBuilder, cap: number = LIST_COUNT_CAP, plannedAs: number = cap):
   { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions } {
   const rows = filtered();
   const { client } = rows;
   const column = key.split('.').pop()!;
-  const capped = rows.clearSelect().clearOrder().select(client.raw('?? AS ??', [key, column])).orderBy(key, 'desc').limit(rowLimit(cap + 1), { skipBinding: true });
+  const capped = rows.clearSelect().clearOrder().select(client.raw('?? AS ??', [key, column])).orderBy(key, 'desc').limit(rowLimit(Math.max(cap, plannedAs) + 1), { skipBinding: true });
   const newest = client.queryBuilder().from('counted').select(column).orderBy(column, 'desc').limit(rowLimit(limit + 1), { skipBinding: true });
+  const qb = client.queryBuilder();
   return {
     page: rowsOf(newest).orderBy(key, 'desc'),
-    count: client.queryBuilder().from('counted').count('* as n'),
+    count: plannedAs <= cap ? qb.from('counted').count('* as n') : qb.from(plannedRead(client, 'counted', cap).as('capped')).count('* as n'),
     options: { column: key, shared: { name: 'counted', query: capped } },
   };
 }

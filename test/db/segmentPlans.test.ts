@@ -1,5 +1,5 @@
 import { loadSegments } from '../../audience/compile';
-import { segmentMemberQueries, segmentMembers } from '../../audience/segments';
+import { memberCountCap, segmentMemberQueries, segmentMembers } from '../../audience/segments';
 import { cappedCount, cappedTotal, pageQueries, pageStatement, pageWithTotal } from '../../db/pages';
 import { segmentContacts } from '../../audience/segmentQueries';
 import { createProject } from '../../projects/service';
@@ -55,9 +55,9 @@ async function readApart(segment: string, limit: number) {
   const all = await loadSegments(db.knex, projectId);
   const def = all.get(segment)!;
   const { page } = pageQueries(() => segmentContacts(db.knex, projectId, def, all).select('c.*'), { limit }, 'c.id');
-  const count = cappedCount(() => segmentContacts(db.knex, projectId, def, all), undefined, 'c.id');
+  const count = cappedCount(() => segmentContacts(db.knex, projectId, def, all), memberCountCap(def), 'c.id');
   const { rows, total } = await pageWithTotal(page, count, { column: 'c.id' });
-  return { ids: rows.map((r) => r.id as string), ...cappedTotal(total) };
+  return { ids: rows.map((r) => r.id as string), ...cappedTotal(total, memberCountCap(def)) };
 }
 
 describe('a dynamic segment\'s first page', () => {
@@ -86,6 +86,20 @@ describe('a dynamic segment\'s first page', () => {
     const eventReads = planNodes(res.rows[0]['QUERY PLAN'][0].Plan as AnalyzedNode).filter((n) => /^events/.test(n['Relation Name'] ?? ''));
     expect(eventReads.length).toBeGreaterThan(0);
     expect(Math.max(...eventReads.map((n) => n['Actual Loops']))).toBe(1);
+  });
+
+  test('a next page\'s count to 100 is planned as one to 1,000: the events read once, and stopped at the 101st member', async () => {
+    const all = await loadSegments(db.knex, projectId);
+    const first = await segmentMembers(db.knex, projectId, segments.opened!, { limit: 10 });
+    const { count } = segmentMemberQueries(db.knex, projectId, all.get(segments.opened!)!, all, { limit: 10, afterId: first.rows[9]!.id });
+    const { sql, bindings } = count.toSQL();
+    const res = await db.knex.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, bindings as never[]);
+    const nodes = planNodes(res.rows[0]['QUERY PLAN'][0].Plan as AnalyzedNode);
+    const eventReads = nodes.filter((n) => /^events/.test(n['Relation Name'] ?? ''));
+    expect(eventReads.length).toBeGreaterThan(0);
+    expect(Math.max(...eventReads.map((n) => n['Actual Loops']))).toBe(1);
+    expect(nodes.find((n) => n['Node Type'] === 'CTE Scan')?.['Actual Rows']).toBe(101);
+    expect(first).toMatchObject({ total: 100, totalExact: false });
   });
 
   test.each([['opened', 10], ['opened', 1], ['opened', 100], ['few', 10], ['few', 5], ['none', 10], ['all', 50]])(
