@@ -60,7 +60,9 @@ test.each([
 test('a broad search may walk the project in id order, but never the table', async () => {
   const { page } = contactListQueries(db.knex, projectId, { search: 'acme' }, { limit: 20 });
   const p = await plan(page);
-  expect(p).toMatch(/Index Cond: \(+project_id = /);
+  // Either plan names the project in its index's condition: the primary key walked newest first, or the trigram index
+  // (which leads with the address, then the project) read by a bitmap and sorted; which one turns on ANALYZE's sample.
+  expect(p).toMatch(/Index Cond: \(.*\bproject_id = /);
   expect(p).not.toMatch(/Seq Scan/);
 });
 
