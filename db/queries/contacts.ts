@@ -169,15 +169,28 @@ function containsPattern(s: string): string {
 }
 
 /**
- * The search's condition. A term with an address's `@` (a support person pastes one) is looked up in the trigram index
- * by its local part alone, and the whole term checked on the few rows found (strpos: a literal substring, as the LIKE
- * pattern is): the domain's trigrams (`exa`, `mpl`, `.co`, `com`…) are in most addresses, and the index read their
- * long lists for every such search (40 ms at 300,000 contacts, 300 ms at 1,000,000: BENCHMARKS.md section 20).
+ * What of a search term the trigram index is asked for (the whole term is then checked on the rows it finds, by strpos:
+ * a literal substring, as the LIKE pattern is). A term with an address's `@` (a support person pastes one): its local
+ * part, since the domain's trigrams (`exa`, `mpl`, `.co`, `com`…) are in most addresses, and the index read their long
+ * lists for every such search (40 ms at 300,000 contacts, 300 ms at 1,000,000: BENCHMARKS.md section 20). Then, when one
+ * of its words is long and holds a digit (`a9ea50495030` of `ruth.a9ea50495030`, an id or a year in an address), that
+ * word alone: the trigrams of the others are common (a first name's, and `  e` of any word that begins with an e), and
+ * reading their lists cost 3-9.5 ms against 0.9-1.8 for the word's (BENCHMARKS.md section 61). undefined: the term as
+ * it is, no strpos needed.
  */
-function searchFor(q: Knex.QueryBuilder, search: string): void {
+export function searchKey(search: string): string | undefined {
   const at = search.indexOf('@');
-  if (at >= 3) q.where('email', 'like', containsPattern(search.slice(0, at))).whereRaw('strpos(email, ?) > 0', [search]);
-  else q.where('email', 'like', containsPattern(search));
+  const local = at >= 3 ? search.slice(0, at) : search;
+  // pg_trgm's words: runs of letters and digits.
+  const telling = local.split(/[^\p{L}\p{N}]+/u).filter((w) => w.length >= 6 && /\p{N}/u.test(w)).sort((a, b) => b.length - a.length)[0];
+  const key = telling ?? local;
+  return key === search ? undefined : key;
+}
+
+function searchFor(q: Knex.QueryBuilder, search: string): void {
+  const key = searchKey(search);
+  if (key === undefined) q.where('email', 'like', containsPattern(search));
+  else q.where('email', 'like', containsPattern(key)).whereRaw('strpos(email, ?) > 0', [search]);
 }
 
 /** The filtered, project-scoped query of a list (exported for the EXPLAIN tests of its plans). */

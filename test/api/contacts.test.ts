@@ -1,5 +1,6 @@
 import type { Response } from 'supertest';
 import { bearer, createTestContext, type TestContext } from '../support/app';
+import { searchKey } from '../../db/queries/contacts';
 
 let t: TestContext;
 let auth: { Authorization: string };
@@ -267,5 +268,31 @@ describe('GET /contacts (list)', () => {
   test('search treats % and _ literally', async () => {
     expect((await t.http().get('/contacts?search=%25').set(key)).body.data.total).toBe(0);
     expect((await t.http().get('/contacts?search=user_7').set(key)).body.data.total).toBe(0);
+  });
+});
+
+describe('a search term with a long word that holds a digit (an id in an address)', () => {
+  test('the index is asked for that word, and the whole term must still match', async () => {
+    const p = await t.newProject('Ids in addresses');
+    const k = bearer(p.secretKey);
+    for (const email of ['ruth.a9ea50495030@uni.example', 'ken.a9ea50495030@uni.example', 'ruth.a9ea50495031@uni.example']) {
+      expect((await upsert({ email }, k)).status).toBeLessThan(300);
+    }
+    const emails = async (q: string) => (await t.http().get(`/contacts?search=${encodeURIComponent(q)}&limit=100`).set(k)).body.data.items.map((c: { email: string }) => c.email).sort();
+    expect(await emails('ruth.a9ea50495030')).toEqual(['ruth.a9ea50495030@uni.example']);
+    expect(await emails('ruth.a9ea50495030@uni.example')).toEqual(['ruth.a9ea50495030@uni.example']);
+    expect(await emails('a9ea50495030@uni')).toEqual(['ken.a9ea50495030@uni.example', 'ruth.a9ea50495030@uni.example']);
+    expect(await emails('ruth.a9ea5049503')).toEqual(['ruth.a9ea50495030@uni.example', 'ruth.a9ea50495031@uni.example']);
+    expect(await emails('kEn.A9EA50495030')).toEqual(['ken.a9ea50495030@uni.example']);
+  });
+
+  test('which part of a term the index is asked for', () => {
+    expect(searchKey('ruth.a9ea50495030@uni.example')).toBe('a9ea50495030');
+    expect(searchKey('ruth.a9ea50495030')).toBe('a9ea50495030');
+    expect(searchKey('john.smith@example.com')).toBe('john.smith');
+    expect(searchKey('john.smith')).toBeUndefined();
+    expect(searchKey('user2999')).toBeUndefined();
+    expect(searchKey('ab@example.com')).toBeUndefined();
+    expect(searchKey('jane1987.doe2')).toBe('jane1987');
   });
 });
