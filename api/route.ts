@@ -74,6 +74,12 @@ export interface JsonRoute<P extends string = string, B = unknown, Q = unknown> 
    * instead, and its refusal still wins over what the work answered (api/routing.ts jsonHandler).
    */
   before?(call: Lookup<P>): Promise<unknown>;
+  /**
+   * A read whose `handle` refuses another project's id itself (its service looks the id up beside its page, a 404):
+   * `before` then runs only when the work refused the request, so that its 404 still wins over a 400 of the query, and
+   * a page that is answered costs one lookup, not the same one twice side by side.
+   */
+  handleLooksUp?: true;
   handle(call: Call<P, B, Q>): Promise<Reply>;
 }
 

@@ -81,6 +81,7 @@ function permit(route: JsonRoute): RouterMiddleware<CallerState> {
  * beside its own work rather than before it (one database round trip, not two in a row), and the lookup's refusal (the
  * 404 of another project's id) still wins over whatever the work answered, a 400 of its query included: the answer is
  * the one the lookup first would give. A read changes nothing, so running it for an id then refused costs only the read.
+ * A read whose handler looks the id up itself (`handleLooksUp`) runs the lookup only when the work refused the request.
  */
 function jsonHandler(route: JsonRoute, services: Services, knex: Knex): RouterMiddleware<CallerState> {
   return async (ctx) => {
@@ -96,6 +97,18 @@ function jsonHandler(route: JsonRoute, services: Services, knex: Knex): RouterMi
       };
       return route.handle(call);
     };
+    if (route.before && SAFE_METHODS.has(ctx.method) && route.handleLooksUp) {
+      let reply: Reply;
+      try {
+        reply = await work();
+      } catch (err) {
+        // Refused: the lookup's own refusal (another project's id) is the answer, whatever the work said.
+        await route.before(lookup);
+        throw err;
+      }
+      answer(ctx, reply);
+      return;
+    }
     if (route.before && SAFE_METHODS.has(ctx.method)) {
       const [looked, worked] = await Promise.allSettled([route.before(lookup), work()]);
       if (looked.status === 'rejected') throw looked.reason;

@@ -68,6 +68,7 @@ export const automationRoutes = [
   route({ operationId: 'listWorkflowExecutions', method: 'get', path: '/workflows/:id/executions', summary: "List a workflow's executions", tag: 'Workflows', access: 'secret', permission: 'read', query: listExecutionsQuerySchema,
     answers: ok('A page of executions; total exact up to 1,000 (totalExact).', A.cappedPageOf(A.executionAnswer)), links: first('getWorkflowExecution', 'executionId', 'id'),
     before: owned,
+    handleLooksUp: true,
     async handle({ auth, params, query: q, services }) {
       const { rows, total, totalExact } = await services.automations.executions(auth.projectId, params.id, { status: q.status, contactId: q.contactId }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       return reply({ ...toPage(rows, q.limit, total, executionJson), totalExact });

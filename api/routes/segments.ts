@@ -61,6 +61,7 @@ export const segmentRoutes = [
   route({ operationId: 'listSegmentContacts', method: 'get', path: '/segments/:id/contacts', summary: "List a segment's contacts", tag: 'Segments', access: 'secret', permission: 'read', query: listQuerySchema,
     answers: ok('A page of its contacts; total exact up to 1,000 for a STATIC segment, 100 for a DYNAMIC one (totalExact; its size is the segment\'s memberCount).', A.segmentContactPageAnswer),
     before: exists,
+    handleLooksUp: true,
     async handle({ auth, params, query: q, services }) {
       const { rows, total, totalExact } = await services.segments.members(auth.projectId, params.id, { limit: q.limit, afterId: decodeCursor(q.cursor) });
       return reply({ ...toPage(rows, q.limit, total, contactJson), totalExact });

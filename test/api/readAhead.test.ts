@@ -126,4 +126,23 @@ describe('a read whose path names another project\'s resource', () => {
     expect(own.status).toBe(200);
     expect(own.body.data).toMatchObject({ items: [], total: 0, totalExact: true });
   });
+
+  // Their services refuse another project's id themselves (handleLooksUp): the route's lookup runs only on a refusal.
+  test('an executions or segment page answered looks its workflow or segment up once', async () => {
+    const owner = await t.newProject('one lookup');
+    const created = await t.http().post('/workflows').set(bearer(owner.secretKey)).send(workflow).expect(201);
+    const segment = await t.http().post('/segments').set(bearer(owner.secretKey)).send({ name: 'Imported', type: 'STATIC' }).expect(201);
+    const statements: string[] = [];
+    const seen = (q: { sql: string }) => statements.push(q.sql);
+    t.db.knex.on('query', seen);
+    try {
+      await t.http().get(`/workflows/${created.body.data.id}/executions?limit=20`).set(bearer(owner.secretKey)).expect(200);
+      expect(statements.filter((sql) => /from "automations"/.test(sql))).toHaveLength(1);
+      statements.length = 0;
+      await t.http().get(`/segments/${segment.body.data.id}/contacts?limit=20`).set(bearer(owner.secretKey)).expect(200);
+      expect(statements.filter((sql) => /from "segments"/.test(sql))).toHaveLength(1);
+    } finally {
+      t.db.knex.off('query', seen);
+    }
+  });
 });
