@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
-import { contactListQueries } from '../../db/queries/contacts';
+import { contactListQueries, listContacts } from '../../db/queries/contacts';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { partitionedPlan } from '../support/plans';
+import { analyzedPlanOfCall, partitionedPlan } from '../support/plans';
 
 /**
  * Every query path of the contacts list is served by an index (the migration names which). The plans are read
@@ -64,6 +64,21 @@ test('a broad search may walk the project in id order, but never the table', asy
   // (which leads with the address, then the project) read by a bitmap and sorted; which one turns on ANALYZE's sample.
   expect(p).toMatch(/Index Cond: \(.*\bproject_id = /);
   expect(p).not.toMatch(/Seq Scan/);
+});
+
+test('a search\'s first page reads the matches once: its rows are the newest of those its count read', async () => {
+  // Each read of contacts that tests the term (a Filter or a bitmap's Recheck Cond with the LIKE): one, the count's.
+  for (const search of ['acme', 'user1999']) {
+    const nodes = await analyzedPlanOfCall(db.knex, () => listContacts(db.knex, projectId, { search }, { limit: 20 }));
+    const tested = nodes.filter((n) => n['Relation Name'] === 'contacts' && /~~/.test(`${(n as { Filter?: string }).Filter ?? ''} ${(n as { 'Recheck Cond'?: string })['Recheck Cond'] ?? ''}`));
+    expect(tested).toHaveLength(1);
+  }
+  // And the page is what a page read apart gives, with its total.
+  const listed = await listContacts(db.knex, projectId, { search: 'acme' }, { limit: 20 });
+  const apart = await db.knex('contacts').where({ project_id: projectId }).where('email', 'like', '%acme%').orderBy('id', 'desc').limit(21).pluck('id');
+  expect(listed.rows.map((c) => c.id)).toEqual(apart);
+  const matching = Number((await db.knex('contacts').where({ project_id: projectId }).where('email', 'like', '%acme%').count('* as n').first())!.n);
+  expect({ total: listed.total, totalExact: listed.totalExact }).toEqual({ total: Math.min(matching, 100), totalExact: matching <= 100 });
 });
 
 test('authentication looks keys up by index', async () => {
