@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { AudienceError, type FieldError } from '../core/errors';
+import { preparedStatement } from '../db/prepared';
 import { checkCondition, classify, referencedSegments, type FieldRef } from './check';
 import { conditionSchema, type AudienceCondition, type FilterRule, type TimeUnit } from './condition';
 
@@ -144,10 +145,16 @@ function compile(q: Where, condition: AudienceCondition, segments: SegmentMap, d
   });
 }
 
+/**
+ * The project's segments' definitions: a named statement, prepared once per connection (db/prepared.ts), since every
+ * page of a segment's contacts reads them first (0.70 ms as a knex query of its own, in process on the bench's cluster).
+ */
+const SEGMENT_DEFS = preparedStatement('herald_segment_defs', 'SELECT id, type, condition FROM segments WHERE project_id = ?', { genericPlan: true });
+
 /** The project's segments, for resolving nested segment.<id> filters (one query; a project has few segments). */
 export async function loadSegments(db: Knex, projectId: string): Promise<SegmentMap> {
-  const rows: SegmentDef[] = await db('segments').where('project_id', projectId).select('id', 'type', 'condition');
-  return new Map(rows.map((r) => [r.id, r]));
+  const { rows } = await SEGMENT_DEFS(db, [projectId]);
+  return new Map((rows as SegmentDef[]).map((r) => [r.id, r]));
 }
 
 /**

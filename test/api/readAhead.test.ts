@@ -140,7 +140,7 @@ describe('a read whose path names another project\'s resource', () => {
       expect(statements.filter((sql) => /from "automations"/.test(sql))).toHaveLength(1);
       statements.length = 0;
       await t.http().get(`/segments/${segment.body.data.id}/contacts?limit=20`).set(bearer(owner.secretKey)).expect(200);
-      expect(statements.filter((sql) => /from "segments"/.test(sql))).toHaveLength(1);
+      expect(statements.filter((sql) => /from "?segments"?(\s|$)/i.test(sql))).toHaveLength(1);
     } finally {
       t.db.knex.off('query', seen);
     }
