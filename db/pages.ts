@@ -214,7 +214,7 @@ export function cappedCount(filtered: () => Knex.QueryBuilder, cap: number = LIS
  * The first `cap + 1` rows of a CTE planned for more. A CTE is planned for all its rows and run only as far as it is
  * read: a dynamic segment's count planned for 101 rows took a nested loop that probed the events of each contact
  * newest first (10,151 probes where the newest contacts had none; test/db/segmentPlans.test.ts), and planned for 1,001
- * a merge join that reads the events once, which then stops at the 101st member (1.9 ms against 13.8 for 1,001 on the
+ * a merge join that reads the events once, which then stops at the 101st member (2.9 ms against 13.8 for 1,001 on the
  * bench's 1,000,000 contacts; BENCHMARKS.md section 61).
  */
 function plannedRead(client: Knex.Client, cte: string, cap: number): Knex.QueryBuilder {
