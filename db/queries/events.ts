@@ -373,12 +373,12 @@ function floorOf(parts: readonly Partition[], newest: readonly (Date | null)[], 
 }
 
 /**
- * Whether a list of events runs with its generic plan (db/pages.ts `genericPlan`): every event, or a name's (an
- * equality on the leading column of events_name_idx, which ends in id), read newest first and stopped by the LIMIT,
- * whatever the value. A contact's events are planned for the value, as a contact's emails are (emails/emails.ts
- * listStatementOptions), and so is a time window (whether to read it by created_at or by the ids turns on its width).
+ * Whether a list of events runs with its generic plan (db/pages.ts `genericPlan`): every event, a name's or a contact's
+ * (an equality on the leading column of events_name_idx or events_contact_idx, which end in id), read newest first and
+ * stopped by the LIMIT, whatever the value. A time window is planned for its values: whether to read it by created_at
+ * or by the ids turns on its width.
  */
-export const eventListGeneric = (filter: EventFilter): boolean => !filter.since && !filter.until && filter.contactId === undefined;
+export const eventListGeneric = (filter: EventFilter): boolean => !filter.since && !filter.until;
 
 /** One page of events, newest first, after `afterId`, and the total matching the filter (capped: EVENT_COUNT_CAP). */
 export async function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<CappedList<Event>> {
