@@ -108,7 +108,7 @@ export interface ExecutionFilter {
  * total is exact up to 1,000 (LIST_COUNT_CAP): a workflow's 200,000 executions counted exactly cost a sequential scan.
  * Without a contact, the generic plan is the plan (db/pages.ts `genericPlan`): the workflow and a status are the
  * leading columns of indexes ending in id (automation_executions_list_idx, _status_idx), read newest first; a
- * contact's executions are planned for the value, as a contact's emails are (emails/emails.ts listStatementOptions).
+ * contact's executions are planned for the value.
  */
 export function executionListStatement(db: Knex, projectId: string, automationId: string, filter: ExecutionFilter, page: PageRequest) {
   const filtered = () => {

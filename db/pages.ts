@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import { preparedStatement, withSettings } from './prepared';
+import { preparedStatement, preparedStatementOf, withSettings } from './prepared';
 
 /**
  * Keyset pagination, the one way every list reads a page. Lists are ordered newest first by their time-ordered
@@ -149,18 +148,11 @@ export const LIST_PLAN = { ...LIST_SETTINGS, enable_sort: 'off', enable_bitmapsc
 
 /**
  * A list statement's runner with its generic plan made under LIST_PLAN, one per statement text (a list has a few
- * shapes: its filters). `sql` with knex's `?` placeholders (`toSQL().sql`).
+ * shapes: its filters). `sql` with knex's `?` placeholders (`toSQL().sql`). No sort, no bitmap: the index read in the
+ * page's order, whatever the averages say of the project (db/prepared.ts).
  */
-const generics = new Map<string, ReturnType<typeof preparedStatement>>();
-export function genericListStatement(sql: string): ReturnType<typeof preparedStatement> {
-  let run = generics.get(sql);
-  if (!run) {
-    // No sort, no bitmap: the index read in the page's order, whatever the averages say of the project (db/prepared.ts).
-    run = preparedStatement(`herald_list_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`, sql, { genericPlan: true, plannerSettings: LIST_PLAN });
-    generics.set(sql, run);
-  }
-  return run;
-}
+export const genericListStatement = (sql: string): ReturnType<typeof preparedStatement> =>
+  preparedStatementOf('herald_list', sql, { genericPlan: true, plannerSettings: LIST_PLAN });
 
 /**
  * The smallest UUIDv7 of a millisecond: ids are compared byte by byte, and a UUIDv7 begins with its creation time in

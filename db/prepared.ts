@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Knex } from 'knex';
 
@@ -50,6 +51,18 @@ export function preparedStatement(name: string, sql: string, opts: PreparedOptio
       await client.releaseConnection(connection);
     }
   };
+}
+
+/**
+ * The runner of a statement whose text is built at run time (a list's shape, a list of partitions), one per text: named
+ * `<prefix>_<hash of the text>`, so that each text is prepared once per connection under a name of its own.
+ */
+const byText = new Map<string, ReturnType<typeof preparedStatement>>();
+export function preparedStatementOf(prefix: string, sql: string, opts: PreparedOptions = {}): ReturnType<typeof preparedStatement> {
+  const key = `${prefix}\0${sql}`;
+  let run = byText.get(key);
+  if (!run) byText.set(key, run = preparedStatement(`${prefix}_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`, sql, opts));
+  return run;
 }
 
 /** Knex's client as these runners use its pool: checked out, released, and its `query` event emitted as knex does. */

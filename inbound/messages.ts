@@ -94,8 +94,8 @@ export function filteredInbound(knex: Knex, projectId: string, filter: InboundFi
 /**
  * Whether a list of received mail runs with its generic plan (db/pages.ts `genericPlan`): the project's mail, or a time
  * range of it, is a range of its primary key read newest first whatever the values. A sender, a recipient or a route
- * is planned for the value, as a recipient's emails are (emails/emails.ts listStatementOptions): from one message to
- * many, a few read by a bitmap or many in the order of inbound_messages_from_idx, _recipient_idx or _route_idx.
+ * is planned for the value: from one message to many, a few read by a bitmap or many in the order of
+ * inbound_messages_from_idx, _recipient_idx or _route_idx.
  */
 export const inboundListGeneric = (filter: InboundFilter): boolean => !filter.from && !filter.to && !filter.routeId;
 

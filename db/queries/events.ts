@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import { preparedStatement } from '../prepared';
+import { preparedStatementOf } from '../prepared';
 import { LIST_COUNT_CAP, idFloor, listCappedPage, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
 import { Event } from '../models/Event';
 import { ident, listPartitions, partitioned, partitionOids, partitionOidsSql, type Partition } from '../partitions';
@@ -338,9 +337,6 @@ export async function idFloorSince(db: Knex, projectId: string, since: Date): Pr
   return undefined;
 }
 
-/** The probe statements of idFloorSince, one per list of partitions (a month or so each), prepared on each connection. */
-const probes = new Map<string, ReturnType<typeof preparedStatement>>();
-
 /**
  * Each partition's newest event of the project (null: none), and the events' partitions' oids now; undefined when one
  * of `parts` is gone. A named statement with its generic plan: one index probe per partition whatever the project, and
@@ -349,10 +345,9 @@ const probes = new Map<string, ReturnType<typeof preparedStatement>>();
 async function newestPerPartition(db: Knex, projectId: string, parts: readonly Partition[]): Promise<{ newest: (Date | null)[]; oids: string | null } | undefined> {
   const newest = (name: string) => `(SELECT max(created_at) FROM ONLY ${ident(name)} WHERE project_id = ?)`;
   const sql = `SELECT ARRAY[${parts.map((p) => newest(p.name)).join(', ')}]::timestamptz[] AS newest, ${partitionOidsSql(partitioned('events'))} AS oids`;
-  let probe = probes.get(sql);
-  if (!probe) probes.set(sql, probe = preparedStatement(`herald_event_probe_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`, sql, { genericPlan: true }));
   try {
-    const { rows } = await probe(db, parts.map(() => projectId));
+    // One statement per list of partitions (a month or so each), prepared on each connection.
+    const { rows } = await preparedStatementOf('herald_event_probe', sql, { genericPlan: true })(db, parts.map(() => projectId));
     const row = rows[0] as { newest: (Date | string | null)[]; oids: string | null };
     return { newest: row.newest.map((t) => (t === null ? null : new Date(t))), oids: row.oids };
   } catch (err) {
