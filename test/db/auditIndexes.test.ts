@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { auditListQueries, listAudit, type AuditFilter } from '../../audit/log';
 import { createProject } from '../../projects/service';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 import { analyzedPlanOfCall } from '../support/plans';
 
 /**
@@ -26,14 +26,14 @@ beforeAll(async () => {
        (ARRAY['contact', 'webhook', 'settings', 'campaign'])[1 + g % 4], 'r' || (g % 5000), '127.0.0.1',
        now() - (g || ' seconds')::interval
      FROM generate_series(1, 80000) g`, [projects, actorId]);
-  await db.knex.raw('VACUUM ANALYZE audit_log');
+  await vacuumAnalyze(db.knex, ['audit_log']);
   // Keys enough that reading api_keys whole would lose (500 a project): with the 80 of createProject the table is one
   // page, and a sequential scan of it is the planner's right choice.
   await db.knex.raw(
     `INSERT INTO api_keys (project_id, type, lookup, hash, hint, name)
      SELECT (?::uuid[])[1 + g % 40], 'secret', 'bench' || lpad(g::text, 11, '0'), sha256(g::text::bytea), 'abcd', 'k' || g
      FROM generate_series(1, 20000) g`, [projects]);
-  await db.knex.raw('VACUUM ANALYZE api_keys');
+  await vacuumAnalyze(db.knex, ['api_keys']);
   afterId = (await db.knex('audit_log').where({ project_id: projectId }).orderBy('id', 'desc').offset(500).first('id')).id;
 });
 afterAll(async () => { await db.close(); });
@@ -76,7 +76,7 @@ test('a project whose entries came after another\'s counts its own newest first,
       `INSERT INTO audit_log (project_id, actor_kind, actor_id, operation, resource_type, resource_id, address, at)
        SELECT ?, 'key', herald_uuidv7(), 'deleteContact', 'contact', 'r' || g, '127.0.0.1', now() FROM generate_series(1, 40000) g`, [p]);
   }
-  await db.knex.raw('VACUUM ANALYZE audit_log');
+  await vacuumAnalyze(db.knex, ['audit_log']);
   const nodes = await analyzedPlanOfCall(db.knex, async () => {
     expect(await listAudit(db.knex, late, {}, { limit: 50 })).toMatchObject({ total: 1000, totalExact: false });
   });

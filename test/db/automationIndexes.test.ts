@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { executionListStatement } from '../../automations/automations';
 import { pageStatement } from '../../db/pages';
 import { createProject } from '../../projects/service';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 import { belowTheTop, genericPlanOf } from '../support/plans';
 
 /**
@@ -32,7 +32,7 @@ beforeAll(async () => {
   // One project with many workflows, where matching by project alone would read them all.
   await k.raw(`INSERT INTO automations (project_id, name, enabled, trigger_event, steps)
     SELECT ?::uuid, 'many' || g, g % 2 = 0, 'many-' || g, '[]'::jsonb FROM generate_series(1, 2000) g`, [projects[1]!]);
-  await k.raw('VACUUM ANALYZE contacts, automations, automation_executions');
+  await vacuumAnalyze(k, ['contacts', 'automations', 'automation_executions']);
   automationId = (await k('automations').where({ project_id: projectId }).first('id')).id;
   contactId = (await k('contacts').where({ project_id: projectId }).first('id')).id;
 }, 120_000);

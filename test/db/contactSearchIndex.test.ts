@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import * as emailFirst from '../../db/migrations/20261212000001_contact_search_email_first';
 import { filteredContacts } from '../../db/queries/contacts';
 import { createProject } from '../../projects/service';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 
 /**
  * The contact search's trigram index leads with the address (migration 20261212000001): a search for a rare term reads
@@ -24,7 +24,7 @@ beforeAll(async () => {
             (ARRAY['joan', 'anita', 'jude', 'lynn', 'grace', 'omar', 'wei', 'sofia', 'ravi', 'ines'])[1 + g % 10] || '.' || substr(md5(g::text), 1, 6) || g || '@example.com'
      FROM generate_series(1, 200000) g`,
     [small, big]);
-  await db.knex.raw('VACUUM ANALYZE contacts');
+  await vacuumAnalyze(db.knex, ['contacts']);
 });
 afterAll(async () => { await db.close(); });
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { emailEventsQuery, emailListQueries, type EmailFilter } from '../../emails/emails';
 import { createProject } from '../../projects/service';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 import { partitionedPlan } from '../support/plans';
 
 /**
@@ -35,8 +35,7 @@ beforeAll(async () => {
     await trx.raw(`INSERT INTO events (project_id, name, email_id, data)
                    SELECT project_id, 'email.sent', id, '{}'::jsonb FROM emails WHERE status = 'SENT'`);
   });
-  await db.knex.raw('VACUUM ANALYZE emails');
-  await db.knex.raw('VACUUM ANALYZE events');
+  await vacuumAnalyze(db.knex, ['emails', 'events']);
   afterId = (await db.knex('emails').where({ project_id: projectId }).orderBy('id', 'desc').offset(1000).first('id')).id;
 }, 300_000);
 afterAll(async () => { await db.close(); });

@@ -4,7 +4,7 @@ import { contactListGeneric, filteredContacts, type ContactFilter } from '../../
 import { filteredSuppressions } from '../../audience/suppressions';
 import { cappedCount, pageQueries, pageStatement, pageWithTotal, type PageRequest } from '../../db/pages';
 import { createProject } from '../../projects/service';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 import { belowTheTop, genericPlanOf } from '../support/plans';
 
 /**
@@ -50,7 +50,7 @@ beforeAll(async () => {
   await db.knex.raw(`INSERT INTO suppressions (project_id, email, reason)
                      SELECT project_id, email, (ARRAY['manual', 'hard_bounce', 'complaint', 'soft_bounce'])[1 + abs(hashtext(email)) % 4]
                      FROM contacts WHERE NOT subscribed`);
-  for (const t of ['contacts', 'emails', 'events', 'suppressions']) await db.knex.raw(`VACUUM ANALYZE ${t}`);
+  await vacuumAnalyze(db.knex, ['contacts', 'emails', 'events', 'suppressions']);
   afterId = (await db.knex('emails').where({ project_id: big }).orderBy('id', 'desc').offset(2000).first('id')).id;
   afterEvent = (await db.knex('events').where({ project_id: big }).orderBy('id', 'desc').offset(2000).first('id')).id;
   afterContact = (await db.knex('contacts').where({ project_id: big }).orderBy('id', 'desc').offset(2000).first('id')).id;

@@ -3,7 +3,7 @@ import { cappedCount, pageQueries, pageStatement } from '../../db/pages';
 import { filteredInbound, inboundListGeneric, pruneInboundSql } from '../../inbound/messages';
 import { verifiedRoutes } from '../../inbound/receive';
 import { createProject } from '../../projects/service';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 import { belowTheTop, genericPlanOf, partitionedPlan } from '../support/plans';
 
 /**
@@ -35,7 +35,7 @@ beforeAll(async () => {
      FROM unnest(?::uuid[]) WITH ORDINALITY AS x(p, i) CROSS JOIN generate_series(1, 40) g`, [projects]);
   await db.knex.raw(
     `INSERT INTO inbound_routes (project_id, domain_id, kind, local_part, action) SELECT project_id, id, 'address', 'support', 'store' FROM inbound_domains`);
-  for (const t of ['raw_messages', 'inbound_messages', 'inbound_domains', 'inbound_routes']) await db.knex.raw(`VACUUM ANALYZE ${t}`);
+  await vacuumAnalyze(db.knex, ['raw_messages', 'inbound_messages', 'inbound_domains', 'inbound_routes']);
 }, 120_000);
 afterAll(async () => { await db.close(); });
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { contactListQueries, listContacts } from '../../db/queries/contacts';
 import { createProject } from '../../projects/service';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 import { analyzedPlanOfCall, partitionedPlan } from '../support/plans';
 
 /**
@@ -22,7 +22,7 @@ beforeAll(async () => {
     `INSERT INTO contacts (project_id, email, subscribed, data)
      SELECT (?::uuid[])[1 + g % 50], 'user' || g || '@' || (CASE WHEN g % 7 = 0 THEN 'acme.io' ELSE 'example.com' END), g % 2 = 0, '{}'::jsonb
      FROM generate_series(1, 100000) g`, [projects]);
-  await db.knex.raw('VACUUM ANALYZE contacts');
+  await vacuumAnalyze(db.knex, ['contacts']);
   afterId = (await db.knex('contacts').where({ project_id: projectId }).orderBy('id', 'desc').offset(1000).first('id')).id;
 });
 afterAll(async () => { await db.close(); });

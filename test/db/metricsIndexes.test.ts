@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { DEFAULT_COUNT_CAP, EXECUTIONS_SQL, QUEUE_DEPTH_SQL, QUEUE_OLDEST_SQL, readDatabase } from '../../metrics/database';
 import { createProject } from '../../projects/service';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 import { partitionedPlan } from '../support/plans';
 
 /**
@@ -30,8 +30,7 @@ beforeAll(async () => {
             CASE WHEN g % 500 = 0 THEN 'RUNNING' WHEN g % 100 = 0 THEN 'WAITING' ELSE 'COMPLETED' END, false
      FROM generate_series(1, 20000) g`,
     [projectId, automationId, projectId]);
-  await db.knex.raw('VACUUM ANALYZE emails');
-  await db.knex.raw('VACUUM ANALYZE automation_executions');
+  await vacuumAnalyze(db.knex, ['emails', 'automation_executions']);
 }, 120_000);
 afterAll(async () => { await db.close(); });
 

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { ADMIT_SESSIONS, LIST_SESSIONS, SESSION_OF } from '../../people/sessions';
 import { windowBindings } from '../../projects/access';
 import { createProject } from '../../projects/service';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 
 /**
  * Every query path of people's sessions and logins is served by an index (the migrations name which): EXPLAIN of the
@@ -27,7 +27,7 @@ beforeAll(async () => {
   await db.knex.raw(`INSERT INTO two_factor (user_id, secret_sealed, enabled_at) SELECT id, '\\x01', now() FROM users WHERE email ~ '[02468]@'`);
   await db.knex.raw(`INSERT INTO login_challenges (token_hash, user_id, expires_at)
     SELECT sha256(convert_to(user_id::text, 'UTF8')), user_id, now() + interval '5 minutes' FROM two_factor`);
-  for (const table of ['users', 'memberships', 'sessions', 'login_failures', 'two_factor', 'login_challenges']) await db.knex.raw(`VACUUM ANALYZE ${table}`);
+  await vacuumAnalyze(db.knex, ['users', 'memberships', 'sessions', 'login_failures', 'two_factor', 'login_challenges']);
   userId = (await db.knex('users').first('id')).id;
 });
 afterAll(async () => { await db.close(); });

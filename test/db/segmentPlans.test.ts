@@ -3,7 +3,7 @@ import { memberCountCap, segmentMemberQueries, segmentMembers } from '../../audi
 import { cappedCount, cappedTotal, pageQueries, pageStatement, pageWithTotal } from '../../db/pages';
 import { segmentContacts } from '../../audience/segmentQueries';
 import { createProject } from '../../projects/service';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 import { planNodes, type AnalyzedNode } from '../support/plans';
 
 /**
@@ -26,7 +26,7 @@ beforeAll(async () => {
   // Every other contact is a member: 15,000, the cursor 10,000 members down.
   await db.knex.raw(`INSERT INTO segment_members (project_id, segment_id, contact_id)
                      SELECT project_id, ?, id FROM (SELECT project_id, id, row_number() OVER (ORDER BY id) AS n FROM contacts WHERE project_id = ?) c WHERE n % 2 = 0`, [segmentId, projectId]);
-  for (const t of ['contacts', 'segment_members']) await db.knex.raw(`VACUUM ANALYZE ${t}`);
+  await vacuumAnalyze(db.knex, ['contacts', 'segment_members']);
   cursor = (await db.knex('segment_members').where({ project_id: projectId, segment_id: segmentId }).orderBy('contact_id', 'desc').offset(10_000).first('contact_id')).contact_id;
 }, 120_000);
 afterAll(async () => { await db.close(); });
@@ -127,7 +127,7 @@ test('a static segment whose members came after another\'s counts its own throug
   for (const segment of [other, later]) {
     await db.knex.raw(`INSERT INTO segment_members (project_id, segment_id, contact_id) SELECT project_id, ?, id FROM contacts WHERE project_id = ? ORDER BY id LIMIT 20000`, [segment, projectId]);
   }
-  await db.knex.raw('VACUUM ANALYZE segment_members');
+  await vacuumAnalyze(db.knex, ['segment_members']);
   const all = await loadSegments(db.knex, projectId);
   const { page, count, options } = segmentMemberQueries(db.knex, projectId, all.get(later)!, all, { limit: 50, afterId: cursor });
   const { sql, bindings } = pageStatement(page, count, options).toSQL();

@@ -4,7 +4,7 @@ import { campaignStatsSql, STATS_LINKS } from '../../db/queries/campaigns';
 import { backfillCampaignStats } from '../../db/migrations/20261206000010_campaign_outcomes';
 import { createProject } from '../../projects/service';
 import { HITS_SQL } from '../../tracking/record';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 import { partitionedPlan } from '../support/plans';
 
 /**
@@ -46,7 +46,7 @@ beforeAll(async () => {
   await db.knex.raw(`INSERT INTO campaign_link_stats (project_id, campaign_id, url, shard, clicks)
     SELECT k.project_id, k.id, 'https://y.example/' || l, k.shard, 1
     FROM (${others}) k CROSS JOIN generate_series(1, 20) l`);
-  for (const table of ['emails', 'events', 'campaign_stats', 'campaign_hourly_stats', 'campaign_link_stats']) await db.knex.raw(`VACUUM ANALYZE ${table}`);
+  await vacuumAnalyze(db.knex, ['emails', 'events', 'campaign_stats', 'campaign_hourly_stats', 'campaign_link_stats']);
   emailIds = (await db.knex('emails').where({ project_id: projectId }).limit(50).select('id')).map((r) => r.id);
 }, 240_000); // the seeding: ~20 s alone, over 60 s on a machine at load 12
 afterAll(async () => { await db.close(); });

@@ -3,7 +3,7 @@ import { cappedCount, pageQueries } from '../../db/pages';
 import { filteredDeliveries, listDeliveries } from '../../db/queries/webhooks';
 import { CLAIM_SQL } from '../../worker/webhookQueue';
 import { createProject } from '../../projects/service';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 import { analyzedPlanOfCall, partitionedPlan } from '../support/plans';
 
 /**
@@ -35,7 +35,7 @@ beforeAll(async () => {
     [endpoints.map((e) => e.project_id), endpoints.length, endpoints.map((e) => e.id), endpoints.length],
   );
   await db.knex.raw('INSERT INTO webhook_attempts (delivery_id, attempt, status_code, latency_ms) SELECT id, 1, 200, 3 FROM webhook_deliveries');
-  await db.knex.raw('VACUUM ANALYZE webhook_endpoints, webhook_deliveries, webhook_attempts');
+  await vacuumAnalyze(db.knex, ['webhook_endpoints', 'webhook_deliveries', 'webhook_attempts']);
 }, 120_000);
 afterAll(async () => { await db.close(); });
 
@@ -102,7 +102,7 @@ test('an endpoint whose deliveries came after the others\' counts its own newest
   await db.knex.raw(
     `INSERT INTO webhook_deliveries (project_id, endpoint_id, type, payload, status, next_attempt_at)
      SELECT ?, ?, 'email.sent', '{}'::jsonb, 'SUCCEEDED', now() FROM generate_series(1, 100000) g`, [projectId, late]);
-  await db.knex.raw('VACUUM ANALYZE webhook_deliveries');
+  await vacuumAnalyze(db.knex, ['webhook_deliveries']);
   const nodes = await analyzedPlanOfCall(db.knex, async () => {
     expect(await listDeliveries(db.knex, projectId, late, { limit: 25 })).toMatchObject({ total: 1000, totalExact: false });
   });
