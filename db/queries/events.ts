@@ -324,32 +324,57 @@ const knownPartitions = new WeakMap<object, Partition[]>();
  * list is read again and the probes asked once more.
  */
 export async function idFloorSince(db: Knex, projectId: string, since: Date): Promise<string | undefined> {
+  return (await probeWindow(db, projectId, since)).idFrom;
+}
+
+/**
+ * A window's events counted beside the probe of idFloorSince (each to EVENT_COUNT_CAP + 1, an index-only read of
+ * `(project_id, created_at)`): `inside` the window, `after` it in the EVENT_ID_LEAD_MS past `until`, the events a page
+ * read by the primary key from its id bound down steps over before it reaches the window's (windowNewestFirst).
+ */
+export interface WindowCounts {
+  inside: number;
+  after: number;
+}
+
+/** idFloorSince's bound, and with `until` the window's counts (WindowCounts), in its one round trip. */
+async function probeWindow(db: Knex, projectId: string, since: Date, until?: Date): Promise<{ idFrom?: string; counts?: WindowCounts }> {
   const events = partitioned('events');
   const key = db.client.config as object;
   let parts = knownPartitions.get(key);
   for (let attempt = 0; attempt < 2; attempt++) {
     if (!parts) knownPartitions.set(key, parts = await listPartitions(db, events));
-    const probed = await newestPerPartition(db, projectId, parts);
-    if (probed && probed.oids === partitionOids(parts)) return floorOf(parts, probed.newest, since);
+    const probed = await newestPerPartition(db, projectId, parts, until && { since, until });
+    if (probed && probed.oids === partitionOids(parts)) return { idFrom: floorOf(parts, probed.newest, since), counts: probed.counts };
     parts = undefined;
   }
   // The partitions changed twice under two probes: no bound this time (the page is right, only slower).
-  return undefined;
+  return {};
 }
+
+/** The events of a project created in [from, to), counted to EVENT_COUNT_CAP + 1 (newestPerPartition's probe). */
+const windowCountSql = `(SELECT count(*)::int FROM (SELECT 1 FROM events WHERE project_id = ? AND created_at >= ? AND created_at < ? LIMIT ${EVENT_COUNT_CAP + 1}) w)`;
 
 /**
  * Each partition's newest event of the project (null: none), and the events' partitions' oids now; undefined when one
- * of `parts` is gone. A named statement with its generic plan: one index probe per partition whatever the project, and
- * planning it (0.6 ms, every partition's indexes considered) cost more than running it (0.2 ms).
+ * of `parts` is gone. With `window`, its WindowCounts too. A named statement with its generic plan: one index probe per
+ * partition whatever the project, and planning it (0.6 ms, every partition's indexes considered) cost more than
+ * running it (0.2 ms).
  */
-async function newestPerPartition(db: Knex, projectId: string, parts: readonly Partition[]): Promise<{ newest: (Date | null)[]; oids: string | null } | undefined> {
+async function newestPerPartition(db: Knex, projectId: string, parts: readonly Partition[], window?: { since: Date; until: Date }): Promise<{ newest: (Date | null)[]; oids: string | null; counts?: WindowCounts } | undefined> {
   const newest = (name: string) => `(SELECT max(created_at) FROM ONLY ${ident(name)} WHERE project_id = ?)`;
-  const sql = `SELECT ARRAY[${parts.map((p) => newest(p.name)).join(', ')}]::timestamptz[] AS newest, ${partitionOidsSql(partitioned('events'))} AS oids`;
+  const counts = window ? `, ${windowCountSql} AS inside, ${windowCountSql} AS after` : '';
+  const sql = `SELECT ARRAY[${parts.map((p) => newest(p.name)).join(', ')}]::timestamptz[] AS newest, ${partitionOidsSql(partitioned('events'))} AS oids${counts}`;
+  const bindings: unknown[] = parts.map(() => projectId);
+  if (window) bindings.push(projectId, window.since, window.until, projectId, window.until, new Date(window.until.getTime() + EVENT_ID_LEAD_MS));
   try {
     // One statement per list of partitions (a month or so each), prepared on each connection.
-    const { rows } = await preparedStatementOf('herald_event_probe', sql, { genericPlan: true })(db, parts.map(() => projectId));
-    const row = rows[0] as { newest: (Date | string | null)[]; oids: string | null };
-    return { newest: row.newest.map((t) => (t === null ? null : new Date(t))), oids: row.oids };
+    const { rows } = await preparedStatementOf('herald_event_probe', sql, { genericPlan: true })(db, bindings);
+    const row = rows[0] as { newest: (Date | string | null)[]; oids: string | null; inside?: number; after?: number };
+    return {
+      newest: row.newest.map((t) => (t === null ? null : new Date(t))), oids: row.oids,
+      ...(window ? { counts: { inside: row.inside!, after: row.after! } } : {}),
+    };
   } catch (err) {
     // A partition dropped by the retention job since it was listed.
     if ((err as { code?: string }).code === '42P01') return undefined;
@@ -370,16 +395,30 @@ function floorOf(parts: readonly Partition[], newest: readonly (Date | null)[], 
 /**
  * Whether a list of events runs with its generic plan (db/pages.ts `genericPlan`): every event, a name's or a contact's
  * (an equality on the leading column of events_name_idx or events_contact_idx, which end in id), read newest first and
- * stopped by the LIMIT, whatever the value. A time window is planned for its values: whether to read it by created_at
- * or by the ids turns on its width.
+ * stopped by the LIMIT, whatever the value. A time window is planned for its values (whether to read it by created_at
+ * or by the ids turns on how many events it holds), except a window alone's first page that windowNewestFirst says is
+ * read by the ids.
  */
 export const eventListGeneric = (filter: EventFilter): boolean => !filter.since && !filter.until;
 
+/**
+ * Whether the first page of a window (both ends, no name or contact) is read by the primary key newest first from the
+ * window's id bound, with the generic plan, rather than planned for its values: when the events it steps over first
+ * (those of the hour past `until`) and the page's own are fewer than the window holds, which a read by `created_at`
+ * would visit and sort. The plan made for the values chose the same read for such a window, and planning it took
+ * 1-2 ms against 0.3-1.0 of running it (two partitions' and five indexes' worth; BENCHMARKS.md section 62); for a
+ * narrow window (minutes) the read by `created_at` is the one, and the planner still picks it.
+ */
+export const windowNewestFirst = (counts: WindowCounts, limit: number): boolean => counts.after + limit + 1 < counts.inside;
+
 /** One page of events, newest first, after `afterId`, and the total matching the filter (capped: EVENT_COUNT_CAP). */
 export async function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<CappedList<Event>> {
-  const idFrom = filter.since ? await idFloorSince(db, projectId, filter.since) : undefined;
+  const windowAlone = filter.until && filter.name === undefined && filter.contactId === undefined && !page.afterId;
+  const { idFrom, counts } = filter.since ? await probeWindow(db, projectId, filter.since, windowAlone ? filter.until : undefined) : {};
+  const byIds = counts !== undefined && windowNewestFirst(counts, page.limit);
   return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row), 'id', {
-    genericPlan: eventListGeneric(filter), counted: countedEvents(db, projectId, filter),
+    // The window's count is the probe's: the statement reads no other.
+    ...(byIds ? { genericPlan: true, total: counts.inside } : { genericPlan: eventListGeneric(filter), counted: countedEvents(db, projectId, filter) }),
   });
 }
 

@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
 import { emailListQueries } from '../../emails/emails';
 import { dailyStatsQuery, overview, overviewStatement } from '../../emails/overview';
-import { countedEvents, filteredEvents, idFloorSince, listEvents } from '../../db/queries/events';
+import { countedEvents, filteredEvents, idFloorSince, listEvents, windowNewestFirst } from '../../db/queries/events';
 import { LIST_COUNT_CAP, cappedCount, cappedPageQueries, idFloor, pageQueries } from '../../db/pages';
 import { createPartition, dropPartition, partitioned } from '../../db/partitions';
 import { queueSql } from '../../metrics/database';
 import { createProject } from '../../projects/service';
-import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 import { genericPlanOf, partitionedPlan } from '../support/plans';
 
 /**
@@ -37,7 +37,7 @@ beforeAll(async () => {
   await db.knex.raw(
     `INSERT INTO project_daily_stats (project_id, day, shard, sent)
      SELECT p, current_date - d, s, 1 FROM unnest(?::uuid[]) p CROSS JOIN generate_series(0, 730) d CROSS JOIN generate_series(0, 7) s`, [projects]);
-  for (const t of ['contacts', 'emails', 'events', 'project_daily_stats']) await db.knex.raw(`VACUUM ANALYZE ${t}`);
+  await vacuumAnalyze(db.knex, ['contacts', 'emails', 'events', 'project_daily_stats']);
   contactId = (await db.knex('contacts').where({ project_id: projectId }).first('id')).id;
 }, 180_000);
 afterAll(async () => { await db.close(); });
@@ -188,6 +188,44 @@ test('the count of a window of events alone reads its created_at index only (no 
   // With a name (or a contact) the count reads what its page reads, bounds included.
   expect(countedEvents(db.knex, projectId, { name: 'email.sent', since, until })).toBeUndefined();
   expect(countedEvents(db.knex, projectId, {})).toBeUndefined();
+});
+
+test('a window’s first page is read by the ids with the generic plan when the window outnumbers the hour past it, else planned for it', async () => {
+  expect(windowNewestFirst({ inside: 1001, after: 0 }, 50)).toBe(true);
+  expect(windowNewestFirst({ inside: 1001, after: 949 }, 50)).toBe(true);
+  expect(windowNewestFirst({ inside: 1001, after: 950 }, 50)).toBe(false);
+  expect(windowNewestFirst({ inside: 51, after: 0 }, 50)).toBe(false);
+  // 60 events of two hours ago, whose hour past the window holds none, and the window of the file's events, the hour
+  // past whose end holds them all.
+  const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000);
+  await db.knex.raw(
+    `INSERT INTO events (id, project_id, name, data, created_at)
+     SELECT herald_uuid_shift(?::uuid, g * interval '1 second'), ?, 'window.thing', '{}', ?::timestamptz + g * interval '1 second'
+     FROM generate_series(1, 60) g`, [idFloor(twoHoursAgo), projectId, twoHoursAgo]);
+  const statements: { sql: string; name?: string }[] = [];
+  const seen = (q: { sql: string; options?: { name?: string } }) => statements.push({ sql: q.sql, name: q.options?.name });
+  const pageStatement = () => statements.find((q) => q.sql.includes('"page"'))!;
+  db.knex.on('query', seen);
+  try {
+    const twoHours = await listEvents(db.knex, projectId, { since: new Date(twoHoursAgo.getTime() - 1000), until: new Date(twoHoursAgo.getTime() + 120_000) }, { limit: 50 });
+    expect([twoHours.rows.length, twoHours.total, twoHours.totalExact]).toEqual([51, 60, true]);
+    expect(twoHours.rows.every((e) => e.name === 'window.thing')).toBe(true);
+    expect(pageStatement().name).toMatch(/^herald_list_/);
+    expect(pageStatement().sql).not.toContain('count(*) as "n"');
+    statements.length = 0;
+    // The file's events are in the hour past this window's end: planned for its values, its count read beside the page.
+    const before = await listEvents(db.knex, projectId, { since: new Date(twoHoursAgo.getTime() - 3_600_000), until: new Date(twoHoursAgo.getTime() + 30_000) }, { limit: 50 });
+    expect([before.rows.length, before.total]).toEqual([29, 29]);
+    expect(pageStatement().name).toBeUndefined();
+    statements.length = 0;
+    // A cursor's page is planned for its values too, and goes on where the first one stopped.
+    const next = await listEvents(db.knex, projectId, { since: new Date(twoHoursAgo.getTime() - 1000), until: new Date(twoHoursAgo.getTime() + 120_000) }, { limit: 50, afterId: twoHours.rows[49]!.id });
+    expect(next.rows.map((e) => e.id)).toEqual(twoHours.rows.slice(50).map((e) => e.id).concat(next.rows.slice(1).map((e) => e.id)));
+    expect(next.rows).toHaveLength(10);
+    expect(pageStatement().name).toBeUndefined();
+  } finally {
+    db.knex.off('query', seen);
+  }
 });
 
 test('a date range of events holds an event whose id was announced days before it was written (an email queued, sent later)', async () => {
