@@ -183,11 +183,13 @@ export function automationService({ knex, engine, log }: { knex: Knex; engine: E
     },
 
     async executions(projectId, workflowId, filter, page) {
-      // The workflow looked up beside the page (both scoped to the project), not before it: one round trip, not two. The
-      // page of a workflow that is not the project's is empty and never answered (get's 404).
+      // The page alone when it has rows: an execution names a workflow of its project (automation_executions_automation_fkey),
+      // so its rows say the workflow is the project's. Only an empty page asks for the workflow (get's 404 for another
+      // project's): one statement for a page of executions, where the lookup beside it was a second on another connection.
+      if (!isUuid(workflowId)) await get(projectId, workflowId);
       const { page: rows, count, options } = executionListStatement(knex, projectId, workflowId, filter, page);
-      const listed = isUuid(workflowId) ? pageWithTotal(rows, count, options) : Promise.resolve({ rows: [], total: 0 });
-      const [, { rows: found, total }] = await Promise.all([get(projectId, workflowId), listed]);
+      const { rows: found, total } = await pageWithTotal(rows, count, options);
+      if (found.length === 0) await get(projectId, workflowId);
       return { rows: found as unknown as ExecutionRow[], ...cappedTotal(total) };
     },
 

@@ -77,10 +77,12 @@ export async function rotateWebhookSecret(deps: WebhookDeps, projectId: string, 
 }
 
 export async function listWebhookDeliveries(deps: WebhookDeps, projectId: string, endpointId: string, page: PageRequest) {
-  // The endpoint looked up beside its page (both scoped to the project), not before it: one round trip, not two. The
-  // page of an endpoint that is not the project's is empty and never answered.
-  const [endpoint, deliveries] = await Promise.all([findEndpoint(deps.knex, projectId, endpointId), listDeliveries(deps.knex, projectId, endpointId, page)]);
-  if (!endpoint) throw notFound('Webhook');
+  // The page alone when it has rows: they are the project's deliveries to this endpoint (both in the page's key), and a
+  // delivery is made from its endpoint's row (events/outbox: the endpoint's project) and goes with it (ON DELETE CASCADE).
+  // Only an empty page asks for the endpoint (a 404 for another project's): one statement for a page of deliveries,
+  // where the lookup beside it was a second on another connection (as a workflow's executions: automations.ts).
+  const deliveries = await listDeliveries(deps.knex, projectId, endpointId, page);
+  if (deliveries.rows.length === 0 && !(await findEndpoint(deps.knex, projectId, endpointId))) throw notFound('Webhook');
   return deliveries;
 }
 

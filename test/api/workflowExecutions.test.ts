@@ -153,6 +153,10 @@ test('cancel: another project\'s execution, an unknown id and another workflow\'
   const foreign = await t.http().post(`/workflows/${wf}/executions/${x!.id}/cancel`).set(bearer(other.secretKey));
   expect(foreign.status).toBe(404);
   expect(foreign.body.error.code).toBe('NOT_FOUND');
+  // Its list too, though the workflow has executions (a page that has rows answers without looking the workflow up).
+  const foreignList = await t.http().get(`/workflows/${wf}/executions`).set(bearer(other.secretKey));
+  expect([foreignList.status, foreignList.body.error?.code]).toEqual([404, 'NOT_FOUND']);
+  expect((await t.http().get(`/workflows/${wf}/executions?status=WAITING`).set(key)).body.data.items.map((e: { id: string }) => e.id)).toEqual([x!.id]);
   const otherWf = await workflow('elsewhere', [{ id: 'pause', type: 'DELAY', config: { amount: 1, unit: 'days' } }]);
   expect((await t.http().post(`/workflows/${otherWf}/executions/${x!.id}/cancel`).set(key)).status).toBe(404);
   expect((await t.http().post(`/workflows/${wf}/executions/0197a3c5-0f18-7a63-9d2e-4b6c8e0a2f5d/cancel`).set(key)).status).toBe(404);

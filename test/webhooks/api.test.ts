@@ -83,6 +83,9 @@ test('another project\'s endpoint is a 404 on every route, and is not listed', a
   const { body } = await create({ url: 'https://hooks.example.com/mine', events: ['email.sent'] });
   const id = body.data.id as string;
   const delivery = '0190a0a0-0000-7000-8000-000000000000';
+  // A delivery of its own: its page has rows for its project (which answer without looking the endpoint up), none for the other.
+  await t.db.knex('webhook_deliveries').insert({ project_id: t.project.id, endpoint_id: id, type: 'email.sent', payload: {} });
+  expect((await t.http().get(`/webhooks/${id}/deliveries`).set(key)).body.data.items).toHaveLength(1);
   for (const [method, path] of [
     ['get', `/webhooks/${id}`], ['patch', `/webhooks/${id}`], ['delete', `/webhooks/${id}`], ['post', `/webhooks/${id}/rotate-secret`],
     ['get', `/webhooks/${id}/deliveries`], ['post', `/webhooks/${id}/deliveries/${delivery}/redeliver`],
