@@ -413,8 +413,8 @@ export const windowNewestFirst = (counts: WindowCounts, limit: number): boolean 
 
 /** One page of events, newest first, after `afterId`, and the total matching the filter (capped: EVENT_COUNT_CAP). */
 export async function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<CappedList<Event>> {
-  const windowAlone = filter.until && filter.name === undefined && filter.contactId === undefined && !page.afterId;
-  const { idFrom, counts } = filter.since ? await probeWindow(db, projectId, filter.since, windowAlone ? filter.until : undefined) : {};
+  const windowFirstPage = filter.until && filter.name === undefined && filter.contactId === undefined && !page.afterId;
+  const { idFrom, counts } = filter.since ? await probeWindow(db, projectId, filter.since, windowFirstPage ? filter.until : undefined) : {};
   const byIds = counts !== undefined && windowNewestFirst(counts, page.limit);
   return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row), 'id', {
     // The window's count is the probe's: the statement reads no other.
