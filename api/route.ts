@@ -75,9 +75,10 @@ export interface JsonRoute<P extends string = string, B = unknown, Q = unknown> 
    */
   before?(call: Lookup<P>): Promise<unknown>;
   /**
-   * A read whose `handle` refuses another project's id itself (its service looks the id up beside its page, a 404):
+   * A read whose `handle` refuses another project's id itself (its service looks the id up, a 404: before its page, or
+   * after a page that came back empty):
    * `before` then runs only when the work refused the request, so that its 404 still wins over a 400 of the query, and
-   * a page that is answered costs one lookup, not the same one twice side by side.
+   * a page that is answered costs one lookup at most, not the same one twice side by side.
    */
   handleLooksUp?: true;
   handle(call: Call<P, B, Q>): Promise<Reply>;

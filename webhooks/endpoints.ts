@@ -78,7 +78,7 @@ export async function rotateWebhookSecret(deps: WebhookDeps, projectId: string, 
 
 export async function listWebhookDeliveries(deps: WebhookDeps, projectId: string, endpointId: string, page: PageRequest) {
   // The page alone when it has rows: they are the project's deliveries to this endpoint (both in the page's key), and a
-  // delivery is made from its endpoint's row (events/outbox: the endpoint's project) and goes with it (ON DELETE CASCADE).
+  // delivery is made from its endpoint's row in its project (db/queries/events.ts, `hooked`) and goes with it (ON DELETE CASCADE).
   // Only an empty page asks for the endpoint (a 404 for another project's): one statement for a page of deliveries,
   // where the lookup beside it was a second on another connection (as a workflow's executions: automations.ts).
   const deliveries = await listDeliveries(deps.knex, projectId, endpointId, page);
