@@ -169,28 +169,38 @@ function containsPattern(s: string): string {
 }
 
 /**
- * What of a search term the trigram index is asked for (the whole term is then checked on the rows it finds, by strpos:
- * a literal substring, as the LIKE pattern is). A term with an address's `@` (a support person pastes one): its local
- * part, since the domain's trigrams (`exa`, `mpl`, `.co`, `com`…) are in most addresses, and the index read their long
- * lists for every such search (40 ms at 300,000 contacts, 300 ms at 1,000,000: BENCHMARKS.md section 20). Then, when one
- * of its words is long and holds a digit (`a9ea50495030` of `ruth.a9ea50495030`, an id or a year in an address), that
- * word alone: the trigrams of the others are common (a first name's, and `  e` of any word that begins with an e), and
- * reading their lists cost 3-9.5 ms against 0.9-1.8 for the word's (BENCHMARKS.md section 61). undefined: the term as
- * it is, no strpos needed.
+ * The LIKE pattern a search term asks the trigram index with, when it is not the term itself (the whole term is then
+ * checked on the rows found, by strpos: a literal substring, as the plain pattern is); undefined: the term's own
+ * pattern, no strpos needed.
+ *
+ * - A term with an address's `@` (a support person pastes one): its local part, since the domain's trigrams (`exa`,
+ *   `mpl`, `.co`, `com`…) are in most addresses, and the index read their long lists for every such search (40 ms at
+ *   300,000 contacts, 300 ms at 1,000,000: BENCHMARKS.md section 20).
+ * - Then, when one of its words is long and holds a digit (`a9ea50495030` of `ruth.a9ea50495030`, an id or a year in
+ *   an address), that word alone: the trigrams of the others are common (a first name's), and reading their lists cost
+ *   3-9.5 ms against 0.9-1.8 for the word's (BENCHMARKS.md section 61).
+ * - Otherwise, when it has two words or more and each has three characters or more (`adele.e87`, `john.smith`), the
+ *   words apart (`%adele%e87%`): in the term as it is, each word next to a separator is bounded there, and pg_trgm
+ *   asks for the trigrams of a word's edge too, `  e` and ` e8` of `.e87`, whose lists hold every address with a word
+ *   that begins with an e (`example`): 13-17 ms for such a term against 3-6 with its words' inner trigrams alone
+ *   (BENCHMARKS.md section 63). A word of one or two characters has no inner trigram, and its edges are then all the
+ *   index knows of it (`dennis.69`): such a term keeps its own pattern.
  */
-export function searchKey(search: string): string | undefined {
+export function searchPattern(search: string): string | undefined {
   const at = search.indexOf('@');
   const local = at >= 3 ? search.slice(0, at) : search;
   // pg_trgm's words: runs of letters and digits.
-  const telling = local.split(/[^\p{L}\p{N}]+/u).filter((w) => w.length >= 6 && /\p{N}/u.test(w)).sort((a, b) => b.length - a.length)[0];
-  const key = telling ?? local;
-  return key === search ? undefined : key;
+  const words = local.split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 0);
+  const telling = words.filter((w) => w.length >= 6 && /\p{N}/u.test(w)).sort((a, b) => b.length - a.length)[0];
+  if (telling !== undefined) return telling === search ? undefined : containsPattern(telling);
+  if (words.length >= 2 && words.every((w) => w.length >= 3)) return `%${words.join('%')}%`;
+  return local === search ? undefined : containsPattern(local);
 }
 
 function searchFor(q: Knex.QueryBuilder, search: string): void {
-  const key = searchKey(search);
-  if (key === undefined) q.where('email', 'like', containsPattern(search));
-  else q.where('email', 'like', containsPattern(key)).whereRaw('strpos(email, ?) > 0', [search]);
+  const pattern = searchPattern(search);
+  if (pattern === undefined) q.where('email', 'like', containsPattern(search));
+  else q.where('email', 'like', pattern).whereRaw('strpos(email, ?) > 0', [search]);
 }
 
 /** The filtered, project-scoped query of a list (exported for the EXPLAIN tests of its plans). */

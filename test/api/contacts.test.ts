@@ -1,6 +1,6 @@
 import type { Response } from 'supertest';
 import { bearer, createTestContext, type TestContext } from '../support/app';
-import { searchKey } from '../../db/queries/contacts';
+import { searchPattern } from '../../db/queries/contacts';
 
 let t: TestContext;
 let auth: { Authorization: string };
@@ -271,6 +271,21 @@ describe('GET /contacts (list)', () => {
   });
 });
 
+describe('a search term of several words', () => {
+  test('the index is asked for its words apart, and the whole term must still match', async () => {
+    const p = await t.newProject('Words in addresses');
+    const k = bearer(p.secretKey);
+    for (const email of ['adele.e87f@uni.example', 'adele.x.e87f@uni.example', 'e87.adele@uni.example', 'jane_adele.e87@corp.example']) {
+      expect((await upsert({ email }, k)).status).toBeLessThan(300);
+    }
+    const emails = async (q: string) => (await t.http().get(`/contacts?search=${encodeURIComponent(q)}&limit=100`).set(k)).body.data.items.map((c: { email: string }) => c.email).sort();
+    expect(await emails('adele.e87')).toEqual(['adele.e87f@uni.example', 'jane_adele.e87@corp.example']);
+    expect(await emails('adele.e87f@uni.example')).toEqual(['adele.e87f@uni.example']);
+    expect(await emails('ADELE.X.E87')).toEqual(['adele.x.e87f@uni.example']);
+    expect((await t.http().get('/contacts?search=adele.e87').set(k)).body.data.total).toBe(2);
+  });
+});
+
 describe('a search term with a long word that holds a digit (an id in an address)', () => {
   test('the index is asked for that word, and the whole term must still match', async () => {
     const p = await t.newProject('Ids in addresses');
@@ -287,12 +302,19 @@ describe('a search term with a long word that holds a digit (an id in an address
   });
 
   test('which part of a term the index is asked for', () => {
-    expect(searchKey('ruth.a9ea50495030@uni.example')).toBe('a9ea50495030');
-    expect(searchKey('ruth.a9ea50495030')).toBe('a9ea50495030');
-    expect(searchKey('john.smith@example.com')).toBe('john.smith');
-    expect(searchKey('john.smith')).toBeUndefined();
-    expect(searchKey('user2999')).toBeUndefined();
-    expect(searchKey('ab@example.com')).toBeUndefined();
-    expect(searchKey('jane1987.doe2')).toBe('jane1987');
+    expect(searchPattern('ruth.a9ea50495030@uni.example')).toBe('%a9ea50495030%');
+    expect(searchPattern('ruth.a9ea50495030')).toBe('%a9ea50495030%');
+    expect(searchPattern('jane1987.doe2')).toBe('%jane1987%');
+    // Words of three characters or more, apart: their inner trigrams, not the edges next to the separators.
+    expect(searchPattern('john.smith@example.com')).toBe('%john%smith%');
+    expect(searchPattern('john.smith')).toBe('%john%smith%');
+    expect(searchPattern('adele.e87')).toBe('%adele%e87%');
+    expect(searchPattern('grace+news@corp')).toBe('%grace%news%');
+    // A short word's edges are all the index knows of it; one word is the term itself.
+    expect(searchPattern('dennis.69')).toBeUndefined();
+    expect(searchPattern('ab@example.com')).toBeUndefined();
+    expect(searchPattern('tim.e@corp.example')).toBe('%tim.e%');
+    expect(searchPattern('user2999')).toBeUndefined();
+    expect(searchPattern('.smith')).toBeUndefined();
   });
 });
