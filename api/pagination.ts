@@ -7,7 +7,8 @@ import { badRequest } from './errors';
  * of the page, wrapped so that clients treat it as opaque and we can change what it holds.
  */
 export const limitSchema = Joi.number().integer().min(1).max(100).default(20);
-export const cursorSchema = Joi.string().max(200).example('djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz');
+// Up to 400: an address cursor holds an address (up to 254 characters), in base64.
+export const cursorSchema = Joi.string().max(400).example('djE6MDE5N2EzYzQtNWUyMS03YzNhLTliNGYtOGQyZTFhNmMwZjUz');
 
 
 export function encodeCursor(id: string): string {
@@ -37,6 +38,23 @@ export function decodeRankCursor(cursor: string | undefined): { rank: number; id
   const m = /^v1:(-?\d{1,9})\/(.*)$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
   if (!m || !isUuid(m[2]!)) throw badRequest('Invalid cursor', [{ field: 'cursor', message: 'cursor is not one this API returned', code: 'invalid_cursor' }]);
   return { rank: Number(m[1]), id: m[2]! };
+}
+
+/**
+ * A cursor after an address: a contact search lists the addresses that begin with its term first, in address order,
+ * and the next page begins after the last of them shown (db/queries/contacts.ts searchStatement). It holds the address,
+ * so that the next page starts at the same place even if that contact was deleted meanwhile.
+ */
+export function encodeAddressCursor(email: string): string {
+  return Buffer.from(`v1:@${email}`).toString('base64url');
+}
+
+/** Where a cursor of encodeAddressCursor or encodeCursor points after; a cursor we did not make is a 400. */
+export function decodeAddressOrIdCursor(cursor: string | undefined): { afterEmail: string } | { afterId: string } | undefined {
+  if (cursor === undefined) return undefined;
+  const raw = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (raw.startsWith('v1:@') && raw.length > 4 && !/\p{Cc}/u.test(raw)) return { afterEmail: raw.slice(4) };
+  return { afterId: decodeCursor(cursor)! };
 }
 
 export interface Page<T> {

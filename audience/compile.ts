@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { AudienceError, type FieldError } from '../core/errors';
+import { likeLiteral as literal } from '../db/like';
 import { preparedStatement } from '../db/prepared';
 import { checkCondition, classify, referencedSegments, type FieldRef } from './check';
 import { conditionSchema, type AudienceCondition, type FilterRule, type TimeUnit } from './condition';
@@ -18,8 +19,6 @@ export type SegmentMap = Map<string, SegmentDef>;
 const INTERVAL: Record<TimeUnit, string> = { minutes: 'mins', hours: 'hours', days: 'days' };
 const ORDER_SQL = { greaterThan: '>', lessThan: '<', greaterThanOrEqual: '>=', lessThanOrEqual: '<=' } as const;
 
-/** `%`, `_` and `\` in user text are literal in LIKE patterns. */
-const literal = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 const ago = (unit: TimeUnit) => `now() - make_interval(${INTERVAL[unit]} => ?)`;
 
 type Where = Knex.QueryBuilder;

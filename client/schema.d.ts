@@ -6810,7 +6810,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of contacts, newest first; total exact up to 1,000, or up to 100 with search (totalExact). */
+            /** @description A page of contacts, newest first; with search, the addresses that begin with the term first, in address order, then the others that hold it, newest first. The total is exact up to 1,000, or up to 100 with search (totalExact). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -3,7 +3,7 @@ import { notFound } from '../core/errors';
 import { isUuid } from '../core/values';
 import type { Contact, ContactData } from '../db/models/Contact';
 import * as rows from '../db/queries/contacts';
-import type { CappedList, PageRequest } from '../db/pages';
+import type { CappedList } from '../db/pages';
 import { audited, type Actor } from '../audit/log';
 
 /**
@@ -11,9 +11,10 @@ import { audited, type Actor } from '../audit/log';
  * project's id, or no id at all, is simply not found.
  */
 
-export type { ContactFilter } from '../db/queries/contacts';
+export type { ContactFilter, ContactPageRequest } from '../db/queries/contacts';
+export { searchPositionOf } from '../db/queries/contacts';
 
-export function listContacts(db: Knex, projectId: string, filter: rows.ContactFilter, page: PageRequest): Promise<CappedList<Contact>> {
+export function listContacts(db: Knex, projectId: string, filter: rows.ContactFilter, page: rows.ContactPageRequest): Promise<CappedList<Contact>> {
   return rows.listContacts(db, projectId, filter, page);
 }
 
@@ -42,7 +43,7 @@ export async function deleteContact(db: Knex, projectId: string, id: string): Pr
 /** The functions above as one object over the app's database, the API's way in (like campaignService). */
 export function contactService({ knex }: { knex: Knex }) {
   return {
-    list: (projectId: string, filter: rows.ContactFilter, page: PageRequest) => listContacts(knex, projectId, filter, page),
+    list: (projectId: string, filter: rows.ContactFilter, page: rows.ContactPageRequest) => listContacts(knex, projectId, filter, page),
     get: (projectId: string, id: string) => getContact(knex, projectId, id),
     save: (projectId: string, input: { email: string; subscribed?: boolean; data?: ContactData }) => saveContact(knex, projectId, input),
     update: (projectId: string, id: string, patch: { subscribed?: boolean; data?: ContactData }) => updateContact(knex, projectId, id, patch),

@@ -1,7 +1,8 @@
 import { actorOf } from '../../audit/log';
 import type { Contact } from '../../db/models/Contact';
 import { crud, first, noContent, ok } from '../openapi/operations';
-import { decodeCursor, toPage } from '../pagination';
+import { decodeAddressOrIdCursor, decodeCursor, encodeAddressCursor, encodeCursor, toPage } from '../pagination';
+import { searchPositionOf } from '../../contacts/contacts';
 import { deleted, reply, route } from '../route';
 import * as A from '../schemas/answers';
 import { DomainError } from '../../core/errors';
@@ -25,10 +26,18 @@ export function contactJson(c: Contact): ContactJson {
 /** Spec 4.2 (contacts/contacts.ts). */
 export const contactRoutes = [
   route({ operationId: 'listContacts', method: 'get', path: '/contacts', summary: 'List contacts', tag: 'Contacts', access: 'secret', permission: 'read', query: listContactsQuerySchema,
-    answers: ok('A page of contacts, newest first; total exact up to 1,000, or up to 100 with search (totalExact).', A.contactPageAnswer), links: first('getContact'),
+    answers: ok('A page of contacts, newest first; with search, the addresses that begin with the term first, in address order, then the others that hold it, newest first. The total is exact up to 1,000, or up to 100 with search (totalExact).', A.contactPageAnswer), links: first('getContact'),
     async handle({ auth, query: q, services }) {
-      const { rows, total, totalExact } = await services.contacts.list(auth.projectId, { subscribed: q.subscribed, search: q.search }, { limit: q.limit, afterId: decodeCursor(q.cursor) });
-      const page = toPage(rows, q.limit, total, contactJson);
+      const { search } = q;
+      const after = search === undefined ? { afterId: decodeCursor(q.cursor) } : decodeAddressOrIdCursor(q.cursor);
+      const { rows, total, totalExact } = await services.contacts.list(auth.projectId, { subscribed: q.subscribed, search }, { limit: q.limit, ...after });
+      // A search's cursor is its last row's position (db/queries/contacts.ts searchPositionOf).
+      const cursorOf = (c: Contact) => {
+        if (search === undefined) return encodeCursor(c.id);
+        const at = searchPositionOf(search, c);
+        return 'afterEmail' in at ? encodeAddressCursor(at.afterEmail) : encodeCursor(at.afterId);
+      };
+      const page = toPage(rows, q.limit, total, contactJson, cursorOf);
       // The spec names the list fields both ways; contacts/cursor are aliases of items/nextCursor.
       return reply({ ...page, totalExact, contacts: page.items, cursor: page.nextCursor });
     } }),

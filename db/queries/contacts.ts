@@ -3,7 +3,9 @@ import { campaignTally } from './campaignTally';
 import { isTransaction } from '../database';
 import { Contact, type ContactData } from '../models/Contact';
 import { recordEvents } from './events';
-import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedPageQueries, cappedTotal, firstPageOfCount, pageWithTotal, wholeOf, type CappedList, type CappedPageOptions, type PageRequest, type PageStatementOptions } from '../pages';
+import { likeLiteral } from '../like';
+import { withSettings } from '../prepared';
+import { LIST_COUNT_CAP, LIST_SETTINGS, MATCH_COUNT_CAP, cappedPageQueries, cappedTotal, pageWithTotal, rowLimit, wholeOf, type CappedList, type CappedPageOptions, type PageRequest, type PageStatementOptions } from '../pages';
 
 /** A contact write: `data` keys merge into the stored data, and a `null` value deletes its key. */
 export interface ContactInput {
@@ -164,9 +166,7 @@ export interface ContactFilter {
 }
 
 /** LIKE pattern for a literal substring (the user's % and _ are not wildcards). */
-function containsPattern(s: string): string {
-  return `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
+const containsPattern = (s: string): string => `%${likeLiteral(s)}%`;
 
 /**
  * The LIKE pattern a search term asks the trigram index with, when it is not the term itself (the whole term is then
@@ -250,24 +250,98 @@ export const contactListGeneric = (filter: ContactFilter): boolean => !filter.se
 const contactListOptions = (filter: ContactFilter): CappedPageOptions => ({ genericPlan: contactListGeneric(filter), countNewestFirst: true });
 
 /**
- * The statement of a page of contacts as listContacts runs it. A search's first page is the newest `limit + 1` of the
- * matches its count reads (db/pages.ts firstPageOfCount), fetched by key: the page and the count each read the matches
- * before, which for a term the trigram index cannot narrow (`ken.e`: 25,000 candidates for 1,579 matches) was that
- * read twice, and for a common one (`grace`) two walks of the newest contacts (BENCHMARKS.md section 61).
+ * The statement of a page of contacts as listContacts runs it (a search's: searchStatement), exported for the EXPLAIN
+ * tests of its plans.
  */
 export function contactListStatement(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest): { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions } {
-  if (filter.search && !page.afterId) {
-    return firstPageOfCount(() => filteredContacts(db, projectId, filter), 'id', page.limit,
-      (keys) => db('contacts').where('project_id', projectId).whereIn('id', keys).select('*'), MATCH_COUNT_CAP);
-  }
   const { page: rows, count } = contactListQueries(db, projectId, filter, page);
   return { page: rows, count, options: { column: 'id', whole: wholeOf(page), genericPlan: contactListGeneric(filter) } };
 }
 
+/**
+ * Where a page of contacts begins: after an id (newest first), or, in a search, after an address that begins with the
+ * term (searchStatement: those come first, in address order).
+ */
+export interface ContactPageRequest extends PageRequest {
+  afterEmail?: string;
+}
+
+/** The position a search's next page begins after, for one of its rows (the API's cursor of a page's last row). */
+export function searchPositionOf(search: string, contact: { id: string; email: string }): { afterEmail: string } | { afterId: string } {
+  return contact.email.startsWith(search) ? { afterEmail: contact.email } : { afterId: contact.id };
+}
+
+/**
+ * A search's page and capped count as one statement (text and bindings, for knex.raw). The addresses that begin with
+ * the term come first, in address order, then those that hold it elsewhere, newest first.
+ *
+ * Why two parts: a person searching types the beginning of an address (a name, `niklaus.8`), and the addresses that
+ * begin with it are one range of the (project_id, email) B-tree, read in its order and stopped by the LIMIT (a C
+ * collation's LIKE 'term%': the embedded cluster's, docker-compose.yml's; README, "An external PostgreSQL"). Newest
+ * first among every match, a term held by 1,500 addresses cost the trigram index all of them and their rows, 21-83 ms at
+ * 1,000,000 contacts, for a page of 51 (BENCHMARKS.md section 64). The rest, found through the trigram index as before
+ * (searchPattern), is read only as far as the page and the count still need it: not at all when 101 addresses begin
+ * with the term.
+ *
+ * `pre`: up to MATCH_COUNT_CAP + 1 addresses that begin with the term, in address order (the count's first part, and
+ * a first page's); `rest`: the others, newest first, as many as the count still needs. A page after a cursor reads its
+ * own rows past it (`p0`, `p1`), the count as a first page does. The rows carry `__total`, as pageWithTotal's do.
+ */
+export function searchStatement(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest): { sql: string; bindings: unknown[] } {
+  const cap = rowLimit(MATCH_COUNT_CAP + 1);
+  const rowsWanted = rowLimit(page.limit + 1);
+  const { search } = filter;
+  // The two parts as the other lists build their conditions; strpos > 1: held, and not at the start.
+  const begins = () => filteredContacts(db, projectId, { subscribed: filter.subscribed }).where('email', 'like', `${likeLiteral(search)}%`).select('id', 'email');
+  const holds = () => filteredContacts(db, projectId, filter).whereRaw('strpos(email, ?) > 1', [search]).select('id');
+  const bindings: unknown[] = [];
+  const sql = (q: Knex.QueryBuilder) => {
+    const compiled = q.toSQL();
+    bindings.push(...compiled.bindings);
+    return compiled.sql;
+  };
+  // A LIMIT that subtracts what a part before found is not knex's to write: the parts are compiled, then joined here.
+  const ctes = [
+    `pre AS MATERIALIZED (${sql(begins().orderBy('email'))} LIMIT ${cap})`,
+    `rest AS MATERIALIZED (${sql(holds().orderBy('id', 'desc'))} LIMIT ${cap} - (SELECT count(*) FROM pre))`,
+  ];
+  if (page.afterId === undefined && page.afterEmail === undefined) {
+    ctes.push(`p0 AS (SELECT id, email FROM pre ORDER BY email LIMIT ${rowsWanted})`,
+      `p1 AS (SELECT id FROM rest ORDER BY id DESC LIMIT ${rowsWanted} - (SELECT count(*) FROM p0))`);
+  } else if (page.afterEmail !== undefined) {
+    ctes.push(`p0 AS MATERIALIZED (${sql(begins().where('email', '>', page.afterEmail).orderBy('email'))} LIMIT ${rowsWanted})`,
+      `p1 AS (${sql(holds().orderBy('id', 'desc'))} LIMIT ${rowsWanted} - (SELECT count(*) FROM p0))`);
+  } else {
+    ctes.push('p0 AS (SELECT id, email FROM pre WHERE false)',
+      `p1 AS (${sql(holds().where('id', '<', page.afterId!).orderBy('id', 'desc'))} LIMIT ${rowsWanted})`);
+  }
+  // The page's keys, fetched by key; a page that is empty is one row of NULLs, and still has its count.
+  bindings.push(projectId);
+  return {
+    sql: `WITH ${ctes.join(', ')},
+      keys AS (SELECT 0 AS part, id FROM p0 UNION ALL SELECT 1 AS part, id FROM p1)
+      SELECT c.*, (SELECT count(*) FROM pre) + (SELECT count(*) FROM rest) AS __total
+      FROM (SELECT 1) AS one
+      LEFT JOIN (keys JOIN contacts c ON c.project_id = ? AND c.id = keys.id) ON true
+      ORDER BY keys.part, CASE WHEN keys.part = 0 THEN c.email END, c.id DESC`,
+    bindings,
+  };
+}
+
 /** One page of contacts plus the total matching the filter, capped (contactCountCap; db/pages.ts: one statement). */
-export async function listContacts(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest): Promise<CappedList<Contact>> {
-  const { page: rows, count, options } = contactListStatement(db, projectId, filter, page);
-  const { rows: found, total } = await pageWithTotal(rows, count, options);
+export async function listContacts(db: Knex, projectId: string, filter: ContactFilter, page: ContactPageRequest): Promise<CappedList<Contact>> {
+  let found: Record<string, unknown>[];
+  let total: number;
+  if (filter.search) {
+    const { sql, bindings } = searchStatement(db, projectId, { ...filter, search: filter.search }, page);
+    const { sql: text, bindings: values } = db.raw(sql, bindings as Knex.RawBinding[]).toSQL().toNative();
+    const joined = (await withSettings(db, text, values, LIST_SETTINGS)).rows as Record<string, unknown>[];
+    total = Number(joined[0]?.__total ?? 0);
+    found = joined.filter((r) => r.id !== null).map(({ __total: _n, ...row }) => row);
+  } else {
+    const { page: rows, count, options } = contactListStatement(db, projectId, filter, page);
+    ({ rows: found, total } = await pageWithTotal(rows, count, options));
+  }
   return { rows: found.map((row) => Contact.fromDatabaseJson(row)), ...cappedTotal(total, contactCountCap(filter)) };
 }
 

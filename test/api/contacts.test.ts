@@ -318,3 +318,92 @@ describe('a search term with a long word that holds a digit (an id in an address
     expect(searchPattern('.smith')).toBeUndefined();
   });
 });
+
+describe('a search lists the addresses that begin with its term first, in address order, then the others, newest first', () => {
+  let k: { Authorization: string };
+  // Created in this order (ids grow with it): prefix matches out of address order, the others spread between them.
+  const created = ['tim.eb@x.example', 'justin.tim.ea@x.example', 'tim.ec@x.example', 'ana@tim.e.example', 'tim.ea@x.example', 'notim@x.example', 'xtim.e@x.example', 'tim.ed@x.example'];
+  beforeAll(async () => {
+    const p = await t.newProject('Prefixes first');
+    k = bearer(p.secretKey);
+    for (const email of created) expect((await upsert({ email, subscribed: email !== 'tim.ec@x.example' && email !== 'xtim.e@x.example' }, k)).status).toBe(201);
+  });
+  const page = async (query: string) => (await t.http().get(`/contacts?${query}`).set(k)).body.data as { items: { email: string }[]; nextCursor: string | null; total: number; totalExact: boolean; hasMore: boolean };
+  const prefixed = ['tim.ea@x.example', 'tim.eb@x.example', 'tim.ec@x.example', 'tim.ed@x.example'];
+  const elsewhere = ['xtim.e@x.example', 'ana@tim.e.example', 'justin.tim.ea@x.example'];
+
+  test('one page: the prefix part in address order, then the rest newest first; the total counts both', async () => {
+    const d = await page('search=TIM.E&limit=100');
+    expect(d.items.map((c) => c.email)).toEqual([...prefixed, ...elsewhere]);
+    expect(d).toMatchObject({ total: 7, totalExact: true, hasMore: false, nextCursor: null });
+  });
+
+  test.each([1, 2, 3, 4, 5, 7])('a walk of %i a page reaches every match once, in that order, across the parts', async (limit) => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const d = await page(`search=tim.e&limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      expect(d.items.length).toBeLessThanOrEqual(limit);
+      expect(d.total).toBe(7);
+      seen.push(...d.items.map((c) => c.email));
+      cursor = d.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual([...prefixed, ...elsewhere]);
+  });
+
+  test('with the subscribed filter, each part keeps its order', async () => {
+    const d = await page('search=tim.e&subscribed=true&limit=100');
+    expect(d.items.map((c) => c.email)).toEqual(['tim.ea@x.example', 'tim.eb@x.example', 'tim.ed@x.example', 'ana@tim.e.example', 'justin.tim.ea@x.example']);
+    expect(d.total).toBe(5);
+  });
+
+  test('a page after an address begins after it even when that contact was deleted meanwhile', async () => {
+    const first = await page('search=tim.e&limit=2');
+    expect(first.items.map((c) => c.email)).toEqual(prefixed.slice(0, 2));
+    const gone = (await t.http().get('/contacts?search=tim.eb@x.example').set(k)).body.data.items[0];
+    expect((await t.http().delete(`/contacts/${gone.id}`).set(k)).status).toBe(204);
+    const next = await page(`search=tim.e&limit=2&cursor=${encodeURIComponent(first.nextCursor!)}`);
+    expect(next.items.map((c) => c.email)).toEqual(prefixed.slice(2, 4));
+    expect(next.total).toBe(6);
+    expect((await upsert({ email: 'tim.eb@x.example' }, k)).status).toBe(201);
+  });
+
+  test('an address cursor is refused without search, and a cursor we did not make with it', async () => {
+    const cursor = (await page('search=tim.e&limit=1')).nextCursor!;
+    const plain = await t.http().get(`/contacts?cursor=${encodeURIComponent(cursor)}`).set(k);
+    expect(plain.status).toBe(400);
+    expect(plain.body.error.errors[0]).toMatchObject({ field: 'cursor', code: 'invalid_cursor' });
+    for (const bad of [Buffer.from('v1:@').toString('base64url'), Buffer.from('v1:@a\nb').toString('base64url'), 'nonsense']) {
+      const res = await t.http().get(`/contacts?search=tim.e&cursor=${encodeURIComponent(bad)}`).set(k);
+      expect(res.status).toBe(400);
+      expect(res.body.error.errors[0]).toMatchObject({ field: 'cursor', code: 'invalid_cursor' });
+    }
+  });
+
+  test('the count adds the other matches while the prefix part is under the cap, and the pages reach every match', async () => {
+    const p = await t.newProject('Many prefixes');
+    const many = bearer(p.secretKey);
+    await t.db.knex('contacts').insert([
+      ...Array.from({ length: 150 }, (_, i) => ({ project_id: p.id, email: `pat.${String(i).padStart(3, '0')}@x.example` })),
+      ...Array.from({ length: 30 }, (_, i) => ({ project_id: p.id, email: `kim.pat.${i}@x.example` })),
+    ]);
+    const d = (await t.http().get('/contacts?search=pat.&limit=100').set(many)).body.data;
+    expect(d).toMatchObject({ total: 100, totalExact: false, hasMore: true });
+    expect(d.items[0].email).toBe('pat.000@x.example');
+    expect(d.items[99].email).toBe('pat.099@x.example');
+    const fewer = (await t.http().get('/contacts?search=pat.14&limit=100').set(many)).body.data;
+    expect(fewer.items.map((c: { email: string }) => c.email)).toEqual([...Array.from({ length: 10 }, (_, i) => `pat.14${i}@x.example`), 'kim.pat.14@x.example']);
+    expect(fewer).toMatchObject({ total: 11, totalExact: true });
+    // 150 + 30 matches, walked 100 at a time: every one once.
+    const walked: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: Response = await t.http().get(`/contacts?search=pat.&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`).set(many);
+      walked.push(...res.body.data.items.map((c: { email: string }) => c.email));
+      cursor = res.body.data.nextCursor;
+    } while (cursor);
+    expect(walked).toHaveLength(180);
+    expect(new Set(walked).size).toBe(180);
+    expect(walked.slice(0, 150).every((e) => e.startsWith('pat.'))).toBe(true);
+  });
+});

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import * as emailFirst from '../../db/migrations/20261212000001_contact_search_email_first';
-import { filteredContacts } from '../../db/queries/contacts';
+import { filteredContacts, searchStatement } from '../../db/queries/contacts';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 
@@ -89,6 +89,48 @@ test('a term of two words asks for their inner trigrams: fewer pages than the te
   // 61 pages against 118 here (`lynn.ecc`: 31 candidates against 10, each checked by strpos); at 1,000,000 contacts
   // such a search took 3-6 ms against 13-17 (BENCHMARKS.md section 63).
   expect(apart.pages).toBeLessThan(asIs.pages * 0.7);
+});
+
+/** Every node of a plan (EXPLAIN … FORMAT JSON), depth first, with the InitPlans and CTEs under it. */
+function nodesOf(plan: Record<string, unknown>): Record<string, unknown>[] {
+  return [plan, ...((plan.Plans as Record<string, unknown>[] | undefined) ?? []).flatMap(nodesOf)];
+}
+
+async function explained(knex: Knex, sql: string, bindings: readonly unknown[]): Promise<Record<string, unknown>[]> {
+  const { rows } = await knex.raw(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`, bindings as Knex.RawBinding[]);
+  return nodesOf(rows[0]['QUERY PLAN'][0].Plan);
+}
+
+/** The scans of a plan node's own subtree, without its InitPlans (the count of `pre` beside `rest`, say). */
+const readsOf = (node: Record<string, unknown>): Record<string, unknown>[] =>
+  [node, ...((node.Plans as Record<string, unknown>[] | undefined) ?? []).filter((c) => !String(c['Subplan Name'] ?? '').startsWith('InitPlan')).flatMap(readsOf)]
+    .filter((n) => n['Relation Name'] === 'contacts' || n['Index Name'] !== undefined);
+
+
+test('a term that begins 101 addresses or more is answered from the address B-tree: the other matches are never read', async () => {
+  // `grace.0`: 1,250 addresses of the large project begin with it (a name and a hex digit), as a person types one.
+  const term = 'grace.0';
+  const { sql, bindings } = searchStatement(db.knex, big, { search: term }, { limit: 50 });
+  const nodes = await explained(db.knex, sql, bindings);
+  // The rest (the addresses that hold the term elsewhere) is not read: whichever plan it has, none of its scans ran.
+  const rest = readsOf(nodes.find((n) => n['Subplan Name'] === 'CTE rest')!);
+  expect(rest.length).toBeGreaterThan(0);
+  for (const n of rest) expect(n['Actual Loops']).toBe(0);
+  const range = nodes.filter((n) => n['Index Name'] === 'contacts_project_email_key');
+  expect(range.map((n) => n['Node Type'])).toEqual(['Index Scan']);
+  expect(range[0]!['Actual Rows']).toBe(101);
+  // Newest first among every match, as a search read before, the trigram index handed over all of them and their rows.
+  const matches = Number((await db.knex('contacts').where('project_id', big).where('email', 'like', `%${term}%`).count('* as n').first())!.n);
+  expect(matches).toBeGreaterThan(1000);
+});
+
+test('a term that begins no address reads the others', async () => {
+  const { email } = await db.knex('contacts').where({ project_id: big }).orderBy('id').offset(777).first('email');
+  const term = email.slice(0, email.indexOf('.') + 4);
+  const { sql, bindings } = searchStatement(db.knex, big, { search: term.slice(1) }, { limit: 50 });
+  const nodes = await explained(db.knex, sql, bindings);
+  const rest = readsOf(nodes.find((n) => n['Subplan Name'] === 'CTE rest')!);
+  expect(rest.some((n) => (n['Actual Loops'] as number) > 0)).toBe(true);
 });
 
 test('the migration goes down to the former order and up again, and a second run up changes nothing', async () => {
