@@ -277,7 +277,7 @@ export function searchPositionOf(search: string, contact: { id: string; email: s
  *
  * Why two parts: a person searching types the beginning of an address (a name, `niklaus.8`), and the addresses that
  * begin with it are one range of the (project_id, email) B-tree, read in its order and stopped by the LIMIT (a C
- * collation's LIKE 'term%': the embedded cluster's, docker-compose.yml's; README, "An external PostgreSQL"). Newest
+ * collation's LIKE 'term%': the embedded cluster's, docker-compose.yml's; README, "How the embedded database works"). Newest
  * first among every match, a term held by 1,500 addresses cost the trigram index all of them and their rows, 21-83 ms at
  * 1,000,000 contacts, for a page of 51 (BENCHMARKS.md section 64). The rest, found through the trigram index as before
  * (searchPattern), is read only as far as the page and the count still need it: not at all when 101 addresses begin
