@@ -114,8 +114,7 @@ runBench('bench:list-counts', 30 * 60_000, async () => {
     // The contact picker: limit 6, five letters of an address; and one whole address. A search is one statement, its
     // page and capped count together (db/queries/contacts.ts searchStatement).
     for (const [name, search] of [['picker: five letters', seeded.contacts[3]!.email.slice(0, 5)], ['search one address', seeded.contacts[7]!.email]] as const) {
-      const { sql, bindings } = searchStatement(knex, p, { search }, { limit: 6 });
-      const statement = await explain(knex, knex.raw(sql, bindings as Knex.RawBinding[]));
+      const statement = await explain(knex, searchStatement(knex, p, { search }, { limit: 6 }));
       const found = (await listContacts(knex, p, { search }, { limit: 6 })).rows.length;
       loads.push(os.loadavg()[0]!);
       console.log(`contacts ${name} (${search}): page and capped count ${statement.ms.toFixed(1)} ms (${found} rows of 7 asked)`);

@@ -122,14 +122,22 @@ export function pageStatement(page: Knex.QueryBuilder, count: Knex.QueryBuilder,
 export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBuilder, opts: PageStatementOptions = {}): Promise<{ rows: Record<string, unknown>[]; total: number }> {
   const key = (opts.column ?? 'id').split('.').pop()!;
   const statement = pageStatement(page, count, opts);
-  let joined: Record<string, unknown>[];
-  if (opts.genericPlan) {
-    const { sql, bindings } = statement.toSQL();
-    joined = (await genericListStatement(sql)({ client: page.client } as Knex, bindings)).rows;
-  } else {
-    const { sql, bindings } = statement.toSQL().toNative();
-    joined = (await withSettings({ client: page.client } as Knex, sql, bindings, LIST_SETTINGS)).rows;
-  }
+  if (!opts.genericPlan) return runListStatement({ client: page.client } as Knex, statement, key);
+  const { sql, bindings } = statement.toSQL();
+  return rowsAndTotal((await genericListStatement(sql)({ client: page.client } as Knex, bindings)).rows, key);
+}
+
+/**
+ * A list statement of pageStatement's shape (the page's rows, each with the count beside it as `__total`; one row of
+ * NULLs for an empty page) planned for its values and run under LIST_SETTINGS: its rows and total. For a statement
+ * written apart from pageStatement (a contact search: db/queries/contacts.ts searchStatement) as for pageWithTotal's.
+ */
+export async function runListStatement(db: Knex | Knex.Transaction, statement: Knex.QueryBuilder | Knex.Raw, key = 'id'): Promise<{ rows: Record<string, unknown>[]; total: number }> {
+  const { sql, bindings } = statement.toSQL().toNative();
+  return rowsAndTotal((await withSettings(db, sql, bindings, LIST_SETTINGS)).rows, key);
+}
+
+function rowsAndTotal(joined: Record<string, unknown>[], key: string): { rows: Record<string, unknown>[]; total: number } {
   const total = Number(joined[0]?.__total ?? 0);
   const rows = joined.filter((r) => r[key] !== null).map(({ __total: _n, ...row }) => row);
   return { rows, total };

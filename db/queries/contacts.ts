@@ -4,8 +4,7 @@ import { isTransaction } from '../database';
 import { Contact, type ContactData } from '../models/Contact';
 import { recordEvents } from './events';
 import { likeLiteral } from '../like';
-import { withSettings } from '../prepared';
-import { LIST_COUNT_CAP, LIST_SETTINGS, MATCH_COUNT_CAP, cappedPageQueries, cappedTotal, pageWithTotal, rowLimit, wholeOf, type CappedList, type CappedPageOptions, type PageRequest, type PageStatementOptions } from '../pages';
+import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedPageQueries, cappedTotal, pageWithTotal, rowLimit, runListStatement, wholeOf, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
 
 /** A contact write: `data` keys merge into the stored data, and a `null` value deletes its key. */
 export interface ContactInput {
@@ -227,11 +226,9 @@ export const CONTACT_COUNT_CAP = LIST_COUNT_CAP;
 export const contactCountCap = (filter: ContactFilter): number => (filter.search ? MATCH_COUNT_CAP : CONTACT_COUNT_CAP);
 
 /**
- * The two queries of a list page as listContacts sends them: `limit + 1` rows newest first after `afterId`, and the
- * filter's capped count, read newest first too: with its generic plan it must be (db/pages.ts cappedCount), and a
- * search's, free of it, was planned as a sequential scan stopped by its LIMIT, which finds a common term's first 101
- * matches quickly only where the project's contacts lie evenly through the table (a project whose contacts came last
- * would read the others' first); newest first it reads the project's own, as its page does.
+ * The two queries of a list page without a search as listContacts sends them (a search's: searchStatement): `limit + 1`
+ * rows newest first after `afterId`, and the filter's capped count, read newest first too: with its generic plan it
+ * must be (db/pages.ts cappedCount).
  */
 export function contactListQueries(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest) {
   return cappedPageQueries(() => filteredContacts(db, projectId, filter), page, contactCountCap(filter), 'id', contactListOptions(filter));
@@ -249,13 +246,10 @@ export const contactListGeneric = (filter: ContactFilter): boolean => !filter.se
 /** How a list of contacts runs (contactListQueries says why the count is read newest first). */
 const contactListOptions = (filter: ContactFilter): CappedPageOptions => ({ genericPlan: contactListGeneric(filter), countNewestFirst: true });
 
-/**
- * The statement of a page of contacts as listContacts runs it (a search's: searchStatement), exported for the EXPLAIN
- * tests of its plans.
- */
-export function contactListStatement(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest): { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions } {
+/** A page of contacts without a search, and its capped count, in one statement (a search's: searchStatement). */
+async function plainPage(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest) {
   const { page: rows, count } = contactListQueries(db, projectId, filter, page);
-  return { page: rows, count, options: { column: 'id', whole: wholeOf(page), genericPlan: contactListGeneric(filter) } };
+  return pageWithTotal(rows, count, { column: 'id', whole: wholeOf(page), genericPlan: contactListGeneric(filter) });
 }
 
 /**
@@ -272,7 +266,7 @@ export function searchPositionOf(search: string, contact: { id: string; email: s
 }
 
 /**
- * A search's page and capped count as one statement (text and bindings, for knex.raw). The addresses that begin with
+ * A search's page and capped count as one statement, of pageStatement's shape (db/pages.ts). The addresses that begin with
  * the term come first, in address order, then those that hold it elsewhere, newest first.
  *
  * Why two parts: a person searching types the beginning of an address (a name, `niklaus.8`), and the addresses that
@@ -285,9 +279,9 @@ export function searchPositionOf(search: string, contact: { id: string; email: s
  *
  * `pre`: up to MATCH_COUNT_CAP + 1 addresses that begin with the term, in address order (the count's first part, and
  * a first page's); `rest`: the others, newest first, as many as the count still needs. A page after a cursor reads its
- * own rows past it (`p0`, `p1`), the count as a first page does. The rows carry `__total`, as pageWithTotal's do.
+ * own rows past it (`p0`, `p1`), the count as a first page does.
  */
-export function searchStatement(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest): { sql: string; bindings: unknown[] } {
+export function searchStatement(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest): Knex.Raw {
   const cap = rowLimit(MATCH_COUNT_CAP + 1);
   const rowsWanted = rowLimit(page.limit + 1);
   const { search } = filter;
@@ -317,32 +311,20 @@ export function searchStatement(db: Knex, projectId: string, filter: ContactFilt
   }
   // The page's keys, fetched by key; a page that is empty is one row of NULLs, and still has its count.
   bindings.push(projectId);
-  return {
-    sql: `WITH ${ctes.join(', ')},
+  return db.raw(`WITH ${ctes.join(', ')},
       keys AS (SELECT 0 AS part, id FROM p0 UNION ALL SELECT 1 AS part, id FROM p1)
       SELECT c.*, (SELECT count(*) FROM pre) + (SELECT count(*) FROM rest) AS __total
       FROM (SELECT 1) AS one
       LEFT JOIN (keys JOIN contacts c ON c.project_id = ? AND c.id = keys.id) ON true
-      ORDER BY keys.part, CASE WHEN keys.part = 0 THEN c.email END, c.id DESC`,
-    bindings,
-  };
+      ORDER BY keys.part, CASE WHEN keys.part = 0 THEN c.email END, c.id DESC`, bindings as Knex.RawBinding[]);
 }
 
 /** One page of contacts plus the total matching the filter, capped (contactCountCap; db/pages.ts: one statement). */
 export async function listContacts(db: Knex, projectId: string, filter: ContactFilter, page: ContactPageRequest): Promise<CappedList<Contact>> {
-  let found: Record<string, unknown>[];
-  let total: number;
-  if (filter.search) {
-    const { sql, bindings } = searchStatement(db, projectId, { ...filter, search: filter.search }, page);
-    const { sql: text, bindings: values } = db.raw(sql, bindings as Knex.RawBinding[]).toSQL().toNative();
-    const joined = (await withSettings(db, text, values, LIST_SETTINGS)).rows as Record<string, unknown>[];
-    total = Number(joined[0]?.__total ?? 0);
-    found = joined.filter((r) => r.id !== null).map(({ __total: _n, ...row }) => row);
-  } else {
-    const { page: rows, count, options } = contactListStatement(db, projectId, filter, page);
-    ({ rows: found, total } = await pageWithTotal(rows, count, options));
-  }
-  return { rows: found.map((row) => Contact.fromDatabaseJson(row)), ...cappedTotal(total, contactCountCap(filter)) };
+  const { rows, total } = filter.search
+    ? await runListStatement(db, searchStatement(db, projectId, { ...filter, search: filter.search }, page))
+    : await plainPage(db, projectId, filter, page);
+  return { rows: rows.map((row) => Contact.fromDatabaseJson(row)), ...cappedTotal(total, contactCountCap(filter)) };
 }
 
 export async function getContact(db: Knex, projectId: string, id: string): Promise<Contact | undefined> {

@@ -96,7 +96,8 @@ function nodesOf(plan: Record<string, unknown>): Record<string, unknown>[] {
   return [plan, ...((plan.Plans as Record<string, unknown>[] | undefined) ?? []).flatMap(nodesOf)];
 }
 
-async function explained(knex: Knex, sql: string, bindings: readonly unknown[]): Promise<Record<string, unknown>[]> {
+async function explained(knex: Knex, statement: Knex.Raw): Promise<Record<string, unknown>[]> {
+  const { sql, bindings } = statement.toSQL();
   const { rows } = await knex.raw(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`, bindings as Knex.RawBinding[]);
   return nodesOf(rows[0]['QUERY PLAN'][0].Plan);
 }
@@ -106,12 +107,10 @@ const readsOf = (node: Record<string, unknown>): Record<string, unknown>[] =>
   [node, ...((node.Plans as Record<string, unknown>[] | undefined) ?? []).filter((c) => !String(c['Subplan Name'] ?? '').startsWith('InitPlan')).flatMap(readsOf)]
     .filter((n) => n['Relation Name'] === 'contacts' || n['Index Name'] !== undefined);
 
-
 test('a term that begins 101 addresses or more is answered from the address B-tree: the other matches are never read', async () => {
   // `grace.0`: 1,250 addresses of the large project begin with it (a name and a hex digit), as a person types one.
   const term = 'grace.0';
-  const { sql, bindings } = searchStatement(db.knex, big, { search: term }, { limit: 50 });
-  const nodes = await explained(db.knex, sql, bindings);
+  const nodes = await explained(db.knex, searchStatement(db.knex, big, { search: term }, { limit: 50 }));
   // The rest (the addresses that hold the term elsewhere) is not read: whichever plan it has, none of its scans ran.
   const rest = readsOf(nodes.find((n) => n['Subplan Name'] === 'CTE rest')!);
   expect(rest.length).toBeGreaterThan(0);
@@ -127,8 +126,7 @@ test('a term that begins 101 addresses or more is answered from the address B-tr
 test('a term that begins no address reads the others', async () => {
   const { email } = await db.knex('contacts').where({ project_id: big }).orderBy('id').offset(777).first('email');
   const term = email.slice(0, email.indexOf('.') + 4);
-  const { sql, bindings } = searchStatement(db.knex, big, { search: term.slice(1) }, { limit: 50 });
-  const nodes = await explained(db.knex, sql, bindings);
+  const nodes = await explained(db.knex, searchStatement(db.knex, big, { search: term.slice(1) }, { limit: 50 }));
   const rest = readsOf(nodes.find((n) => n['Subplan Name'] === 'CTE rest')!);
   expect(rest.some((n) => (n['Actual Loops'] as number) > 0)).toBe(true);
 });
