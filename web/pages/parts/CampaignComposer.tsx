@@ -191,14 +191,23 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
   const verified = domains.data?.items.map((d) => d.domain) ?? [];
   // A new campaign written here starts from the project's first verified domain (a template has its own sender).
   const suggestedFrom = verified[0] ? `news@${verified[0]}` : '';
+  // The sender this form filled in itself, for chooseSource: a click handled with an earlier render's closure (the
+  // domains answered in between) saw no suggestion yet and kept it over the template's (a console test at load).
+  const filledFrom = useRef('');
   useEffect(() => {
-    if (!id && !form.from && suggestedFrom && form.source === 'own') setForm((f) => (f.from ? f : { ...f, from: suggestedFrom }));
+    if (!id && !form.from && suggestedFrom && form.source === 'own') {
+      setForm((f) => {
+        if (f.from || f.source !== 'own') return f;
+        filledFrom.current = suggestedFrom;
+        return { ...f, from: suggestedFrom };
+      });
+    }
   }, [suggestedFrom, form.source]);
   const templates = useTemplates();
   const template: Template | undefined = templates.list.find((t) => t.id === form.templateId);
   const fromTemplate = form.source === 'template';
   /** "Use a template": a new campaign's suggested sender gives way to the template's. */
-  const chooseSource = (source: Form['source']) => setForm((f) => ({ ...f, source, ...(source === 'template' && !id && f.from === suggestedFrom ? { from: '' } : {}) }));
+  const chooseSource = (source: Form['source']) => setForm((f) => ({ ...f, source, ...(source === 'template' && !id && f.from !== '' && f.from === filledFrom.current ? { from: '' } : {}) }));
 
   const set = <K extends keyof Form>(key: K) => (value: Form[K]) => setForm((f) => ({ ...f, [key]: value }));
   const audience = audienceOf(form);
