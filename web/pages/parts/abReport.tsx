@@ -71,7 +71,9 @@ export function AbTestReport({ campaign: c, stats: s, baseSubject, onChange }: {
       ? <>the variant a person chooses then goes to the rest (the figures have {waitWords(t.waitMinutes)} to come in).</>
       : <>after {waitWords(t.waitMinutes)}, the one with the most {METRIC_WORDS[t.metric]} goes to the rest.</>}</>;
   } else if (t.phase === 'DECIDED') {
-    const by = decision?.decidedBy === 'manual' ? ', chosen by a person,' : ` on ${METRIC_WORDS[t.metric]}`;
+    // From the campaign, as the phase is: the stats (and their decision) are another request, and may still be the
+    // ones from before the decision (a person's choice then read "won on unique opens", seen on a loaded machine).
+    const by = t.chosen !== null ? ', chosen by a person,' : ` on ${METRIC_WORDS[t.metric]}`;
     const rest = s?.rest?.totalRecipients ? ` (${s.rest.totalRecipients.toLocaleString()} contact${s.rest.totalRecipients === 1 ? '' : 's'} so far)` : '';
     line = <><strong>{t.winner} won</strong>{by} on <Time value={t.decidedAt} />: it {c.status === 'SENDING' ? 'is going' : 'went'} to the rest of the audience{c.status === 'SENDING' ? rest : ''}.</>;
   } else if (c.status !== 'SENDING') {
