@@ -106,3 +106,17 @@ export function referencedSegments(condition: AudienceCondition): string[] {
   }
   return [...ids];
 }
+
+/**
+ * Whether a condition reads nothing but the contact's own row: `data.*`, `subscribed`, `createdAt`, `updatedAt`. Then
+ * its contacts, newest first, are one read of the contacts' primary key (or of the subscribed index, which ends in the
+ * id) with the condition as a filter, whatever its values: no index serves a field of `data` or a time, and that read
+ * is the plan PostgreSQL makes for any of them. Not so for an address (the trigram index finds a rare one), an event
+ * (a hash of the few who did it, or a probe of each contact's events) or another segment.
+ */
+export function readsContactRowOnly(condition: AudienceCondition): boolean {
+  return condition.groups.every((g) => g.filters.every((f) => {
+    const kind = classify(f.field)?.kind;
+    return kind === 'data' || kind === 'subscribed' || kind === 'timestamp';
+  }));
+}

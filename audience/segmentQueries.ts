@@ -6,17 +6,12 @@ import { databaseMessage, isDataError } from '../db/errors';
 /**
  * The contacts of a segment as a query over `contacts AS c` (select what you need from it). Dynamic segments are
  * their condition; static ones their members table. A condition that cannot be compiled throws an AudienceError.
- * `before`: a page's keyset bound (contacts with a lower id), which the caller also puts on `c.id`; a static segment's
- * members are bounded by it too, since PostgreSQL does not carry a range across the join: without it a page deep in
- * 100,000 members read every member above the cursor first (a merge join from the newest, 21 ms for a page;
- * BENCHMARKS.md section 54).
+ * (A page of a static segment reads its members first, from the cursor down: audience/segments.ts segmentMemberQueries.)
  */
-export function segmentContacts(db: Knex, projectId: string, segment: SegmentDef, segments: SegmentMap, before?: string): Knex.QueryBuilder {
+export function segmentContacts(db: Knex, projectId: string, segment: SegmentDef, segments: SegmentMap): Knex.QueryBuilder {
   const q = db('contacts as c').where('c.project_id', projectId);
   if (segment.type === 'STATIC') {
-    const members = db('segment_members as m').whereRaw('m.project_id = c.project_id AND m.contact_id = c.id').where('m.segment_id', segment.id);
-    if (before !== undefined) members.where('m.contact_id', '<', before);
-    q.whereExists(members);
+    q.whereExists(db('segment_members as m').whereRaw('m.project_id = c.project_id AND m.contact_id = c.id').where('m.segment_id', segment.id));
   } else {
     compileCondition(q, segment.condition!, segments);
   }

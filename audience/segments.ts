@@ -2,14 +2,14 @@ import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
 import { Contact } from '../db/models/Contact';
 import type { CappedList, Listed, PageRequest } from '../db/pages';
-import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedCount, cappedTotal, firstPageOfCount, listPage, pageQueries, pageWithTotal, wholeOf, type PageStatementOptions } from '../db/pages';
+import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedCount, cappedTotal, firstPageOfCount, listPage, pageQueries, pageWithTotal, rowLimit, wholeOf, type PageStatementOptions } from '../db/pages';
 import { ownedRow } from '../db/owned';
 import { upsertContacts } from '../db/queries/contacts';
 import {
   claimRecounts, isUnusableCondition, keptCount, recountSegments, SEGMENT_RECOUNT_AFTER_MS, segmentContacts, segmentCountRows, segmentsReferencing,
   unusableCondition, type KeptCountRow, type MemberCount,
 } from './segmentQueries';
-import { checkCondition } from './check';
+import { checkCondition, readsContactRowOnly } from './check';
 import { loadSegments, resolveSegments, type SegmentDef, type SegmentMap } from './compile';
 import { normaliseCondition, type AudienceCondition } from './condition';
 import { audited, type Actor } from '../audit/log';
@@ -221,23 +221,45 @@ export const memberCountCap = (segment: SegmentDef): number => (segment.type ===
 /**
  * The statement of a page of a segment's contacts and its capped count, as segmentMembers runs it (exported for the
  * EXPLAIN tests). Its total is exact up to memberCountCap, as every list over a table that grows: counted exactly, a
- * dynamic segment of 333,000 contacts read them all for each page (1.4 s; BENCHMARKS.md section 37). A
- * dynamic segment's first page is the newest of the members its count reads (db/pages.ts firstPageOfCount): one read
- * in the count's plan, newest first, whatever the planner would have guessed for a page of 11 alone (section 56).
+ * dynamic segment of 333,000 contacts read them all for each page (1.4 s; BENCHMARKS.md section 37).
+ *
+ * A page is its keys newest first, then their contacts by key (`byKey`): a static segment's keys are its rows of
+ * segment_members from the cursor down (an index-only range of their primary key), a dynamic segment's first page the
+ * newest of the members its count reads (db/pages.ts firstPageOfCount: one read in the count's plan, newest first,
+ * whatever the planner would have guessed for a page of 11 alone; section 56). Joined to the keys in their order, the
+ * contacts have one way to be read, a probe of their primary key per key: as `c.id IN (keys)` a plan made without the
+ * values merged the keys with every contact from the newest down, all of them for a small static segment of old ones.
+ *
+ * With its generic plan (PageStatementOptions `genericPlan`), prepared once per connection: a static segment's page,
+ * and a dynamic one's whose condition reads the contact's row only (audience/check.ts readsContactRowOnly). Planning
+ * such a page cost more than running it (1.2-1.6 ms against 1.3-1.5, parsed and planned for each request; section 65).
+ * A condition over addresses, events or other segments is planned for its values.
  */
 export function segmentMemberQueries(db: Knex, projectId: string, segment: SegmentDef, all: SegmentMap, page: PageRequest): { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions } {
-  if (segment.type === 'DYNAMIC' && !page.afterId) {
-    return firstPageOfCount(() => segmentContacts(db, projectId, segment, all), 'c.id', page.limit,
-      (keys) => db('contacts as c').where('c.project_id', projectId).whereIn('c.id', keys).select('c.*'), memberCountCap(segment), LIST_COUNT_CAP);
+  const byKey = (keys: Knex.QueryBuilder) => db.from(keys.as('k'))
+    .join('contacts as c', (j) => { j.on('c.id', '=', 'k.id').andOnVal('c.project_id', '=', projectId); }).select('c.*');
+  if (segment.type === 'STATIC') {
+    const keys = db('segment_members as m').where('m.project_id', projectId).where('m.segment_id', segment.id).select('m.contact_id as id')
+      .orderBy('m.contact_id', 'desc').limit(rowLimit(page.limit + 1), { skipBinding: true });
+    if (page.afterId) keys.where('m.contact_id', '<', page.afterId);
+    return {
+      page: byKey(keys).orderBy('c.id', 'desc'),
+      // Newest first: a static segment's rows of segment_members by their primary key (project, segment, contact) from
+      // the top, an index-only read of 1,001 entries. Without an order it was planned as a sequential scan of the table
+      // stopped by its LIMIT, which is quick only while the segment's rows lie evenly through the table.
+      count: cappedCount(() => segmentCountRows(db, projectId, segment, all), LIST_COUNT_CAP, 'm.contact_id'),
+      options: { column: 'c.id', whole: wholeOf(page), genericPlan: true },
+    };
   }
-  const { page: rows } = pageQueries(() => segmentContacts(db, projectId, segment, all, page.afterId).select('c.*'), page, 'c.id');
+  const genericPlan = readsContactRowOnly(segment.condition!);
+  if (!page.afterId) {
+    const first = firstPageOfCount(() => segmentContacts(db, projectId, segment, all), 'c.id', page.limit, byKey, memberCountCap(segment), LIST_COUNT_CAP);
+    return { ...first, options: { ...first.options, genericPlan } };
+  }
   return {
-    page: rows,
-    // Newest first both ways: a static segment's rows of segment_members by their primary key (project, segment,
-    // contact) from the top, an index-only read of 1,001 entries. Without an order it was planned as a sequential scan
-    // of the table stopped by its LIMIT, which is quick only while the segment's rows lie evenly through the table.
-    count: cappedCount(() => segmentCountRows(db, projectId, segment, all), memberCountCap(segment), segment.type === 'DYNAMIC' ? 'c.id' : 'm.contact_id', LIST_COUNT_CAP),
-    options: { column: 'c.id', whole: wholeOf(page) },
+    page: pageQueries(() => segmentContacts(db, projectId, segment, all).select('c.*'), page, 'c.id').page,
+    count: cappedCount(() => segmentContacts(db, projectId, segment, all), memberCountCap(segment), 'c.id', LIST_COUNT_CAP),
+    options: { column: 'c.id', genericPlan },
   };
 }
 

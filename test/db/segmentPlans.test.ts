@@ -1,10 +1,11 @@
 import { loadSegments } from '../../audience/compile';
 import { memberCountCap, segmentMemberQueries, segmentMembers } from '../../audience/segments';
 import { cappedCount, cappedTotal, pageQueries, pageStatement, pageWithTotal } from '../../db/pages';
+import { readsContactRowOnly } from '../../audience/check';
 import { segmentContacts } from '../../audience/segmentQueries';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
-import { planNodes, type AnalyzedNode } from '../support/plans';
+import { belowTheTop, genericPlanOf, planNodes, type AnalyzedNode } from '../support/plans';
 
 /**
  * A dynamic segment's first page is read once, in its count's plan (db/pages.ts firstPageOfCount), and answers what a
@@ -139,4 +140,69 @@ test('a static segment whose members came after another\'s counts its own throug
   expect(counted).toBeDefined();
   expect(counted?.['Rows Removed by Filter'] ?? 0).toBe(0);
   expect(await segmentMembers(db.knex, projectId, later, { limit: 50, afterId: cursor })).toMatchObject({ total: 1000, totalExact: false });
+});
+
+describe('the pages planned once, generically', () => {
+  const ids: Record<string, string> = {};
+  beforeAll(async () => {
+    // A static segment of the three oldest contacts: the page a plan made without its values must not reach by reading
+    // every contact from the newest down. And dynamic segments over the contact's row alone.
+    ids.old = (await db.knex('segments').insert({ project_id: projectId, name: 'Old three', type: 'STATIC' }).returning('id'))[0].id;
+    await db.knex.raw(`INSERT INTO segment_members (project_id, segment_id, contact_id) SELECT project_id, ?, id FROM contacts WHERE project_id = ? ORDER BY id LIMIT 3`, [ids.old!, projectId]);
+    await db.knex('contacts').where('project_id', projectId).whereRaw("email LIKE 'user1%'").update({ data: db.knex.raw(`jsonb_build_object('plan', 'pro')`) });
+    const make = async (name: string, condition: object) => {
+      ids[name] = (await db.knex('segments').insert({ project_id: projectId, name, type: 'DYNAMIC', condition: JSON.stringify(condition) }).returning('id'))[0].id;
+    };
+    await make('pro', { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'pro' }, { field: 'subscribed', operator: 'equals', value: true }] }] });
+    await make('recent', { logic: 'OR', groups: [{ filters: [{ field: 'createdAt', operator: 'within', value: 30, unit: 'days' }] }] });
+    await make('clicked', { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'exists' }, { field: 'event.email.clicked', operator: 'triggered' }] }] });
+    await vacuumAnalyze(db.knex, ['contacts', 'segment_members']);
+  });
+
+  const statementOf = async (id: string, afterId?: string) => {
+    const all = await loadSegments(db.knex, projectId);
+    return segmentMemberQueries(db.knex, projectId, all.get(id)!, all, { limit: 50, afterId });
+  };
+
+  test('a condition over the contact\'s row alone is planned once; over an address, events or a segment, for its values', () => {
+    const rule = (field: string, operator = 'exists', value?: unknown) => ({ logic: 'AND' as const, groups: [{ filters: [{ field, operator, value } as never] }] });
+    expect(readsContactRowOnly(rule('data.plan', 'equals', 'pro'))).toBe(true);
+    expect(readsContactRowOnly(rule('subscribed', 'equals', false))).toBe(true);
+    expect(readsContactRowOnly(rule('createdAt', 'within', 3))).toBe(true);
+    expect(readsContactRowOnly(rule('email', 'contains', 'ada'))).toBe(false);
+    expect(readsContactRowOnly(rule('event.email.opened', 'triggered'))).toBe(false);
+    expect(readsContactRowOnly(rule(`segment.${segmentId}`, 'memberOf'))).toBe(false);
+  });
+
+  test.each([['static, first page', 'static', false], ['static, after a cursor', 'static', true], ['old three', 'old', false],
+    ['data and subscribed, first page', 'pro', false], ['data and subscribed, after a cursor', 'pro', true], ['createdAt', 'recent', false]])(
+    '%s: its generic plan reads the keys newest first and probes the contacts by key; no scan, no merge, no sort', async (_name, key, deep) => {
+      const { page, count, options } = await statementOf(key === 'static' ? segmentId : ids[key]!, deep ? cursor : undefined);
+      expect(options.genericPlan).toBe(true);
+      const p = await genericPlanOf(db.knex, pageStatement(page, count, options));
+      expect(p).not.toMatch(/Seq Scan|Bitmap Heap Scan|Merge|Hash|Gather/);
+      expect(belowTheTop(p)).not.toMatch(/Sort\s+\(/);
+      expect(p).toMatch(key === 'static' || key === 'old' ? /Index Only Scan Backward using segment_members_pkey/ : /Index Scan Backward using contacts_(pkey|project_subscribed_id_idx)/);
+      if (!deep || key !== 'pro') expect(p).toMatch(/Index Scan using contacts_pkey on contacts c\s/);
+    });
+
+  test('a condition over events is planned for its values', async () => {
+    const { options } = await statementOf(ids.clicked!);
+    expect(options.genericPlan).toBe(false);
+  });
+
+  test.each([['static', 'first page'], ['static', 'after a cursor'], ['old', 'first page'], ['pro', 'first page'], ['pro', 'after a cursor'], ['recent', 'first page']])(
+    '%s, %s: the same page and total generically as planned for the values', async (key, at) => {
+      const deep = at === 'after a cursor';
+      const id = key === 'static' ? segmentId : ids[key]!;
+      const run = async (genericPlan: boolean) => {
+        const { page, count, options } = await statementOf(id, deep ? cursor : undefined);
+        return pageWithTotal(page, count, { ...options, genericPlan });
+      };
+      // Several times over: PostgreSQL makes a named statement's generic plan at its first runs.
+      for (let i = 0; i < 3; i++) expect(await run(true)).toEqual(await run(false));
+      const listed = await segmentMembers(db.knex, projectId, id, { limit: 50, afterId: deep ? cursor : undefined });
+      expect(listed.rows.length).toBeGreaterThan(0);
+      if (key === 'old') expect(listed).toMatchObject({ total: 3, totalExact: true });
+    });
 });
