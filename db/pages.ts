@@ -81,7 +81,8 @@ export interface PageStatementOptions {
    * section 54). The count must then be ordered too (cappedCount's `newestFirst`), so that its plan is that index read
    * whatever the project's size; the LIMITs are written into the text (rowLimit), and the plan is made under LIST_PLAN,
    * so that no estimate from the table's averages turns it into a sort of a project's rows.
-   * Never for a search or a segment's condition, whose best plan turns on the values.
+   * Never for a search, nor a segment's condition over addresses, events or other segments, whose best plan turns on
+   * the values (a condition over the contact's row alone is not such: audience/check.ts readsContactRowOnly).
    */
   genericPlan?: boolean;
   /**
@@ -223,7 +224,8 @@ function plannedRead(client: Knex.Client, cte: string, cap: number): Knex.QueryB
 
 /**
  * A first page and its capped count from one read: the first `cap + 1` keys of `filtered` newest first (what the capped
- * count reads anyway), the page the newest `limit + 1` of them, fetched by `rowsOf` (given the keys as a subquery).
+ * count reads anyway), the page the newest `limit + 1` of them, fetched by `rowsOf` (given the keys as a subquery, newest
+ * first: joined in that order, the rows have one plan even when it is made without the values; audience/segments.ts).
  * For a list whose page the planner may read worse than its count: a dynamic segment over events, whose page of 11 was
  * planned as a nested loop probing the events' partitions for each contact newest first (2,041 contacts for 11, 9 ms)
  * while its count's merge join read 1,001 in 2.5 ms (BENCHMARKS.md section 56). Never worse than the two reads: the page
