@@ -202,6 +202,14 @@ withChromium('the console A/B campaign', (chromium) => {
         const confirm = page.getByRole('dialog', { name: 'Send B to the rest of the audience?' });
         await confirm.getByText(/not significant yet/).waitFor();
         await checkA11y(page);
+        // The stats' answers are held back until the campaign reads as decided: the page then has the campaign from after
+        // the decision and its stats from before it, as a loaded machine gave it (where the line said "B won on unique
+        // opens" of a person's choice). Who decided is the campaign's to say.
+        let releaseStats!: () => void;
+        const statsHeld = new Promise<void>((resolve) => { releaseStats = resolve; });
+        const statsUrl = /\/campaigns\/[0-9a-f-]{36}\/stats/;
+        const heldStats: Promise<void>[] = [];
+        await page.route(statsUrl, (route) => { const p = statsHeld.then(() => route.continue()); heldStats.push(p); return p; });
         await confirm.getByRole('button', { name: 'Choose B as winner' }).click();
         await page.getByText('B goes to the rest of the audience').waitFor();
 
@@ -209,6 +217,11 @@ withChromium('the console A/B campaign', (chromium) => {
         await page.locator('.campaign-lede').getByText('Sent', { exact: true }).waitFor({ timeout: 60_000 });
         const ab = page.locator('section[aria-labelledby="campaign-ab"]');
         await ab.getByText('Decided', { exact: true }).waitFor();
+        expect(await ab.locator('.ab-phase').innerText()).toMatch(/^B won, chosen by a person, on .+: it went to the rest of the audience\.$/);
+        expect(heldStats.length).toBeGreaterThan(0);
+        releaseStats();
+        await Promise.all(heldStats);
+        await page.unroute(statsUrl);
         expect(await ab.locator('.ab-phase').innerText()).toMatch(/^B won, chosen by a person, on .+: it went to the rest of the audience\.$/);
         await ab.getByText(/^Not significant: the difference in unique opens could be chance \(p = 0\.\d\d\)\.$/).waitFor();
         await card(page, 'B').getByText('Winner', { exact: true }).waitFor();
