@@ -195,19 +195,18 @@ export function CampaignComposer({ campaign, onSaved, onSent, onDeleted }: {
   // domains answered in between) saw no suggestion yet and kept it over the template's (a console test at load).
   const filledFrom = useRef('');
   useEffect(() => {
-    if (!id && !form.from && suggestedFrom && form.source === 'own') {
-      setForm((f) => {
-        if (f.from || f.source !== 'own') return f;
-        filledFrom.current = suggestedFrom;
-        return { ...f, from: suggestedFrom };
-      });
-    }
+    if (id || !suggestedFrom) return;
+    setForm((f) => {
+      if (f.from || f.source !== 'own') return f;
+      filledFrom.current = suggestedFrom;
+      return { ...f, from: suggestedFrom };
+    });
   }, [suggestedFrom, form.source]);
   const templates = useTemplates();
   const template: Template | undefined = templates.list.find((t) => t.id === form.templateId);
   const fromTemplate = form.source === 'template';
   /** "Use a template": a new campaign's suggested sender gives way to the template's. */
-  const chooseSource = (source: Form['source']) => setForm((f) => ({ ...f, source, ...(source === 'template' && !id && f.from !== '' && f.from === filledFrom.current ? { from: '' } : {}) }));
+  const chooseSource = (source: Form['source']) => setForm((f) => ({ ...f, source, ...(source === 'template' && !id && f.from === filledFrom.current ? { from: '' } : {}) }));
 
   const set = <K extends keyof Form>(key: K) => (value: Form[K]) => setForm((f) => ({ ...f, [key]: value }));
   const audience = audienceOf(form);
