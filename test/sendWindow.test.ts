@@ -46,3 +46,34 @@ test("a worker that died with sends open: its restart (same executor id) drops t
   await restarted.release(ticket);
   expect(await db.knex('delivery_window').where({ holder: 'worker-c' }).whereNull('completed_at').count('* as n').first()).toEqual({ n: 0 });
 }, 30_000);
+
+test('freed room goes to the send that waited first, whichever worker looks first when it frees', async () => {
+  const a = sharedSendWindow(db.knex, 1, 'worker-d');
+  const b = sharedSendWindow(db.knex, 1, 'worker-e');
+  const c = sharedSendWindow(db.knex, 1, 'worker-f');
+  await a.release(await a.acquire()); // the window (1 a second) is full for a second
+  const order: string[] = [];
+  const first = b.acquire().then(async (ticket) => { order.push('waited first'); await b.release(ticket); });
+  await new Promise((r) => setTimeout(r, 50));
+  // c looks again at the same moment as b when the room frees (both wait until the oldest send leaves the window).
+  const second = c.acquire().then(async (ticket) => { order.push('asked later'); await c.release(ticket); });
+  await Promise.all([first, second]);
+  expect(order).toEqual(['waited first', 'asked later']);
+}, 30_000);
+
+test("a send with room keeps off while another worker's earlier waiter is in line, and not once that waiter is stale", async () => {
+  await db.knex('delivery_window').delete();
+  const c = sharedSendWindow(db.knex, 2, 'worker-g');
+  // Another worker's send, waiting since before c asked, and looking again every 100 ms as a live worker does.
+  const [{ id }] = await db.knex('delivery_window').insert({ holder: 'worker-h', waiting: true, seen_at: db.knex.fn.now() }).returning('id');
+  const alive = setInterval(() => { void db.knex('delivery_window').where({ id }).update({ seen_at: db.knex.fn.now() }); }, 100);
+  let got = false;
+  const acquired = c.acquire().then((ticket) => { got = true; return ticket; });
+  await new Promise((r) => setTimeout(r, 400));
+  expect(got).toBe(false); // room for two, none taken: it is the waiter's turn
+  // The waiter stops looking (its worker died or stalled): after a second it is passed by, and pruned.
+  clearInterval(alive);
+  await c.release(await acquired);
+  expect(got).toBe(true);
+  expect(await db.knex('delivery_window').where({ id }).first()).toBeUndefined();
+}, 30_000);

@@ -16,6 +16,11 @@ import { rateWindow } from '../mail/transport';
 export const SHARED_WINDOW_MAX_RATE = 50;
 /** A send still open after this is taken to have died with its worker. */
 const STALE_SEND_MS = 60_000;
+/**
+ * A waiter that has not looked again for this long has died with its worker, or its worker is stalled: a live one looks
+ * at least every 100 ms, and the others do not keep the room for a stalled one longer than this.
+ */
+const STALE_WAITER_MS = 1_000;
 /** Completed sends are pruned this long after the window. */
 const KEEP_MS = 5_000;
 
@@ -39,22 +44,42 @@ export function sharedSendWindow(knex: Knex, ratePerSecond: number, holder: stri
     // awaited twice runs twice; the promise runs once.)
     forgotten ??= knex('delivery_window').where({ holder }).delete().then(() => undefined);
     await forgotten;
+    // Across workers, sends take freed room in the order they first asked: one that finds the window full leaves a
+    // waiter row (the head of this process's line: at most one per process), and a send that finds room while an
+    // earlier waiter exists lets it have the room. Otherwise the workers race for each room that frees up, and a
+    // worker slowed by its machine loses its transactional email's turn to another's campaign emails again and again.
+    let waiter: string | undefined;
     for (;;) {
       const got = await knex.transaction(async (trx): Promise<{ ticket: string } | { waitMs: number }> => {
         // The pace row serialises the acquires of all workers (claims take it too, briefly).
         await trx.raw("SELECT 1 FROM delivery_pace WHERE name = 'email' FOR UPDATE");
         await trx.raw(`DELETE FROM delivery_window WHERE completed_at < now() - ?::int * interval '1 millisecond'
-          OR (completed_at IS NULL AND started_at < now() - ?::int * interval '1 millisecond')`, [windowMs + KEEP_MS, STALE_SEND_MS]);
+          OR (completed_at IS NULL AND NOT waiting AND started_at < now() - ?::int * interval '1 millisecond')
+          OR (waiting AND seen_at < now() - ?::int * interval '1 millisecond')`, [windowMs + KEEP_MS, STALE_SEND_MS, STALE_WAITER_MS]);
         const { rows: [busy] } = await trx.raw(
-          `SELECT count(*)::int AS n,
-                  extract(epoch FROM (min(completed_at) + ?::int * interval '1 millisecond' - now())) * 1000 AS frees_in_ms
-           FROM delivery_window WHERE completed_at IS NULL OR completed_at > now() - ?::int * interval '1 millisecond'`,
-          [windowMs, windowMs],
+          `SELECT count(*) FILTER (WHERE NOT w.waiting AND (w.completed_at IS NULL OR w.completed_at > now() - ?::int * interval '1 millisecond'))::int AS n,
+                  extract(epoch FROM (min(w.completed_at) FILTER (WHERE w.completed_at > now() - ?::int * interval '1 millisecond')
+                    + ?::int * interval '1 millisecond' - now())) * 1000 AS frees_in_ms,
+                  -- Waiters ahead of this send: all of them when it has no waiter row (or lost it as stale).
+                  count(*) FILTER (WHERE w.waiting AND w.id IS DISTINCT FROM ?::bigint
+                    AND (me.started_at IS NULL OR (w.started_at, w.id) < (me.started_at, me.id)))::int AS ahead
+           FROM delivery_window w LEFT JOIN (SELECT started_at, id FROM delivery_window WHERE id = ?::bigint AND waiting) me ON true`,
+          [windowMs, windowMs, windowMs, waiter ?? null, waiter ?? null],
         );
-        const { n, frees_in_ms: freesInMs } = busy as { n: number; frees_in_ms: number | null };
+        const { n, frees_in_ms: freesInMs, ahead } = busy as { n: number; frees_in_ms: number | null; ahead: number };
+        if (n < limit && ahead === 0) {
+          // The waiter row, if any, becomes the send's: the same ticket.
+          const [kept] = waiter ? await trx('delivery_window').where({ id: waiter }).update({ waiting: false, seen_at: null, started_at: trx.fn.now() }).returning('id') : [];
+          const [row] = kept ? [kept] : await trx('delivery_window').insert({ holder }).returning('id');
+          return { ticket: String((row as { id: string | number }).id) };
+        }
+        // Still in line; a waiter pruned as stale (this process stalled for a second) is in line again, from now.
+        if (waiter && (await trx('delivery_window').where({ id: waiter }).update({ seen_at: trx.fn.now() }).returning('id')).length === 0) waiter = undefined;
+        if (!waiter) waiter = String(((await trx('delivery_window').insert({ holder, waiting: true, seen_at: trx.fn.now() }).returning('id'))[0] as { id: string | number }).id);
+        // Full: until the oldest completed send leaves the window. Room kept for an earlier waiter: a moment, while it
+        // takes it (it looks again when the room frees, as this one would have).
         if (n >= limit) return { waitMs: freesInMs === null ? 10 : Math.max(1, Number(freesInMs)) };
-        const [row] = await trx('delivery_window').insert({ holder }).returning('id');
-        return { ticket: String((row as { id: string | number }).id) };
+        return { waitMs: 10 };
       });
       if ('ticket' in got) return got.ticket;
       await new Promise((r) => setTimeout(r, Math.min(got.waitMs, 100)));

@@ -41,6 +41,7 @@ import * as inboundRawIndex from './20261209000001_inbound_raw_index';
 import * as segmentMemberCounts from './20261210000001_segment_member_counts';
 import * as contactSearchPendingList from './20261211000001_contact_search_pending_list';
 import * as contactSearchEmailFirst from './20261212000001_contact_search_email_first';
+import * as deliveryWindowWaiters from './20261213000001_delivery_window_waiters';
 
 /**
  * The migrations, listed explicitly rather than discovered by scanning a directory: the same list works under
@@ -90,6 +91,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261210000001_segment_member_counts': segmentMemberCounts,
   '20261211000001_contact_search_pending_list': contactSearchPendingList,
   '20261212000001_contact_search_email_first': contactSearchEmailFirst,
+  '20261213000001_delivery_window_waiters': deliveryWindowWaiters,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
