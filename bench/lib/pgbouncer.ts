@@ -48,7 +48,7 @@ export async function startPgBouncer(cluster: BenchCluster, opts: { poolSize: nu
   const pidFile = path.join(dir, 'pgbouncer.pid');
   fs.writeFileSync(ini, [
     '[databases]',
-    `${target.pathname.slice(1)} = host=${target.hostname} port=${target.port} dbname=${target.pathname.slice(1)} user=${decodeURIComponent(target.username)} password=${decodeURIComponent(target.password)}`,
+    `${target.pathname.slice(1)} = host=${target.searchParams.get('host') ?? target.hostname} port=${target.port} dbname=${target.pathname.slice(1)} user=${decodeURIComponent(target.username)} password=${decodeURIComponent(target.password)}`,
     '[pgbouncer]',
     'listen_addr = 127.0.0.1',
     `listen_port = ${port}`,
