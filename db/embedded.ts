@@ -184,9 +184,9 @@ async function runningPort(pgDir: string): Promise<number | undefined> {
 
 /**
  * Clients reach the cluster through a Unix socket in its own data directory, and TCP on 127.0.0.1 stays open for
- * everything else (psql, a PgBouncer in front). A round trip through the socket cost the client 19 % and the server
- * 25 % less CPU than through loopback TCP (20,000 statements, 2026-11-30), where a request of the API or a send of the
- * worker makes a few. Only where the socket's path fits (sun_path holds 107 bytes) and passes unquoted through pg_ctl's
+ * everything else (psql, a PgBouncer in front). A round trip through the socket cost the client 13 % and the server
+ * 11 % less CPU than through loopback TCP (`npm run bench:transport`, BENCHMARKS.md section 66), where a request of
+ * the API or a send of the worker makes a few. Only where the socket's path fits (sun_path holds 107 bytes) and passes unquoted through pg_ctl's
  * options; elsewhere TCP alone, as before.
  */
 const SOCKET_PATH_MAX = 107;

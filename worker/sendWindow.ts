@@ -33,6 +33,9 @@ export interface SendWindow {
   abandon(ticket: string): Promise<void>;
 }
 
+/** A row's id as `returning('id')` gives it (a bigint arrives as a string), as a ticket. */
+const idOf = (row: unknown): string => String((row as { id: string | number }).id);
+
 export function sharedSendWindow(knex: Knex, ratePerSecond: number, holder: string): SendWindow {
   const { limit, windowMs } = rateWindow(ratePerSecond);
   let forgotten: Promise<unknown> | undefined;
@@ -61,21 +64,19 @@ export function sharedSendWindow(knex: Knex, ratePerSecond: number, holder: stri
                   extract(epoch FROM (min(w.completed_at) FILTER (WHERE w.completed_at > now() - ?::int * interval '1 millisecond')
                     + ?::int * interval '1 millisecond' - now())) * 1000 AS frees_in_ms,
                   -- Waiters ahead of this send: all of them when it has no waiter row (or lost it as stale).
-                  count(*) FILTER (WHERE w.waiting AND w.id IS DISTINCT FROM ?::bigint
-                    AND (me.started_at IS NULL OR (w.started_at, w.id) < (me.started_at, me.id)))::int AS ahead
+                  count(*) FILTER (WHERE w.waiting AND (me.id IS NULL OR (w.started_at, w.id) < (me.started_at, me.id)))::int AS ahead
            FROM delivery_window w LEFT JOIN (SELECT started_at, id FROM delivery_window WHERE id = ?::bigint AND waiting) me ON true`,
-          [windowMs, windowMs, windowMs, waiter ?? null, waiter ?? null],
+          [windowMs, windowMs, windowMs, waiter ?? null],
         );
         const { n, frees_in_ms: freesInMs, ahead } = busy as { n: number; frees_in_ms: number | null; ahead: number };
         if (n < limit && ahead === 0) {
           // The waiter row, if any, becomes the send's: the same ticket.
           const [kept] = waiter ? await trx('delivery_window').where({ id: waiter }).update({ waiting: false, seen_at: null, started_at: trx.fn.now() }).returning('id') : [];
-          const [row] = kept ? [kept] : await trx('delivery_window').insert({ holder }).returning('id');
-          return { ticket: String((row as { id: string | number }).id) };
+          return { ticket: idOf(kept ?? (await trx('delivery_window').insert({ holder }).returning('id'))[0]) };
         }
         // Still in line; a waiter pruned as stale (this process stalled for a second) is in line again, from now.
         if (waiter && (await trx('delivery_window').where({ id: waiter }).update({ seen_at: trx.fn.now() }).returning('id')).length === 0) waiter = undefined;
-        if (!waiter) waiter = String(((await trx('delivery_window').insert({ holder, waiting: true, seen_at: trx.fn.now() }).returning('id'))[0] as { id: string | number }).id);
+        if (!waiter) waiter = idOf((await trx('delivery_window').insert({ holder, waiting: true, seen_at: trx.fn.now() }).returning('id'))[0]);
         // Full: until the oldest completed send leaves the window. Room kept for an earlier waiter: a moment, while it
         // takes it (it looks again when the room frees, as this one would have).
         if (n >= limit) return { waitMs: freesInMs === null ? 10 : Math.max(1, Number(freesInMs)) };
