@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { COMPILED, moduleFile } from '../core/compiled';
 
 const run = promisify(execFile);
 const WORKFLOWS = path.resolve(__dirname, '..', 'workflows');
@@ -23,7 +24,7 @@ export async function workflowBundlePath(): Promise<string> {
   hash.update(JSON.parse(fs.readFileSync(require.resolve('@temporalio/workflow/package.json'), 'utf8')).version as string);
   const file = path.join(os.tmpdir(), `herald-workflows-${hash.digest('hex').slice(0, 16)}.js`);
   if (fs.existsSync(file)) return file;
-  const script = path.resolve(__dirname, '..', 'scripts', 'bundleWorkflows.ts');
-  await run(process.execPath, ['--import', 'tsx', script, file], { maxBuffer: 16 * 1024 * 1024 });
+  const script = moduleFile(path.resolve(__dirname, '..', 'scripts'), 'bundleWorkflows');
+  await run(process.execPath, [...(COMPILED ? [] : ['--import', 'tsx']), script, file], { maxBuffer: 16 * 1024 * 1024 });
   return file;
 }

@@ -1,6 +1,6 @@
-import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { DnsConfig } from '../config';
+import { COMPILED, moduleFile } from '../core/compiled';
 import type { Authenticator, AuthResults } from './auth';
 import { parseMessage, type ParsedMessage } from './parse';
 
@@ -43,8 +43,9 @@ interface Thread {
  * do not keep the process alive.
  */
 export function analysisThreads(count: number, dns: DnsConfig, mta: string): Analyser & { close(): Promise<void> } {
-  // The sources run under tsx (npm run api, the tests): the thread registers it before loading the worker's module.
-  const code = `require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(path.join(__dirname, 'analysisWorker.ts'))});`;
+  // From the sources (tsx, the tests) the thread registers tsx before it loads the worker's module; compiled, it needs none.
+  const load = `require(${JSON.stringify(moduleFile(__dirname, 'analysisWorker'))});`;
+  const code = COMPILED ? load : `require(${JSON.stringify(require.resolve('tsx/cjs'))}); ${load}`;
   let nextId = 0;
   let closed = false;
   const threads: Thread[] = [];

@@ -30,7 +30,7 @@ const dataDir = path.resolve(process.env.DATA_DIR ?? path.join(ROOT, '.data'));
 const port = process.env.PORT ?? '3000';
 
 function herald(script: string, env: Record<string, string>, name: string): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...(script === 'bin/worker.ts' ? ['--max-old-space-size=160'] : []), path.join(ROOT, script)], {
+  const child = spawn(process.execPath, [...(script === 'bin/worker.ts' ? ['--max-old-space-size=160'] : []), path.join(ROOT, 'scripts', 'run.cjs'), script], {
     // Workers as `npm run worker` starts them (package.json): a capped heap and two malloc arenas.
     cwd: ROOT, env: { ...process.env, ...(script === 'bin/worker.ts' ? { MALLOC_ARENA_MAX: '2' } : {}), ...env }, stdio: ['ignore', 'inherit', 'inherit'],
   });

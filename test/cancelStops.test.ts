@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { bearer } from './support/app';
 import { cancelMidFlight } from './support/cancelStops';
-import { childEnv, killGroup, runTsx } from './support/processes';
+import { childEnv, killGroup, runHerald } from './support/processes';
 import { workerProcesses } from './support/workerProcesses';
 
 /**
@@ -53,7 +53,7 @@ test('at 14/s: after the cancel is answered, at most the two sends handed to SMT
 });
 
 test('one rate per database: while the 14/s worker lives, a worker at 20/s refuses to start (exit code 2), naming the difference', async () => {
-  const refused = await runTsx('bin/worker.ts', [], childEnv({ DATABASE_URL: h.t.db.url, SMTP_URL: h.smtp.url, EXECUTOR_ID: 'other-rate', SEND_RATE_PER_SECOND: '20', LOG_LEVEL: 'warn' }));
+  const refused = await runHerald('bin/worker.ts', [], childEnv({ DATABASE_URL: h.t.db.url, SMTP_URL: h.smtp.url, EXECUTOR_ID: 'other-rate', SEND_RATE_PER_SECOND: '20', LOG_LEVEL: 'warn' }));
   expect(refused.code).toBe(2);
   expect(refused.stderr).toMatch(/this database's workers run ENGINE=embedded at SEND_RATE_PER_SECOND=14 \(live: cancel-stops .*\); this process has ENGINE=embedded at SEND_RATE_PER_SECOND=20: SEND_RATE_PER_SECOND differs/);
   expect(await h.t.db.knex('delivery_pace').where({ name: 'email' }).first('engine', 'send_rate_per_second')).toEqual({ engine: 'embedded', send_rate_per_second: 14 });

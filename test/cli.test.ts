@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import { runCli } from '../cli/program';
 import { bearer, createTestContext, type TestContext } from './support/app';
-import { childEnv, runTsx, type RunResult } from './support/processes';
+import { childEnv, runHerald, type RunResult } from './support/processes';
 
 /**
  * The operator CLI (`npm run --silent cli -- …`) against this file's own database (DATABASE_URL). The commands run
  * in-process through runCli, with their stdout and stderr captured and the environment a child would get (a process
- * per command cost ~2 s of tsx start-up each); the last block runs bin/cli.ts as a real process for the entry point's
+ * per command cost ~2 s of start-up each); the last block runs bin/cli.ts as a real process for the entry point's
  * own contract (exit codes, one JSON document on stdout). The keys it prints are then used against a real app on the
  * same database.
  */
@@ -22,7 +22,7 @@ let t: TestContext;
 // to the test's when it is done, and destroys its own), so two side by side would pull the binding from under each other.
 let running: Promise<unknown> = Promise.resolve();
 
-/** Runs `herald <args>` in-process with this environment; the same result as runTsx gives for a child. */
+/** Runs `herald <args>` in-process with this environment; the same result as runHerald gives for a child. */
 function inProcess(args: string[], env: NodeJS.ProcessEnv): Promise<RunResult> {
   const run = running.then(async (): Promise<RunResult> => {
     let stdout = '';
@@ -442,9 +442,9 @@ describe('usage errors', () => {
 });
 
 describe('bin/cli.ts as a real process', () => {
-  // The entry point itself: what tsx and Node add around runCli (exit codes through process.exit, nothing else on the
+  // The entry point itself: what the compiled entry and Node add around runCli (exit codes through process.exit, nothing else on the
   // streams). Three children side by side, the only ones this file starts.
-  const child = (...args: string[]) => runTsx('bin/cli.ts', args, childEnv({ DATABASE_URL: t.db.url }));
+  const child = (...args: string[]) => runHerald('bin/cli.ts', args, childEnv({ DATABASE_URL: t.db.url }));
   let created: RunResult;
   let usage: RunResult;
   let refused: RunResult;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig, loadOidcConfig, loadSessionConfig, loadTrackingConfig, publicUrlWarning, temporalUiOf } from '../config';
-import { childEnv, runTsx } from './support/processes';
+import { childEnv, runHerald } from './support/processes';
 
 /** Configuration from environment variables (issue 2, point 2): defaults, and a clear error naming any bad variable. */
 
@@ -309,7 +309,7 @@ describe('at start-up', () => {
 
   test('`npm start` with PORT=abc exits with code 2 and a stderr line naming PORT, without starting anything', async () => {
     const dataDir = path.join(dir, 'data');
-    const res = await runTsx('bin/start.ts', [], childEnv({ PORT: 'abc', DATA_DIR: dataDir, DATABASE_URL: undefined }));
+    const res = await runHerald('bin/start.ts', [], childEnv({ PORT: 'abc', DATA_DIR: dataDir, DATABASE_URL: undefined }));
     expect(res.code).toBe(2);
     expect(res.stdout).toBe('');
     const lines = res.stderr.split('\n').filter((l) => l.trim() !== '');

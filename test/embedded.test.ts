@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { memorySettings } from '../db/embedded';
 import {
-  childEnv, killGroup, livePostmasterPid, runTsx, spawnTsx, stopClusterIfRunning, waitFor, type RunResult,
+  childEnv, killGroup, livePostmasterPid, runHerald, spawnHerald, stopClusterIfRunning, waitFor, type RunResult,
 } from './support/processes';
 
 /**
@@ -29,7 +29,7 @@ const embeddedEnv = (dataDir: string, extra: Record<string, string | undefined> 
   childEnv({ DATA_DIR: dataDir, DATABASE_URL: undefined, ...extra });
 
 const cli = (dataDir: string, args: string[], extra: Record<string, string | undefined> = {}): Promise<RunResult> =>
-  runTsx('bin/cli.ts', args, embeddedEnv(dataDir, extra));
+  runHerald('bin/cli.ts', args, embeddedEnv(dataDir, extra));
 
 async function cliJson<T>(dataDir: string, ...args: string[]): Promise<T> {
   const res = await cli(dataDir, args);
@@ -58,7 +58,7 @@ interface Server {
 
 /** `npm start` on DATA_DIR (PORT=0), returning once it logs "Herald API listening". */
 async function startServer(dataDir: string, script = 'bin/start.ts'): Promise<Server> {
-  const child = spawnTsx(script, [], embeddedEnv(dataDir, { PORT: '0', LOG_LEVEL: 'info' }));
+  const child = spawnHerald(script, [], embeddedEnv(dataDir, { PORT: '0', LOG_LEVEL: 'info' }));
   children.add(child);
   let stdout = '';
   let stderr = '';
@@ -86,7 +86,7 @@ async function startServer(dataDir: string, script = 'bin/start.ts'): Promise<Se
   return { child, port, stdout: () => stdout, stderr: () => stderr, exited, request };
 }
 
-/** SIGTERM to the server (tsx relays it to the script), then its exit. */
+/** SIGTERM to the server, then its exit. */
 async function stopServer(server: Server) {
   server.child.kill('SIGTERM');
   return server.exited;

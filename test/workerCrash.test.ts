@@ -6,7 +6,7 @@ import { createLogger } from '../logging/logger';
 import { addDomain } from '../domains/rows';
 import { bearer, createTestContext, type TestContext } from './support/app';
 import { createTestDatabase } from './support/db';
-import { childEnv, exited, killGroup, runTsx, spawnWorker, waitFor } from './support/processes';
+import { childEnv, exited, killGroup, runHerald, spawnWorker, waitFor } from './support/processes';
 import { startSinkProcess, type SinkProcess } from './support/smtp';
 
 /**
@@ -114,7 +114,7 @@ test('a worker that never comes back: the other delivers its claims within 30 s 
 test('an EXECUTOR_ID already live is refused, naming the variable; without one, each worker takes its own', async () => {
   const first = worker({ EXECUTOR_ID: 'taken' });
   await waitFor('the first worker registered', async () => ((await t.db.knex('workers').where('executor_id', 'taken').first()) ? true : undefined), 60_000, 100);
-  const second = await runTsx('bin/worker.ts', [], childEnv({ DATABASE_URL: t.db.url, SMTP_URL: sink.url, EXECUTOR_ID: 'taken', LOG_LEVEL: 'warn' }));
+  const second = await runHerald('bin/worker.ts', [], childEnv({ DATABASE_URL: t.db.url, SMTP_URL: sink.url, EXECUTOR_ID: 'taken', LOG_LEVEL: 'warn' }));
   expect(second.code).toBe(2);
   expect(second.stderr).toMatch(/EXECUTOR_ID=taken is held by a live Herald worker \(host .+, pid \d+/);
 

@@ -6,7 +6,7 @@ import { freePort } from '../../scripts/temporalDevServer';
 import { createProject, type CreatedProject } from '../../projects/service';
 import { addDomain } from '../../domains/rows';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { childEnv, killGroup, spawnTsx, spawnWorker, waitFor } from '../support/processes';
+import { childEnv, killGroup, spawnHerald, spawnWorker, waitFor } from '../support/processes';
 import { parseExposition } from '../support/prometheus';
 import { startSmtpServer, type TestSmtpServer } from '../support/smtp';
 
@@ -41,7 +41,7 @@ beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-metrics-'));
   api = { port: await freePort(), metricsPort: await freePort() };
   worker = { metricsPort: await freePort() };
-  children.push(spawnTsx('bin/api.ts', [], childEnv({ ...base(), PORT: String(api.port), METRICS_PORT: String(api.metricsPort) })));
+  children.push(spawnHerald('bin/api.ts', [], childEnv({ ...base(), PORT: String(api.port), METRICS_PORT: String(api.metricsPort) })));
   children.push(spawnWorker({ ...base(), SMTP_URL: smtp.url, METRICS_PORT: String(worker.metricsPort) }));
   await waitFor('the API', async () => ((await get(api.port, '/health').catch(() => undefined))?.status === 200 ? true : undefined), 90_000, 200);
   // Each process opens its metrics listener last (bin/runtime.ts): the API answers /health a moment before.

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { freePort } from '../../scripts/temporalDevServer';
 import { createProject, type CreatedProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { childEnv, killGroup, spawnTsx, waitFor } from '../support/processes';
+import { childEnv, killGroup, spawnHerald, waitFor } from '../support/processes';
 
 /**
  * HTTP_REQUEST_TIMEOUT_SECONDS on Herald's real API process (bin/api.ts): how long one request, body included, may take
@@ -26,7 +26,7 @@ beforeAll(async () => {
   project = await createProject('Slow uploads');
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-request-timeout-'));
   port = await freePort();
-  child = spawnTsx('bin/api.ts', [], childEnv({
+  child = spawnHerald('bin/api.ts', [], childEnv({
     DATABASE_URL: db.url, DATA_DIR: dataDir, SECRET_KEY: 'request-timeout-secret-0123456789abcdef', LOG_LEVEL: 'warn',
     PORT: String(port), SMTP_SUBMISSION_PORT: '0', SMTP_INBOUND_PORT: '0', HTTP_REQUEST_TIMEOUT_SECONDS: String(TIMEOUT_S),
   }));

@@ -11,6 +11,8 @@ import { SKIP_FILE_ENV, testNamespaces } from './temporal';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const temporalCli = require('../../scripts/temporal.js') as { ensureTemporal(): string; HOW_TO_GET_IT: string };
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { serverBuild } = require('../../scripts/run.cjs') as { serverBuild(): string };
 
 /**
  * The run's Temporal dev server, with a namespace per Temporal test file. The pinned CLI is installed when missing
@@ -38,6 +40,9 @@ async function startTemporal(dataDir: string): Promise<ClusterInfo['temporal']> 
 export default async function globalSetup(): Promise<void> {
   // The console's files (dist/web), which the browser tests load from Herald at /app: built from web/ at every run.
   await buildWeb({ quiet: true });
+  // The server compiled as `npm start` runs it (scripts/run.cjs), for the files' child processes: made once here, not
+  // by the first children of three workers at the same moment.
+  serverBuild();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'herald-test-'));
   fs.chmodSync(dataDir, 0o755);
   const cluster = await attachEmbeddedPostgres({

@@ -2,7 +2,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-/** Helpers for tests that run Herald's entry points (bin/*.ts) as real child processes through tsx's loader. */
+/** Helpers for tests that run Herald's entry points (bin/*.ts) as real child processes, compiled as `npm run worker` runs them. */
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
@@ -60,16 +60,23 @@ export function childPgWarnings(): readonly string[] {
   return childWarnings;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { serverBuild } = require('../../scripts/run.cjs') as { serverBuild(): string };
+let build: string | undefined;
+
 /**
- * Spawns `node --import tsx <script> <args>` from the repository root (as `npm run worker` runs a worker), in its own
- * process group. Not the `tsx` command: it runs the script in a second Node process of its own, which cost every child
- * ~0.6 CPU-s and 0.4 s more to start. The child runs with --trace-deprecation, and its stderr is watched for pg's
- * concurrent-query warning (kept with its stack).
+ * Spawns an entry point (`bin/worker.ts`) from the repository root in its own process group, compiled as `npm run
+ * worker` runs it (scripts/run.cjs's build, made once per change of the sources: globalSetup makes it before the files
+ * run). Its file in the build is run directly, not through scripts/run.cjs, which would hash the sources again for each
+ * child. The child runs with --trace-deprecation and source maps, and its stderr is watched for pg's concurrent-query
+ * warning (kept with its stack).
  */
-export function spawnTsx(script: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  const nodeOptions = [env.NODE_OPTIONS, '--trace-deprecation'].filter(Boolean).join(' ');
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: REPO_ROOT, env: { ...env, NODE_OPTIONS: nodeOptions }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  const head = `tsx ${[script, ...args].join(' ')}:\n`;
+export function spawnHerald(script: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  const nodeOptions = [env.NODE_OPTIONS, '--trace-deprecation', '--enable-source-maps'].filter(Boolean).join(' ');
+  build ??= serverBuild();
+  const file = path.join(build, script.replace(/\.ts$/, '.js'));
+  const child = spawn(process.execPath, [file, ...args], { cwd: REPO_ROOT, env: { ...env, NODE_OPTIONS: nodeOptions }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const head = `${[script, ...args].join(' ')}:\n`;
   let stderr = '';
   let entry = -1; // index in childWarnings once seen; later chunks add the stack that follows the message
   child.stderr!.on('data', (c: Buffer | string) => {
@@ -90,7 +97,7 @@ export function spawnTsx(script: string, args: string[], env: NodeJS.ProcessEnv)
  * code (not a kill by the test) is reported with what the worker wrote to stderr.
  */
 export function spawnWorker(env: Record<string, string>): ChildProcess {
-  const child = spawnTsx('bin/worker.ts', [], childEnv({ LOG_LEVEL: 'warn', ...env }));
+  const child = spawnHerald('bin/worker.ts', [], childEnv({ LOG_LEVEL: 'warn', ...env }));
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });
   // A kill by the test (SIGTERM, SIGKILL) exits with a signal and no code.
@@ -98,17 +105,17 @@ export function spawnWorker(env: Record<string, string>): ChildProcess {
   return child;
 }
 
-/** Runs `tsx <script> <args>` to completion; kills it (and its children) and fails when it outlives the timeout. */
-export function runTsx(script: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<RunResult> {
+/** Runs an entry point (`bin/cli.ts`) with these arguments to completion, as spawnHerald starts it; kills it (and its children) and fails when it outlives the timeout. */
+export function runHerald(script: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawnTsx(script, args, env);
+    const child = spawnHerald(script, args, env);
     let stdout = '';
     let stderr = '';
     child.stdout!.setEncoding('utf8').on('data', (s: string) => { stdout += s; });
     child.stderr!.setEncoding('utf8').on('data', (s: string) => { stderr += s; });
     const timer = setTimeout(() => {
       killGroup(child);
-      reject(new Error(`tsx ${script} ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(new Error(`${script} ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
     }, timeoutMs);
     child.once('error', (err) => { clearTimeout(timer); reject(err); });
     child.once('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stdout, stderr }); });

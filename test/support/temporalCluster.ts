@@ -6,7 +6,7 @@ import { addDomain } from '../../domains/rows';
 import { freePort } from '../../scripts/temporalDevServer';
 import { TEST_SECRET } from './app';
 import { createTestDatabase, type TestDatabase } from './db';
-import { childEnv, exited, killGroup, spawnTsx, waitFor } from './processes';
+import { childEnv, exited, killGroup, spawnHerald, waitFor } from './processes';
 import { startSmtpServer, type TestSmtpServer } from './smtp';
 import type { TestTemporal } from './temporal';
 
@@ -86,7 +86,7 @@ export function heraldCluster(temporal: TestTemporal, opts: ClusterOptions = {})
   });
   cluster.startWorker = (id, env = {}) => {
     // At info, a worker logs "delivering mail" once it runs (bin/runtime.ts); its other info lines are few.
-    const child = spawnTsx('bin/worker.ts', [], cluster.env({ EXECUTOR_ID: id, LOG_LEVEL: 'info', ...envOf(opts.workerEnv), ...env }));
+    const child = spawnHerald('bin/worker.ts', [], cluster.env({ EXECUTOR_ID: id, LOG_LEVEL: 'info', ...envOf(opts.workerEnv), ...env }));
     let stderr = '';
     const started = new Promise<void>((resolve, reject) => {
       let out = '';
@@ -121,7 +121,7 @@ export function heraldCluster(temporal: TestTemporal, opts: ClusterOptions = {})
     }
     const port = await freePort();
     let stderr = '';
-    const child = spawnTsx('bin/api.ts', [], cluster.env({ PORT: String(port), ...envOf(opts.apiEnv), ...env }));
+    const child = spawnHerald('bin/api.ts', [], cluster.env({ PORT: String(port), ...envOf(opts.apiEnv), ...env }));
     child.stdout!.resume();
     child.stderr!.on('data', (c: Buffer) => { stderr = (stderr + c.toString()).slice(-20_000); });
     api = child;

@@ -10,7 +10,7 @@ import { bearer, TEST_SECRET } from '../support/app';
 import { startDnsServer, type TestDnsServer } from '../support/dns';
 import { temporal as proto } from '@temporalio/proto';
 import { WORKFLOW_TASK_QUEUE } from '../../workflows/policy';
-import { exited, killGroup, runTsx, waitFor } from '../support/processes';
+import { exited, killGroup, runHerald, waitFor } from '../support/processes';
 import { startSinkProcess, type Received } from '../support/smtp';
 import { addGroupContacts, heraldCluster } from '../support/temporalCluster';
 import { cancelMidFlight, type CancelRun } from '../support/cancelStops';
@@ -154,9 +154,9 @@ describeTemporal(__filename, 'Temporal cluster: API and worker processes on a re
   test('one pool, one engine, one rate: a worker of another ENGINE or SEND_RATE_PER_SECOND, or an API of another ENGINE, refuses to start, naming the difference', async () => {
     await c.workersReady(); // w1 and w2 live, at ENGINE=temporal and 14/s
     const [engine, rate, api] = await Promise.all([
-      runTsx('bin/worker.ts', [], c.env({ EXECUTOR_ID: 'intruder-1', ENGINE: 'embedded', SEND_RATE_PER_SECOND: '14' })),
-      runTsx('bin/worker.ts', [], c.env({ EXECUTOR_ID: 'intruder-2', SEND_RATE_PER_SECOND: '20' })),
-      runTsx('bin/api.ts', [], c.env({ ENGINE: 'embedded', PORT: '0' })),
+      runHerald('bin/worker.ts', [], c.env({ EXECUTOR_ID: 'intruder-1', ENGINE: 'embedded', SEND_RATE_PER_SECOND: '14' })),
+      runHerald('bin/worker.ts', [], c.env({ EXECUTOR_ID: 'intruder-2', SEND_RATE_PER_SECOND: '20' })),
+      runHerald('bin/api.ts', [], c.env({ ENGINE: 'embedded', PORT: '0' })),
     ]);
     console.log(`refusals:\n${[engine, rate, api].map((r) => r.stderr.trim()).join('\n')}`);
     expect(engine.code).toBe(2);

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort, startDevServer, type DevServer } from '../../scripts/temporalDevServer';
 import { bearer } from '../support/app';
-import { runTsx, waitFor } from '../support/processes';
+import { runHerald, waitFor } from '../support/processes';
 import { heraldCluster } from '../support/temporalCluster';
 import { describeTemporal } from '../support/temporal';
 
@@ -43,8 +43,8 @@ describeTemporal(__filename, 'Temporal outage: a server of the file\'s own, stop
   test('an API process with TEMPORAL_ADDRESS at a closed port exits non-zero, and its error names TEMPORAL_ADDRESS', async () => {
     const closed = await freePort();
     const t0 = Date.now();
-    // runTsx fails the test if the process outlives 60 s: Herald gives up after its 10-s connect timeout.
-    const res = await runTsx('bin/api.ts', [], c.env({ TEMPORAL_ADDRESS: `127.0.0.1:${closed}`, PORT: String(await freePort()) }), 60_000);
+    // runHerald fails the test if the process outlives 60 s: Herald gives up after its 10-s connect timeout.
+    const res = await runHerald('bin/api.ts', [], c.env({ TEMPORAL_ADDRESS: `127.0.0.1:${closed}`, PORT: String(await freePort()) }), 60_000);
     console.log(`API with no Temporal server: exit ${res.code} after ${Date.now() - t0} ms: ${res.stderr.trim().split('\n').at(-1)}`);
     expect(res.code).not.toBe(0);
     expect(res.code).not.toBeNull();
