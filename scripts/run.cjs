@@ -2,8 +2,9 @@
 // Runs one of Herald's entry points compiled to JavaScript:   node scripts/run.cjs bin/worker.ts [args…]
 //
 // `npm start`, `npm run api`, `npm run worker`, `npm run cli`, the Docker image and the tests' child processes start
-// Herald this way, not through tsx's loader: a process that loads ~400 modules through tsx spends ~1.5 CPU-s more to
-// start (5.0 against 3.4 CPU-s to a /health answer, measured 2026-11-30), and the tests start a few hundred of them.
+// Herald this way, not through tsx's loader: a process that loads its ~400 modules through tsx spends ~1 CPU-s more to
+// start (bin/start.ts: 3.5 against 2.6 CPU-s to its first /health answer, `npm run bench:startup`), and the tests start
+// about a hundred of them.
 // The sources are transpiled file by file with esbuild (the same transform tsx applies on the fly: CommonJS, no
 // bundling, so every module keeps its file, its __dirname and its names) into dist/server/<hash>/, where <hash> is
 // that of every source file: a build is made once per change of the sources, in a temporary directory renamed into
