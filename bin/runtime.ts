@@ -9,7 +9,6 @@ import { loadSecret } from '../config/secret';
 import { openDatabase, type Database } from '../db/database';
 import { webhookConfig } from '../outbound/http';
 import { startDeliveryQueue, type DeliveryQueue } from '../worker/deliveryQueue';
-import { IDLE_POLL_WITH_NEWS_MS, startEmailNews } from '../worker/emailNews';
 import { startDispatcher } from '../campaigns/dispatch';
 import { dispatchPendingImports } from '../contacts/imports/imports';
 import { startWebhookQueue, type WebhookQueue } from '../worker/webhookQueue';
@@ -152,7 +151,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       // DBOS on session connections: its LISTEN/NOTIFY wake-ups and its schema lock need one (README, "Behind PgBouncer").
       : await embedded!.startEmbeddedWorker({ databaseUrl: db.sessionUrl, log, activities, executorId });
     // On either engine, every worker drains the emails table at the shared rate (worker/deliveryQueue.ts).
-    deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: config.sendRatePerSecond, executorId, idlePollMs: IDLE_POLL_WITH_NEWS_MS });
+    deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: config.sendRatePerSecond, executorId });
     // And every worker delivers the projects' outbound webhooks from their outbox (worker/webhookQueue.ts).
     webhookDeliveries = startWebhookQueue({ knex: db.knex, log, secret, executorId, config: outboundWebhookConfig(process.env) });
     // And deletes what has served its time (passed tracking windows, expired idempotency keys) and merges the contact
@@ -160,10 +159,6 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     housekeeping = startHousekeeping({ knex: db.knex, log, eventWindowMs: loadTrackingConfig().eventWindowMs, sessionIdleMinutes: loadSessionConfig().idleMinutes, inboundRetentionDays: config.bounces.inboundRetentionDays });
     log.info({ mail: mailer.describe, executorId, rate: config.sendRatePerSecond }, 'delivering mail');
   }
-  // Every process announces the emails it commits, and a worker's delivery loop hears the others' (worker/emailNews.ts):
-  // on a session connection, as LISTEN needs.
-  const queuedDeliveries = deliveries;
-  const emailNews = await startEmailNews({ databaseUrl: db.sessionUrl, log, ...(queuedDeliveries ? { heard: () => queuedDeliveries.heard() } : {}) });
   const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log, secret, [() => dispatchPendingImports({ engine, knex: db.knex, log })]) : undefined;
   // Starts automation executions and delivers their wake-ups from the outbox their events wrote.
   const executions = roles.worker ? startExecutionDispatcher({ engine, knex: db.knex, log, maxRunning: config.automationMaxRunning }) : undefined;
@@ -264,7 +259,6 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       await dispatcher?.stop();
       await executions?.stop();
       await Promise.all([deliveries?.stop(), webhookDeliveries?.stop(), housekeeping?.stop(), worker?.stop()]);
-      await emailNews.stop();
       await engine.close();
       await identity?.release();
       mailer?.close();

@@ -1,6 +1,6 @@
+import pg from 'pg';
 import { wfQueueRunner } from '@dbos-inc/dbos-sdk/internal/wfqueue';
 import { DBOSExecutor } from '@dbos-inc/dbos-sdk/internal/dbos-executor';
-import { listen, notifier } from '../db/notifications';
 import type { Logger } from '../logging/logger';
 
 /**
@@ -75,14 +75,66 @@ export function queuePoller(log: Logger): (queue: string) => void {
 
 /** Announces an enqueue on `queue` (see above). Never fails the start: the timers find what an announcement misses. */
 export function enqueueAnnouncer(databaseUrl: string, log: Logger) {
-  const announcements = notifier(databaseUrl, log);
+  // One connection, opened on the first announcement: an API that starts no workflow holds none.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1, idleTimeoutMillis: 60_000 });
+  pool.on('error', (err) => log.warn({ err }, 'workflow announcement connection failed'));
   return {
-    announce: (queue: string): Promise<void> => announcements.notify(ENQUEUED_CHANNEL, queue),
-    close: () => announcements.close(),
+    async announce(queue: string): Promise<void> {
+      await pool.query('SELECT pg_notify($1, $2)', [ENQUEUED_CHANNEL, queue])
+        .catch((err: unknown) => log.warn({ err, queue }, 'could not announce an enqueued workflow; a worker polls for it'));
+    },
+    close: () => pool.end(),
   };
 }
 
-/** Listens for announced enqueues and hands each queue's name to `heard` (db/notifications.ts). */
-export function listenForEnqueues(databaseUrl: string, log: Logger, heard: (queue: string) => void): Promise<{ stop(): Promise<void> }> {
-  return listen(databaseUrl, [ENQUEUED_CHANNEL], log, (_channel, queue) => { if (queue) heard(queue); });
+/**
+ * Listens for announced enqueues and hands each queue's name to `heard`. A lost connection is opened again after a
+ * second (what was announced meanwhile waits for the timers).
+ */
+export async function listenForEnqueues(databaseUrl: string, log: Logger, heard: (queue: string) => void): Promise<{ stop(): Promise<void> }> {
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const again = (err?: unknown) => {
+    if (stopped) return;
+    log.warn({ err }, 'lost the workflow announcements; listening again in 1 s');
+    retry = setTimeout(() => { connect().catch(again); }, 1000);
+  };
+  const connect = async (): Promise<void> => {
+    const c = new pg.Client({ connectionString: databaseUrl });
+    let gone = false;
+    const lost = (err?: Error) => {
+      if (gone) return;
+      gone = true;
+      if (client === c) client = undefined;
+      c.end().catch(() => undefined);
+      again(err);
+    };
+    c.on('notification', (n) => { if (n.channel === ENQUEUED_CHANNEL && n.payload) heard(n.payload); });
+    const early = () => undefined; // a failed connect rejects below; pg may also emit it
+    c.on('error', early);
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${ENQUEUED_CHANNEL}`);
+    } catch (err) {
+      gone = true;
+      c.end().catch(() => undefined);
+      throw err;
+    }
+    c.off('error', early);
+    c.on('error', lost);
+    c.on('end', () => lost());
+    client = c;
+  };
+  await connect();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(retry);
+      const c = client;
+      client = undefined;
+      c?.removeAllListeners('end');
+      await c?.end().catch(() => undefined);
+    },
+  };
 }

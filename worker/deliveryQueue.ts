@@ -54,14 +54,8 @@ export interface DeliveryQueueOptions {
   executorId: string;
   /** Sends in flight at once in this process. */
   concurrency?: number;
-  /** How often a busy worker looks for room, and an idle one for work (but see idlePollMs). */
+  /** How often an idle worker looks for work. */
   pollMs?: number;
-  /**
-   * How often an idle worker looks for work (default pollMs): rarely when it is told of new emails as they are
-   * committed, in this process (metrics/queued.ts) and in others (`heard`, worker/emailNews.ts). The look finds what
-   * no one announced: retries and scheduled sends whose time has come, news lost with a dropped connection.
-   */
-  idlePollMs?: number;
   /** A claim under an id without a heartbeat row, older than this, is taken to belong to a dead worker and requeued. */
   leaseMs?: number;
   /** The claims of a worker whose heartbeat is older than this are requeued. */
@@ -73,8 +67,6 @@ export interface DeliveryQueueOptions {
 }
 
 export interface DeliveryQueue {
-  /** News of emails another process committed (worker/emailNews.ts): an idle loop looks at once. */
-  heard(): void;
   /** Stops claiming, finishes the sends in flight and writes their outcomes. */
   stop(): Promise<void>;
 }
@@ -145,7 +137,6 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
   const { knex, log, deliverer, executorId } = opts;
   const concurrency = opts.concurrency ?? 100;
   const pollMs = opts.pollMs ?? 100;
-  const idlePollMs = opts.idlePollMs ?? pollMs;
   const leaseMs = opts.leaseMs ?? 5 * 60_000;
   const staleAfterMs = opts.staleAfterMs ?? STALE_AFTER_MS;
   const livenessCheckMs = opts.livenessCheckMs ?? HEARTBEAT_MS;
@@ -315,17 +306,15 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
     });
   }
 
-  // Emails committed by this process (metrics/queued.ts) or, when told (`heard`), by another end the nap of an idle
-  // loop, one that found the queue empty: the first email of a campaign or of a send leaves at once rather than at the
-  // next poll. Other naps are not cut short: a busy loop is woken by its own finished sends, and one waiting for the
-  // pace would only claim nothing.
+  // Emails this process just committed (metrics/queued.ts) end the nap of an idle loop, one that found the queue empty:
+  // the first email of a campaign or of a send leaves at once rather than at the next poll. Other naps are not cut
+  // short: a busy loop is woken by its own finished sends, and one waiting for the pace would only claim nothing.
   let queuedNews = false;
   let idleNap = false;
-  const heard = () => {
+  const stopHearing = onEmailsQueued(() => {
     queuedNews = true;
     if (idleNap) run.wake?.();
-  };
-  const stopHearing = onEmailsQueued(heard);
+  });
   // The loop (worker/claimLoop.ts) requeues crashed claims (own at start, dead workers' every livenessCheckMs), logs a
   // failed turn and naps max(pollMs, 1000) after it. A turn claims:
   const turn = async () => {
@@ -342,7 +331,7 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
       if (!(await anyDue())) {
         if (queuedNews) return;
         idleNap = true;
-        await run.nap(idlePollMs);
+        await run.nap(pollMs);
         idleNap = false;
         return;
       }
@@ -368,7 +357,6 @@ export function startDeliveryQueue(opts: DeliveryQueueOptions): DeliveryQueue {
   });
 
   return {
-    heard,
     // A finished send ends the nap (`run.wake`): the drain ends with the last outcome, not up to 20 ms later.
     stop: () => loop.stop(async () => {
       stopHearing();

@@ -2,7 +2,6 @@ import { TEST_SECRET } from './app';
 import { createActivities, type ActivityDeps } from '../../activities';
 import { createDeliverer, type DeliveryDeps } from '../../sending/delivery';
 import { startDeliveryQueue } from '../../worker/deliveryQueue';
-import { IDLE_POLL_WITH_NEWS_MS } from '../../worker/emailNews';
 import { createEmbeddedEngine, startEmbeddedWorker } from '../../engine/embedded';
 import { startExecutionDispatcher } from '../../worker/executionDispatcher';
 import { startWebhookQueue, type WebhookQueueOptions } from '../../worker/webhookQueue';
@@ -46,9 +45,7 @@ export async function startTestEngine(db: TestDatabase, smtpUrl: string, opts: T
   const deps = { knex: db.knex, mailer, log, secret: TEST_SECRET, publicUrl: 'http://herald.test', engine, sendRatePerSecond: rate, ...(opts.webhooks ? { webhooks: opts.webhooks } : {}), ...(opts.bounces ? { bounces: opts.bounces } : {}) };
   const executorId = opts.executorId ?? `test-${db.name}`;
   const dbos = await startEmbeddedWorker({ databaseUrl: db.url, log, activities: createActivities(deps), executorId, receivePollMs: 500, ...(opts.queuePollMs ? { pollingIntervalMs: opts.queuePollMs } : {}) });
-  // Idle, it looks by itself as rarely as a worker that hears other processes' news (worker/emailNews.ts): the emails
-  // this file's app commits are this process's news.
-  const deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: rate, executorId, idlePollMs: IDLE_POLL_WITH_NEWS_MS });
+  const deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: rate, executorId });
   const { leaseMs, livenessCheckMs, staleAfterMs, ...outbound } = opts.outboundWebhooks ?? {};
   const hooks = startWebhookQueue({
     knex: db.knex, log, secret: TEST_SECRET, executorId, config: { ...outboundWebhookConfig({}), ...outbound },
