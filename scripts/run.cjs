@@ -89,6 +89,15 @@ function serverBuild() {
   const others = fs.readdirSync(BUILDS).filter((d) => !d.startsWith('.') && path.join(BUILDS, d) !== dir)
     .map((d) => ({ d, t: fs.statSync(path.join(BUILDS, d)).mtimeMs })).sort((a, b) => b.t - a.t);
   for (const { d } of others.slice(KEEP - 1)) fs.rmSync(path.join(BUILDS, d), { recursive: true, force: true });
+  // A build killed mid-way leaves its temporary directory: gone an hour later (one being made now is younger).
+  for (const d of fs.readdirSync(BUILDS).filter((e) => e.startsWith('.tmp-'))) {
+    const p = path.join(BUILDS, d);
+    try {
+      if (Date.now() - fs.statSync(p).mtimeMs > 3_600_000) fs.rmSync(p, { recursive: true, force: true });
+    } catch {
+      // another process removed it first
+    }
+  }
   return dir;
 }
 
