@@ -6,19 +6,12 @@
  *
  * BENCH_STATEMENTS (default 20,000 a round), BENCH_ROUNDS (default 6 of each).
  */
-import fs from 'node:fs';
 import pg from 'pg';
 import { startCluster } from './lib/cluster';
-import { machine, runBench, stealSince } from './lib/proc';
+import { cpuMs, machine, runBench, stealSince } from './lib/proc';
 
 const STATEMENTS = Number(process.env.BENCH_STATEMENTS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
-
-function backendCpuMs(pid: number): number {
-  const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return (Number(rest[11]) + Number(rest[12])) * 10; // CLK_TCK 100
-}
 
 interface Round { clientMs: number; backendMs: number; wallMs: number }
 
@@ -28,13 +21,13 @@ async function round(config: pg.ClientConfig): Promise<Round> {
   try {
     const pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     for (let i = 0; i < 200; i++) await client.query({ text: 'SELECT $1::int AS x', values: [i] }); // warm
-    const backend0 = backendCpuMs(pid);
+    const backend0 = cpuMs(pid);
     const cpu0 = process.cpuUsage();
     const wall0 = performance.now();
     // A statement with a parameter, as Herald sends them (parse, bind, execute, sync in one write).
     for (let i = 0; i < STATEMENTS; i++) await client.query({ text: 'SELECT $1::int AS x', values: [i] });
     const cpu = process.cpuUsage(cpu0);
-    return { clientMs: (cpu.user + cpu.system) / 1000, backendMs: backendCpuMs(pid) - backend0, wallMs: performance.now() - wall0 };
+    return { clientMs: (cpu.user + cpu.system) / 1000, backendMs: cpuMs(pid) - backend0, wallMs: performance.now() - wall0 };
   } finally {
     await client.end();
   }

@@ -186,8 +186,8 @@ async function runningPort(pgDir: string): Promise<number | undefined> {
  * Clients reach the cluster through a Unix socket in its own data directory, and TCP on 127.0.0.1 stays open for
  * everything else (psql, a PgBouncer in front). A round trip through the socket cost the client 13 % and the server
  * 11 % less CPU than through loopback TCP (`npm run bench:transport`, BENCHMARKS.md section 66), where a request of
- * the API or a send of the worker makes a few. Only where the socket's path fits (sun_path holds 107 bytes) and passes unquoted through pg_ctl's
- * options; elsewhere TCP alone, as before.
+ * the API or a send of the worker makes a few. Only where the socket's path fits (sun_path holds 107 bytes) and
+ * passes unquoted through pg_ctl's options; elsewhere TCP alone, as before.
  */
 const SOCKET_PATH_MAX = 107;
 function socketDirFor(pgDir: string): string | undefined {
@@ -270,7 +270,9 @@ export async function attachEmbeddedPostgres(options: EmbeddedOptions): Promise<
   }
 
   const socketDir = await runningSocketDir(pgDir);
-  const admin = new pg.Client({ connectionString: makeUrl(credentials, port, 'postgres', socketDir) });
+  const livePort = port;
+  const urlFor = (db: string) => makeUrl(credentials, livePort, db, socketDir);
+  const admin = new pg.Client({ connectionString: urlFor('postgres') });
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(database)}`);
@@ -282,18 +284,17 @@ export async function attachEmbeddedPostgres(options: EmbeddedOptions): Promise<
 
   // Held for the life of this process, so that other Herald processes see it as a user of the cluster even when
   // its knex pool has reaped all its idle connections (release() counts client connections).
-  const presence = new pg.Client({ connectionString: makeUrl(credentials, port, 'postgres', socketDir), application_name: PRESENCE });
+  const presence = new pg.Client({ connectionString: urlFor('postgres'), application_name: PRESENCE });
   presence.on('error', () => undefined); // the cluster may go away under us (stopped by the operator): release() copes
   await presence.connect();
 
-  const livePort = port;
   return {
-    url: makeUrl(credentials, livePort, database, socketDir),
-    urlFor: (db) => makeUrl(credentials, livePort, db, socketDir),
+    url: urlFor(database),
+    urlFor,
     started,
     async release() {
       await presence.end().catch(() => undefined);
-      const client = new pg.Client({ connectionString: makeUrl(credentials, livePort, 'postgres', socketDir), application_name: RELEASING });
+      const client = new pg.Client({ connectionString: urlFor('postgres'), application_name: RELEASING });
       client.on('error', () => undefined);
       try {
         await client.connect();

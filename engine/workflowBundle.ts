@@ -4,7 +4,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { COMPILED, moduleFile } from '../core/compiled';
 
 const run = promisify(execFile);
 const WORKFLOWS = path.resolve(__dirname, '..', 'workflows');
@@ -24,7 +23,9 @@ export async function workflowBundlePath(): Promise<string> {
   hash.update(JSON.parse(fs.readFileSync(require.resolve('@temporalio/workflow/package.json'), 'utf8')).version as string);
   const file = path.join(os.tmpdir(), `herald-workflows-${hash.digest('hex').slice(0, 16)}.js`);
   if (fs.existsSync(file)) return file;
-  const script = moduleFile(path.resolve(__dirname, '..', 'scripts'), 'bundleWorkflows');
-  await run(process.execPath, [...(COMPILED ? [] : ['--import', 'tsx']), script, file], { maxBuffer: 16 * 1024 * 1024 });
+  // Compiled (scripts/run.cjs's build) the bundler's script is JavaScript beside this file's; from the sources, tsx runs it.
+  const compiled = __filename.endsWith('.js');
+  const script = path.resolve(__dirname, '..', 'scripts', `bundleWorkflows${compiled ? '.js' : '.ts'}`);
+  await run(process.execPath, [...(compiled ? [] : ['--import', 'tsx']), script, file], { maxBuffer: 16 * 1024 * 1024 });
   return file;
 }

@@ -1,6 +1,6 @@
+import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { DnsConfig } from '../config';
-import { COMPILED, moduleFile } from '../core/compiled';
 import type { Authenticator, AuthResults } from './auth';
 import { parseMessage, type ParsedMessage } from './parse';
 
@@ -43,9 +43,8 @@ interface Thread {
  * do not keep the process alive.
  */
 export function analysisThreads(count: number, dns: DnsConfig, mta: string): Analyser & { close(): Promise<void> } {
-  // From the sources (tsx, the tests) the thread registers tsx before it loads the worker's module; compiled, it needs none.
-  const load = `require(${JSON.stringify(moduleFile(__dirname, 'analysisWorker'))});`;
-  const code = COMPILED ? load : `require(${JSON.stringify(require.resolve('tsx/cjs'))}); ${load}`;
+  // The worker's module, loaded as this process can (core/requireSource.cjs: compiled, or the sources through tsx).
+  const code = `require(${JSON.stringify(path.join(__dirname, '..', 'core', 'requireSource.cjs'))})(${JSON.stringify(__dirname)}, 'analysisWorker');`;
   let nextId = 0;
   let closed = false;
   const threads: Thread[] = [];

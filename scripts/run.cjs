@@ -101,9 +101,9 @@ function serverBuild() {
   return dir;
 }
 
-/** The compiled file of an entry point (`bin/worker.ts`) in the current build. */
-function compiledEntry(script) {
-  return path.join(serverBuild(), path.relative(ROOT, path.resolve(ROOT, script)).replace(/\.ts$/, '.js'));
+/** The compiled file of an entry point (`bin/worker.ts`) in `build` (by default the current one, made when missing). */
+function compiledEntry(script, build = serverBuild()) {
+  return path.join(build, path.relative(ROOT, path.resolve(ROOT, script)).replace(/\.ts$/, '.js'));
 }
 
 module.exports = { serverBuild, compiledEntry };

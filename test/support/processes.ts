@@ -61,7 +61,7 @@ export function childPgWarnings(): readonly string[] {
 }
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { serverBuild } = require('../../scripts/run.cjs') as { serverBuild(): string };
+const { serverBuild, compiledEntry } = require('../../scripts/run.cjs') as { serverBuild(): string; compiledEntry(script: string, build?: string): string };
 let build: string | undefined;
 
 /**
@@ -74,8 +74,7 @@ let build: string | undefined;
 export function spawnHerald(script: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
   const nodeOptions = [env.NODE_OPTIONS, '--trace-deprecation', '--enable-source-maps'].filter(Boolean).join(' ');
   build ??= serverBuild();
-  const file = path.join(build, script.replace(/\.ts$/, '.js'));
-  const child = spawn(process.execPath, [file, ...args], { cwd: REPO_ROOT, env: { ...env, NODE_OPTIONS: nodeOptions }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [compiledEntry(script, build), ...args], { cwd: REPO_ROOT, env: { ...env, NODE_OPTIONS: nodeOptions }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const head = `${[script, ...args].join(' ')}:\n`;
   let stderr = '';
   let entry = -1; // index in childWarnings once seen; later chunks add the stack that follows the message
