@@ -6871,12 +6871,12 @@ export interface operations {
                             /** @example true */
                             hasMore: boolean;
                             /**
-                             * @description How many match: exactly when totalExact is true; otherwise the cap, meaning at least that many: 1000, or 100 with search.
+                             * @description How many match: exactly when totalExact is true; otherwise at least that many: the cap (1000, or 100 with search), or with search the addresses that begin with the term when they fill the page.
                              * @example 1000
                              */
                             total: number;
                             /**
-                             * @description false when total stopped counting at its cap (1,000; 100 with search): more match.
+                             * @description false when total stopped counting at its cap (1,000; 100 with search), or when a search's page holds only addresses that begin with the term and the others were not counted: at least total match.
                              * @example false
                              */
                             totalExact: boolean;

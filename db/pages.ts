@@ -120,7 +120,7 @@ export function pageStatement(page: Knex.QueryBuilder, count: Knex.QueryBuilder,
  * A page query and its count query (one row, `n`) in one statement (pageStatement): the page's rows, and the count.
  * `page` and `count` are built on the same knex (or transaction).
  */
-export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBuilder, opts: PageStatementOptions = {}): Promise<{ rows: Record<string, unknown>[]; total: number }> {
+export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBuilder, opts: PageStatementOptions = {}): Promise<ListRows> {
   const key = (opts.column ?? 'id').split('.').pop()!;
   const statement = pageStatement(page, count, opts);
   if (!opts.genericPlan) return runListStatement({ client: page.client } as Knex, statement, key);
@@ -133,15 +133,26 @@ export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBu
  * NULLs for an empty page) planned for its values and run under LIST_SETTINGS: its rows and total. For a statement
  * written apart from pageStatement (a contact search: db/queries/contacts.ts searchStatement) as for pageWithTotal's.
  */
-export async function runListStatement(db: Knex | Knex.Transaction, statement: Knex.QueryBuilder | Knex.Raw, key = 'id'): Promise<{ rows: Record<string, unknown>[]; total: number }> {
+export async function runListStatement(db: Knex | Knex.Transaction, statement: Knex.QueryBuilder | Knex.Raw, key = 'id'): Promise<ListRows> {
   const { sql, bindings } = statement.toSQL().toNative();
   return rowsAndTotal((await withSettings(db, sql, bindings, LIST_SETTINGS)).rows, key);
 }
 
-function rowsAndTotal(joined: Record<string, unknown>[], key: string): { rows: Record<string, unknown>[]; total: number } {
-  const total = Number(joined[0]?.__total ?? 0);
-  const rows = joined.filter((r) => r[key] !== null).map(({ __total: _n, ...row }) => row);
-  return { rows, total };
+/**
+ * A list statement's rows and count. `totalWhole`, when the statement says (a column `__total_whole` beside `__total`):
+ * false when its count left out matches it did not read (a contact search: db/queries/contacts.ts searchStatement).
+ */
+export interface ListRows {
+  rows: Record<string, unknown>[];
+  total: number;
+  totalWhole?: boolean;
+}
+
+function rowsAndTotal(joined: Record<string, unknown>[], key: string): ListRows {
+  const first = joined[0];
+  const total = Number(first?.__total ?? 0);
+  const rows = joined.filter((r) => r[key] !== null).map(({ __total: _n, __total_whole: _w, ...row }) => row);
+  return { rows, total, ...(first && '__total_whole' in first ? { totalWhole: first.__total_whole === true } : {}) };
 }
 
 /**

@@ -96,8 +96,8 @@ export const savedContactAnswer = contactAnswer.keys(requiredKeys({ _meta: shape
 export const contactPageAnswer = cappedPageOf(contactAnswer, {
   // db/queries/contacts.ts contactCountCap: a search counts up to 100.
   total: Joi.number().integer().min(0).max(1000).example(1000)
-    .description('How many match: exactly when totalExact is true; otherwise the cap, meaning at least that many: 1000, or 100 with search.'),
-  totalExact: Joi.boolean().example(false).description('false when total stopped counting at its cap (1,000; 100 with search): more match.'),
+    .description('How many match: exactly when totalExact is true; otherwise at least that many: the cap (1000, or 100 with search), or with search the addresses that begin with the term when they fill the page.'),
+  totalExact: Joi.boolean().example(false).description('false when total stopped counting at its cap (1,000; 100 with search), or when a search\'s page holds only addresses that begin with the term and the others were not counted: at least total match.'),
   contacts: Joi.array().items(contactAnswer).description('The same as items (the spec names the list both ways).'),
   cursor: nullable(Joi.string()).description('The same as nextCursor.'),
 });

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import * as emailFirst from '../../db/migrations/20261212000001_contact_search_email_first';
-import { filteredContacts, searchStatement } from '../../db/queries/contacts';
+import { filteredContacts, listContacts, searchPositionOf, searchStatement } from '../../db/queries/contacts';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 
@@ -121,6 +121,23 @@ test('a term that begins 101 addresses or more is answered from the address B-tr
   // Newest first among every match, as a search read before, the trigram index handed over all of them and their rows.
   const matches = Number((await db.knex('contacts').where('project_id', big).where('email', 'like', `%${term}%`).count('* as n').first())!.n);
   expect(matches).toBeGreaterThan(1000);
+});
+
+test('a term that begins more addresses than a page holds, under the cap, leaves the others unread and its count "at least"', async () => {
+  // A name, a dot and two hex digits: ~78 addresses of the large project begin with each, as the bench's terms do.
+  const { term, n } = (await db.knex.raw(
+    `SELECT left(email, 8) AS term, count(*)::int AS n FROM contacts WHERE project_id = ? GROUP BY 1 HAVING count(*) BETWEEN 52 AND 100 ORDER BY 1 LIMIT 1`, [big])).rows[0] as { term: string; n: number };
+  const nodes = await explained(db.knex, searchStatement(db.knex, big, { search: term }, { limit: 50 }));
+  const rest = readsOf(nodes.find((n) => n['Subplan Name'] === 'CTE rest')!);
+  expect(rest.length).toBeGreaterThan(0);
+  for (const node of rest) expect(node['Actual Loops']).toBe(0);
+  const first = await listContacts(db.knex, big, { search: term }, { limit: 50 });
+  expect(first).toMatchObject({ total: n, totalExact: false });
+  // The page after the last of the first reads past them: exact.
+  const last = first.rows[49]!;
+  const second = await listContacts(db.knex, big, { search: term }, { limit: 50, ...searchPositionOf(term, last) });
+  expect(second.rows.length).toBe(n - 50);
+  expect(second).toMatchObject({ total: n, totalExact: true });
 });
 
 test('a term that begins no address reads the others', async () => {
