@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
 import { Contact } from '../db/models/Contact';
 import type { CappedList, Listed, PageRequest } from '../db/pages';
-import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedCount, cappedTotal, firstPageOfCount, listPage, pageQueries, pageWithTotal, rowLimit, wholeOf, type PageStatementOptions } from '../db/pages';
+import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedCount, cappedTotal, firstPageOfCount, listPage, pageQueries, pageStatementCache, rowLimit, wholeOf, type PageStatementOptions } from '../db/pages';
 import { ownedRow } from '../db/owned';
 import { upsertContacts } from '../db/queries/contacts';
 import {
@@ -263,6 +263,9 @@ export function segmentMemberQueries(db: Knex, projectId: string, segment: Segme
   };
 }
 
+/** Segment pages' statements, compiled once per segment, condition and page shape (db/pages.ts pageStatementCache). */
+const segmentPages = pageStatementCache();
+
 /**
  * A page of the segment's contacts, newest first, and their total. The project's segments are read once: they hold
  * this one (not found otherwise) and those its condition names.
@@ -271,10 +274,11 @@ export async function segmentMembers(db: Knex, projectId: string, id: string, pa
   const all = await loadSegments(db, projectId);
   const segment = all.get(id.toLowerCase());
   if (!segment) throw notFound('Segment');
+  // The statement is made of the project, this segment and the segments its condition may name: all of them, as read.
+  const shape = `${projectId}\u0000${segment.id}\u0000${JSON.stringify([...all.values()].sort((a, b) => (a.id < b.id ? -1 : 1)))}`;
   return evaluating(
     async () => {
-      const { page: rows, count, options } = segmentMemberQueries(db, projectId, segment, all, page);
-      const { rows: found, total } = await pageWithTotal(rows, count, options);
+      const { rows: found, total } = await segmentPages(db, shape, page, (request) => segmentMemberQueries(db, projectId, segment, all, request));
       return { rows: found.map((r) => Contact.fromDatabaseJson(r)), ...cappedTotal(total, memberCountCap(segment)) };
     },
     'Fix the segment\'s condition (PATCH /segments/:id), or the segments it names.',

@@ -110,6 +110,32 @@ test('a segment named by an enabled workflow\'s condition step or by a draft cam
   expect((await t.http().delete(`/segments/${seg}`).set(key)).status).toBe(204);
 });
 
+test('a segment\'s pages follow a change of its condition and of a segment it names, and each cursor page answers for its cursor', async () => {
+  // Their statements are compiled once per shape (db/pages.ts pageStatementCache): these are the shapes changing.
+  const base = (await t.http().post('/segments').set(key).send({ name: 'Plan base', type: 'DYNAMIC', condition: pro })).body.data;
+  const named = { logic: 'AND', groups: [{ filters: [{ field: `segment.${base.id}`, operator: 'memberOf' }] }] };
+  const nested = (await t.http().post('/segments').set(key).send({ name: 'Plan nested', type: 'DYNAMIC', condition: named })).body.data;
+  const walk = async (id: string) => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { items: { email: string }[]; nextCursor: string | null } = (await t.http().get(`/segments/${id}/contacts?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`).set(key)).body.data;
+      seen.push(...page.items.map((c) => c.email));
+      cursor = page.nextCursor;
+    } while (cursor);
+    return seen;
+  };
+  // Newest first: c and d were made after a and b.
+  expect(await walk(nested.id)).toEqual(['c@example.com', 'a@acme.io']);
+  const free = { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'free' }] }] };
+  expect((await t.http().patch(`/segments/${base.id}`).set(key).send({ condition: free })).status).toBe(200);
+  expect(await walk(nested.id)).toEqual(['d@example.com', 'b@acme.io']);
+  expect(await walk(base.id)).toEqual(['d@example.com', 'b@acme.io']);
+  expect((await t.http().patch(`/segments/${nested.id}`).set(key).send({ condition: pro })).status).toBe(200);
+  expect(await walk(nested.id)).toEqual(['c@example.com', 'a@acme.io']);
+  for (const id of [nested.id, base.id]) expect((await t.http().delete(`/segments/${id}`).set(key)).status).toBe(204);
+});
+
 test('invalid conditions are 422 naming the path', async () => {
   const bad = await t.http().post('/segments').set(key).send({ name: 'x', type: 'DYNAMIC', condition: { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'within', value: 3 }] }] } });
   expect(bad.status).toBe(422);
