@@ -34,10 +34,16 @@ afterAll(async () => {
   await db.close();
 });
 
-/** A campaign's emails for contacts [from, to) of the project, claimed (SENDING), all with the campaign's partition key. */
+/**
+ * A campaign's emails for contacts [from, to) of the project, claimed (SENDING), all with the campaign's partition key:
+ * noon of today, not midnight. The write looks for each email within a millisecond of its key, and from midnight on
+ * the first of a month that millisecond reaches into the month before, an empty partition analysed in the template,
+ * which a plan reads by a sequential scan of nothing (the test failed so at 00:10 UTC on 1 December, in a run whose
+ * template was made on 30 November).
+ */
 const fill = (from: number, to: number) => db.knex.raw(
   `INSERT INTO emails (project_id, contact_id, campaign_id, from_email, to_email, subject, html, status, partition_at)
-   SELECT c.project_id, c.id, ?::uuid, 'news@example.com', c.email, 's', 'h', 'SENDING', date_trunc('day', now())
+   SELECT c.project_id, c.id, ?::uuid, 'news@example.com', c.email, 's', 'h', 'SENDING', date_trunc('day', now()) + interval '12 hours'
    FROM (SELECT * FROM contacts WHERE project_id = ?::uuid ORDER BY id OFFSET ? LIMIT ?) c`,
   [campaignId, projectId, from, to - from],
 );
