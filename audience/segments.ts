@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
 import { Contact } from '../db/models/Contact';
@@ -274,8 +275,10 @@ export async function segmentMembers(db: Knex, projectId: string, id: string, pa
   const all = await loadSegments(db, projectId);
   const segment = all.get(id.toLowerCase());
   if (!segment) throw notFound('Segment');
-  // The statement is made of the project, this segment and the segments its condition may name: all of them, as read.
-  const shape = `${projectId}\u0000${segment.id}\u0000${JSON.stringify([...all.values()].sort((a, b) => (a.id < b.id ? -1 : 1)))}`;
+  // The statement is made of the project, this segment and the segments its condition may name: all of them, as read
+  // (hashed: a project's segments can be many, and the cache keeps a thousand shapes).
+  const definitions = createHash('sha256').update(JSON.stringify([...all.values()].sort((a, b) => (a.id < b.id ? -1 : 1)))).digest('base64url');
+  const shape = `${projectId}\u0000${segment.id}\u0000${definitions}`;
   return evaluating(
     async () => {
       const { rows: found, total } = await segmentPages(db, shape, page, (request) => segmentMemberQueries(db, projectId, segment, all, request));
