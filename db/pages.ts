@@ -122,23 +122,29 @@ export function pageStatement(page: Knex.QueryBuilder, count: Knex.QueryBuilder,
  * `page` and `count` are built on the same knex (or transaction).
  */
 export async function pageWithTotal(page: Knex.QueryBuilder, count: Knex.QueryBuilder, opts: PageStatementOptions = {}): Promise<ListRows> {
-  const key = (opts.column ?? 'id').split('.').pop()!;
-  const statement = pageStatement(page, count, opts);
-  if (!opts.genericPlan) return runListStatement({ client: page.client } as Knex, statement, key);
-  const { sql, bindings } = statement.toSQL();
-  return rowsAndTotal((await genericListStatement(sql)({ client: page.client } as Knex, bindings)).rows, key);
+  return runCompiledPage({ client: page.client } as Knex, compilePage({ page, count, options: opts }));
 }
 
-/** What pageStatementCache keeps of a statement: its text both ways, its bindings, and where the cursor goes in them. */
+/** A page statement as it is sent: its text (knex's `?` form for a generic plan, numbered otherwise) and bindings. */
 interface CompiledPage {
-  text: string;
+  sql: string;
   bindings: unknown[];
-  cursorAt: number[];
-  native: string;
-  nativeBindings: unknown[];
-  nativeCursorAt: number[];
+  /** The row's key column, as the rows name it. */
   key: string;
   genericPlan: boolean;
+}
+
+function compilePage({ page, count, options }: { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions }): CompiledPage {
+  const statement = pageStatement(page, count, options).toSQL();
+  const genericPlan = options.genericPlan ?? false;
+  const { sql, bindings } = genericPlan ? statement : statement.toNative();
+  return { sql, bindings: [...bindings], key: (options.column ?? 'id').split('.').pop()!, genericPlan };
+}
+
+/** Runs a compiled page: with its generic plan (genericListStatement), or planned for its values under LIST_SETTINGS. */
+async function runCompiledPage(db: Knex, page: CompiledPage): Promise<ListRows> {
+  const { rows } = page.genericPlan ? await genericListStatement(page.sql)(db, page.bindings) : await withSettings(db, page.sql, page.bindings, LIST_SETTINGS);
+  return rowsAndTotal(rows, page.key);
 }
 
 /**
@@ -154,23 +160,15 @@ const CURSOR_STAND_IN = randomUUID();
  * and compile, a third of what running it cost (BENCHMARKS.md section 68). The `max` newest shapes are kept.
  */
 export function pageStatementCache(max = 1000) {
-  const cache = new Map<string, CompiledPage>();
-  const positions = (bindings: readonly unknown[]) => bindings.flatMap((b, i) => (b === CURSOR_STAND_IN ? [i] : []));
-  const compile = (request: PageRequest, build: (request: PageRequest) => { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions }): CompiledPage => {
-    const built = build(request.afterId ? { ...request, afterId: CURSOR_STAND_IN } : request);
-    const statement = pageStatement(built.page, built.count, built.options).toSQL();
-    const native = statement.toNative();
-    const compiled = {
-      text: statement.sql, bindings: [...statement.bindings], cursorAt: positions(statement.bindings),
-      native: native.sql, nativeBindings: [...native.bindings], nativeCursorAt: positions(native.bindings),
-      key: (built.options.column ?? 'id').split('.').pop()!, genericPlan: built.options.genericPlan ?? false,
-    };
-    if (request.afterId && (compiled.cursorAt.length === 0 || compiled.nativeCursorAt.length !== compiled.cursorAt.length)) {
-      throw new Error('pageStatementCache: the page\'s cursor is not one of its statement\'s bindings');
-    }
-    return compiled;
+  const cache = new Map<string, CompiledPage & { cursorAt: number[] }>();
+  type Build = (request: PageRequest) => Parameters<typeof compilePage>[0];
+  const compile = (request: PageRequest, build: Build) => {
+    const compiled = compilePage(build(request.afterId ? { ...request, afterId: CURSOR_STAND_IN } : request));
+    const cursorAt = compiled.bindings.flatMap((b, i) => (b === CURSOR_STAND_IN ? [i] : []));
+    if (request.afterId && cursorAt.length === 0) throw new Error('pageStatementCache: the page\'s cursor is not one of its statement\'s bindings');
+    return { ...compiled, cursorAt };
   };
-  return async function run(db: Knex, shape: string, request: PageRequest, build: Parameters<typeof compile>[1]): Promise<ListRows> {
+  return async function run(db: Knex, shape: string, request: PageRequest, build: Build): Promise<ListRows> {
     const shapeKey = `${request.limit}\u0000${request.afterId ? 'after' : 'first'}\u0000${shape}`;
     let compiled = cache.get(shapeKey);
     if (!compiled) {
@@ -178,13 +176,9 @@ export function pageStatementCache(max = 1000) {
       if (cache.size >= max) cache.delete(cache.keys().next().value!);
       cache.set(shapeKey, compiled);
     }
-    const filled = (bindings: readonly unknown[], at: readonly number[]) => {
-      const out = [...bindings];
-      for (const i of at) out[i] = request.afterId;
-      return out;
-    };
-    if (!compiled.genericPlan) return rowsAndTotal((await withSettings(db, compiled.native, filled(compiled.nativeBindings, compiled.nativeCursorAt), LIST_SETTINGS)).rows, compiled.key);
-    return rowsAndTotal((await genericListStatement(compiled.text)(db, filled(compiled.bindings, compiled.cursorAt))).rows, compiled.key);
+    const bindings = [...compiled.bindings];
+    for (const i of compiled.cursorAt) bindings[i] = request.afterId;
+    return runCompiledPage(db, { ...compiled, bindings });
   };
 }
 
