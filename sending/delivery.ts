@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { DeliveryEmail } from '../db/models/Email';
 import { emailByKey } from '../db/partitions';
 import { preparedStatement } from '../db/prepared';
-import { eventEffects } from '../db/queries/events';
+import { eventEffects, OUTCOME_EVENTS } from '../db/queries/events';
 import { campaignTally, statusTally, STATUS_TALLY } from '../db/queries/campaignTally';
 import type { Logger } from '../logging/logger';
 import { renderCampaignEmail } from '../mail/campaign';
@@ -186,9 +186,6 @@ export function createComposer({ knex, log, secret, publicUrl, bounces }: Omit<D
 }
 
 export type Composer = ReturnType<typeof createComposer>;
-
-/** The events of the outcome write: a sent or a failed email's. */
-const OUTCOME_EVENTS = ['email.sent', 'email.failed'] as const;
 
 /**
  * The outcome write of `record` (see there): one statement for any number of outcomes, their campaigns' counts and

@@ -266,6 +266,25 @@ export const EVENT_COUNT_CAP = LIST_COUNT_CAP;
  */
 export const EVENT_ID_LEAD_MS = 60 * 60 * 1000;
 
+/**
+ * The events written with an id made before them by any length of time: an email's outcome, which delivery writes with
+ * the email's event id, announced when the email was queued (sending/delivery.ts). Every other event's id is made in
+ * the transaction that writes it (herald_uuidv7()) or just before, by the process that writes it (a send's
+ * email.suppressed, a tracked event: core/ids.ts newId), so it is older than its `created_at` by no more than
+ * EVENT_ID_LEAD_MS either (a request's wait for its transaction, clock skew between an API node and the database).
+ */
+export const OUTCOME_EVENTS = ['email.sent', 'email.failed'] as const;
+
+/**
+ * SQL for the lowest id an event created at or after `since` (an SQL timestamptz expression) can have, if its name is
+ * not one of OUTCOME_EVENTS. The events are partitioned by id, so a bound on `created_at` prunes none of them, and
+ * a read of a window (a segment's "did X in the last 30 days") went through every month's partition, reading whole
+ * the index entries of the months with none of the window's events (245 ms a page; BENCHMARKS.md section 68). This
+ * bound is an immutable function of a stable value: the executor prunes the partitions below it as it starts.
+ */
+export const eventIdFloorSql = (since: string): string =>
+  `herald_uuid_shift('00000000-0000-0000-0000-000000000000'::uuid, (${since}) - interval '${EVENT_ID_LEAD_MS} milliseconds' - 'epoch'::timestamptz)`;
+
 /** The events the filter names, by what they are (project, name, contact, time), before any bound of their ids. */
 function matchingEvents(db: Knex, projectId: string, filter: EventFilter): Knex.QueryBuilder {
   const q = db('events').where('project_id', projectId);
