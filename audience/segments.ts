@@ -234,7 +234,8 @@ export const memberCountCap = (segment: SegmentDef): number => (segment.type ===
  * With its generic plan (PageStatementOptions `genericPlan`), prepared once per connection: a static segment's page,
  * and a dynamic one's whose condition reads the contact's row only (audience/check.ts readsContactRowOnly). Planning
  * such a page cost more than running it (1.2-1.6 ms against 1.3-1.5, parsed and planned for each request; section 65).
- * A condition over addresses, events or other segments is planned for its values.
+ * A condition over addresses, events or other segments is planned for its values, once per connection: segmentMembers
+ * runs it with its values written into its text (db/pages.ts pageStatementCache).
  */
 export function segmentMemberQueries(db: Knex, projectId: string, segment: SegmentDef, all: SegmentMap, page: PageRequest): { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions } {
   const byKey = (keys: Knex.QueryBuilder) => db.from(keys.as('k'))

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { preparedStatement, preparedStatementOf, withSettings } from './prepared';
+import { preparedStatement, preparedStatementOf, valuedStatementOf, valuedText, withSettings } from './prepared';
 
 /**
  * Keyset pagination, the one way every list reads a page. Lists are ordered newest first by their time-ordered
@@ -132,6 +132,8 @@ interface CompiledPage {
   /** The row's key column, as the rows name it. */
   key: string;
   genericPlan: boolean;
+  /** Its runner when its values are written into its text (pageStatementCache): planned for them once per connection. */
+  valued?: ReturnType<typeof valuedStatementOf>;
 }
 
 function compilePage({ page, count, options }: { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions }): CompiledPage {
@@ -143,7 +145,8 @@ function compilePage({ page, count, options }: { page: Knex.QueryBuilder; count:
 
 /** Runs a compiled page: with its generic plan (genericListStatement), or planned for its values under LIST_SETTINGS. */
 async function runCompiledPage(db: Knex, page: CompiledPage): Promise<ListRows> {
-  const { rows } = page.genericPlan ? await genericListStatement(page.sql)(db, page.bindings) : await withSettings(db, page.sql, page.bindings, LIST_SETTINGS);
+  const { rows } = page.valued ? await page.valued(db, page.bindings)
+    : page.genericPlan ? await genericListStatement(page.sql)(db, page.bindings) : await withSettings(db, page.sql, page.bindings, LIST_SETTINGS);
   return rowsAndTotal(rows, page.key);
 }
 
@@ -157,13 +160,21 @@ const CURSOR_STAND_IN = randomUUID();
  * pageWithTotal for statements that knex takes long to build, compiled once per shape: `shape` names everything the
  * statement's text and bindings are made of but the page's cursor (a segment's project, id and the conditions its
  * own may name), and `build` makes its queries for a page request. A segment's page took knex 0.55-1.15 ms to build
- * and compile, a third of what running it cost (BENCHMARKS.md section 68). The `max` newest shapes are kept.
+ * and compile, a third of what running it cost (BENCHMARKS.md section 68). The `max` newest shapes are kept. A shape
+ * planned for its values has them written into its text, the cursor alone a parameter, and is planned once per
+ * connection (db/prepared.ts valuedStatementOf): a page of a segment over events cost 2-3 ms to plan and 1-2 to run.
  */
 export function pageStatementCache(max = 1000) {
   const cache = new Map<string, CompiledPage & { cursorAt: number[] }>();
   type Build = (request: PageRequest) => Parameters<typeof compilePage>[0];
   const compile = (request: PageRequest, build: Build) => {
-    const compiled = compilePage(build(request.afterId ? { ...request, afterId: CURSOR_STAND_IN } : request));
+    let compiled: CompiledPage = compilePage(build(request.afterId ? { ...request, afterId: CURSOR_STAND_IN } : request));
+    if (!compiled.genericPlan) {
+      // Planned for its values, which stay the same for the shape but for the cursor: they are written into its text,
+      // and the plan made for them is made once per connection, not at each request (db/prepared.ts valuedStatementOf).
+      const { text, params } = valuedText(compiled.sql, compiled.bindings, (v) => v === CURSOR_STAND_IN);
+      compiled = { ...compiled, sql: text, bindings: params, valued: valuedStatementOf('herald_valued', text, { plannerSettings: LIST_SETTINGS }) };
+    }
     const cursorAt = compiled.bindings.flatMap((b, i) => (b === CURSOR_STAND_IN ? [i] : []));
     if (request.afterId && cursorAt.length === 0) throw new Error('pageStatementCache: the page\'s cursor is not one of its statement\'s bindings');
     return { ...compiled, cursorAt };

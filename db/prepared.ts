@@ -65,6 +65,59 @@ export function preparedStatementOf(prefix: string, sql: string, opts: PreparedO
   return run;
 }
 
+/**
+ * A statement's text (numbered: `$1`…, knex's `toSQL().toNative()`) with its values written in as literals, but for
+ * those `asParameter` keeps as parameters (numbered anew, in order: `params`). A literal is the text pg would send for
+ * the value, quoted (pg.escapeLiteral), of unknown type as an untyped parameter is: PostgreSQL resolves its type from
+ * where it stands, as it did the parameter's. Knex's texts hold `$n` only as placeholders (values are never written
+ * into them), and the literals written here are not read again.
+ */
+export function valuedText(text: string, bindings: readonly unknown[], asParameter: (value: unknown) => boolean): { text: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const numbers = new Map<number, number>();
+  const out = text.replace(/\$(\d+)(?!\d)/g, (_, k: string) => {
+    const i = Number(k) - 1;
+    if (i >= bindings.length) throw new Error(`valuedText: $${k} has no binding`);
+    const value = bindings[i];
+    if (!asParameter(value)) {
+      const p = prepareValue(value);
+      return p === null || p === undefined ? 'NULL' : pg.escapeLiteral(Buffer.isBuffer(p) ? `\\x${p.toString('hex')}` : String(p));
+    }
+    if (!numbers.has(i)) { params.push(value); numbers.set(i, params.length); }
+    return `$${numbers.get(i)}`;
+  });
+  return { text: out, params };
+}
+
+const keptByFamily = new Map<string, KeptStatements>();
+
+/**
+ * A statement with values written in (valuedText), run as a named statement with the plan PostgreSQL makes for it once
+ * per connection (force_generic_plan): a plan made for those values, as one planned at each execution is, without the
+ * planning at each execution. For statements whose plan turns on values that stay the same from one run to the next
+ * (a segment's condition: db/pages.ts pageStatementCache) and whose planning costs more than their run: a page of a
+ * segment over events, 2-3 ms to plan across the events' partitions against 1-2 ms to run (BENCHMARKS.md section 69).
+ * Their texts are as many as the values, so each connection keeps the `perConnection` of the family `prefix` it ran
+ * last (KeptStatements). `text` is numbered (`$1`…), `plannerSettings` are in force for each run alone (SettingsQuery).
+ */
+export function valuedStatementOf(prefix: string, text: string, opts: { plannerSettings?: Record<string, string>; perConnection?: number } = {}): (db: Knex | Knex.Transaction, values: readonly unknown[]) => Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const name = `${prefix}_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+  const settings = checkedSettings(name, { plan_cache_mode: 'force_generic_plan', ...opts.plannerSettings });
+  let kept = keptByFamily.get(prefix);
+  if (!kept) keptByFamily.set(prefix, kept = new KeptStatements(opts.perConnection ?? 16));
+  const family = kept;
+  return async (db, values) => {
+    const client = db.client as PoolClient;
+    client.emit('query', { sql: text, bindings: values, options: { name }, method: 'raw' });
+    const connection = await client.acquireConnection();
+    try {
+      return await settingsQuery(connection, name, text, [...values], settings, family);
+    } finally {
+      await client.releaseConnection(connection);
+    }
+  };
+}
+
 /** Knex's client as these runners use its pool: checked out, released, and its `query` event emitted as knex does. */
 type PoolClient = { emit(event: 'query', q: unknown): void; acquireConnection(): Promise<PgConnection>; releaseConnection(c: PgConnection): Promise<unknown> };
 
@@ -81,6 +134,7 @@ interface PgWire {
   execute(e: { portal?: string }): void;
   sync(): void;
   submittedNamedStatements: Record<string, string>;
+  parsedStatements: Record<string, string>;
 }
 type Callback = (err: Error | null, results: unknown) => void;
 const PgQuery = pg.Query as unknown as new (config: { name: string; text: string; values: unknown[] }, values: undefined, callback: Callback) => pg.Submittable & {
@@ -107,7 +161,10 @@ const { prepareValue } = (pg as unknown as { utils: { prepareValue(v: unknown): 
  * each Bind (plancache.c choose_custom_plan).
  */
 class SettingsQuery extends PgQuery {
-  constructor(private readonly statement: { name?: string; text: string; values: unknown[] }, private readonly settings: [string, string][], callback: Callback) {
+  /** The results before the statement's own in the Sync's (the DEALLOCATEs and SETs sent first). */
+  leading = 0;
+
+  constructor(private readonly statement: { name?: string; text: string; values: unknown[] }, private readonly settings: [string, string][], callback: Callback, private readonly kept?: KeptStatements) {
     super(statement as { name: string; text: string; values: unknown[] }, undefined, callback);
   }
 
@@ -123,7 +180,15 @@ class SettingsQuery extends PgQuery {
       c.sync(); // nothing was sent: the Sync's ReadyForQuery frees the connection, as pg does
       return this.handleError(err as Error, c);
     }
-    for (const [k, v] of this.settings) { c.parse({ text: `SET ${k} = ${v}` }); c.bind({}); c.execute({}); }
+    // The statements this connection no longer keeps (KeptStatements), closed before the SETs.
+    for (const old of name && this.kept ? this.kept.admit(c, name) : []) {
+      delete c.submittedNamedStatements[old];
+      if (c.parsedStatements[old] === undefined) continue;
+      delete c.parsedStatements[old];
+      c.parse({ text: `DEALLOCATE ${old}` }); c.bind({}); c.execute({});
+      this.leading++;
+    }
+    for (const [k, v] of this.settings) { c.parse({ text: `SET ${k} = ${v}` }); c.bind({}); c.execute({}); this.leading++; }
     if (name) {
       if (!this.hasBeenParsed(c)) {
         c.parse({ name, text });
@@ -142,13 +207,39 @@ class SettingsQuery extends PgQuery {
   }
 }
 
-function settingsQuery(connection: PgConnection, name: string | undefined, text: string, values: unknown[], settings: [string, string][]): Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+/**
+ * Which of a family of named statements each connection keeps prepared: the `max` it ran last. A family whose texts a
+ * process can make without end (valuedStatementOf's) would otherwise leave every one of them, with its plan, in every
+ * server connection that ran it. admit() notes that `name` runs now on `c` and answers the names `c` drops for it (the
+ * least recently run), which the run closes first, in its own round trip.
+ */
+class KeptStatements {
+  private readonly byConnection = new WeakMap<PgWire, Map<string, true>>();
+  constructor(private readonly max: number) {}
+
+  admit(c: PgWire, name: string): string[] {
+    let kept = this.byConnection.get(c);
+    if (!kept) this.byConnection.set(c, kept = new Map());
+    kept.delete(name);
+    kept.set(name, true);
+    const dropped: string[] = [];
+    for (const old of kept.keys()) {
+      if (kept.size <= this.max) break;
+      kept.delete(old);
+      dropped.push(old);
+    }
+    return dropped;
+  }
+}
+
+function settingsQuery(connection: PgConnection, name: string | undefined, text: string, values: unknown[], settings: [string, string][], kept?: KeptStatements): Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
   return new Promise((resolve, reject) => {
-    connection.query(new SettingsQuery({ name, text, values }, settings, (err, results) => {
+    const query: SettingsQuery = new SettingsQuery({ name, text, values }, settings, (err, results) => {
       if (err) return reject(err);
-      // pg collects a Sync's several results: [the SETs…, the statement, the RESETs…]; a statement sent unnamed has its own only.
-      resolve((Array.isArray(results) ? results[settings.length] : results) as { rows: any[] }); // eslint-disable-line @typescript-eslint/no-explicit-any
-    }));
+      // pg collects a Sync's several results: [the DEALLOCATEs and SETs…, the statement, the RESETs…]; a statement sent unnamed has its own only.
+      resolve((Array.isArray(results) ? results[query.leading] : results) as { rows: any[] }); // eslint-disable-line @typescript-eslint/no-explicit-any
+    }, kept);
+    connection.query(query);
   });
 }
 

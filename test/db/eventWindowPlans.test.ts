@@ -1,4 +1,5 @@
 import { segmentMembers } from '../../audience/segments';
+import { createKnex } from '../../db/database';
 import { createMonthlyPartitions, listPartitions, monthStart, partitioned } from '../../db/partitions';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -74,4 +75,24 @@ test('a page of the window reads no partition of the months before it', async ()
   const sentRead = (await analyzedPlanOfCall(db.knex, () => segmentMembers(db.knex, projectId, ids.sent!, { limit: 10 })))
     .map((n) => n['Relation Name']).filter((r): r is string => r !== undefined);
   expect(sentRead.some((r) => before.includes(r))).toBe(true);
+});
+
+test('a page of the window is planned for its values once per connection, not at each request', async () => {
+  // Its values (project, event name, window) written into its text, the cursor alone a parameter (db/pages.ts
+  // pageStatementCache, db/prepared.ts valuedStatementOf): PostgreSQL keeps the plan it made for them.
+  const knex = createKnex(db.url, { poolMax: 1 });
+  try {
+    const first = await segmentMembers(knex, projectId, ids.opened!, { limit: 10 });
+    for (let i = 0; i < 3; i++) expect(await segmentMembers(knex, projectId, ids.opened!, { limit: 10 })).toEqual(first);
+    const after = first.rows[9]!.id;
+    const next = await segmentMembers(knex, projectId, ids.opened!, { limit: 10, afterId: after });
+    expect(await segmentMembers(knex, projectId, ids.opened!, { limit: 10, afterId: first.rows[4]!.id })).not.toEqual(next);
+    expect(next.rows.every((c) => c.id < after)).toBe(true);
+    const statements = (await knex.raw(`SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'herald_valued_%' ORDER BY generic_plans DESC`)).rows;
+    expect(statements.map((s: { generic_plans: number; custom_plans: number }) => [s.generic_plans, s.custom_plans])).toEqual([[4, 0], [2, 0]]);
+    expect(statements[0].statement).toContain(`'${projectId}'`);
+    expect(statements[0].statement).toContain("'email.opened'");
+  } finally {
+    await knex.destroy();
+  }
 });

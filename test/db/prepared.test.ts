@@ -2,7 +2,7 @@ import { admit, presentKey } from '../../projects/access';
 import { hashKey } from '../../projects/keys';
 import { createProject, revokeKey } from '../../projects/service';
 import { createKnex } from '../../db/database';
-import { preparedStatement, withSettings } from '../../db/prepared';
+import { preparedStatement, valuedStatementOf, valuedText, withSettings } from '../../db/prepared';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
 let db: TestDatabase;
@@ -162,4 +162,43 @@ test('a statement planned for its values runs with its settings in force, and th
     }
   }
   await expect(withSettings(db.knex, 'SELECT 1', [], { 'work_mem = 1; DROP TABLE x; --': '1' })).rejects.toThrow(/a planner setting/);
+});
+
+test('a statement with its values written in answers as with them bound: quotes, backslashes, NULL, arrays, dates, JSON, bytes', async () => {
+  const text = `SELECT $1::text AS quote, $2::text AS slash, $3::int AS none, $4::text[] AS arr, $5::timestamptz AS at, $6::jsonb AS doc,
+                       $7::bytea AS bytes, $8::int + 1 AS n, $9::uuid AS kept, $10::text AS again, $9::uuid AS kept2, make_interval(days => $11) AS i`;
+  const cursor = '01a22b63-5e27-7df2-b4c9-3501f244730a';
+  const bindings = ["it's a '; DROP TABLE contacts; --", 'C:\\path\\$1 and ?', null, ['a', "b'c", null], new Date('2026-12-01T02:03:04.005Z'),
+    { plan: "pro'", nested: [1, '\\'] }, Buffer.from([0, 1, 255]), 41, cursor, 'x', 30];
+  const bound = (await withSettings(db.knex, text, bindings, {})).rows;
+  const { text: valued, params } = valuedText(text, bindings, (v) => v === cursor);
+  // The cursor alone is a parameter, numbered $1 wherever it stood; every other value is a literal in the text (the one
+  // `$1` inside a literal is text, not a parameter).
+  expect(params).toEqual([cursor]);
+  expect(valued).not.toMatch(/\$([02-9]|1\d)/);
+  expect(valued).toContain("'it''s a ''; DROP TABLE contacts; --'");
+  expect((await withSettings(db.knex, valued, params, {})).rows).toEqual(bound);
+  expect(() => valuedText('SELECT $2', [1], () => false)).toThrow(/\$2 has no binding/);
+});
+
+test('valued statements: planned once per connection, and each connection keeps the last few it ran, closing the others', async () => {
+  const knex = createKnex(db.url, { poolMax: 1 });
+  const prepared = async () => (await knex.raw(`SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'test_valued_%'`)).rows as { name: string; generic_plans: number; custom_plans: number }[];
+  try {
+    const run = (k: number) => valuedStatementOf('test_valued', `SELECT ${k} AS k, $1::int AS v`, { perConnection: 3 });
+    for (let round = 0; round < 2; round++) {
+      for (let k = 0; k < 5; k++) expect((await run(k)(knex, [round])).rows).toEqual([{ k, v: round }]);
+    }
+    // Five texts run twice, a connection that keeps three: the last three are prepared, each with its one plan used since.
+    const kept = await prepared();
+    expect(kept).toHaveLength(3);
+    expect(kept.every((s) => s.custom_plans === 0 && s.generic_plans === 1)).toBe(true);
+    // The same text again: no new statement; an old one again: prepared anew, the least recently run closed.
+    expect((await run(4)(knex, [9])).rows).toEqual([{ k: 4, v: 9 }]);
+    expect((await run(0)(knex, [8])).rows).toEqual([{ k: 0, v: 8 }]);
+    expect(await prepared()).toHaveLength(3);
+    expect((await prepared()).map((s) => s.generic_plans).sort()).toEqual([1, 1, 2]);
+  } finally {
+    await knex.destroy();
+  }
 });
