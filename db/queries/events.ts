@@ -433,7 +433,10 @@ export const windowNewestFirst = (counts: WindowCounts, limit: number): boolean 
 /** One page of events, newest first, after `afterId`, and the total matching the filter (capped: EVENT_COUNT_CAP). */
 export async function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<CappedList<Event>> {
   const windowFirstPage = filter.until && filter.name === undefined && filter.contactId === undefined && !page.afterId;
-  const { idFrom, counts } = filter.since ? await probeWindow(db, projectId, filter.since, windowFirstPage ? filter.until : undefined) : {};
+  // A name's window bounds its ids by itself, but for the outcomes' (OUTCOME_EVENTS): no probe, no round trip of its own.
+  const namedWindow = filter.since && filter.name !== undefined && !(OUTCOME_EVENTS as readonly string[]).includes(filter.name);
+  const { idFrom, counts } = namedWindow ? { idFrom: idFloor(new Date(filter.since!.getTime() - EVENT_ID_LEAD_MS)), counts: undefined }
+    : filter.since ? await probeWindow(db, projectId, filter.since, windowFirstPage ? filter.until : undefined) : {};
   const byIds = counts !== undefined && windowNewestFirst(counts, page.limit);
   return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row), 'id', {
     // The window's count is the probe's: the statement reads no other.
