@@ -91,6 +91,15 @@ export interface PageStatementOptions {
    * taken from its capped count's rows (firstPageOfCount).
    */
   shared?: { name: string; query: Knex.QueryBuilder };
+  /**
+   * For a statement planned for its values (not `genericPlan`) whose values stay the same from one request to the next
+   * but for the page's cursor (an endpoint's deliveries, a segment's condition): planned once per connection, not at
+   * each request. The values are written into its text and the cursor alone, when there is one, is left a parameter
+   * (db/prepared.ts valuedStatementOf). Planning an endpoint's page of deliveries cost ~1 ms, a segment's over events
+   * 2-3 ms across the events' partitions, against 1-2 ms of running it (BENCHMARKS.md section 69). Not for values that
+   * change with each request (a window of time): each text would be prepared and planned once, and then thrown away.
+   */
+  plannedOnce?: { cursor?: string };
 }
 
 /** A page's `whole` (PageStatementOptions): its limit when it is a first page, none after a cursor. */
@@ -132,15 +141,20 @@ interface CompiledPage {
   /** The row's key column, as the rows name it. */
   key: string;
   genericPlan: boolean;
-  /** Its runner when its values are written into its text (pageStatementCache): planned for them once per connection. */
+  /** Its runner when its values are written into its text (`plannedOnce`): planned for them once per connection. */
   valued?: ReturnType<typeof valuedStatementOf>;
 }
 
 function compilePage({ page, count, options }: { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions }): CompiledPage {
   const statement = pageStatement(page, count, options).toSQL();
   const genericPlan = options.genericPlan ?? false;
-  const { sql, bindings } = genericPlan ? statement : statement.toNative();
-  return { sql, bindings: [...bindings], key: (options.column ?? 'id').split('.').pop()!, genericPlan };
+  const key = (options.column ?? 'id').split('.').pop()!;
+  if (genericPlan) return { sql: statement.sql, bindings: [...statement.bindings], key, genericPlan };
+  const { sql, bindings } = statement.toNative();
+  if (!options.plannedOnce) return { sql, bindings: [...bindings], key, genericPlan };
+  const { cursor } = options.plannedOnce;
+  const valued = valuedText(sql, bindings, (v) => cursor !== undefined && v === cursor);
+  return { sql: valued.text, bindings: valued.params, key, genericPlan, valued: valuedStatementOf('herald_valued', valued.text, { plannerSettings: LIST_SETTINGS }) };
 }
 
 /** Runs a compiled page: with its generic plan (genericListStatement), or planned for its values under LIST_SETTINGS. */
@@ -161,20 +175,15 @@ const CURSOR_STAND_IN = randomUUID();
  * statement's text and bindings are made of but the page's cursor (a segment's project, id and the conditions its
  * own may name), and `build` makes its queries for a page request. A segment's page took knex 0.55-1.15 ms to build
  * and compile, a third of what running it cost (BENCHMARKS.md section 68). The `max` newest shapes are kept. A shape
- * planned for its values has them written into its text, the cursor alone a parameter, and is planned once per
- * connection (db/prepared.ts valuedStatementOf): a page of a segment over events cost 2-3 ms to plan and 1-2 to run.
+ * planned for its values is planned once per connection (PageStatementOptions `plannedOnce`).
  */
 export function pageStatementCache(max = 1000) {
   const cache = new Map<string, CompiledPage & { cursorAt: number[] }>();
   type Build = (request: PageRequest) => Parameters<typeof compilePage>[0];
   const compile = (request: PageRequest, build: Build) => {
-    let compiled: CompiledPage = compilePage(build(request.afterId ? { ...request, afterId: CURSOR_STAND_IN } : request));
-    if (!compiled.genericPlan) {
-      // Planned for its values, which stay the same for the shape but for the cursor: they are written into its text,
-      // and the plan made for them is made once per connection, not at each request (db/prepared.ts valuedStatementOf).
-      const { text, params } = valuedText(compiled.sql, compiled.bindings, (v) => v === CURSOR_STAND_IN);
-      compiled = { ...compiled, sql: text, bindings: params, valued: valuedStatementOf('herald_valued', text, { plannerSettings: LIST_SETTINGS }) };
-    }
+    const built = build(request.afterId ? { ...request, afterId: CURSOR_STAND_IN } : request);
+    // A shape's values stay the same but for the cursor: one planned for them is planned once per connection.
+    const compiled = compilePage({ ...built, options: { ...built.options, plannedOnce: { cursor: request.afterId ? CURSOR_STAND_IN : undefined } } });
     const cursorAt = compiled.bindings.flatMap((b, i) => (b === CURSOR_STAND_IN ? [i] : []));
     if (request.afterId && cursorAt.length === 0) throw new Error('pageStatementCache: the page\'s cursor is not one of its statement\'s bindings');
     return { ...compiled, cursorAt };
@@ -358,6 +367,8 @@ export interface CappedPageOptions {
    * probeWindow): the statement then reads no count, and answers this one.
    */
   total?: number;
+  /** PageStatementOptions' `plannedOnce`, the request's cursor left a parameter. */
+  plannedOnce?: boolean;
 }
 
 /**
@@ -387,6 +398,8 @@ export async function listCappedPage<R>(
   options: CappedPageOptions = {},
 ): Promise<CappedList<R>> {
   const { page, count } = cappedPageQueries(filtered, request, cap, column, options);
-  const { rows, total } = await pageWithTotal(page, count, { column, whole: wholeOf(request), genericPlan: options.genericPlan ?? false });
+  const { rows, total } = await pageWithTotal(page, count, {
+    column, whole: wholeOf(request), genericPlan: options.genericPlan ?? false, ...(options.plannedOnce ? { plannedOnce: { cursor: request.afterId } } : {}),
+  });
   return { rows: rows.map(rowOf), ...cappedTotal(total, cap) };
 }

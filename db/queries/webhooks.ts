@@ -93,7 +93,8 @@ export const filteredDeliveries = (db: Knex, projectId: string, endpointId: stri
  * A page of an endpoint's deliveries, newest first, with every attempt of each, in one statement. Planned for its values,
  * not generically (db/pages.ts `genericPlan`): costed for an average endpoint, the primary key read newest first (its
  * heap in the same order) looks cheaper than webhook_deliveries_endpoint_idx, and for an endpoint with few deliveries
- * among many it would read them all (EXPLAIN (GENERIC_PLAN), 2026-11-29).
+ * among many it would read them all (EXPLAIN (GENERIC_PLAN), 2026-11-29). Its values but the cursor are an endpoint's,
+ * the same at each request: planned for them once per connection (`plannedOnce`).
  */
 export async function listDeliveries(db: Knex, projectId: string, endpointId: string, page: PageRequest): Promise<CappedList<DeliveryRow & { attempt_log: AttemptRow[] }>> {
   // Its total is exact up to 1,000 (LIST_COUNT_CAP): an endpoint's 200,000 deliveries counted exactly cost a sequential
@@ -108,7 +109,7 @@ export async function listDeliveries(db: Knex, projectId: string, endpointId: st
     },
     'd.id',
     // Counted newest first, through webhook_deliveries_endpoint_idx (endpoint_id, id) as the page is.
-    { countNewestFirst: true },
+    { countNewestFirst: true, plannedOnce: true },
   );
 }
 

@@ -80,7 +80,22 @@ test.each([
   }
   // Each row's attempts, a column of the page: webhook_attempts_delivery_idx, once per delivery of the page.
   expect(await planOf(page)).toMatch(/Index Scan using webhook_attempts_delivery_idx[^\n]*\n\s*Index Cond: \((a\.)?delivery_id = d\.id\)/);
-  const listed = await listDeliveries(db.knex, projectId, endpointId, { limit: 20, ...(afterId ? { afterId } : {}) });
+  // As listDeliveries sends it: the endpoint's values written in, the cursor alone a parameter, planned once per
+  // connection (db/pages.ts plannedOnce); that plan, made without the cursor's value, reads the endpoint's index too.
+  let sent = '';
+  const capture = (q: { sql: string }) => { sent = q.sql; };
+  db.knex.on('query', capture);
+  let listed;
+  try {
+    listed = await listDeliveries(db.knex, projectId, endpointId, { limit: 20, ...(afterId ? { afterId } : {}) });
+  } finally {
+    db.knex.off('query', capture);
+  }
+  expect(sent).toContain(`'${endpointId}'`);
+  expect(sent.includes('$1')).toBe(cursor);
+  const generic = (await db.knex.raw(`EXPLAIN (GENERIC_PLAN) ${sent}`)).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+  expect(generic).toContain('webhook_deliveries_endpoint_idx');
+  expect(generic).not.toMatch(/Seq Scan/);
   expect(listed.rows).toHaveLength(21);
   for (const r of listed.rows) expect(r.attempt_log).toEqual([{ delivery_id: r.id, attempt: 1, status_code: 200, latency_ms: 3, error: null, created_at: expect.any(Date) }]);
 });
