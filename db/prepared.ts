@@ -104,7 +104,7 @@ export function valuedStatementOf(prefix: string, text: string, opts: { plannerS
   const name = `${prefix}_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
   const settings = checkedSettings(name, { plan_cache_mode: 'force_generic_plan', ...opts.plannerSettings });
   let kept = keptByFamily.get(prefix);
-  if (!kept) keptByFamily.set(prefix, kept = new KeptStatements(opts.perConnection ?? 16));
+  if (!kept) keptByFamily.set(prefix, kept = new KeptStatements(opts.perConnection ?? 32));
   const family = kept;
   return async (db, values) => {
     const client = db.client as PoolClient;
