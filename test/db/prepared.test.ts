@@ -202,3 +202,19 @@ test('valued statements: planned once per connection, and each connection keeps 
     await knex.destroy();
   }
 });
+
+test('valued statements behind a transaction pooler (DATABASE_PREPARED_STATEMENTS=false) run unnamed, answer the same and leave nothing prepared', async () => {
+  // Sent as pg sends an unnamed statement, planned at each execution (SettingsQuery), as the other named statements are there.
+  const off = createKnex(db.url, { poolMax: 1, preparedStatements: false });
+  try {
+    for (let round = 0; round < 2; round++) {
+      for (let k = 0; k < 4; k++) {
+        const run = valuedStatementOf('test_valued_off', `SELECT ${k} AS k, $1::int AS v, 'it''s' AS t`, { perConnection: 2 });
+        expect((await run(off, [k * 10 + round])).rows).toEqual([{ k, v: k * 10 + round, t: "it's" }]);
+      }
+    }
+    expect((await off.raw('SELECT count(*)::int AS n FROM pg_prepared_statements')).rows[0].n).toBe(0);
+  } finally {
+    await off.destroy();
+  }
+});
