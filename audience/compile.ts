@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { AudienceError, type FieldError } from '../core/errors';
 import { likeLiteral as literal } from '../db/like';
 import { preparedStatement } from '../db/prepared';
-import { eventIdFloorSql, OUTCOME_EVENTS } from '../db/queries/events';
+import { eventIdFloorSql, idsFollowTime } from '../db/queries/events';
 import { checkCondition, classify, referencedSegments, type FieldRef } from './check';
 import { conditionSchema, type AudienceCondition, type FilterRule, type TimeUnit } from './condition';
 
@@ -90,10 +90,9 @@ function compileRule(q: Where, rule: FilterRule, segments: SegmentMap, depth: nu
       const within = op === 'triggeredWithin' || op === 'notTriggeredWithin';
       // A window's events by their ids too, but for the outcomes' (whose ids can be of any age): the partitions of the
       // months before it are pruned, not read through (eventIdFloorSql).
-      const idBound = within && !(OUTCOME_EVENTS as readonly string[]).includes(ref.name);
-      const windowSql = within ? ` AND e.created_at >= ${ago(rule.unit!)}${idBound ? ` AND e.id >= ${eventIdFloorSql(ago(rule.unit!))}` : ''}` : '';
-      const sql = `EXISTS (SELECT 1 FROM events e WHERE e.project_id = c.project_id AND e.contact_id = c.id AND e.name = ?${windowSql})`;
-      const bindings = !within ? [ref.name] : idBound ? [ref.name, rule.value, rule.value] : [ref.name, rule.value];
+      const window = within ? [`e.created_at >= ${ago(rule.unit!)}`, ...(idsFollowTime(ref.name) ? [`e.id >= ${eventIdFloorSql(ago(rule.unit!))}`] : [])] : [];
+      const sql = `EXISTS (SELECT 1 FROM events e WHERE e.project_id = c.project_id AND e.contact_id = c.id AND e.name = ?${window.map((w) => ` AND ${w}`).join('')})`;
+      const bindings = [ref.name, ...window.map(() => rule.value)];
       raw(q, op === 'triggered' || op === 'triggeredWithin' ? sql : `NOT ${sql}`, bindings);
       return;
     }

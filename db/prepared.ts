@@ -41,16 +41,25 @@ export function preparedStatement(name: string, sql: string, opts: PreparedOptio
   return async (db, bindings) => {
     if (bindings.length !== n) throw new Error(`${name}: ${n} bindings expected, ${bindings.length} given`);
     const values = bindings as unknown[];
-    // A transaction's client hands out the transaction's own connection and keeps it on release (knex's own way).
-    const client = db.client as PoolClient;
-    client.emit('query', { sql, bindings: values, options: { name }, method: 'raw' }); // knex passes it on to its instance
-    const connection = await client.acquireConnection();
-    try {
-      return await (opts.genericPlan ? settingsQuery(connection, name, text, values, settings) : connection.query({ name, text, values }));
-    } finally {
-      await client.releaseConnection(connection);
-    }
+    return onConnection(db, { sql, bindings: values, options: { name } },
+      (connection) => (opts.genericPlan ? settingsQuery(connection, name, text, values, settings) : connection.query({ name, text, values })));
   };
+}
+
+/**
+ * Runs `run` on a connection of knex's pool, checked out and released as knex does (a transaction's client hands out
+ * the transaction's own connection and keeps it on release), after emitting knex's `query` event with `event`, which
+ * knex passes on to its instance (bench's BENCH_COUNT_QUERIES and the plan tests read statements by it).
+ */
+async function onConnection<T>(db: Knex | Knex.Transaction, event: { sql: string; bindings: readonly unknown[]; options?: { name: string } }, run: (connection: PgConnection) => Promise<T>): Promise<T> {
+  const client = db.client as PoolClient;
+  client.emit('query', { ...event, method: 'raw' });
+  const connection = await client.acquireConnection();
+  try {
+    return await run(connection);
+  } finally {
+    await client.releaseConnection(connection);
+  }
 }
 
 /**
@@ -106,16 +115,8 @@ export function valuedStatementOf(prefix: string, text: string, opts: { plannerS
   let kept = keptByFamily.get(prefix);
   if (!kept) keptByFamily.set(prefix, kept = new KeptStatements(opts.perConnection ?? 32));
   const family = kept;
-  return async (db, values) => {
-    const client = db.client as PoolClient;
-    client.emit('query', { sql: text, bindings: values, options: { name }, method: 'raw' });
-    const connection = await client.acquireConnection();
-    try {
-      return await settingsQuery(connection, name, text, [...values], settings, family);
-    } finally {
-      await client.releaseConnection(connection);
-    }
-  };
+  return (db, values) => onConnection(db, { sql: text, bindings: values, options: { name } },
+    (connection) => settingsQuery(connection, name, text, [...values], settings, family));
 }
 
 /** Knex's client as these runners use its pool: checked out, released, and its `query` event emitted as knex does. */
@@ -250,14 +251,7 @@ function settingsQuery(connection: PgConnection, name: string | undefined, text:
  */
 export async function withSettings(db: Knex | Knex.Transaction, text: string, values: readonly unknown[], settings: Record<string, string>): Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
   const entries = checkedSettings('withSettings', settings);
-  const client = db.client as PoolClient;
-  client.emit('query', { sql: text, bindings: values, method: 'raw' });
-  const connection = await client.acquireConnection();
-  try {
-    return await settingsQuery(connection, undefined, text, [...values], entries);
-  } finally {
-    await client.releaseConnection(connection);
-  }
+  return onConnection(db, { sql: text, bindings: values }, (connection) => settingsQuery(connection, undefined, text, [...values], entries));
 }
 
 /** Settings as SET takes them: a plain name and a plain value each (they are written into SQL). */

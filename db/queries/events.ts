@@ -285,6 +285,12 @@ export const OUTCOME_EVENTS = ['email.sent', 'email.failed'] as const;
 export const eventIdFloorSql = (since: string): string =>
   `herald_uuid_shift('00000000-0000-0000-0000-000000000000'::uuid, (${since}) - interval '${EVENT_ID_LEAD_MS} milliseconds' - 'epoch'::timestamptz)`;
 
+/** eventIdFloorSql's bound for a time known in the process. */
+export const eventIdFloor = (since: Date): string => idFloor(new Date(since.getTime() - EVENT_ID_LEAD_MS));
+
+/** Whether a window of the events of this name bounds their ids (eventIdFloorSql, eventIdFloor): all but the outcomes'. */
+export const idsFollowTime = (name: string): boolean => !(OUTCOME_EVENTS as readonly string[]).includes(name);
+
 /** The events the filter names, by what they are (project, name, contact, time), before any bound of their ids. */
 function matchingEvents(db: Knex, projectId: string, filter: EventFilter): Knex.QueryBuilder {
   const q = db('events').where('project_id', projectId);
@@ -434,9 +440,9 @@ export const windowNewestFirst = (counts: WindowCounts, limit: number): boolean 
 export async function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<CappedList<Event>> {
   const windowFirstPage = filter.until && filter.name === undefined && filter.contactId === undefined && !page.afterId;
   // A name's window bounds its ids by itself, but for the outcomes' (OUTCOME_EVENTS): no probe, no round trip of its own.
-  const namedWindow = filter.since && filter.name !== undefined && !(OUTCOME_EVENTS as readonly string[]).includes(filter.name);
-  const { idFrom, counts } = namedWindow ? { idFrom: idFloor(new Date(filter.since!.getTime() - EVENT_ID_LEAD_MS)), counts: undefined }
-    : filter.since ? await probeWindow(db, projectId, filter.since, windowFirstPage ? filter.until : undefined) : {};
+  const { idFrom, counts } = !filter.since ? {}
+    : filter.name !== undefined && idsFollowTime(filter.name) ? { idFrom: eventIdFloor(filter.since), counts: undefined }
+      : await probeWindow(db, projectId, filter.since, windowFirstPage ? filter.until : undefined);
   const byIds = counts !== undefined && windowNewestFirst(counts, page.limit);
   return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row), 'id', {
     // The window's count is the probe's: the statement reads no other.
