@@ -18,6 +18,8 @@ export interface AppDeps {
   knex: Knex;
   log: Logger;
   apiRateLimitPerMinute: number;
+  /** GET /health's wait for the database before its 503 (HEALTH_TIMEOUT_MS; db/database.ts ping's 2 s when absent). */
+  healthTimeoutMs?: number;
   /**
    * TRUST_PROXY_HOPS: the reverse proxies in front of the API. With n > 0 a request's address (the tracking routes'
    * per-address throttle) is the n-th from the right of X-Forwarded-For, the one the nearest trusted proxy saw; the

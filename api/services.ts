@@ -45,7 +45,7 @@ export function createServices(deps: AppDeps) {
   const send = deps.sender ?? createSender(knex, deps);
   const systemSender = deps.people?.systemSender;
   return {
-    health: { ping: () => ping(knex) },
+    health: { ping: () => ping(knex, deps.healthTimeoutMs) },
     /** GET /openapi.json: the document is built from the route table, so a route reaches it here (no circle of files). */
     openApi: { json: openApiJson },
     unsubscribes: unsubscribeService(deps),

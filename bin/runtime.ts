@@ -183,7 +183,7 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     renderPool = load<typeof import('../mail/renderPool')>('../mail/renderPool').createRenderPool();
     // One send pipeline for HTTP and SMTP: sends that arrive together by either way share a transaction.
     const sender = load<typeof import('../sending/sender')>('../sending/sender').createSender(db.knex, { secret, publicUrl: config.publicUrl, render: renderPool.render });
-    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, trustProxyHops: config.trustProxyHops, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config), inboundMxHost: config.bounces.mxHost, retention: config.retention,
+    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, healthTimeoutMs: config.healthTimeoutMs, trustProxyHops: config.trustProxyHops, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config), inboundMxHost: config.bounces.mxHost, retention: config.retention,
       metricsToken: config.metrics.token, metricsOnOwnPort: config.metrics.port !== undefined, people: config.people, temporalUi: temporalUiOf(config) });
     server = await new Promise<Server>((resolve, reject) => {
       // 32 KB of request line and headers (Node's default is 16 KB): room for GET /contacts/export's filter and

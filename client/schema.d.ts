@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * Health check
-         * @description No key needed: 200 when the database answers, 503 otherwise (load balancers, compose healthchecks).
+         * @description No key needed: 200 when the database answers, 503 when it does not within HEALTH_TIMEOUT_MS (2 s by default) (load balancers, compose healthchecks).
          */
         get: operations["health"];
         put?: never;

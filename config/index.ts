@@ -32,6 +32,8 @@ export interface Config {
   temporalUiUrl: string | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   apiRateLimitPerMinute: number;
+  /** How long GET /health waits for the database's answer (a pool connection and `SELECT 1`) before it answers 503. */
+  healthTimeoutMs: number;
   /**
    * Reverse proxies in front of the API that append to X-Forwarded-For (0: none, the connection's address is the
    * client's). With n, the client is the n-th address from the right of X-Forwarded-For (what the nearest proxy saw).
@@ -188,6 +190,7 @@ const envSchema = Joi.object({
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').empty('').default('info'),
   API_RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).empty('').default(1000),
   TRUST_PROXY_HOPS: Joi.number().integer().min(0).max(10).empty('').default(0),
+  HEALTH_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).empty('').default(2000),
   // An hour: IMPORT_MAX_BYTES' 2 GiB at 0.6 MB/s. A client that holds a connection that long holds one connection;
   // a shorter limit only makes it reconnect, and cuts honest uploads over slow links.
   HTTP_REQUEST_TIMEOUT_SECONDS: Joi.number().integer().min(1).max(86_400).empty('').default(3600),
@@ -266,6 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     temporalUiUrl: value.TEMPORAL_UI_URL?.replace(/\/+$/, ''),
     logLevel: value.LOG_LEVEL,
     apiRateLimitPerMinute: value.API_RATE_LIMIT_PER_MINUTE,
+    healthTimeoutMs: value.HEALTH_TIMEOUT_MS,
     trustProxyHops: value.TRUST_PROXY_HOPS,
     httpRequestTimeoutSeconds: value.HTTP_REQUEST_TIMEOUT_SECONDS,
     sendRatePerSecond: value.SEND_RATE_PER_SECOND,

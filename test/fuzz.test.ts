@@ -92,7 +92,9 @@ beforeAll(async () => {
   });
   // No 429 is expected below: the API's rate limit and the failed-login throttle (its own tests: test/people) are high.
   const sessions = { ...loadSessionConfig({}), freeFailuresPerAccount: 1_000_000, freeFailuresPerAddress: 1_000_000 };
-  app = createApp(testAppDeps(db.knex, { log, engine: acceptingEngine, dns: dnsConfig, apiRateLimitPerMinute: 1_000_000, sessions }));
+  // The health probe below checks liveness with 30 s per answer; the server waits as long for its database before a 503
+  // (HEALTH_TIMEOUT_MS), where its own 2 s was once missed by a healthy server at load 10 on 2 cores (a `SELECT 1`).
+  app = createApp(testAppDeps(db.knex, { log, engine: acceptingEngine, dns: dnsConfig, apiRateLimitPerMinute: 1_000_000, sessions, healthTimeoutMs: 30_000 }));
   server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   port = (server.address() as AddressInfo).port;

@@ -66,7 +66,7 @@ function serveAsset(ctx: Context, type: string, body: Buffer): void {
 
 export const systemRoutes = [
   rawRoute({ operationId: 'health', method: 'get', path: '/health', summary: 'Health check', tag: 'Service', access: 'open',
-    description: 'No key needed: 200 when the database answers, 503 otherwise (load balancers, compose healthchecks).',
+    description: 'No key needed: 200 when the database answers, 503 when it does not within HEALTH_TIMEOUT_MS (2 s by default) (load balancers, compose healthchecks).',
     answers: { 200: { description: 'Herald and its database answer.', raw: A.healthyAnswer }, 503: { description: 'The database does not answer.', raw: A.unhealthyAnswer } },
     async serve(ctx, { health }) {
       const ok = await health.ping();

@@ -1,3 +1,4 @@
+import net, { type AddressInfo } from 'node:net';
 import request from 'supertest';
 import { createApp } from '../../api/app';
 import { openApiDocument } from '../../api/openapi/document';
@@ -29,5 +30,28 @@ test('GET /health answers 503 when the database does not answer', async () => {
     expect(res.body).toEqual(documented(503));
   } finally {
     await dead.destroy();
+  }
+});
+
+test('GET /health waits HEALTH_TIMEOUT_MS for a database that does not answer, then 503', async () => {
+  // A server that takes the connection and never says a word: the database's connection hangs, as a stuck one would.
+  const sockets = new Set<net.Socket>();
+  const silent = net.createServer((s) => { sockets.add(s); });
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const dead = createKnex(`postgres://nobody:nothing@127.0.0.1:${(silent.address() as AddressInfo).port}/none`);
+  try {
+    const app = createApp(testAppDeps(dead, { healthTimeoutMs: 300 }));
+    const started = performance.now();
+    const res = await request(app.callback()).get('/health');
+    const waited = performance.now() - started;
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual(documented(503));
+    // Its own timeout, not the default 2 s (nor the connection's).
+    expect(waited).toBeGreaterThanOrEqual(290);
+    expect(waited).toBeLessThan(1900);
+  } finally {
+    for (const s of sockets) s.destroy(); // the hanging connection fails, and the pool's wait for it ends
+    await dead.destroy();
+    await new Promise((r) => silent.close(r));
   }
 });
