@@ -30,7 +30,8 @@
  * steal (/proc/stat) and load average over the measures. Every answer is checked: 200, JSON with items (non-empty
  * where the seed says so).
  *
- * Environment: the sizes above, BENCH_ROUNDS, BENCH_WARMUP_ROUNDS, BENCH_DEEP_POSITIONS, BENCH_ONLY (substrings, comma-separated: only the cases whose name
+ * Environment: the sizes above, BENCH_ROUNDS, BENCH_WARMUP_ROUNDS, BENCH_DEEP_POSITIONS, BENCH_NODE_ARGS (the API process's node flags, e.g.
+ * `--trace-gc` with BENCH_CHILD_STDOUT=1), BENCH_ONLY (substrings, comma-separated: only the cases whose name
  * has one of them), BENCH_CPU_PROF=1 (a V8 profile of the API), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
  * kept, with what the run needs of its seed in list-ratios.json: the next run with the same dir skips the seed, ~8
  * minutes, and migrates it to the code's schema), BENCH_TREE=dir (the API from another checkout, e.g. the code before a
@@ -119,7 +120,7 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
       console.log(`reusing the seeded database in ${keepDir}`);
     }
 
-    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, cpuProfileArgs(), process.env.BENCH_TREE);
+    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, [...cpuProfileArgs(), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)], process.env.BENCH_TREE);
     children.push(herald);
     const port = (await herald.ready).port as number;
     const headers = { authorization: `Bearer ${reused?.secretKey ?? project!.secretKey}` };
