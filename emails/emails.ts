@@ -5,7 +5,7 @@ import { TemplateError } from '../mail/render';
 import { messageBytes } from '../mail/transport';
 import { createComposer } from '../sending/delivery';
 import { isUuid } from '../core/values';
-import { LIST_COUNT_CAP, cappedCount, cappedTotal, idFloor, pageQueries, pageWithTotal, wholeOf, type PageRequest, type PageStatementOptions } from '../db/pages';
+import { LIST_COUNT_CAP, cappedCount, cappedTotal, idFloor, pageQueries, shapedPageCache, wholeOf, type PageRequest, type PageStatementOptions } from '../db/pages';
 import { Email, type EmailStatus } from '../db/models/Email';
 import { Event } from '../db/models/Event';
 import { sinceEmailOf } from '../db/queries/events';
@@ -47,19 +47,38 @@ const LIST_COLUMNS = [
 ];
 
 /**
+ * What a list of emails binds, by name: the project, and each filter as its statement compares it (a date range as a
+ * range of ids). One statement per set of filters given, whatever their values (listEmails' shapedPageCache).
+ */
+type EmailBounds = {
+  projectId: string;
+  status: string | undefined;
+  to: string | undefined;
+  contactId: string | undefined;
+  campaignId: string | undefined;
+  sinceId: string | undefined;
+  untilId: string | undefined;
+};
+
+const boundsOf = (projectId: string, filter: EmailFilter): EmailBounds => ({
+  projectId, status: filter.status, to: filter.to, contactId: filter.contactId, campaignId: filter.campaignId,
+  sinceId: filter.since && idFloor(filter.since), untilId: filter.until && idFloor(filter.until),
+});
+
+/**
  * The filtered, project-scoped query of a list, afresh for each use. Every filter is an equality on the leading
  * column after project_id of one index ending in id (migration 20261124000001), and the date range is a range of ids,
  * so each path is one range scan of one index, newest first.
  */
-function filteredEmails(db: Knex, projectId: string, filter: EmailFilter): () => Knex.QueryBuilder {
+function filteredEmails(db: Knex, b: EmailBounds): () => Knex.QueryBuilder {
   return () => {
-    const q = db('emails').where('project_id', projectId).select(LIST_COLUMNS);
-    if (filter.status !== undefined) q.where('status', filter.status);
-    if (filter.to !== undefined) q.where('to_email', filter.to);
-    if (filter.contactId !== undefined) q.where('contact_id', filter.contactId);
-    if (filter.campaignId !== undefined) q.where('campaign_id', filter.campaignId);
-    if (filter.since) q.where('id', '>=', idFloor(filter.since));
-    if (filter.until) q.where('id', '<', idFloor(filter.until));
+    const q = db('emails').where('project_id', b.projectId).select(LIST_COLUMNS);
+    if (b.status !== undefined) q.where('status', b.status);
+    if (b.to !== undefined) q.where('to_email', b.to);
+    if (b.contactId !== undefined) q.where('contact_id', b.contactId);
+    if (b.campaignId !== undefined) q.where('campaign_id', b.campaignId);
+    if (b.sinceId !== undefined) q.where('id', '>=', b.sinceId);
+    if (b.untilId !== undefined) q.where('id', '<', b.untilId);
     return q;
   };
 }
@@ -70,7 +89,11 @@ function filteredEmails(db: Knex, projectId: string, filter: EmailFilter): () =>
  * plan is an index read of the project whatever the project's size.
  */
 export function emailListQueries(db: Knex, projectId: string, filter: EmailFilter, request: PageRequest) {
-  const filtered = filteredEmails(db, projectId, filter);
+  return pageOfBounds(db, boundsOf(projectId, filter), request);
+}
+
+function pageOfBounds(db: Knex, bounds: EmailBounds, request: PageRequest) {
+  const filtered = filteredEmails(db, bounds);
   const { page } = pageQueries(filtered, request);
   return { page, count: cappedCount(filtered, EMAIL_COUNT_CAP, 'id') };
 }
@@ -95,9 +118,11 @@ export interface EmailList {
   totalExact: boolean;
 }
 
+/** listEmails' statements, built and compiled once per set of filters and page shape. */
+const emailPages = shapedPageCache<EmailBounds>();
+
 export async function listEmails(db: Knex, projectId: string, filter: EmailFilter, request: PageRequest): Promise<EmailList> {
-  const { page, count } = emailListQueries(db, projectId, filter, request);
-  const { rows, total: n } = await pageWithTotal(page, count, listStatementOptions(request));
+  const { rows, total: n } = await emailPages(db, request, boundsOf(projectId, filter), (bounds, r) => ({ ...pageOfBounds(db, bounds, r), options: listStatementOptions(r) }));
   return { rows: rows.map((r) => Email.fromDatabaseJson(r)), ...cappedTotal(n, EMAIL_COUNT_CAP) };
 }
 

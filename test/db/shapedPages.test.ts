@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { cappedCount, pageQueries, shapedPageCache, wholeOf, type PageRequest } from '../../db/pages';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+
+/**
+ * db/pages.ts shapedPageCache: a list's statement built and compiled once per shape, each run binding the request's
+ * own values where the shape's stand-ins were bound (listEmails runs its pages so).
+ */
+let db: TestDatabase;
+const [a, b] = [randomUUID(), randomUUID()];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.knex.raw('CREATE TABLE shaped_items (id uuid PRIMARY KEY, project_id uuid NOT NULL, kind text NOT NULL)');
+  // Ids in order of insertion (a time-ordered uuid), 30 items in each project, every third a "red" one.
+  await db.knex.raw(`INSERT INTO shaped_items
+    SELECT herald_uuidv7(), p, CASE WHEN i % 3 = 0 THEN 'red' ELSE 'blue' END FROM unnest(?::uuid[]) AS p, generate_series(1, 30) AS i`, [[a, b]]);
+});
+afterAll(async () => { await db.close(); });
+
+type Bounds = { projectId: string; kind: string | undefined };
+
+const filtered = (knex: Knex, v: Bounds) => () => {
+  const q = knex('shaped_items').where('project_id', v.projectId).select('id', 'project_id', 'kind');
+  if (v.kind !== undefined) q.where('kind', v.kind);
+  return q;
+};
+const build = (knex: Knex) => (v: Bounds, r: PageRequest) => {
+  const { page } = pageQueries(filtered(knex, v), r);
+  return { page, count: cappedCount(filtered(knex, v), 1000, 'id'), options: { genericPlan: true, whole: wholeOf(r) } };
+};
+
+test('each project, filter and cursor answers its own rows through one compiled statement per shape', async () => {
+  const pages = shapedPageCache<Bounds>();
+  const built: string[] = [];
+  const counting = (knex: Knex) => (v: Bounds, r: PageRequest) => { built.push(JSON.stringify(r)); return build(knex)(v, r); };
+  const direct = async (v: Bounds, r: PageRequest) => {
+    const q = db.knex('shaped_items').where('project_id', v.projectId).modify((x) => { if (v.kind) x.where('kind', v.kind); if (r.afterId) x.where('id', '<', r.afterId); });
+    return (await q.clone().select('id', 'project_id', 'kind').orderBy('id', 'desc').limit(r.limit + 1)) as Record<string, unknown>[];
+  };
+  for (const projectId of [a, b, a]) {
+    for (const kind of [undefined, 'red', 'blue']) {
+      const first = await pages(db.knex, { limit: 4 }, { projectId, kind }, counting(db.knex));
+      expect(first.rows).toEqual(await direct({ projectId, kind }, { limit: 4 }));
+      expect(first.rows.every((r) => r.project_id === projectId && (kind === undefined || r.kind === kind))).toBe(true);
+      expect(first.total).toBe(kind === undefined ? 30 : kind === 'red' ? 10 : 20);
+      const afterId = first.rows[3]!.id as string;
+      const next = await pages(db.knex, { limit: 4, afterId }, { projectId, kind }, counting(db.knex));
+      expect(next.rows).toEqual(await direct({ projectId, kind }, { limit: 4, afterId }));
+      expect(next.rows[0]!.id < afterId).toBe(true);
+    }
+  }
+  // Shapes: with or without a kind, first page or after a cursor: four, each built once for 18 pages.
+  expect(built).toHaveLength(4);
+});
+
+test('a value the statement does not bind, or one written into its text, is refused as the shape is compiled', async () => {
+  const pages = shapedPageCache<Bounds>();
+  // The kind left out of the statement: its pages would list every kind.
+  const forgetful = (v: Bounds, r: PageRequest) => build(db.knex)({ ...v, kind: undefined }, r);
+  await expect(pages(db.knex, { limit: 4 }, { projectId: a, kind: 'red' }, forgetful)).rejects.toThrow(/does not bind kind/);
+  // Nor the cursor.
+  const noCursor = (v: Bounds, r: PageRequest) => build(db.knex)(v, { limit: r.limit });
+  await expect(pages(db.knex, { limit: 4, afterId: randomUUID() }, { projectId: a, kind: undefined }, noCursor)).rejects.toThrow(/does not bind the cursor/);
+  // A statement planned for its values writes them into its text: one statement per value, not per shape.
+  const valued = (v: Bounds, r: PageRequest) => ({ ...build(db.knex)(v, r), options: { plannedOnce: {} } });
+  await expect(pages(db.knex, { limit: 4 }, { projectId: a, kind: undefined }, valued)).rejects.toThrow(/binds its values/);
+});
