@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
 import { isUuid } from '../core/values';
 import { ownedRow } from '../db/owned';
-import { cappedCount, cappedTotal, listPage, pageQueries, pageWithTotal, wholeOf, type CappedList, type Listed, type PageRequest, type PageStatementOptions } from '../db/pages';
+import { cappedCount, cappedTotal, listPage, pageQueries, pageWithTotal, shapedPageCache, wholeOf, type CappedList, type ListRows, type Listed, type PageRequest, type PageStatementOptions } from '../db/pages';
 import { ACTIVE_STATUSES, cancelExecutions, endedColumns, liveRuns } from '../db/queries/executions';
 import { cancelEngineExecutions } from './cancelExecutions';
 import type { Engine } from '../engine/types';
@@ -125,6 +125,18 @@ export function executionListStatement(db: Knex, projectId: string, automationId
   };
 }
 
+/** A workflow's pages of executions without a contact (every value bound), built and compiled once per shape. */
+const executionPages = shapedPageCache<{ projectId: string; workflowId: string; status: ExecutionFilter['status'] }>();
+
+/** A page of a workflow's executions and its capped count, in one statement (executionListStatement). */
+function executionPage(db: Knex, projectId: string, workflowId: string, filter: ExecutionFilter, page: PageRequest): Promise<ListRows> {
+  if (filter.contactId === undefined) {
+    return executionPages(db, page, { projectId, workflowId, status: filter.status }, (v, r) => executionListStatement(db, v.projectId, v.workflowId, { status: v.status }, r));
+  }
+  const { page: rows, count, options } = executionListStatement(db, projectId, workflowId, filter, page);
+  return pageWithTotal(rows, count, options);
+}
+
 export function automationService({ knex, engine, log }: { knex: Knex; engine: Engine; log: Logger }): Automations {
   const get = (projectId: string, id: string) => ownedRow<AutomationRow>(knex, 'automations', 'Workflow', projectId, id);
 
@@ -187,8 +199,7 @@ export function automationService({ knex, engine, log }: { knex: Knex; engine: E
       // so its rows say the workflow is the project's. Only an empty page asks for the workflow (get's 404 for another
       // project's): one statement for a page of executions, where the lookup beside it was a second on another connection.
       if (!isUuid(workflowId)) await get(projectId, workflowId);
-      const { page: rows, count, options } = executionListStatement(knex, projectId, workflowId, filter, page);
-      const { rows: found, total } = await pageWithTotal(rows, count, options);
+      const { rows: found, total } = await executionPage(knex, projectId, workflowId, filter, page);
       if (found.length === 0) await get(projectId, workflowId);
       return { rows: found as unknown as ExecutionRow[], ...cappedTotal(total) };
     },

@@ -213,10 +213,11 @@ const CURSOR_SLOT = '\u0000cursor';
  * first page or one after a cursor. Knex took 0.3 ms of the API's CPU to build and compile a page of emails at each
  * request, a tenth of the list's time in the process (BENCHMARKS.md section 70). A shape is built once with stand-ins
  * for its values and cursor (strings no request can send), and each run binds the request's own where they were bound.
- * `build` must bind each value as it is given (compared, never computed on nor written into the text): a value its
+ * `build` is given the stand-ins (strings) in the values' places, and must bind each as it is given (compared, never
+ * computed on nor written into the text): a value its
  * statement does not bind, or a stand-in found in the text, is refused as the shape is compiled, never run.
  */
-export function shapedPageCache<V extends Record<string, string | undefined>>(max = 1000) {
+export function shapedPageCache<V extends Record<string, string | boolean | undefined>>(max = 1000) {
   type Build = (values: V, request: PageRequest) => Parameters<typeof compilePage>[0];
   const cache = new Map<string, { compiled: CompiledPage; slots: [number, string][] }>();
   const compile = (given: string[], request: PageRequest, build: Build) => {

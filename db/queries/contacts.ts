@@ -4,7 +4,7 @@ import { isTransaction } from '../database';
 import { Contact, type ContactData } from '../models/Contact';
 import { recordEvents } from './events';
 import { likeLiteral } from '../like';
-import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedPageQueries, cappedTotal, pageWithTotal, rowLimit, runListStatement, wholeOf, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
+import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedPageQueries, cappedTotal, rowLimit, shapedPageCache, runListStatement, wholeOf, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
 
 /** A contact write: `data` keys merge into the stored data, and a `null` value deletes its key. */
 export interface ContactInput {
@@ -246,10 +246,15 @@ export const contactListGeneric = (filter: ContactFilter): boolean => !filter.se
 /** How a list of contacts runs (contactListQueries says why the count is read newest first). */
 const contactListOptions = (filter: ContactFilter): CappedPageOptions => ({ genericPlan: contactListGeneric(filter), countNewestFirst: true });
 
+/** plainPage's statements, built and compiled once per shape (with or without `subscribed`, the limit, first page or not). */
+const plainPages = shapedPageCache<{ projectId: string; subscribed: boolean | undefined }>();
+
 /** A page of contacts without a search, and its capped count, in one statement (a search's: searchStatement). */
-async function plainPage(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest) {
-  const { page: rows, count } = contactListQueries(db, projectId, filter, page);
-  return pageWithTotal(rows, count, { column: 'id', whole: wholeOf(page), genericPlan: contactListGeneric(filter) });
+function plainPage(db: Knex, projectId: string, filter: ContactFilter, page: PageRequest) {
+  return plainPages(db, page, { projectId, subscribed: filter.subscribed }, (v, r) => {
+    const { page: rows, count } = contactListQueries(db, v.projectId, { subscribed: v.subscribed }, r);
+    return { page: rows, count, options: { column: 'id', whole: wholeOf(r), genericPlan: true } };
+  });
 }
 
 /**

@@ -48,7 +48,7 @@ test('each project, filter and cursor answers its own rows through one compiled 
       const afterId = first.rows[3]!.id as string;
       const next = await pages(db.knex, { limit: 4, afterId }, { projectId, kind }, counting(db.knex));
       expect(next.rows).toEqual(await direct({ projectId, kind }, { limit: 4, afterId }));
-      expect(next.rows[0]!.id < afterId).toBe(true);
+      expect((next.rows[0]!.id as string) < afterId).toBe(true);
     }
   }
   // Shapes: with or without a kind, first page or after a cursor: four, each built once for 18 pages.
