@@ -1,7 +1,7 @@
 import { createHmac, hkdfSync } from 'node:crypto';
 import type { Knex } from 'knex';
 import { notFound } from '../core/errors';
-import { listCappedPage, type CappedList, type PageRequest } from '../db/pages';
+import { shapedCappedPages, type CappedList, type PageRequest } from '../db/pages';
 import { audited, type Actor } from '../audit/log';
 
 /**
@@ -36,8 +36,11 @@ export const filteredSuppressions = (db: Knex, projectId: string, filter: { reas
  * `genericPlan`): the project, or a reason, is an equality on the leading columns of an index ending in id.
  */
 export function listSuppressions(db: Knex, projectId: string, filter: { reason?: SuppressionReason | typeof ERASED_REASON }, page: PageRequest): Promise<CappedList<Suppression>> {
-  return listCappedPage<Suppression>(filteredSuppressions(db, projectId, filter), page, undefined, undefined, 'id', { genericPlan: true });
+  return suppressionPages(db, page, { projectId, reason: filter.reason }, (v) => filteredSuppressions(db, v.projectId, { reason: v.reason }), (row) => row as unknown as Suppression);
 }
+
+/** listSuppressions' statements, built and compiled once per shape (db/pages.ts shapedCappedPages). */
+const suppressionPages = shapedCappedPages<{ projectId: string; reason: SuppressionReason | typeof ERASED_REASON | undefined }>();
 
 /**
  * Suppresses addresses (one statement for any number). An address already there keeps its entry, unless the new reason

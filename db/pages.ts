@@ -446,3 +446,19 @@ export async function listCappedPage<R>(
   });
   return { rows: rows.map(rowOf), ...cappedTotal(total, cap) };
 }
+
+/**
+ * listCappedPage for a list whose statement binds every value (a generic plan, its count read newest first), built and
+ * compiled once per shape (shapedPageCache). `filteredOf` makes the list's filtered query of the values it is given
+ * (stand-ins, as the shape is compiled), which it must bind as they are. One per list: `cap` and `column` are its own.
+ */
+export function shapedCappedPages<V extends Record<string, string | boolean | undefined>>(cap: number = LIST_COUNT_CAP, column = 'id') {
+  const pages = shapedPageCache<V>();
+  return async function list<R>(db: Knex, request: PageRequest, values: V, filteredOf: (values: V) => () => Knex.QueryBuilder, rowOf: (row: Record<string, unknown>) => R): Promise<CappedList<R>> {
+    const { rows, total } = await pages(db, request, values, (v, r) => ({
+      ...cappedPageQueries(filteredOf(v), r, cap, column, { genericPlan: true }),
+      options: { column, whole: wholeOf(r), genericPlan: true },
+    }));
+    return { rows: rows.map(rowOf), ...cappedTotal(total, cap) };
+  };
+}

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { notFound } from '../core/errors';
 import { isUuid } from '../core/values';
-import { listCappedPage, LIST_COUNT_CAP, type CappedList, type PageRequest } from '../db/pages';
+import { LIST_COUNT_CAP, listCappedPage, shapedCappedPages, type CappedList, type PageRequest } from '../db/pages';
 import type { AuthResults } from './auth';
 import { fileOfToken, RAW_FILE } from './files';
 import type { Mailbox } from './parse';
@@ -78,18 +78,33 @@ export interface InboundMessagesDeps {
 
 /** The filtered, project-scoped query of GET /inbound (exported for the EXPLAIN test of its indexes). */
 export function filteredInbound(knex: Knex, projectId: string, filter: InboundFilter): () => Knex.QueryBuilder {
+  return inboundOfBounds(knex, boundsOf(projectId, filter));
+}
+
+/** What a list of received mail binds, by name: the project and each filter as its statement compares it. */
+type InboundBounds = { projectId: string; routeId: string | undefined; from: string | undefined; to: string | undefined; sinceId: string | undefined; untilId: string | undefined };
+
+// Ids are UUIDv7, their first 48 bits the time they were made (as the row was stored): a time range is a range of
+// the primary key (project_id, id), the same index the page's keyset walks, so no sort and no other index.
+const boundsOf = (projectId: string, filter: InboundFilter): InboundBounds => ({
+  projectId, routeId: filter.routeId, from: filter.from?.toLowerCase(), to: filter.to?.toLowerCase(),
+  sinceId: filter.since && firstIdAt(filter.since), untilId: filter.until && firstIdAt(filter.until),
+});
+
+function inboundOfBounds(knex: Knex, b: InboundBounds): () => Knex.QueryBuilder {
   return () => {
-    const q = knex('inbound_messages').where('project_id', projectId).select(LIST_COLUMNS);
-    if (filter.routeId) q.where('route_id', filter.routeId);
-    if (filter.from) q.where('from_address', filter.from.toLowerCase());
-    if (filter.to) q.where('recipient', filter.to.toLowerCase());
-    // Ids are UUIDv7, their first 48 bits the time they were made (as the row was stored): a time range is a range of
-    // the primary key (project_id, id), the same index the page's keyset walks, so no sort and no other index.
-    if (filter.since) q.where('id', '>=', firstIdAt(filter.since));
-    if (filter.until) q.where('id', '<', firstIdAt(filter.until));
+    const q = knex('inbound_messages').where('project_id', b.projectId).select(LIST_COLUMNS);
+    if (b.routeId !== undefined) q.where('route_id', b.routeId);
+    if (b.from !== undefined) q.where('from_address', b.from);
+    if (b.to !== undefined) q.where('recipient', b.to);
+    if (b.sinceId !== undefined) q.where('id', '>=', b.sinceId);
+    if (b.untilId !== undefined) q.where('id', '<', b.untilId);
     return q;
   };
 }
+
+/** The pages of received mail with their generic plan (inboundListGeneric), built and compiled once per shape. */
+const inboundPages = shapedCappedPages<InboundBounds>();
 
 /**
  * Whether a list of received mail runs with its generic plan (db/pages.ts `genericPlan`): the project's mail, or a time
@@ -126,7 +141,8 @@ export function inboundMessageService({ knex, secret }: InboundMessagesDeps) {
   return {
     /** A page, newest first, and its total: exact up to 1,000 (db/pages.ts LIST_COUNT_CAP). */
     list(projectId: string, filter: InboundFilter, page: PageRequest): Promise<CappedList<InboundMessage>> {
-      return listCappedPage(filteredInbound(knex, projectId, filter), page, LIST_COUNT_CAP, messageOf, 'id', { genericPlan: inboundListGeneric(filter) });
+      if (inboundListGeneric(filter)) return inboundPages(knex, page, boundsOf(projectId, filter), (b) => inboundOfBounds(knex, b), messageOf);
+      return listCappedPage(filteredInbound(knex, projectId, filter), page, LIST_COUNT_CAP, messageOf, 'id');
     },
     get: async (projectId: string, id: string) => messageOf(await find(projectId, id)),
     async raw(projectId: string, id: string): Promise<Buffer> {

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { preparedStatementOf } from '../prepared';
-import { LIST_COUNT_CAP, idFloor, listCappedPage, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
+import { LIST_COUNT_CAP, idFloor, listCappedPage, shapedCappedPages, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
 import { Event } from '../models/Event';
 import { ident, listPartitions, partitioned, partitionOids, partitionOidsSql, type Partition } from '../partitions';
 
@@ -436,8 +436,15 @@ export const eventListGeneric = (filter: EventFilter): boolean => !filter.since 
  */
 export const windowNewestFirst = (counts: WindowCounts, limit: number): boolean => counts.after + limit + 1 < counts.inside;
 
+/** The pages of events without a window (eventListGeneric), built and compiled once per shape (db/pages.ts shapedCappedPages). */
+const eventPages = shapedCappedPages<{ projectId: string; name: string | undefined; contactId: string | undefined }>(EVENT_COUNT_CAP);
+
 /** One page of events, newest first, after `afterId`, and the total matching the filter (capped: EVENT_COUNT_CAP). */
 export async function listEvents(db: Knex, projectId: string, filter: EventFilter, page: PageRequest): Promise<CappedList<Event>> {
+  if (eventListGeneric(filter)) {
+    return eventPages(db, page, { projectId, name: filter.name, contactId: filter.contactId },
+      (v) => filteredEvents(db, v.projectId, { name: v.name, contactId: v.contactId }), (row) => Event.fromDatabaseJson(row));
+  }
   const windowFirstPage = filter.until && filter.name === undefined && filter.contactId === undefined && !page.afterId;
   // A name's window bounds its ids by itself, but for the outcomes' (OUTCOME_EVENTS): no probe, no round trip of its own.
   const { idFrom, counts } = !filter.since ? {}
@@ -446,7 +453,7 @@ export async function listEvents(db: Knex, projectId: string, filter: EventFilte
   const byIds = counts !== undefined && windowNewestFirst(counts, page.limit);
   return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row), 'id', {
     // The window's count is the probe's: the statement reads no other.
-    ...(byIds ? { genericPlan: true, total: counts.inside } : { genericPlan: eventListGeneric(filter), counted: countedEvents(db, projectId, filter) }),
+    ...(byIds ? { genericPlan: true, total: counts.inside } : { counted: countedEvents(db, projectId, filter) }),
   });
 }
 
