@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { listCappedPage, listPage, LIST_COUNT_CAP, type CappedList, type Listed, type PageRequest } from '../pages';
+import { cappedPageQueries, cappedTotal, listPage, LIST_COUNT_CAP, pageStatementCache, wholeOf, type CappedList, type Listed, type PageRequest } from '../pages';
 
 /** A webhook endpoint row as stored (its secret sealed). */
 export interface EndpointRow {
@@ -99,19 +99,23 @@ export const filteredDeliveries = (db: Knex, projectId: string, endpointId: stri
 export async function listDeliveries(db: Knex, projectId: string, endpointId: string, page: PageRequest): Promise<CappedList<DeliveryRow & { attempt_log: AttemptRow[] }>> {
   // Its total is exact up to 1,000 (LIST_COUNT_CAP): an endpoint's 200,000 deliveries counted exactly cost a sequential
   // scan. The count drops the page's columns (cappedCount), the attempts with them.
-  return listCappedPage(
-    filteredDeliveries(db, projectId, endpointId),
-    page,
-    LIST_COUNT_CAP,
-    (r) => {
+  // Compiled once per endpoint and page shape (db/pages.ts pageStatementCache), and planned once per connection.
+  const { rows, total } = await deliveryPages(db, `${projectId}\u0000${endpointId}`, page, (r) => ({
+    // Counted newest first, through webhook_deliveries_endpoint_idx (endpoint_id, id) as the page is.
+    ...cappedPageQueries(filteredDeliveries(db, projectId, endpointId), r, LIST_COUNT_CAP, 'd.id', { countNewestFirst: true }),
+    options: { column: 'd.id', whole: wholeOf(r) },
+  }));
+  return {
+    rows: rows.map((r) => {
       const row = r as unknown as DeliveryRow & { attempt_log: (Omit<AttemptRow, 'created_at'> & { created_at: string })[] };
       return { ...row, attempt_log: row.attempt_log.map((a) => ({ ...a, created_at: new Date(a.created_at) })) };
-    },
-    'd.id',
-    // Counted newest first, through webhook_deliveries_endpoint_idx (endpoint_id, id) as the page is.
-    { countNewestFirst: true, plannedOnce: true },
-  );
+    }),
+    ...cappedTotal(total),
+  };
 }
+
+/** listDeliveries' statements, one per endpoint and page shape: its values written in, its cursor bound. */
+const deliveryPages = pageStatementCache();
 
 /**
  * Puts one delivery back in the queue, due now, keeping its id (the `webhook-id`) and payload; one in flight is left
