@@ -191,13 +191,7 @@ export function pageStatementCache(max = 1000) {
     return { ...compiled, cursorAt };
   };
   return async function run(db: Knex, shape: string, request: PageRequest, build: Build): Promise<ListRows> {
-    const shapeKey = `${request.limit}\u0000${request.afterId ? 'after' : 'first'}\u0000${shape}`;
-    let compiled = cache.get(shapeKey);
-    if (!compiled) {
-      compiled = compile(request, build);
-      if (cache.size >= max) cache.delete(cache.keys().next().value!);
-      cache.set(shapeKey, compiled);
-    }
+    const compiled = remembered(cache, `${request.limit}\u0000${request.afterId ? 'after' : 'first'}\u0000${shape}`, max, () => compile(request, build));
     const bindings = [...compiled.bindings];
     for (const i of compiled.cursorAt) bindings[i] = request.afterId;
     return runCompiledPage(db, { ...compiled, bindings });
@@ -207,6 +201,36 @@ export function pageStatementCache(max = 1000) {
 /** The cursor among shapedPageCache's slots. */
 const CURSOR_SLOT = '\u0000cursor';
 
+/** The stand-in of a value named `name` as a shape is compiled: a string no request can send (CURSOR_STAND_IN's). */
+const standInOf = (name: string): string => `${CURSOR_STAND_IN}:${name}`;
+
+/**
+ * Where a statement compiled with stand-ins (`standIns`: stand-in → the value's name) binds each: [binding index, name].
+ * `what` names the caller in its refusals: of a value its statement does not bind (its rows would ignore it), and of a
+ * stand-in written into the text (a statement planned for its values: one text per value, not per shape).
+ */
+function slotsOf(what: string, sql: string, bindings: readonly unknown[], standIns: Map<string, string>): [number, string][] {
+  if (sql.includes(CURSOR_STAND_IN)) throw new Error(`${what}: a statement that binds its values, never writes them in`);
+  const slots = bindings.flatMap((b, i): [number, string][] => (typeof b === 'string' && standIns.has(b) ? [[i, standIns.get(b)!]] : []));
+  const unbound = [...standIns.values()].filter((k) => !slots.some(([, s]) => s === k));
+  if (unbound.length > 0) throw new Error(`${what}: the statement does not bind ${unbound.map((k) => (k === CURSOR_SLOT ? 'the cursor' : k)).join(', ')}`);
+  return slots;
+}
+
+/** The names of the values given (not undefined), in order: with the caller's shape, what a statement's text turns on. */
+const givenOf = (values: Record<string, unknown>): string[] => Object.keys(values).filter((k) => values[k] !== undefined).sort();
+
+/** A bounded cache, the oldest entry forgotten first. */
+function remembered<T>(cache: Map<string, T>, key: string, max: number, make: () => T): T {
+  let entry = cache.get(key);
+  if (entry === undefined) {
+    entry = make();
+    if (cache.size >= max) cache.delete(cache.keys().next().value!);
+    cache.set(key, entry);
+  }
+  return entry;
+}
+
 /**
  * pageWithTotal for a list whose statement binds every value (PageStatementOptions `genericPlan`: one text for all
  * projects and filter values), built and compiled by knex once per shape: which of `values` are given, the page's limit,
@@ -214,34 +238,45 @@ const CURSOR_SLOT = '\u0000cursor';
  * request, a tenth of the list's time in the process (BENCHMARKS.md section 70). A shape is built once with stand-ins
  * for its values and cursor (strings no request can send), and each run binds the request's own where they were bound.
  * `build` is given the stand-ins (strings) in the values' places, and must bind each as it is given (compared, never
- * computed on nor written into the text): a value its
- * statement does not bind, or a stand-in found in the text, is refused as the shape is compiled, never run.
+ * computed on nor written into the text): a value its statement does not bind, or a stand-in found in the text, is
+ * refused as the shape is compiled, never run.
  */
 export function shapedPageCache<V extends Record<string, string | boolean | undefined>>(max = 1000) {
   type Build = (values: V, request: PageRequest) => Parameters<typeof compilePage>[0];
   const cache = new Map<string, { compiled: CompiledPage; slots: [number, string][] }>();
   const compile = (given: string[], request: PageRequest, build: Build) => {
-    const standIns = new Map(given.map((k) => [`${CURSOR_STAND_IN}:${k}`, k]));
+    const standIns = new Map(given.map((k) => [standInOf(k), k]));
     if (request.afterId) standIns.set(CURSOR_STAND_IN, CURSOR_SLOT);
-    const compiled = compilePage(build(Object.fromEntries(given.map((k) => [k, `${CURSOR_STAND_IN}:${k}`])) as V, request.afterId ? { ...request, afterId: CURSOR_STAND_IN } : request));
-    if (!compiled.genericPlan || compiled.valued || compiled.sql.includes(CURSOR_STAND_IN)) throw new Error('shapedPageCache: a statement that binds its values (genericPlan), never writes them in');
-    const slots = compiled.bindings.flatMap((b, i): [number, string][] => (typeof b === 'string' && standIns.has(b) ? [[i, standIns.get(b)!]] : []));
-    const unbound = [...standIns.values()].filter((k) => !slots.some(([, s]) => s === k));
-    if (unbound.length > 0) throw new Error(`shapedPageCache: the statement does not bind ${unbound.map((k) => (k === CURSOR_SLOT ? 'the cursor' : k)).join(', ')}`);
-    return { compiled, slots };
+    const compiled = compilePage(build(Object.fromEntries(given.map((k) => [k, standInOf(k)])) as V, request.afterId ? { ...request, afterId: CURSOR_STAND_IN } : request));
+    if (!compiled.genericPlan || compiled.valued) throw new Error('shapedPageCache: a statement that binds its values (genericPlan), never writes them in');
+    return { compiled, slots: slotsOf('shapedPageCache', compiled.sql, compiled.bindings, standIns) };
   };
   return async function run(db: Knex, request: PageRequest, values: V, build: Build): Promise<ListRows> {
-    const given = Object.keys(values).filter((k) => values[k] !== undefined).sort();
-    const key = `${request.limit}\u0000${request.afterId ? 'after' : 'first'}\u0000${given.join(',')}`;
-    let entry = cache.get(key);
-    if (!entry) {
-      entry = compile(given, request, build);
-      if (cache.size >= max) cache.delete(cache.keys().next().value!);
-      cache.set(key, entry);
-    }
+    const given = givenOf(values);
+    const entry = remembered(cache, `${request.limit}\u0000${request.afterId ? 'after' : 'first'}\u0000${given.join(',')}`, max, () => compile(given, request, build));
     const bindings = [...entry.compiled.bindings];
     for (const [i, k] of entry.slots) bindings[i] = k === CURSOR_SLOT ? request.afterId : values[k];
     return runCompiledPage(db, { ...entry.compiled, bindings });
+  };
+}
+
+/**
+ * A statement knex builds the same way for every request of a shape but for its values, built and compiled once per
+ * `shape` (what its text turns on besides which of `values` are given), as shapedPageCache does a page's: for a
+ * statement written apart from pageStatement and planned for its values at each run (a contact search: its term's
+ * patterns are bound, and PostgreSQL plans them as it would constants). Its text, numbered (`$1`…), and its bindings.
+ */
+export function shapedStatementCache<V extends Record<string, string | boolean | undefined>>(max = 1000) {
+  const cache = new Map<string, { sql: string; bindings: readonly unknown[]; slots: [number, string][] }>();
+  return function statementOf(shape: string, values: V, build: (values: V) => Knex.QueryBuilder | Knex.Raw): { sql: string; bindings: unknown[] } {
+    const given = givenOf(values);
+    const entry = remembered(cache, `${shape}\u0000${given.join(',')}`, max, () => {
+      const { sql, bindings } = build(Object.fromEntries(given.map((k) => [k, standInOf(k)])) as V).toSQL().toNative();
+      return { sql, bindings, slots: slotsOf('shapedStatementCache', sql, bindings, new Map(given.map((k) => [standInOf(k), k]))) };
+    });
+    const bindings = [...entry.bindings];
+    for (const [i, k] of entry.slots) bindings[i] = values[k];
+    return { sql: entry.sql, bindings };
   };
 }
 
@@ -250,8 +285,8 @@ export function shapedPageCache<V extends Record<string, string | boolean | unde
  * NULLs for an empty page) planned for its values and run under LIST_SETTINGS: its rows and total. For a statement
  * written apart from pageStatement (a contact search: db/queries/contacts.ts searchStatement) as for pageWithTotal's.
  */
-export async function runListStatement(db: Knex | Knex.Transaction, statement: Knex.QueryBuilder | Knex.Raw, key = 'id'): Promise<ListRows> {
-  const { sql, bindings } = statement.toSQL().toNative();
+export async function runListStatement(db: Knex | Knex.Transaction, statement: Knex.QueryBuilder | Knex.Raw | { sql: string; bindings: readonly unknown[] }, key = 'id'): Promise<ListRows> {
+  const { sql, bindings } = 'toSQL' in statement ? statement.toSQL().toNative() : statement;
   return rowsAndTotal((await withSettings(db, sql, bindings, LIST_SETTINGS)).rows, key);
 }
 

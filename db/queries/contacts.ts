@@ -4,7 +4,7 @@ import { isTransaction } from '../database';
 import { Contact, type ContactData } from '../models/Contact';
 import { recordEvents } from './events';
 import { likeLiteral } from '../like';
-import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedPageQueries, cappedTotal, rowLimit, shapedPageCache, runListStatement, wholeOf, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
+import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedPageQueries, cappedTotal, rowLimit, shapedPageCache, shapedStatementCache, runListStatement, wholeOf, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
 
 /** A contact write: `data` keys merge into the stored data, and a `null` value deletes its key. */
 export interface ContactInput {
@@ -291,12 +291,52 @@ export function searchPositionOf(search: string, contact: { id: string; email: s
  * reaches them counts them.
  */
 export function searchStatement(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest): Knex.Raw {
-  const cap = rowLimit(MATCH_COUNT_CAP + 1);
-  const rowsWanted = rowLimit(page.limit + 1);
+  const { values, ownPattern } = searchValues(projectId, filter, page);
+  return searchStatementOf(db, values, ownPattern, page.limit);
+}
+
+/**
+ * What a search's statement binds, by name: the term's patterns made once (searchPattern), the project, the filter and
+ * where the page begins. One text per shape (listContacts' shapedStatementCache): which of these are given, the limit,
+ * and whether the trigram read asks with the term's own pattern.
+ */
+type SearchValues = {
+  projectId: string;
+  subscribed: boolean | undefined;
+  /** The addresses that begin with the term (a LIKE prefix). */
+  prefix: string;
+  /** The trigram read's pattern: searchPattern's, or the term's own. */
+  like: string;
+  term: string;
+  afterEmail: string | undefined;
+  afterId: string | undefined;
+};
+
+function searchValues(projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest): { values: SearchValues; ownPattern: boolean } {
   const { search } = filter;
-  // The two parts as the other lists build their conditions; strpos > 1: held, and not at the start.
-  const begins = () => filteredContacts(db, projectId, { subscribed: filter.subscribed }).where('email', 'like', `${likeLiteral(search)}%`).select('id', 'email');
-  const holds = () => filteredContacts(db, projectId, filter).whereRaw('strpos(email, ?) > 1', [search]).select('id');
+  const pattern = searchPattern(search);
+  return {
+    values: { projectId, subscribed: filter.subscribed, prefix: `${likeLiteral(search)}%`, like: pattern ?? containsPattern(search), term: search, afterEmail: page.afterEmail, afterId: page.afterId },
+    ownPattern: pattern === undefined,
+  };
+}
+
+/** searchStatement of its values (searchValues): `ownPattern`, the like pattern is the term's own (no strpos check of the whole term). */
+function searchStatementOf(db: Knex, v: SearchValues, ownPattern: boolean, limit: number): Knex.Raw {
+  const cap = rowLimit(MATCH_COUNT_CAP + 1);
+  const rowsWanted = rowLimit(limit + 1);
+  const contacts = () => {
+    const q = db('contacts').where('project_id', v.projectId);
+    if (v.subscribed !== undefined) q.where('subscribed', v.subscribed);
+    return q;
+  };
+  // The two parts as the other lists build their conditions (filteredContacts); strpos > 1: held, and not at the start.
+  const begins = () => contacts().where('email', 'like', v.prefix).select('id', 'email');
+  const holds = () => {
+    const q = contacts().where('email', 'like', v.like);
+    if (!ownPattern) q.whereRaw('strpos(email, ?) > 0', [v.term]);
+    return q.whereRaw('strpos(email, ?) > 1', [v.term]).select('id');
+  };
   const bindings: unknown[] = [];
   const sql = (q: Knex.QueryBuilder) => {
     const compiled = q.toSQL();
@@ -305,17 +345,17 @@ export function searchStatement(db: Knex, projectId: string, filter: ContactFilt
   };
   // A LIMIT that subtracts what a part before found is not knex's to write: the parts are compiled, then joined here.
   const ctes = [`pre AS MATERIALIZED (${sql(begins().orderBy('email'))} LIMIT ${cap})`];
-  if (page.afterId === undefined && page.afterEmail === undefined) ctes.push(`p0 AS MATERIALIZED (SELECT id, email FROM pre ORDER BY email LIMIT ${rowsWanted})`);
-  else if (page.afterEmail !== undefined) ctes.push(`p0 AS MATERIALIZED (${sql(begins().where('email', '>', page.afterEmail).orderBy('email'))} LIMIT ${rowsWanted})`);
+  if (v.afterId === undefined && v.afterEmail === undefined) ctes.push(`p0 AS MATERIALIZED (SELECT id, email FROM pre ORDER BY email LIMIT ${rowsWanted})`);
+  else if (v.afterEmail !== undefined) ctes.push(`p0 AS MATERIALIZED (${sql(begins().where('email', '>', v.afterEmail).orderBy('email'))} LIMIT ${rowsWanted})`);
   else ctes.push('p0 AS MATERIALIZED (SELECT id, email FROM pre WHERE false)');
   // LIMIT 0 when p0 fills the page: PostgreSQL then never starts the part's scan.
   const readsRest = `(SELECT count(*) FROM p0) < ${rowsWanted}`;
   ctes.push(`rest AS MATERIALIZED (${sql(holds().orderBy('id', 'desc'))} LIMIT CASE WHEN ${readsRest} THEN ${cap} - (SELECT count(*) FROM pre) ELSE 0 END)`);
-  if (page.afterId === undefined && page.afterEmail === undefined) ctes.push(`p1 AS (SELECT id FROM rest ORDER BY id DESC LIMIT ${rowsWanted} - (SELECT count(*) FROM p0))`);
-  else if (page.afterEmail !== undefined) ctes.push(`p1 AS (${sql(holds().orderBy('id', 'desc'))} LIMIT ${rowsWanted} - (SELECT count(*) FROM p0))`);
-  else ctes.push(`p1 AS (${sql(holds().where('id', '<', page.afterId!).orderBy('id', 'desc'))} LIMIT ${rowsWanted})`);
+  if (v.afterId === undefined && v.afterEmail === undefined) ctes.push(`p1 AS (SELECT id FROM rest ORDER BY id DESC LIMIT ${rowsWanted} - (SELECT count(*) FROM p0))`);
+  else if (v.afterEmail !== undefined) ctes.push(`p1 AS (${sql(holds().orderBy('id', 'desc'))} LIMIT ${rowsWanted} - (SELECT count(*) FROM p0))`);
+  else ctes.push(`p1 AS (${sql(holds().where('id', '<', v.afterId!).orderBy('id', 'desc'))} LIMIT ${rowsWanted})`);
   // The page's keys, fetched by key; a page that is empty is one row of NULLs, and still has its count.
-  bindings.push(projectId);
+  bindings.push(v.projectId);
   return db.raw(`WITH ${ctes.join(', ')},
       keys AS (SELECT 0 AS part, id FROM p0 UNION ALL SELECT 1 AS part, id FROM p1)
       SELECT c.*, (SELECT count(*) FROM pre) + (SELECT count(*) FROM rest) AS __total, ${readsRest} AS __total_whole
@@ -324,10 +364,22 @@ export function searchStatement(db: Knex, projectId: string, filter: ContactFilt
       ORDER BY keys.part, CASE WHEN keys.part = 0 THEN c.email END, c.id DESC`, bindings as Knex.RawBinding[]);
 }
 
+/**
+ * Searches' statements, built and compiled once per shape (db/pages.ts shapedStatementCache): knex built one in
+ * 0.35 ms, of a search's 4.3-4.8 in the process (BENCHMARKS.md section 70). Still planned for their values at each run.
+ */
+const searches = shapedStatementCache<SearchValues>();
+
+/** searchStatement as listContacts runs it: compiled once per shape (searches), numbered, with the request's values bound. */
+function cachedSearch(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest): { sql: string; bindings: unknown[] } {
+  const { values, ownPattern } = searchValues(projectId, filter, page);
+  return searches(`${page.limit}\u0000${ownPattern}`, values, (standIns) => searchStatementOf(db, standIns, ownPattern, page.limit));
+}
+
 /** One page of contacts plus the total matching the filter, capped (contactCountCap; db/pages.ts: one statement). */
 export async function listContacts(db: Knex, projectId: string, filter: ContactFilter, page: ContactPageRequest): Promise<CappedList<Contact>> {
   const { rows, total, totalWhole } = filter.search
-    ? await runListStatement(db, searchStatement(db, projectId, { ...filter, search: filter.search }, page))
+    ? await runListStatement(db, cachedSearch(db, projectId, { ...filter, search: filter.search }, page))
     : await plainPage(db, projectId, filter, page);
   const capped = cappedTotal(total, contactCountCap(filter));
   // A search whose page the addresses beginning with the term filled counted those alone: at least `total`.

@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { cappedCount, pageQueries, shapedPageCache, wholeOf, type PageRequest } from '../../db/pages';
+import { MATCH_COUNT_CAP, cappedCount, pageQueries, runListStatement, shapedPageCache, shapedStatementCache, wholeOf, type PageRequest } from '../../db/pages';
+import { listContacts, searchPositionOf, searchStatement, type ContactPageRequest } from '../../db/queries/contacts';
+import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
 /**
- * db/pages.ts shapedPageCache: a list's statement built and compiled once per shape, each run binding the request's
- * own values where the shape's stand-ins were bound (listEmails runs its pages so).
+ * db/pages.ts shapedPageCache and shapedStatementCache: a list's statement built and compiled once per shape, each run
+ * binding the request's own values where the shape's stand-ins were bound (listEmails runs its pages so, listContacts
+ * its searches).
  */
 let db: TestDatabase;
 const [a, b] = [randomUUID(), randomUUID()];
@@ -66,4 +69,46 @@ test('a value the statement does not bind, or one written into its text, is refu
   // A statement planned for its values writes them into its text: one statement per value, not per shape.
   const valued = (v: Bounds, r: PageRequest) => ({ ...build(db.knex)(v, r), options: { plannedOnce: {} } });
   await expect(pages(db.knex, { limit: 4 }, { projectId: a, kind: undefined }, valued)).rejects.toThrow(/binds its values/);
+});
+
+test('a statement compiled once per shape binds each request\'s values; a value it does not bind is refused', async () => {
+  const statements = shapedStatementCache<Bounds>();
+  const built: string[] = [];
+  const build = (v: Bounds) => {
+    built.push('x');
+    return filtered(db.knex, v)().orderBy('id', 'desc');
+  };
+  for (const projectId of [a, b]) {
+    for (const kind of ['red', 'blue', undefined]) {
+      const { sql, bindings } = statements('all', { projectId, kind }, build);
+      const { rows } = await db.knex.raw(sql.replace(/\$(\d+)/g, '?'), bindings as never[]);
+      expect(rows).toEqual(await filtered(db.knex, { projectId, kind })().orderBy('id', 'desc'));
+    }
+  }
+  expect(built).toHaveLength(2); // with a kind, and without
+  expect(() => statements('forgetful', { projectId: a, kind: 'red' }, (v) => filtered(db.knex, { ...v, kind: undefined })())).toThrow(/does not bind kind/);
+  expect(() => statements('written', { projectId: a, kind: 'red' }, (v) => db.knex('shaped_items').whereRaw(`kind = '${v.kind}'`).where('project_id', v.projectId))).toThrow(/never writes them in/);
+});
+
+test('contact searches compiled once per shape answer as the statement built for each request does', async () => {
+  const project = await createProject('Searches');
+  const names = ['grace', 'grace.hopper', 'adele.e87', 'ruth.a9ea50495030', 'dennis.69', 'evelyn'];
+  await db.knex('contacts').insert(Array.from({ length: 120 }, (_, i) => ({
+    project_id: project.id, email: `${names[i % names.length]}${i}@${i % 2 ? 'corp' : 'mail'}.example`, subscribed: i % 3 !== 0,
+  })));
+  const terms = ['grace', 'race', 'adele.e87', 'ruth.a9ea50495030', 'a9ea5', 'dennis.69', 'evelyn1@mail.example', '%', 'nobody'];
+  for (const search of terms) {
+    for (const subscribed of [undefined, false]) {
+      let page: ContactPageRequest = { limit: 7 };
+      for (let n = 0; n < 4; n++) {
+        const listed = await listContacts(db.knex, project.id, { search, subscribed }, page);
+        const direct = await runListStatement(db.knex, searchStatement(db.knex, project.id, { search, subscribed }, page));
+        expect(listed.rows.map((c) => c.id)).toEqual(direct.rows.map((r) => r.id));
+        expect(listed.total).toBe(Math.min(direct.total, MATCH_COUNT_CAP));
+        const last = listed.rows.slice(0, page.limit).at(-1);
+        if (!last || listed.rows.length <= page.limit) break;
+        page = { limit: 7, ...searchPositionOf(search, last) };
+      }
+    }
+  }
 });
