@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import { isUuid } from '../core/values';
 import { preparedStatement, preparedStatementOf, valuedStatementOf, valuedText, withSettings } from './prepared';
 
 /**
@@ -206,11 +207,15 @@ const standInOf = (name: string): string => `${CURSOR_STAND_IN}:${name}`;
 
 /**
  * Where a statement compiled with stand-ins (`standIns`: stand-in → the value's name) binds each: [binding index, name].
- * `what` names the caller in its refusals: of a value its statement does not bind (its rows would ignore it), and of a
- * stand-in written into the text (a statement planned for its values: one text per value, not per shape).
+ * `what` names the caller in its refusals: of a value its statement does not bind (its rows would ignore it), of a
+ * stand-in written into the text (a statement planned for its values: one text per value, not per shape), and of an id
+ * of the request the shape is compiled for bound as it is (`ids`: a build that took the project's id from its caller,
+ * not from its stand-in, would serve that project's rows to every request of the shape).
  */
-function slotsOf(what: string, sql: string, bindings: readonly unknown[], standIns: Map<string, string>): [number, string][] {
+function slotsOf(what: string, sql: string, bindings: readonly unknown[], standIns: Map<string, string>, ids: readonly unknown[]): [number, string][] {
   if (sql.includes(CURSOR_STAND_IN)) throw new Error(`${what}: a statement that binds its values, never writes them in`);
+  const idsOfRequest = new Set(ids.filter((v): v is string => typeof v === 'string' && isUuid(v)).map((v) => v.toLowerCase()));
+  if (bindings.some((b) => typeof b === 'string' && idsOfRequest.has(b.toLowerCase()))) throw new Error(`${what}: the statement binds an id of the request itself, not its stand-in`);
   const slots = bindings.flatMap((b, i): [number, string][] => (typeof b === 'string' && standIns.has(b) ? [[i, standIns.get(b)!]] : []));
   const unbound = [...standIns.values()].filter((k) => !slots.some(([, s]) => s === k));
   if (unbound.length > 0) throw new Error(`${what}: the statement does not bind ${unbound.map((k) => (k === CURSOR_SLOT ? 'the cursor' : k)).join(', ')}`);
@@ -244,16 +249,16 @@ function remembered<T>(cache: Map<string, T>, key: string, max: number, make: ()
 export function shapedPageCache<V extends Record<string, string | boolean | undefined>>(max = 1000) {
   type Build = (values: V, request: PageRequest) => Parameters<typeof compilePage>[0];
   const cache = new Map<string, { compiled: CompiledPage; slots: [number, string][] }>();
-  const compile = (given: string[], request: PageRequest, build: Build) => {
+  const compile = (given: string[], request: PageRequest, values: V, build: Build) => {
     const standIns = new Map(given.map((k) => [standInOf(k), k]));
     if (request.afterId) standIns.set(CURSOR_STAND_IN, CURSOR_SLOT);
     const compiled = compilePage(build(Object.fromEntries(given.map((k) => [k, standInOf(k)])) as V, request.afterId ? { ...request, afterId: CURSOR_STAND_IN } : request));
     if (!compiled.genericPlan || compiled.valued) throw new Error('shapedPageCache: a statement that binds its values (genericPlan), never writes them in');
-    return { compiled, slots: slotsOf('shapedPageCache', compiled.sql, compiled.bindings, standIns) };
+    return { compiled, slots: slotsOf('shapedPageCache', compiled.sql, compiled.bindings, standIns, [...given.map((k) => values[k]), request.afterId]) };
   };
   return async function run(db: Knex, request: PageRequest, values: V, build: Build): Promise<ListRows> {
     const given = givenOf(values);
-    const entry = remembered(cache, `${request.limit}\u0000${request.afterId ? 'after' : 'first'}\u0000${given.join(',')}`, max, () => compile(given, request, build));
+    const entry = remembered(cache, `${request.limit}\u0000${request.afterId ? 'after' : 'first'}\u0000${given.join(',')}`, max, () => compile(given, request, values, build));
     const bindings = [...entry.compiled.bindings];
     for (const [i, k] of entry.slots) bindings[i] = k === CURSOR_SLOT ? request.afterId : values[k];
     return runCompiledPage(db, { ...entry.compiled, bindings });
@@ -272,7 +277,7 @@ export function shapedStatementCache<V extends Record<string, string | boolean |
     const given = givenOf(values);
     const entry = remembered(cache, `${shape}\u0000${given.join(',')}`, max, () => {
       const { sql, bindings } = build(Object.fromEntries(given.map((k) => [k, standInOf(k)])) as V).toSQL().toNative();
-      return { sql, bindings, slots: slotsOf('shapedStatementCache', sql, bindings, new Map(given.map((k) => [standInOf(k), k]))) };
+      return { sql, bindings, slots: slotsOf('shapedStatementCache', sql, bindings, new Map(given.map((k) => [standInOf(k), k])), given.map((k) => values[k])) };
     });
     const bindings = [...entry.bindings];
     for (const [i, k] of entry.slots) bindings[i] = values[k];

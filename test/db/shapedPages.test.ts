@@ -112,3 +112,12 @@ test('contact searches compiled once per shape answer as the statement built for
     }
   }
 });
+
+test('a shape whose build binds the request\'s own project id, not its stand-in, is refused', async () => {
+  const pages = shapedPageCache<Bounds>();
+  // The project taken from the caller: the first request's project would be every later request's.
+  const captured = (projectId: string) => (v: Bounds, r: PageRequest) => build(db.knex)({ ...v, projectId }, r);
+  await expect(pages(db.knex, { limit: 4 }, { projectId: a, kind: undefined }, captured(a))).rejects.toThrow(/binds an id of the request itself/);
+  const statements = shapedStatementCache<Bounds>();
+  expect(() => statements('captured', { projectId: b, kind: 'red' }, (v) => filtered(db.knex, { ...v, projectId: b })())).toThrow(/binds an id of the request itself/);
+});
