@@ -181,29 +181,42 @@ const CURSOR_STAND_IN = randomUUID();
  * planned for its values is planned once per connection (PageStatementOptions `plannedOnce`).
  */
 export function pageStatementCache(max = 1000) {
-  const cache = new Map<string, CompiledPage & { cursorAt: number[] }>();
+  const cache = new Map<string, { compiled: CompiledPage; slots: Slot[] }>();
   type Build = (request: PageRequest) => Parameters<typeof compilePage>[0];
   const compile = (request: PageRequest, build: Build) => {
     const built = build(request.afterId ? { ...request, afterId: CURSOR_STAND_IN } : request);
     // A shape's values stay the same but for the cursor: one planned for them is planned once per connection.
     const compiled = compilePage({ ...built, options: { ...built.options, plannedOnce: { cursor: request.afterId ? CURSOR_STAND_IN : undefined } } });
-    const cursorAt = compiled.bindings.flatMap((b, i) => (b === CURSOR_STAND_IN ? [i] : []));
-    if (request.afterId && cursorAt.length === 0) throw new Error('pageStatementCache: the page\'s cursor is not one of its statement\'s bindings');
-    return { ...compiled, cursorAt };
+    const cursor = new Map(request.afterId ? [[CURSOR_STAND_IN, CURSOR_SLOT]] : []);
+    return { compiled, slots: slotsOf('pageStatementCache', compiled.sql, compiled.bindings, cursor, []) };
   };
   return async function run(db: Knex, shape: string, request: PageRequest, build: Build): Promise<ListRows> {
-    const compiled = remembered(cache, `${request.limit}\u0000${request.afterId ? 'after' : 'first'}\u0000${shape}`, max, () => compile(request, build));
-    const bindings = [...compiled.bindings];
-    for (const i of compiled.cursorAt) bindings[i] = request.afterId;
-    return runCompiledPage(db, { ...compiled, bindings });
+    const { compiled, slots } = remembered(cache, `${request.limit}\u0000${request.afterId ? 'after' : 'first'}\u0000${shape}`, max, () => compile(request, build));
+    return runCompiledPage(db, { ...compiled, bindings: filled(compiled.bindings, slots, () => request.afterId) });
   };
 }
 
-/** The cursor among shapedPageCache's slots. */
+/** The cursor among a cached statement's slots. */
 const CURSOR_SLOT = '\u0000cursor';
 
-/** The stand-in of a value named `name` as a shape is compiled: a string no request can send (CURSOR_STAND_IN's). */
-const standInOf = (name: string): string => `${CURSOR_STAND_IN}:${name}`;
+/** Where a cached statement binds a request's value: [binding index, the value's name (CURSOR_SLOT: the cursor)]. */
+type Slot = [number, string];
+
+/**
+ * The stand-ins of the values named `given` as a shape is compiled, each a string no request can send (CURSOR_STAND_IN's):
+ * as the values `build` is given, and by stand-in (slotsOf's `standIns`).
+ */
+function standInsOf<V>(given: string[]): { values: V; byStandIn: Map<string, string> } {
+  const of = (name: string) => `${CURSOR_STAND_IN}:${name}`;
+  return { values: Object.fromEntries(given.map((k) => [k, of(k)])) as V, byStandIn: new Map(given.map((k) => [of(k), k])) };
+}
+
+/** A cached statement's bindings with a request's values in its slots. */
+function filled(bindings: readonly unknown[], slots: readonly Slot[], valueOf: (name: string) => unknown): unknown[] {
+  const out = [...bindings];
+  for (const [i, k] of slots) out[i] = valueOf(k);
+  return out;
+}
 
 /**
  * Where a statement compiled with stand-ins (`standIns`: stand-in → the value's name) binds each: [binding index, name].
@@ -212,11 +225,11 @@ const standInOf = (name: string): string => `${CURSOR_STAND_IN}:${name}`;
  * of the request the shape is compiled for bound as it is (`ids`: a build that took the project's id from its caller,
  * not from its stand-in, would serve that project's rows to every request of the shape).
  */
-function slotsOf(what: string, sql: string, bindings: readonly unknown[], standIns: Map<string, string>, ids: readonly unknown[]): [number, string][] {
+function slotsOf(what: string, sql: string, bindings: readonly unknown[], standIns: Map<string, string>, ids: readonly unknown[]): Slot[] {
   if (sql.includes(CURSOR_STAND_IN)) throw new Error(`${what}: a statement that binds its values, never writes them in`);
   const idsOfRequest = new Set(ids.filter((v): v is string => typeof v === 'string' && isUuid(v)).map((v) => v.toLowerCase()));
   if (bindings.some((b) => typeof b === 'string' && idsOfRequest.has(b.toLowerCase()))) throw new Error(`${what}: the statement binds an id of the request itself, not its stand-in`);
-  const slots = bindings.flatMap((b, i): [number, string][] => (typeof b === 'string' && standIns.has(b) ? [[i, standIns.get(b)!]] : []));
+  const slots = bindings.flatMap((b, i): Slot[] => (typeof b === 'string' && standIns.has(b) ? [[i, standIns.get(b)!]] : []));
   const unbound = [...standIns.values()].filter((k) => !slots.some(([, s]) => s === k));
   if (unbound.length > 0) throw new Error(`${what}: the statement does not bind ${unbound.map((k) => (k === CURSOR_SLOT ? 'the cursor' : k)).join(', ')}`);
   return slots;
@@ -248,20 +261,18 @@ function remembered<T>(cache: Map<string, T>, key: string, max: number, make: ()
  */
 export function shapedPageCache<V extends Record<string, string | boolean | undefined>>(max = 1000) {
   type Build = (values: V, request: PageRequest) => Parameters<typeof compilePage>[0];
-  const cache = new Map<string, { compiled: CompiledPage; slots: [number, string][] }>();
+  const cache = new Map<string, { compiled: CompiledPage; slots: Slot[] }>();
   const compile = (given: string[], request: PageRequest, values: V, build: Build) => {
-    const standIns = new Map(given.map((k) => [standInOf(k), k]));
-    if (request.afterId) standIns.set(CURSOR_STAND_IN, CURSOR_SLOT);
-    const compiled = compilePage(build(Object.fromEntries(given.map((k) => [k, standInOf(k)])) as V, request.afterId ? { ...request, afterId: CURSOR_STAND_IN } : request));
-    if (!compiled.genericPlan || compiled.valued) throw new Error('shapedPageCache: a statement that binds its values (genericPlan), never writes them in');
-    return { compiled, slots: slotsOf('shapedPageCache', compiled.sql, compiled.bindings, standIns, [...given.map((k) => values[k]), request.afterId]) };
+    const standIns = standInsOf<V>(given);
+    if (request.afterId) standIns.byStandIn.set(CURSOR_STAND_IN, CURSOR_SLOT);
+    // A statement planned for its values writes them into its text (plannedOnce): slotsOf refuses it.
+    const compiled = compilePage(build(standIns.values, request.afterId ? { ...request, afterId: CURSOR_STAND_IN } : request));
+    return { compiled, slots: slotsOf('shapedPageCache', compiled.sql, compiled.bindings, standIns.byStandIn, [...given.map((k) => values[k]), request.afterId]) };
   };
   return async function run(db: Knex, request: PageRequest, values: V, build: Build): Promise<ListRows> {
     const given = givenOf(values);
-    const entry = remembered(cache, `${request.limit}\u0000${request.afterId ? 'after' : 'first'}\u0000${given.join(',')}`, max, () => compile(given, request, values, build));
-    const bindings = [...entry.compiled.bindings];
-    for (const [i, k] of entry.slots) bindings[i] = k === CURSOR_SLOT ? request.afterId : values[k];
-    return runCompiledPage(db, { ...entry.compiled, bindings });
+    const { compiled, slots } = remembered(cache, `${request.limit}\u0000${request.afterId ? 'after' : 'first'}\u0000${given.join(',')}`, max, () => compile(given, request, values, build));
+    return runCompiledPage(db, { ...compiled, bindings: filled(compiled.bindings, slots, (k) => (k === CURSOR_SLOT ? request.afterId : values[k])) });
   };
 }
 
@@ -272,16 +283,15 @@ export function shapedPageCache<V extends Record<string, string | boolean | unde
  * patterns are bound, and PostgreSQL plans them as it would constants). Its text, numbered (`$1`…), and its bindings.
  */
 export function shapedStatementCache<V extends Record<string, string | boolean | undefined>>(max = 1000) {
-  const cache = new Map<string, { sql: string; bindings: readonly unknown[]; slots: [number, string][] }>();
+  const cache = new Map<string, { sql: string; bindings: readonly unknown[]; slots: Slot[] }>();
   return function statementOf(shape: string, values: V, build: (values: V) => Knex.QueryBuilder | Knex.Raw): { sql: string; bindings: unknown[] } {
     const given = givenOf(values);
-    const entry = remembered(cache, `${shape}\u0000${given.join(',')}`, max, () => {
-      const { sql, bindings } = build(Object.fromEntries(given.map((k) => [k, standInOf(k)])) as V).toSQL().toNative();
-      return { sql, bindings, slots: slotsOf('shapedStatementCache', sql, bindings, new Map(given.map((k) => [standInOf(k), k])), given.map((k) => values[k])) };
+    const { sql, bindings, slots } = remembered(cache, `${shape}\u0000${given.join(',')}`, max, () => {
+      const standIns = standInsOf<V>(given);
+      const compiled = build(standIns.values).toSQL().toNative();
+      return { ...compiled, slots: slotsOf('shapedStatementCache', compiled.sql, compiled.bindings, standIns.byStandIn, given.map((k) => values[k])) };
     });
-    const bindings = [...entry.bindings];
-    for (const [i, k] of entry.slots) bindings[i] = values[k];
-    return { sql: entry.sql, bindings };
+    return { sql, bindings: filled(bindings, slots, (k) => values[k]) };
   };
 }
 
