@@ -455,11 +455,6 @@ export interface CappedPageOptions {
    * the column it reads them newest first by (cappedCount's `newestFirst`).
    */
   counted?: { rows: () => Knex.QueryBuilder; newestFirst?: string };
-  /**
-   * The capped count, when the caller has read it already (a window of events' probe: db/queries/events.ts
-   * probeWindow): the statement then reads no count, and answers this one.
-   */
-  total?: number;
   /** PageStatementOptions' `plannedOnce`, the request's cursor left a parameter. */
   plannedOnce?: boolean;
 }
@@ -469,14 +464,10 @@ export interface CappedPageOptions {
  * plans, so that they read the very statements the list runs).
  */
 export function cappedPageQueries(filtered: () => Knex.QueryBuilder, request: PageRequest, cap: number = LIST_COUNT_CAP, column = 'id', options: CappedPageOptions = {}) {
-  const { genericPlan = false, countNewestFirst = genericPlan, counted, total } = options;
-  const count = total !== undefined ? knownCount(filtered().client, total)
-    : counted ? cappedCount(counted.rows, cap, counted.newestFirst) : cappedCount(filtered, cap, countNewestFirst ? column : undefined);
+  const { genericPlan = false, countNewestFirst = genericPlan, counted } = options;
+  const count = counted ? cappedCount(counted.rows, cap, counted.newestFirst) : cappedCount(filtered, cap, countNewestFirst ? column : undefined);
   return { page: pageQueries(filtered, request, column).page, count };
 }
-
-/** A count the caller has read already (CappedPageOptions `total`), as the count query's one row. */
-const knownCount = (client: Knex.Client, n: number): Knex.QueryBuilder => client.queryBuilder().select(client.raw('?::int AS n', [rowLimit(n)]));
 
 /**
  * A page and its capped count (cappedCount) in one statement, as listPage does with an exact one. `column`: the keyset

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { preparedStatementOf } from '../prepared';
-import { LIST_COUNT_CAP, idFloor, listCappedPage, shapedCappedPages, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
+import { LIST_COUNT_CAP, LIST_PLAN, cappedTotal, idFloor, listCappedPage, rowLimit, shapedCappedPages, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
 import { Event } from '../models/Event';
 import { ident, listPartitions, partitioned, partitionOids, partitionOidsSql, type Partition } from '../partitions';
 
@@ -349,12 +349,23 @@ const knownPartitions = new WeakMap<object, Partition[]>();
  * list is read again and the probes asked once more.
  */
 export async function idFloorSince(db: Knex, projectId: string, since: Date): Promise<string | undefined> {
-  return (await probeWindow(db, projectId, since)).idFrom;
+  return onKnownPartitions(db, async (parts) => {
+    const floor = floorSql(parts, projectId, since);
+    try {
+      // One statement per list of partitions (a month or so each), prepared on each connection.
+      const { rows } = await preparedStatementOf('herald_event_probe', `SELECT ${floor.sql} AS floor, ${partitionOidsSql(partitioned('events'))} AS oids`, { genericPlan: true })(db, floor.bindings);
+      const row = rows[0] as { floor: string | null; oids: string | null };
+      return { oids: row.oids, result: row.floor ?? undefined };
+    } catch (err) {
+      if (partitionGone(err)) return undefined;
+      throw err;
+    }
+  });
 }
 
 /**
- * A window's events counted beside the probe of idFloorSince (each to EVENT_COUNT_CAP + 1, an index-only read of
- * `(project_id, created_at)`): `inside` the window, `after` it in the EVENT_ID_LEAD_MS past `until`, the events a page
+ * A window's events counted in its first page's statement (windowFirstPage; each to EVENT_COUNT_CAP + 1, an index-only
+ * read of `(project_id, created_at)`): `inside` the window, `after` it in the EVENT_ID_LEAD_MS past `until`, the events a page
  * read by the primary key from its id bound down steps over before it reaches the window's (windowNewestFirst).
  */
 export interface WindowCounts {
@@ -362,60 +373,30 @@ export interface WindowCounts {
   after: number;
 }
 
-/** idFloorSince's bound, and with `until` the window's counts (WindowCounts), in its one round trip. */
-async function probeWindow(db: Knex, projectId: string, since: Date, until?: Date): Promise<{ idFrom?: string; counts?: WindowCounts }> {
+/**
+ * Runs `read` on the events' partitions as this process knows them (knownPartitions), and again on them read anew when
+ * they changed under it: `read` answers undefined (a partition it names is gone) or the oids it found beside its work
+ * (partitionOidsSql), which must be those of the list it was given. Undefined when they changed twice under two reads.
+ */
+async function onKnownPartitions<T>(db: Knex, read: (parts: readonly Partition[]) => Promise<{ oids: string | null; result: T } | undefined>): Promise<T | undefined> {
   const events = partitioned('events');
   const key = db.client.config as object;
   let parts = knownPartitions.get(key);
   for (let attempt = 0; attempt < 2; attempt++) {
     if (!parts) knownPartitions.set(key, parts = await listPartitions(db, events));
-    const probed = await newestPerPartition(db, projectId, parts, until && { since, until });
-    if (probed && probed.oids === partitionOids(parts)) return { idFrom: floorOf(parts, probed.newest, since), counts: probed.counts };
+    const got = await read(parts);
+    if (got && got.oids === partitionOids(parts)) return got.result;
     parts = undefined;
   }
-  // The partitions changed twice under two probes: no bound this time (the page is right, only slower).
-  return {};
+  // The partitions changed twice under two reads: no bound this time (the page is right, only slower).
+  return undefined;
 }
 
-/** The events of a project created in [from, to), counted to EVENT_COUNT_CAP + 1 (newestPerPartition's probe). */
+/** The events of a project created in [from, to), counted to EVENT_COUNT_CAP + 1 (windowFirstPage's WindowCounts). */
 const windowCountSql = `(SELECT count(*)::int FROM (SELECT 1 FROM events WHERE project_id = ? AND created_at >= ? AND created_at < ? LIMIT ${EVENT_COUNT_CAP + 1}) w)`;
 
-/**
- * Each partition's newest event of the project (null: none), and the events' partitions' oids now; undefined when one
- * of `parts` is gone. With `window`, its WindowCounts too. A named statement with its generic plan: one index probe per
- * partition whatever the project, and planning it (0.6 ms, every partition's indexes considered) cost more than
- * running it (0.2 ms).
- */
-async function newestPerPartition(db: Knex, projectId: string, parts: readonly Partition[], window?: { since: Date; until: Date }): Promise<{ newest: (Date | null)[]; oids: string | null; counts?: WindowCounts } | undefined> {
-  const newest = (name: string) => `(SELECT max(created_at) FROM ONLY ${ident(name)} WHERE project_id = ?)`;
-  const counts = window ? `, ${windowCountSql} AS inside, ${windowCountSql} AS after` : '';
-  const sql = `SELECT ARRAY[${parts.map((p) => newest(p.name)).join(', ')}]::timestamptz[] AS newest, ${partitionOidsSql(partitioned('events'))} AS oids${counts}`;
-  const bindings: unknown[] = parts.map(() => projectId);
-  if (window) bindings.push(projectId, window.since, window.until, projectId, window.until, new Date(window.until.getTime() + EVENT_ID_LEAD_MS));
-  try {
-    // One statement per list of partitions (a month or so each), prepared on each connection.
-    const { rows } = await preparedStatementOf('herald_event_probe', sql, { genericPlan: true })(db, bindings);
-    const row = rows[0] as { newest: (Date | string | null)[]; oids: string | null; inside?: number; after?: number };
-    return {
-      newest: row.newest.map((t) => (t === null ? null : new Date(t))), oids: row.oids,
-      ...(window ? { counts: { inside: row.inside!, after: row.after! } } : {}),
-    };
-  } catch (err) {
-    // A partition dropped by the retention job since it was listed.
-    if ((err as { code?: string }).code === '42P01') return undefined;
-    throw err;
-  }
-}
-
-/** idFloorSince's bound from the partitions and their newest events of the project. */
-function floorOf(parts: readonly Partition[], newest: readonly (Date | null)[], since: Date): string | undefined {
-  if (parts.length === 0) return undefined;
-  const live = parts.filter((_, i) => newest[i] !== null && newest[i]! >= since);
-  // No partition has an event of the window: any bound above them all gives the empty page at once.
-  if (live.length === 0) return idFloor(new Date(Math.max(...parts.map((p) => p.to?.getTime() ?? 0), since.getTime())));
-  if (live.some((p) => p.isDefault || p.from === null)) return undefined;
-  return idFloor(new Date(Math.min(...live.map((p) => p.from!.getTime()))));
-}
+/** A partition dropped by the retention job since the statement naming it was written. */
+const partitionGone = (err: unknown): boolean => (err as { code?: string }).code === '42P01';
 
 /**
  * Whether a list of events runs with its generic plan (db/pages.ts `genericPlan`): every event, a name's or a contact's
@@ -436,6 +417,69 @@ export const eventListGeneric = (filter: EventFilter): boolean => !filter.since 
  */
 export const windowNewestFirst = (counts: WindowCounts, limit: number): boolean => counts.after + limit + 1 < counts.inside;
 
+/**
+ * idFloorSince's bound as SQL, over `parts` (with its bindings): the lower bound of the oldest partition whose newest
+ * event of the project (a probe of its `(project_id, created_at)` index) is not older than `since`; NULL (no bound)
+ * when a partition with such an event is the default one or begins at MINVALUE, or when there is no partition; a bound
+ * above them all when none has one. A CASE, so the probes stop at the first partition that has one. In a statement it
+ * is an initplan, and PostgreSQL prunes the partitions below it as the statement runs (windowFirstPage).
+ */
+function floorSql(parts: readonly Partition[], projectId: string, since: Date): { sql: string; bindings: unknown[] } {
+  if (parts.length === 0) return { sql: 'NULL::uuid', bindings: [] };
+  const unbounded = (p: Partition) => p.isDefault || p.from === null;
+  // The unbounded first: one of them with an event of the window is no bound, whatever the others.
+  const ordered = [...parts.filter(unbounded), ...parts.filter((p) => !unbounded(p)).sort((a, b) => a.from!.getTime() - b.from!.getTime())];
+  const bindings: unknown[] = [];
+  const whens = ordered.map((p) => {
+    bindings.push(projectId, since, ...(unbounded(p) ? [] : [idFloor(p.from!)]));
+    return `WHEN (SELECT max(created_at) FROM ONLY ${ident(p.name)} WHERE project_id = ?) >= ? THEN ${unbounded(p) ? 'NULL' : '?'}::uuid`;
+  });
+  bindings.push(idFloor(new Date(Math.max(...parts.map((p) => p.to?.getTime() ?? 0), since.getTime()))));
+  return { sql: `CASE ${whens.join(' ')} ELSE ?::uuid END`, bindings };
+}
+
+/**
+ * The first page of a window alone (both ends; no name, contact or cursor) in one statement with what decides how it is
+ * read: the window's counts (WindowCounts, the total among them), its floor (floorSql, idFloorSince's) and the
+ * partitions' oids, and beside them the page read by the ids from the window's id bound, newest first, which runs only
+ * when windowNewestFirst says so (a one-time filter on the counts). A named statement with its generic plan made under
+ * LIST_PLAN, one per list of partitions and page size. A probe of the partitions and then the page had been two round
+ * trips: 0.8-1.1 ms of a day's first page saved (BENCHMARKS.md section 72). `rows` is empty when the window's
+ * counts choose the read by `created_at` instead (the caller reads that page, from `idFrom`); undefined when a
+ * partition named is gone.
+ */
+async function windowFirstPage(db: Knex, projectId: string, parts: readonly Partition[], since: Date, until: Date, limit: number): Promise<{ oids: string | null; result: { rows: Record<string, unknown>[]; counts: WindowCounts; idFrom: string | undefined } } | undefined> {
+  const floor = floorSql(parts, projectId, since);
+  const top = idFloor(new Date(until.getTime() + EVENT_ID_LEAD_MS));
+  const sql = `WITH c AS MATERIALIZED (SELECT ${windowCountSql} AS inside, ${windowCountSql} AS after),
+    f AS MATERIALIZED (SELECT ${floor.sql} AS floor)
+    SELECT c.inside AS __inside, c.after AS __after, f.floor AS __floor, ${partitionOidsSql(partitioned('events'))} AS __oids, e.*
+    FROM c CROSS JOIN f
+    LEFT JOIN LATERAL (
+      SELECT * FROM events
+      WHERE project_id = ? AND created_at >= ? AND created_at < ? AND id < ? AND id >= coalesce((SELECT floor FROM f), ?::uuid)
+        AND c.after + ? < c.inside
+      ORDER BY id DESC LIMIT ${rowLimit(limit + 1)}) e ON true
+    ORDER BY e.id DESC`;
+  const bindings = [projectId, since, until, projectId, until, new Date(until.getTime() + EVENT_ID_LEAD_MS), ...floor.bindings,
+    projectId, since, until, top, idFloor(new Date(0)), limit + 1];
+  try {
+    const { rows } = await preparedStatementOf('herald_event_window', sql, { genericPlan: true, plannerSettings: LIST_PLAN })(db, bindings);
+    const first = rows[0] as { __inside: number; __after: number; __floor: string | null; __oids: string | null };
+    return {
+      oids: first.__oids,
+      result: {
+        rows: (rows as Record<string, unknown>[]).filter((r) => r.id !== null).map(({ __inside: _i, __after: _a, __floor: _f, __oids: _o, ...row }) => row),
+        counts: { inside: first.__inside, after: first.__after },
+        idFrom: first.__floor ?? undefined,
+      },
+    };
+  } catch (err) {
+    if (partitionGone(err)) return undefined;
+    throw err;
+  }
+}
+
 /** The pages of events without a window (eventListGeneric), built and compiled once per shape (db/pages.ts shapedCappedPages). */
 const eventPages = shapedCappedPages<{ projectId: string; name: string | undefined; contactId: string | undefined }>(EVENT_COUNT_CAP);
 
@@ -445,16 +489,20 @@ export async function listEvents(db: Knex, projectId: string, filter: EventFilte
     return eventPages(db, page, { projectId, name: filter.name, contactId: filter.contactId },
       (v) => filteredEvents(db, v.projectId, { name: v.name, contactId: v.contactId }), (row) => Event.fromDatabaseJson(row));
   }
-  const windowFirstPage = filter.until && filter.name === undefined && filter.contactId === undefined && !page.afterId;
+  const rowOf = (row: Record<string, unknown>) => Event.fromDatabaseJson(row);
+  const counted = { counted: countedEvents(db, projectId, filter) };
+  if (filter.since && filter.until && filter.name === undefined && filter.contactId === undefined && !page.afterId) {
+    const { since, until } = filter;
+    const first = await onKnownPartitions(db, (parts) => windowFirstPage(db, projectId, parts, since, until, page.limit));
+    if (first && windowNewestFirst(first.counts, page.limit)) return { rows: first.rows.map(rowOf), ...cappedTotal(first.counts.inside, EVENT_COUNT_CAP) };
+    // A window its hour past outnumbers: planned for its values, its count beside the page, from the floor just read.
+    if (first) return listCappedPage(filteredEvents(db, projectId, filter, first.idFrom), page, EVENT_COUNT_CAP, rowOf, 'id', counted);
+  }
   // A name's window bounds its ids by itself, but for the outcomes' (OUTCOME_EVENTS): no probe, no round trip of its own.
-  const { idFrom, counts } = !filter.since ? {}
-    : filter.name !== undefined && idsFollowTime(filter.name) ? { idFrom: eventIdFloor(filter.since), counts: undefined }
-      : await probeWindow(db, projectId, filter.since, windowFirstPage ? filter.until : undefined);
-  const byIds = counts !== undefined && windowNewestFirst(counts, page.limit);
-  return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, (row) => Event.fromDatabaseJson(row), 'id', {
-    // The window's count is the probe's: the statement reads no other.
-    ...(byIds ? { genericPlan: true, total: counts.inside } : { counted: countedEvents(db, projectId, filter) }),
-  });
+  const idFrom = !filter.since ? undefined
+    : filter.name !== undefined && idsFollowTime(filter.name) ? eventIdFloor(filter.since)
+      : await idFloorSince(db, projectId, filter.since);
+  return listCappedPage(filteredEvents(db, projectId, filter, idFrom), page, EVENT_COUNT_CAP, rowOf, 'id', counted);
 }
 
 export interface EventNameRow {
