@@ -93,7 +93,7 @@ function ratioIntervals(calls: readonly (readonly number[])[], healthByRound: re
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
   const n = healthByRound.length;
-  const q99 = (xs: Float64Array) => xs.sort()[Math.min(xs.length - 1, Math.ceil(0.99 * xs.length) - 1)]!;
+  const q99 = (xs: Float64Array) => pct(xs.sort(), 99);
   const ratios = calls.map(() => [] as number[]);
   for (let b = 0; b < BOOTSTRAP; b++) {
     // One draw of the rounds for every call: each call's requests of those rounds, and all their /health requests.
@@ -110,7 +110,7 @@ function ratioIntervals(calls: readonly (readonly number[])[], healthByRound: re
   });
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+const pct = (sorted: ArrayLike<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
 
 /** What a run needs of the seeded database: kept beside a kept cluster (BENCH_CLUSTER_DIR) for the next run. */

@@ -288,6 +288,9 @@ export const eventIdFloorSql = (since: string): string =>
 /** eventIdFloorSql's bound for a time known in the process. */
 export const eventIdFloor = (since: Date): string => idFloor(new Date(since.getTime() - EVENT_ID_LEAD_MS));
 
+/** The id every event created before `until` is under, whatever its name: made at most EVENT_ID_LEAD_MS after it. */
+const eventIdCeiling = (until: Date): string => idFloor(new Date(until.getTime() + EVENT_ID_LEAD_MS));
+
 /** Whether a window of the events of this name bounds their ids (eventIdFloorSql, eventIdFloor): all but the outcomes'. */
 export const idsFollowTime = (name: string): boolean => !(OUTCOME_EVENTS as readonly string[]).includes(name);
 
@@ -310,7 +313,7 @@ function matchingEvents(db: Knex, projectId: string, filter: EventFilter): Knex.
 export function filteredEvents(db: Knex, projectId: string, filter: EventFilter, idFrom?: string): () => Knex.QueryBuilder {
   return () => {
     const q = matchingEvents(db, projectId, filter);
-    if (filter.until) q.where('id', '<', idFloor(new Date(filter.until.getTime() + EVENT_ID_LEAD_MS)));
+    if (filter.until) q.where('id', '<', eventIdCeiling(filter.until));
     // The lowest id worth reading (idFloorSince).
     if (idFrom) q.where('id', '>=', idFrom);
     return q;
@@ -351,15 +354,10 @@ const knownPartitions = new WeakMap<object, Partition[]>();
 export async function idFloorSince(db: Knex, projectId: string, since: Date): Promise<string | undefined> {
   return onKnownPartitions(db, async (parts) => {
     const floor = floorSql(parts, projectId, since);
-    try {
-      // One statement per list of partitions (a month or so each), prepared on each connection.
-      const { rows } = await preparedStatementOf('herald_event_probe', `SELECT ${floor.sql} AS floor, ${partitionOidsSql(partitioned('events'))} AS oids`, { genericPlan: true })(db, floor.bindings);
-      const row = rows[0] as { floor: string | null; oids: string | null };
-      return { oids: row.oids, result: row.floor ?? undefined };
-    } catch (err) {
-      if (partitionGone(err)) return undefined;
-      throw err;
-    }
+    // One statement per list of partitions (a month or so each), prepared on each connection.
+    const { rows } = await preparedStatementOf('herald_event_probe', `SELECT ${floor.sql} AS floor, ${partitionOidsSql(partitioned('events'))} AS oids`, { genericPlan: true })(db, floor.bindings);
+    const row = rows[0] as { floor: string | null; oids: string | null };
+    return { oids: row.oids, result: row.floor ?? undefined };
   });
 }
 
@@ -375,16 +373,20 @@ export interface WindowCounts {
 
 /**
  * Runs `read` on the events' partitions as this process knows them (knownPartitions), and again on them read anew when
- * they changed under it: `read` answers undefined (a partition it names is gone) or the oids it found beside its work
- * (partitionOidsSql), which must be those of the list it was given. Undefined when they changed twice under two reads.
+ * they changed under it: `read` answers the oids it found beside its work (partitionOidsSql), which must be those of
+ * the list it was given, or fails on a partition it names that is gone (42P01: dropped by the retention job since it
+ * was listed). Undefined when they changed twice under two reads.
  */
-async function onKnownPartitions<T>(db: Knex, read: (parts: readonly Partition[]) => Promise<{ oids: string | null; result: T } | undefined>): Promise<T | undefined> {
+async function onKnownPartitions<T>(db: Knex, read: (parts: readonly Partition[]) => Promise<{ oids: string | null; result: T }>): Promise<T | undefined> {
   const events = partitioned('events');
   const key = db.client.config as object;
   let parts = knownPartitions.get(key);
   for (let attempt = 0; attempt < 2; attempt++) {
     if (!parts) knownPartitions.set(key, parts = await listPartitions(db, events));
-    const got = await read(parts);
+    const got = await read(parts).catch((err: unknown) => {
+      if ((err as { code?: string }).code === '42P01') return undefined;
+      throw err;
+    });
     if (got && got.oids === partitionOids(parts)) return got.result;
     parts = undefined;
   }
@@ -394,9 +396,6 @@ async function onKnownPartitions<T>(db: Knex, read: (parts: readonly Partition[]
 
 /** The events of a project created in [from, to), counted to EVENT_COUNT_CAP + 1 (windowFirstPage's WindowCounts). */
 const windowCountSql = `(SELECT count(*)::int FROM (SELECT 1 FROM events WHERE project_id = ? AND created_at >= ? AND created_at < ? LIMIT ${EVENT_COUNT_CAP + 1}) w)`;
-
-/** A partition dropped by the retention job since the statement naming it was written. */
-const partitionGone = (err: unknown): boolean => (err as { code?: string }).code === '42P01';
 
 /**
  * Whether a list of events runs with its generic plan (db/pages.ts `genericPlan`): every event, a name's or a contact's
@@ -445,12 +444,12 @@ function floorSql(parts: readonly Partition[], projectId: string, since: Date): 
  * when windowNewestFirst says so (a one-time filter on the counts). A named statement with its generic plan made under
  * LIST_PLAN, one per list of partitions and page size. A probe of the partitions and then the page had been two round
  * trips: 0.8-1.1 ms of a day's first page saved (BENCHMARKS.md section 72). `rows` is empty when the window's
- * counts choose the read by `created_at` instead (the caller reads that page, from `idFrom`); undefined when a
- * partition named is gone.
+ * counts choose the read by `created_at` instead (the caller reads that page, from `idFrom`). The page's conditions
+ * are filteredEvents' for the window with `idFrom`, written here as SQL beside the CTEs they read.
  */
-async function windowFirstPage(db: Knex, projectId: string, parts: readonly Partition[], since: Date, until: Date, limit: number): Promise<{ oids: string | null; result: { rows: Record<string, unknown>[]; counts: WindowCounts; idFrom: string | undefined } } | undefined> {
+async function windowFirstPage(db: Knex, projectId: string, parts: readonly Partition[], since: Date, until: Date, limit: number): Promise<{ oids: string | null; result: { rows: Record<string, unknown>[]; counts: WindowCounts; idFrom: string | undefined } }> {
   const floor = floorSql(parts, projectId, since);
-  const top = idFloor(new Date(until.getTime() + EVENT_ID_LEAD_MS));
+  const hourAfter = new Date(until.getTime() + EVENT_ID_LEAD_MS);
   const sql = `WITH c AS MATERIALIZED (SELECT ${windowCountSql} AS inside, ${windowCountSql} AS after),
     f AS MATERIALIZED (SELECT ${floor.sql} AS floor)
     SELECT c.inside AS __inside, c.after AS __after, f.floor AS __floor, ${partitionOidsSql(partitioned('events'))} AS __oids, e.*
@@ -458,26 +457,21 @@ async function windowFirstPage(db: Knex, projectId: string, parts: readonly Part
     LEFT JOIN LATERAL (
       SELECT * FROM events
       WHERE project_id = ? AND created_at >= ? AND created_at < ? AND id < ? AND id >= coalesce((SELECT floor FROM f), ?::uuid)
-        AND c.after + ? < c.inside
+        AND c.after + ? < c.inside -- windowNewestFirst
       ORDER BY id DESC LIMIT ${rowLimit(limit + 1)}) e ON true
     ORDER BY e.id DESC`;
-  const bindings = [projectId, since, until, projectId, until, new Date(until.getTime() + EVENT_ID_LEAD_MS), ...floor.bindings,
-    projectId, since, until, top, idFloor(new Date(0)), limit + 1];
-  try {
-    const { rows } = await preparedStatementOf('herald_event_window', sql, { genericPlan: true, plannerSettings: LIST_PLAN })(db, bindings);
-    const first = rows[0] as { __inside: number; __after: number; __floor: string | null; __oids: string | null };
-    return {
-      oids: first.__oids,
-      result: {
-        rows: (rows as Record<string, unknown>[]).filter((r) => r.id !== null).map(({ __inside: _i, __after: _a, __floor: _f, __oids: _o, ...row }) => row),
-        counts: { inside: first.__inside, after: first.__after },
-        idFrom: first.__floor ?? undefined,
-      },
-    };
-  } catch (err) {
-    if (partitionGone(err)) return undefined;
-    throw err;
-  }
+  const bindings = [projectId, since, until, projectId, until, hourAfter, ...floor.bindings,
+    projectId, since, until, eventIdCeiling(until), idFloor(new Date(0)), limit + 1];
+  const { rows } = await preparedStatementOf('herald_event_window', sql, { genericPlan: true, plannerSettings: LIST_PLAN })(db, bindings);
+  const first = rows[0] as { __inside: number; __after: number; __floor: string | null; __oids: string | null };
+  return {
+    oids: first.__oids,
+    result: {
+      rows: (rows as Record<string, unknown>[]).filter((r) => r.id !== null).map(({ __inside: _i, __after: _a, __floor: _f, __oids: _o, ...row }) => row),
+      counts: { inside: first.__inside, after: first.__after },
+      idFrom: first.__floor ?? undefined,
+    },
+  };
 }
 
 /** The pages of events without a window (eventListGeneric), built and compiled once per shape (db/pages.ts shapedCappedPages). */
