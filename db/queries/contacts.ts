@@ -169,8 +169,8 @@ const containsPattern = (s: string): string => `%${likeLiteral(s)}%`;
 
 /**
  * The LIKE pattern a search term asks the trigram index with, when it is not the term itself (the whole term is then
- * checked on the rows found, by strpos: a literal substring, as the plain pattern is); undefined: the term's own
- * pattern, no strpos needed.
+ * checked on the rows found, by holdsTerm: a literal substring, as the plain pattern is); undefined: the term's own
+ * pattern, no other check needed.
  *
  * - A term with an address's `@` (a support person pastes one): its local part, since the domain's trigrams (`exa`,
  *   `mpl`, `.co`, `com`…) are in most addresses, and the index read their long lists for every such search (40 ms at
@@ -196,10 +196,24 @@ export function searchPattern(search: string): string | undefined {
   return local === search ? undefined : containsPattern(local);
 }
 
+/**
+ * The whole term, as a literal substring, checked on the rows that a looser pattern (searchPattern) found through the
+ * trigram index. Written on `email || ''`, which no index holds: the check stays out of the index scan (which would
+ * otherwise ask for the term's edge trigrams too, what searchPattern avoids), and PostgreSQL estimates it from the
+ * pattern's own letters (a long literal is rare) rather than as a third of the rows, strpos's default. With that third,
+ * the read of `adele.372` (five addresses begin with it, none holds it further in) was estimated at 3,370 matches of
+ * 1,000,000, because one entry of the column's histogram happened to hold `%adele%372%`; PostgreSQL then read the
+ * project newest first to find 101 of them, all 1,000,000 rows, in 400 ms, where the trigram index took 1-2 (BENCHMARKS.md
+ * section 73). A term that specific is rare: the estimate should say so.
+ */
+function holdsTerm(q: Knex.QueryBuilder, contains: string): Knex.QueryBuilder {
+  return q.whereRaw("(email || '') LIKE ?", [contains]);
+}
+
 function searchFor(q: Knex.QueryBuilder, search: string): void {
   const pattern = searchPattern(search);
   if (pattern === undefined) q.where('email', 'like', containsPattern(search));
-  else q.where('email', 'like', pattern).whereRaw('strpos(email, ?) > 0', [search]);
+  else holdsTerm(q.where('email', 'like', pattern), containsPattern(search));
 }
 
 /** The filtered, project-scoped query of a list (exported for the EXPLAIN tests of its plans). */
@@ -291,14 +305,13 @@ export function searchPositionOf(search: string, contact: { id: string; email: s
  * reaches them counts them.
  */
 export function searchStatement(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest): Knex.Raw {
-  const { values, ownPattern } = searchValues(projectId, filter, page);
-  return searchStatementOf(db, values, ownPattern, page.limit);
+  return searchStatementOf(db, searchValues(projectId, filter, page), page.limit);
 }
 
 /**
  * What a search's statement binds, by name: the term's patterns made once (searchPattern), the project, the filter and
- * where the page begins. One text per shape (listContacts' shapedStatementCache): which of these are given, the limit,
- * and whether the trigram read asks with the term's own pattern.
+ * where the page begins. One text per shape (listContacts' shapedStatementCache): which of these are given (`holds`:
+ * whether the trigram read asks with searchPattern's pattern rather than the term's own) and the limit.
  */
 type SearchValues = {
   projectId: string;
@@ -307,22 +320,24 @@ type SearchValues = {
   prefix: string;
   /** The trigram read's pattern: searchPattern's, or the term's own. */
   like: string;
+  /** The term's own pattern, checked on what `like` found (holdsTerm) when `like` is searchPattern's; otherwise undefined. */
+  holds: string | undefined;
   term: string;
   afterEmail: string | undefined;
   afterId: string | undefined;
 };
 
-function searchValues(projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest): { values: SearchValues; ownPattern: boolean } {
+function searchValues(projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest): SearchValues {
   const { search } = filter;
   const pattern = searchPattern(search);
   return {
-    values: { projectId, subscribed: filter.subscribed, prefix: `${likeLiteral(search)}%`, like: pattern ?? containsPattern(search), term: search, afterEmail: page.afterEmail, afterId: page.afterId },
-    ownPattern: pattern === undefined,
+    projectId, subscribed: filter.subscribed, prefix: `${likeLiteral(search)}%`, like: pattern ?? containsPattern(search),
+    holds: pattern === undefined ? undefined : containsPattern(search), term: search, afterEmail: page.afterEmail, afterId: page.afterId,
   };
 }
 
-/** searchStatement of its values (searchValues): `ownPattern`, the like pattern is the term's own (no strpos check of the whole term). */
-function searchStatementOf(db: Knex, v: SearchValues, ownPattern: boolean, limit: number): Knex.Raw {
+/** searchStatement of its values (searchValues). */
+function searchStatementOf(db: Knex, v: SearchValues, limit: number): Knex.Raw {
   const cap = rowLimit(MATCH_COUNT_CAP + 1);
   const rowsWanted = rowLimit(limit + 1);
   const contacts = () => {
@@ -334,7 +349,7 @@ function searchStatementOf(db: Knex, v: SearchValues, ownPattern: boolean, limit
   const begins = () => contacts().where('email', 'like', v.prefix).select('id', 'email');
   const holds = () => {
     const q = contacts().where('email', 'like', v.like);
-    if (!ownPattern) q.whereRaw('strpos(email, ?) > 0', [v.term]);
+    if (v.holds !== undefined) holdsTerm(q, v.holds);
     return q.whereRaw('strpos(email, ?) > 1', [v.term]).select('id');
   };
   const bindings: unknown[] = [];
@@ -372,8 +387,7 @@ const searches = shapedStatementCache<SearchValues>();
 
 /** searchStatement as listContacts runs it: compiled once per shape (searches), numbered, with the request's values bound. */
 function cachedSearch(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest): { sql: string; bindings: unknown[] } {
-  const { values, ownPattern } = searchValues(projectId, filter, page);
-  return searches(`${page.limit}\u0000${ownPattern}`, values, (standIns) => searchStatementOf(db, standIns, ownPattern, page.limit));
+  return searches(String(page.limit), searchValues(projectId, filter, page), (standIns) => searchStatementOf(db, standIns, page.limit));
 }
 
 /** One page of contacts plus the total matching the filter, capped (contactCountCap; db/pages.ts: one statement). */
