@@ -109,9 +109,17 @@ const keptByFamily = new Map<string, KeptStatements>();
  * Their texts are as many as the values, so each connection keeps the `perConnection` of the family `prefix` it ran
  * last (KeptStatements). `text` is numbered (`$1`…), `plannerSettings` are in force for each run alone (SettingsQuery).
  */
-export function valuedStatementOf(prefix: string, text: string, opts: { plannerSettings?: Record<string, string>; perConnection?: number } = {}): (db: Knex | Knex.Transaction, values: readonly unknown[]) => Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export function valuedStatementOf(prefix: string, text: string, opts: KeptOptions = {}): KeptRunner {
+  return keptStatementOf(prefix, text, 'force_generic_plan', opts);
+}
+
+interface KeptOptions { plannerSettings?: Record<string, string>; perConnection?: number }
+type KeptRunner = (db: Knex | Knex.Transaction, values: readonly unknown[]) => Promise<{ rows: any[] }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** A named statement of the family `prefix` (KeptStatements), run under `planCacheMode` and the planner settings. */
+function keptStatementOf(prefix: string, text: string, planCacheMode: 'force_generic_plan' | 'force_custom_plan', opts: KeptOptions): KeptRunner {
   const name = `${prefix}_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
-  const settings = checkedSettings(name, { plan_cache_mode: 'force_generic_plan', ...opts.plannerSettings });
+  const settings = checkedSettings(name, { plan_cache_mode: planCacheMode, ...opts.plannerSettings });
   let kept = keptByFamily.get(prefix);
   if (!kept) keptByFamily.set(prefix, kept = new KeptStatements(opts.perConnection ?? 32));
   const family = kept;
@@ -171,9 +179,14 @@ class SettingsQuery extends PgQuery {
 
   override prepare(c: PgWire): void {
     // A named statement sent unnamed (DATABASE_PREPARED_STATEMENTS=false: db/database.ts takes the name off): planned
-    // at each execution anyway, and sent as pg sends it.
-    if (this.statement.name && !this.name) return super.prepare(c);
-    const { name, text, values } = this.statement;
+    // at each execution anyway. A generic plan's is sent as pg sends it (its settings are for the generic plan); one
+    // planned for its values keeps its settings, but for plan_cache_mode, which only chooses among a named statement's plans.
+    const unnamed = this.statement.name !== undefined && !this.name;
+    const customPlan = this.settings.some(([k, v]) => k === 'plan_cache_mode' && v === 'force_custom_plan');
+    if (unnamed && !customPlan) return super.prepare(c);
+    const { text, values } = this.statement;
+    const name = unnamed ? undefined : this.statement.name;
+    const settings = unnamed ? this.settings.filter(([k]) => k !== 'plan_cache_mode') : this.settings;
     let mapped: unknown[];
     try {
       mapped = values.map((v) => prepareValue(v));
@@ -189,7 +202,7 @@ class SettingsQuery extends PgQuery {
       c.parse({ text: `DEALLOCATE ${old}` }); c.bind({}); c.execute({});
       this.leading++;
     }
-    for (const [k, v] of this.settings) { c.parse({ text: `SET ${k} = ${v}` }); c.bind({}); c.execute({}); this.leading++; }
+    for (const [k, v] of settings) { c.parse({ text: `SET ${k} = ${v}` }); c.bind({}); c.execute({}); this.leading++; }
     if (name) {
       if (!this.hasBeenParsed(c)) {
         c.parse({ name, text });
@@ -203,7 +216,7 @@ class SettingsQuery extends PgQuery {
     }
     c.describe({ type: 'P', name: '' });
     c.execute({});
-    for (const [k] of this.settings) { c.parse({ text: `RESET ${k}` }); c.bind({}); c.execute({}); }
+    for (const [k] of settings) { c.parse({ text: `RESET ${k}` }); c.bind({}); c.execute({}); }
     c.sync();
   }
 }
@@ -245,13 +258,16 @@ function settingsQuery(connection: PgConnection, name: string | undefined, text:
 }
 
 /**
- * A statement planned for its values, as knex sends one (unnamed), run with `settings` in force for it alone: set and
- * reset around it in its one round trip, as a generic plan's settings are (SettingsQuery). `text` is numbered
- * (`$1`…: knex's `toSQL().toNative()`).
+ * A statement planned for its values at each run, with `settings` in force for it alone: set and reset around it in its
+ * one round trip, as a generic plan's settings are (SettingsQuery). `text` is numbered (`$1`…: knex's
+ * `toSQL().toNative()`). Run as a named statement of the family `herald_custom` under force_custom_plan: parsed and
+ * analysed once per connection, planned at each Bind for its values. A contact search's statement (1.5 KB of CTEs) cost
+ * 0.3 ms less a run so than sent unnamed, parsed at each (2.03 against 2.36 ms a round trip, BENCHMARKS.md section 73);
+ * force_custom_plan, because PostgreSQL's own choice (auto) takes the generic plan after five runs when its estimate
+ * looks no worse, and a search's generic plan cannot read the address range of `LIKE $1` and reads the project.
  */
 export async function withSettings(db: Knex | Knex.Transaction, text: string, values: readonly unknown[], settings: Record<string, string>): Promise<{ rows: any[] }> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  const entries = checkedSettings('withSettings', settings);
-  return onConnection(db, { sql: text, bindings: values }, (connection) => settingsQuery(connection, undefined, text, [...values], entries));
+  return keptStatementOf('herald_custom', text, 'force_custom_plan', { plannerSettings: settings, perConnection: 64 })(db, values);
 }
 
 /** Settings as SET takes them: a plain name and a plain value each (they are written into SQL). */

@@ -157,6 +157,12 @@ test('a statement planned for its values runs with its settings in force, and th
         expect((await withSettings(trx, sql, [1, 'y'], { max_parallel_workers_per_gather: '0' })).rows).toEqual([{ workers: '0', q: 10, t: 'y' }]);
         expect(await shown(trx as unknown as typeof knex)).toBe(before);
       });
+      for (let i = 0; i < 6; i++) expect((await withSettings(knex, sql, [i + 1, 'z'], { max_parallel_workers_per_gather: '0' })).rows[0].q).toBe(Math.floor(10 / (i + 1)));
+      // Prepared once on the connection and planned for its values at every run, past the five after which PostgreSQL's
+      // own choice (plan_cache_mode auto) may take the generic plan (8 plans: the run of 10 / 0 failed in its planning, where
+      // PostgreSQL folds the constant); behind a pooler, sent unnamed and nothing prepared.
+      const statements = (await knex.raw(`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'herald_custom_%'`)).rows;
+      expect(statements).toEqual(preparedStatements ? [{ generic_plans: 0, custom_plans: 8 }] : []);
     } finally {
       await knex.destroy();
     }
