@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { isUuid } from '../core/values';
-import { preparedStatement, preparedStatementOf, valuedStatementOf, valuedText, withSettings } from './prepared';
+import { genericStatementOf, preparedStatement, preparedStatementOf, valuedStatementOf, valuedText, withSettings } from './prepared';
 
 /**
  * Keyset pagination, the one way every list reads a page. Lists are ordered newest first by their time-ordered
@@ -297,12 +297,16 @@ export function shapedStatementCache<V extends Record<string, string | boolean |
 
 /**
  * A list statement of pageStatement's shape (the page's rows, each with the count beside it as `__total`; one row of
- * NULLs for an empty page) planned for its values and run under LIST_SETTINGS: its rows and total. For a statement
- * written apart from pageStatement (a contact search: db/queries/contacts.ts searchStatement) as for pageWithTotal's.
+ * NULLs for an empty page) planned for its values, or with its generic plan (`genericPlan`: a text of a shape whose one
+ * plan serves every value), under LIST_SETTINGS: its rows and total. For a statement written apart from pageStatement
+ * (a contact search: db/queries/contacts.ts searchStatement) as for pageWithTotal's.
  */
-export async function runListStatement(db: Knex | Knex.Transaction, statement: Knex.QueryBuilder | Knex.Raw | { sql: string; bindings: readonly unknown[] }, key = 'id'): Promise<ListRows> {
+export async function runListStatement(db: Knex | Knex.Transaction, statement: Knex.QueryBuilder | Knex.Raw | { sql: string; bindings: readonly unknown[] }, key = 'id', opts: { genericPlan?: boolean } = {}): Promise<ListRows> {
   const { sql, bindings } = 'toSQL' in statement ? statement.toSQL().toNative() : statement;
-  return rowsAndTotal((await withSettings(db, sql, bindings, LIST_SETTINGS)).rows, key);
+  const { rows } = opts.genericPlan
+    ? await genericStatementOf('herald_generic', sql, { plannerSettings: LIST_SETTINGS })(db, bindings)
+    : await withSettings(db, sql, bindings, LIST_SETTINGS);
+  return rowsAndTotal(rows, key);
 }
 
 /**

@@ -110,6 +110,15 @@ const keptByFamily = new Map<string, KeptStatements>();
  * last (KeptStatements). `text` is numbered (`$1`…), `plannerSettings` are in force for each run alone (SettingsQuery).
  */
 export function valuedStatementOf(prefix: string, text: string, opts: KeptOptions = {}): KeptRunner {
+  return genericStatementOf(prefix, text, opts);
+}
+
+/**
+ * A numbered statement (`$1`…) run named with its generic plan, made once per connection under `plannerSettings`, each
+ * connection keeping the `perConnection` of the family `prefix` it ran last: for texts made at run time, one per shape,
+ * whose generic plan serves every value (a contact search by a term's words: db/queries/contacts.ts).
+ */
+export function genericStatementOf(prefix: string, text: string, opts: KeptOptions = {}): KeptRunner {
   return keptStatementOf(prefix, text, 'force_generic_plan', opts);
 }
 

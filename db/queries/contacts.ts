@@ -304,8 +304,34 @@ export function searchPositionOf(search: string, contact: { id: string; email: s
  * 1,000,000 contacts where its page of 51 beginning with it cost 1-2 ms (BENCHMARKS.md section 68). The page that
  * reaches them counts them.
  */
-export function searchStatement(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest): Knex.Raw {
-  return searchStatementOf(db, searchValues(projectId, filter, page), page.limit);
+export function searchStatement(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest, byteOrder = false): Knex.Raw {
+  return searchStatementOf(db, searchValues(projectId, filter, page, byteOrder), page.limit);
+}
+
+const byteOrders = new WeakMap<Knex, Promise<boolean>>();
+
+/**
+ * Whether contacts' addresses are compared byte by byte (the C or POSIX collation: the embedded cluster's and
+ * docker-compose.yml's database, or the column's own), asked once per database: a search then reads the addresses that
+ * begin with its term as the range [term, term + U+10FFFF) (SearchValues `upper`), which a generic plan reads from the
+ * address B-tree as well. In another collation that range need not be the prefix's (a locale's order weighs letters,
+ * accents and case apart, and may give U+10FFFF no weight at all), and the search asks `LIKE 'term%'`, planned for its
+ * values, as before.
+ */
+export function addressesInByteOrder(db: Knex): Promise<boolean> {
+  let known = byteOrders.get(db);
+  if (!known) {
+    known = db.raw(
+      `SELECT coalesce(c.collname IN ('C', 'POSIX')
+                OR (c.collname = 'default' AND d.datlocprovider = 'c' AND d.datcollate IN ('C', 'POSIX')), false) AS bytes
+       FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation, pg_database d
+       WHERE a.attrelid = 'contacts'::regclass AND a.attname = 'email' AND d.datname = current_database()`,
+    ).then((r) => r.rows[0]?.bytes === true);
+    byteOrders.set(db, known);
+    // Asked again after a failure (the database not reachable yet), not answered with it forever.
+    known.catch(() => byteOrders.delete(db));
+  }
+  return known;
 }
 
 /**
@@ -316,8 +342,16 @@ export function searchStatement(db: Knex, projectId: string, filter: ContactFilt
 type SearchValues = {
   projectId: string;
   subscribed: boolean | undefined;
-  /** The addresses that begin with the term (a LIKE prefix). */
-  prefix: string;
+  /**
+   * In a database that compares addresses byte by byte (addressesInByteOrder), the end of the range of addresses that
+   * begin with the term (`term` its start): the term followed by U+10FFFF, the last code point, above every string
+   * that begins with the term but those in which U+10FFFF (a noncharacter) follows it. A range rather than
+   * `LIKE 'term%'`, so that a generic plan reads it from the address B-tree too (runSearch): PostgreSQL turns a LIKE
+   * prefix into that range only for a constant. Otherwise undefined, and `prefix` given.
+   */
+  upper: string | undefined;
+  /** In another collation, the addresses that begin with the term: a LIKE prefix. */
+  prefix: string | undefined;
   /** The trigram read's pattern: searchPattern's, or the term's own. */
   like: string;
   /** The term's own pattern, checked on what `like` found (holdsTerm) when `like` is searchPattern's; otherwise undefined. */
@@ -327,11 +361,12 @@ type SearchValues = {
   afterId: string | undefined;
 };
 
-function searchValues(projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest): SearchValues {
+function searchValues(projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest, byteOrder: boolean): SearchValues {
   const { search } = filter;
   const pattern = searchPattern(search);
   return {
-    projectId, subscribed: filter.subscribed, prefix: `${likeLiteral(search)}%`, like: pattern ?? containsPattern(search),
+    projectId, subscribed: filter.subscribed, upper: byteOrder ? `${search}\u{10FFFF}` : undefined, prefix: byteOrder ? undefined : `${likeLiteral(search)}%`,
+    like: pattern ?? containsPattern(search),
     holds: pattern === undefined ? undefined : containsPattern(search), term: search, afterEmail: page.afterEmail, afterId: page.afterId,
   };
 }
@@ -346,7 +381,8 @@ function searchStatementOf(db: Knex, v: SearchValues, limit: number): Knex.Raw {
     return q;
   };
   // The two parts as the other lists build their conditions (filteredContacts); strpos > 1: held, and not at the start.
-  const begins = () => contacts().where('email', 'like', v.prefix).select('id', 'email');
+  const begins = () => (v.upper !== undefined ? contacts().where('email', '>=', v.term).where('email', '<', v.upper) : contacts().where('email', 'like', v.prefix!))
+    .select('id', 'email');
   const holds = () => {
     const q = contacts().where('email', 'like', v.like);
     if (v.holds !== undefined) holdsTerm(q, v.holds);
@@ -381,19 +417,28 @@ function searchStatementOf(db: Knex, v: SearchValues, limit: number): Knex.Raw {
 
 /**
  * Searches' statements, built and compiled once per shape (db/pages.ts shapedStatementCache): knex built one in
- * 0.35 ms, of a search's 4.3-4.8 in the process (BENCHMARKS.md section 70). Still planned for their values at each run.
+ * 0.35 ms, of a search's 4.3-4.8 in the process (BENCHMARKS.md section 70).
+ *
+ * A term read through the index by searchPattern's pattern (`holds` given: a pasted address, a word with digits, words
+ * of three letters or more) runs with its shape's generic plan where addresses are in byte order (`upper` given): such a term is rare (holdsTerm), its plan is always the
+ * address range for the part that begins with it and the trigram index for the rest, and planning it for its values
+ * cost 0.52-0.56 ms a search (pg_stat_statements, BENCHMARKS.md section 73) of ~3. A term asked with its own pattern
+ * (`grace`, `.com`) is planned for its values: how many addresses hold it decides between the trigram index and the
+ * project's newest first.
  */
 const searches = shapedStatementCache<SearchValues>();
 
-/** searchStatement as listContacts runs it: compiled once per shape (searches), numbered, with the request's values bound. */
-function cachedSearch(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest): { sql: string; bindings: unknown[] } {
-  return searches(String(page.limit), searchValues(projectId, filter, page), (standIns) => searchStatementOf(db, standIns, page.limit));
+/** searchStatement as listContacts runs it: compiled once per shape (searches), with the request's values bound, generic or planned for them. */
+async function runSearch(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest) {
+  const values = searchValues(projectId, filter, page, await addressesInByteOrder(db));
+  const statement = searches(String(page.limit), values, (standIns) => searchStatementOf(db, standIns, page.limit));
+  return runListStatement(db, statement, 'id', { genericPlan: values.holds !== undefined && values.upper !== undefined });
 }
 
 /** One page of contacts plus the total matching the filter, capped (contactCountCap; db/pages.ts: one statement). */
 export async function listContacts(db: Knex, projectId: string, filter: ContactFilter, page: ContactPageRequest): Promise<CappedList<Contact>> {
   const { rows, total, totalWhole } = filter.search
-    ? await runListStatement(db, cachedSearch(db, projectId, { ...filter, search: filter.search }, page))
+    ? await runSearch(db, projectId, { ...filter, search: filter.search }, page)
     : await plainPage(db, projectId, filter, page);
   const capped = cappedTotal(total, contactCountCap(filter));
   // A search whose page the addresses beginning with the term filled counted those alone: at least `total`.

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
+import pg from 'pg';
 import * as emailFirst from '../../db/migrations/20261212000001_contact_search_email_first';
-import { filteredContacts, listContacts, searchPattern, searchPositionOf, searchStatement } from '../../db/queries/contacts';
+import { addressesInByteOrder, filteredContacts, listContacts, searchPattern, searchPositionOf, searchStatement } from '../../db/queries/contacts';
+import { runListStatement } from '../../db/pages';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
 
@@ -181,4 +183,42 @@ test('a term of two words whose looser pattern the statistics find common is sti
   const page = await listContacts(db.knex, big, { search: term }, { limit: 50 });
   expect(page.rows.map((c) => c.id)).toEqual([one.id]);
   expect(page).toMatchObject({ total: 1, totalExact: true });
+});
+
+test('a term read by searchPattern\'s pattern runs with its shape\'s generic plan: the address range, then the trigram index', async () => {
+  expect(await addressesInByteOrder(db.knex)).toBe(true); // the test cluster is made with the C locale, as Herald's
+  // A name, a dot and three hex digits that begin one address or a few: searchPattern asks `%anita%3f2%`-like.
+  const { email } = await db.knex('contacts').where({ project_id: big }).whereRaw("email ~ '^anita\\.[0-9a-f]{3}'").orderBy('id').offset(11).first('email');
+  const term = email.slice(0, 'anita.'.length + 3);
+  expect(searchPattern(term)).toBeDefined();
+  const statements: { sql: string; bindings: unknown[]; name?: string }[] = [];
+  const seen = (q: { sql: string; bindings: unknown[]; options?: { name?: string } }) => statements.push({ sql: q.sql, bindings: q.bindings, name: q.options?.name });
+  db.knex.on('query', seen);
+  let listed;
+  try {
+    listed = await listContacts(db.knex, big, { search: term }, { limit: 50 });
+  } finally {
+    db.knex.off('query', seen);
+  }
+  const search = statements.find((q) => q.sql.includes('pre AS MATERIALIZED'))!;
+  expect(search.name).toMatch(/^herald_generic_/);
+  // The same contacts as the statement planned for these values, asking LIKE 'term%'.
+  const direct = await runListStatement(db.knex, searchStatement(db.knex, big, { search: term }, { limit: 50 }));
+  expect(listed.rows.map((c) => c.id)).toEqual(direct.rows.map((r) => r.id));
+  expect(listed.rows.length).toBeGreaterThan(0);
+  // Its generic plan: the addresses that begin with the term are a range of the address B-tree, the others come from
+  // the trigram index (never the project read newest first).
+  const nodes = await db.knex.transaction(async (trx) => {
+    await trx.raw(`PREPARE generic_search AS ${search.sql}`);
+    await trx.raw('SET LOCAL plan_cache_mode = force_generic_plan');
+    // EXECUTE takes its values as literals (a utility statement has no parameters): the bindings are all strings here.
+    const { rows } = await trx.raw(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE generic_search(${search.bindings.map((v) => pg.escapeLiteral(v as string)).join(', ')})`);
+    await trx.raw('DEALLOCATE generic_search');
+    return nodesOf(rows[0]['QUERY PLAN'][0].Plan);
+  });
+  const pre = readsOf(nodes.find((n) => n['Subplan Name'] === 'CTE pre')!);
+  expect(pre.map((n) => [n['Index Name'], n['Node Type']])).toEqual([['contacts_project_email_key', 'Index Scan']]);
+  expect(String(pre[0]!['Index Cond'])).toMatch(/email >= \$\d+.*email < \$\d+/);
+  const rest = readsOf(nodes.find((n) => n['Subplan Name'] === 'CTE rest')!);
+  expect(rest.map((n) => n['Index Name']).filter(Boolean)).toEqual(['contacts_email_trgm_idx']);
 });

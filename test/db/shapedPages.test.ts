@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { MATCH_COUNT_CAP, cappedCount, pageQueries, runListStatement, shapedPageCache, shapedStatementCache, wholeOf, type PageRequest } from '../../db/pages';
-import { listContacts, searchPositionOf, searchStatement, type ContactPageRequest } from '../../db/queries/contacts';
+import { addressesInByteOrder, listContacts, searchPositionOf, searchStatement, type ContactPageRequest } from '../../db/queries/contacts';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
@@ -92,11 +92,14 @@ test('a statement compiled once per shape binds each request\'s values; a value 
 
 test('contact searches compiled once per shape answer as the statement built for each request does', async () => {
   const project = await createProject('Searches');
-  const names = ['grace', 'grace.hopper', 'adele.e87', 'ruth.a9ea50495030', 'dennis.69', 'evelyn'];
+  // With characters a LIKE escapes (`_`, `%`, `\`) and beyond ASCII: the addresses that begin with a term are a range of
+  // bytes where the database compares them so (listContacts), `LIKE 'term%'` in the statement built here.
+  const names = ['grace', 'grace.hopper', 'adele.e87', 'ruth.a9ea50495030', 'dennis.69', 'evelyn', 'zoë_b.x12', 'a%b\\c', 'ëmile'];
   await db.knex('contacts').insert(Array.from({ length: 120 }, (_, i) => ({
     project_id: project.id, email: `${names[i % names.length]}${i}@${i % 2 ? 'corp' : 'mail'}.example`, subscribed: i % 3 !== 0,
   })));
-  const terms = ['grace', 'race', 'adele.e87', 'ruth.a9ea50495030', 'a9ea5', 'dennis.69', 'evelyn1@mail.example', '%', 'nobody'];
+  const terms = ['grace', 'race', 'adele.e87', 'ruth.a9ea50495030', 'a9ea5', 'dennis.69', 'evelyn1@mail.example', '%', 'nobody',
+    'zoë', 'zoë_b.x12', 'ë', '_', 'a%b\\', 'ëmile1', 'zz\u{10FFFF}'];
   for (const search of terms) {
     for (const subscribed of [undefined, false]) {
       let page: ContactPageRequest = { limit: 7 };
@@ -120,4 +123,24 @@ test('a shape whose build binds the request\'s own project id, not its stand-in,
   await expect(pages(db.knex, { limit: 4 }, { projectId: a, kind: undefined }, captured(a))).rejects.toThrow(/binds an id of the request itself/);
   const statements = shapedStatementCache<Bounds>();
   expect(() => statements('captured', { projectId: b, kind: 'red' }, (v) => filtered(db.knex, { ...v, projectId: b })())).toThrow(/binds an id of the request itself/);
+});
+
+test('in a database that does not compare addresses byte by byte, a search asks LIKE for the addresses that begin with its term, and finds the same', async () => {
+  const project = await createProject('Collated');
+  const emails = ['grace.hopper@example.com', 'grace-h@example.com', 'gracé@example.com', 'Grace@example.com', 'x.grace.h@example.com', 'adele.e87@example.com', 'adele-e87@example.com'];
+  await db.knex('contacts').insert(emails.map((email) => ({ project_id: project.id, email })));
+  const found = async (knex: Knex, search: string) => (await listContacts(knex, project.id, { search }, { limit: 100 })).rows.map((c) => c.email).sort();
+  const terms = ['grace', 'grace.h', 'grace-', 'adele.e87', 'e87', 'gracé'];
+  const inBytes = await Promise.all(terms.map((t) => found(db.knex, t)));
+  expect(await addressesInByteOrder(db.knex)).toBe(true);
+  expect(inBytes[1]).toEqual(['grace.hopper@example.com', 'x.grace.h@example.com']);
+  const trx = await db.knex.transaction();
+  try {
+    // An ICU collation (PostgreSQL's own, of a language): `.` and `-` weigh little, and no byte range is a prefix's.
+    await trx.raw('ALTER TABLE contacts ALTER COLUMN email TYPE text COLLATE "en-x-icu"');
+    expect(await addressesInByteOrder(trx)).toBe(false);
+    for (const [i, t] of terms.entries()) expect(await found(trx, t)).toEqual(inBytes[i]);
+  } finally {
+    await trx.rollback();
+  }
 });
