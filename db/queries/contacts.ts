@@ -371,8 +371,14 @@ function searchValues(projectId: string, filter: ContactFilter & { search: strin
   };
 }
 
-/** searchStatement of its values (searchValues). */
-function searchStatementOf(db: Knex, v: SearchValues, limit: number): Knex.Raw {
+/** What the part of a search that begins with its term binds (prefixPage). */
+type PrefixValues = Omit<SearchValues, 'like' | 'holds'>;
+
+/**
+ * searchStatement of its values (searchValues). `prefixOnly`: the part that begins with the term alone (prefixPage),
+ * whose `__total_whole` is then true when that part did not fill the page (the whole statement must be run).
+ */
+function searchStatementOf(db: Knex, v: PrefixValues & Partial<Pick<SearchValues, 'like' | 'holds'>>, limit: number, prefixOnly = false): Knex.Raw {
   const cap = rowLimit(MATCH_COUNT_CAP + 1);
   const rowsWanted = rowLimit(limit + 1);
   const contacts = () => {
@@ -384,7 +390,7 @@ function searchStatementOf(db: Knex, v: SearchValues, limit: number): Knex.Raw {
   const begins = () => (v.upper !== undefined ? contacts().where('email', '>=', v.term).where('email', '<', v.upper) : contacts().where('email', 'like', v.prefix!))
     .select('id', 'email');
   const holds = () => {
-    const q = contacts().where('email', 'like', v.like);
+    const q = contacts().where('email', 'like', v.like!);
     if (v.holds !== undefined) holdsTerm(q, v.holds);
     return q.whereRaw('strpos(email, ?) > 1', [v.term]).select('id');
   };
@@ -401,15 +407,17 @@ function searchStatementOf(db: Knex, v: SearchValues, limit: number): Knex.Raw {
   else ctes.push('p0 AS MATERIALIZED (SELECT id, email FROM pre WHERE false)');
   // LIMIT 0 when p0 fills the page: PostgreSQL then never starts the part's scan.
   const readsRest = `(SELECT count(*) FROM p0) < ${rowsWanted}`;
-  ctes.push(`rest AS MATERIALIZED (${sql(holds().orderBy('id', 'desc'))} LIMIT CASE WHEN ${readsRest} THEN ${cap} - (SELECT count(*) FROM pre) ELSE 0 END)`);
-  if (v.afterId === undefined && v.afterEmail === undefined) ctes.push(`p1 AS (SELECT id FROM rest ORDER BY id DESC LIMIT ${rowsWanted} - (SELECT count(*) FROM p0))`);
-  else if (v.afterEmail !== undefined) ctes.push(`p1 AS (${sql(holds().orderBy('id', 'desc'))} LIMIT ${rowsWanted} - (SELECT count(*) FROM p0))`);
-  else ctes.push(`p1 AS (${sql(holds().where('id', '<', v.afterId!).orderBy('id', 'desc'))} LIMIT ${rowsWanted})`);
+  if (!prefixOnly) {
+    ctes.push(`rest AS MATERIALIZED (${sql(holds().orderBy('id', 'desc'))} LIMIT CASE WHEN ${readsRest} THEN ${cap} - (SELECT count(*) FROM pre) ELSE 0 END)`);
+    if (v.afterId === undefined && v.afterEmail === undefined) ctes.push(`p1 AS (SELECT id FROM rest ORDER BY id DESC LIMIT ${rowsWanted} - (SELECT count(*) FROM p0))`);
+    else if (v.afterEmail !== undefined) ctes.push(`p1 AS (${sql(holds().orderBy('id', 'desc'))} LIMIT ${rowsWanted} - (SELECT count(*) FROM p0))`);
+    else ctes.push(`p1 AS (${sql(holds().where('id', '<', v.afterId!).orderBy('id', 'desc'))} LIMIT ${rowsWanted})`);
+  }
   // The page's keys, fetched by key; a page that is empty is one row of NULLs, and still has its count.
   bindings.push(v.projectId);
   return db.raw(`WITH ${ctes.join(', ')},
-      keys AS (SELECT 0 AS part, id FROM p0 UNION ALL SELECT 1 AS part, id FROM p1)
-      SELECT c.*, (SELECT count(*) FROM pre) + (SELECT count(*) FROM rest) AS __total, ${readsRest} AS __total_whole
+      keys AS (SELECT 0 AS part, id FROM p0${prefixOnly ? '' : ' UNION ALL SELECT 1 AS part, id FROM p1'})
+      SELECT c.*, (SELECT count(*) FROM pre)${prefixOnly ? '' : ' + (SELECT count(*) FROM rest)'} AS __total, ${readsRest} AS __total_whole
       FROM (SELECT 1) AS one
       LEFT JOIN (keys JOIN contacts c ON c.project_id = ? AND c.id = keys.id) ON true
       ORDER BY keys.part, CASE WHEN keys.part = 0 THEN c.email END, c.id DESC`, bindings as Knex.RawBinding[]);
@@ -428,9 +436,24 @@ function searchStatementOf(db: Knex, v: SearchValues, limit: number): Knex.Raw {
  */
 const searches = shapedStatementCache<SearchValues>();
 
+/**
+ * A term asked with its own pattern, on a first page or after an address that begins with it, is first asked for the
+ * addresses that begin with it alone (searchStatementOf `prefixOnly`), with that statement's generic plan (the range of
+ * the address B-tree whatever the term): when they fill the page, which is how a person typing a name's first letters
+ * searches a large project (`grace`, the picker's five letters), that is the answer, as the whole statement would give
+ * it (its count of those alone, "at least"), without the planning of the whole statement for the term's values
+ * (0.52-0.56 ms); when they do not, the whole statement follows, planned for them.
+ */
+const prefixPages = shapedStatementCache<PrefixValues>();
+
 /** searchStatement as listContacts runs it: compiled once per shape (searches), with the request's values bound, generic or planned for them. */
 async function runSearch(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest) {
   const values = searchValues(projectId, filter, page, await addressesInByteOrder(db));
+  if (values.upper !== undefined && values.holds === undefined && values.afterId === undefined) {
+    const { like: _like, holds: _holds, ...prefixValues } = values;
+    const filled = await runListStatement(db, prefixPages(String(page.limit), prefixValues, (standIns) => searchStatementOf(db, standIns, page.limit, true)), 'id', { genericPlan: true });
+    if (filled.totalWhole === false) return filled;
+  }
   const statement = searches(String(page.limit), values, (standIns) => searchStatementOf(db, standIns, page.limit));
   return runListStatement(db, statement, 'id', { genericPlan: values.holds !== undefined && values.upper !== undefined });
 }

@@ -222,3 +222,27 @@ test('a term read by searchPattern\'s pattern runs with its shape\'s generic pla
   const rest = readsOf(nodes.find((n) => n['Subplan Name'] === 'CTE rest')!);
   expect(rest.map((n) => n['Index Name']).filter(Boolean)).toEqual(['contacts_email_trgm_idx']);
 });
+
+test('a term asked with its own pattern is first asked for the addresses that begin with it, with their statement\'s generic plan: one statement when they fill the page', async () => {
+  const statementsOf = async (search: string) => {
+    const statements: { sql: string; name?: string }[] = [];
+    const seen = (q: { sql: string; options?: { name?: string } }) => { if (q.sql.includes('pre AS MATERIALIZED')) statements.push({ sql: q.sql, name: q.options?.name }); };
+    db.knex.on('query', seen);
+    let page;
+    try {
+      page = await listContacts(db.knex, big, { search }, { limit: 50 });
+    } finally {
+      db.knex.off('query', seen);
+    }
+    // The same page as the whole statement planned for the term's values.
+    const direct = await runListStatement(db.knex, searchStatement(db.knex, big, { search }, { limit: 50 }));
+    expect(page.rows.map((c) => c.id)).toEqual(direct.rows.map((r) => r.id));
+    expect([page.total, page.totalExact]).toEqual([Math.min(direct.total, 100), direct.total <= 100 && direct.totalWhole !== false]);
+    return statements.map((q) => [q.name?.replace(/_[0-9a-f]+$/, ''), q.sql.includes('rest AS')]);
+  };
+  // `grace.`: thousands of addresses begin with it; the part that begins with it answers, generic, the rest never asked.
+  expect(searchPattern('grace.')).toBeUndefined();
+  expect(await statementsOf('grace.')).toEqual([['herald_generic', false]]);
+  // `race.` begins none: the whole statement follows, planned for its values (herald_custom).
+  expect(await statementsOf('race.')).toEqual([['herald_generic', false], ['herald_custom', true]]);
+});

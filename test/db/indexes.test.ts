@@ -79,7 +79,7 @@ test('a search\'s first page reads each part of its matches once: its rows are t
   // addresses that begin with it in an Index Cond): one per part.
   for (const search of ['acme', 'user1999']) {
     const nodes = await analyzedPlanOfCall(db.knex, () => listContacts(db.knex, projectId, { search }, { limit: 20 }));
-    const conditions = (n: Record<string, unknown>) => ['Filter', 'Recheck Cond', 'Index Cond'].map((k) => String(n[k] ?? '')).join(' ');
+    const conditions = (n: object) => ['Filter', 'Recheck Cond', 'Index Cond'].map((k) => String((n as Record<string, unknown>)[k] ?? '')).join(' ');
     const tested = nodes.filter((n) => n['Relation Name'] === 'contacts' && /~~|email >= /.test(conditions(n)));
     expect(tested).toHaveLength(2);
   }
