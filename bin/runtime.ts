@@ -137,113 +137,13 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
   let deliveries: DeliveryQueue | undefined;
   let webhookDeliveries: WebhookQueue | undefined;
   let housekeeping: Housekeeping | undefined;
-  if (roles.worker) {
-    // The queue limits how fast deliveries start; the gate holds the same limit where the SMTP server counts.
-    mailer = createMailer(config, { rateLimit: rateWindow(config.sendRatePerSecond) });
-    const deps = {
-      knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine, sendRatePerSecond: config.sendRatePerSecond, webhooks: webhookConfig(process.env),
-      bounces: { domain: config.bounces.domain, settings: config.bounces }, returnPath: returnPathOf(config), retention: config.retention,
-    };
-    const activities = createActivities(deps);
-    const executorId = identity!.executorId;
-    worker = cluster
-      ? await cluster.startTemporalWorker({ ...temporal, activities, identity: executorId })
-      // DBOS on session connections: its LISTEN/NOTIFY wake-ups and its schema lock need one (README, "Behind PgBouncer").
-      : await embedded!.startEmbeddedWorker({ databaseUrl: db.sessionUrl, log, activities, executorId });
-    // On either engine, every worker drains the emails table at the shared rate (worker/deliveryQueue.ts).
-    deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: config.sendRatePerSecond, executorId });
-    // And every worker delivers the projects' outbound webhooks from their outbox (worker/webhookQueue.ts).
-    webhookDeliveries = startWebhookQueue({ knex: db.knex, log, secret, executorId, config: outboundWebhookConfig(process.env) });
-    // And deletes what has served its time (passed tracking windows, expired idempotency keys) and merges the contact
-    // search index's new entries in the background (worker/housekeeping.ts).
-    housekeeping = startHousekeeping({ knex: db.knex, log, eventWindowMs: loadTrackingConfig().eventWindowMs, sessionIdleMinutes: loadSessionConfig().idleMinutes, inboundRetentionDays: config.bounces.inboundRetentionDays });
-    log.info({ mail: mailer.describe, executorId, rate: config.sendRatePerSecond }, 'delivering mail');
-  }
-  const dispatcher = roles.worker ? startDispatcher(engine, db.knex, log, secret, [() => dispatchPendingImports({ engine, knex: db.knex, log })]) : undefined;
-  // Starts automation executions and delivers their wake-ups from the outbox their events wrote.
-  const executions = roles.worker ? startExecutionDispatcher({ engine, knex: db.knex, log, maxRunning: config.automationMaxRunning }) : undefined;
-  if (roles.worker) {
-    // The periodic DNS re-check of sending domains: idempotent per time slot, so every worker may ask for it.
-    await scheduleDomainChecks(engine, loadDnsConfig().domainCheckIntervalMinutes * 60_000)
-      .catch((err: Error) => log.warn({ err }, 'could not schedule the domain re-check; adding or verifying a domain schedules it'));
-    // The retention job (retention/): partitions made ahead, months past RETENTION_DAYS dropped, shorter retentions applied.
-    await scheduleRetention(engine)
-      .catch((err: Error) => log.warn({ err }, 'could not schedule the retention job; the next worker start tries again'));
-  }
-
+  let dispatcher: ReturnType<typeof startDispatcher> | undefined;
+  let executions: ReturnType<typeof startExecutionDispatcher> | undefined;
   let server: Server | undefined;
   let renderPool: RenderPool | undefined;
   let submission: Submission | undefined;
   let inbound: Submission | undefined;
-  if (roles.api) {
-    const created = await ensureDefaultProject(db.knex);
-    const warning = publicUrlWarning(config.publicUrl);
-    if (warning) log.warn(warning);
-    const { createApp } = load<typeof import('../api/app')>('../api/app');
-    renderPool = load<typeof import('../mail/renderPool')>('../mail/renderPool').createRenderPool();
-    // One send pipeline for HTTP and SMTP: sends that arrive together by either way share a transaction.
-    const sender = load<typeof import('../sending/sender')>('../sending/sender').createSender(db.knex, { secret, publicUrl: config.publicUrl, render: renderPool.render });
-    const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, healthTimeoutMs: config.healthTimeoutMs, trustProxyHops: config.trustProxyHops, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config), inboundMxHost: config.bounces.mxHost, retention: config.retention,
-      metricsToken: config.metrics.token, metricsOnOwnPort: config.metrics.port !== undefined, people: config.people, temporalUi: temporalUiOf(config) });
-    server = await new Promise<Server>((resolve, reject) => {
-      // 32 KB of request line and headers (Node's default is 16 KB): room for GET /contacts/export's filter and
-      // columns in the URL, whose longest allowed values, URL-encoded, come to 24 KB. The request timeout is the
-      // operator's (HTTP_REQUEST_TIMEOUT_SECONDS, for large imports), looked at often enough to hold a short one.
-      const requestTimeout = config.httpRequestTimeoutSeconds * 1000;
-      const s = createServer({ maxHeaderSize: 32 * 1024, requestTimeout, connectionsCheckingInterval: Math.min(30_000, requestTimeout / 4) }, app.callback())
-        .listen(config.port, () => resolve(s));
-      s.once('error', reject);
-    });
-    const port = (server.address() as { port: number }).port;
-    if (created) printDefaultProject(created, port);
-    // While no account exists, every start prints a fresh one-time link to create the first (an operator).
-    const people = load<typeof import('../people/setup')>('../people/setup');
-    const setup = await people.setupLink({ knex: db.knex, publicUrl: config.publicUrl });
-    if (setup) printSetupLink(setup, people.SETUP_TTL_HOURS);
-    log.info({ port, engine: config.engine, database: config.databaseUrl ? 'external' : 'embedded', dataDir: config.dataDir,
-      metrics: config.metrics.port !== undefined ? 'METRICS_PORT' : config.metrics.token ? '/metrics (METRICS_TOKEN)' : '/metrics (no token)' }, 'Herald API listening');
-    const tls = config.smtpSubmission.port !== 0 || config.bounces.inboundPort !== 0
-      ? await load<typeof import('../smtp/tls')>('../smtp/tls').smtpTls(config.smtpSubmission, config.dataDir, log)
-      : undefined;
-    if (config.smtpSubmission.port !== 0) {
-      submission = await load<typeof import('../smtp/submission')>('../smtp/submission').startSubmission({
-        knex: db.knex, sender, log, port: config.smtpSubmission.port, host: config.smtpSubmission.host, tls: tls!,
-        insecureAuthOnLoopback: config.smtpSubmission.insecureAuthOnLoopback, ratePerMinute: config.apiRateLimitPerMinute,
-        maxSessionMessages: config.smtpSubmission.sessionMaxMessages, maxSessionMs: config.smtpSubmission.sessionMaxSeconds * 1000,
-        maxAuthFailures: config.smtpSubmission.authMaxFailures, maxAuthFailuresPerAddress: config.smtpSubmission.authMaxFailuresPerAddress,
-        authFailureWindowMs: config.smtpSubmission.authFailureWindowSeconds * 1000, limits: config.smtpLimits,
-      });
-      log.info({ port: submission.port }, 'Herald SMTP submission listening (STARTTLS, AUTH PLAIN/LOGIN with a secret API key)');
-    }
-    if (config.bounces.inboundPort !== 0) {
-      const authenticate = load<typeof import('../inbound/auth')>('../inbound/auth').authenticator(loadDnsConfig(), config.bounces.mxHost);
-      const analysis = load<typeof import('../inbound/analysis')>('../inbound/analysis');
-      inbound = await load<typeof import('../smtp/inbound')>('../smtp/inbound').startInbound({
-        knex: db.knex, secret, log, settings: config.bounces, bounceDomain: config.bounces.domain, port: config.bounces.inboundPort, host: config.bounces.inboundHost, tls: tls!,
-        limits: config.smtpLimits,
-        receiver: load<typeof import('../inbound/receive')>('../inbound/receive').inboundReceiver({
-          knex: db.knex, secret, publicUrl: config.publicUrl,
-          authenticate,
-          ...(config.bounces.inboundAnalysisThreads > 0 ? { analyse: analysis.bySize(analysis.inProcess(authenticate), analysis.analysisThreads(config.bounces.inboundAnalysisThreads, loadDnsConfig(), config.bounces.mxHost), analysis.THREAD_MIN_BYTES) } : {}),
-        }),
-      });
-      log.info({ port: inbound.port, bounceDomain: config.bounces.domain ?? null }, 'Herald inbound SMTP listening for bounces, complaints and inbound domains');
-    }
-  }
-
-  // METRICS_PORT: GET /metrics on a listener of its own, in API and worker processes alike (a worker has no other port,
-  // and an operator scrapes the pool through it); the API's port then has no /metrics.
   let metricsServer: Server | undefined;
-  if (config.metrics.port !== undefined) {
-    const { createMetricsApp } = load<typeof import('../api/metricsApp')>('../api/metricsApp');
-    const { createMetrics } = load<typeof import('../metrics/metrics')>('../metrics/metrics');
-    const app = createMetricsApp({ metrics: createMetrics(db.knex, { log }), token: config.metrics.token, log });
-    metricsServer = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(config.metrics.port, () => resolve(s));
-      s.once('error', reject);
-    });
-    log.info({ port: (metricsServer.address() as { port: number }).port, token: config.metrics.token !== undefined }, 'Herald metrics listening (GET /metrics)');
-  }
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
@@ -251,8 +151,8 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
       log.info('shutting down');
       // New requests stop first; in-flight requests finish; then the worker stops taking work and hands back
       // (DBOS: resumes on restart; Temporal: the server reassigns) what it cannot finish; sends in flight finish.
-      if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-      if (metricsServer) await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
+      if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
+      if (metricsServer) await new Promise<void>((resolve) => metricsServer!.close(() => resolve()));
       await submission?.close();
       await inbound?.close();
       await renderPool?.close();
@@ -266,6 +166,116 @@ export async function startHerald(config: Config, roles: Roles, log: Logger = cr
     })();
     return stopping;
   };
+
+  try {
+    if (roles.worker) {
+      // The queue limits how fast deliveries start; the gate holds the same limit where the SMTP server counts.
+      mailer = createMailer(config, { rateLimit: rateWindow(config.sendRatePerSecond) });
+      const deps = {
+        knex: db.knex, mailer, log, secret, publicUrl: config.publicUrl, engine, sendRatePerSecond: config.sendRatePerSecond, webhooks: webhookConfig(process.env),
+        bounces: { domain: config.bounces.domain, settings: config.bounces }, returnPath: returnPathOf(config), retention: config.retention,
+      };
+      const activities = createActivities(deps);
+      const executorId = identity!.executorId;
+      worker = cluster
+        ? await cluster.startTemporalWorker({ ...temporal, activities, identity: executorId })
+        // DBOS on session connections: its LISTEN/NOTIFY wake-ups and its schema lock need one (README, "Behind PgBouncer").
+        : await embedded!.startEmbeddedWorker({ databaseUrl: db.sessionUrl, log, activities, executorId });
+      // On either engine, every worker drains the emails table at the shared rate (worker/deliveryQueue.ts).
+      deliveries = startDeliveryQueue({ knex: db.knex, log, deliverer: createDeliverer(deps), ratePerSecond: config.sendRatePerSecond, executorId });
+      // And every worker delivers the projects' outbound webhooks from their outbox (worker/webhookQueue.ts).
+      webhookDeliveries = startWebhookQueue({ knex: db.knex, log, secret, executorId, config: outboundWebhookConfig(process.env) });
+      // And deletes what has served its time (passed tracking windows, expired idempotency keys) and merges the contact
+      // search index's new entries in the background (worker/housekeeping.ts).
+      housekeeping = startHousekeeping({ knex: db.knex, log, eventWindowMs: loadTrackingConfig().eventWindowMs, sessionIdleMinutes: loadSessionConfig().idleMinutes, inboundRetentionDays: config.bounces.inboundRetentionDays });
+      log.info({ mail: mailer.describe, executorId, rate: config.sendRatePerSecond }, 'delivering mail');
+    }
+    dispatcher = roles.worker ? startDispatcher(engine, db.knex, log, secret, [() => dispatchPendingImports({ engine, knex: db.knex, log })]) : undefined;
+    // Starts automation executions and delivers their wake-ups from the outbox their events wrote.
+    executions = roles.worker ? startExecutionDispatcher({ engine, knex: db.knex, log, maxRunning: config.automationMaxRunning }) : undefined;
+    if (roles.worker) {
+      // The periodic DNS re-check of sending domains: idempotent per time slot, so every worker may ask for it.
+      await scheduleDomainChecks(engine, loadDnsConfig().domainCheckIntervalMinutes * 60_000)
+        .catch((err: Error) => log.warn({ err }, 'could not schedule the domain re-check; adding or verifying a domain schedules it'));
+      // The retention job (retention/): partitions made ahead, months past RETENTION_DAYS dropped, shorter retentions applied.
+      await scheduleRetention(engine)
+        .catch((err: Error) => log.warn({ err }, 'could not schedule the retention job; the next worker start tries again'));
+    }
+
+    if (roles.api) {
+      const created = await ensureDefaultProject(db.knex);
+      const warning = publicUrlWarning(config.publicUrl);
+      if (warning) log.warn(warning);
+      const { createApp } = load<typeof import('../api/app')>('../api/app');
+      renderPool = load<typeof import('../mail/renderPool')>('../mail/renderPool').createRenderPool();
+      // One send pipeline for HTTP and SMTP: sends that arrive together by either way share a transaction.
+      const sender = load<typeof import('../sending/sender')>('../sending/sender').createSender(db.knex, { secret, publicUrl: config.publicUrl, render: renderPool.render });
+      const app = createApp({ knex: db.knex, log, apiRateLimitPerMinute: config.apiRateLimitPerMinute, healthTimeoutMs: config.healthTimeoutMs, trustProxyHops: config.trustProxyHops, engine, secret, publicUrl: config.publicUrl, render: renderPool.render, sender, returnPath: returnPathOf(config), inboundMxHost: config.bounces.mxHost, retention: config.retention,
+        metricsToken: config.metrics.token, metricsOnOwnPort: config.metrics.port !== undefined, people: config.people, temporalUi: temporalUiOf(config) });
+      server = await new Promise<Server>((resolve, reject) => {
+        // 32 KB of request line and headers (Node's default is 16 KB): room for GET /contacts/export's filter and
+        // columns in the URL, whose longest allowed values, URL-encoded, come to 24 KB. The request timeout is the
+        // operator's (HTTP_REQUEST_TIMEOUT_SECONDS, for large imports), looked at often enough to hold a short one.
+        const requestTimeout = config.httpRequestTimeoutSeconds * 1000;
+        const s = createServer({ maxHeaderSize: 32 * 1024, requestTimeout, connectionsCheckingInterval: Math.min(30_000, requestTimeout / 4) }, app.callback())
+          .listen(config.port, () => resolve(s));
+        s.once('error', reject);
+      });
+      const port = (server.address() as { port: number }).port;
+      if (created) printDefaultProject(created, port);
+      // While no account exists, every start prints a fresh one-time link to create the first (an operator).
+      const people = load<typeof import('../people/setup')>('../people/setup');
+      const setup = await people.setupLink({ knex: db.knex, publicUrl: config.publicUrl });
+      if (setup) printSetupLink(setup, people.SETUP_TTL_HOURS);
+      log.info({ port, engine: config.engine, database: config.databaseUrl ? 'external' : 'embedded', dataDir: config.dataDir,
+        metrics: config.metrics.port !== undefined ? 'METRICS_PORT' : config.metrics.token ? '/metrics (METRICS_TOKEN)' : '/metrics (no token)' }, 'Herald API listening');
+      const tls = config.smtpSubmission.port !== 0 || config.bounces.inboundPort !== 0
+        ? await load<typeof import('../smtp/tls')>('../smtp/tls').smtpTls(config.smtpSubmission, config.dataDir, log)
+        : undefined;
+      if (config.smtpSubmission.port !== 0) {
+        submission = await load<typeof import('../smtp/submission')>('../smtp/submission').startSubmission({
+          knex: db.knex, sender, log, port: config.smtpSubmission.port, host: config.smtpSubmission.host, tls: tls!,
+          insecureAuthOnLoopback: config.smtpSubmission.insecureAuthOnLoopback, ratePerMinute: config.apiRateLimitPerMinute,
+          maxSessionMessages: config.smtpSubmission.sessionMaxMessages, maxSessionMs: config.smtpSubmission.sessionMaxSeconds * 1000,
+          maxAuthFailures: config.smtpSubmission.authMaxFailures, maxAuthFailuresPerAddress: config.smtpSubmission.authMaxFailuresPerAddress,
+          authFailureWindowMs: config.smtpSubmission.authFailureWindowSeconds * 1000, limits: config.smtpLimits,
+        });
+        log.info({ port: submission.port }, 'Herald SMTP submission listening (STARTTLS, AUTH PLAIN/LOGIN with a secret API key)');
+      }
+      if (config.bounces.inboundPort !== 0) {
+        const authenticate = load<typeof import('../inbound/auth')>('../inbound/auth').authenticator(loadDnsConfig(), config.bounces.mxHost);
+        const analysis = load<typeof import('../inbound/analysis')>('../inbound/analysis');
+        inbound = await load<typeof import('../smtp/inbound')>('../smtp/inbound').startInbound({
+          knex: db.knex, secret, log, settings: config.bounces, bounceDomain: config.bounces.domain, port: config.bounces.inboundPort, host: config.bounces.inboundHost, tls: tls!,
+          limits: config.smtpLimits,
+          receiver: load<typeof import('../inbound/receive')>('../inbound/receive').inboundReceiver({
+            knex: db.knex, secret, publicUrl: config.publicUrl,
+            authenticate,
+            ...(config.bounces.inboundAnalysisThreads > 0 ? { analyse: analysis.bySize(analysis.inProcess(authenticate), analysis.analysisThreads(config.bounces.inboundAnalysisThreads, loadDnsConfig(), config.bounces.mxHost), analysis.THREAD_MIN_BYTES) } : {}),
+          }),
+        });
+        log.info({ port: inbound.port, bounceDomain: config.bounces.domain ?? null }, 'Herald inbound SMTP listening for bounces, complaints and inbound domains');
+      }
+    }
+
+    // METRICS_PORT: GET /metrics on a listener of its own, in API and worker processes alike (a worker has no other port,
+    // and an operator scrapes the pool through it); the API's port then has no /metrics.
+    if (config.metrics.port !== undefined) {
+      const { createMetricsApp } = load<typeof import('../api/metricsApp')>('../api/metricsApp');
+      const { createMetrics } = load<typeof import('../metrics/metrics')>('../metrics/metrics');
+      const app = createMetricsApp({ metrics: createMetrics(db.knex, { log }), token: config.metrics.token, log });
+      metricsServer = await new Promise<Server>((resolve, reject) => {
+        const s = app.listen(config.metrics.port, () => resolve(s));
+        s.once('error', reject);
+      });
+      log.info({ port: (metricsServer.address() as { port: number }).port, token: config.metrics.token !== undefined }, 'Herald metrics listening (GET /metrics)');
+    }
+  } catch (err) {
+    // A start that fails part-way (a port in use, an SMTP certificate that cannot be read) stops what it had started,
+    // the embedded PostgreSQL with the rest (the last process out stops it), rather than leave it running behind.
+    await stop().catch((cleanup: unknown) => log.error({ err: cleanup }, 'stopping after a failed start failed'));
+    throw err;
+  }
   return { config, log, db, engine, server, metricsServer, stop };
 }
 

@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -119,6 +120,24 @@ test('the CLI alone on an empty DATA_DIR creates the cluster, works, and leaves 
   const list = await cliJson<{ id: string; name: string }[]>(dataDir, 'project', 'list');
   expect(list.map((p) => p.id)).toEqual([created.id]);
   expect(livePostmasterPid(pgDir)).toBeUndefined();
+});
+
+test('a start that fails part-way (its port taken) exits 1 and leaves no PostgreSQL running', async () => {
+  const dataDir = freshDataDir();
+  const taken = net.createServer();
+  await new Promise<void>((resolve) => taken.listen(0, resolve));
+  try {
+    const { port } = taken.address() as net.AddressInfo;
+    const res = await runHerald('bin/start.ts', [], embeddedEnv(dataDir, { PORT: String(port), LOG_LEVEL: 'info' }));
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('Herald failed to start: listen EADDRINUSE');
+    // It had started the cluster (and the worker): it stopped what it started, the cluster with it, before exiting.
+    expect(fs.existsSync(path.join(dataDir, 'pg', 'PG_VERSION'))).toBe(true);
+    expect(jsonLines(res.stdout).map((l) => l.msg)).toContain('stopping embedded PostgreSQL');
+    expect(livePostmasterPid(path.join(dataDir, 'pg'))).toBeUndefined();
+  } finally {
+    await new Promise<void>((resolve) => taken.close(() => resolve()));
+  }
 });
 
 describe('server and CLI on one DATA_DIR', () => {
