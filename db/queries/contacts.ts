@@ -371,11 +371,11 @@ function searchValues(projectId: string, filter: ContactFilter & { search: strin
   };
 }
 
-/** What the part of a search that begins with its term binds (prefixPage). */
+/** What the part of a search that begins with its term binds (prefixPages). */
 type PrefixValues = Omit<SearchValues, 'like' | 'holds'>;
 
 /**
- * searchStatement of its values (searchValues). `prefixOnly`: the part that begins with the term alone (prefixPage),
+ * searchStatement of its values (searchValues). `prefixOnly`: the part that begins with the term alone (prefixPages),
  * whose `__total_whole` is then true when that part did not fill the page (the whole statement must be run).
  */
 function searchStatementOf(db: Knex, v: PrefixValues & Partial<Pick<SearchValues, 'like' | 'holds'>>, limit: number, prefixOnly = false): Knex.Raw {
@@ -428,9 +428,10 @@ function searchStatementOf(db: Knex, v: PrefixValues & Partial<Pick<SearchValues
  * 0.35 ms, of a search's 4.3-4.8 in the process (BENCHMARKS.md section 70).
  *
  * A term read through the index by searchPattern's pattern (`holds` given: a pasted address, a word with digits, words
- * of three letters or more) runs with its shape's generic plan where addresses are in byte order (`upper` given): such a term is rare (holdsTerm), its plan is always the
- * address range for the part that begins with it and the trigram index for the rest, and planning it for its values
- * cost 0.52-0.56 ms a search (pg_stat_statements, BENCHMARKS.md section 73) of ~3. A term asked with its own pattern
+ * of three letters or more) runs with its shape's generic plan where addresses are in byte order (`upper` given): such
+ * a term is rare (holdsTerm), its plan is always the address range for the part that begins with it and the trigram
+ * index for the rest, and planning it for its values cost 0.52-0.56 ms a search (pg_stat_statements, BENCHMARKS.md
+ * section 73) of ~3. A term asked with its own pattern
  * (`grace`, `.com`) is planned for its values: how many addresses hold it decides between the trigram index and the
  * project's newest first.
  */
