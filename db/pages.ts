@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { isUuid } from '../core/values';
-import { genericStatementOf, preparedStatement, preparedStatementOf, valuedStatementOf, valuedText, withSettings } from './prepared';
+import { genericStatementOf, preparedStatement, preparedStatementOf, valuedText, withSettings } from './prepared';
 
 /**
  * Keyset pagination, the one way every list reads a page. Lists are ordered newest first by their time-ordered
@@ -98,7 +98,7 @@ export interface PageStatementOptions {
    * For a statement planned for its values (not `genericPlan`) whose values stay the same from one request to the next
    * but for the page's cursor (an endpoint's deliveries, a segment's condition): planned once per connection, not at
    * each request. The values are written into its text and the cursor alone, when there is one, is left a parameter
-   * (db/prepared.ts valuedStatementOf). Planning an endpoint's page of deliveries cost ~1 ms, a segment's over events
+   * (db/prepared.ts genericStatementOf). Planning an endpoint's page of deliveries cost ~1 ms, a segment's over events
    * 2-3 ms across the events' partitions, against 1-2 ms of running it (BENCHMARKS.md section 69). Not for values that
    * change with each request (a window of time): each text would be prepared and planned once, and then thrown away.
    */
@@ -145,7 +145,7 @@ interface CompiledPage {
   key: string;
   genericPlan: boolean;
   /** Its runner when its values are written into its text (`plannedOnce`): planned for them once per connection. */
-  valued?: ReturnType<typeof valuedStatementOf>;
+  valued?: ReturnType<typeof genericStatementOf>;
 }
 
 function compilePage({ page, count, options }: { page: Knex.QueryBuilder; count: Knex.QueryBuilder; options: PageStatementOptions }): CompiledPage {
@@ -157,7 +157,7 @@ function compilePage({ page, count, options }: { page: Knex.QueryBuilder; count:
   if (!options.plannedOnce) return { sql, bindings: [...bindings], key, genericPlan };
   const { cursor } = options.plannedOnce;
   const valued = valuedText(sql, bindings, (v) => cursor !== undefined && v === cursor);
-  return { sql: valued.text, bindings: valued.params, key, genericPlan, valued: valuedStatementOf('herald_valued', valued.text, { plannerSettings: LIST_SETTINGS }) };
+  return { sql: valued.text, bindings: valued.params, key, genericPlan, valued: genericStatementOf('herald_valued', valued.text, { plannerSettings: LIST_SETTINGS }) };
 }
 
 /** Runs a compiled page: with its generic plan (genericListStatement), or planned for its values under LIST_SETTINGS. */

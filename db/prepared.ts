@@ -101,22 +101,15 @@ export function valuedText(text: string, bindings: readonly unknown[], asParamet
 const keptByFamily = new Map<string, KeptStatements>();
 
 /**
- * A statement with values written in (valuedText), run as a named statement with the plan PostgreSQL makes for it once
- * per connection (force_generic_plan): a plan made for those values, as one planned at each execution is, without the
- * planning at each execution. For statements whose plan turns on values that stay the same from one run to the next
- * (a segment's condition: db/pages.ts pageStatementCache) and whose planning costs more than their run: a page of a
- * segment over events, 2-3 ms to plan across the events' partitions against 1-2 ms to run (BENCHMARKS.md section 69).
- * Their texts are as many as the values, so each connection keeps the `perConnection` of the family `prefix` it ran
- * last (KeptStatements). `text` is numbered (`$1`…), `plannerSettings` are in force for each run alone (SettingsQuery).
- */
-export function valuedStatementOf(prefix: string, text: string, opts: KeptOptions = {}): KeptRunner {
-  return genericStatementOf(prefix, text, opts);
-}
-
-/**
- * A numbered statement (`$1`…) run named with its generic plan, made once per connection under `plannerSettings`, each
- * connection keeping the `perConnection` of the family `prefix` it ran last: for texts made at run time, one per shape,
- * whose generic plan serves every value (a contact search by a term's words: db/queries/contacts.ts).
+ * A numbered statement (`$1`…) run named with its generic plan, the one PostgreSQL makes for it once per connection
+ * (force_generic_plan) under `plannerSettings`, which are in force for each run alone (SettingsQuery). Its texts may
+ * be as many as their values, so each connection keeps the `perConnection` of the family `prefix` it ran last
+ * (KeptStatements). Two uses:
+ * - a text with values written in (valuedText) whose plan turns on values that stay the same from one run to the next
+ *   (a segment's condition: db/pages.ts pageStatementCache) and whose planning costs more than its run: the plan made
+ *   for those values, without the planning at each run (a page of a segment over events, 2-3 ms to plan across the
+ *   events' partitions against 1-2 ms to run: BENCHMARKS.md section 69);
+ * - a text of a shape whose generic plan serves every value (a contact search by a term's words: db/queries/contacts.ts).
  */
 export function genericStatementOf(prefix: string, text: string, opts: KeptOptions = {}): KeptRunner {
   return keptStatementOf(prefix, text, 'force_generic_plan', opts);
@@ -125,15 +118,28 @@ export function genericStatementOf(prefix: string, text: string, opts: KeptOptio
 interface KeptOptions { plannerSettings?: Record<string, string>; perConnection?: number }
 type KeptRunner = (db: Knex | Knex.Transaction, values: readonly unknown[]) => Promise<{ rows: any[] }>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
+/**
+ * The runners made, by family, plan mode, settings and text: a list runs its statement at every request, and its name
+ * (a hash of the text) and checked settings are made once. At most KEPT_RUNNERS, the oldest forgotten first.
+ */
+const keptRunners = new Map<string, KeptRunner>();
+const KEPT_RUNNERS = 2000;
+
 /** A named statement of the family `prefix` (KeptStatements), run under `planCacheMode` and the planner settings. */
 function keptStatementOf(prefix: string, text: string, planCacheMode: 'force_generic_plan' | 'force_custom_plan', opts: KeptOptions): KeptRunner {
+  const key = `${prefix}\0${planCacheMode}\0${JSON.stringify(opts)}\0${text}`;
+  const known = keptRunners.get(key);
+  if (known) return known;
   const name = `${prefix}_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
   const settings = checkedSettings(name, { plan_cache_mode: planCacheMode, ...opts.plannerSettings });
   let kept = keptByFamily.get(prefix);
   if (!kept) keptByFamily.set(prefix, kept = new KeptStatements(opts.perConnection ?? 32));
   const family = kept;
-  return (db, values) => onConnection(db, { sql: text, bindings: values, options: { name } },
+  const run: KeptRunner = (db, values) => onConnection(db, { sql: text, bindings: values, options: { name } },
     (connection) => settingsQuery(connection, name, text, [...values], settings, family));
+  if (keptRunners.size >= KEPT_RUNNERS) keptRunners.delete(keptRunners.keys().next().value!);
+  keptRunners.set(key, run);
+  return run;
 }
 
 /** Knex's client as these runners use its pool: checked out, released, and its `query` event emitted as knex does. */
@@ -232,9 +238,9 @@ class SettingsQuery extends PgQuery {
 
 /**
  * Which of a family of named statements each connection keeps prepared: the `max` it ran last. A family whose texts a
- * process can make without end (valuedStatementOf's) would otherwise leave every one of them, with its plan, in every
- * server connection that ran it. admit() notes that `name` runs now on `c` and answers the names `c` drops for it (the
- * least recently run), which the run closes first, in its own round trip.
+ * process can make without end (genericStatementOf's with values written in) would otherwise leave every one of them,
+ * with its plan, in every server connection that ran it. admit() notes that `name` runs now on `c` and answers the
+ * names `c` drops for it (the least recently run), which the run closes first, in its own round trip.
  */
 class KeptStatements {
   private readonly byConnection = new WeakMap<PgWire, Map<string, true>>();

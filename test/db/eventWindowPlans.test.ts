@@ -79,7 +79,7 @@ test('a page of the window reads no partition of the months before it', async ()
 
 test('a page of the window is planned for its values once per connection, not at each request', async () => {
   // Its values (project, event name, window) written into its text, the cursor alone a parameter (db/pages.ts
-  // pageStatementCache, db/prepared.ts valuedStatementOf): PostgreSQL keeps the plan it made for them.
+  // pageStatementCache, db/prepared.ts genericStatementOf): PostgreSQL keeps the plan it made for them.
   const knex = createKnex(db.url, { poolMax: 1 });
   try {
     const first = await segmentMembers(knex, projectId, ids.opened!, { limit: 10 });

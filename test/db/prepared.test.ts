@@ -2,7 +2,7 @@ import { admit, presentKey } from '../../projects/access';
 import { hashKey } from '../../projects/keys';
 import { createProject, revokeKey } from '../../projects/service';
 import { createKnex } from '../../db/database';
-import { preparedStatement, valuedStatementOf, valuedText, withSettings } from '../../db/prepared';
+import { genericStatementOf, preparedStatement, valuedText, withSettings } from '../../db/prepared';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
 let db: TestDatabase;
@@ -191,7 +191,7 @@ test('valued statements: planned once per connection, and each connection keeps 
   const knex = createKnex(db.url, { poolMax: 1 });
   const prepared = async () => (await knex.raw(`SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'test_valued_%'`)).rows as { name: string; generic_plans: number; custom_plans: number }[];
   try {
-    const run = (k: number) => valuedStatementOf('test_valued', `SELECT ${k} AS k, $1::int AS v`, { perConnection: 3 });
+    const run = (k: number) => genericStatementOf('test_valued', `SELECT ${k} AS k, $1::int AS v`, { perConnection: 3 });
     for (let round = 0; round < 2; round++) {
       for (let k = 0; k < 5; k++) expect((await run(k)(knex, [round])).rows).toEqual([{ k, v: round }]);
     }
@@ -215,7 +215,7 @@ test('valued statements behind a transaction pooler (DATABASE_PREPARED_STATEMENT
   try {
     for (let round = 0; round < 2; round++) {
       for (let k = 0; k < 4; k++) {
-        const run = valuedStatementOf('test_valued_off', `SELECT ${k} AS k, $1::int AS v, 'it''s' AS t`, { perConnection: 2 });
+        const run = genericStatementOf('test_valued_off', `SELECT ${k} AS k, $1::int AS v, 'it''s' AS t`, { perConnection: 2 });
         expect((await run(off, [k * 10 + round])).rows).toEqual([{ k, v: k * 10 + round, t: "it's" }]);
       }
     }
