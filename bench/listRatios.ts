@@ -15,10 +15,10 @@
  * small resources through the API, the many rows by INSERT … SELECT. Then VACUUM ANALYZE.
  *
  * The Herald API runs as `npm run api` runs it (startHerald, roles api) in a child process. This process is the one
- * client (Node's fetch, one keep-alive connection, one request at a time) and asks, in each round, every case once,
+ * client (Node's fetch, or node:http with BENCH_CLIENT=http; one keep-alive connection, one request at a time) and asks, in each round, every case once,
  * each next to a GET /health: /health then the call in even rounds, the call then /health in odd ones, the order of
  * the cases rotating by round. So /health is timed exactly as every call is (same client, same connection, same
- * headers, from before fetch to the end of the body) and at the same moments: a change of the machine's load hits
+ * headers, from before the request to the end of the body) and at the same moments: a change of the machine's load hits
  * both alike. BENCH_ROUNDS rounds (default 1,000) after BENCH_WARMUP_ROUNDS (default 20): a call's p99 is then its
  * 10th slowest request; at 300 rounds it was the 3rd, and 5 to 10 of the 64 calls crossed the bar one way or the other
  * from one run of the same code to the next (BENCHMARKS.md section 61). A deep cursor is one of the first
@@ -32,12 +32,13 @@
  *
  * Environment: the sizes above, BENCH_ROUNDS, BENCH_WARMUP_ROUNDS, BENCH_DEEP_POSITIONS, BENCH_NODE_ARGS (the API process's node flags, e.g.
  * `--trace-gc` with BENCH_CHILD_STDOUT=1), BENCH_TRACE=file (every measured request: when, how long, which call), BENCH_ONLY (substrings, comma-separated: only the cases whose name
- * has one of them), BENCH_CPU_PROF=1 (a V8 profile of the API), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
+ * has one of them), BENCH_CLIENT (fetch, the default; http; or both: two tables from the same run), BENCH_CPU_PROF=1 (a V8 profile of the API), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
  * kept, with what the run needs of its seed in list-ratios.json: the next run with the same dir skips the seed, ~8
  * minutes, and migrates it to the code's schema), BENCH_TREE=dir (the API from another checkout, e.g. the code before a
  * change, on the same database: its migrations must be the same).
  */
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { encodeCursor } from '../api/pagination';
@@ -63,6 +64,9 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1000);
 const DEEP_POSITIONS = Number(process.env.BENCH_DEEP_POSITIONS ?? 300);
 const WARMUP = Number(process.env.BENCH_WARMUP_ROUNDS ?? 20);
 const ONLY = process.env.BENCH_ONLY;
+type Client = 'http' | 'fetch';
+const CLIENT = (process.env.BENCH_CLIENT ?? 'fetch') as Client | 'both';
+if (!['http', 'fetch', 'both'].includes(CLIENT)) throw new Error(`BENCH_CLIENT: http, fetch or both, not ${CLIENT}`);
 const DAYS = 90;
 const BAR = 1.5;
 
@@ -315,25 +319,45 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
     ];
     const cases = ONLY ? allCases.filter((c) => ONLY.split(',').some((part) => c.name.includes(part))) : allCases;
 
-    const ask = async (path: string) => {
-      const started = performance.now();
+    // The instrument: Node's fetch (BENCH_CLIENT=fetch, the default and the client of every earlier section) or
+    // node:http on one keep-alive socket (BENCH_CLIENT=http), or both in the same run. fetch spends 1.4 ms of the
+    // client's CPU a request against node:http's 0.6, on the cores the API and PostgreSQL run on; but a lighter client
+    // takes the same fixed time off the call and off /health, so it leaves the tails (the machine's stalls) as they
+    // are and the ratios no lower (BENCHMARKS.md section 74).
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const viaHttp = (path: string) => new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port, path, headers, agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      }).on('error', reject);
+    });
+    const viaFetch = async (path: string) => {
       const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers });
-      const body = Buffer.from(await res.arrayBuffer());
-      return { at: started, ms: performance.now() - started, status: res.status, body };
+      return { status: res.status, body: Buffer.from(await res.arrayBuffer()) };
+    };
+    const clientNames: Record<Client, string> = { http: 'node:http', fetch: "Node's fetch" };
+    const clients: Client[] = CLIENT === 'both' ? ['http', 'fetch'] : [CLIENT];
+    const ask = async (client: Client, path: string) => {
+      const started = performance.now();
+      const { status, body } = await (client === 'fetch' ? viaFetch : viaHttp)(path);
+      return { at: started, ms: performance.now() - started, status, body };
     };
     // BENCH_TRACE=file: every measured request as a line `at ms case` (at: ms since the measures began; case: the
     // case's index, -1 for /health), to see whether the slow ones come together in time (the machine) or alone (the call).
+    // With BENCH_CLIENT=both, the first client's requests alone.
     const trace: string[] = [];
     let traceZero = 0;
     const traced = (at: number, ms: number, ci: number) => { if (process.env.BENCH_TRACE) trace.push(`${(at - traceZero).toFixed(3)} ${ms.toFixed(3)} ${ci}`); };
-    const health = async () => {
-      const r = await ask('/health');
+    const health = async (client: Client) => {
+      const r = await ask(client, '/health');
       if (r.status !== 200) throw new Error(`/health: ${r.status}`);
       return { ms: r.ms, at: r.at };
     };
-    const call = async (c: Case, i: number) => {
+    const call = async (client: Client, c: Case, i: number) => {
       const path = c.path(i);
-      const r = await ask(path);
+      const r = await ask(client, path);
       if (r.status !== 200) throw new Error(`${c.name} (${path}): ${r.status} ${r.body.toString().slice(0, 300)}`);
       const data = JSON.parse(r.body.toString()).data as { items?: unknown[]; series?: unknown[] };
       const list = data.items ?? data.series;
@@ -341,10 +365,10 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
       return { ms: r.ms, at: r.at, bytes: r.body.length };
     };
 
-    const times = cases.map(() => [] as number[]);
-    const beside = cases.map(() => [] as number[]);
+    // Each client's measures: with both, every call and its /health are asked by one client then by the other (the
+    // order alternating by round), so that both tables come from the same moments of the same run.
+    const measures = clients.map(() => ({ times: cases.map(() => [] as number[]), beside: cases.map(() => [] as number[]), allHealth: [] as number[] }));
     const bytes = cases.map(() => 0);
-    const allHealth: number[] = [];
     let steal0 = stealSince();
     let load0 = os.loadavg()[0]!;
     const loads: number[] = [];
@@ -358,61 +382,73 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
       for (let k = 0; k < cases.length; k++) {
         const ci = (k + round) % cases.length;
         const c = cases[ci]!;
-        let h: { ms: number; at: number };
-        let r: { ms: number; at: number; bytes: number };
-        if (round % 2 === 0) {
-          h = await health();
-          r = await call(c, round);
-        } else {
-          r = await call(c, round);
-          h = await health();
-        }
-        if (round >= WARMUP) {
-          times[ci]!.push(r.ms);
-          beside[ci]!.push(h.ms);
-          allHealth.push(h.ms);
-          bytes[ci] = r.bytes;
-          traced(h.at, h.ms, -1);
-          traced(r.at, r.ms, ci);
+        for (let j = 0; j < clients.length; j++) {
+          const x = (j + Math.floor(round / 2)) % clients.length;
+          const client = clients[x]!;
+          let h: { ms: number; at: number };
+          let r: { ms: number; at: number; bytes: number };
+          if (round % 2 === 0) {
+            h = await health(client);
+            r = await call(client, c, round);
+          } else {
+            r = await call(client, c, round);
+            h = await health(client);
+          }
+          if (round >= WARMUP) {
+            const m = measures[x]!;
+            m.times[ci]!.push(r.ms);
+            m.beside[ci]!.push(h.ms);
+            m.allHealth.push(h.ms);
+            bytes[ci] = r.bytes;
+            if (x === 0) {
+              traced(h.at, h.ms, -1);
+              traced(r.at, r.ms, ci);
+            }
+          }
         }
       }
       if (round >= WARMUP) loads.push(os.loadavg()[0]!);
       if (round === WARMUP) {
         // A first look (the first measured round), slowest first: where the time goes before the run is over.
-        const first = cases.map((c, ci) => ({ name: c.name, ms: times[ci]![0]! })).sort((a, b) => b.ms - a.ms).slice(0, 12);
+        const first = cases.map((c, ci) => ({ name: c.name, ms: measures[0]!.times[ci]![0]! })).sort((a, b) => b.ms - a.ms).slice(0, 12);
         console.log(`first measured round, slowest: ${first.map((f) => `${f.name} ${f.ms.toFixed(0)} ms`).join('; ')}`);
       }
       if ((round + 1) % 10 === 0) console.log(`round ${round + 1} of ${WARMUP + ROUNDS} (${((Date.now() - measureStarted) / 1000).toFixed(0)} s), load ${os.loadavg()[0]!.toFixed(1)}`);
     }
     const steal = stealSince(steal0.at).share;
-    const h = sorted(allHealth);
-    const hp50 = pct(h, 50);
-    const hp99 = pct(h, 99);
-    // The /health requests of each measured round (cases.length of them, in order), for ratioIntervals.
-    const healthByRound = Array.from({ length: ROUNDS }, (_, r) => allHealth.slice(r * cases.length, (r + 1) * cases.length));
-    const intervals = ratioIntervals(times, healthByRound);
-    const rows = cases.map((c, ci) => {
-      const t = sorted(times[ci]!);
-      const b = sorted(beside[ci]!);
-      const interval = intervals[ci]!;
-      return { page: c.page, name: c.name, p50: pct(t, 50), p99: pct(t, 99), max: t[t.length - 1]!, ratio: pct(t, 99) / hp99, interval, besideP99: pct(b, 99), bytes: bytes[ci]! };
-    });
 
     console.log(`\nthe project: ${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')}`);
-    console.log(`${ROUNDS} rounds after ${WARMUP} of warm-up; in each, every call once beside one GET /health; one client, one connection, one request at a time`);
+    console.log(`${ROUNDS} rounds after ${WARMUP} of warm-up; in each, every call once beside one GET /health${clients.length > 1 ? ', by each client' : ''}; ${clients.length > 1 ? 'two clients' : 'one client'} (${clients.map((c) => clientNames[c]).join(', then ')}), one connection each, one request at a time`);
     console.log(`steal during the measures: ${(steal * 100).toFixed(1)} % of the machine's CPU time; load average ${load0.toFixed(1)} at the start, ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} during`);
-    console.log(`\nGET /health, all ${h.length} requests of the run: p50 ${hp50.toFixed(2)} ms, p99 ${hp99.toFixed(2)} ms, max ${h[h.length - 1]!.toFixed(2)} ms`);
-    console.log('\n| page | call | p50 ms | p99 ms | max ms | **p99 ÷ /health p99** | 95 % interval | /health p99 beside it, ms | answer bytes |');
-    console.log('|---|---|---|---|---|---|---|---|---|');
-    console.log(`| – | GET /health | ${hp50.toFixed(2)} | ${hp99.toFixed(2)} | ${h[h.length - 1]!.toFixed(2)} | 1.00 | – | – | – |`);
-    for (const r of rows) console.log(`| ${r.page} | ${r.name} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.max.toFixed(2)} | ${r.ratio > BAR ? '**' : ''}${r.ratio.toFixed(2)}${r.ratio > BAR ? '**' : ''} | ${r.interval[0].toFixed(2)}–${r.interval[1].toFixed(2)} | ${r.besideP99.toFixed(2)} | ${r.bytes} |`);
-    const missed = rows.filter((r) => r.ratio > BAR);
-    const surelyOver = rows.filter((r) => r.interval[0] > BAR);
-    const surelyWithin = rows.filter((r) => r.interval[1] <= BAR);
-    console.log(`\n${rows.length - missed.length} of ${rows.length} calls within ${BAR} × /health's p99${missed.length ? `; over it: ${missed.map((r) => `${r.name} (${r.ratio.toFixed(2)})`).join(', ')}` : ''}`);
-    console.log(`by their 95 % intervals: ${surelyWithin.length} within the bar whatever the draw, ${surelyOver.length} over it whatever the draw${surelyOver.length ? ` (${surelyOver.map((r) => r.name).join(', ')})` : ''}, ${rows.length - surelyWithin.length - surelyOver.length} either way`);
+    const reports = clients.map((client, x) => {
+      const { times, beside, allHealth } = measures[x]!;
+      const h = sorted(allHealth);
+      const hp50 = pct(h, 50);
+      const hp99 = pct(h, 99);
+      // The /health requests of each measured round (cases.length of them, in order), for ratioIntervals.
+      const healthByRound = Array.from({ length: ROUNDS }, (_, r) => allHealth.slice(r * cases.length, (r + 1) * cases.length));
+      const intervals = ratioIntervals(times, healthByRound);
+      const rows = cases.map((c, ci) => {
+        const t = sorted(times[ci]!);
+        const b = sorted(beside[ci]!);
+        const interval = intervals[ci]!;
+        return { page: c.page, name: c.name, p50: pct(t, 50), p99: pct(t, 99), max: t[t.length - 1]!, ratio: pct(t, 99) / hp99, interval, besideP99: pct(b, 99), bytes: bytes[ci]! };
+      });
+      if (clients.length > 1) console.log(`\n### timed by ${clientNames[client]}`);
+      console.log(`\nGET /health, all ${h.length} requests of the run: p50 ${hp50.toFixed(2)} ms, p99 ${hp99.toFixed(2)} ms, max ${h[h.length - 1]!.toFixed(2)} ms`);
+      console.log('\n| page | call | p50 ms | p99 ms | max ms | **p99 ÷ /health p99** | 95 % interval | /health p99 beside it, ms | answer bytes |');
+      console.log('|---|---|---|---|---|---|---|---|---|');
+      console.log(`| – | GET /health | ${hp50.toFixed(2)} | ${hp99.toFixed(2)} | ${h[h.length - 1]!.toFixed(2)} | 1.00 | – | – | – |`);
+      for (const r of rows) console.log(`| ${r.page} | ${r.name} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.max.toFixed(2)} | ${r.ratio > BAR ? '**' : ''}${r.ratio.toFixed(2)}${r.ratio > BAR ? '**' : ''} | ${r.interval[0].toFixed(2)}–${r.interval[1].toFixed(2)} | ${r.besideP99.toFixed(2)} | ${r.bytes} |`);
+      const missed = rows.filter((r) => r.ratio > BAR);
+      const surelyOver = rows.filter((r) => r.interval[0] > BAR);
+      const surelyWithin = rows.filter((r) => r.interval[1] <= BAR);
+      console.log(`\n${clientNames[client]}: ${rows.length - missed.length} of ${rows.length} calls within ${BAR} × /health's p99${missed.length ? `; over it: ${missed.map((r) => `${r.name} (${r.ratio.toFixed(2)})`).join(', ')}` : ''}`);
+      console.log(`${clientNames[client]}, by their 95 % intervals: ${surelyWithin.length} within the bar whatever the draw, ${surelyOver.length} over it whatever the draw${surelyOver.length ? ` (${surelyOver.map((r) => r.name).join(', ')})` : ''}, ${rows.length - surelyWithin.length - surelyOver.length} either way`);
+      return { client, health: { p50: hp50, p99: hp99 }, rows };
+    });
     if (process.env.BENCH_TRACE) fs.writeFileSync(process.env.BENCH_TRACE, `${cases.map((c, ci) => `# ${ci} ${c.name}`).join('\n')}\n${trace.join('\n')}\n`);
-    if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), counts, sizes: SIZES, rounds: ROUNDS, steal, loads: [Math.min(...loads), Math.max(...loads)], health: { p50: hp50, p99: hp99 }, rows }, null, 2));
+    if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), counts, sizes: SIZES, rounds: ROUNDS, steal, loads: [Math.min(...loads), Math.max(...loads)], ...reports[0]!, clients: reports }, null, 2));
   } finally {
     await Promise.all(children.map((ch) => ch.stop()));
     await cluster.stop();
