@@ -32,7 +32,7 @@
  *
  * Environment: the sizes above, BENCH_ROUNDS, BENCH_WARMUP_ROUNDS, BENCH_DEEP_POSITIONS, BENCH_NODE_ARGS (the API process's node flags, e.g.
  * `--trace-gc` with BENCH_CHILD_STDOUT=1), BENCH_TRACE=file (every measured request: when, how long, which call), BENCH_ONLY (substrings, comma-separated: only the cases whose name
- * has one of them), BENCH_CLIENT (fetch, the default; http; or both: two tables from the same run), BENCH_CPU_PROF=1 (a V8 profile of the API), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
+ * has one of them), BENCH_CLIENT (fetch, the default; http; or both: two tables from the same run), BENCH_CPU_PROF=1 (a V8 profile of the API), BENCH_PG_STAT=1 (PostgreSQL's statements per measured call), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
  * kept, with what the run needs of its seed in list-ratios.json: the next run with the same dir skips the seed, ~8
  * minutes, and migrates it to the code's schema), BENCH_TREE=dir (the API from another checkout, e.g. the code before a
  * change, on the same database: its migrations must be the same).
@@ -44,7 +44,7 @@ import path from 'node:path';
 import { encodeCursor } from '../api/pagination';
 import { addDomain } from '../domains/rows';
 import { createProject } from '../projects/service';
-import { startCluster } from './lib/cluster';
+import { printTopStatements, startCluster } from './lib/cluster';
 import { seedConsoleProject, withIndexesAfter } from './lib/consoleSeed';
 import { startHeraldChild } from './lib/herald';
 import { seedListExtras } from './lib/listSeed';
@@ -378,6 +378,7 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
         steal0 = stealSince();
         load0 = os.loadavg()[0]!;
         traceZero = performance.now();
+        await printTopStatements(cluster, 1, 0); // BENCH_PG_STAT=1: the warm-up's statistics reset
       }
       for (let k = 0; k < cases.length; k++) {
         const ci = (k + round) % cases.length;
@@ -416,6 +417,10 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
       if ((round + 1) % 10 === 0) console.log(`round ${round + 1} of ${WARMUP + ROUNDS} (${((Date.now() - measureStarted) / 1000).toFixed(0)} s), load ${os.loadavg()[0]!.toFixed(1)}`);
     }
     const steal = stealSince(steal0.at).share;
+    if (cluster.pgStat) {
+      console.log(`\nPostgreSQL's statements per measured call (BENCH_PG_STAT=1; each call and its /health, by ${clients.length} client(s)):`);
+      await printTopStatements(cluster, ROUNDS * cases.length * clients.length, 15);
+    }
 
     console.log(`\nthe project: ${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     console.log(`${ROUNDS} rounds after ${WARMUP} of warm-up; in each, every call once beside one GET /health${clients.length > 1 ? ', by each client' : ''}; ${clients.length > 1 ? 'two clients' : 'one client'} (${clients.map((c) => clientNames[c]).join(', then ')}), one connection each, one request at a time`);
