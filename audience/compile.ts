@@ -161,6 +161,23 @@ export async function loadSegments(db: Knex, projectId: string): Promise<Segment
 }
 
 /**
+ * The project's segments' definitions as one text, in SQL (binding: the project): the md5 of each segment's id, type
+ * and condition in id order. A process that kept the definitions (audience/segments.ts) selects it beside the statement
+ * it built from them, and knows in the same snapshot whether they are still what it built it from.
+ */
+export const SEGMENTS_DIGEST_SQL = `(SELECT md5(coalesce(string_agg(s.id::text || ' ' || s.type::text || ' ' || coalesce(s.condition::text, ''), ',' ORDER BY s.id), '')) FROM segments s WHERE s.project_id = ?)`;
+
+const SEGMENT_DEFS_DIGESTED = preparedStatement('herald_segment_defs_digested',
+  `SELECT id, type, condition, ${SEGMENTS_DIGEST_SQL} AS digest FROM segments WHERE project_id = ?`, { genericPlan: true });
+
+/** loadSegments, with their digest (SEGMENTS_DIGEST_SQL) read in the same statement; undefined when there are none. */
+export async function loadSegmentsDigested(db: Knex, projectId: string): Promise<{ all: SegmentMap; digest: string | undefined }> {
+  const { rows } = await SEGMENT_DEFS_DIGESTED(db, [projectId, projectId]);
+  const defs = rows as (SegmentDef & { digest: string })[];
+  return { all: new Map(defs.map(({ digest: _d, ...r }) => [r.id, r])), digest: defs[0]?.digest };
+}
+
+/**
  * Loads the project's segments and finds the problems of the condition's segment references: a segment that
  * does not exist in the project, or a chain that leads back to `selfId` (the segment being saved) or around a loop.
  */

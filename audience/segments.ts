@@ -11,7 +11,7 @@ import {
   unusableCondition, type KeptCountRow, type MemberCount,
 } from './segmentQueries';
 import { checkCondition, readsContactRowOnly } from './check';
-import { loadSegments, resolveSegments, type SegmentDef, type SegmentMap } from './compile';
+import { loadSegments, loadSegmentsDigested, resolveSegments, SEGMENTS_DIGEST_SQL, type SegmentDef, type SegmentMap } from './compile';
 import { normaliseCondition, type AudienceCondition } from './condition';
 import { audited, type Actor } from '../audit/log';
 
@@ -269,21 +269,65 @@ export function segmentMemberQueries(db: Knex, projectId: string, segment: Segme
 const segmentPages = pageStatementCache();
 
 /**
- * A page of the segment's contacts, newest first, and their total. The project's segments are read once: they hold
- * this one (not found otherwise) and those its condition names.
+ * Each project's segments as this process last read them with their digest (SEGMENTS_DIGEST_SQL), per database
+ * (knex's connection settings, which its transactions share): a page of a segment's contacts is built from them and
+ * checks them in its own statement, so that it does not read them first in a round trip of its own (0.3-0.5 ms of a
+ * segment page's 3-4 ms; BENCHMARKS.md section 74). At most KNOWN_PROJECTS projects, the oldest forgotten first.
  */
-export async function segmentMembers(db: Knex, projectId: string, id: string, page: PageRequest): Promise<CappedList<Contact>> {
-  const all = await loadSegments(db, projectId);
-  const segment = all.get(id.toLowerCase());
-  if (!segment) throw notFound('Segment');
+const knownSegments = new WeakMap<object, Map<string, { all: SegmentMap; digest: string }>>();
+const KNOWN_PROJECTS = 1000;
+
+function knownSegmentsOf(db: Knex): Map<string, { all: SegmentMap; digest: string }> {
+  const key = db.client.config as object;
+  let known = knownSegments.get(key);
+  if (!known) knownSegments.set(key, (known = new Map()));
+  return known;
+}
+
+/** A page of `segment`'s contacts built from `all`, the project's segments, with their digest as they are now. */
+async function membersPage(db: Knex, projectId: string, segment: SegmentDef, all: SegmentMap, page: PageRequest): Promise<{ list: CappedList<Contact>; digest: unknown }> {
   // The statement is made of the project, this segment and the segments its condition may name: all of them, as read
   // (hashed: a project's segments can be many, and the cache keeps a thousand shapes).
   const definitions = createHash('sha256').update(JSON.stringify([...all.values()].sort((a, b) => (a.id < b.id ? -1 : 1)))).digest('base64url');
   const shape = `${projectId}\u0000${segment.id}\u0000${definitions}`;
+  const { rows: found, total, check } = await segmentPages(db, shape, page, (request) => {
+    const queries = segmentMemberQueries(db, projectId, segment, all, request);
+    return { ...queries, options: { ...queries.options, check: { sql: SEGMENTS_DIGEST_SQL, bindings: [projectId] } } };
+  });
+  return { list: { rows: found.map((r) => Contact.fromDatabaseJson(r)), ...cappedTotal(total, memberCountCap(segment)) }, digest: check };
+}
+
+/**
+ * A page of the segment's contacts, newest first, and their total. The project's segments (which hold this one, not
+ * found otherwise, and those its condition names) as this process kept them when it has them (knownSegments), checked
+ * in the page's statement: read again, and the page with them, when they changed since. Read first otherwise.
+ */
+export async function segmentMembers(db: Knex, projectId: string, id: string, page: PageRequest): Promise<CappedList<Contact>> {
+  const segmentId = id.toLowerCase();
+  const known = knownSegmentsOf(db);
   return evaluating(
     async () => {
-      const { rows: found, total } = await segmentPages(db, shape, page, (request) => segmentMemberQueries(db, projectId, segment, all, request));
-      return { rows: found.map((r) => Contact.fromDatabaseJson(r)), ...cappedTotal(total, memberCountCap(segment)) };
+      const kept = known.get(projectId);
+      const keptSegment = kept?.all.get(segmentId);
+      if (kept && keptSegment) {
+        try {
+          const got = await membersPage(db, projectId, keptSegment, kept.all, page);
+          if (got.digest === kept.digest) return got.list;
+        } catch (err) {
+          // A condition that cannot be evaluated may be one changed since: fails as it is only when it still is.
+          const now = await loadSegmentsDigested(db, projectId);
+          if (now.digest === kept.digest) throw err;
+        }
+      }
+      const { all, digest } = await loadSegmentsDigested(db, projectId);
+      known.delete(projectId);
+      if (digest !== undefined) {
+        if (known.size >= KNOWN_PROJECTS) known.delete(known.keys().next().value!);
+        known.set(projectId, { all, digest });
+      }
+      const segment = all.get(segmentId);
+      if (!segment) throw notFound('Segment');
+      return (await membersPage(db, projectId, segment, all, page)).list;
     },
     'Fix the segment\'s condition (PATCH /segments/:id), or the segments it names.',
   );

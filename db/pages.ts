@@ -103,6 +103,13 @@ export interface PageStatementOptions {
    * change with each request (a window of time): each text would be prepared and planned once, and then thrown away.
    */
   plannedOnce?: { cursor?: string };
+  /**
+   * An SQL value (a scalar subquery, with its bindings) selected beside the count as `__check` and answered as
+   * ListRows `check`: what the caller compares with what it assumed when it built the statement, read in the same
+   * snapshot as the page (a segment's page built from the project's segments as the process kept them, and their
+   * digest as they are: audience/segments.ts). It must not turn on the cursor.
+   */
+  check?: { sql: string; bindings: readonly unknown[] };
 }
 
 /** A page's `whole` (PageStatementOptions): its limit when it is a first page, none after a cursor. */
@@ -124,6 +131,7 @@ export function pageStatement(page: Knex.QueryBuilder, count: Knex.QueryBuilder,
           'CASE WHEN (SELECT count(*) FROM page) <= ? THEN (SELECT count(*) FROM page) ELSE (SELECT n FROM total) END AS __total', [whole]));
       }
     })
+    .modify((q: Knex.QueryBuilder) => { if (opts.check) q.select(page.client.raw(`${opts.check.sql} AS __check`, opts.check.bindings)); })
     .joinRaw('LEFT JOIN page ON true')
     .select('page.*')
     .orderBy(order.map((o) => ({ column: `page.${o.column.split('.').pop()!}`, order: o.order })));
@@ -317,13 +325,19 @@ export interface ListRows {
   rows: Record<string, unknown>[];
   total: number;
   totalWhole?: boolean;
+  /** The statement's `__check` (PageStatementOptions `check`), when it selects one. */
+  check?: unknown;
 }
 
 function rowsAndTotal(joined: Record<string, unknown>[], key: string): ListRows {
   const first = joined[0];
   const total = Number(first?.__total ?? 0);
-  const rows = joined.filter((r) => r[key] !== null).map(({ __total: _n, __total_whole: _w, ...row }) => row);
-  return { rows, total, ...(first && '__total_whole' in first ? { totalWhole: first.__total_whole === true } : {}) };
+  const rows = joined.filter((r) => r[key] !== null).map(({ __total: _n, __total_whole: _w, __check: _c, ...row }) => row);
+  return {
+    rows, total,
+    ...(first && '__total_whole' in first ? { totalWhole: first.__total_whole === true } : {}),
+    ...(first && '__check' in first ? { check: first.__check } : {}),
+  };
 }
 
 /**

@@ -36,6 +36,37 @@ test('dynamic segment: create with memberCount, members list, patch the conditio
   expect((await t.http().get(`/segments/${id}`).set(key)).status).toBe(404);
 });
 
+// A process keeps a project's segments and checks them in each page's statement (audience/segments.ts knownSegments):
+// what another process changed (here written to the database directly, past this one) is what the next page reads.
+test('a segment page reads the segments as the database has them, whatever this process kept of them', async () => {
+  const emails = async (id: string) => {
+    const res = await t.http().get(`/segments/${id}/contacts`).set(key);
+    expect(res.status).toBe(200);
+    return res.body.data.items.map((c: { email: string }) => c.email).sort();
+  };
+  const { body } = await t.http().post('/segments').set(key).send({ name: 'Kept', type: 'DYNAMIC', condition: pro });
+  const id = body.data.id;
+  expect(await emails(id)).toEqual(['a@acme.io', 'c@example.com']);
+  expect(await emails(id)).toEqual(['a@acme.io', 'c@example.com']);
+
+  const free = { logic: 'AND', groups: [{ filters: [{ field: 'data.plan', operator: 'equals', value: 'free' }] }] };
+  await t.db.knex('segments').where({ id }).update({ condition: JSON.stringify(free) });
+  expect(await emails(id)).toEqual(['b@acme.io', 'd@example.com']);
+
+  // A segment it names, changed elsewhere: the page of the one that names it follows.
+  const { body: outer } = await t.http().post('/segments').set(key).send({ name: 'Names Kept', type: 'DYNAMIC', condition: { logic: 'AND', groups: [{ filters: [{ field: `segment.${id}`, operator: 'memberOf' }] }] } });
+  expect(await emails(outer.data.id)).toEqual(['b@acme.io', 'd@example.com']);
+  await t.db.knex('segments').where({ id }).update({ condition: JSON.stringify(pro) });
+  expect(await emails(outer.data.id)).toEqual(['a@acme.io', 'c@example.com']);
+
+  // Made elsewhere: found; deleted elsewhere: not found.
+  const [made] = await t.db.knex('segments').insert({ project_id: t.project.id, name: 'Made elsewhere', type: 'DYNAMIC', condition: JSON.stringify(free) }).returning('id');
+  expect(await emails(made.id)).toEqual(['b@acme.io', 'd@example.com']);
+  await t.db.knex('segments').where({ id: made.id }).delete();
+  expect((await t.http().get(`/segments/${made.id}/contacts`).set(key)).status).toBe(404);
+  for (const s of [outer.data.id, id]) expect((await t.http().delete(`/segments/${s}`).set(key)).status).toBe(204);
+});
+
 test('static segment: add by email (unknown emails become subscribed contacts), remove, counts', async () => {
   const { body } = await t.http().post('/segments').set(key).send({ name: 'VIP', type: 'STATIC' });
   const id = body.data.id;
