@@ -149,32 +149,30 @@ function compile(q: Where, condition: AudienceCondition, segments: SegmentMap, d
 }
 
 /**
- * The project's segments' definitions: a named statement, prepared once per connection (db/prepared.ts), since every
- * page of a segment's contacts reads them first (0.70 ms as a knex query of its own, in process on the bench's cluster).
+ * The project's segments' definitions as one text, in SQL (binding: the project): the sha256 of each segment's id,
+ * type and condition in id order. A process that kept the definitions (audience/segments.ts) selects it beside the
+ * statement it built from them, and knows in the same snapshot whether they are still what it built it from.
  */
-const SEGMENT_DEFS = preparedStatement('herald_segment_defs', 'SELECT id, type, condition FROM segments WHERE project_id = ?', { genericPlan: true });
+export const SEGMENTS_DIGEST_SQL = `(SELECT encode(sha256(convert_to(coalesce(string_agg(s.id::text || ' ' || s.type::text || ' ' || coalesce(s.condition::text, ''), ',' ORDER BY s.id), ''), 'UTF8')), 'hex') FROM segments s WHERE s.project_id = ?)`;
+
+/**
+ * The project's segments' definitions and their digest: a named statement, prepared once per connection
+ * (db/prepared.ts), since a page of a segment's contacts reads them when its process does not know them yet (0.70 ms
+ * as a knex query of its own, in process on the bench's cluster).
+ */
+const SEGMENT_DEFS = preparedStatement('herald_segment_defs',
+  `SELECT id, type, condition, ${SEGMENTS_DIGEST_SQL} AS digest FROM segments WHERE project_id = ?`, { genericPlan: true });
+
+/** The project's segments, with their digest (SEGMENTS_DIGEST_SQL) read in the same statement; undefined when there are none. */
+export async function loadSegmentsDigested(db: Knex, projectId: string): Promise<{ all: SegmentMap; digest: string | undefined }> {
+  const { rows } = await SEGMENT_DEFS(db, [projectId, projectId]);
+  const defs = rows as (SegmentDef & { digest: string })[];
+  return { all: new Map(defs.map(({ digest: _d, ...r }) => [r.id, r])), digest: defs[0]?.digest };
+}
 
 /** The project's segments, for resolving nested segment.<id> filters (one query; a project has few segments). */
 export async function loadSegments(db: Knex, projectId: string): Promise<SegmentMap> {
-  const { rows } = await SEGMENT_DEFS(db, [projectId]);
-  return new Map((rows as SegmentDef[]).map((r) => [r.id, r]));
-}
-
-/**
- * The project's segments' definitions as one text, in SQL (binding: the project): the md5 of each segment's id, type
- * and condition in id order. A process that kept the definitions (audience/segments.ts) selects it beside the statement
- * it built from them, and knows in the same snapshot whether they are still what it built it from.
- */
-export const SEGMENTS_DIGEST_SQL = `(SELECT md5(coalesce(string_agg(s.id::text || ' ' || s.type::text || ' ' || coalesce(s.condition::text, ''), ',' ORDER BY s.id), '')) FROM segments s WHERE s.project_id = ?)`;
-
-const SEGMENT_DEFS_DIGESTED = preparedStatement('herald_segment_defs_digested',
-  `SELECT id, type, condition, ${SEGMENTS_DIGEST_SQL} AS digest FROM segments WHERE project_id = ?`, { genericPlan: true });
-
-/** loadSegments, with their digest (SEGMENTS_DIGEST_SQL) read in the same statement; undefined when there are none. */
-export async function loadSegmentsDigested(db: Knex, projectId: string): Promise<{ all: SegmentMap; digest: string | undefined }> {
-  const { rows } = await SEGMENT_DEFS_DIGESTED(db, [projectId, projectId]);
-  const defs = rows as (SegmentDef & { digest: string })[];
-  return { all: new Map(defs.map(({ digest: _d, ...r }) => [r.id, r])), digest: defs[0]?.digest };
+  return (await loadSegmentsDigested(db, projectId)).all;
 }
 
 /**

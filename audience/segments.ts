@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { conflict, invalid, notFound } from '../core/errors';
 import { Contact } from '../db/models/Contact';
 import type { CappedList, Listed, PageRequest } from '../db/pages';
 import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedCount, cappedTotal, firstPageOfCount, listPage, pageQueries, pageStatementCache, rowLimit, wholeOf, type PageStatementOptions } from '../db/pages';
 import { ownedRow } from '../db/owned';
+import { perDatabase } from '../db/perDatabase';
 import { upsertContacts } from '../db/queries/contacts';
 import {
   claimRecounts, isUnusableCondition, keptCount, recountSegments, SEGMENT_RECOUNT_AFTER_MS, segmentContacts, segmentCountRows, segmentsReferencing,
@@ -269,29 +269,28 @@ export function segmentMemberQueries(db: Knex, projectId: string, segment: Segme
 const segmentPages = pageStatementCache();
 
 /**
- * Each project's segments as this process last read them with their digest (SEGMENTS_DIGEST_SQL), per database
- * (knex's connection settings, which its transactions share): a page of a segment's contacts is built from them and
- * checks them in its own statement, so that it does not read them first in a round trip of its own (0.3-0.5 ms of a
- * segment page's 3-4 ms; BENCHMARKS.md section 74). At most KNOWN_PROJECTS projects, the oldest forgotten first.
+ * Each project's segments as this process last read them with their digest (SEGMENTS_DIGEST_SQL), per database: a
+ * page of a segment's contacts is built from them and checks them in its own statement, so that it does not read them
+ * first in a round trip of its own (0.3-0.5 ms of a segment page's 3-4 ms; BENCHMARKS.md section 74). At most
+ * KNOWN_PROJECTS projects, the oldest forgotten first.
  */
-const knownSegments = new WeakMap<object, Map<string, { all: SegmentMap; digest: string }>>();
+const knownSegments = perDatabase(() => new Map<string, KnownSegments>());
 const KNOWN_PROJECTS = 1000;
 
-function knownSegmentsOf(db: Knex): Map<string, { all: SegmentMap; digest: string }> {
-  const key = db.client.config as object;
-  let known = knownSegments.get(key);
-  if (!known) knownSegments.set(key, (known = new Map()));
-  return known;
+interface KnownSegments {
+  all: SegmentMap;
+  digest: string;
 }
 
-/** A page of `segment`'s contacts built from `all`, the project's segments, with their digest as they are now. */
-async function membersPage(db: Knex, projectId: string, segment: SegmentDef, all: SegmentMap, page: PageRequest): Promise<{ list: CappedList<Contact>; digest: unknown }> {
-  // The statement is made of the project, this segment and the segments its condition may name: all of them, as read
-  // (hashed: a project's segments can be many, and the cache keeps a thousand shapes).
-  const definitions = createHash('sha256').update(JSON.stringify([...all.values()].sort((a, b) => (a.id < b.id ? -1 : 1)))).digest('base64url');
-  const shape = `${projectId}\u0000${segment.id}\u0000${definitions}`;
+/**
+ * A page of `segment`'s contacts built from `known`, the project's segments, with their digest as they are now. The
+ * statement is made of the project, this segment and the segments its condition may name: all of them, which their
+ * digest names (a project's segments can be many, and the cache keeps a thousand shapes).
+ */
+async function membersPage(db: Knex, projectId: string, segment: SegmentDef, known: KnownSegments, page: PageRequest): Promise<{ list: CappedList<Contact>; digest: unknown }> {
+  const shape = `${projectId}\u0000${segment.id}\u0000${known.digest}`;
   const { rows: found, total, check } = await segmentPages(db, shape, page, (request) => {
-    const queries = segmentMemberQueries(db, projectId, segment, all, request);
+    const queries = segmentMemberQueries(db, projectId, segment, known.all, request);
     return { ...queries, options: { ...queries.options, check: { sql: SEGMENTS_DIGEST_SQL, bindings: [projectId] } } };
   });
   return { list: { rows: found.map((r) => Contact.fromDatabaseJson(r)), ...cappedTotal(total, memberCountCap(segment)) }, digest: check };
@@ -304,30 +303,31 @@ async function membersPage(db: Knex, projectId: string, segment: SegmentDef, all
  */
 export async function segmentMembers(db: Knex, projectId: string, id: string, page: PageRequest): Promise<CappedList<Contact>> {
   const segmentId = id.toLowerCase();
-  const known = knownSegmentsOf(db);
+  const known = knownSegments(db);
   return evaluating(
     async () => {
       const kept = known.get(projectId);
       const keptSegment = kept?.all.get(segmentId);
+      let read: { all: SegmentMap; digest: string | undefined } | undefined;
       if (kept && keptSegment) {
         try {
-          const got = await membersPage(db, projectId, keptSegment, kept.all, page);
+          const got = await membersPage(db, projectId, keptSegment, kept, page);
           if (got.digest === kept.digest) return got.list;
         } catch (err) {
           // A condition that cannot be evaluated may be one changed since: fails as it is only when it still is.
-          const now = await loadSegmentsDigested(db, projectId);
-          if (now.digest === kept.digest) throw err;
+          read = await loadSegmentsDigested(db, projectId);
+          if (read.digest === kept.digest) throw err;
         }
       }
-      const { all, digest } = await loadSegmentsDigested(db, projectId);
+      const { all, digest } = read ?? await loadSegmentsDigested(db, projectId);
       known.delete(projectId);
-      if (digest !== undefined) {
-        if (known.size >= KNOWN_PROJECTS) known.delete(known.keys().next().value!);
-        known.set(projectId, { all, digest });
-      }
       const segment = all.get(segmentId);
-      if (!segment) throw notFound('Segment');
-      return (await membersPage(db, projectId, segment, all, page)).list;
+      // A segment found means a digest read (there is a segment).
+      if (!segment || digest === undefined) throw notFound('Segment');
+      const fresh = { all, digest };
+      if (known.size >= KNOWN_PROJECTS) known.delete(known.keys().next().value!);
+      known.set(projectId, fresh);
+      return (await membersPage(db, projectId, segment, fresh, page)).list;
     },
     'Fix the segment\'s condition (PATCH /segments/:id), or the segments it names.',
   );

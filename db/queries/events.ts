@@ -3,6 +3,7 @@ import { preparedStatementOf } from '../prepared';
 import { LIST_COUNT_CAP, LIST_PLAN, cappedTotal, idFloor, listCappedPage, rowLimit, shapedCappedPages, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
 import { Event } from '../models/Event';
 import { ident, listPartitions, partitioned, partitionOids, partitionOidsSql, type Partition } from '../partitions';
+import { perDatabase } from '../perDatabase';
 
 export interface NewEvent {
   /** Preset id (an email's pre-announced event id); otherwise the database assigns a UUIDv7. */
@@ -333,11 +334,11 @@ export function countedEvents(db: Knex, projectId: string, filter: EventFilter):
 }
 
 /**
- * The events' partitions as this process last read them, per database (keyed by knex's connection settings, which its
- * transactions share): they change once a month or so (made ahead, dropped by retention), and reading them took a round
- * trip of its own, ~1 ms, before each list of a time window. idFloorSince checks them in its own statement.
+ * The events' partitions as this process last read them, per database: they change once a month or so (made ahead,
+ * dropped by retention), and reading them took a round trip of its own, ~1 ms, before each list of a time window.
+ * idFloorSince checks them in its own statement.
  */
-const knownPartitions = new WeakMap<object, Partition[]>();
+const knownPartitions = perDatabase((): { parts?: Partition[] } => ({}));
 
 /**
  * The lowest id an event created since `since` can have in this project, as far as the partitions say: the lower bound
@@ -379,10 +380,10 @@ export interface WindowCounts {
  */
 async function onKnownPartitions<T>(db: Knex, read: (parts: readonly Partition[]) => Promise<{ oids: string | null; result: T }>): Promise<T | undefined> {
   const events = partitioned('events');
-  const key = db.client.config as object;
-  let parts = knownPartitions.get(key);
+  const known = knownPartitions(db);
+  let parts = known.parts;
   for (let attempt = 0; attempt < 2; attempt++) {
-    if (!parts) knownPartitions.set(key, parts = await listPartitions(db, events));
+    if (!parts) known.parts = parts = await listPartitions(db, events);
     const got = await read(parts).catch((err: unknown) => {
       if ((err as { code?: string }).code === '42P01') return undefined;
       throw err;
