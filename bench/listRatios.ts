@@ -32,7 +32,7 @@
  *
  * Environment: the sizes above, BENCH_ROUNDS, BENCH_WARMUP_ROUNDS, BENCH_DEEP_POSITIONS, BENCH_NODE_ARGS (the API process's node flags, e.g.
  * `--trace-gc` with BENCH_CHILD_STDOUT=1), BENCH_TRACE=file (every measured request: when, how long, which call), BENCH_ONLY (substrings, comma-separated: only the cases whose name
- * has one of them), BENCH_CLIENT (fetch, the default; http; or both: two tables from the same run), BENCH_CPU_PROF=1 (a V8 profile of the API), BENCH_PG_STAT=1 (PostgreSQL's statements per measured call), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
+ * has one of them), BENCH_CLIENT (fetch, the default; http; or both: two tables from the same run), BENCH_COMPARE_NODE_ARGS (a second API process with these node options, asked in turn with the first: two tables from the same run), BENCH_CPU_PROF=1 (a V8 profile of the API), BENCH_PG_STAT=1 (PostgreSQL's statements per measured call), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
  * kept, with what the run needs of its seed in list-ratios.json: the next run with the same dir skips the seed, ~8
  * minutes, and migrates it to the code's schema), BENCH_TREE=dir (the API from another checkout, e.g. the code before a
  * change, on the same database: its migrations must be the same).
@@ -67,6 +67,11 @@ const ONLY = process.env.BENCH_ONLY;
 type Client = 'http' | 'fetch';
 const CLIENT = (process.env.BENCH_CLIENT ?? 'fetch') as Client | 'both';
 if (!['http', 'fetch', 'both'].includes(CLIENT)) throw new Error(`BENCH_CLIENT: http, fetch or both, not ${CLIENT}`);
+/** A second API process on the same database, started with these node options (BENCH_NODE_ARGS are the first's). */
+const COMPARE_NODE_ARGS = process.env.BENCH_COMPARE_NODE_ARGS;
+if (COMPARE_NODE_ARGS !== undefined && CLIENT === 'both') throw new Error('BENCH_COMPARE_NODE_ARGS and BENCH_CLIENT=both: one comparison at a time');
+/** One way of timing the calls: a client, and the API process it asks. */
+interface Instrument { name: string; client: Client; port: number }
 const DAYS = 90;
 const BAR = 1.5;
 
@@ -159,7 +164,9 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
       console.log(`reusing the seeded database in ${keepDir}`);
     }
 
-    const herald = startHeraldChild('herald api', cluster, 'api', { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, [...cpuProfileArgs(), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)], process.env.BENCH_TREE);
+    const apiEnv = { PORT: '0', API_RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' };
+    const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const herald = startHeraldChild('herald api', cluster, 'api', apiEnv, [...cpuProfileArgs(), ...nodeArgs], process.env.BENCH_TREE);
     children.push(herald);
     const port = (await herald.ready).port as number;
     const headers = { authorization: `Bearer ${reused?.secretKey ?? project!.secretKey}` };
@@ -324,8 +331,11 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
     // client's CPU a request against node:http's 0.6, on the cores the API and PostgreSQL run on; but a lighter client
     // takes the same fixed time off the call and off /health, so it leaves the tails (the machine's stalls) as they
     // are and the ratios no lower (BENCHMARKS.md section 74).
+    //
+    // With BENCH_COMPARE_NODE_ARGS, a second API process (the same code, other node options) on the same database, each
+    // call asked of one then of the other (the order alternating), so that both tables come from the same moments.
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    const viaHttp = (path: string) => new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
+    const viaHttp = (port: number, path: string) => new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
       http.get({ host: '127.0.0.1', port, path, headers, agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -333,15 +343,23 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
         res.on('error', reject);
       }).on('error', reject);
     });
-    const viaFetch = async (path: string) => {
+    const viaFetch = async (port: number, path: string) => {
       const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers });
       return { status: res.status, body: Buffer.from(await res.arrayBuffer()) };
     };
     const clientNames: Record<Client, string> = { http: 'node:http', fetch: "Node's fetch" };
-    const clients: Client[] = CLIENT === 'both' ? ['http', 'fetch'] : [CLIENT];
-    const ask = async (client: Client, path: string) => {
+    const clients: Instrument[] = CLIENT === 'both'
+      ? (['http', 'fetch'] as const).map((client) => ({ name: clientNames[client], client, port }))
+      : [{ name: COMPARE_NODE_ARGS === undefined ? clientNames[CLIENT] : `the API with node options [${nodeArgs.join(' ')}]`, client: CLIENT, port }];
+    if (COMPARE_NODE_ARGS !== undefined) {
+      const compareArgs = COMPARE_NODE_ARGS.split(' ').filter(Boolean);
+      const other = startHeraldChild('herald api (compared)', cluster, 'api', apiEnv, compareArgs, process.env.BENCH_TREE);
+      children.push(other);
+      clients.push({ name: `the API with node options [${compareArgs.join(' ')}]`, client: CLIENT as Client, port: (await other.ready).port as number });
+    }
+    const ask = async (client: Instrument, path: string) => {
       const started = performance.now();
-      const { status, body } = await (client === 'fetch' ? viaFetch : viaHttp)(path);
+      const { status, body } = await (client.client === 'fetch' ? viaFetch : viaHttp)(client.port, path);
       return { at: started, ms: performance.now() - started, status, body };
     };
     // BENCH_TRACE=file: every measured request as a line `at ms case` (at: ms since the measures began; case: the
@@ -350,12 +368,12 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
     const trace: string[] = [];
     let traceZero = 0;
     const traced = (at: number, ms: number, ci: number) => { if (process.env.BENCH_TRACE) trace.push(`${(at - traceZero).toFixed(3)} ${ms.toFixed(3)} ${ci}`); };
-    const health = async (client: Client) => {
+    const health = async (client: Instrument) => {
       const r = await ask(client, '/health');
       if (r.status !== 200) throw new Error(`/health: ${r.status}`);
       return { ms: r.ms, at: r.at };
     };
-    const call = async (client: Client, c: Case, i: number) => {
+    const call = async (client: Instrument, c: Case, i: number) => {
       const path = c.path(i);
       const r = await ask(client, path);
       if (r.status !== 200) throw new Error(`${c.name} (${path}): ${r.status} ${r.body.toString().slice(0, 300)}`);
@@ -423,7 +441,7 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
     }
 
     console.log(`\nthe project: ${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')}`);
-    console.log(`${ROUNDS} rounds after ${WARMUP} of warm-up; in each, every call once beside one GET /health${clients.length > 1 ? ', by each client' : ''}; ${clients.length > 1 ? 'two clients' : 'one client'} (${clients.map((c) => clientNames[c]).join(', then ')}), one connection each, one request at a time`);
+    console.log(`${ROUNDS} rounds after ${WARMUP} of warm-up; in each, every call once beside one GET /health${clients.length > 1 ? ', by each client' : ''}; ${clients.length > 1 ? 'two instruments' : 'one client'} (${clients.map((c) => c.name).join(', then ')}), one connection each, one request at a time`);
     console.log(`steal during the measures: ${(steal * 100).toFixed(1)} % of the machine's CPU time; load average ${load0.toFixed(1)} at the start, ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} during`);
     const reports = clients.map((client, x) => {
       const { times, beside, allHealth } = measures[x]!;
@@ -439,7 +457,7 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
         const interval = intervals[ci]!;
         return { page: c.page, name: c.name, p50: pct(t, 50), p99: pct(t, 99), max: t[t.length - 1]!, ratio: pct(t, 99) / hp99, interval, besideP99: pct(b, 99), bytes: bytes[ci]! };
       });
-      if (clients.length > 1) console.log(`\n### timed by ${clientNames[client]}`);
+      if (clients.length > 1) console.log(`\n### timed by ${client.name}`);
       console.log(`\nGET /health, all ${h.length} requests of the run: p50 ${hp50.toFixed(2)} ms, p99 ${hp99.toFixed(2)} ms, max ${h[h.length - 1]!.toFixed(2)} ms`);
       console.log('\n| page | call | p50 ms | p99 ms | max ms | **p99 ÷ /health p99** | 95 % interval | /health p99 beside it, ms | answer bytes |');
       console.log('|---|---|---|---|---|---|---|---|---|');
@@ -448,9 +466,9 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
       const missed = rows.filter((r) => r.ratio > BAR);
       const surelyOver = rows.filter((r) => r.interval[0] > BAR);
       const surelyWithin = rows.filter((r) => r.interval[1] <= BAR);
-      console.log(`\n${clientNames[client]}: ${rows.length - missed.length} of ${rows.length} calls within ${BAR} × /health's p99${missed.length ? `; over it: ${missed.map((r) => `${r.name} (${r.ratio.toFixed(2)})`).join(', ')}` : ''}`);
-      console.log(`${clientNames[client]}, by their 95 % intervals: ${surelyWithin.length} within the bar whatever the draw, ${surelyOver.length} over it whatever the draw${surelyOver.length ? ` (${surelyOver.map((r) => r.name).join(', ')})` : ''}, ${rows.length - surelyWithin.length - surelyOver.length} either way`);
-      return { client, health: { p50: hp50, p99: hp99 }, rows };
+      console.log(`\n${client.name}: ${rows.length - missed.length} of ${rows.length} calls within ${BAR} × /health's p99${missed.length ? `; over it: ${missed.map((r) => `${r.name} (${r.ratio.toFixed(2)})`).join(', ')}` : ''}`);
+      console.log(`${client.name}, by their 95 % intervals: ${surelyWithin.length} within the bar whatever the draw, ${surelyOver.length} over it whatever the draw${surelyOver.length ? ` (${surelyOver.map((r) => r.name).join(', ')})` : ''}, ${rows.length - surelyWithin.length - surelyOver.length} either way`);
+      return { client: client.name, health: { p50: hp50, p99: hp99 }, rows };
     });
     if (process.env.BENCH_TRACE) fs.writeFileSync(process.env.BENCH_TRACE, `${cases.map((c, ci) => `# ${ci} ${c.name}`).join('\n')}\n${trace.join('\n')}\n`);
     if (process.env.BENCH_JSON) fs.writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: machine(cluster.version), counts, sizes: SIZES, rounds: ROUNDS, steal, loads: [Math.min(...loads), Math.max(...loads)], ...reports[0]!, clients: reports }, null, 2));
