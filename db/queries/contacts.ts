@@ -4,6 +4,7 @@ import { isTransaction } from '../database';
 import { Contact, type ContactData } from '../models/Contact';
 import { recordEvents } from './events';
 import { likeLiteral } from '../like';
+import { perDatabase } from '../perDatabase';
 import { LIST_COUNT_CAP, MATCH_COUNT_CAP, cappedPageQueries, cappedTotal, rowLimit, shapedPageCache, shapedStatementCache, runListStatement, wholeOf, type CappedList, type CappedPageOptions, type PageRequest } from '../pages';
 
 /** A contact write: `data` keys merge into the stored data, and a `null` value deletes its key. */
@@ -304,8 +305,50 @@ export function searchPositionOf(search: string, contact: { id: string; email: s
  * 1,000,000 contacts where its page of 51 beginning with it cost 1-2 ms (BENCHMARKS.md section 68). The page that
  * reaches them counts them.
  */
-export function searchStatement(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest, byteOrder = false): Knex.Raw {
-  return searchStatementOf(db, searchValues(projectId, filter, page, byteOrder), page.limit);
+export function searchStatement(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest, byteOrder = false, keyless = false): Knex.Raw {
+  return searchStatementOf(db, searchValues(projectId, filter, page, byteOrder), page.limit, false, keyless);
+}
+
+/**
+ * A project that holds at least this share of the contacts searches them by the trigram index without its key
+ * (searchStatementOf `keyless`, projectShare).
+ */
+export const KEYLESS_SHARE = 0.5;
+
+/** How long a process keeps the projects' shares it read (projectShare). */
+const SHARES_TTL_MS = 10 * 60_000;
+
+const knownShares = perDatabase((): { read?: Promise<Map<string, number>>; at: number } => ({ at: 0 }));
+
+/**
+ * A project's share of the contacts as PostgreSQL's statistics have it (pg_stats' most common values of
+ * contacts.project_id and their frequencies, from the last ANALYZE; 0 for a project not among them), read once per
+ * database every SHARES_TTL_MS.
+ *
+ * Why: the trigram index holds the project as a key of its own (btree_gin), whose list is every contact of the project.
+ * Asked with it, the index scan steps through that list for each candidate of the term's trigrams; for a project that
+ * holds most of the table the key rules out almost nothing and costs most of the read: `%anita%9bc%` at 1,000,000
+ * contacts (91 % of the table) took 1.29 ms and 122 pages with the key, 0.70 ms and 81 pages without it, the other
+ * projects' candidates (3) dropped by the rows' own check (BENCHMARKS.md section 75). For a project with a small share,
+ * the key is what keeps its search to its own candidates, and it stays. A search's statement runs with its generic
+ * plan, made without the project's value: this is the one fact about it the plan cannot know.
+ */
+export async function projectShare(db: Knex, projectId: string): Promise<number> {
+  const known = knownShares(db);
+  if (!known.read || Date.now() - known.at > SHARES_TTL_MS) {
+    known.at = Date.now();
+    const read = db.raw(
+      `SELECT m.project_id::text AS project_id, m.share
+       FROM pg_stats s, unnest(s.most_common_vals::text::uuid[], s.most_common_freqs) AS m(project_id, share)
+       WHERE s.schemaname = current_schema() AND s.tablename = 'contacts' AND s.attname = 'project_id'`,
+    ).then(
+      (r: { rows: { project_id: string; share: number }[] }) => new Map(r.rows.map((row) => [row.project_id, Number(row.share)])),
+      // Not known: the key stays (share 0), and the next search asks again.
+      () => { known.at = 0; return new Map<string, number>(); },
+    );
+    known.read = read;
+  }
+  return (await known.read!).get(projectId) ?? 0;
 }
 
 const byteOrders = new WeakMap<Knex, Promise<boolean>>();
@@ -378,11 +421,12 @@ type PrefixValues = Omit<SearchValues, 'like' | 'holds'>;
  * searchStatement of its values (searchValues). `prefixOnly`: the part that begins with the term alone (prefixPages),
  * whose `__total_whole` is then true when that part did not fill the page (the whole statement must be run).
  */
-function searchStatementOf(db: Knex, v: PrefixValues & Partial<Pick<SearchValues, 'like' | 'holds'>>, limit: number, prefixOnly = false): Knex.Raw {
+function searchStatementOf(db: Knex, v: PrefixValues & Partial<Pick<SearchValues, 'like' | 'holds'>>, limit: number, prefixOnly = false, keyless = false): Knex.Raw {
   const cap = rowLimit(MATCH_COUNT_CAP + 1);
   const rowsWanted = rowLimit(limit + 1);
-  const contacts = () => {
-    const q = db('contacts').where('project_id', v.projectId);
+  const contacts = (trigrams = false) => {
+    // `IS TRUE`: the same condition, which no index can serve, so the trigram read leaves the project to the rows (keyless).
+    const q = trigrams && keyless ? db('contacts').whereRaw('(project_id = ?) IS TRUE', [v.projectId]) : db('contacts').where('project_id', v.projectId);
     if (v.subscribed !== undefined) q.where('subscribed', v.subscribed);
     return q;
   };
@@ -390,7 +434,7 @@ function searchStatementOf(db: Knex, v: PrefixValues & Partial<Pick<SearchValues
   const begins = () => (v.upper !== undefined ? contacts().where('email', '>=', v.term).where('email', '<', v.upper) : contacts().where('email', 'like', v.prefix!))
     .select('id', 'email');
   const holds = () => {
-    const q = contacts().where('email', 'like', v.like!);
+    const q = contacts(true).where('email', 'like', v.like!);
     if (v.holds !== undefined) holdsTerm(q, v.holds);
     return q.whereRaw('strpos(email, ?) > 1', [v.term]).select('id');
   };
@@ -455,7 +499,8 @@ async function runSearch(db: Knex, projectId: string, filter: ContactFilter & { 
     const filled = await runListStatement(db, prefixPages(String(page.limit), prefixValues, (standIns) => searchStatementOf(db, standIns, page.limit, true)), 'id', { genericPlan: true });
     if (filled.totalWhole === false) return filled;
   }
-  const statement = searches(String(page.limit), values, (standIns) => searchStatementOf(db, standIns, page.limit));
+  const keyless = (await projectShare(db, projectId)) >= KEYLESS_SHARE;
+  const statement = searches(`${page.limit}${keyless ? ' keyless' : ''}`, values, (standIns) => searchStatementOf(db, standIns, page.limit, false, keyless));
   return runListStatement(db, statement, 'id', { genericPlan: values.holds !== undefined && values.upper !== undefined });
 }
 

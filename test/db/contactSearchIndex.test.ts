@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import pg from 'pg';
 import * as emailFirst from '../../db/migrations/20261212000001_contact_search_email_first';
-import { addressesInByteOrder, filteredContacts, listContacts, searchPattern, searchPositionOf, searchStatement } from '../../db/queries/contacts';
+import { KEYLESS_SHARE, addressesInByteOrder, filteredContacts, listContacts, projectShare, searchPattern, searchPositionOf, searchStatement } from '../../db/queries/contacts';
 import { runListStatement } from '../../db/pages';
 import { createProject } from '../../projects/service';
 import { createTestDatabase, type TestDatabase, vacuumAnalyze } from '../support/db';
@@ -221,6 +221,43 @@ test('a term read by searchPattern\'s pattern runs with its shape\'s generic pla
   expect(String(pre[0]!['Index Cond'])).toMatch(/email >= \$\d+.*email < \$\d+/);
   const rest = readsOf(nodes.find((n) => n['Subplan Name'] === 'CTE rest')!);
   expect(rest.map((n) => n['Index Name']).filter(Boolean)).toEqual(['contacts_email_trgm_idx']);
+});
+
+test('a project that holds most of the contacts asks the trigram index without its key, one with a small share with it; each finds its own contacts alone', async () => {
+  // The large project holds 95 % of the table, the small one 5 % (pg_stats, after the ANALYZE of beforeAll).
+  expect(await projectShare(db.knex, big)).toBeGreaterThanOrEqual(KEYLESS_SHARE);
+  expect(await projectShare(db.knex, small)).toBeLessThan(KEYLESS_SHARE);
+  // A name, a dot and three hex digits, and one address of each project that holds it further in: the rest is read.
+  const { email } = await db.knex('contacts').where({ project_id: big }).whereRaw("email ~ '^anita\\.[0-9a-f]{3}'").orderBy('id').offset(5).first('email');
+  const term = email.slice(0, 'anita.'.length + 3);
+  const [bigs] = await db.knex('contacts').insert({ project_id: big, email: `yy.${term}@example.net` }).returning('id');
+  const [smalls] = await db.knex('contacts').insert({ project_id: small, email: `zz.${term}@example.net` }).returning('id');
+  const searched = async (projectId: string) => {
+    const statements: string[] = [];
+    const seen = (q: { sql: string }) => { if (q.sql.includes('rest AS MATERIALIZED')) statements.push(q.sql); };
+    db.knex.on('query', seen);
+    try {
+      const page = await listContacts(db.knex, projectId, { search: term }, { limit: 50 });
+      return { ids: page.rows.map((c) => c.id).sort(), keyless: statements.length === 1 && /\(project_id = \$\d+\) IS TRUE/.test(statements[0]!) };
+    } finally {
+      db.knex.off('query', seen);
+    }
+  };
+  const theirs = async (projectId: string) => (await db.knex('contacts').where('project_id', projectId).where('email', 'like', `%${term}%`).select('id')).map((r: { id: string }) => r.id).sort();
+  const inBig = await searched(big);
+  const inSmall = await searched(small);
+  expect(inBig.keyless).toBe(true);
+  expect(inSmall.keyless).toBe(false);
+  // The same contacts as a plain LIKE over the project's rows: the other project's address is never among them.
+  expect(inBig.ids).toEqual(await theirs(big));
+  expect(inBig.ids).toContain(bigs.id);
+  expect(inBig.ids).not.toContain(smalls.id);
+  expect(inSmall.ids).toEqual([smalls.id]);
+  // The trigram read without the key: the project is checked on the rows it found.
+  const trigramRead = async (keyless: boolean) => (await explained(db.knex, searchStatement(db.knex, big, { search: term }, { limit: 50 }, true, keyless)))
+    .find((n) => n['Index Name'] === 'contacts_email_trgm_idx')!;
+  expect(String((await trigramRead(true))['Index Cond'])).not.toContain('project_id');
+  expect(String((await trigramRead(false))['Index Cond'])).toContain('project_id');
 });
 
 test('a term asked with its own pattern is first asked for the addresses that begin with it, with their statement\'s generic plan: one statement when they fill the page', async () => {
