@@ -32,7 +32,7 @@
  *
  * Environment: the sizes above, BENCH_ROUNDS, BENCH_WARMUP_ROUNDS, BENCH_DEEP_POSITIONS, BENCH_NODE_ARGS (the API process's node flags, e.g.
  * `--trace-gc` with BENCH_CHILD_STDOUT=1), BENCH_TRACE=file (every measured request: when, how long, which call), BENCH_ONLY (substrings, comma-separated: only the cases whose name
- * has one of them), BENCH_CLIENT (fetch, the default; http; or both: two tables from the same run), BENCH_COMPARE_NODE_ARGS (a second API process with these node options, asked in turn with the first: two tables from the same run), BENCH_CPU_PROF=1 (a V8 profile of the API), BENCH_PG_STAT=1 (PostgreSQL's statements per measured call), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
+ * has one of them), BENCH_CLIENT (fetch, the default; http; or both: two tables from the same run), BENCH_COMPARE_NODE_ARGS and BENCH_COMPARE_TREE (a second API process with these node options, or from that checkout, asked in turn with the first: two tables from the same run), BENCH_CPU_PROF=1 (a V8 profile of the API), BENCH_PG_STAT=1 (PostgreSQL's statements per measured call), BENCH_LOG_LEVEL (default warn), BENCH_JSON=file, BENCH_CLUSTER_DIR=dir (the cluster lives there and is
  * kept, with what the run needs of its seed in list-ratios.json: the next run with the same dir skips the seed, ~8
  * minutes, and migrates it to the code's schema), BENCH_TREE=dir (the API from another checkout, e.g. the code before a
  * change, on the same database: its migrations must be the same).
@@ -67,11 +67,16 @@ const ONLY = process.env.BENCH_ONLY;
 type Client = 'http' | 'fetch';
 const CLIENT = (process.env.BENCH_CLIENT ?? 'fetch') as Client | 'both';
 if (!['http', 'fetch', 'both'].includes(CLIENT)) throw new Error(`BENCH_CLIENT: http, fetch or both, not ${CLIENT}`);
-/** A second API process on the same database, started with these node options (BENCH_NODE_ARGS are the first's). */
-const COMPARE_NODE_ARGS = process.env.BENCH_COMPARE_NODE_ARGS;
+/**
+ * A second API process on the same database, started with these node options (BENCH_NODE_ARGS are the first's) and/or
+ * from another checkout (BENCH_COMPARE_TREE; BENCH_TREE is the first's).
+ */
+const COMPARE_NODE_ARGS = process.env.BENCH_COMPARE_NODE_ARGS ?? (process.env.BENCH_COMPARE_TREE !== undefined ? '' : undefined);
+const COMPARE_TREE = process.env.BENCH_COMPARE_TREE;
 if (COMPARE_NODE_ARGS !== undefined && CLIENT === 'both') throw new Error('BENCH_COMPARE_NODE_ARGS and BENCH_CLIENT=both: one comparison at a time');
 /** One way of timing the calls: a client, and the API process it asks. */
 interface Instrument { name: string; client: Client; port: number }
+const apiName = (tree: string | undefined, args: string[]) => `the API of ${tree ?? 'this checkout'}${args.length ? ` with node options [${args.join(' ')}]` : ''}`;
 const DAYS = 90;
 const BAR = 1.5;
 
@@ -350,12 +355,12 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
     const clientNames: Record<Client, string> = { http: 'node:http', fetch: "Node's fetch" };
     const clients: Instrument[] = CLIENT === 'both'
       ? (['http', 'fetch'] as const).map((client) => ({ name: clientNames[client], client, port }))
-      : [{ name: COMPARE_NODE_ARGS === undefined ? clientNames[CLIENT] : `the API with node options [${nodeArgs.join(' ')}]`, client: CLIENT, port }];
+      : [{ name: COMPARE_NODE_ARGS === undefined ? clientNames[CLIENT] : apiName(process.env.BENCH_TREE, nodeArgs), client: CLIENT, port }];
     if (COMPARE_NODE_ARGS !== undefined) {
       const compareArgs = COMPARE_NODE_ARGS.split(' ').filter(Boolean);
-      const other = startHeraldChild('herald api (compared)', cluster, 'api', apiEnv, compareArgs, process.env.BENCH_TREE);
+      const other = startHeraldChild('herald api (compared)', cluster, 'api', apiEnv, compareArgs, COMPARE_TREE ?? process.env.BENCH_TREE);
       children.push(other);
-      clients.push({ name: `the API with node options [${compareArgs.join(' ')}]`, client: CLIENT as Client, port: (await other.ready).port as number });
+      clients.push({ name: apiName(COMPARE_TREE ?? process.env.BENCH_TREE, compareArgs), client: CLIENT as Client, port: (await other.ready).port as number });
     }
     const ask = async (client: Instrument, path: string) => {
       const started = performance.now();
