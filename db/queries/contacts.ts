@@ -310,8 +310,8 @@ export function searchStatement(db: Knex, projectId: string, filter: ContactFilt
 }
 
 /**
- * A project that holds at least this share of the contacts searches them by the trigram index without its key
- * (searchStatementOf `keyless`, projectShare).
+ * A project that holds at least this share of the contacts reads a rare term's other matches from the trigram index
+ * without its key (searchStatementOf `keyless`, projectShare).
  */
 export const KEYLESS_SHARE = 0.5;
 
@@ -330,8 +330,12 @@ const knownShares = perDatabase((): { read?: Promise<Map<string, number>>; at: n
  * holds most of the table the key rules out almost nothing and costs most of the read: `%anita%9bc%` at 1,000,000
  * contacts (91 % of the table) took 1.29 ms and 122 pages with the key, 0.70 ms and 81 pages without it, the other
  * projects' candidates (3) dropped by the rows' own check (BENCHMARKS.md section 75). For a project with a small share,
- * the key is what keeps its search to its own candidates, and it stays. A search's statement runs with its generic
- * plan, made without the project's value: this is the one fact about it the plan cannot know.
+ * the key is what keeps its search to its own candidates, and it stays. Only a term read by searchPattern's pattern
+ * (rare: a pasted address, a word with digits, words of three letters or more) goes without it: its statement runs with
+ * its generic plan, always the trigram index for the rest, made without the project's value, and this is the one fact
+ * about the project that plan cannot know. A term asked with its own pattern keeps the key whatever the project: its
+ * statement is planned for its values, and for a common one (`race.`) the plan that reads the project's newest
+ * contacts first, by the key's B-tree, is the fast one.
  */
 export async function projectShare(db: Knex, projectId: string): Promise<number> {
   const known = knownShares(db);
@@ -499,7 +503,7 @@ async function runSearch(db: Knex, projectId: string, filter: ContactFilter & { 
     const filled = await runListStatement(db, prefixPages(String(page.limit), prefixValues, (standIns) => searchStatementOf(db, standIns, page.limit, true)), 'id', { genericPlan: true });
     if (filled.totalWhole === false) return filled;
   }
-  const keyless = (await projectShare(db, projectId)) >= KEYLESS_SHARE;
+  const keyless = values.holds !== undefined && (await projectShare(db, projectId)) >= KEYLESS_SHARE;
   const statement = searches(`${page.limit}${keyless ? ' keyless' : ''}`, values, (standIns) => searchStatementOf(db, standIns, page.limit, false, keyless));
   return runListStatement(db, statement, 'id', { genericPlan: values.holds !== undefined && values.upper !== undefined });
 }
