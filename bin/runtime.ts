@@ -1,5 +1,4 @@
 import { createServer, type Server } from 'node:http';
-import { setFlagsFromString } from 'node:v8';
 import { createActivities } from '../activities';
 import { createDeliverer } from '../sending/delivery';
 import { scheduleDomainChecks } from '../domains/checks';
@@ -83,26 +82,10 @@ export interface Running {
 }
 
 /**
- * An API process collects its young generation on its main thread alone (V8's `--no-parallel-scavenge`, which V8 reads
- * at each scavenge, so it holds from here on). What a scavenge copies is small, the requests in flight (~150 KB of the
- * ~15 MB allocated between two), so helper threads have little to share, and on a machine whose cores also run
- * PostgreSQL and the clients the main thread waits for them: an API serving 50-row pages paused 1.08 ms a scavenge on
- * average, 1.4 at the 90th percentile and 2.8 at most with them, 0.94, 1.1 and 1.5 without (--trace-gc-nvp, 60
- * scavenges each). A scavenge lands on about one request in 40; two API processes asked in turn
- * in one run, the lists' p99s were lower without the helpers for 36 and 39 of the 64 calls (BENCHMARKS.md section 75).
- * Set in code, not on a command line, so that every way of starting an API process (npm start, npm run api, the
- * Docker image, the tests' and benchmarks' children) runs alike.
- */
-function collectYoungGenerationOnMainThread(): void {
-  setFlagsFromString('--no-parallel-scavenge');
-}
-
-/**
  * Starts Herald's parts for the given roles on the configured database and engine:
  * `npm start` = API + worker (embedded default), `npm run api` and `npm run worker` = one each.
  */
 export async function startHerald(config: Config, roles: Roles, log: Logger = createLogger(config.logLevel)): Promise<Running> {
-  if (roles.api) collectYoungGenerationOnMainThread();
   const db = await openDatabase(config, log);
   // The months ahead of the partitioned tables (db/partitions.ts), whatever the engine does: a process that writes rows
   // makes sure their months exist (the default partition would take them, but it is for accidents).
