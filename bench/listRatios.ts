@@ -44,7 +44,7 @@ import path from 'node:path';
 import { encodeCursor } from '../api/pagination';
 import { addDomain } from '../domains/rows';
 import { createProject } from '../projects/service';
-import { printTopStatements, startCluster } from './lib/cluster';
+import { printTopStatements, resetStatements, startCluster } from './lib/cluster';
 import { seedConsoleProject, withIndexesAfter } from './lib/consoleSeed';
 import { startHeraldChild } from './lib/herald';
 import { seedListExtras } from './lib/listSeed';
@@ -76,7 +76,7 @@ const COMPARE_TREE = process.env.BENCH_COMPARE_TREE;
 if (COMPARE_NODE_ARGS !== undefined && CLIENT === 'both') throw new Error('BENCH_COMPARE_NODE_ARGS and BENCH_CLIENT=both: one comparison at a time');
 /** One way of timing the calls: a client, and the API process it asks. */
 interface Instrument { name: string; client: Client; port: number }
-const apiName = (tree: string | undefined, args: string[]) => `the API of ${tree ?? 'this checkout'}${args.length ? ` with node options [${args.join(' ')}]` : ''}`;
+const apiName = (which: string, tree: string | undefined, args: string[]) => `${which} API, of ${tree ?? 'this checkout'}${args.length ? ` with node options [${args.join(' ')}]` : ''}`;
 const DAYS = 90;
 const BAR = 1.5;
 
@@ -337,8 +337,9 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
     // takes the same fixed time off the call and off /health, so it leaves the tails (the machine's stalls) as they
     // are and the ratios no lower (BENCHMARKS.md section 74).
     //
-    // With BENCH_COMPARE_NODE_ARGS, a second API process (the same code, other node options) on the same database, each
-    // call asked of one then of the other (the order alternating), so that both tables come from the same moments.
+    // With BENCH_COMPARE_NODE_ARGS or BENCH_COMPARE_TREE, a second API process (other node options, or another
+    // checkout's code) on the same database, each call asked of one then of the other (the order alternating), so that
+    // both tables come from the same moments.
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const viaHttp = (port: number, path: string) => new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
       http.get({ host: '127.0.0.1', port, path, headers, agent }, (res) => {
@@ -355,12 +356,12 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
     const clientNames: Record<Client, string> = { http: 'node:http', fetch: "Node's fetch" };
     const clients: Instrument[] = CLIENT === 'both'
       ? (['http', 'fetch'] as const).map((client) => ({ name: clientNames[client], client, port }))
-      : [{ name: COMPARE_NODE_ARGS === undefined ? clientNames[CLIENT] : apiName(process.env.BENCH_TREE, nodeArgs), client: CLIENT, port }];
+      : [{ name: COMPARE_NODE_ARGS === undefined ? clientNames[CLIENT] : apiName('the first', process.env.BENCH_TREE, nodeArgs), client: CLIENT, port }];
     if (COMPARE_NODE_ARGS !== undefined) {
       const compareArgs = COMPARE_NODE_ARGS.split(' ').filter(Boolean);
       const other = startHeraldChild('herald api (compared)', cluster, 'api', apiEnv, compareArgs, COMPARE_TREE ?? process.env.BENCH_TREE);
       children.push(other);
-      clients.push({ name: apiName(COMPARE_TREE ?? process.env.BENCH_TREE, compareArgs), client: CLIENT as Client, port: (await other.ready).port as number });
+      clients.push({ name: apiName('the second', COMPARE_TREE ?? process.env.BENCH_TREE, compareArgs), client: CLIENT as Client, port: (await other.ready).port as number });
     }
     const ask = async (client: Instrument, path: string) => {
       const started = performance.now();
@@ -369,7 +370,7 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
     };
     // BENCH_TRACE=file: every measured request as a line `at ms case` (at: ms since the measures began; case: the
     // case's index, -1 for /health), to see whether the slow ones come together in time (the machine) or alone (the call).
-    // With BENCH_CLIENT=both, the first client's requests alone.
+    // With two instruments (BENCH_CLIENT=both, a compared API), the first's requests alone.
     const trace: string[] = [];
     let traceZero = 0;
     const traced = (at: number, ms: number, ci: number) => { if (process.env.BENCH_TRACE) trace.push(`${(at - traceZero).toFixed(3)} ${ms.toFixed(3)} ${ci}`); };
@@ -388,8 +389,8 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
       return { ms: r.ms, at: r.at, bytes: r.body.length };
     };
 
-    // Each client's measures: with both, every call and its /health are asked by one client then by the other (the
-    // order alternating by round), so that both tables come from the same moments of the same run.
+    // Each instrument's measures: with two, every call and its /health are asked by one then by the other (the order
+    // alternating by round), so that both tables come from the same moments of the same run.
     const measures = clients.map(() => ({ times: cases.map(() => [] as number[]), beside: cases.map(() => [] as number[]), allHealth: [] as number[] }));
     const bytes = cases.map(() => 0);
     let steal0 = stealSince();
@@ -401,7 +402,7 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
         steal0 = stealSince();
         load0 = os.loadavg()[0]!;
         traceZero = performance.now();
-        await printTopStatements(cluster, 1, 0); // BENCH_PG_STAT=1: the warm-up's statistics reset
+        await resetStatements(cluster); // BENCH_PG_STAT=1: the warm-up's statements not counted
       }
       for (let k = 0; k < cases.length; k++) {
         const ci = (k + round) % cases.length;
@@ -441,7 +442,7 @@ runBench('bench:list-ratios', 90 * 60_000, async () => {
     }
     const steal = stealSince(steal0.at).share;
     if (cluster.pgStat) {
-      console.log(`\nPostgreSQL's statements per measured call (BENCH_PG_STAT=1; each call and its /health, by ${clients.length} client(s)):`);
+      console.log(`\nPostgreSQL's statements per measured call (BENCH_PG_STAT=1; each call and its /health, by ${clients.length} instrument(s)):`);
       await printTopStatements(cluster, ROUNDS * cases.length * clients.length, 15);
     }
 

@@ -127,5 +127,10 @@ export async function printTopStatements(cluster: BenchCluster, units: number, l
   for (const r of rows) {
     console.log(`  ${(r.calls / units).toFixed(3)} calls, ${(r.total_exec_time / units).toFixed(3)} ms + ${(r.total_plan_time / units).toFixed(3)} ms planning: ${r.query.replace(/\s+/g, ' ').slice(0, 120)}`);
   }
-  await cluster.knex.raw('SELECT pg_stat_statements_reset()');
+  await resetStatements(cluster);
+}
+
+/** With BENCH_PG_STAT=1, forgets pg_stat_statements' figures so far (a warm-up's), so that the next print counts what follows. */
+export async function resetStatements(cluster: BenchCluster): Promise<void> {
+  if (cluster.pgStat) await cluster.knex.raw('SELECT pg_stat_statements_reset()');
 }

@@ -305,8 +305,8 @@ export function searchPositionOf(search: string, contact: { id: string; email: s
  * 1,000,000 contacts where its page of 51 beginning with it cost 1-2 ms (BENCHMARKS.md section 68). The page that
  * reaches them counts them.
  */
-export function searchStatement(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest, byteOrder = false, keyless = false): Knex.Raw {
-  return searchStatementOf(db, searchValues(projectId, filter, page, byteOrder), page.limit, false, keyless);
+export function searchStatement(db: Knex, projectId: string, filter: ContactFilter & { search: string }, page: ContactPageRequest, opts: { byteOrder?: boolean; keyless?: boolean } = {}): Knex.Raw {
+  return searchStatementOf(db, searchValues(projectId, filter, page, opts.byteOrder ?? false), page.limit, { keyless: opts.keyless });
 }
 
 /**
@@ -425,7 +425,7 @@ type PrefixValues = Omit<SearchValues, 'like' | 'holds'>;
  * searchStatement of its values (searchValues). `prefixOnly`: the part that begins with the term alone (prefixPages),
  * whose `__total_whole` is then true when that part did not fill the page (the whole statement must be run).
  */
-function searchStatementOf(db: Knex, v: PrefixValues & Partial<Pick<SearchValues, 'like' | 'holds'>>, limit: number, prefixOnly = false, keyless = false): Knex.Raw {
+function searchStatementOf(db: Knex, v: PrefixValues & Partial<Pick<SearchValues, 'like' | 'holds'>>, limit: number, { prefixOnly = false, keyless = false } = {}): Knex.Raw {
   const cap = rowLimit(MATCH_COUNT_CAP + 1);
   const rowsWanted = rowLimit(limit + 1);
   const contacts = (trigrams = false) => {
@@ -500,11 +500,11 @@ async function runSearch(db: Knex, projectId: string, filter: ContactFilter & { 
   const values = searchValues(projectId, filter, page, await addressesInByteOrder(db));
   if (values.upper !== undefined && values.holds === undefined && values.afterId === undefined) {
     const { like: _like, holds: _holds, ...prefixValues } = values;
-    const filled = await runListStatement(db, prefixPages(String(page.limit), prefixValues, (standIns) => searchStatementOf(db, standIns, page.limit, true)), 'id', { genericPlan: true });
+    const filled = await runListStatement(db, prefixPages(String(page.limit), prefixValues, (standIns) => searchStatementOf(db, standIns, page.limit, { prefixOnly: true })), 'id', { genericPlan: true });
     if (filled.totalWhole === false) return filled;
   }
   const keyless = values.holds !== undefined && (await projectShare(db, projectId)) >= KEYLESS_SHARE;
-  const statement = searches(`${page.limit}${keyless ? ' keyless' : ''}`, values, (standIns) => searchStatementOf(db, standIns, page.limit, false, keyless));
+  const statement = searches(`${page.limit}${keyless ? ' keyless' : ''}`, values, (standIns) => searchStatementOf(db, standIns, page.limit, { keyless }));
   return runListStatement(db, statement, 'id', { genericPlan: values.holds !== undefined && values.upper !== undefined });
 }
 
